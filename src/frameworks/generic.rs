@@ -1,0 +1,127 @@
+//! The `generic` framework: AHP events in, AHP decisions out, for agents and scripts
+//! that call `ahp-wrap hook generic <event>` themselves. See `shims/generic/README.md`.
+
+use serde_json::{json, Value};
+
+use super::{AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext};
+use crate::protocol::{EventType, Verdict};
+
+/// Exit code of a blocked generic hook.
+pub const EXIT_BLOCK: i32 = 2;
+
+pub struct Generic;
+
+impl Framework for Generic {
+    fn name(&self) -> &'static str {
+        "generic"
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn prepare(&self, _run: &RunContext, _cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        // Nothing to inject: a generic agent finds the wrapper through the AHP_WRAP_*
+        // environment every child gets.
+        Ok(())
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        let shape = |why: String| FrameworkError::Shape {
+            framework: "generic",
+            hook: cx.hook.to_owned(),
+            why,
+        };
+        let input: Value = serde_json::from_slice(payload)?;
+        let obj = input
+            .as_object()
+            .ok_or_else(|| shape("expected a JSON object".into()))?;
+        let name = match obj.get("event_type") {
+            Some(Value::String(s)) => s.as_str(),
+            Some(_) => return Err(shape("\"event_type\" must be a string".into())),
+            None => cx.hook,
+        };
+        let event_type =
+            EventType::parse(name).ok_or_else(|| shape(format!("unknown event type {name:?}")))?;
+        let payload = obj.get("payload").cloned().unwrap_or_else(|| json!({}));
+        Ok(Some(Mapped {
+            event_type,
+            payload,
+            framework_session: obj
+                .get("session_id")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        }))
+    }
+
+    fn render(&self, _cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        if event.is_some_and(|e| !e.event_type.is_blocking()) {
+            return Rendered {
+                stdout: b"{\"delivered\":\"notification\"}\n".to_vec(),
+                ..Rendered::default()
+            };
+        }
+        let mut stdout = verdict.to_json().to_string().into_bytes();
+        stdout.push(b'\n');
+        match verdict {
+            Verdict::Block { reason } | Verdict::Escalate { reason, .. } => Rendered {
+                stdout,
+                stderr: format!("{reason}\n").into_bytes(),
+                exit_code: EXIT_BLOCK,
+            },
+            _ => Rendered {
+                stdout,
+                stderr: Vec::new(),
+                exit_code: 0,
+            },
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cx() -> HookContext<'static> {
+        HookContext {
+            hook: "pre_action",
+            cwd: Path::new("/"),
+            interactive: false,
+        }
+    }
+
+    #[test]
+    fn maps_event_type_from_payload_or_hook() {
+        let m = Generic
+            .map(
+                &cx(),
+                br#"{"event_type":"pre_prompt","payload":{"prompt":"hi"}}"#,
+            )
+            .unwrap()
+            .unwrap();
+        assert_eq!(m.event_type, EventType::PrePrompt);
+        assert_eq!(m.payload, json!({"prompt": "hi"}));
+        let m = Generic.map(&cx(), br#"{"payload":{}}"#).unwrap().unwrap();
+        assert_eq!(m.event_type, EventType::PreAction);
+        assert!(Generic.map(&cx(), br#"{"event_type":"nope"}"#).is_err());
+        assert!(Generic.map(&cx(), b"not json").is_err());
+    }
+
+    #[test]
+    fn renders_block_with_exit_2_and_reason_on_stderr() {
+        let r = Generic.render(
+            &cx(),
+            None,
+            &Verdict::Block {
+                reason: "no".into(),
+            },
+        );
+        assert_eq!(r.exit_code, EXIT_BLOCK);
+        assert_eq!(r.stderr, b"no\n");
+        let v: Value = serde_json::from_slice(&r.stdout).unwrap();
+        assert_eq!(v, json!({"decision": "block", "reason": "no"}));
+        let r = Generic.render(&cx(), None, &Verdict::no_opinion());
+        assert_eq!(r.exit_code, 0);
+    }
+}

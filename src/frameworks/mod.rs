@@ -1,0 +1,144 @@
+//! The framework registry: what each agent framework's shim knows, behind one trait.
+//!
+//! Everything framework-specific (how to inject hook configuration for one run, how a hook
+//! payload maps to an AHP event, how a decision is rendered back) lives in one module here
+//! plus its folder under `shims/`. The core (child, client, control socket) only ever sees a
+//! `&dyn Framework`.
+
+pub mod generic;
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+
+use serde_json::Value;
+
+use crate::protocol::{EventType, Verdict};
+
+/// What a framework can rely on when it prepares the agent's command line.
+#[derive(Debug, Clone)]
+pub struct RunContext {
+    /// The `ahp-wrap` executable the hooks must call.
+    pub self_exe: PathBuf,
+    /// A private (0700) directory for this run, removed at exit: for generated settings.
+    pub run_dir: PathBuf,
+    /// How long a hook may wait for the wrapper, in milliseconds. A framework registers a
+    /// hook timeout longer than this, so that the wrapper always answers first.
+    pub hook_budget_ms: u64,
+    /// Whether a person can answer on a terminal (decides how `escalate` is rendered).
+    pub interactive: bool,
+}
+
+/// The agent command, as a framework may amend it before launch.
+#[derive(Debug, Clone, Default)]
+pub struct AgentCommand {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    /// Extra environment for the agent (added to ours).
+    pub env: Vec<(OsString, OsString)>,
+}
+
+/// Where a hook call came from, as far as the framework mapping cares.
+#[derive(Debug, Clone)]
+pub struct HookContext<'a> {
+    /// The hook name given on the `ahp-wrap hook <framework> <hook>` command line.
+    pub hook: &'a str,
+    /// The hook process's working directory.
+    pub cwd: &'a Path,
+    /// Whether a person can answer on a terminal.
+    pub interactive: bool,
+}
+
+/// A hook payload turned into an AHP event (without the envelope the wrapper adds).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Mapped {
+    pub event_type: EventType,
+    pub payload: Value,
+    /// The framework's own session id, recorded next to ours.
+    pub framework_session: Option<String>,
+}
+
+/// What the shim prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Rendered {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
+}
+
+/// Why a framework could not prepare a run or map a payload.
+#[derive(Debug, thiserror::Error)]
+pub enum FrameworkError {
+    #[error("the hook payload is not valid JSON: {0}")]
+    Payload(#[from] serde_json::Error),
+    #[error("the hook payload is not what {framework} sends for {hook}: {why}")]
+    Shape {
+        framework: &'static str,
+        hook: String,
+        why: String,
+    },
+    #[error("cannot prepare the {framework} command line: {why}")]
+    Prepare {
+        framework: &'static str,
+        why: String,
+    },
+}
+
+/// One agent framework's shim.
+pub trait Framework: Send + Sync + 'static {
+    /// The name used on the command line (`--framework`, `ahp-wrap hook <name> …`).
+    fn name(&self) -> &'static str;
+
+    /// Executable names (file name only) that identify this framework's agent.
+    fn executables(&self) -> &'static [&'static str];
+
+    /// Injects this run's hook configuration into the agent's command line and
+    /// environment, without touching the user's own configuration files.
+    fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError>;
+
+    /// Maps one hook call to the AHP event to send; `None` when this hook needs no event.
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError>;
+
+    /// Renders a final decision in the framework's own hook contract. `Verdict::Defer`
+    /// never reaches here; `Verdict::Escalate` does only when [`Framework::native_ask`]
+    /// said yes.
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered;
+
+    /// Whether the framework has its own "ask the user" answer for this hook.
+    fn native_ask(&self, cx: &HookContext<'_>) -> bool {
+        let _ = cx;
+        false
+    }
+}
+
+static GENERIC: generic::Generic = generic::Generic;
+
+/// Every framework this build knows.
+pub fn all() -> [&'static dyn Framework; 1] {
+    [&GENERIC]
+}
+
+/// The framework called `name`.
+pub fn find(name: &str) -> Option<&'static dyn Framework> {
+    all().into_iter().find(|f| f.name() == name)
+}
+
+/// The framework whose agent executable is `program`, else `generic`.
+pub fn detect(program: &Path) -> &'static dyn Framework {
+    let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
+    all()
+        .into_iter()
+        .find(|f| f.executables().contains(&file))
+        .unwrap_or(&GENERIC)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn unknown_agents_are_generic() {
+        assert_eq!(detect(Path::new("/usr/bin/some-agent")).name(), "generic");
+        assert_eq!(find("generic").map(|f| f.name()), Some("generic"));
+        assert!(find("nope").is_none());
+    }
+}

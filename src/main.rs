@@ -1,0 +1,7 @@
+//! Entry point: parse, run, map to an exit code.
+
+use std::process::ExitCode;
+
+fn main() -> ExitCode {
+    ExitCode::SUCCESS
+}

@@ -1,0 +1,178 @@
+//! AHP 2.4 wire types: event types and their blocking split, events, and strictly parsed decisions.
+
+mod decision;
+pub mod jsonrpc;
+
+pub use decision::{parse_decision, DecisionError, Verdict};
+
+use serde::{Deserialize, Serialize};
+use serde_json::{Map, Value};
+
+/// The protocol version we speak in `ahp/handshake`.
+pub const PROTOCOL_VERSION: &str = "2.4";
+
+/// Every event type of AHP 2.4 that an agent sends to a harness.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum EventType {
+    PreAction,
+    PostAction,
+    PrePrompt,
+    PostResponse,
+    SessionStart,
+    SessionEnd,
+    Error,
+    Heartbeat,
+    Idle,
+    ContextPerception,
+    Success,
+    MemoryRecall,
+    Planning,
+    Reasoning,
+    RateLimit,
+    Confirmation,
+    IntentDetection,
+    RunLifecycle,
+    TaskList,
+    Verification,
+}
+
+impl EventType {
+    /// All event types, in declaration order.
+    pub const ALL: [EventType; 20] = [
+        EventType::PreAction,
+        EventType::PostAction,
+        EventType::PrePrompt,
+        EventType::PostResponse,
+        EventType::SessionStart,
+        EventType::SessionEnd,
+        EventType::Error,
+        EventType::Heartbeat,
+        EventType::Idle,
+        EventType::ContextPerception,
+        EventType::Success,
+        EventType::MemoryRecall,
+        EventType::Planning,
+        EventType::Reasoning,
+        EventType::RateLimit,
+        EventType::Confirmation,
+        EventType::IntentDetection,
+        EventType::RunLifecycle,
+        EventType::TaskList,
+        EventType::Verification,
+    ];
+
+    /// Blocking events go as JSON-RPC requests and wait for a decision; the rest are
+    /// notifications. This is the 2.4 split, exactly.
+    pub fn is_blocking(self) -> bool {
+        matches!(
+            self,
+            EventType::PreAction
+                | EventType::PrePrompt
+                | EventType::Idle
+                | EventType::IntentDetection
+                | EventType::ContextPerception
+                | EventType::MemoryRecall
+                | EventType::Planning
+                | EventType::Reasoning
+                | EventType::RateLimit
+                | EventType::Confirmation
+        )
+    }
+
+    /// The snake_case name used on the wire.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EventType::PreAction => "pre_action",
+            EventType::PostAction => "post_action",
+            EventType::PrePrompt => "pre_prompt",
+            EventType::PostResponse => "post_response",
+            EventType::SessionStart => "session_start",
+            EventType::SessionEnd => "session_end",
+            EventType::Error => "error",
+            EventType::Heartbeat => "heartbeat",
+            EventType::Idle => "idle",
+            EventType::ContextPerception => "context_perception",
+            EventType::Success => "success",
+            EventType::MemoryRecall => "memory_recall",
+            EventType::Planning => "planning",
+            EventType::Reasoning => "reasoning",
+            EventType::RateLimit => "rate_limit",
+            EventType::Confirmation => "confirmation",
+            EventType::IntentDetection => "intent_detection",
+            EventType::RunLifecycle => "run_lifecycle",
+            EventType::TaskList => "task_list",
+            EventType::Verification => "verification",
+        }
+    }
+
+    /// Parses a wire name; `None` for anything AHP 2.4 does not define.
+    pub fn parse(name: &str) -> Option<EventType> {
+        EventType::ALL.into_iter().find(|t| t.as_str() == name)
+    }
+}
+
+impl std::fmt::Display for EventType {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The `params` of an `ahp/event` message.
+#[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
+pub struct Event {
+    pub event_type: EventType,
+    pub session_id: String,
+    pub agent_id: String,
+    pub timestamp: String,
+    pub depth: u32,
+    pub payload: Value,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub context: Option<Value>,
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub metadata: Option<Map<String, Value>>,
+}
+
+/// The wall clock as RFC 3339 with milliseconds, as AHP timestamps are written.
+pub fn now_rfc3339() -> String {
+    humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocking_split_is_the_2_4_split() {
+        let blocking: Vec<_> = EventType::ALL
+            .into_iter()
+            .filter(|t| t.is_blocking())
+            .map(EventType::as_str)
+            .collect();
+        assert_eq!(
+            blocking,
+            [
+                "pre_action",
+                "pre_prompt",
+                "idle",
+                "context_perception",
+                "memory_recall",
+                "planning",
+                "reasoning",
+                "rate_limit",
+                "confirmation",
+                "intent_detection"
+            ]
+        );
+    }
+
+    #[test]
+    fn names_round_trip_through_serde_and_parse() {
+        for t in EventType::ALL {
+            let json = serde_json::to_value(t).unwrap();
+            assert_eq!(json, Value::String(t.as_str().to_owned()));
+            assert_eq!(EventType::parse(t.as_str()), Some(t));
+        }
+        assert_eq!(EventType::parse("pre_tool_use"), None);
+    }
+}
