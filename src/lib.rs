@@ -12,12 +12,49 @@
 //!                                  audit log (append-only JSONL)
 //! ```
 //!
+//! - [`cli`], [`config`]: the command line, then a validated configuration.
+//! - [`run`]: one wrapped run, start to finish.
+//! - [`child`]: spawning the agent, process groups, signals, the guardian, exit codes.
 //! - [`protocol`]: AHP 2.4 wire types and strict decision parsing.
+//! - [`transport`]: stdio, Unix socket, HTTP and WebSocket links to a harness.
+//! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
+//! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
+//! - [`session`]: the run as the harness sees it, and the hook service.
+//! - [`control`]: the control socket (parent side) and the shim relay (hook side).
 //! - [`frameworks`]: one module per agent framework (injection, mapping, rendering).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
 
+pub mod ask;
 pub mod audit;
+pub mod child;
+pub mod cli;
+pub mod client;
+pub mod config;
+pub mod control;
+pub mod decide;
 pub mod frameworks;
 pub mod policy;
 pub mod protocol;
+pub mod run;
+pub mod session;
+pub mod transport;
+
+/// `n` random bytes as lowercase hex.
+pub fn random_hex(n: usize) -> String {
+    let mut bytes = vec![0u8; n];
+    getrandom::getrandom(&mut bytes).expect("the OS has randomness");
+    bytes.iter().map(|b| format!("{b:02x}")).collect()
+}
+
+/// An error and its sources, joined with ": ".
+pub fn error_chain(e: &dyn std::error::Error) -> String {
+    let mut s = e.to_string();
+    let mut src = e.source();
+    while let Some(inner) = src {
+        s.push_str(": ");
+        s.push_str(&inner.to_string());
+        src = inner.source();
+    }
+    s
+}

@@ -1,0 +1,116 @@
+//! Asking a person on the controlling terminal, for `escalate` decisions.
+
+use std::io::{Read, Write};
+use std::os::fd::AsFd;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
+
+use crate::protocol::Event;
+
+/// Prompts on `/dev/tty`, one question at a time.
+#[derive(Clone)]
+pub struct Asker {
+    timeout: Duration,
+    lock: Arc<tokio::sync::Mutex<()>>,
+}
+
+impl Asker {
+    /// An asker if this process has a controlling terminal it can open.
+    pub fn for_terminal(timeout: Duration) -> Option<Asker> {
+        std::fs::OpenOptions::new()
+            .read(true)
+            .write(true)
+            .open("/dev/tty")
+            .ok()?;
+        Some(Asker {
+            timeout,
+            lock: Arc::default(),
+        })
+    }
+
+    /// Asks whether to allow `event`; `Ok(false)` unless the person typed `y`.
+    pub async fn ask(
+        &self,
+        event: &Event,
+        reason: &str,
+        target: Option<&str>,
+    ) -> Result<bool, String> {
+        let _one_at_a_time = self.lock.lock().await;
+        let mut question = format!("\r\nahp-wrap: the harness asks a person to decide: {reason}");
+        if let Some(t) = target {
+            question.push_str(&format!(" (for {t})"));
+        }
+        question.push_str(&format!("\r\n  {}\r\nAllow it? [y/N] ", describe(event)));
+        let timeout = self.timeout;
+        tokio::task::spawn_blocking(move || prompt(&question, timeout))
+            .await
+            .map_err(|e| format!("the prompt task failed: {e}"))?
+    }
+}
+
+fn prompt(question: &str, timeout: Duration) -> Result<bool, String> {
+    let mut tty = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/tty")
+        .map_err(|e| format!("cannot open the terminal: {e}"))?;
+    tty.write_all(question.as_bytes())
+        .map_err(|e| format!("cannot write to the terminal: {e}"))?;
+    let deadline = Instant::now() + timeout;
+    loop {
+        let left = deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            let _ = tty.write_all(b"\r\n(no answer: no)\r\n");
+            return Err(format!("no answer within {} s", timeout.as_secs()));
+        }
+        let ms = u16::try_from(left.as_millis()).unwrap_or(u16::MAX);
+        let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
+        let ready = poll(&mut fds, PollTimeout::from(ms)).map_err(|e| e.to_string())?;
+        if ready == 0 {
+            continue;
+        }
+        let mut byte = [0u8; 1];
+        match tty.read(&mut byte) {
+            Ok(0) => return Ok(false),
+            Ok(_) => {
+                let yes = matches!(byte[0], b'y' | b'Y');
+                let _ = tty.write_all(if yes { b"yes\r\n" } else { b"no\r\n" });
+                return Ok(yes);
+            }
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => return Err(format!("cannot read the terminal: {e}")),
+        }
+    }
+}
+
+/// A one-line description of what an event wants to do.
+pub fn describe(event: &Event) -> String {
+    let p = &event.payload;
+    let tool = p.get("tool_name").and_then(|v| v.as_str());
+    let args = p.get("arguments");
+    let detail = args
+        .and_then(|a| a.get("command").or_else(|| a.get("cmd")))
+        .or_else(|| args.and_then(|a| a.get("file_path")))
+        .or_else(|| p.get("prompt"))
+        .map(|v| match v.as_str() {
+            Some(s) => s.to_owned(),
+            None => v.to_string(),
+        });
+    let mut s = match (tool, detail) {
+        (Some(t), Some(d)) => format!("{}: {t} {d}", event.event_type),
+        (Some(t), None) => format!("{}: {t}", event.event_type),
+        (None, Some(d)) => format!("{}: {d}", event.event_type),
+        (None, None) => event.event_type.to_string(),
+    };
+    if s.len() > 200 {
+        let mut cut = 200;
+        while !s.is_char_boundary(cut) {
+            cut -= 1;
+        }
+        s.truncate(cut);
+        s.push('…');
+    }
+    s.replace(['\r', '\n'], " ")
+}

@@ -1,0 +1,123 @@
+//! The guardian: a tiny process forked at start-up that outlives a killed wrapper just
+//! long enough to take the agent down with it.
+//!
+//! A wrapper killed with SIGKILL runs no code, so the agent would be orphaned (and
+//! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
+//! guardian holds the read end of a pipe whose write end only the wrapper has: when the
+//! wrapper dies, however it dies, the guardian reads EOF and signals the agent (its whole
+//! group when it has one), SIGTERM first and SIGKILL after a grace period. A wrapper that
+//! ends normally first tells the guardian to stand down.
+
+use std::io::{Read, Write};
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::time::{Duration, Instant};
+
+use nix::fcntl::OFlag;
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::{fork, pipe2, ForkResult, Pid};
+
+/// How long the agent gets between SIGTERM and SIGKILL.
+const GRACE: Duration = Duration::from_secs(2);
+
+/// The wrapper's end of the guardian pipe.
+pub struct Guardian {
+    pipe: std::fs::File,
+}
+
+impl Guardian {
+    /// Forks the guardian. Call it while the process is still single-threaded.
+    pub fn spawn() -> std::io::Result<Guardian> {
+        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        // SAFETY: called before any thread is started (see `run`), so the child may run
+        // arbitrary code; it never returns into the caller.
+        match unsafe { fork() }? {
+            ForkResult::Child => {
+                drop(write);
+                guard(read)
+            }
+            ForkResult::Parent { .. } => {
+                drop(read);
+                Ok(Guardian {
+                    pipe: std::fs::File::from(write),
+                })
+            }
+        }
+    }
+
+    /// Watches `target`: a pid, or minus a process group id.
+    pub fn watch(&mut self, target: i32) {
+        let _ = writeln!(self.pipe, "watch {target}");
+    }
+
+    /// The agent ended normally: the guardian exits without touching anything.
+    pub fn release(mut self) {
+        let _ = writeln!(self.pipe, "release");
+    }
+}
+
+fn guard(read: OwnedFd) -> ! {
+    // Leave the terminal's session so that Ctrl-C or a hangup cannot take us out, and
+    // hold no stdio open: a reader of the wrapper's output must see EOF when it exits.
+    let _ = nix::unistd::setsid();
+    if let Ok(null) = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .open("/dev/null")
+    {
+        for fd in 0..=2 {
+            let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
+        }
+    }
+    let keep = read.as_raw_fd();
+    for fd in 3..1024 {
+        if fd != keep {
+            let _ = nix::unistd::close(fd);
+        }
+    }
+    let mut pipe = std::fs::File::from(read);
+    let mut target = 0i32;
+    let mut buf = Vec::new();
+    let mut chunk = [0u8; 256];
+    loop {
+        match pipe.read(&mut chunk) {
+            Ok(0) => break,
+            Ok(n) => buf.extend_from_slice(&chunk[..n]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => break,
+        }
+        while let Some(i) = buf.iter().position(|&b| b == b'\n') {
+            let line: Vec<u8> = buf.drain(..=i).collect();
+            let line = String::from_utf8_lossy(&line);
+            let line = line.trim();
+            if line == "release" {
+                // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
+                // forked copy may run.
+                unsafe { libc::_exit(0) }
+            }
+            if let Some(t) = line.strip_prefix("watch ").and_then(|t| t.parse().ok()) {
+                target = t;
+            }
+        }
+    }
+    if target != 0 {
+        take_down(target);
+    }
+    // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
+    // forked copy may run.
+    unsafe { libc::_exit(0) }
+}
+
+fn take_down(target: i32) {
+    let to = Pid::from_raw(target);
+    if kill(to, Signal::SIGTERM).is_err() {
+        return;
+    }
+    let until = Instant::now() + GRACE;
+    while Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(20));
+        if kill(to, None).is_err() {
+            return;
+        }
+    }
+    let _ = kill(to, Signal::SIGKILL);
+}

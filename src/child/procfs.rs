@@ -1,0 +1,147 @@
+//! Resource use of the agent's process tree, from /proc, for heartbeat events.
+
+use std::collections::HashMap;
+use std::time::Instant;
+
+/// One reading.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Sample {
+    pub uptime_ms: u64,
+    pub cpu_percent: Option<f32>,
+    pub memory_bytes: Option<u64>,
+    pub processes: usize,
+}
+
+/// Samples a process and its descendants.
+pub struct Sampler {
+    pid: i32,
+    started: Instant,
+    last: Option<(Instant, u64)>,
+    clk_tck: f64,
+    page_size: u64,
+}
+
+struct Stat {
+    ppid: i32,
+    ticks: u64,
+    rss_pages: u64,
+}
+
+impl Sampler {
+    pub fn new(pid: i32) -> Sampler {
+        use nix::unistd::{sysconf, SysconfVar};
+        let clk_tck = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
+        let page_size = sysconf(SysconfVar::PAGE_SIZE)
+            .ok()
+            .flatten()
+            .unwrap_or(4096) as u64;
+        Sampler {
+            pid,
+            started: Instant::now(),
+            last: None,
+            clk_tck,
+            page_size,
+        }
+    }
+
+    pub fn sample(&mut self) -> Sample {
+        let now = Instant::now();
+        let uptime_ms = now.duration_since(self.started).as_millis() as u64;
+        let Some(stats) = read_all() else {
+            return Sample {
+                uptime_ms,
+                cpu_percent: None,
+                memory_bytes: None,
+                processes: 0,
+            };
+        };
+        let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+        for (&pid, st) in &stats {
+            children.entry(st.ppid).or_default().push(pid);
+        }
+        let (mut ticks, mut rss, mut count) = (0u64, 0u64, 0usize);
+        let mut stack = vec![self.pid];
+        while let Some(pid) = stack.pop() {
+            if let Some(st) = stats.get(&pid) {
+                ticks += st.ticks;
+                rss += st.rss_pages;
+                count += 1;
+            }
+            if let Some(kids) = children.get(&pid) {
+                stack.extend(kids);
+            }
+        }
+        let cpu_percent = self.last.map(|(at, before)| {
+            let wall = now.duration_since(at).as_secs_f64();
+            let busy = ticks.saturating_sub(before) as f64 / self.clk_tck;
+            if wall > 0.0 {
+                (busy / wall * 100.0) as f32
+            } else {
+                0.0
+            }
+        });
+        self.last = Some((now, ticks));
+        Sample {
+            uptime_ms,
+            cpu_percent,
+            memory_bytes: (count > 0).then_some(rss * self.page_size),
+            processes: count,
+        }
+    }
+}
+
+fn read_all() -> Option<HashMap<i32, Stat>> {
+    let mut out = HashMap::new();
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else {
+            continue;
+        };
+        if let Some(st) = parse_stat(&text) {
+            out.insert(pid, st);
+        }
+    }
+    Some(out)
+}
+
+/// Parses `/proc/<pid>/stat`; the command name may contain spaces and parentheses.
+fn parse_stat(text: &str) -> Option<Stat> {
+    let rest = &text[text.rfind(')')? + 1..];
+    let f: Vec<&str> = rest.split_whitespace().collect();
+    // After the name: state(0) ppid(1) … utime(11) stime(12) … rss(21).
+    Some(Stat {
+        ppid: f.get(1)?.parse().ok()?,
+        ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
+        rss_pages: f.get(21)?.parse().ok()?,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_stat_with_odd_names() {
+        let line = "42 (a) b (c)) S 7 42 42 0 -1 4194560 100 0 0 0 25 5 0 0 20 0 1 0 100 1000 300 18446744073709551615";
+        let st = parse_stat(line).unwrap();
+        assert_eq!(st.ppid, 7);
+        assert_eq!(st.ticks, 30);
+        assert_eq!(st.rss_pages, 300);
+    }
+
+    #[test]
+    fn samples_this_process() {
+        let mut s = Sampler::new(std::process::id() as i32);
+        let first = s.sample();
+        assert!(first.processes >= 1);
+        assert!(first.memory_bytes.unwrap() > 0);
+        assert!(first.cpu_percent.is_none());
+        assert!(s.sample().cpu_percent.is_some());
+    }
+}

@@ -1,0 +1,121 @@
+//! The command line, as clap sees it. [`crate::config`] turns it into a validated config.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+use crate::decide::FailMode;
+use crate::transport::AuthScheme;
+
+/// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.
+///
+/// Every tool call, prompt and session step of the agent is sent to the harness as an AHP
+/// event, and the harness's decision is enforced before the agent may act. With no
+/// --harness, the embedded default policy answers.
+#[derive(Debug, Parser)]
+#[command(
+    name = "ahp-wrap",
+    version,
+    args_conflicts_with_subcommands = true,
+    subcommand_negates_reqs = true,
+    override_usage = "ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...\n       ahp-wrap hook <FRAMEWORK> <HOOK>"
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    #[command(flatten)]
+    pub run: RunArgs,
+}
+
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// What an agent's hook system calls: relays the hook payload (stdin) to the wrapper
+    /// and prints the decision in the framework's own form.
+    Hook {
+        /// The framework (generic, claude-code, ...).
+        framework: String,
+        /// The hook or event name.
+        hook: String,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
+    /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
+    #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]
+    pub harness: Option<String>,
+
+    /// Token for the harness (HTTP header or WebSocket query parameter).
+    #[arg(
+        long,
+        env = "AHP_WRAP_HARNESS_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+
+    /// How the token is sent: bearer (Authorization: Bearer / ?token=) or api-key
+    /// (X-API-Key / ?api_key=).
+    #[arg(long, value_enum, default_value = "bearer")]
+    pub auth: AuthScheme,
+
+    /// What a blocking event gets when no valid decision arrives in time.
+    #[arg(long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
+    /// when smaller).
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout: u64,
+
+    /// The agent's framework (default: from the agent's executable name; else generic).
+    #[arg(long, value_name = "NAME")]
+    pub framework: Option<String>,
+
+    /// Append an audit record for every event and decision to this file (JSON lines).
+    #[arg(long, env = "AHP_WRAP_AUDIT_LOG", value_name = "PATH")]
+    pub audit_log: Option<PathBuf>,
+
+    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set).
+    #[arg(long, value_name = "PATH")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// Deepest sub-agent nesting allowed when the harness does not say.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_depth: u32,
+
+    /// Seconds between heartbeat events (0: none).
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub heartbeat: u64,
+
+    /// Largest message accepted from the harness, in bytes.
+    #[arg(long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES")]
+    pub max_frame: usize,
+
+    /// Seconds a person has to answer an escalated decision on the terminal.
+    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    pub ask_timeout: u64,
+
+    /// Log filter (error, warn, info, debug, trace, or tracing directives).
+    #[arg(
+        long,
+        env = "AHP_WRAP_LOG",
+        default_value = "warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
+
+    /// Write the log to this file instead of stderr.
+    #[arg(long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+
+    /// The agent command and its arguments (after --).
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "AGENT"
+    )]
+    pub agent: Vec<OsString>,
+}

@@ -1,0 +1,115 @@
+//! The validated configuration of one wrapped run, built before any I/O.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use crate::cli::RunArgs;
+use crate::decide::FailMode;
+use crate::frameworks::{self, Framework};
+use crate::transport::{HarnessSpec, LinkConfig, SpecError};
+
+/// The agent's depth (0 for a top-level agent), in the agent's environment.
+pub const ENV_DEPTH: &str = "AHP_WRAP_DEPTH";
+/// The wrapper's session id, in the agent's environment.
+pub const ENV_SESSION: &str = "AHP_WRAP_SESSION";
+/// Variables that must not reach the agent.
+pub const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY"];
+
+/// Why the command line cannot be run.
+#[derive(Debug, thiserror::Error)]
+pub enum ConfigError {
+    #[error("no agent command given (usage: ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...)")]
+    NoAgent,
+    #[error("invalid --harness")]
+    Harness(#[from] SpecError),
+    #[error("unknown framework {0:?} (known: {1})")]
+    UnknownFramework(String, String),
+    #[error("--timeout must be more than 0 ms")]
+    ZeroTimeout,
+    #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
+    Depth(String),
+}
+
+/// A run, validated.
+pub struct Config {
+    pub program: OsString,
+    pub args: Vec<OsString>,
+    pub framework: &'static dyn Framework,
+    pub harness: Option<HarnessSpec>,
+    pub link: LinkConfig,
+    pub fail_mode: FailMode,
+    pub timeout: Duration,
+    pub max_depth: u32,
+    /// Our depth: one more than the wrapper we run under, if any.
+    pub depth: u32,
+    pub parent_session: Option<String>,
+    pub audit_log: Option<PathBuf>,
+    pub audit_key_file: Option<PathBuf>,
+    pub heartbeat: Option<Duration>,
+    pub ask_timeout: Duration,
+}
+
+impl Config {
+    pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
+        let mut agent = args.agent.into_iter();
+        let program = agent.next().ok_or(ConfigError::NoAgent)?;
+        let framework = match &args.framework {
+            Some(name) => frameworks::find(name).ok_or_else(|| {
+                let known: Vec<&str> = frameworks::all().iter().map(|f| f.name()).collect();
+                ConfigError::UnknownFramework(name.clone(), known.join(", "))
+            })?,
+            None => frameworks::detect(std::path::Path::new(&program)),
+        };
+        let harness = args
+            .harness
+            .as_deref()
+            .filter(|s| !s.is_empty())
+            .map(HarnessSpec::parse)
+            .transpose()?;
+        if args.timeout == 0 {
+            return Err(ConfigError::ZeroTimeout);
+        }
+        let depth = match std::env::var(ENV_DEPTH) {
+            Ok(v) => v
+                .trim()
+                .parse::<u32>()
+                .map_err(|_| ConfigError::Depth(v.clone()))?
+                .saturating_add(1),
+            Err(_) => 0,
+        };
+        Ok(Config {
+            program,
+            args: agent.collect(),
+            framework,
+            harness,
+            link: LinkConfig {
+                token: args.token.filter(|t| !t.is_empty()),
+                auth: args.auth,
+                max_frame: args.max_frame.max(1024),
+            },
+            fail_mode: args.fail_mode,
+            timeout: Duration::from_millis(args.timeout),
+            max_depth: args.max_depth,
+            depth,
+            parent_session: std::env::var(ENV_SESSION).ok(),
+            audit_log: args.audit_log,
+            audit_key_file: args.audit_key_file,
+            heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
+            ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
+        })
+    }
+}
+
+impl std::fmt::Debug for Config {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Config")
+            .field("program", &self.program)
+            .field("framework", &self.framework.name())
+            .field("harness", &self.harness.as_ref().map(HarnessSpec::describe))
+            .field("fail_mode", &self.fail_mode)
+            .field("timeout", &self.timeout)
+            .field("depth", &self.depth)
+            .finish_non_exhaustive()
+    }
+}

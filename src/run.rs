@@ -1,0 +1,340 @@
+//! One wrapped run, start to finish: harness, control socket, agent, events, exit code.
+
+use std::ffi::OsString;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Map, Value};
+
+use crate::ask::Asker;
+use crate::audit::AuditLog;
+use crate::child::guardian::Guardian;
+use crate::child::procfs::Sampler;
+use crate::child::signals::Forwarder;
+use crate::child::{self, GroupPolicy};
+use crate::client::{Client, ClientConfig};
+use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
+use crate::decide::{Decider, Harness};
+use crate::frameworks::{AgentCommand, RunContext};
+use crate::policy::Policy;
+use crate::protocol::EventType;
+use crate::session::{Auditor, Session};
+
+/// Exit code when the wrapper itself fails or refuses to run (as `env` and `timeout` do).
+pub const EXIT_WRAPPER: u8 = 125;
+/// Extra time a shim waits beyond the parent's own deadline, so the parent answers first.
+const HOOK_MARGIN: Duration = Duration::from_secs(2);
+
+/// Runs the agent under the harness; returns our exit code.
+pub fn run(cfg: Config) -> u8 {
+    // Fork the guardian while we are still single-threaded.
+    let guardian = match Guardian::spawn() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");
+            None
+        }
+    };
+    let policy = GroupPolicy::detect();
+    let forwarder = match Forwarder::install(policy) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot install signal handlers: {e}");
+            return EXIT_WRAPPER;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot start the runtime: {e}");
+            return EXIT_WRAPPER;
+        }
+    };
+    runtime.block_on(supervise(cfg, policy, forwarder, guardian))
+}
+
+async fn supervise(
+    cfg: Config,
+    policy: GroupPolicy,
+    forwarder: Forwarder,
+    mut guardian: Option<Guardian>,
+) -> u8 {
+    let started = Instant::now();
+    let session_id = uuid::Uuid::new_v4().to_string();
+    let agent_id = format!("{}-{}", cfg.framework.name(), uuid::Uuid::new_v4().simple());
+    let asker = match policy {
+        GroupPolicy::Foreground => Asker::for_terminal(cfg.ask_timeout),
+        GroupPolicy::OwnGroup => None,
+    };
+    let interactive = asker.is_some();
+
+    // The harness, and what it negotiated.
+    let (harness, negotiated) = match &cfg.harness {
+        None => (Harness::Embedded(Arc::new(Policy::allow_all())), None),
+        Some(spec) => {
+            let client = Client::start(
+                spec.clone(),
+                ClientConfig {
+                    link: cfg.link.clone(),
+                    session_id: session_id.clone(),
+                    agent_id: agent_id.clone(),
+                    framework: cfg.framework.name().to_owned(),
+                    framework_version: env!("CARGO_PKG_VERSION").to_owned(),
+                    batch_window: Duration::from_millis(20),
+                },
+            );
+            match client.wait_ready(cfg.timeout).await {
+                Ok(n) => (Harness::Remote(client), Some(n)),
+                Err(why) => {
+                    eprintln!(
+                        "ahp-wrap: warning: the harness {} is not ready ({why}); blocking events follow the fail mode ({:?}) until it is",
+                        spec.describe(),
+                        cfg.fail_mode
+                    );
+                    (Harness::Remote(client), None)
+                }
+            }
+        }
+    };
+    let timeout = match negotiated.as_ref().and_then(|n| n.timeout_ms) {
+        Some(ms) => cfg.timeout.min(Duration::from_millis(ms)),
+        None => cfg.timeout,
+    };
+    let (max_depth, depth_source) = match negotiated.as_ref().and_then(|n| n.max_depth) {
+        Some(d) => (d, "the harness's max_depth"),
+        None => (cfg.max_depth, "--max-depth"),
+    };
+
+    let audit = match open_audit(&cfg) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return EXIT_WRAPPER;
+        }
+    };
+    let session = Arc::new(Session {
+        session_id: session_id.clone(),
+        agent_id,
+        depth: cfg.depth,
+        parent_session: cfg.parent_session.clone(),
+        decider: Decider {
+            harness: harness.clone(),
+            fail_mode: cfg.fail_mode,
+            timeout,
+            asker,
+        },
+        audit,
+        interactive,
+        events: Default::default(),
+    });
+    let finish = |code: u8| {
+        let session = session.clone();
+        let harness = harness.clone();
+        async move {
+            if let Harness::Remote(client) = &harness {
+                client.close(Duration::from_secs(2)).await;
+            }
+            drop(session);
+            code
+        }
+    };
+
+    let shown = cfg.program.to_string_lossy().into_owned();
+    if cfg.depth > max_depth {
+        let message = format!(
+            "refusing to start {shown}: it would run at sub-agent depth {}, past {depth_source} {max_depth}",
+            cfg.depth
+        );
+        eprintln!("ahp-wrap: {message}");
+        let error = session.event(
+            EventType::Error,
+            json!({"source": "wrapper", "message": message}),
+            Map::new(),
+        );
+        session.notify(error, None).await;
+        return finish(EXIT_WRAPPER).await;
+    }
+
+    // The control socket and the agent's command line.
+    let run_dir = match RunDir::create() {
+        Ok(d) => d,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot create a private run directory: {e}");
+            return finish(EXIT_WRAPPER).await;
+        }
+    };
+    let control = match ControlServer::bind(&run_dir) {
+        Ok(c) => c,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot listen on the control socket: {e}");
+            return finish(EXIT_WRAPPER).await;
+        }
+    };
+    let ask_budget = if interactive {
+        cfg.ask_timeout
+    } else {
+        Duration::ZERO
+    };
+    let hook_budget = timeout + ask_budget + HOOK_MARGIN;
+    let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
+    let mut cmd = AgentCommand {
+        program: cfg.program.clone(),
+        args: cfg.args.clone(),
+        env: Vec::new(),
+    };
+    let run_cx = RunContext {
+        self_exe: self_exe.clone(),
+        run_dir: run_dir.path().to_owned(),
+        hook_budget_ms: hook_budget.as_millis() as u64,
+        interactive,
+    };
+    if let Err(e) = cfg.framework.prepare(&run_cx, &mut cmd) {
+        eprintln!("ahp-wrap: {e}");
+        return finish(EXIT_WRAPPER).await;
+    }
+    let env = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
+    let mut our_env = vec![
+        env(ENV_SOCKET, &control.socket),
+        env(ENV_TOKEN, &control.token),
+        env(ENV_BUDGET, &hook_budget.as_millis().to_string()),
+        env(ENV_DEPTH, &cfg.depth.to_string()),
+        env(ENV_SESSION, &session_id),
+        env("AHP_WRAP_FRAMEWORK", &cfg.framework.name()),
+        env("AHP_WRAP_BIN", &self_exe),
+    ];
+    our_env.append(&mut cmd.env);
+    cmd.env = our_env;
+
+    let server = tokio::spawn(control.serve(session.clone()));
+
+    let agent = match child::spawn(&cmd, policy, &SECRET_ENV) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            let code = e.exit_code();
+            let error = session.event(
+                EventType::Error,
+                json!({"source": "agent", "message": e.to_string()}),
+                Map::new(),
+            );
+            session.notify(error, None).await;
+            let end = session.event(
+                EventType::SessionEnd,
+                json!({"exit_code": code, "reason": "spawn_failed"}),
+                Map::new(),
+            );
+            session.notify(end, None).await;
+            server.abort();
+            if let Some(g) = guardian {
+                g.release();
+            }
+            return finish(code).await;
+        }
+    };
+    let child::Agent { mut child, pid, .. } = agent;
+    let target = match policy {
+        GroupPolicy::Foreground => pid,
+        GroupPolicy::OwnGroup => -pid,
+    };
+    forwarder.set_target(target);
+    if let Some(g) = guardian.as_mut() {
+        g.watch(target);
+    }
+
+    let mut start_payload = json!({
+        "framework": cfg.framework.name(),
+        "command": std::iter::once(&cfg.program).chain(&cfg.args).map(|a| a.to_string_lossy().into_owned()).collect::<Vec<_>>(),
+        "pid": pid,
+        "cwd": std::env::current_dir().map(|d| d.display().to_string()).unwrap_or_default(),
+        "interactive": interactive,
+    });
+    if let Some(parent) = &cfg.parent_session {
+        start_payload["parent_session_id"] = Value::String(parent.clone());
+    }
+    let start_event = session.event(EventType::SessionStart, start_payload, Map::new());
+    session.notify(start_event, None).await;
+
+    let mut sampler = Sampler::new(pid);
+    let beat = cfg
+        .heartbeat
+        .unwrap_or(Duration::from_secs(3600 * 24 * 365));
+    let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    let status = loop {
+        tokio::select! {
+            status = child.wait() => break status,
+            _ = heartbeat.tick(), if cfg.heartbeat.is_some() => {
+                let s = sampler.sample();
+                let mut payload = json!({
+                    "uptime_ms": s.uptime_ms,
+                    "total_events_processed": session.events_seen(),
+                    "current_state": "running",
+                });
+                if let Some(cpu) = s.cpu_percent {
+                    payload["cpu_percent"] = json!(cpu);
+                }
+                if let Some(mem) = s.memory_bytes {
+                    payload["memory_bytes"] = json!(mem);
+                }
+                let event = session.event(EventType::Heartbeat, payload, Map::new());
+                session.notify(event, None).await;
+            }
+        }
+    };
+    forwarder.clear_target();
+    if let Some(g) = guardian {
+        g.release();
+    }
+    server.abort();
+
+    let code = match status {
+        Ok(status) => {
+            let code = child::exit_code(status);
+            if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+                let error = session.event(
+                    EventType::Error,
+                    json!({"source": "agent", "message": format!("the agent was killed by signal {sig}"), "signal": sig}),
+                    Map::new(),
+                );
+                session.notify(error, None).await;
+            }
+            code
+        }
+        Err(e) => {
+            eprintln!("ahp-wrap: lost track of the agent: {e}");
+            EXIT_WRAPPER
+        }
+    };
+    let end = session.event(
+        EventType::SessionEnd,
+        json!({
+            "exit_code": code,
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "total_events_processed": session.events_seen(),
+        }),
+        Map::new(),
+    );
+    session.notify(end, None).await;
+    drop(run_dir);
+    finish(code).await
+}
+
+fn open_audit(cfg: &Config) -> Result<Auditor, String> {
+    let Some(path) = &cfg.audit_log else {
+        return Ok(Auditor::default());
+    };
+    let key = match &cfg.audit_key_file {
+        Some(f) => Some(
+            std::fs::read(f)
+                .map_err(|e| format!("cannot read the audit key file {}: {e}", f.display()))?,
+        ),
+        None => std::env::var("AHP_WRAP_AUDIT_KEY")
+            .ok()
+            .map(String::into_bytes),
+    };
+    let log = AuditLog::open(path, key).map_err(|e| crate::error_chain(&e))?;
+    Ok(Auditor::new(Some(log)))
+}

@@ -1,0 +1,223 @@
+//! One wrapped run as the harness sees it: ids, depth, the decider and the audit log; and
+//! the hook service that turns a shim's call into an event, a decision and a rendering.
+
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+use tokio::time::Instant;
+
+use crate::audit::{AuditLog, AuditRecord};
+use crate::control::HookHandler;
+use crate::decide::{Decider, Harness, Resolution};
+use crate::frameworks::{self, HookContext, Rendered};
+use crate::protocol::{now_rfc3339, Event, EventType, Verdict};
+
+/// Writes audit records off the async threads, durably, in order.
+#[derive(Clone, Default)]
+pub struct Auditor {
+    log: Option<Arc<Mutex<AuditLog>>>,
+}
+
+impl Auditor {
+    pub fn new(log: Option<AuditLog>) -> Auditor {
+        Auditor {
+            log: log.map(|l| Arc::new(Mutex::new(l))),
+        }
+    }
+
+    /// Appends one record; returns once it is durable.
+    pub async fn record(&self, record: AuditRecord) -> Result<(), String> {
+        let Some(log) = self.log.clone() else {
+            return Ok(());
+        };
+        tokio::task::spawn_blocking(move || {
+            log.lock()
+                .map_err(|_| "the audit log lock is poisoned".to_owned())?
+                .append(&record)
+                .map_err(|e| crate::error_chain(&e))
+        })
+        .await
+        .map_err(|e| format!("the audit task failed: {e}"))?
+    }
+}
+
+/// A wrapped run.
+pub struct Session {
+    pub session_id: String,
+    pub agent_id: String,
+    pub depth: u32,
+    pub parent_session: Option<String>,
+    pub decider: Decider,
+    pub audit: Auditor,
+    /// Whether a person can answer on a terminal.
+    pub interactive: bool,
+    /// Events seen so far (for heartbeats and the session end).
+    pub events: AtomicU64,
+}
+
+impl Session {
+    /// How many events this session has sent or decided.
+    pub fn events_seen(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// An event of this session.
+    pub fn event(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> Event {
+        Event {
+            event_type,
+            session_id: self.session_id.clone(),
+            agent_id: self.agent_id.clone(),
+            timestamp: now_rfc3339(),
+            depth: self.depth,
+            payload,
+            context: None,
+            metadata: (!metadata.is_empty()).then_some(metadata),
+        }
+    }
+
+    fn record(
+        &self,
+        event: &Event,
+        framework_session: Option<String>,
+        decision: &str,
+        reason: Option<String>,
+        source: String,
+        latency_us: u64,
+    ) -> AuditRecord {
+        AuditRecord {
+            ts: event.timestamp.clone(),
+            session: self.session_id.clone(),
+            framework_session,
+            agent: self.agent_id.clone(),
+            depth: self.depth,
+            event_type: event.event_type.as_str().to_owned(),
+            payload: event.payload.clone(),
+            decision: decision.to_owned(),
+            reason,
+            source,
+            latency_us,
+        }
+    }
+
+    /// Sends a notification to the harness and audits it.
+    pub async fn notify(&self, event: Event, framework_session: Option<String>) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let record = self.record(
+            &event,
+            framework_session,
+            "notified",
+            None,
+            "harness".into(),
+            0,
+        );
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
+        if let Harness::Remote(client) = &self.decider.harness {
+            client.notify(event);
+        }
+    }
+
+    /// Decides a blocking event and makes the audit record durable before returning it.
+    pub async fn decide(
+        &self,
+        event: &Event,
+        native_ask: bool,
+        framework_session: Option<String>,
+    ) -> Resolution {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let mut res = self.decider.resolve(event, native_ask).await;
+        let record = self.record(
+            event,
+            framework_session.clone(),
+            res.verdict.name(),
+            res.verdict
+                .reason()
+                .map(str::to_owned)
+                .or_else(|| res.cause.clone()),
+            res.source.clone(),
+            res.latency.as_micros() as u64,
+        );
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+            // A decision that cannot be recorded is not enforced as given.
+            res = self.decider.fail(
+                format!("the audit log cannot be written ({e})"),
+                Instant::now(),
+            );
+            let record = self.record(
+                event,
+                framework_session,
+                res.verdict.name(),
+                res.cause.clone(),
+                res.source.clone(),
+                0,
+            );
+            let _ = self.audit.record(record).await;
+        }
+        res
+    }
+}
+
+impl HookHandler for Session {
+    async fn handle(
+        &self,
+        framework: String,
+        hook: String,
+        cwd: PathBuf,
+        payload: Vec<u8>,
+    ) -> Rendered {
+        let Some(fw) = frameworks::find(&framework) else {
+            return Rendered {
+                stdout: Vec::new(),
+                stderr: format!("ahp-wrap: unknown framework {framework:?}; blocking\n")
+                    .into_bytes(),
+                exit_code: 2,
+            };
+        };
+        let cx = HookContext {
+            hook: &hook,
+            cwd: &cwd,
+            interactive: self.interactive,
+        };
+        let mapped = match fw.map(&cx, &payload) {
+            Ok(Some(m)) => m,
+            Ok(None) => return fw.render(&cx, None, &Verdict::no_opinion()),
+            Err(e) => {
+                let message =
+                    format!("the {framework} {hook} hook payload was not understood: {e}");
+                let error = self.event(
+                    EventType::Error,
+                    json!({"source": "shim", "framework": framework, "hook": hook, "message": message}),
+                    Map::new(),
+                );
+                self.notify(error, None).await;
+                let res = self.decider.fail(message, Instant::now());
+                return fw.render(&cx, None, &res.verdict);
+            }
+        };
+        let mut metadata = Map::new();
+        metadata.insert("framework".into(), framework.clone().into());
+        metadata.insert("hook".into(), hook.clone().into());
+        if let Some(fs) = &mapped.framework_session {
+            metadata.insert("framework_session_id".into(), fs.clone().into());
+        }
+        let event = self.event(mapped.event_type, mapped.payload.clone(), metadata);
+        if mapped.event_type.is_blocking() {
+            let res = self
+                .decide(&event, fw.native_ask(&cx), mapped.framework_session.clone())
+                .await;
+            fw.render(&cx, Some(&mapped), &res.verdict)
+        } else {
+            self.notify(event, mapped.framework_session.clone()).await;
+            fw.render(&cx, Some(&mapped), &Verdict::no_opinion())
+        }
+    }
+}
