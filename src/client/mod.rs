@@ -228,7 +228,7 @@ impl Client {
 
     fn timeout_fault(&self, budget: Duration) -> Fault {
         match self.state() {
-            LinkState::Ready(_) => Fault::Timeout(budget.as_millis() as u64),
+            LinkState::Ready(_) => Fault::Timeout((budget.as_secs_f64() * 1000.0).round() as u64),
             LinkState::Connecting => {
                 Fault::Unreachable(format!("no handshake within {} ms", budget.as_millis()))
             }

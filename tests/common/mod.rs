@@ -1,0 +1,91 @@
+//! Helpers shared by the integration tests: paths, a workspace, processes with a time
+//! limit that print everything when they fail.
+
+#![allow(dead_code)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// The `ahp-wrap` binary under test.
+pub fn wrap_bin() -> PathBuf {
+    PathBuf::from(env!("CARGO_BIN_EXE_ahp-wrap"))
+}
+
+/// An example program built by `cargo test` next to the binary.
+pub fn example(name: &str) -> PathBuf {
+    let p = wrap_bin().parent().unwrap().join("examples").join(name);
+    assert!(
+        p.exists(),
+        "{} is not built (cargo test builds examples)",
+        p.display()
+    );
+    p
+}
+
+/// A file under tests/support.
+pub fn support(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/support")
+        .join(name)
+}
+
+/// Runs `cmd` with no stdin, at most `limit`; kills it past that and fails the test.
+pub fn run(cmd: &mut Command, limit: Duration) -> Output {
+    let shown = format!("{cmd:?}");
+    let mut child = cmd
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
+    let start = Instant::now();
+    loop {
+        if child.try_wait().unwrap().is_some() {
+            break;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let out = child.wait_with_output().unwrap();
+            panic!(
+                "{shown} ran past {limit:?}\nstdout: {}\nstderr: {}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            );
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    child.wait_with_output().unwrap()
+}
+
+/// Everything about a finished process, for assertion messages.
+pub fn show(out: &Output) -> String {
+    format!(
+        "status: {:?}\nstdout: {}\nstderr: {}",
+        out.status,
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+/// A shell agent that asks the wrapper, through the generic hook, whether it may run a
+/// command, and runs it only if allowed. It leaves in `dir`: `hook_rc` (the hook's exit
+/// code), `decision.json` (its stdout), `reason.txt` (its stderr) and, if allowed,
+/// `ran`. It exits with `exit_code`.
+pub fn gated_agent(dir: &Path, payload: &str, exit_code: i32) -> Vec<String> {
+    let script = format!(
+        r#"cd '{dir}'
+printf '%s' '{payload}' | "$AHP_WRAP_BIN" hook generic pre_action > decision.json 2> reason.txt
+rc=$?
+echo $rc > hook_rc
+if [ $rc = 0 ]; then touch ran; fi
+exit {exit_code}"#,
+        dir = dir.display()
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+/// Reads a file the agent left, or "" when it is missing.
+pub fn read(dir: &Path, name: &str) -> String {
+    std::fs::read_to_string(dir.join(name)).unwrap_or_default()
+}

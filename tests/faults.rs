@@ -1,0 +1,236 @@
+//! A harness that misbehaves: each fault ends in the fail mode with a reason that names
+//! the cause, the gated action never runs, and the agent's own exit code comes back.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const PAYLOAD: &str = r#"{"event_type":"pre_action","payload":{"action_type":"tool_call","tool_name":"bash","arguments":{"command":"touch ran"}}}"#;
+
+struct Outcome {
+    hook_rc: String,
+    reason: String,
+    ran: bool,
+    decision: String,
+    harness_log: String,
+}
+
+fn run_fault(mode: &str, extra: &[&str]) -> Outcome {
+    let mut args = vec!["--timeout", "1500"];
+    if extra.contains(&"--timeout") {
+        args.clear();
+    }
+    args.extend_from_slice(extra);
+    let extra = &args;
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("harness.jsonl");
+    let harness = format!(
+        "stdio:python3 '{}' {mode} '{}'",
+        support("fault_harness.py").display(),
+        log.display()
+    );
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["--harness", &harness])
+            .args(extra)
+            .arg("--")
+            .args(gated_agent(dir.path(), PAYLOAD, 7)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "the agent's exit code is ours\n{}",
+        show(&out)
+    );
+    Outcome {
+        hook_rc: read(dir.path(), "hook_rc").trim().to_owned(),
+        reason: read(dir.path(), "reason.txt"),
+        ran: dir.path().join("ran").exists(),
+        decision: read(dir.path(), "decision.json"),
+        harness_log: read(dir.path(), "harness.jsonl"),
+    }
+}
+
+fn assert_blocked(o: &Outcome, cause: &str) {
+    assert!(!o.ran, "the gated command must not run");
+    assert_eq!(o.hook_rc, "2", "the generic hook exits 2 on block");
+    assert!(
+        o.reason.contains(cause),
+        "the reason names the cause {cause:?}: {}",
+        o.reason
+    );
+    assert!(o.reason.contains("fail mode: closed"), "{}", o.reason);
+    let d: serde_json::Value = serde_json::from_str(&o.decision).unwrap();
+    assert_eq!(d["decision"], "block");
+}
+
+#[test]
+fn hung_harness_fails_closed_at_the_deadline() {
+    assert_blocked(&run_fault("hang", &[]), "no answer within 1500 ms");
+}
+
+#[test]
+fn harness_that_never_handshakes_fails_closed() {
+    assert_blocked(&run_fault("hang-handshake", &[]), "harness is unreachable");
+}
+
+#[test]
+fn harness_dying_mid_request_fails_closed() {
+    assert_blocked(&run_fault("die", &[]), "the harness process exited");
+}
+
+#[test]
+fn garbage_answer_fails_closed() {
+    assert_blocked(&run_fault("garbage", &[]), "malformed JSON");
+}
+
+#[test]
+fn wrong_id_fails_closed() {
+    assert_blocked(&run_fault("wrong-id", &[]), "unknown id \"not-ahpw-");
+}
+
+#[test]
+fn numeric_id_fails_closed() {
+    assert_blocked(&run_fault("numeric-id", &[]), "non-string id 7");
+}
+
+#[test]
+fn oversized_line_fails_closed() {
+    assert_blocked(
+        &run_fault("oversized", &["--max-frame", "4096"]),
+        "a frame over the 4096-byte limit",
+    );
+}
+
+#[test]
+fn unknown_decision_fails_closed() {
+    assert_blocked(
+        &run_fault("unknown-decision", &[]),
+        "unknown decision \"maybe\"",
+    );
+}
+
+#[test]
+fn json_rpc_error_fails_closed() {
+    assert_blocked(&run_fault("rpc-error", &[]), "policy engine exploded");
+}
+
+#[test]
+fn defer_past_the_deadline_fails_closed() {
+    assert_blocked(
+        &run_fault("defer-forever", &[]),
+        "deferred (retry after 200 ms: busy)",
+    );
+}
+
+#[test]
+fn escalate_without_a_terminal_fails_closed() {
+    assert_blocked(&run_fault("escalate", &[]), "no person can answer here");
+}
+
+#[test]
+fn harness_timeout_ms_is_honoured_when_smaller() {
+    // --timeout is 1500 ms, the harness says 300 ms: the reason names 300.
+    assert_blocked(&run_fault("short-timeout", &[]), "no answer within 300 ms");
+}
+
+#[test]
+fn missing_harness_program_fails_closed() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        Command::new(wrap_bin())
+            .args([
+                "--harness",
+                "stdio:/no/such/harness",
+                "--timeout",
+                "500",
+                "--",
+            ])
+            .args(gated_agent(dir.path(), PAYLOAD, 5)),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(5), "{}", show(&out));
+    assert!(!dir.path().join("ran").exists());
+    let reason = read(dir.path(), "reason.txt");
+    assert!(reason.contains("cannot start harness"), "{reason}");
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("is not ready"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn fail_mode_open_lets_the_action_through_and_says_why() {
+    let o = run_fault("hang", &["--fail-mode", "open", "--timeout", "300"]);
+    assert!(o.ran, "fail mode open allows");
+    assert_eq!(o.hook_rc, "0");
+}
+
+#[test]
+fn defer_then_decision_is_re_asked() {
+    let o = run_fault("defer-once", &[]);
+    assert!(!o.ran);
+    assert!(
+        o.reason.contains("blocked on the second ask"),
+        "{}",
+        o.reason
+    );
+    let asks = o
+        .harness_log
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|m| m["id"].is_string() && m["params"]["event_type"] == "pre_action")
+        .count();
+    assert_eq!(asks, 2, "asked twice:\n{}", o.harness_log);
+}
+
+#[test]
+fn explicit_block_is_enforced_with_the_harness_reason() {
+    let o = run_fault("block", &[]);
+    assert!(!o.ran);
+    assert_eq!(o.hook_rc, "2");
+    assert!(
+        o.reason.contains("the fault harness blocks everything"),
+        "{}",
+        o.reason
+    );
+}
+
+#[test]
+fn modify_returns_the_modified_payload() {
+    let o = run_fault("modify", &[]);
+    assert_eq!(o.hook_rc, "0");
+    let d: serde_json::Value = serde_json::from_str(&o.decision).unwrap();
+    assert_eq!(d["decision"], "modify");
+    assert_eq!(
+        d["modified_payload"]["arguments"]["command"],
+        "echo modified"
+    );
+}
+
+#[test]
+fn handshake_comes_first_and_declares_2_4() {
+    let o = run_fault("ok", &[]);
+    assert!(o.ran);
+    let first: serde_json::Value =
+        serde_json::from_str(o.harness_log.lines().next().unwrap()).unwrap();
+    assert_eq!(first["method"], "ahp/handshake");
+    assert_eq!(first["params"]["protocol_version"], "2.4");
+    assert!(first["id"].is_string());
+    // The wrapper's own session events arrive, and the tool call as a request.
+    assert!(
+        o.harness_log.contains("\"session_start\""),
+        "{}",
+        o.harness_log
+    );
+    assert!(
+        o.harness_log.contains("\"session_end\""),
+        "{}",
+        o.harness_log
+    );
+}
