@@ -1,0 +1,258 @@
+//! The agent as our child, transparently: exit codes, signals, byte-exact pass-through,
+//! no orphans, a missing agent.
+
+mod common;
+
+use std::io::{Read, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+fn wrap() -> Command {
+    let mut c = Command::new(wrap_bin());
+    c.arg("--");
+    c
+}
+
+#[test]
+fn exit_code_is_the_agents() {
+    for code in [0, 1, 3, 42, 255] {
+        let out = run(
+            wrap().args(["sh", "-c", &format!("exit {code}")]),
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status.code(), Some(code), "{}", show(&out));
+    }
+}
+
+#[test]
+fn death_by_signal_n_is_128_plus_n() {
+    for (sig, name) in [(9, "KILL"), (15, "TERM"), (6, "ABRT")] {
+        let out = run(
+            wrap().args(["sh", "-c", &format!("kill -{name} $$")]),
+            Duration::from_secs(30),
+        );
+        assert_eq!(out.status.code(), Some(128 + sig), "{}", show(&out));
+    }
+}
+
+#[test]
+fn missing_agent_exits_127_with_a_message() {
+    let out = run(
+        wrap().arg("no-such-agent-anywhere"),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(127), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("no-such-agent-anywhere: command not found")
+    );
+    let out = run(wrap().arg("/etc/hostname"), Duration::from_secs(30));
+    assert_eq!(out.status.code(), Some(126), "{}", show(&out));
+}
+
+#[test]
+fn large_piped_data_passes_through_byte_exact() {
+    // 8 MiB of every byte value, through `cat`, both ways.
+    let data: Vec<u8> = (0..8 * 1024 * 1024u32)
+        .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
+        .collect();
+    let mut child = wrap()
+        .arg("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut stdin = child.stdin.take().unwrap();
+    let input = data.clone();
+    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
+    let mut got = Vec::new();
+    child.stdout.take().unwrap().read_to_end(&mut got).unwrap();
+    writer.join().unwrap();
+    let status = child.wait().unwrap();
+    assert!(status.success());
+    assert_eq!(got.len(), data.len());
+    assert!(got == data, "the bytes differ");
+}
+
+#[test]
+fn stderr_and_stdout_stay_separate() {
+    let out = run(
+        wrap().args(["sh", "-c", "echo out; echo err >&2"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.stdout, b"out\n");
+    assert_eq!(
+        out.stderr, b"err\n",
+        "the wrapper writes nothing of its own"
+    );
+}
+
+/// Starts the wrapper around a shell that records the signals it gets in `dir/got`.
+fn trapping_agent(dir: &std::path::Path) -> std::process::Child {
+    let script = format!(
+        r#"trap 'echo TERM >> {d}/got; exit 0' TERM
+trap 'echo HUP >> {d}/got; exit 0' HUP
+trap 'echo INT >> {d}/got; exit 0' INT
+touch {d}/ready
+while :; do sleep 0.05; done"#,
+        d = dir.display()
+    );
+    wrap()
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap()
+}
+
+fn wait_until(mut what: impl FnMut() -> bool, limit: Duration) -> bool {
+    let start = Instant::now();
+    while !what() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}
+
+#[test]
+fn term_hup_and_int_sent_to_the_wrapper_reach_the_agent() {
+    for sig in ["TERM", "HUP", "INT"] {
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = trapping_agent(dir.path());
+        assert!(wait_until(
+            || dir.path().join("ready").exists(),
+            Duration::from_secs(20)
+        ));
+        let status = Command::new("kill")
+            .args([&format!("-{sig}"), &child.id().to_string()])
+            .status()
+            .unwrap();
+        assert!(status.success());
+        assert!(wait_until(
+            || child.try_wait().unwrap().is_some(),
+            Duration::from_secs(20)
+        ));
+        let status = child.wait().unwrap();
+        assert_eq!(
+            std::fs::read_to_string(dir.path().join("got"))
+                .unwrap()
+                .trim(),
+            sig,
+            "the agent got {sig}"
+        );
+        assert_eq!(status.code(), Some(0), "the agent handled it and exited 0");
+    }
+}
+
+fn alive(pid: i32) -> bool {
+    // A zombie is dead for our purposes.
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(s) => !s[s.rfind(')').unwrap() + 2..].starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+#[test]
+fn no_orphan_survives_a_killed_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    // The agent starts a grandchild too; both must go.
+    let script = format!(
+        "sleep 300 & echo $! > {d}/grandchild; echo $$ > {d}/agent; wait",
+        d = dir.path().display()
+    );
+    let mut wrapper = wrap()
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = |name: &str| -> i32 {
+        std::fs::read_to_string(dir.path().join(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(wait_until(
+        || !read(dir.path(), "grandchild").is_empty() && !read(dir.path(), "agent").is_empty(),
+        Duration::from_secs(20)
+    ));
+    let (agent, grandchild) = (pid("agent"), pid("grandchild"));
+    assert!(alive(agent) && alive(grandchild));
+    wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
+    wrapper.wait().unwrap();
+    assert!(
+        wait_until(
+            || !alive(agent) && !alive(grandchild),
+            Duration::from_secs(10)
+        ),
+        "agent alive: {}, grandchild alive: {}",
+        alive(agent),
+        alive(grandchild)
+    );
+}
+
+#[test]
+fn the_agent_finds_the_wrapper_in_its_environment() {
+    let out = run(
+        wrap().args([
+            "sh",
+            "-c",
+            "test -S \"$AHP_WRAP_SOCKET\" && echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
+        ]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "0 64 none",
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn harness_token_does_not_leak_into_the_agent() {
+    let out = run(
+        Command::new(wrap_bin())
+            .env("AHP_WRAP_HARNESS_TOKEN", "s3cret")
+            .args([
+                "--",
+                "sh",
+                "-c",
+                "echo \"${AHP_WRAP_HARNESS_TOKEN:-unset}\"",
+            ]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout).trim(),
+        "unset",
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn nested_wrappers_count_depth_and_stop_at_max_depth() {
+    let bin = wrap_bin();
+    let inner = format!(
+        "'{b}' --max-depth 1 -- sh -c 'echo depth=$AHP_WRAP_DEPTH; \"{b}\" --max-depth 1 -- true'",
+        b = bin.display()
+    );
+    let out = run(wrap().args(["sh", "-c", &inner]), Duration::from_secs(30));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(stdout.contains("depth=1"), "{}", show(&out));
+    assert!(stderr.contains("past --max-depth 1"), "{}", show(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(125),
+        "the refusal is the innermost exit code\n{}",
+        show(&out)
+    );
+}
