@@ -147,3 +147,29 @@ fn reference_harness_over_websocket() {
     wait_tcp(port);
     round_trip(&format!("ws://127.0.0.1:{port}/ahp"), &log);
 }
+
+#[test]
+fn the_minimal_example_harness_works_as_documented() {
+    let harness = format!(
+        "stdio:python3 '{}/examples/minimal_harness.py'",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (command, allowed) in [("rm -rf build", false), ("make test", true)] {
+        let dir = tempfile::tempdir().unwrap();
+        let payload = format!(
+            r#"{{"event_type":"pre_action","payload":{{"tool_name":"bash","arguments":{{"command":"{command}"}}}}}}"#
+        );
+        let out = run(
+            Command::new(wrap_bin())
+                .args(["--harness", &harness, "--"])
+                .args(gated_agent(dir.path(), &payload, 0)),
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            dir.path().join("ran").exists(),
+            allowed,
+            "{command}\n{}",
+            show(&out)
+        );
+    }
+}

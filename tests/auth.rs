@@ -1,0 +1,135 @@
+//! Harness credentials: `Authorization: Bearer` or `X-API-Key` on HTTP, `?token=` or
+//! `?api_key=` on WebSocket; a harness that refuses them means the fail mode.
+
+mod common;
+
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::*;
+
+const BLOCKED: &str = r#"{"event_type":"pre_action","payload":{"tool_name":"bash","arguments":{"command":"BLOCK_ME"}}}"#;
+const ALLOWED: &str =
+    r#"{"event_type":"pre_action","payload":{"tool_name":"bash","arguments":{"command":"ls"}}}"#;
+
+struct Server(Child);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn http_harness(dir: &std::path::Path, header: &str, value: &str) -> (Server, u16) {
+    let portfile = dir.join("port");
+    let child = Command::new("python3")
+        .arg(support("auth_http_harness.py"))
+        .args([portfile.to_str().unwrap(), header, value])
+        .stdin(Stdio::null())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    while !portfile.exists() {
+        assert!(start.elapsed() < Duration::from_secs(20));
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let port = std::fs::read_to_string(&portfile).unwrap().parse().unwrap();
+    (Server(child), port)
+}
+
+fn gate(harness: &str, extra: &[&str], payload: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["--harness", harness, "--timeout", "3000"])
+            .args(extra)
+            .arg("--")
+            .args(gated_agent(dir.path(), payload, 0)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    (
+        dir.path().join("ran").exists(),
+        read(dir.path(), "reason.txt"),
+    )
+}
+
+#[test]
+fn http_bearer_token_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port) = http_harness(dir.path(), "Authorization", "Bearer t0ken");
+    let url = format!("http://127.0.0.1:{port}/ahp");
+    assert_eq!(gate(&url, &["--token", "t0ken"], ALLOWED).0, true);
+    let (ran, reason) = gate(&url, &["--token", "t0ken"], BLOCKED);
+    assert!(!ran);
+    assert!(reason.contains("auth harness says no"), "{reason}");
+}
+
+#[test]
+fn http_api_key_is_sent() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port) = http_harness(dir.path(), "X-API-Key", "k3y");
+    let url = format!("http://127.0.0.1:{port}/ahp");
+    assert!(gate(&url, &["--token", "k3y", "--auth", "api-key"], ALLOWED).0);
+}
+
+#[test]
+fn refused_credentials_fail_closed_with_the_reason() {
+    let dir = tempfile::tempdir().unwrap();
+    let (_server, port) = http_harness(dir.path(), "Authorization", "Bearer right");
+    let url = format!("http://127.0.0.1:{port}/ahp");
+    let (ran, reason) = gate(&url, &["--token", "wrong"], ALLOWED);
+    assert!(!ran, "nothing runs without a harness that accepted us");
+    assert!(
+        reason.contains("refused our credentials (HTTP 401"),
+        "{reason}"
+    );
+}
+
+#[test]
+fn websocket_token_goes_in_the_query() {
+    use futures_util::{SinkExt, StreamExt};
+    use tokio_tungstenite::tungstenite::Message;
+
+    let rt = tokio::runtime::Runtime::new().unwrap();
+    let listener = rt
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .unwrap();
+    let port = listener.local_addr().unwrap().port();
+    let seen = std::sync::Arc::new(std::sync::Mutex::new(Vec::<String>::new()));
+    let seen2 = seen.clone();
+    rt.spawn(async move {
+        loop {
+            let (stream, _) = listener.accept().await.unwrap();
+            let seen = seen2.clone();
+            tokio::spawn(async move {
+                let cb = |req: &tokio_tungstenite::tungstenite::handshake::server::Request,
+                          resp| {
+                    seen.lock().unwrap().push(req.uri().to_string());
+                    Ok(resp)
+                };
+                let mut ws = tokio_tungstenite::accept_hdr_async(stream, cb).await.unwrap();
+                while let Some(Ok(Message::Text(text))) = ws.next().await {
+                    let msg: serde_json::Value = serde_json::from_str(&text).unwrap();
+                    let Some(id) = msg.get("id") else { continue };
+                    let result = if msg["method"] == "ahp/handshake" {
+                        serde_json::json!({"protocol_version": "2.4", "harness_info": {"name": "ws", "version": "1", "capabilities": []}})
+                    } else {
+                        serde_json::json!({"decision": "block", "reason": "ws harness says no"})
+                    };
+                    let reply = serde_json::json!({"jsonrpc": "2.0", "id": id, "result": result});
+                    ws.send(Message::Text(reply.to_string())).await.unwrap();
+                }
+            });
+        }
+    });
+    let url = format!("ws://127.0.0.1:{port}/ahp");
+    let (ran, reason) = gate(&url, &["--token", "a b&c"], ALLOWED);
+    assert!(!ran);
+    assert!(reason.contains("ws harness says no"), "{reason}");
+    let (ran, _) = gate(&url, &["--token", "k", "--auth", "api-key"], ALLOWED);
+    assert!(!ran);
+    let uris = seen.lock().unwrap().clone();
+    assert_eq!(uris, ["/ahp?token=a+b%26c", "/ahp?api_key=k"]);
+}
