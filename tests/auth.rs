@@ -1,6 +1,8 @@
 //! Harness credentials: `Authorization: Bearer` or `X-API-Key` on HTTP, `?token=` or
 //! `?api_key=` on WebSocket; a harness that refuses them means the fail mode.
 
+#![allow(clippy::result_large_err)] // tungstenite's handshake callback signature
+
 mod common;
 
 use std::process::{Child, Command, Stdio};
@@ -60,7 +62,7 @@ fn http_bearer_token_is_sent() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, port) = http_harness(dir.path(), "Authorization", "Bearer t0ken");
     let url = format!("http://127.0.0.1:{port}/ahp");
-    assert_eq!(gate(&url, &["--token", "t0ken"], ALLOWED).0, true);
+    assert!(gate(&url, &["--token", "t0ken"], ALLOWED).0);
     let (ran, reason) = gate(&url, &["--token", "t0ken"], BLOCKED);
     assert!(!ran);
     assert!(reason.contains("auth harness says no"), "{reason}");
