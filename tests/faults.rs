@@ -234,3 +234,95 @@ fn handshake_comes_first_and_declares_2_4() {
         o.harness_log
     );
 }
+
+#[test]
+fn batch_size_flush_order_and_max_depth_from_the_handshake_are_honoured() {
+    let dir = tempfile::tempdir().unwrap();
+    let log = dir.path().join("harness.jsonl");
+    let harness = format!(
+        "stdio:python3 '{}' config '{}'",
+        support("fault_harness.py").display(),
+        log.display()
+    );
+    let post =
+        r#"{"event_type":"post_action","payload":{"tool_name":"bash","result":{"exit_code":0}}}"#;
+    let mut script = format!("cd '{}'\n", dir.path().display());
+    for _ in 0..5 {
+        script.push_str(&format!(
+            "printf '%s' '{post}' | \"$AHP_WRAP_BIN\" hook generic post_action >/dev/null\n"
+        ));
+    }
+    script.push_str(&format!(
+        "printf '%s' '{PAYLOAD}' | \"$AHP_WRAP_BIN\" hook generic pre_action > decision.json\n"
+    ));
+    // A sub-agent wrapper: the harness's max_depth is 0, so it must refuse to start.
+    script.push_str(&format!(
+        "'{}' --harness \"$OUTER_HARNESS\" -- true; echo $? > nested_rc\n",
+        wrap_bin().display()
+    ));
+    let out = run(
+        Command::new(wrap_bin())
+            .env("OUTER_HARNESS", &harness)
+            .args(["--harness", &harness, "--"])
+            .args(["sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        read(dir.path(), "nested_rc").trim(),
+        "125",
+        "{}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("past the harness's max_depth 0"),
+        "{}",
+        show(&out)
+    );
+    let msgs: Vec<serde_json::Value> = read(dir.path(), "harness.jsonl")
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    // Only the outer wrapper's messages (the nested one has its own session).
+    let outer = msgs[0]["params"]["session_id"].clone();
+    let mine: Vec<&serde_json::Value> = msgs
+        .iter()
+        .filter(|m| {
+            m["params"]["session_id"] == outer
+                || m["params"]["events"]
+                    .as_array()
+                    .is_some_and(|e| e[0]["session_id"] == outer)
+        })
+        .collect();
+    for m in &mine {
+        if let Some(events) = m["params"]["events"].as_array() {
+            assert!(events.len() <= 3, "batch_size 3 honoured: {m}");
+        }
+    }
+    // Every post_action went out before the pre_action request (flush before blocking).
+    let order: Vec<String> = mine
+        .iter()
+        .flat_map(|m| match m["params"]["events"].as_array() {
+            Some(events) => events
+                .iter()
+                .map(|e| e["event_type"].as_str().unwrap().to_owned())
+                .collect(),
+            None => vec![m["params"]["event_type"]
+                .as_str()
+                .unwrap_or("handshake")
+                .to_owned()],
+        })
+        .collect();
+    let pre = order
+        .iter()
+        .position(|t| t == "pre_action")
+        .expect("pre_action sent");
+    assert_eq!(
+        order[..pre].iter().filter(|t| *t == "post_action").count(),
+        5,
+        "{order:?}"
+    );
+    assert!(
+        mine.iter().any(|m| m["method"] == "ahp/batch"),
+        "notifications were batched: {order:?}"
+    );
+}

@@ -173,3 +173,54 @@ fn the_minimal_example_harness_works_as_documented() {
         );
     }
 }
+
+#[test]
+fn unix_link_dropped_mid_request_fails_closed_then_reconnects() {
+    let dir = tempfile::tempdir().unwrap();
+    let sock = dir.path().join("flaky.sock");
+    let _server = Server(
+        Command::new("python3")
+            .arg(support("flaky_unix_harness.py"))
+            .arg(&sock)
+            .stdin(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    wait_for(|| sock.exists());
+    let mut script = format!("cd '{}'\n", dir.path().display());
+    for n in 1..=3 {
+        script.push_str(&format!(
+            "printf '%s' '{ALLOWED}' | \"$AHP_WRAP_BIN\" hook generic pre_action > d{n} 2> r{n} && touch ran{n}\n"
+        ));
+    }
+    let out = run(
+        Command::new(wrap_bin())
+            .args([
+                "--harness",
+                &format!("unix:{}", sock.display()),
+                "--timeout",
+                "5000",
+                "--",
+            ])
+            .args(["sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    let d = dir.path();
+    assert!(
+        d.join("ran1").exists(),
+        "first call allowed\n{}",
+        show(&out)
+    );
+    assert!(!d.join("ran2").exists());
+    let r2 = read(d, "r2");
+    assert!(
+        r2.contains("the harness link was lost"),
+        "in-flight request fails closed: {r2}"
+    );
+    assert!(!d.join("ran3").exists());
+    let r3 = read(d, "r3");
+    assert!(
+        r3.contains("reconnected harness says no"),
+        "answered after reconnecting: {r3}"
+    );
+}
