@@ -256,3 +256,32 @@ fn nested_wrappers_count_depth_and_stop_at_max_depth() {
         show(&out)
     );
 }
+
+#[test]
+fn on_a_terminal_the_agent_keeps_it_and_gets_ctrl_c_once_from_it() {
+    let agent = r#"test -t 0 && test -t 1 && echo TTY-OK
+trap 'echo GOT-INT; exit 42' INT
+echo READY
+while :; do sleep 0.05; done"#;
+    let out = run(
+        Command::new("python3")
+            .arg(support("pty_run.py"))
+            .args(["READY", "\\x03", "--"])
+            .arg(wrap_bin())
+            .args(["--", "sh", "-c", agent]),
+        Duration::from_secs(60),
+    );
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        text.contains("TTY-OK"),
+        "the agent's stdin and stdout are the terminal\n{}",
+        show(&out)
+    );
+    assert_eq!(text.matches("GOT-INT").count(), 1, "{}", show(&out));
+    assert_eq!(
+        out.status.code(),
+        Some(42),
+        "the wrapper survived Ctrl-C and returned the agent's code\n{}",
+        show(&out)
+    );
+}
