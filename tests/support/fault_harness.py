@@ -96,3 +96,6 @@ for line in sys.stdin:
         send({"jsonrpc": "2.0", "id": msg["id"], "result": {"decisions": [{"decision": "allow"} for _ in msg["params"]["events"]]}})
     elif method == "ahp/event" and "id" in msg:
         answer(msg)
+    elif method == "ahp/query":
+        q = msg["params"]
+        send({"jsonrpc": "2.0", "id": msg["id"], "result": {"answer": "yes", "reason": "asked " + q["query_type"] + " by " + q["session_id"]}})
