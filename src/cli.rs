@@ -5,7 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::decide::FailMode;
+use crate::decide::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
 /// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.
@@ -64,6 +64,11 @@ pub struct RunArgs {
     /// What a blocking event gets when no valid decision arrives in time.
     #[arg(long, value_enum, default_value = "closed")]
     pub fail_mode: FailMode,
+
+    /// Embedded policy mode: enforce, or observe (block nothing, record what would have
+    /// been blocked).
+    #[arg(long, value_enum, default_value = "enforce")]
+    pub mode: Mode,
 
     /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
     /// when smaller).

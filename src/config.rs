@@ -5,7 +5,7 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::decide::FailMode;
+use crate::decide::{FailMode, Mode};
 use crate::frameworks::{self, Framework};
 use crate::transport::{HarnessSpec, LinkConfig, SpecError};
 
@@ -39,6 +39,7 @@ pub struct Config {
     pub harness: Option<HarnessSpec>,
     pub link: LinkConfig,
     pub fail_mode: FailMode,
+    pub mode: Mode,
     pub timeout: Duration,
     pub max_depth: u32,
     /// Our depth: one more than the wrapper we run under, if any.
@@ -89,6 +90,7 @@ impl Config {
                 max_frame: args.max_frame.max(1024),
             },
             fail_mode: args.fail_mode,
+            mode: args.mode,
             timeout: Duration::from_millis(args.timeout),
             max_depth: args.max_depth,
             depth,

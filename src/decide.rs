@@ -20,11 +20,74 @@ pub enum FailMode {
     Open,
 }
 
+/// How the embedded policy is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Decisions are enforced.
+    Enforce,
+    /// Nothing is blocked or changed; what would have been is recorded.
+    Observe,
+}
+
+/// The embedded harness: a policy and the mode it runs in.
+pub struct Embedded {
+    pub policy: Policy,
+    pub mode: Mode,
+}
+
+/// A decision of the embedded harness.
+#[derive(Debug, Clone, PartialEq)]
+pub struct EmbeddedDecision {
+    pub verdict: Verdict,
+    /// `policy:<rule>`, or `policy` when no rule matched.
+    pub source: String,
+    /// In observe mode: what would have happened.
+    pub note: Option<String>,
+}
+
+impl Embedded {
+    /// Evaluates one event under the mode.
+    pub fn decide(&self, event: &Event) -> EmbeddedDecision {
+        let d = self.policy.evaluate(event);
+        let source = match &d.rule {
+            Some(rule) => format!("policy:{rule}"),
+            None => "policy".to_owned(),
+        };
+        let acts = !matches!(
+            &d.verdict,
+            Verdict::Allow {
+                modified_payload: None,
+                ..
+            }
+        );
+        if self.mode == Mode::Observe && acts {
+            let why = d
+                .verdict
+                .reason()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            return EmbeddedDecision {
+                verdict: Verdict::no_opinion(),
+                source,
+                note: Some(format!(
+                    "observe mode: would have decided {}{why}",
+                    d.verdict.name()
+                )),
+            };
+        }
+        EmbeddedDecision {
+            verdict: d.verdict,
+            source,
+            note: None,
+        }
+    }
+}
+
 /// Who answers.
 #[derive(Clone)]
 pub enum Harness {
     /// The embedded policy engine.
-    Embedded(Arc<Policy>),
+    Embedded(Arc<Embedded>),
     /// A harness over a transport.
     Remote(Client),
 }
@@ -35,7 +98,8 @@ pub struct Resolution {
     pub verdict: Verdict,
     /// Who decided: `policy:<rule>`, `policy`, `harness`, `person`, or `fail-mode`.
     pub source: String,
-    /// Set when the fail mode decided: why no valid decision was had.
+    /// Why the verdict is not the harness's own: the fail mode's cause, or what observe
+    /// mode did not enforce.
     pub cause: Option<String>,
     pub latency: Duration,
 }
@@ -61,15 +125,13 @@ impl Decider {
     pub async fn resolve(&self, event: &Event, native_ask: bool) -> Resolution {
         let start = Instant::now();
         let deadline = start + self.timeout;
+        let mut note = None;
         loop {
             let (answer, source) = match &self.harness {
-                Harness::Embedded(policy) => {
-                    let d = policy.evaluate(event);
-                    let source = match d.rule {
-                        Some(rule) => format!("policy:{rule}"),
-                        None => "policy".to_owned(),
-                    };
-                    (Ok(d.verdict), source)
+                Harness::Embedded(embedded) => {
+                    let d = embedded.decide(event);
+                    note = d.note;
+                    (Ok(d.verdict), d.source)
                 }
                 Harness::Remote(client) => {
                     let answer = client.event(event, deadline).await.and_then(|result| {
@@ -141,7 +203,7 @@ impl Decider {
                     return Resolution {
                         verdict,
                         source,
-                        cause: None,
+                        cause: note,
                         latency: start.elapsed(),
                     }
                 }

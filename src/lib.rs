@@ -37,6 +37,7 @@ pub mod frameworks;
 pub mod policy;
 pub mod protocol;
 pub mod run;
+pub mod serve;
 pub mod session;
 pub mod transport;
 

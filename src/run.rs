@@ -15,7 +15,7 @@ use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
 use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
-use crate::decide::{Decider, Harness};
+use crate::decide::{Decider, Embedded, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::policy::Policy;
 use crate::protocol::EventType;
@@ -74,7 +74,13 @@ async fn supervise(
 
     // The harness, and what it negotiated.
     let (harness, negotiated) = match &cfg.harness {
-        None => (Harness::Embedded(Arc::new(Policy::allow_all())), None),
+        None => (
+            Harness::Embedded(Arc::new(Embedded {
+                policy: Policy::allow_all(),
+                mode: cfg.mode,
+            })),
+            None,
+        ),
         Some(spec) => {
             let client = Client::start(
                 spec.clone(),

@@ -4,6 +4,7 @@
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+use std::time::Duration;
 
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
@@ -82,41 +83,10 @@ impl Session {
         }
     }
 
-    fn record(
-        &self,
-        event: &Event,
-        framework_session: Option<String>,
-        decision: &str,
-        reason: Option<String>,
-        source: String,
-        latency_us: u64,
-    ) -> AuditRecord {
-        AuditRecord {
-            ts: event.timestamp.clone(),
-            session: self.session_id.clone(),
-            framework_session,
-            agent: self.agent_id.clone(),
-            depth: self.depth,
-            event_type: event.event_type.as_str().to_owned(),
-            payload: event.payload.clone(),
-            decision: decision.to_owned(),
-            reason,
-            source,
-            latency_us,
-        }
-    }
-
     /// Sends a notification to the harness and audits it.
     pub async fn notify(&self, event: Event, framework_session: Option<String>) {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let record = self.record(
-            &event,
-            framework_session,
-            "notified",
-            None,
-            "harness".into(),
-            0,
-        );
+        let record = notification_record(&event, framework_session);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
@@ -134,16 +104,13 @@ impl Session {
     ) -> Resolution {
         self.events.fetch_add(1, Ordering::Relaxed);
         let mut res = self.decider.resolve(event, native_ask).await;
-        let record = self.record(
+        let record = audit_record(
             event,
             framework_session.clone(),
-            res.verdict.name(),
-            res.verdict
-                .reason()
-                .map(str::to_owned)
-                .or_else(|| res.cause.clone()),
+            &res.verdict,
+            res.cause.clone(),
             res.source.clone(),
-            res.latency.as_micros() as u64,
+            res.latency,
         );
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
@@ -152,17 +119,63 @@ impl Session {
                 format!("the audit log cannot be written ({e})"),
                 Instant::now(),
             );
-            let record = self.record(
+            let record = audit_record(
                 event,
                 framework_session,
-                res.verdict.name(),
+                &res.verdict,
                 res.cause.clone(),
                 res.source.clone(),
-                0,
+                Duration::ZERO,
             );
             let _ = self.audit.record(record).await;
         }
         res
+    }
+}
+
+/// The audit record of a decided event. `note` says why the verdict is not the harness's
+/// own (the fail mode's cause, or what observe mode did not enforce).
+pub fn audit_record(
+    event: &Event,
+    framework_session: Option<String>,
+    verdict: &Verdict,
+    note: Option<String>,
+    source: String,
+    latency: Duration,
+) -> AuditRecord {
+    let reason = match (verdict.reason(), note) {
+        (Some(r), _) => Some(r.to_owned()),
+        (None, note) => note,
+    };
+    AuditRecord {
+        ts: event.timestamp.clone(),
+        session: event.session_id.clone(),
+        framework_session,
+        agent: event.agent_id.clone(),
+        depth: event.depth,
+        event_type: event.event_type.as_str().to_owned(),
+        payload: event.payload.clone(),
+        decision: verdict.name().to_owned(),
+        reason,
+        source,
+        latency_us: latency.as_micros() as u64,
+    }
+}
+
+/// The audit record of a notification.
+pub fn notification_record(event: &Event, framework_session: Option<String>) -> AuditRecord {
+    AuditRecord {
+        ts: event.timestamp.clone(),
+        session: event.session_id.clone(),
+        framework_session,
+        agent: event.agent_id.clone(),
+        depth: event.depth,
+        event_type: event.event_type.as_str().to_owned(),
+        payload: event.payload.clone(),
+        decision: "notified".to_owned(),
+        reason: None,
+        source: "harness".to_owned(),
+        latency_us: 0,
     }
 }
 

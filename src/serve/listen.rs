@@ -1,0 +1,240 @@
+//! The listeners of `ahp-wrap serve`: stdio, a Unix socket, HTTP and WebSocket.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use axum::body::Bytes;
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode};
+use axum::response::{IntoResponse, Response};
+use futures_util::{SinkExt, StreamExt};
+use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio_tungstenite::tungstenite::handshake::server::{
+    ErrorResponse, Request, Response as WsResponse,
+};
+use tokio_tungstenite::tungstenite::Message;
+
+use super::Engine;
+
+/// Where `serve` listens.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listen {
+    Stdio,
+    Unix(PathBuf),
+    Http(String),
+    Ws(String),
+}
+
+/// Why a listener could not run.
+#[derive(Debug, thiserror::Error)]
+pub enum ListenError {
+    #[error("unknown --listen {0:?} (expected stdio, unix:PATH, http://ADDR or ws://ADDR)")]
+    Spec(String),
+    #[error("cannot listen on {0}")]
+    Bind(String, #[source] std::io::Error),
+    #[error("{0} listener failed")]
+    Serve(&'static str, #[source] std::io::Error),
+}
+
+impl Listen {
+    pub fn parse(s: &str) -> Result<Listen, ListenError> {
+        if s == "stdio" {
+            return Ok(Listen::Stdio);
+        }
+        if let Some(p) = s.strip_prefix("unix:").filter(|p| !p.is_empty()) {
+            return Ok(Listen::Unix(PathBuf::from(p)));
+        }
+        if let Some(a) = s.strip_prefix("http://") {
+            return Ok(Listen::Http(a.trim_end_matches('/').to_owned()));
+        }
+        if let Some(a) = s.strip_prefix("ws://") {
+            return Ok(Listen::Ws(a.trim_end_matches('/').to_owned()));
+        }
+        Err(ListenError::Spec(s.to_owned()))
+    }
+}
+
+/// Largest message accepted from a client.
+const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+
+/// Serves until the listener fails (or, for stdio, until EOF). `ready` is called with the
+/// bound address once listening (for callers that asked for port 0).
+pub async fn serve(
+    engine: Arc<Engine>,
+    listen: Listen,
+    token: Option<String>,
+    ready: impl FnOnce(String),
+) -> Result<(), ListenError> {
+    match listen {
+        Listen::Stdio => {
+            ready("stdio".into());
+            lines(engine, tokio::io::stdin(), tokio::io::stdout()).await;
+            Ok(())
+        }
+        Listen::Unix(path) => {
+            let _ = std::fs::remove_file(&path);
+            let listener = tokio::net::UnixListener::bind(&path)
+                .map_err(|e| ListenError::Bind(path.display().to_string(), e))?;
+            // Only our user may connect: the socket is the credential.
+            use std::os::unix::fs::PermissionsExt;
+            let _ = std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o600));
+            ready(path.display().to_string());
+            loop {
+                let (stream, _) = listener
+                    .accept()
+                    .await
+                    .map_err(|e| ListenError::Serve("unix", e))?;
+                let engine = engine.clone();
+                tokio::spawn(async move {
+                    let (r, w) = stream.into_split();
+                    lines(engine, r, w).await;
+                });
+            }
+        }
+        Listen::Http(addr) => {
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| ListenError::Bind(addr.clone(), e))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| ListenError::Bind(addr, e))?;
+            let app = axum::Router::new()
+                .route("/ahp", axum::routing::post(http_message))
+                .layer(axum::extract::DefaultBodyLimit::max(MAX_MESSAGE))
+                .with_state((engine, token.map(Arc::<str>::from)));
+            ready(format!("http://{local}/ahp"));
+            axum::serve(listener, app)
+                .await
+                .map_err(|e| ListenError::Serve("http", e))
+        }
+        Listen::Ws(addr) => {
+            let listener = tokio::net::TcpListener::bind(&addr)
+                .await
+                .map_err(|e| ListenError::Bind(addr.clone(), e))?;
+            let local = listener
+                .local_addr()
+                .map_err(|e| ListenError::Bind(addr, e))?;
+            ready(format!("ws://{local}/ahp"));
+            let token: Option<Arc<str>> = token.map(Arc::from);
+            loop {
+                let (stream, _) = listener
+                    .accept()
+                    .await
+                    .map_err(|e| ListenError::Serve("ws", e))?;
+                let engine = engine.clone();
+                let token = token.clone();
+                tokio::spawn(async move { ws_connection(engine, stream, token).await });
+            }
+        }
+    }
+}
+
+/// Newline-delimited JSON on one stream; answers in order of arrival.
+async fn lines<R, W>(engine: Arc<Engine>, read: R, mut write: W)
+where
+    R: tokio::io::AsyncRead + Unpin,
+    W: tokio::io::AsyncWrite + Unpin,
+{
+    let mut reader = BufReader::new(read);
+    let mut line = Vec::new();
+    loop {
+        line.clear();
+        match (&mut reader)
+            .take(MAX_MESSAGE as u64 + 1)
+            .read_until(b'\n', &mut line)
+            .await
+        {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        if line.len() > MAX_MESSAGE {
+            tracing::warn!("serve: dropped a client sending a message over {MAX_MESSAGE} bytes");
+            return;
+        }
+        let Ok(text) = std::str::from_utf8(&line) else {
+            continue;
+        };
+        if text.trim().is_empty() {
+            continue;
+        }
+        if let Some(mut answer) = engine.handle(text).await {
+            answer.push('\n');
+            if write.write_all(answer.as_bytes()).await.is_err() || write.flush().await.is_err() {
+                return;
+            }
+        }
+    }
+}
+
+fn authorized(headers: &HeaderMap, token: &str) -> bool {
+    let bearer = headers
+        .get("authorization")
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.strip_prefix("Bearer "));
+    let key = headers.get("x-api-key").and_then(|v| v.to_str().ok());
+    [bearer, key]
+        .into_iter()
+        .flatten()
+        .any(|t| crate::control::wire::same_secret(t, token))
+}
+
+async fn http_message(
+    State((engine, token)): State<(Arc<Engine>, Option<Arc<str>>)>,
+    headers: HeaderMap,
+    body: Bytes,
+) -> Response {
+    if let Some(token) = &token {
+        if !authorized(&headers, token) {
+            return (StatusCode::UNAUTHORIZED, "missing or wrong credentials").into_response();
+        }
+    }
+    let Ok(text) = std::str::from_utf8(&body) else {
+        return (StatusCode::BAD_REQUEST, "the body is not UTF-8").into_response();
+    };
+    match engine.handle(text).await {
+        Some(answer) => ([("content-type", "application/json")], answer).into_response(),
+        None => StatusCode::NO_CONTENT.into_response(),
+    }
+}
+
+async fn ws_connection(
+    engine: Arc<Engine>,
+    stream: tokio::net::TcpStream,
+    token: Option<Arc<str>>,
+) {
+    let check = |req: &Request, resp: WsResponse| -> Result<WsResponse, ErrorResponse> {
+        let Some(token) = &token else {
+            return Ok(resp);
+        };
+        let query = req.uri().query().unwrap_or("");
+        let ok = url::form_urlencoded::parse(query.as_bytes()).any(|(k, v)| {
+            (k == "token" || k == "api_key") && crate::control::wire::same_secret(&v, token)
+        }) || authorized(req.headers(), token);
+        if ok {
+            Ok(resp)
+        } else {
+            let mut denied = ErrorResponse::new(Some("missing or wrong credentials".into()));
+            *denied.status_mut() = StatusCode::UNAUTHORIZED;
+            Err(denied)
+        }
+    };
+    let config = tokio_tungstenite::tungstenite::protocol::WebSocketConfig {
+        max_message_size: Some(MAX_MESSAGE),
+        ..Default::default()
+    };
+    let Ok(ws) = tokio_tungstenite::accept_hdr_async_with_config(stream, check, Some(config)).await
+    else {
+        return;
+    };
+    let (mut sink, mut source) = ws.split();
+    while let Some(Ok(msg)) = source.next().await {
+        let Message::Text(text) = msg else {
+            continue;
+        };
+        if let Some(answer) = engine.handle(&text).await {
+            if sink.send(Message::Text(answer)).await.is_err() {
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,173 @@
+//! `ahp-wrap serve`: the embedded policy engine as a standalone AHP 2.4 harness, so that
+//! many wrappers (or any AHP client) share one policy and one audit log.
+
+mod listen;
+
+pub use listen::{serve, Listen, ListenError};
+
+use std::sync::Arc;
+
+use serde_json::{json, Value};
+
+use crate::decide::Embedded;
+use crate::protocol::{Event, PROTOCOL_VERSION};
+use crate::session::Auditor;
+
+/// Limits advertised in the handshake.
+#[derive(Debug, Clone)]
+pub struct Advertised {
+    pub timeout_ms: u64,
+    pub batch_size: usize,
+    pub max_depth: u32,
+}
+
+/// Answers AHP messages with the embedded engine. Shared by every listener.
+pub struct Engine {
+    pub embedded: Arc<Embedded>,
+    pub audit: Auditor,
+    pub advertised: Advertised,
+}
+
+impl Engine {
+    /// Handles one JSON-RPC message; returns the answer to send, if any.
+    pub async fn handle(&self, text: &str) -> Option<String> {
+        let msg: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => return Some(error(Value::Null, -32700, &format!("Parse error: {e}"))),
+        };
+        let id = msg.get("id").cloned();
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let result = match method {
+            "ahp/handshake" => self.handshake(&params),
+            "ahp/event" => self.event(params, id.is_some()).await,
+            "ahp/batch" => self.batch(params).await,
+            "ahp/query" => Err((
+                -32601,
+                "ahp/query is not served by ahp-wrap serve".to_owned(),
+            )),
+            "" => Err((-32600, "Invalid Request: no method".to_owned())),
+            other => Err((-32601, format!("Method not found: {other}"))),
+        };
+        let id = id?;
+        Some(match result {
+            Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}).to_string(),
+            Err((code, message)) => error(id, code, &message),
+        })
+    }
+
+    fn handshake(&self, params: &Value) -> Result<Value, (i64, String)> {
+        let version = params
+            .get("protocol_version")
+            .and_then(Value::as_str)
+            .ok_or((-32602, "Invalid params: no protocol_version".to_owned()))?;
+        if version.split('.').next() != Some("2") {
+            return Err((-32000, format!("Unsupported protocol version: {version}")));
+        }
+        let mut capabilities: Vec<&str> = crate::protocol::EventType::ALL
+            .iter()
+            .map(|t| t.as_str())
+            .collect();
+        capabilities.push("batch");
+        Ok(json!({
+            "protocol_version": PROTOCOL_VERSION,
+            "harness_info": {
+                "name": "ahp-wrap",
+                "version": env!("CARGO_PKG_VERSION"),
+                "capabilities": capabilities,
+            },
+            "config": {
+                "timeout_ms": self.advertised.timeout_ms,
+                "batch_size": self.advertised.batch_size,
+                "max_depth": self.advertised.max_depth,
+            },
+        }))
+    }
+
+    async fn event(&self, params: Value, is_request: bool) -> Result<Value, (i64, String)> {
+        let event: Event =
+            serde_json::from_value(params).map_err(|e| (-32602, format!("Invalid params: {e}")))?;
+        if event.depth > self.advertised.max_depth {
+            return Err((
+                -32602,
+                format!(
+                    "Invalid event: depth {} exceeds max depth {}",
+                    event.depth, self.advertised.max_depth
+                ),
+            ));
+        }
+        if !event.event_type.is_blocking() {
+            self.notified(&event).await;
+            return if is_request {
+                Err((
+                    -32602,
+                    format!(
+                        "Fire-and-forget event {} must be sent as a notification",
+                        event.event_type
+                    ),
+                ))
+            } else {
+                Ok(Value::Null)
+            };
+        }
+        Ok(self.decide(&event).await)
+    }
+
+    async fn batch(&self, params: Value) -> Result<Value, (i64, String)> {
+        let events = params
+            .get("events")
+            .and_then(Value::as_array)
+            .ok_or((-32602, "Invalid params: no events".to_owned()))?;
+        if events.len() > self.advertised.batch_size {
+            return Err((
+                -32602,
+                format!(
+                    "Batch size {} exceeds configured limit {}",
+                    events.len(),
+                    self.advertised.batch_size
+                ),
+            ));
+        }
+        let mut decisions = Vec::with_capacity(events.len());
+        for e in events {
+            let event: Event = serde_json::from_value(e.clone())
+                .map_err(|e| (-32602, format!("Invalid event: {e}")))?;
+            if event.event_type.is_blocking() {
+                decisions.push(self.decide(&event).await);
+            } else {
+                self.notified(&event).await;
+                decisions.push(json!({"decision": "allow"}));
+            }
+        }
+        Ok(json!({ "decisions": decisions }))
+    }
+
+    async fn decide(&self, event: &Event) -> Value {
+        let start = std::time::Instant::now();
+        let d = self.embedded.decide(event);
+        let record = crate::session::audit_record(
+            event,
+            None,
+            &d.verdict,
+            d.note.clone(),
+            d.source.clone(),
+            start.elapsed(),
+        );
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+            return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
+        }
+        d.verdict.to_json()
+    }
+
+    async fn notified(&self, event: &Event) {
+        let record = crate::session::notification_record(event, None);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
+    }
+}
+
+fn error(id: Value, code: i64, message: &str) -> String {
+    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
+}
