@@ -1,6 +1,9 @@
 //! The audit log: append-only JSON lines, one record per event and decision.
 //! (Stand-in: plain JSON lines, no hash chain yet.)
 
+pub mod chain;
+pub mod redact;
+
 use std::fs::{File, OpenOptions};
 use std::io::Write;
 use std::path::Path;
