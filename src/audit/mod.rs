@@ -1,19 +1,88 @@
-//! The audit log: append-only JSON lines, one record per event and decision.
-//! (Stand-in: plain JSON lines, no hash chain yet.)
+//! The audit log: append-only, hash-chained JSON lines, one record per event and decision.
+//!
+//! # Line format
+//!
+//! Each line is one JSON object in *canonical* form (see [`chain::canonical`]: keys sorted
+//! at every level, no whitespace), followed by `\n`. Besides the [`AuditRecord`] fields it
+//! holds `v` (format version, 1), `seq` (0-based, contiguous), `alg` (`sha256` or
+//! `hmac-sha256`), `kid` (keyed logs only: a public id of the key), `prev` (the previous
+//! line's `hash`, or 64 zeros for the first line) and `hash`: SHA-256, or HMAC-SHA-256 under
+//! the audit key, of the canonical encoding of the line without `hash`. An example:
+//!
+//! ```text
+//! {"agent":"claude-code","alg":"sha256","decision":"block","depth":0,"event_type":"pre_action","hash":"b9c019df6eb610c4f403ceb3b528f2cf667bdbbd16dffa77231cbc503a5be47c","latency_us":250,"payload":{"action_type":"tool_call","arguments":{"command":"curl -H 'Authorization: Bearer [REDACTED:bearer]' https://x && rm -rf /"},"tool_name":"bash"},"prev":"0000000000000000000000000000000000000000000000000000000000000000","reason":"destructive command","seq":0,"session":"s-1","source":"rule:no-rm-rf","ts":"2025-01-02T03:04:05.678Z","v":1}
+//! ```
+//!
+//! An unkeyed chain detects accidents and careless edits; anyone can recompute it. A keyed
+//! chain (`--audit-key-file` or `AHP_WRAP_AUDIT_KEY`) cannot be forged without the key. No
+//! chain detects the removal of whole lines *at the end* of the log: keep the record count
+//! (printed in the summary) or the last hash elsewhere if that matters.
+//!
+//! # Durability
+//!
+//! [`AuditLog::append`] writes the whole line with one `write(2)` on an `O_APPEND` file and
+//! calls `fdatasync` before it returns, so a record is on disk before the decision it
+//! records is enforced. A new log file is created `0600` and its directory is synced.
+//!
+//! # One writer
+//!
+//! A log has one writer at a time: [`AuditLog::open`] takes an exclusive `flock` and fails if
+//! another process holds it. Concurrent writers would interleave and break the chain.
+//!
+//! # Crash recovery
+//!
+//! A crash mid-write can leave a partial last line. The log is never rewritten: when it is
+//! opened again, the writer terminates the partial line with `\n` and appends an
+//! `audit.recovered` record, chained to the last complete record, whose payload names the
+//! damage (`damaged_offset`, `damaged_bytes`, `damaged_lines`). [`verify()`] accepts a damaged
+//! region only when such a record follows it and names exactly its bytes, and reports it as
+//! a recovery, not as tampering. (A crash that lost only the final newline leaves a whole
+//! record: the writer just ends it.) Without reopening, verify reports the partial line as a
+//! truncation (a crash or a cut), distinct from edits. A last line that is complete but
+//! not a record, other than crash debris (`{…`, NULs, empty), makes `open` fail rather
+//! than append to what may not be an audit log at all.
+//!
+//! # Files
+//!
+//! - [`chain`]: canonical encoding, hashes, key ids.
+//! - `line`: encoding and parsing one line.
+//! - `writer`: [`AuditLog`], tail inspection and recovery.
+//! - [`redact`]: secret redaction, applied to the payload and reason before writing.
+//! - `verify`: [`verify()`] and its [`VerifyReport`].
+//! - `summary`: [`Summary`], built while appending or read back with [`summary()`].
 
-use std::fs::{File, OpenOptions};
-use std::io::Write;
+pub mod chain;
+mod line;
+pub mod redact;
+mod summary;
+mod verify;
+mod writer;
+
+#[cfg(test)]
+mod tests;
+
 use std::path::Path;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use chain::Alg;
+pub use summary::{summary, Blocked, Summary};
+pub use verify::{verify, Problem, ProblemKind, Recovery, VerifyReport};
+pub use writer::AuditLog;
+
+/// The environment variable that may hold the audit key.
+pub const KEY_ENV: &str = "AHP_WRAP_AUDIT_KEY";
+
+/// Keys shorter than this are refused: HMAC is only as strong as its key.
+pub const MIN_KEY_LEN: usize = 16;
+
 /// One audited event and what was decided about it.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
     pub ts: String,
     pub session: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework_session: Option<String>,
     pub agent: String,
     pub depth: u32,
@@ -21,7 +90,7 @@ pub struct AuditRecord {
     pub payload: Value,
     /// `allow`, `block`, `modify`, `defer`, `escalate`, or `notified` for notifications.
     pub decision: String,
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// The rule (embedded policy) or harness that decided, or `fail-mode`.
     pub source: String,
@@ -39,33 +108,99 @@ pub enum AuditError {
     },
     #[error("failed to write the audit log")]
     Write(#[source] std::io::Error),
+    #[error("audit log {path} is in use by another process")]
+    Locked { path: String },
+    #[error("audit log {path} does not end in an audit record ({why}); use a new log file")]
+    NotAnAuditLog { path: String, why: String },
+    #[error("audit log {path} is {log}, but {given} was asked for; use a new log file")]
+    KeyMismatch {
+        path: String,
+        log: String,
+        given: String,
+    },
+    #[error("failed to read audit key file {path}")]
+    KeyFile {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("audit key from {origin} is {len} bytes; at least {MIN_KEY_LEN} are required")]
+    KeyTooShort { origin: String, len: usize },
 }
 
-/// An open audit log.
-pub struct AuditLog {
-    file: File,
-}
-
-impl AuditLog {
-    /// Opens (creating if needed) the log at `path` for appending.
-    pub fn open(path: &Path, key: Option<Vec<u8>>) -> Result<AuditLog, AuditError> {
-        let _ = key;
-        let file = OpenOptions::new()
-            .create(true)
-            .append(true)
-            .open(path)
-            .map_err(|source| AuditError::Open {
+/// Loads the audit key: the contents of `file` (`--audit-key-file`) if given, else `env`
+/// (the value of [`KEY_ENV`]), else none. Text keys are trimmed of surrounding whitespace
+/// (a trailing newline from `echo` is not part of the key); binary key files are used as
+/// they are.
+pub fn load_key(file: Option<&Path>, env: Option<String>) -> Result<Option<Vec<u8>>, AuditError> {
+    let (origin, raw) = match (file, env) {
+        (Some(path), _) => {
+            let raw = std::fs::read(path).map_err(|source| AuditError::KeyFile {
                 path: path.display().to_string(),
                 source,
             })?;
-        Ok(AuditLog { file })
+            warn_if_readable_by_others(path);
+            (path.display().to_string(), raw)
+        }
+        (None, Some(value)) => (KEY_ENV.to_owned(), value.into_bytes()),
+        (None, None) => return Ok(None),
+    };
+    let key = match std::str::from_utf8(&raw) {
+        Ok(text) => text.trim().as_bytes().to_vec(),
+        Err(_) => raw,
+    };
+    if key.len() < MIN_KEY_LEN {
+        return Err(AuditError::KeyTooShort {
+            origin,
+            len: key.len(),
+        });
     }
+    Ok(Some(key))
+}
 
-    /// Appends one record and makes it durable before returning.
-    pub fn append(&mut self, record: &AuditRecord) -> Result<(), AuditError> {
-        let mut line = serde_json::to_vec(record).expect("audit records serialize");
-        line.push(b'\n');
-        self.file.write_all(&line).map_err(AuditError::Write)?;
-        self.file.sync_data().map_err(AuditError::Write)
+fn warn_if_readable_by_others(path: &Path) {
+    use std::os::unix::fs::PermissionsExt;
+    if let Ok(meta) = std::fs::metadata(path) {
+        if meta.permissions().mode() & 0o077 != 0 {
+            tracing::warn!(path = %path.display(), "audit key file is readable by other users");
+        }
+    }
+}
+
+#[cfg(test)]
+mod key_tests {
+    use super::*;
+    use std::fs;
+
+    #[test]
+    fn load_key_prefers_the_file_trims_text_and_refuses_short_keys() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("key");
+        fs::write(&file, "0123456789abcdef0123\n").unwrap();
+        let env = Some("env-key-env-key-env-key".to_owned());
+        assert_eq!(
+            load_key(Some(&file), env.clone()).unwrap().unwrap(),
+            b"0123456789abcdef0123"
+        );
+        assert_eq!(
+            load_key(None, env).unwrap().unwrap(),
+            b"env-key-env-key-env-key"
+        );
+        assert_eq!(load_key(None, None).unwrap(), None);
+        let binary = [
+            0xff_u8, 0xfe, b' ', 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, b'\n',
+        ];
+        fs::write(&file, binary).unwrap();
+        assert_eq!(load_key(Some(&file), None).unwrap().unwrap(), binary);
+        let err = load_key(None, Some("short\n".into())).unwrap_err();
+        assert!(
+            matches!(err, AuditError::KeyTooShort { len: 5, .. }),
+            "{err}"
+        );
+        let missing = dir.path().join("missing");
+        assert!(matches!(
+            load_key(Some(&missing), None),
+            Err(AuditError::KeyFile { .. })
+        ));
     }
 }

@@ -1,0 +1,310 @@
+//! Verification: walks a log's hash chain and reports the first line that breaks it, and why.
+
+use std::fmt;
+use std::fs::File;
+use std::io::{BufRead, BufReader};
+use std::path::Path;
+
+use super::chain::{Alg, Signer, GENESIS};
+use super::line::{self, LineError, Parsed, Read};
+
+/// What [`verify`] found.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct VerifyReport {
+    /// Records that verified, in order, before the first problem (all of them if none).
+    pub records: u64,
+    /// The algorithm of the first record, if any.
+    pub alg: Option<Alg>,
+    /// Crash damage that the writer found and recorded when it reopened the log.
+    pub recoveries: Vec<Recovery>,
+    /// The first problem; `None` if the whole log verified.
+    pub problem: Option<Problem>,
+}
+
+/// Crash debris followed by the `audit.recovered` record that names it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Recovery {
+    /// The 1-based line of the recovery record.
+    pub line: u64,
+    pub damaged_offset: u64,
+    pub damaged_bytes: u64,
+}
+
+/// Where the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Problem {
+    /// The 1-based line number.
+    pub line: u64,
+    /// The byte offset where the line starts.
+    pub offset: u64,
+    pub kind: ProblemKind,
+}
+
+/// Why the chain breaks.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum ProblemKind {
+    /// The file could not be read.
+    Io(String),
+    /// The file ends in an incomplete line (`bytes` long, from `line` on): a writer that
+    /// crashed mid-write and has not reopened the log since, or a cut. Every record before
+    /// it verified.
+    Truncated { bytes: u64 },
+    /// A complete line that is not a record of this format (garbage, or a record with
+    /// fields removed), not explained by a recovery record.
+    Malformed(String),
+    /// A record not in canonical form: edited by hand.
+    NonCanonical,
+    /// The hash does not match the record: it was edited, or forged without the key.
+    HashMismatch,
+    /// Records `expected..found` are missing.
+    Dropped { expected: u64, found: u64 },
+    /// Record `found` is out of place where `expected` should be (moved or duplicated).
+    Reordered { expected: u64, found: u64 },
+    /// `prev` is not the previous line's hash: the previous line was replaced.
+    ChainBroken,
+    /// The log is keyed and no key was given.
+    KeyRequired,
+    /// A key was given but the log is not keyed.
+    NotKeyed,
+    /// The record was written with another key than the one given.
+    WrongKey,
+    /// The record's algorithm differs from the log's: a line forged or spliced in.
+    AlgChanged { expected: Alg, found: Alg },
+    /// A recovery record names damage that is not where it says.
+    RecoveryMismatch,
+    /// A line longer than the writer ever writes.
+    TooLong,
+}
+
+impl ProblemKind {
+    /// Whether this is what a crash mid-write leaves, rather than a sign of tampering.
+    pub fn is_crash(&self) -> bool {
+        matches!(self, ProblemKind::Truncated { .. })
+    }
+}
+
+impl fmt::Display for ProblemKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            ProblemKind::Io(e) => write!(f, "cannot read the log: {e}"),
+            ProblemKind::Truncated { bytes } => write!(
+                f,
+                "incomplete final record ({bytes} bytes): the writer crashed mid-write, or the file was cut"
+            ),
+            ProblemKind::Malformed(why) => write!(f, "not an audit record: {why}"),
+            ProblemKind::NonCanonical => f.write_str("record not in canonical form: edited"),
+            ProblemKind::HashMismatch => {
+                f.write_str("hash mismatch: the record was edited, or forged without the key")
+            }
+            ProblemKind::Dropped { expected, found } if found - expected == 1 => {
+                write!(f, "record {expected} is missing (dropped)")
+            }
+            ProblemKind::Dropped { expected, found } => {
+                write!(f, "records {expected}..{} are missing (dropped)", found - 1)
+            }
+            ProblemKind::Reordered { expected, found } => write!(
+                f,
+                "record {found} where record {expected} should be: records reordered or duplicated"
+            ),
+            ProblemKind::ChainBroken => f.write_str(
+                "chain broken: `prev` is not the previous record's hash (a record was replaced)",
+            ),
+            ProblemKind::KeyRequired => f.write_str("the log is keyed: a key is needed to verify it"),
+            ProblemKind::NotKeyed => f.write_str("a key was given, but the log is not keyed"),
+            ProblemKind::WrongKey => f.write_str("written with a different key than the one given"),
+            ProblemKind::AlgChanged { expected, found } => write!(
+                f,
+                "written with {found} in a log written with {expected}: a forged or spliced record"
+            ),
+            ProblemKind::RecoveryMismatch => {
+                f.write_str("recovery record does not match the damage it names")
+            }
+            ProblemKind::TooLong => f.write_str("line too long to be an audit record"),
+        }
+    }
+}
+
+impl VerifyReport {
+    /// Whether the whole log verified.
+    pub fn is_ok(&self) -> bool {
+        self.problem.is_none()
+    }
+
+    /// A few lines for a terminal.
+    pub fn to_text(&self) -> String {
+        let alg = self.alg.map_or("no records".into(), |a| a.to_string());
+        let mut out = match &self.problem {
+            None => format!("ok: {} records verified ({alg})\n", self.records),
+            Some(p) => format!(
+                "FAILED at line {} (byte {}): {}\n{} records verified before it ({alg})\n",
+                p.line, p.offset, p.kind, self.records
+            ),
+        };
+        for r in &self.recoveries {
+            out.push_str(&format!(
+                "note: crash damage recovered at line {}: {} bytes at byte {}\n",
+                r.line, r.damaged_bytes, r.damaged_offset
+            ));
+        }
+        out
+    }
+}
+
+/// Debris lines not yet explained by a recovery record.
+struct Debris {
+    line: u64,
+    offset: u64,
+}
+
+/// Verifies the log at `path`, with the audit key if it is keyed.
+pub fn verify(path: &Path, key: Option<&[u8]>) -> VerifyReport {
+    let mut report = VerifyReport {
+        records: 0,
+        alg: None,
+        recoveries: Vec::new(),
+        problem: None,
+    };
+    let file = match File::open(path) {
+        Ok(f) => f,
+        Err(e) => {
+            report.problem = Some(Problem {
+                line: 0,
+                offset: 0,
+                kind: ProblemKind::Io(e.to_string()),
+            });
+            return report;
+        }
+    };
+    let mut reader = BufReader::new(file);
+    report.problem = walk(&mut reader, &Signer::new(key), &mut report);
+    report
+}
+
+/// Walks the chain; returns the first problem.
+fn walk(reader: &mut impl BufRead, signer: &Signer, report: &mut VerifyReport) -> Option<Problem> {
+    let mut buf = Vec::new();
+    let (mut line_no, mut offset) = (0u64, 0u64);
+    let mut expected_seq = 0u64;
+    let mut prev = GENESIS.to_owned();
+    let mut debris: Option<Debris> = None;
+    loop {
+        line_no += 1;
+        let here = offset;
+        let problem = |kind| {
+            Some(Problem {
+                line: line_no,
+                offset: here,
+                kind,
+            })
+        };
+        let read = match line::read_line(reader, &mut buf) {
+            Ok(read) => read,
+            Err(e) => return problem(ProblemKind::Io(e.to_string())),
+        };
+        offset += buf.len() as u64 + u64::from(read == Read::Complete);
+        let parsed = match read {
+            Read::Eof => {
+                return debris.map(|d| Problem {
+                    line: d.line,
+                    offset: d.offset,
+                    kind: ProblemKind::Malformed("not JSON, and no recovery record follows".into()),
+                });
+            }
+            Read::TooLong => return problem(ProblemKind::TooLong),
+            Read::Partial => {
+                let (line, start) = debris.map_or((line_no, here), |d| (d.line, d.offset));
+                return Some(Problem {
+                    line,
+                    offset: start,
+                    kind: ProblemKind::Truncated {
+                        bytes: offset - start,
+                    },
+                });
+            }
+            Read::Complete => match line::parse(&buf) {
+                Ok(parsed) => parsed,
+                Err(LineError::NotJson) => {
+                    debris.get_or_insert(Debris {
+                        line: line_no,
+                        offset: here,
+                    });
+                    continue;
+                }
+                Err(LineError::NotRecord(why)) => return problem(ProblemKind::Malformed(why)),
+                Err(LineError::NonCanonical) => return problem(ProblemKind::NonCanonical),
+            },
+        };
+        if let Some(kind) = check_key(&parsed, signer, report.records == 0) {
+            return problem(kind);
+        }
+        if parsed.seq != expected_seq {
+            let kind = if parsed.seq > expected_seq && !seq_follows(reader, &mut buf, expected_seq)
+            {
+                ProblemKind::Dropped {
+                    expected: expected_seq,
+                    found: parsed.seq,
+                }
+            } else {
+                ProblemKind::Reordered {
+                    expected: expected_seq,
+                    found: parsed.seq,
+                }
+            };
+            return problem(kind);
+        }
+        if parsed.prev != prev {
+            return problem(ProblemKind::ChainBroken);
+        }
+        if !signer.check(&parsed.hashed, &parsed.hash) {
+            return problem(ProblemKind::HashMismatch);
+        }
+        // A valid record: any debris before it must be exactly what it says it recovered.
+        match (debris.take(), line::recovery_region(&parsed)) {
+            (None, None) => {}
+            (Some(d), Some((at, len))) if at == d.offset && at + len == here => {
+                report.recoveries.push(Recovery {
+                    line: line_no,
+                    damaged_offset: at,
+                    damaged_bytes: len,
+                });
+            }
+            (Some(d), _) => {
+                return Some(Problem {
+                    line: d.line,
+                    offset: d.offset,
+                    kind: ProblemKind::Malformed(
+                        "not JSON, and not crash debris that was recovered".into(),
+                    ),
+                })
+            }
+            (None, Some(_)) => return problem(ProblemKind::RecoveryMismatch),
+        }
+        if report.records == 0 {
+            report.alg = Some(parsed.alg);
+        }
+        report.records += 1;
+        expected_seq += 1;
+        prev = parsed.hash;
+    }
+}
+
+/// Checks the record's algorithm and key id against the verifier's.
+fn check_key(parsed: &Parsed, signer: &Signer, first: bool) -> Option<ProblemKind> {
+    match (parsed.alg, signer.alg()) {
+        (Alg::HmacSha256, Alg::Sha256) if first => Some(ProblemKind::KeyRequired),
+        (Alg::Sha256, Alg::HmacSha256) if first => Some(ProblemKind::NotKeyed),
+        (found, expected) if found != expected => Some(ProblemKind::AlgChanged { expected, found }),
+        _ if parsed.kid.as_deref() != signer.key_id() => Some(ProblemKind::WrongKey),
+        _ => None,
+    }
+}
+
+/// Whether a record with `seq` appears in the rest of the file (to tell a move from a loss).
+fn seq_follows(reader: &mut impl BufRead, buf: &mut Vec<u8>, seq: u64) -> bool {
+    while let Ok(Read::Complete) = line::read_line(reader, buf) {
+        if line::parse(buf).is_ok_and(|p| p.seq == seq) {
+            return true;
+        }
+    }
+    false
+}
