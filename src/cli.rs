@@ -5,6 +5,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
+use crate::config::SummaryWhen;
 use crate::decide::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
@@ -30,6 +31,13 @@ pub struct Cli {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
+    /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
+    Serve(ServeArgs),
+    /// Check audit logs.
+    Audit {
+        #[command(subcommand)]
+        command: AuditCommand,
+    },
     /// What an agent's hook system calls: relays the hook payload (stdin) to the wrapper
     /// and prints the decision in the framework's own form.
     Hook {
@@ -38,6 +46,79 @@ pub enum Command {
         /// The hook or event name.
         hook: String,
     },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum AuditCommand {
+    /// Check the hash chain: exit 0 if intact, 1 with the first problem otherwise.
+    Verify {
+        path: PathBuf,
+        /// The key of a keyed log (else the AHP_WRAP_AUDIT_KEY variable, if set).
+        #[arg(long, value_name = "PATH")]
+        key_file: Option<PathBuf>,
+    },
+    /// Count decisions and list what was blocked.
+    Summary {
+        path: PathBuf,
+        /// Markdown instead of text (for CI job summaries).
+        #[arg(long)]
+        markdown: bool,
+    },
+}
+
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// stdio, unix:PATH, http://ADDR or ws://ADDR (ADDR like 127.0.0.1:7700; port 0 picks
+    /// one, printed on stderr).
+    #[arg(long, default_value = "stdio", value_name = "WHERE")]
+    pub listen: String,
+
+    /// Policy file (TOML); default: the built-in default policy.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// enforce, or observe (block nothing, record what would have been blocked).
+    #[arg(long, value_enum, default_value = "enforce")]
+    pub mode: Mode,
+
+    /// Token clients must present on HTTP (Authorization: Bearer or X-API-Key) and
+    /// WebSocket (?token= or ?api_key=).
+    #[arg(
+        long,
+        env = "AHP_WRAP_SERVE_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+
+    /// Append an audit record for every event and decision to this file.
+    #[arg(long, value_name = "PATH")]
+    pub audit_log: Option<PathBuf>,
+
+    /// Key for HMAC-signing the audit log (else AHP_WRAP_AUDIT_KEY).
+    #[arg(long, value_name = "PATH")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// timeout_ms advertised in the handshake.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout: u64,
+
+    /// max_depth advertised (and enforced) in the handshake.
+    #[arg(long, default_value_t = 8, value_name = "N")]
+    pub max_depth: u32,
+
+    /// batch_size advertised (and enforced) in the handshake.
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub batch_size: usize,
+
+    /// Log filter.
+    #[arg(
+        long,
+        env = "AHP_WRAP_LOG",
+        default_value = "warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
 }
 
 #[derive(Debug, Args)]
@@ -83,9 +164,19 @@ pub struct RunArgs {
     #[arg(long, env = "AHP_WRAP_AUDIT_LOG", value_name = "PATH")]
     pub audit_log: Option<PathBuf>,
 
-    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set).
+    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
+    /// at least 16 bytes).
     #[arg(long, value_name = "PATH")]
     pub audit_key_file: Option<PathBuf>,
+
+    /// When to print the run's summary on stderr: auto (when something was decided),
+    /// always, never.
+    #[arg(long, value_enum, default_value = "auto")]
+    pub summary: SummaryWhen,
+
+    /// Also write the summary as Markdown to this file (e.g. $GITHUB_STEP_SUMMARY).
+    #[arg(long, value_name = "PATH")]
+    pub summary_md: Option<PathBuf>,
 
     /// Deepest sub-agent nesting allowed when the harness does not say.
     #[arg(long, default_value_t = 8, value_name = "N")]

@@ -16,6 +16,15 @@ pub const ENV_SESSION: &str = "AHP_WRAP_SESSION";
 /// Variables that must not reach the agent.
 pub const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY"];
 
+/// When the run's summary is printed on stderr.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryWhen {
+    /// When at least one blocking event was decided.
+    Auto,
+    Always,
+    Never,
+}
+
 /// Why the command line cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
@@ -48,6 +57,8 @@ pub struct Config {
     pub audit_log: Option<PathBuf>,
     pub audit_key_file: Option<PathBuf>,
     pub heartbeat: Option<Duration>,
+    pub summary: SummaryWhen,
+    pub summary_md: Option<PathBuf>,
     pub ask_timeout: Duration,
 }
 
@@ -97,6 +108,8 @@ impl Config {
             parent_session: std::env::var(ENV_SESSION).ok(),
             audit_log: args.audit_log,
             audit_key_file: args.audit_key_file,
+            summary: args.summary,
+            summary_md: args.summary_md,
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
         })

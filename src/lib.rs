@@ -30,6 +30,7 @@ pub mod audit;
 pub mod child;
 pub mod cli;
 pub mod client;
+pub mod commands;
 pub mod config;
 pub mod control;
 pub mod decide;

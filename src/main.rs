@@ -3,6 +3,7 @@
 use std::process::ExitCode;
 
 use ahp_wrap::cli::{Cli, Command};
+use ahp_wrap::commands;
 use ahp_wrap::config::Config;
 use ahp_wrap::control::relay;
 use ahp_wrap::run::{self, EXIT_WRAPPER};
@@ -21,6 +22,14 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     match cli.command {
         Some(Command::Hook { framework, hook }) => hook_exit(relay::run_hook(&framework, &hook)),
+        Some(Command::Audit { command }) => ExitCode::from(commands::audit(command)),
+        Some(Command::Serve(args)) => {
+            if let Err(e) = init_logging(&args.log, None) {
+                eprintln!("ahp-wrap: {e}");
+                return ExitCode::from(commands::EXIT_ERROR);
+            }
+            ExitCode::from(commands::serve(args))
+        }
         None => {
             if let Err(e) = init_logging(&cli.run.log, cli.run.log_file.as_deref()) {
                 eprintln!("ahp-wrap: {e}");

@@ -7,13 +7,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Map, Value};
 
 use crate::ask::Asker;
-use crate::audit::AuditLog;
+use crate::audit::{load_key, AuditLog, KEY_ENV};
 use crate::child::guardian::Guardian;
 use crate::child::procfs::Sampler;
 use crate::child::signals::Forwarder;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
-use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
 use crate::decide::{Decider, Embedded, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
@@ -115,7 +115,7 @@ async fn supervise(
         None => (cfg.max_depth, "--max-depth"),
     };
 
-    let audit = match open_audit(&cfg) {
+    let audit = match open_audit(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref()) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
@@ -140,11 +140,12 @@ async fn supervise(
     let finish = |code: u8| {
         let session = session.clone();
         let harness = harness.clone();
+        let cfg = &cfg;
         async move {
             if let Harness::Remote(client) = &harness {
                 client.close(Duration::from_secs(2)).await;
             }
-            drop(session);
+            report(cfg, &session.audit).await;
             code
         }
     };
@@ -328,19 +329,41 @@ async fn supervise(
     finish(code).await
 }
 
-fn open_audit(cfg: &Config) -> Result<Auditor, String> {
-    let Some(path) = &cfg.audit_log else {
+/// Opens the audit log (or a file-less one that only keeps the summary).
+pub fn open_audit(
+    path: Option<&std::path::Path>,
+    key_file: Option<&std::path::Path>,
+) -> Result<Auditor, String> {
+    let Some(path) = path else {
         return Ok(Auditor::default());
     };
-    let key = match &cfg.audit_key_file {
-        Some(f) => Some(
-            std::fs::read(f)
-                .map_err(|e| format!("cannot read the audit key file {}: {e}", f.display()))?,
-        ),
-        None => std::env::var("AHP_WRAP_AUDIT_KEY")
-            .ok()
-            .map(String::into_bytes),
-    };
+    let key =
+        load_key(key_file, std::env::var(KEY_ENV).ok()).map_err(|e| crate::error_chain(&e))?;
     let log = AuditLog::open(path, key).map_err(|e| crate::error_chain(&e))?;
-    Ok(Auditor::new(Some(log)))
+    Ok(Auditor::new(log))
+}
+
+/// Prints the run's summary on stderr and writes the Markdown one, as configured.
+async fn report(cfg: &Config, audit: &Auditor) {
+    let summary = audit.summary();
+    let decided = summary
+        .by_decision
+        .iter()
+        .any(|(d, n)| d != "notified" && *n > 0);
+    let print = match cfg.summary {
+        SummaryWhen::Always => true,
+        SummaryWhen::Never => false,
+        SummaryWhen::Auto => decided,
+    };
+    if print {
+        eprint!("{}", summary.to_text());
+    }
+    if let Some(path) = &cfg.summary_md {
+        if let Err(e) = std::fs::write(path, summary.to_markdown()) {
+            eprintln!(
+                "ahp-wrap: cannot write the summary to {}: {e}",
+                path.display()
+            );
+        }
+    }
 }

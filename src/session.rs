@@ -9,38 +9,58 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::audit::{AuditLog, AuditRecord};
+use crate::audit::{AuditLog, AuditRecord, Summary};
 use crate::control::HookHandler;
 use crate::decide::{Decider, Harness, Resolution};
 use crate::frameworks::{self, HookContext, Rendered};
 use crate::protocol::{now_rfc3339, Event, EventType, Verdict};
 
-/// Writes audit records off the async threads, durably, in order.
-#[derive(Clone, Default)]
+/// Writes audit records, durably and in order, and keeps the run's summary. Without an
+/// audit file it still counts (for the summary), at no I/O cost.
+#[derive(Clone)]
 pub struct Auditor {
-    log: Option<Arc<Mutex<AuditLog>>>,
+    log: Arc<Mutex<AuditLog>>,
+    durable: bool,
+}
+
+impl Default for Auditor {
+    fn default() -> Auditor {
+        Auditor::new(AuditLog::without_file())
+    }
 }
 
 impl Auditor {
-    pub fn new(log: Option<AuditLog>) -> Auditor {
+    pub fn new(log: AuditLog) -> Auditor {
         Auditor {
-            log: log.map(|l| Arc::new(Mutex::new(l))),
+            durable: log.path().is_some(),
+            log: Arc::new(Mutex::new(log)),
         }
     }
 
     /// Appends one record; returns once it is durable.
     pub async fn record(&self, record: AuditRecord) -> Result<(), String> {
-        let Some(log) = self.log.clone() else {
-            return Ok(());
-        };
-        tokio::task::spawn_blocking(move || {
+        let log = self.log.clone();
+        let append = move || {
             log.lock()
                 .map_err(|_| "the audit log lock is poisoned".to_owned())?
                 .append(&record)
                 .map_err(|e| crate::error_chain(&e))
-        })
-        .await
-        .map_err(|e| format!("the audit task failed: {e}"))?
+        };
+        if !self.durable {
+            return append();
+        }
+        // fdatasync blocks: keep it off the runtime's thread.
+        tokio::task::spawn_blocking(append)
+            .await
+            .map_err(|e| format!("the audit task failed: {e}"))?
+    }
+
+    /// What has been recorded so far.
+    pub fn summary(&self) -> Summary {
+        self.log
+            .lock()
+            .map(|l| l.summary().clone())
+            .unwrap_or_default()
     }
 }
 

@@ -1,5 +1,7 @@
 //! The listeners of `ahp-wrap serve`: stdio, a Unix socket, HTTP and WebSocket.
 
+#![allow(clippy::result_large_err)] // tungstenite's handshake callback signature
+
 use std::path::PathBuf;
 use std::sync::Arc;
 
