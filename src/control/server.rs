@@ -148,9 +148,9 @@ async fn connection<H: HookHandler>(
     .await
     .map_err(|_| "a shim did not send its request in time".to_owned())??;
     let (header, cwd, payload) = request;
-    let cwd = PathBuf::from(std::ffi::OsString::from(
+    let cwd = PathBuf::from(
         <std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&cwd).to_owned(),
-    ));
+    );
     let rendered = handler
         .handle(header.framework, header.hook, cwd, payload)
         .await;
