@@ -450,3 +450,69 @@ fn a_failing_run_has_the_same_exit_code_as_without_the_wrapper() {
         "claude should fail here",
     );
 }
+
+#[test]
+fn claudes_permission_request_goes_to_the_harness_as_a_confirmation() {
+    let world = World::new();
+    let (yes, no) = (world.ws().join("approved"), world.ws().join("rejected"));
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            bash(&format!("touch {}", yes.display())),
+            bash(&format!("touch {}", no.display())),
+            {"text": "All done."}
+        ]),
+    );
+    // No opinion on the tool call, so Claude asks for permission: the harness answers that.
+    let harness = world.harness(json!({"rules": [
+        {"event": "confirmation", "contains": "approved", "decision": {"decision": "approve"}},
+        {"event": "confirmation", "contains": "rejected",
+         "decision": {"decision": "reject", "reason": "not this one (rule C)"}}
+    ]}));
+    let r = wrapped(&world, &api, &harness, &[]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(yes.exists(), "the approved command did not run");
+    r.check(!no.exists(), "the rejected command ran");
+    let results = api.tool_results();
+    r.check(
+        results.len() == 2 && text(&results[1]).contains("not this one (rule C)"),
+        &format!("the model did not get the rejection: {results:?}"),
+    );
+    let confirmations = world.harness_saw("confirmation");
+    r.check(confirmations.len() == 2, "two confirmations");
+    assert_eq!(confirmations[0]["payload"]["tool_name"], "Bash");
+}
+
+#[test]
+fn an_escalation_in_print_mode_follows_the_fail_mode() {
+    let world = World::new();
+    let marker = world.ws().join("escalated-marker");
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([bash(&format!("touch {}", marker.display())), {"text": "All done."}]),
+    );
+    let harness = world.harness(json!({"rules": [
+        {"event": "pre_action", "decision": {"decision": "escalate", "reason": "ask the on-call"}}
+    ]}));
+    let r = wrapped(&world, &api, &harness, &["--allowedTools", "Bash"]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(
+        !marker.exists(),
+        "an escalated command ran with nobody to ask",
+    );
+    let results = api.tool_results();
+    r.check(
+        results.len() == 1
+            && text(&results[0]).contains("ask the on-call")
+            && text(&results[0]).contains("fail mode: closed"),
+        &format!("the model was not told why: {results:?}"),
+    );
+}
