@@ -1,7 +1,7 @@
 //! The `claude-code` framework: Claude Code's hooks, injected for one run with `--settings`.
 //!
 //! Everything Claude-specific lives in this folder (`shims/claude-code/`): the injection
-//! ([`settings`]), the payload mapping ([`map`]), the rendering of decisions ([`render`]),
+//! (`settings.rs`), the payload mapping (`map.rs`), the rendering of decisions (`render.rs`),
 //! real hook payloads (`samples/`) and the README with the mapping table. The hook contract
 //! was checked on the real CLI (see the README and `tests/claude_code_e2e.rs`).
 
