@@ -21,7 +21,8 @@
 //! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
 //! - [`session`]: the run as the harness sees it, and the hook service.
 //! - [`control`]: the control socket (parent side) and the shim relay (hook side).
-//! - [`frameworks`]: one module per agent framework (injection, mapping, rendering).
+//! - [`frameworks`]: one module per agent framework (injection, mapping, rendering); each
+//!   framework's code, samples and README live in `shims/<name>/` (see `shims/README.md`).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
 

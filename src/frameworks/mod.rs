@@ -5,6 +5,9 @@
 //! plus its folder under `shims/`. The core (child, client, control socket) only ever sees a
 //! `&dyn Framework`.
 
+// Each framework's code lives with the rest of its shim under `shims/<name>/`.
+#[path = "../../shims/claude-code/src/mod.rs"]
+pub mod claude_code;
 pub mod generic;
 
 use std::ffi::OsString;
@@ -111,10 +114,11 @@ pub trait Framework: Send + Sync + 'static {
 }
 
 static GENERIC: generic::Generic = generic::Generic;
+static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 1] {
-    [&GENERIC]
+pub fn all() -> [&'static dyn Framework; 2] {
+    [&GENERIC, &CLAUDE_CODE]
 }
 
 /// The framework called `name`.

@@ -1,0 +1,308 @@
+//! Claude Code hook payloads (stdin JSON) to AHP events. The table is in the README.
+
+use serde_json::{json, Map, Value};
+
+use super::{ClaudeEvent, HookName, NAME};
+use crate::frameworks::{FrameworkError, HookContext, Mapped};
+use crate::protocol::EventType;
+
+/// How deep a Claude sub-agent runs below the agent it was started by. Claude's sub-agents
+/// cannot start sub-agents of their own, so it is always one.
+const SUBAGENT_DEPTH: u64 = 1;
+
+pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+    let shape = |why: String| FrameworkError::Shape {
+        framework: NAME,
+        hook: cx.hook.to_owned(),
+        why,
+    };
+    let hook = HookName::parse(cx.hook)
+        .ok_or_else(|| shape("ahp-wrap registers no such Claude Code hook".into()))?;
+    let input: Value = serde_json::from_slice(payload)?;
+    let obj = input
+        .as_object()
+        .ok_or_else(|| shape("expected a JSON object".into()))?;
+    let str_of = |k: &str| obj.get(k).and_then(Value::as_str);
+    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let require = |k: &str| {
+        obj.get(k)
+            .cloned()
+            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
+    };
+    let session = str_of("session_id").map(str::to_owned);
+    let context = context(cx, obj);
+
+    let (event_type, payload) = match hook.event {
+        ClaudeEvent::PreToolUse => (
+            EventType::PreAction,
+            tool_call(obj, require("tool_name")?, context),
+        ),
+        ClaudeEvent::PermissionRequest => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            p["message"] = format!(
+                "Claude Code asks permission to use {}",
+                str_of("tool_name").unwrap_or("a tool")
+            )
+            .into();
+            if let Some(s) = obj.get("permission_suggestions") {
+                p["permission_suggestions"] = s.clone();
+            }
+            (EventType::Confirmation, p)
+        }
+        ClaudeEvent::PostToolUse => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            p["result"] = json!({
+                "status": "success",
+                "output": field("tool_response"),
+                "duration_ms": field("duration_ms"),
+            });
+            (EventType::PostAction, p)
+        }
+        ClaudeEvent::PostToolUseFailure => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            p["result"] = json!({
+                "status": "error",
+                "error": field("error"),
+                "interrupted": field("is_interrupt"),
+                "duration_ms": field("duration_ms"),
+            });
+            (EventType::PostAction, p)
+        }
+        ClaudeEvent::UserPromptSubmit => (
+            EventType::PrePrompt,
+            json!({"prompt": require("prompt")?, "context": context}),
+        ),
+        ClaudeEvent::SessionStart => (
+            EventType::SessionStart,
+            json!({
+                "framework": NAME,
+                "source": field("source"),
+                "model": field("model"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        ClaudeEvent::SessionEnd => (
+            EventType::SessionEnd,
+            json!({
+                "framework": NAME,
+                "reason": field("reason"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        ClaudeEvent::Stop => (
+            EventType::PostResponse,
+            json!({
+                "response": field("last_assistant_message"),
+                "stop_hook_active": field("stop_hook_active"),
+                "context": context,
+            }),
+        ),
+        ClaudeEvent::StopFailure => (
+            EventType::Error,
+            json!({
+                "source": "agent",
+                "message": obj.get("error").or(obj.get("message")).cloned().unwrap_or_else(|| "Claude Code's turn ended with an error".into()),
+                "details": input.clone(),
+                "context": context,
+            }),
+        ),
+        ClaudeEvent::SubagentStart => (
+            EventType::SessionStart,
+            json!({
+                "framework": NAME,
+                "source": "subagent",
+                "subagent": subagent(obj),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        ClaudeEvent::SubagentStop => (
+            EventType::PostResponse,
+            json!({
+                "response": field("last_assistant_message"),
+                "stop_hook_active": field("stop_hook_active"),
+                "subagent": subagent(obj),
+                "context": context,
+            }),
+        ),
+    };
+    Ok(Some(Mapped {
+        event_type,
+        payload,
+        framework_session: session,
+    }))
+}
+
+/// `action_type`, `tool_name`, `arguments` (= Claude's `tool_input`), `tool_use_id`.
+fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
+    let mut p = json!({
+        "action_type": "tool_call",
+        "tool_name": tool_name,
+        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
+        "context": context,
+    });
+    if let Some(id) = obj.get("tool_use_id") {
+        p["tool_use_id"] = id.clone();
+    }
+    p
+}
+
+/// The sub-agent a hook call came from, with its depth below the main agent.
+fn subagent(obj: &Map<String, Value>) -> Value {
+    let mut s = json!({"depth": SUBAGENT_DEPTH});
+    for k in ["agent_id", "agent_type", "agent_transcript_path"] {
+        if let Some(v) = obj.get(k) {
+            s[k] = v.clone();
+        }
+    }
+    s
+}
+
+/// Where and how Claude runs: what a harness needs beside the action itself.
+fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
+    let mut c = Map::new();
+    let cwd = obj
+        .get("cwd")
+        .cloned()
+        .unwrap_or_else(|| cx.cwd.display().to_string().into());
+    c.insert("working_directory".into(), cwd);
+    for k in [
+        "permission_mode",
+        "transcript_path",
+        "session_id",
+        "prompt_id",
+    ] {
+        if let Some(v) = obj.get(k) {
+            let key = if k == "session_id" {
+                "framework_session_id"
+            } else {
+                k
+            };
+            c.insert(key.into(), v.clone());
+        }
+    }
+    // Tool calls made inside a sub-agent say which one; they run one level deeper.
+    if obj.contains_key("agent_id") {
+        c.insert("subagent".into(), subagent(obj));
+    }
+    Value::Object(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn sample(event: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims/claude-code/samples")
+            .join(format!("{event}.json"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn mapped(hook: &str, payload: &[u8]) -> Mapped {
+        let cx = HookContext {
+            hook,
+            cwd: Path::new("/somewhere"),
+            interactive: false,
+        };
+        map(&cx, payload).unwrap().unwrap()
+    }
+
+    #[test]
+    fn pre_tool_use_is_a_tool_call_pre_action() {
+        let m = mapped("PreToolUse.print", &sample("PreToolUse"));
+        assert_eq!(m.event_type, EventType::PreAction);
+        assert_eq!(
+            m.framework_session.as_deref(),
+            Some("20f50f66-bd7f-4038-a77f-9c8412abef47")
+        );
+        let p = &m.payload;
+        assert_eq!(p["action_type"], "tool_call");
+        assert_eq!(p["tool_name"], "Bash");
+        assert_eq!(p["tool_use_id"], "toolu_a2faea40d0f64a78982d52ac");
+        assert!(p["arguments"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("echo hello-from-bash"));
+        assert_eq!(
+            p["context"]["working_directory"],
+            "/tmp/claude-runs/basic/work"
+        );
+        assert_eq!(p["context"]["permission_mode"], "default");
+        assert!(p["context"]["transcript_path"].is_string());
+    }
+
+    #[test]
+    fn every_sample_maps_to_its_event_type() {
+        for (hook, event_type) in [
+            ("SessionStart", EventType::SessionStart),
+            ("UserPromptSubmit", EventType::PrePrompt),
+            ("PermissionRequest", EventType::Confirmation),
+            ("PostToolUse", EventType::PostAction),
+            ("PostToolUseFailure", EventType::PostAction),
+            ("Stop", EventType::PostResponse),
+            ("SessionEnd", EventType::SessionEnd),
+        ] {
+            let m = mapped(hook, &sample(hook));
+            assert_eq!(m.event_type, event_type, "{hook}");
+            assert!(m.framework_session.is_some(), "{hook}");
+        }
+        let ups = mapped("UserPromptSubmit", &sample("UserPromptSubmit"));
+        assert!(ups.payload["prompt"].is_string());
+        let post = mapped("PostToolUse", &sample("PostToolUse"));
+        assert_eq!(post.payload["result"]["status"], "success");
+        assert_eq!(
+            post.payload["result"]["output"]["stdout"],
+            "hello-from-bash"
+        );
+        let fail = mapped("PostToolUseFailure", &sample("PostToolUseFailure"));
+        assert_eq!(fail.payload["result"]["status"], "error");
+        assert_eq!(fail.payload["result"]["error"], "Exit code 3\nfailing");
+        let perm = mapped("PermissionRequest", &sample("PermissionRequest"));
+        assert_eq!(
+            perm.payload["arguments"]["command"],
+            "touch /tmp/ahp_permreq"
+        );
+        assert!(perm.payload["permission_suggestions"].is_array());
+        let stop = mapped("Stop", &sample("Stop"));
+        assert_eq!(stop.payload["response"], "Final answer.");
+        let start = mapped("SessionStart", &sample("SessionStart"));
+        assert_eq!(
+            start.payload["framework_session_id"],
+            "20f50f66-bd7f-4038-a77f-9c8412abef47"
+        );
+    }
+
+    #[test]
+    fn subagents_carry_their_depth() {
+        let m = mapped(
+            "SubagentStop",
+            br#"{"session_id":"s","hook_event_name":"SubagentStop","agent_id":"a1","agent_type":"Explore","last_assistant_message":"x"}"#,
+        );
+        assert_eq!(m.event_type, EventType::PostResponse);
+        assert_eq!(m.payload["subagent"]["depth"], 1);
+        assert_eq!(m.payload["subagent"]["agent_type"], "Explore");
+        let m = mapped(
+            "PreToolUse",
+            br#"{"session_id":"s","tool_name":"Read","tool_input":{},"agent_id":"a1"}"#,
+        );
+        assert_eq!(m.payload["context"]["subagent"]["depth"], 1);
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors() {
+        let cx = |hook| HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        };
+        assert!(map(&cx("PreToolUse"), b"nope").is_err());
+        assert!(map(&cx("PreToolUse"), b"[]").is_err());
+        assert!(map(&cx("PreToolUse"), b"{}").is_err());
+        assert!(map(&cx("UserPromptSubmit"), b"{}").is_err());
+        assert!(map(&cx("MessageDisplay"), b"{}").is_err());
+    }
+}

@@ -1,0 +1,187 @@
+//! The `claude-code` framework: Claude Code's hooks, injected for one run with `--settings`.
+//!
+//! Everything Claude-specific lives in this folder (`shims/claude-code/`): the injection
+//! (`settings.rs`), the payload mapping (`map.rs`), the rendering of decisions (`render.rs`),
+//! real hook payloads (`samples/`) and the README with the mapping table. The hook contract
+//! was checked on the real CLI (see the README and `tests/claude_code_e2e.rs`).
+
+mod map;
+mod render;
+mod settings;
+
+use crate::frameworks::{
+    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+};
+use crate::protocol::Verdict;
+
+/// The framework's name on the command line and in `ahp-wrap hook claude-code <Event>`.
+pub const NAME: &str = "claude-code";
+
+/// Suffix of a registered hook name when Claude runs headless (`-p`): there is no person
+/// to answer Claude's own "ask", so an escalation follows the wrapper's fail mode.
+const HEADLESS_SUFFIX: &str = ".print";
+
+/// The Claude Code hook events we register, and how each one is treated.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ClaudeEvent {
+    SessionStart,
+    UserPromptSubmit,
+    PreToolUse,
+    PermissionRequest,
+    PostToolUse,
+    PostToolUseFailure,
+    Stop,
+    StopFailure,
+    SubagentStart,
+    SubagentStop,
+    SessionEnd,
+}
+
+impl ClaudeEvent {
+    /// Every event we register, in the order Claude fires them in a simple run.
+    pub const ALL: [ClaudeEvent; 11] = [
+        ClaudeEvent::SessionStart,
+        ClaudeEvent::UserPromptSubmit,
+        ClaudeEvent::PreToolUse,
+        ClaudeEvent::PermissionRequest,
+        ClaudeEvent::PostToolUse,
+        ClaudeEvent::PostToolUseFailure,
+        ClaudeEvent::Stop,
+        ClaudeEvent::StopFailure,
+        ClaudeEvent::SubagentStart,
+        ClaudeEvent::SubagentStop,
+        ClaudeEvent::SessionEnd,
+    ];
+
+    /// Claude's name for the event (the key under `hooks` in its settings).
+    pub fn name(self) -> &'static str {
+        match self {
+            ClaudeEvent::SessionStart => "SessionStart",
+            ClaudeEvent::UserPromptSubmit => "UserPromptSubmit",
+            ClaudeEvent::PreToolUse => "PreToolUse",
+            ClaudeEvent::PermissionRequest => "PermissionRequest",
+            ClaudeEvent::PostToolUse => "PostToolUse",
+            ClaudeEvent::PostToolUseFailure => "PostToolUseFailure",
+            ClaudeEvent::Stop => "Stop",
+            ClaudeEvent::StopFailure => "StopFailure",
+            ClaudeEvent::SubagentStart => "SubagentStart",
+            ClaudeEvent::SubagentStop => "SubagentStop",
+            ClaudeEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    /// Tool events take a `matcher` (a tool-name pattern) in Claude's settings.
+    pub fn is_tool_event(self) -> bool {
+        matches!(
+            self,
+            ClaudeEvent::PreToolUse
+                | ClaudeEvent::PermissionRequest
+                | ClaudeEvent::PostToolUse
+                | ClaudeEvent::PostToolUseFailure
+        )
+    }
+
+    fn parse(name: &str) -> Option<ClaudeEvent> {
+        ClaudeEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+/// A registered hook name, `<Event>` or `<Event>.print`, taken apart.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HookName {
+    pub event: ClaudeEvent,
+    /// Claude runs with `-p`: its own "ask" cannot reach a person.
+    pub headless: bool,
+}
+
+impl HookName {
+    pub fn parse(hook: &str) -> Option<HookName> {
+        let (event, headless) = match hook.strip_suffix(HEADLESS_SUFFIX) {
+            Some(event) => (event, true),
+            None => (hook, false),
+        };
+        ClaudeEvent::parse(event).map(|event| HookName { event, headless })
+    }
+
+    /// The name as registered on the hook's command line.
+    pub fn registered(event: ClaudeEvent, headless: bool) -> String {
+        let suffix = if headless { HEADLESS_SUFFIX } else { "" };
+        format!("{}{suffix}", event.name())
+    }
+}
+
+pub struct ClaudeCode;
+
+impl Framework for ClaudeCode {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &["claude", "claude.exe"]
+    }
+
+    fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        settings::prepare(run, cmd)
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        map::map(cx, payload)
+    }
+
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        render::render(cx, event, verdict)
+    }
+
+    /// Claude has its own permission prompt for tool calls, but only when it is interactive:
+    /// in `-p` an "ask" is a deny, so there the wrapper's own escalation path decides.
+    fn native_ask(&self, cx: &HookContext<'_>) -> bool {
+        cx.interactive
+            && HookName::parse(cx.hook).is_some_and(|h| {
+                !h.headless
+                    && matches!(
+                        h.event,
+                        ClaudeEvent::PreToolUse | ClaudeEvent::PermissionRequest
+                    )
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn hook_names_round_trip() {
+        for event in ClaudeEvent::ALL {
+            for headless in [false, true] {
+                let name = HookName::registered(event, headless);
+                assert!(crate::control::wire::is_word(&name), "{name}");
+                assert_eq!(HookName::parse(&name), Some(HookName { event, headless }));
+            }
+        }
+        assert_eq!(HookName::parse("MessageDisplay"), None);
+        assert_eq!(HookName::parse("PreToolUse.x"), None);
+    }
+
+    #[test]
+    fn native_ask_only_for_interactive_tool_permission() {
+        let cx = |hook, interactive| HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive,
+        };
+        assert!(ClaudeCode.native_ask(&cx("PreToolUse", true)));
+        assert!(ClaudeCode.native_ask(&cx("PermissionRequest", true)));
+        assert!(!ClaudeCode.native_ask(&cx("PreToolUse.print", true)));
+        assert!(!ClaudeCode.native_ask(&cx("PreToolUse", false)));
+        assert!(!ClaudeCode.native_ask(&cx("UserPromptSubmit", true)));
+    }
+
+    #[test]
+    fn detected_by_executable_name() {
+        let fw = crate::frameworks::detect(Path::new("/opt/bin/claude"));
+        assert_eq!(fw.name(), NAME);
+    }
+}

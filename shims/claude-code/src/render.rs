@@ -1,0 +1,407 @@
+//! Decisions rendered in Claude Code's own hook contract (stdout JSON and exit code).
+//!
+//! The rule that matters most: "no opinion" prints nothing, so Claude's own permission
+//! system decides as if we were not there. Only an explicit allow, a modify, a block or an
+//! escalation speaks.
+
+use serde_json::{json, Map, Value};
+
+use super::{ClaudeEvent, HookName};
+use crate::frameworks::{HookContext, Mapped, Rendered};
+use crate::protocol::Verdict;
+
+/// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
+/// on stderr. Used only for hook names we do not know.
+const EXIT_BLOCK: i32 = 2;
+/// Exit code of a non-blocking hook error: Claude goes on and notes the message.
+const EXIT_HOOK_ERROR: i32 = 1;
+
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    let Some(hook) = HookName::parse(cx.hook) else {
+        let reason = verdict
+            .reason()
+            .unwrap_or("ahp-wrap does not know this Claude Code hook");
+        return Rendered {
+            stdout: Vec::new(),
+            stderr: format!("{reason}\n").into_bytes(),
+            exit_code: EXIT_BLOCK,
+        };
+    };
+    match hook.event {
+        ClaudeEvent::PreToolUse => pre_tool_use(verdict),
+        ClaudeEvent::PermissionRequest => permission_request(verdict),
+        ClaudeEvent::UserPromptSubmit => user_prompt_submit(verdict),
+        ClaudeEvent::PostToolUse | ClaudeEvent::PostToolUseFailure => {
+            after_tool(hook.event, verdict)
+        }
+        ClaudeEvent::SessionStart => with_context(hook.event, verdict),
+        ClaudeEvent::Stop
+        | ClaudeEvent::StopFailure
+        | ClaudeEvent::SubagentStart
+        | ClaudeEvent::SubagentStop
+        | ClaudeEvent::SessionEnd => notification(verdict),
+    }
+}
+
+fn json_out(v: Value) -> Rendered {
+    let mut stdout = v.to_string().into_bytes();
+    stdout.push(b'\n');
+    Rendered {
+        stdout,
+        stderr: Vec::new(),
+        exit_code: 0,
+    }
+}
+
+/// The tool input a harness asked for. A harness sees Claude's `tool_input` as
+/// `arguments`, so it may send back a whole pre_action payload (its `arguments` is taken)
+/// or just the new arguments. Claude replaces the whole input with it.
+pub fn updated_input(modified: &Value) -> Result<Value, String> {
+    match modified {
+        Value::Object(o) => match o.get("arguments") {
+            Some(Value::Object(args)) => Ok(Value::Object(args.clone())),
+            Some(_) => Err("its \"arguments\" is not an object".into()),
+            None => Ok(modified.clone()),
+        },
+        _ => Err("it is not a JSON object".into()),
+    }
+}
+
+fn bad_modify(why: String) -> Verdict {
+    Verdict::Block {
+        reason: format!(
+            "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
+        ),
+    }
+}
+
+/// Text for Claude's `additionalContext`, from what a harness returned with an allow:
+/// `additional_context` (text) and AHP's `injected_context` (facts, files, knowledge, …).
+pub fn additional_context(verdict: &Verdict) -> Option<String> {
+    let Verdict::Allow { extra, .. } = verdict else {
+        return None;
+    };
+    let mut parts: Vec<String> = Vec::new();
+    if let Some(Value::String(s)) = extra.get("additional_context") {
+        parts.push(s.clone());
+    }
+    if let Some(Value::Object(ic)) = extra.get("injected_context") {
+        injected_context_text(ic, &mut parts);
+    }
+    (!parts.is_empty()).then(|| parts.join("\n"))
+}
+
+fn injected_context_text(ic: &Map<String, Value>, parts: &mut Vec<String>) {
+    let strs = |k: &str| -> Vec<String> {
+        ic.get(k)
+            .and_then(Value::as_array)
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str().map(str::to_owned))
+                    .collect()
+            })
+            .unwrap_or_default()
+    };
+    for fact in ic
+        .get("facts")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        match (fact.get("content").and_then(Value::as_str), fact.as_str()) {
+            (Some(c), _) | (None, Some(c)) => parts.push(c.to_owned()),
+            _ => {}
+        }
+    }
+    for file in ic
+        .get("file_contents")
+        .and_then(Value::as_array)
+        .into_iter()
+        .flatten()
+    {
+        if let (Some(path), Some(snippet)) = (
+            file.get("path").and_then(Value::as_str),
+            file.get("snippet").and_then(Value::as_str),
+        ) {
+            parts.push(format!("{path}:\n{snippet}"));
+        }
+    }
+    if let Some(summary) = ic
+        .get("project_summary")
+        .and_then(|s| s.get("structure_description"))
+        .and_then(Value::as_str)
+    {
+        parts.push(summary.to_owned());
+    }
+    parts.extend(strs("knowledge"));
+    parts.extend(strs("suggestions"));
+}
+
+fn pre_tool_use(verdict: &Verdict) -> Rendered {
+    let out = |decision: &str, reason: &str, input: Option<Value>| {
+        let mut o = json!({
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": reason,
+        });
+        if let Some(input) = input {
+            o["updatedInput"] = input;
+        }
+        json_out(json!({ "hookSpecificOutput": o }))
+    };
+    if let Some(modified) = verdict.replacement() {
+        return match updated_input(modified) {
+            Ok(input) => out("allow", "modified by the AHP harness", Some(input)),
+            Err(why) => pre_tool_use(&bad_modify(why)),
+        };
+    }
+    match verdict {
+        Verdict::Allow { explicit: true, .. } => out("allow", "allowed by the AHP harness", None),
+        // No opinion: Claude's own permission rules decide.
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => out("deny", reason, None),
+        // Only reached when Claude can ask a person itself (interactive, not `-p`).
+        Verdict::Escalate { reason, .. } => out("ask", reason, None),
+        Verdict::Modify { .. } | Verdict::Defer { .. } => out("deny", &unexpected(verdict), None),
+    }
+}
+
+fn permission_request(verdict: &Verdict) -> Rendered {
+    let out = |decision: Value| {
+        json_out(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": decision,
+        }}))
+    };
+    if let Some(modified) = verdict.replacement() {
+        return match updated_input(modified) {
+            Ok(input) => out(json!({"behavior": "allow", "updatedInput": input})),
+            Err(why) => permission_request(&bad_modify(why)),
+        };
+    }
+    match verdict {
+        Verdict::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
+        // No opinion, or a person should decide: Claude shows its own permission dialog.
+        Verdict::Allow { .. } | Verdict::Escalate { .. } => Rendered::default(),
+        Verdict::Block { reason } => out(json!({"behavior": "deny", "message": reason})),
+        Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            out(json!({"behavior": "deny", "message": unexpected(verdict)}))
+        }
+    }
+}
+
+fn user_prompt_submit(verdict: &Verdict) -> Rendered {
+    let block = |reason: &str| json_out(json!({"decision": "block", "reason": reason}));
+    match verdict {
+        // Claude has no way to replace a prompt: refusing is the only safe reading.
+        _ if verdict.replacement().is_some() => block(
+            "ahp-wrap blocked this prompt because the harness rewrote it, and Claude Code cannot run a rewritten prompt",
+        ),
+        Verdict::Allow { .. } => with_context(ClaudeEvent::UserPromptSubmit, verdict),
+        Verdict::Block { reason } => block(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            block(&unexpected(verdict))
+        }
+    }
+}
+
+/// PostToolUse(Failure): a notification, so only a failed relay can block here; the tool
+/// has already run, and the reason reaches the model.
+fn after_tool(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
+        _ => with_context(event, verdict),
+    }
+}
+
+fn with_context(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
+    match (verdict, additional_context(verdict)) {
+        (Verdict::Block { reason }, _) => notification_error(reason),
+        (_, Some(ctx)) => json_out(json!({"hookSpecificOutput": {
+            "hookEventName": event.name(),
+            "additionalContext": ctx,
+        }})),
+        (_, None) => Rendered::default(),
+    }
+}
+
+/// Events that cannot be refused: a block (the relay failed) becomes a hook error Claude
+/// reports, never a `decision: block`, which for Stop would make the agent go on.
+fn notification(verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => notification_error(reason),
+        _ => Rendered::default(),
+    }
+}
+
+fn notification_error(reason: &str) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("{reason}\n").into_bytes(),
+        exit_code: EXIT_HOOK_ERROR,
+    }
+}
+
+fn unexpected(verdict: &Verdict) -> String {
+    format!(
+        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Claude Code hook",
+        verdict.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cx(hook: &str) -> HookContext<'_> {
+        HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        }
+    }
+
+    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+        let r = render(&cx(hook), None, verdict);
+        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
+        (v, r.exit_code)
+    }
+
+    fn allow(explicit: bool, extra: Value) -> Verdict {
+        Verdict::Allow {
+            explicit,
+            modified_payload: None,
+            extra: serde_json::from_value(extra).unwrap(),
+        }
+    }
+
+    fn block(reason: &str) -> Verdict {
+        Verdict::Block {
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn pre_tool_use_decisions() {
+        // No opinion: silence, so Claude's own permission prompt still applies.
+        assert_eq!(
+            render(&cx("PreToolUse"), None, &Verdict::no_opinion()),
+            Rendered::default()
+        );
+        let (v, code) = out("PreToolUse.print", &allow(true, json!({})));
+        assert_eq!(code, 0);
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["permissionDecision"],
+            "allow"
+        );
+        let (v, _) = out("PreToolUse", &block("not here"));
+        let o = &v.unwrap()["hookSpecificOutput"];
+        assert_eq!(o["permissionDecision"], "deny");
+        assert_eq!(o["permissionDecisionReason"], "not here");
+        let (v, _) = out(
+            "PreToolUse",
+            &Verdict::Escalate {
+                reason: "ask ops".into(),
+                target: None,
+            },
+        );
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["permissionDecision"],
+            "ask"
+        );
+    }
+
+    #[test]
+    fn modify_becomes_updated_input_from_either_shape() {
+        for modified in [
+            json!({"action_type": "tool_call", "tool_name": "Bash", "arguments": {"command": "ls"}}),
+            json!({"command": "ls"}),
+        ] {
+            let (v, _) = out(
+                "PreToolUse",
+                &Verdict::Modify {
+                    modified_payload: modified,
+                },
+            );
+            let o = &v.unwrap()["hookSpecificOutput"];
+            assert_eq!(o["permissionDecision"], "allow");
+            assert_eq!(o["updatedInput"], json!({"command": "ls"}));
+        }
+        let (v, _) = out(
+            "PermissionRequest",
+            &Verdict::Modify {
+                modified_payload: json!({"command": "ls"}),
+            },
+        );
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["decision"],
+            json!({"behavior": "allow", "updatedInput": {"command": "ls"}})
+        );
+        // A payload that cannot be applied is refused, not run as it was.
+        let (v, _) = out(
+            "PreToolUse",
+            &Verdict::Modify {
+                modified_payload: json!("ls"),
+            },
+        );
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["permissionDecision"],
+            "deny"
+        );
+    }
+
+    #[test]
+    fn permission_request_decisions() {
+        let (v, _) = out("PermissionRequest", &allow(true, json!({})));
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["decision"],
+            json!({"behavior": "allow"})
+        );
+        let (v, _) = out("PermissionRequest", &block("no"));
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["decision"],
+            json!({"behavior": "deny", "message": "no"})
+        );
+        assert_eq!(out("PermissionRequest", &Verdict::no_opinion()), (None, 0));
+    }
+
+    #[test]
+    fn prompts_block_or_get_context() {
+        let (v, _) = out("UserPromptSubmit", &block("secret"));
+        assert_eq!(v.unwrap(), json!({"decision": "block", "reason": "secret"}));
+        let (v, _) = out(
+            "UserPromptSubmit",
+            &allow(
+                false,
+                json!({"additional_context": "A", "injected_context": {"facts": [{"content": "B"}], "knowledge": ["C"]}}),
+            ),
+        );
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"],
+            json!({"hookEventName": "UserPromptSubmit", "additionalContext": "A\nB\nC"})
+        );
+        let (v, _) = out(
+            "UserPromptSubmit",
+            &Verdict::Modify {
+                modified_payload: json!({"prompt": "x"}),
+            },
+        );
+        assert_eq!(v.unwrap()["decision"], "block");
+        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+    }
+
+    #[test]
+    fn notifications_never_block_the_agent() {
+        for hook in ["Stop", "SessionEnd", "SubagentStop", "SessionStart"] {
+            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            let r = render(&cx(hook), None, &block("relay down"));
+            assert_eq!(r.exit_code, EXIT_HOOK_ERROR, "{hook}");
+            assert!(r.stdout.is_empty());
+        }
+        let (v, _) = out("PostToolUse", &block("relay down"));
+        assert_eq!(v.unwrap()["decision"], "block");
+        let r = render(&cx("Whatever"), None, &block("x"));
+        assert_eq!(r.exit_code, EXIT_BLOCK);
+    }
+}

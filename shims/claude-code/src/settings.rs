@@ -1,0 +1,351 @@
+//! Injection for one run: our hooks, merged with the user's `--settings`, written to a file
+//! in the run directory and passed as the one `--settings` Claude sees.
+//!
+//! Claude keeps only the *last* `--settings` it is given, so we take the user's (a JSON
+//! string or a file), append our hooks to theirs, and replace it. Their settings files are
+//! never touched: Claude itself layers user, project and local settings under ours.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::{ClaudeEvent, HookName, NAME};
+use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+
+/// The file we write in the run directory.
+pub const SETTINGS_FILE: &str = "claude-code-settings.json";
+/// Seconds our registered hook timeout exceeds the wrapper's own budget, so that the shim
+/// (which fails closed at the budget) always answers before Claude's timeout fails open.
+pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
+
+/// Flags with which Claude would run no hooks at all: a wrapped run refuses them.
+const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
+/// Subcommands that do not start an agent session (and may not accept `--settings`).
+const SUBCOMMANDS: [&str; 9] = [
+    "config",
+    "mcp",
+    "migrate-installer",
+    "setup-token",
+    "doctor",
+    "update",
+    "install",
+    "plugin",
+    "auth",
+];
+
+/// What we found on the user's command line.
+#[derive(Debug, Default, PartialEq)]
+struct Scan {
+    /// `-p` / `--print`: Claude runs headless.
+    headless: bool,
+    /// The value of the last `--settings`, which is the only one Claude would use.
+    user_settings: Option<OsString>,
+    /// Indices of the arguments that carried a `--settings`, to be replaced by ours.
+    settings_args: Vec<usize>,
+    /// The first argument is a subcommand, not an agent session.
+    subcommand: bool,
+}
+
+fn err(why: impl Into<String>) -> FrameworkError {
+    FrameworkError::Prepare {
+        framework: NAME,
+        why: why.into(),
+    }
+}
+
+fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
+    let mut scan = Scan {
+        subcommand: args
+            .first()
+            .and_then(|a| a.to_str())
+            .is_some_and(|a| SUBCOMMANDS.contains(&a)),
+        ..Scan::default()
+    };
+    let mut i = 0;
+    while i < args.len() {
+        // Arguments that are not UTF-8 are never one of Claude's flags.
+        let Some(arg) = args[i].to_str() else {
+            i += 1;
+            continue;
+        };
+        match arg {
+            "--" => break,
+            "-p" | "--print" => scan.headless = true,
+            "--settings" => {
+                let value = args
+                    .get(i + 1)
+                    .ok_or_else(|| err("--settings is missing its value"))?;
+                scan.user_settings = Some(value.clone());
+                scan.settings_args.extend([i, i + 1]);
+                i += 1;
+            }
+            _ if HOOKLESS_FLAGS.contains(&arg) => {
+                return Err(err(format!(
+                    "{arg} turns off Claude Code's hooks, so the run could not be supervised"
+                )))
+            }
+            _ => {
+                if let Some(value) = arg.strip_prefix("--settings=") {
+                    scan.user_settings = Some(value.into());
+                    scan.settings_args.push(i);
+                }
+            }
+        }
+        i += 1;
+    }
+    Ok(scan)
+}
+
+/// The user's `--settings` value as a JSON object: inline JSON, or a file to read.
+fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkError> {
+    let (text, from) = match value.to_str().map(str::trim_start) {
+        Some(s) if s.starts_with('{') => (s.to_owned(), "the --settings JSON".to_owned()),
+        _ => {
+            let path = Path::new(value);
+            let text = std::fs::read_to_string(path).map_err(|e| {
+                err(format!(
+                    "cannot read the --settings file {}: {e}",
+                    path.display()
+                ))
+            })?;
+            (text, format!("the --settings file {}", path.display()))
+        }
+    };
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(err(format!("{from} is not a JSON object"))),
+        Err(e) => Err(err(format!("{from} is not valid JSON: {e}"))),
+    }
+}
+
+/// Quotes `s` for a POSIX shell (Claude runs hook commands through one).
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The hook command for one event. The per-run nonce makes it unique, so Claude's
+/// de-duplication of identical hook commands can never merge it with a user's hook.
+pub fn hook_command(self_exe: &Path, nonce: &str, event: ClaudeEvent, headless: bool) -> String {
+    format!(
+        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
+        shell_quote(&self_exe.to_string_lossy()),
+        HookName::registered(event, headless)
+    )
+}
+
+/// Appends our hooks to `settings` and makes sure hooks are on.
+pub fn merge(
+    mut settings: Map<String, Value>,
+    self_exe: &Path,
+    nonce: &str,
+    timeout_s: u64,
+    headless: bool,
+) -> Result<Map<String, Value>, FrameworkError> {
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()));
+    let hooks = hooks
+        .as_object_mut()
+        .ok_or_else(|| err("\"hooks\" in the user's --settings is not an object"))?;
+    for event in ClaudeEvent::ALL {
+        let mut group = json!({"hooks": [{
+            "type": "command",
+            "command": hook_command(self_exe, nonce, event, headless),
+            "timeout": timeout_s,
+        }]});
+        if event.is_tool_event() {
+            group["matcher"] = "*".into();
+        }
+        let groups = hooks
+            .entry(event.name())
+            .or_insert_with(|| Value::Array(Vec::new()));
+        groups
+            .as_array_mut()
+            .ok_or_else(|| {
+                err(format!(
+                    "\"hooks.{}\" in the user's --settings is not a list",
+                    event.name()
+                ))
+            })?
+            .push(group);
+    }
+    // Without this, a `disableAllHooks: true` anywhere in the user's settings would switch
+    // our hooks off too and leave the run unsupervised. A wrapped run is supervised or it
+    // does not run; the price is that the user's own hooks run as well (see the README).
+    settings.insert("disableAllHooks".into(), false.into());
+    Ok(settings)
+}
+
+/// Settings files Claude reads besides `--settings`, for the `disableAllHooks` warning.
+fn other_settings_files() -> Vec<PathBuf> {
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".claude")));
+    let mut files: Vec<PathBuf> = config_dir
+        .map(|d| d.join("settings.json"))
+        .into_iter()
+        .collect();
+    files.push(PathBuf::from(".claude/settings.json"));
+    files.push(PathBuf::from(".claude/settings.local.json"));
+    files
+}
+
+fn disables_hooks(settings: &Map<String, Value>) -> bool {
+    settings.get("disableAllHooks") == Some(&Value::Bool(true))
+}
+
+pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+    let scan = scan(&cmd.args)?;
+    if scan.subcommand {
+        // `claude mcp …`, `claude config …`: no session, no hooks to register.
+        return Ok(());
+    }
+    let user = match &scan.user_settings {
+        Some(value) => load_user_settings(value)?,
+        None => Map::new(),
+    };
+    let disabled_by_user = disables_hooks(&user)
+        || other_settings_files().iter().any(|f| {
+            std::fs::read_to_string(f)
+                .ok()
+                .and_then(|t| serde_json::from_str::<Map<String, Value>>(&t).ok())
+                .is_some_and(|s| disables_hooks(&s))
+        });
+    if disabled_by_user {
+        eprintln!(
+            "ahp-wrap: warning: your Claude Code settings say disableAllHooks; this wrapped run \
+             turns hooks back on (your own hooks run too), because without them it could not be supervised"
+        );
+    }
+    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
+    let nonce = crate::random_hex(8);
+    let merged = merge(user, &run.self_exe, &nonce, timeout_s, scan.headless)?;
+    let path = run.run_dir.join(SETTINGS_FILE);
+    let text = serde_json::to_vec_pretty(&Value::Object(merged))
+        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
+    std::fs::write(&path, text)
+        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+
+    let mut args = Vec::with_capacity(cmd.args.len() + 2);
+    // Ours goes first, before any `--` or positional prompt.
+    args.push(OsString::from("--settings"));
+    args.push(path.into_os_string());
+    args.extend(
+        std::mem::take(&mut cmd.args)
+            .into_iter()
+            .enumerate()
+            .filter(|(i, _)| !scan.settings_args.contains(i))
+            .map(|(_, a)| a),
+    );
+    cmd.args = args;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn os(args: &[&str]) -> Vec<OsString> {
+        args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn scan_finds_print_mode_and_the_last_settings() {
+        let s = scan(&os(&[
+            "-p",
+            "hi",
+            "--settings",
+            "a.json",
+            "--settings={\"x\":1}",
+        ]))
+        .unwrap();
+        assert!(s.headless);
+        assert_eq!(s.user_settings, Some("{\"x\":1}".into()));
+        assert_eq!(s.settings_args, vec![2, 3, 4]);
+        let s = scan(&os(&["--", "--settings", "x", "--bare"])).unwrap();
+        assert_eq!(s, Scan::default());
+        assert!(scan(&os(&["mcp", "list"])).unwrap().subcommand);
+    }
+
+    #[test]
+    fn flags_that_turn_hooks_off_are_refused() {
+        for flag in HOOKLESS_FLAGS {
+            let e = scan(&os(&["-p", "x", flag])).unwrap_err().to_string();
+            assert!(e.contains(flag), "{e}");
+        }
+        assert!(scan(&os(&["--settings"])).is_err());
+    }
+
+    #[test]
+    fn merge_appends_to_user_hooks_and_turns_hooks_on() {
+        let user: Map<String, Value> = serde_json::from_value(json!({
+            "model": "x",
+            "disableAllHooks": true,
+            "hooks": {"PreToolUse": [{"matcher": "Bash", "hooks": [{"type": "command", "command": "mine"}]}]},
+        }))
+        .unwrap();
+        let m = merge(user, Path::new("/opt/ahp wrap"), "abc", 17, true).unwrap();
+        assert_eq!(m["model"], "x");
+        assert_eq!(m["disableAllHooks"], false);
+        let pre = m["hooks"]["PreToolUse"].as_array().unwrap();
+        assert_eq!(pre.len(), 2);
+        assert_eq!(pre[0]["hooks"][0]["command"], "mine");
+        assert_eq!(pre[1]["matcher"], "*");
+        assert_eq!(pre[1]["hooks"][0]["timeout"], 17);
+        assert_eq!(
+            pre[1]["hooks"][0]["command"],
+            "AHP_WRAP_RUN=abc exec '/opt/ahp wrap' hook claude-code PreToolUse.print"
+        );
+        assert!(m["hooks"]["Stop"][0].get("matcher").is_none());
+        for event in ClaudeEvent::ALL {
+            assert!(m["hooks"][event.name()].is_array(), "{}", event.name());
+        }
+        let bad: Map<String, Value> = serde_json::from_value(json!({"hooks": []})).unwrap();
+        assert!(merge(bad, Path::new("x"), "n", 1, false).is_err());
+    }
+
+    #[test]
+    fn prepare_replaces_the_users_settings_with_a_merged_file() {
+        let dir = tempfile::tempdir().unwrap();
+        let user_file = dir.path().join("user.json");
+        std::fs::write(&user_file, r#"{"env":{"A":"1"}}"#).unwrap();
+        let run = RunContext {
+            self_exe: "/bin/ahp-wrap".into(),
+            run_dir: dir.path().to_owned(),
+            hook_budget_ms: 12_001,
+            interactive: false,
+        };
+        let mut cmd = AgentCommand {
+            program: "claude".into(),
+            args: vec![
+                "-p".into(),
+                "--settings".into(),
+                user_file.clone().into(),
+                "hello".into(),
+            ],
+            env: Vec::new(),
+        };
+        prepare(&run, &mut cmd).unwrap();
+        let path = dir.path().join(SETTINGS_FILE);
+        assert_eq!(
+            cmd.args,
+            vec![
+                OsString::from("--settings"),
+                path.clone().into(),
+                "-p".into(),
+                "hello".into()
+            ]
+        );
+        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(written["env"]["A"], "1");
+        assert_eq!(written["hooks"]["PreToolUse"][0]["hooks"][0]["timeout"], 18);
+        // The user's file is untouched.
+        assert_eq!(
+            std::fs::read_to_string(&user_file).unwrap(),
+            r#"{"env":{"A":"1"}}"#
+        );
+        cmd.args = os(&["-p", "--settings", "{not json"]);
+        assert!(prepare(&run, &mut cmd).is_err());
+    }
+}

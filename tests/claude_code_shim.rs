@@ -1,0 +1,57 @@
+//! The Claude Code shim on its own (no CLI needed): when the wrapper cannot be reached, a
+//! hook call fails closed in Claude's own deny form.
+
+use std::io::Write;
+use std::process::{Command, Stdio};
+
+use serde_json::Value;
+
+fn hook(event: &str, sample: &str) -> std::process::Output {
+    let payload = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims/claude-code/samples")
+            .join(format!("{sample}.json")),
+    )
+    .unwrap();
+    let mut child = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        .args(["hook", "claude-code", event])
+        .env("AHP_WRAP_SOCKET", "/nonexistent/ahp-wrap.sock")
+        .env("AHP_WRAP_TOKEN", "t")
+        .env("AHP_WRAP_HOOK_TIMEOUT_MS", "2000")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child.stdin.take().unwrap().write_all(&payload).unwrap();
+    child.wait_with_output().unwrap()
+}
+
+#[test]
+fn an_unreachable_wrapper_denies_the_tool_call() {
+    let out = hook("PreToolUse.print", "PreToolUse");
+    assert_eq!(out.status.code(), Some(0), "{out:?}");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let o = &v["hookSpecificOutput"];
+    assert_eq!(o["permissionDecision"], "deny");
+    let reason = o["permissionDecisionReason"].as_str().unwrap();
+    assert!(reason.contains("cannot be reached"), "{reason}");
+}
+
+#[test]
+fn an_unreachable_wrapper_blocks_the_prompt_and_the_permission() {
+    let out = hook("UserPromptSubmit", "UserPromptSubmit");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["decision"], "block");
+    let out = hook("PermissionRequest", "PermissionRequest");
+    let v: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["hookSpecificOutput"]["decision"]["behavior"], "deny");
+}
+
+#[test]
+fn an_unreachable_wrapper_does_not_make_stop_continue() {
+    // A `decision: block` on Stop would make Claude go on; a hook error does not.
+    let out = hook("Stop", "Stop");
+    assert_eq!(out.status.code(), Some(1));
+    assert!(out.stdout.is_empty());
+}
