@@ -3,8 +3,8 @@
 # registry), then runs every test. This is the command the README gives and CI runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-for setup in tests/setup/*.sh; do
+for setup in tests/*/setup.sh; do
   [ -e "$setup" ] || continue
-  bash "$setup"
+  sh "$setup" >/dev/null
 done
 exec cargo test --locked --all-targets "$@"
