@@ -70,7 +70,8 @@ impl Embedded {
                 verdict: Verdict::no_opinion(),
                 source,
                 note: Some(format!(
-                    "observe mode: would have decided {}{why}",
+                    "{}{}{why}",
+                    crate::audit::OBSERVE_PREFIX,
                     d.verdict.name()
                 )),
             };

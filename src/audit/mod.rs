@@ -71,6 +71,9 @@ pub use summary::{summary, Blocked, Summary};
 pub use verify::{verify, Problem, ProblemKind, Recovery, VerifyReport};
 pub use writer::AuditLog;
 
+/// How an observe-mode record's reason starts: what would have been decided.
+pub const OBSERVE_PREFIX: &str = "observe mode: would have decided ";
+
 /// The environment variable that may hold the audit key.
 pub const KEY_ENV: &str = "AHP_WRAP_AUDIT_KEY";
 

@@ -39,6 +39,8 @@ pub struct Summary {
     /// Lines of the file that were not records (only when read from a file).
     pub unreadable_lines: u64,
     pub max_latency_us: u64,
+    /// Records that observe mode let through but would have blocked.
+    pub observed: u64,
 }
 
 /// A blocked record, as the summary lists it (secrets redacted).
@@ -50,6 +52,8 @@ pub struct Blocked {
     pub what: String,
     pub reason: Option<String>,
     pub source: String,
+    /// False for what observe mode would have blocked but let through.
+    pub enforced: bool,
 }
 
 impl Summary {
@@ -65,7 +69,16 @@ impl Summary {
             self.recovered += 1;
         }
         self.max_latency_us = self.max_latency_us.max(record.latency_us);
-        if record.decision != "block" {
+        // Observe mode lets everything through but says what it would have done.
+        let observed = record.decision != "block"
+            && record
+                .reason
+                .as_deref()
+                .is_some_and(|r| r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block"));
+        if observed {
+            self.observed += 1;
+        }
+        if record.decision != "block" && !observed {
             return;
         }
         if self.blocked.len() >= MAX_BLOCKED {
@@ -81,6 +94,7 @@ impl Summary {
                 .as_deref()
                 .map(|r| one_line(&redact_str(r), 200)),
             source: record.source.clone(),
+            enforced: !observed,
         });
     }
 
@@ -119,7 +133,8 @@ impl Summary {
             );
         }
         for b in self.blocked.iter().take(TEXT_BLOCKED) {
-            let _ = write!(out, "  blocked {} {}", short_time(&b.ts), b.event_type);
+            let verb = if b.enforced { "blocked" } else { "would block (observe)" };
+            let _ = write!(out, "  {verb} {} {}", short_time(&b.ts), b.event_type);
             if !b.what.is_empty() {
                 let _ = write!(out, " {}", b.what);
             }
@@ -166,7 +181,11 @@ impl Summary {
                 md(&b.event_type),
                 md(&b.what),
                 md(b.reason.as_deref().unwrap_or("")),
-                md(&b.source)
+                md(&if b.enforced {
+                    b.source.clone()
+                } else {
+                    format!("{} (observe: not enforced)", b.source)
+                })
             );
         }
         let listed = self.blocked.len().min(MARKDOWN_BLOCKED) as u64;
