@@ -185,17 +185,15 @@ pub fn audit_record(
 /// The audit record of a notification.
 pub fn notification_record(event: &Event, framework_session: Option<String>) -> AuditRecord {
     AuditRecord {
-        ts: event.timestamp.clone(),
-        session: event.session_id.clone(),
-        framework_session,
-        agent: event.agent_id.clone(),
-        depth: event.depth,
-        event_type: event.event_type.as_str().to_owned(),
-        payload: event.payload.clone(),
         decision: "notified".to_owned(),
-        reason: None,
-        source: "harness".to_owned(),
-        latency_us: 0,
+        ..audit_record(
+            event,
+            framework_session,
+            &Verdict::no_opinion(),
+            None,
+            "harness".to_owned(),
+            Duration::ZERO,
+        )
     }
 }
 

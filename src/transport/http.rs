@@ -65,7 +65,7 @@ async fn exchange(req: reqwest::RequestBuilder, max: usize) -> Result<Option<Inc
     let mut resp = req
         .send()
         .await
-        .map_err(|e| format!("cannot reach the harness: {}", error_chain(&e)))?;
+        .map_err(|e| format!("cannot reach the harness: {}", crate::error_chain(&e)))?;
     let status = resp.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
         return Err(format!(
@@ -84,7 +84,7 @@ async fn exchange(req: reqwest::RequestBuilder, max: usize) -> Result<Option<Inc
     while let Some(chunk) = resp
         .chunk()
         .await
-        .map_err(|e| format!("the harness response broke off: {}", error_chain(&e)))?
+        .map_err(|e| format!("the harness response broke off: {}", crate::error_chain(&e)))?
     {
         if body.len() + chunk.len() > max {
             return Ok(Some(Incoming::Violation(format!(
@@ -100,15 +100,4 @@ async fn exchange(req: reqwest::RequestBuilder, max: usize) -> Result<Option<Inc
         Ok(s) => Incoming::Frame(s),
         Err(_) => Incoming::Violation("a frame that is not valid UTF-8".into()),
     }))
-}
-
-fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }
