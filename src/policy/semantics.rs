@@ -31,6 +31,11 @@ const MODIFIERS: &[&str] = &[
     "tee", "touch", "truncate", "rm", "unlink", "rmdir", "shred", "chmod", "chown", "chgrp",
 ];
 
+/// Programs whose first operand is a pattern or script, not a file, unless `-e`/`-f` give it.
+const PATTERN_FIRST: &[&str] = &[
+    "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "gsed", "awk", "gawk", "mawk", "jq",
+];
+
 /// Programs whose last operand (or `-t DIR`) is a destination they write.
 const COPIERS: &[&str] = &["cp", "mv", "install", "ln", "rsync", "scp"];
 
@@ -318,7 +323,18 @@ pub fn reads(cmd: &Command) -> Vec<&str> {
         out.extend(cmd.args.iter().filter_map(|a| a.strip_prefix("if=")));
         return out;
     }
-    let ops = operands(cmd);
+    let mut ops = operands(cmd);
+    let pattern_given = cmd.args.iter().any(|a| {
+        matches!(
+            a.as_str(),
+            "-e" | "-f" | "--regexp" | "--file" | "--expression"
+        ) || a.starts_with("--regexp=")
+            || a.starts_with("--file=")
+            || a.starts_with("--expression=")
+    });
+    if PATTERN_FIRST.contains(&program) && !pattern_given && !ops.is_empty() {
+        ops.remove(0);
+    }
     let dest = COPIERS
         .contains(&program)
         .then(|| destination(cmd))
@@ -434,6 +450,9 @@ mod tests {
         assert!(writes(&cmd("sed s/a/b/ f")).is_empty());
         assert_eq!(writes(&cmd("curl https://x -o out")), ["out"]);
         assert!(reads(&cmd("echo ~/.ssh/id_rsa")).is_empty());
+        assert_eq!(reads(&cmd("grep -r id_rsa docs/")), ["docs/"]);
+        // Option values count as operands (we cannot know every option), which only over-reads.
+        assert!(reads(&cmd("grep -e x .env")).contains(&".env"));
         assert_eq!(operands(&cmd("find / -name x -delete")), ["/"]);
         assert_eq!(
             find_execs(&cmd("find /etc -exec rm -rf {} ;")),
