@@ -1,6 +1,7 @@
 //! The normaliser: from any framework's event, the shell commands, file paths and URLs it
 //! involves, so that rules do not depend on tool names or argument shapes.
 
+use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
 
@@ -148,11 +149,17 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
         if src.text.contains("*** Begin Patch") {
             patches.push(src.text.clone());
         }
-        match shell::analyse(&src.text, &shell_cwd, resolver) {
-            Ok(cmds) => f
+        // The parser is third-party code on untrusted input: a panic in it is a command we
+        // could not parse, not a crash of the wrapper.
+        let analysed = std::panic::catch_unwind(AssertUnwindSafe(|| {
+            shell::analyse(&src.text, &shell_cwd, resolver)
+        }));
+        match analysed {
+            Ok(Ok(cmds)) => f
                 .commands
                 .extend(cmds.into_iter().map(|c| resolve_command(c, resolver))),
-            Err(e) => f.parse_errors.push(e.0),
+            Ok(Err(e)) => f.parse_errors.push(e.0),
+            Err(_) => f.parse_errors.push("the shell parser failed".to_owned()),
         }
     }
     for c in &f.commands {

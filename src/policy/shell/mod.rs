@@ -26,6 +26,13 @@ mod words;
 /// How deep `bash -c "bash -c '…'"` and `$(…$(…))` may nest before we give up (and escalate).
 const MAX_DEPTH: usize = 12;
 
+/// Longest command line we analyse; past it, the command escalates instead.
+const MAX_LEN: usize = 1 << 20;
+
+/// Deepest bracket nesting we hand to the parser, which recurses per level: a line of ten
+/// thousand `(` must escalate, not overflow the stack of the thread evaluating it.
+const MAX_BRACKETS: usize = 100;
+
 /// Text that stands for a value known only when the command runs (`$VAR`, `$(…)`).
 pub const DYNAMIC: &str = "*";
 
@@ -63,6 +70,16 @@ pub struct ShellError(pub String);
 
 /// Parses `script` and returns every simple command it may run, in order.
 pub fn analyse(script: &str, cwd: &Path, resolver: &Resolver) -> Result<Vec<Command>, ShellError> {
+    if script.len() > MAX_LEN {
+        return Err(ShellError(format!(
+            "the command is longer than {MAX_LEN} bytes"
+        )));
+    }
+    if bracket_depth(script) > MAX_BRACKETS {
+        return Err(ShellError(format!(
+            "brackets nested more than {MAX_BRACKETS} deep"
+        )));
+    }
     let mut walker = Walker {
         resolver,
         out: Vec::new(),
@@ -74,6 +91,22 @@ pub fn analyse(script: &str, cwd: &Path, resolver: &Resolver) -> Result<Vec<Comm
     };
     walker.script(script, &mut ctx)?;
     Ok(walker.out)
+}
+
+/// The deepest nesting of `(` and `{` (quotes ignored: an over-estimate is fine here).
+fn bracket_depth(script: &str) -> usize {
+    let (mut depth, mut max) = (0usize, 0usize);
+    for b in script.bytes() {
+        match b {
+            b'(' | b'{' => {
+                depth += 1;
+                max = max.max(depth);
+            }
+            b')' | b'}' => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    max
 }
 
 /// What a command inherits from where it appears.

@@ -49,6 +49,9 @@ fn destructive_deletion_in_every_disguise_is_blocked() {
             "find / -exec rm -rf {} +",
             "ls | rm -rf /var",
             "rm -rf ../",
+            "bash <<'EOF'\nrm -rf /\nEOF",
+            "sh <<< 'rm -rf ~'",
+            "sudo sh -s <<< 'rm -rf /etc'",
         ],
     );
     s.blocks(

@@ -149,6 +149,9 @@ fn an_unparseable_command_escalates() {
         deep = format!("echo $({deep})");
     }
     assert_eq!(p.evaluate(&bash_event(&deep)).verdict.name(), "escalate");
+    // So is bracket nesting that would exhaust the stack of a 2 MiB thread in the parser.
+    let parens = "(".repeat(20_000) + "true" + &")".repeat(20_000);
+    assert_eq!(p.evaluate(&bash_event(&parens)).verdict.name(), "escalate");
     // A block still beats the escalation.
     let d = p.evaluate(&bash_event("cat ~/.ssh/id_rsa; echo \"x"));
     assert_eq!(
@@ -360,4 +363,38 @@ fn invalid_rules_are_rejected_with_their_id() {
         Policy::from_toml_str("version = 2"),
         Err(PolicyError::Version(2))
     ));
+}
+
+#[test]
+fn a_policy_can_be_shared_between_threads() {
+    fn shared<T: Send + Sync>(_: &T) {}
+    let p = Policy::default_policy();
+    shared(&p);
+    let d = std::thread::scope(|s| {
+        s.spawn(|| p.evaluate(&bash_event("rm -rf /")))
+            .join()
+            .unwrap()
+    });
+    assert_eq!(d.rule.as_deref(), Some("delete-outside-workspace"));
+}
+
+#[test]
+fn the_complete_example_in_the_docs_loads() {
+    let doc = include_str!("../../../docs/policy.md");
+    let section = doc
+        .split("## A complete example")
+        .nth(1)
+        .expect("section exists");
+    let toml = section
+        .split("```toml")
+        .nth(1)
+        .and_then(|s| s.split("```").next())
+        .unwrap();
+    let p = Policy::from_toml_str(toml).unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(p.check().unwrap().rules, 6);
+    let d = p.evaluate(&bash_event("cd sub && git push"));
+    assert!(
+        matches!(&d.verdict, Verdict::Escalate { target: Some(t), .. } if t == "maintainers"),
+        "{d:?}"
+    );
 }
