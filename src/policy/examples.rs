@@ -1,5 +1,4 @@
-//! Rule examples (`match` / `no_match`), checked when a policy loads so that a rule cannot
-//! drift from its intent.
+//! Rule examples (`match` / `no_match`), checked on load so a rule cannot drift from its intent.
 
 use std::path::PathBuf;
 

@@ -1,5 +1,6 @@
-//! The normaliser: from any framework's event, the shell commands, file paths and URLs it
-//! involves, so that rules do not depend on tool names or argument shapes.
+//! The normaliser: the shell commands, file paths and URLs of any framework's event.
+//!
+//! Rules then match on these, never on a framework's tool names or argument shapes.
 
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};

@@ -1,5 +1,4 @@
-//! What common programs do with their arguments: wrappers to unwrap, nested scripts, and the
-//! files a command reads and writes.
+//! What common programs do with their arguments: wrappers, nested scripts, files read and written.
 
 use super::shell::{program_name, Command};
 

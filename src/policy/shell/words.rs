@@ -1,5 +1,4 @@
-//! Words and redirections of a shell command: quote removal, static expansion (`~`, `$HOME`,
-//! `$PWD`), and the commands inside `$(…)`, backticks and here-documents.
+//! Shell words and redirections: quote removal, static expansion, and substituted commands.
 
 use brush_parser::ast;
 use brush_parser::word::{self, ParameterExpr, TildeExpr, WordPiece, WordPieceWithSource};

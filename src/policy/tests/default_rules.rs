@@ -1,5 +1,4 @@
-//! The default policy against adversarial spellings of what it blocks, and look-alikes it
-//! must leave alone.
+//! The default policy against disguised forms of what it blocks, and look-alikes it must allow.
 
 use serde_json::json;
 

@@ -1,5 +1,4 @@
-//! The engine's guarantees: examples checked at load, strictest decision wins, unparseable
-//! commands escalate, rewrites, URL rules, framework-neutral extraction, rule validation.
+//! The engine's guarantees: load-time examples, strictest wins, unparseable escalates, rewrites.
 
 use serde_json::json;
 

@@ -1,5 +1,4 @@
-//! Tests of the policy engine: the default rules against adversarial commands and their
-//! harmless look-alikes (`default_rules`), and the engine's own guarantees (`engine`).
+//! Tests of the policy engine, with a sandbox of a fake home and workspace on disk.
 
 mod default_rules;
 mod engine;
