@@ -33,6 +33,11 @@ pub struct Cli {
 pub enum Command {
     /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
     Serve(ServeArgs),
+    /// Print, check or try out policy files.
+    Policy {
+        #[command(subcommand)]
+        command: PolicyCommand,
+    },
     /// Check audit logs.
     Audit {
         #[command(subcommand)]
@@ -45,6 +50,19 @@ pub enum Command {
         framework: String,
         /// The hook or event name.
         hook: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum PolicyCommand {
+    /// Print the built-in default policy (a commented TOML file to start your own from).
+    Default,
+    /// Parse and validate a policy file and run its examples.
+    Check { file: PathBuf },
+    /// Read an AHP event (JSON) on stdin; print the decision and the rule that made it.
+    Eval {
+        /// The policy file (default: the built-in default policy).
+        file: Option<PathBuf>,
     },
 }
 
@@ -145,6 +163,11 @@ pub struct RunArgs {
     /// What a blocking event gets when no valid decision arrives in time.
     #[arg(long, value_enum, default_value = "closed")]
     pub fail_mode: FailMode,
+
+    /// Policy file (TOML) for the embedded harness; default: the built-in default policy
+    /// (`ahp-wrap policy default` prints it).
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
 
     /// Embedded policy mode: enforce, or observe (block nothing, record what would have
     /// been blocked).

@@ -1,11 +1,14 @@
-//! The subcommands other than running an agent: `serve`, `audit verify|summary`.
+//! The subcommands other than running an agent: `serve`, `policy …`, `audit …`.
 
 use std::sync::Arc;
 
 use crate::audit::{self, load_key, KEY_ENV};
-use crate::cli::{AuditCommand, ServeArgs};
+use serde_json::Value;
+
+use crate::cli::{AuditCommand, PolicyCommand, ServeArgs};
 use crate::decide::Embedded;
 use crate::policy::Policy;
+use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
 
 /// Exit code of a check that found a problem.
@@ -59,6 +62,78 @@ pub fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
     }
 }
 
+pub fn policy(cmd: PolicyCommand) -> u8 {
+    match cmd {
+        PolicyCommand::Default => {
+            print!("{}", Policy::default_toml());
+            0
+        }
+        PolicyCommand::Check { file } => match Policy::load(&file) {
+            Ok(p) => {
+                let report = p.check().expect("load checked the examples");
+                println!(
+                    "{}: {} rules, {} examples passed",
+                    file.display(),
+                    report.rules,
+                    report.examples
+                );
+                0
+            }
+            Err(e) => {
+                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+                EXIT_PROBLEM
+            }
+        },
+        PolicyCommand::Eval { file } => {
+            let policy = match load_policy(file.as_deref()) {
+                Ok(p) => p,
+                Err(e) => {
+                    eprintln!("ahp-wrap: {e}");
+                    return EXIT_ERROR;
+                }
+            };
+            let mut input = String::new();
+            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+                eprintln!("ahp-wrap: cannot read stdin: {e}");
+                return EXIT_ERROR;
+            }
+            let event = match event_from_json(&input) {
+                Ok(e) => e,
+                Err(e) => {
+                    eprintln!("ahp-wrap: {e}");
+                    return EXIT_ERROR;
+                }
+            };
+            let d = policy.evaluate(&event);
+            let mut out = d.verdict.to_json();
+            out["rule"] = d.rule.map(Value::String).unwrap_or(Value::Null);
+            println!("{out}");
+            0
+        }
+    }
+}
+
+/// An AHP event from JSON: the `params` of an `ahp/event`, where only `event_type` and
+/// `payload` are required (a whole JSON-RPC message is accepted too).
+fn event_from_json(text: &str) -> Result<Event, String> {
+    let mut v: Value =
+        serde_json::from_str(text).map_err(|e| format!("the event is not JSON: {e}"))?;
+    if v.get("method").is_some() {
+        v = v["params"].take();
+    }
+    let obj = v.as_object_mut().ok_or("the event is not a JSON object")?;
+    obj.entry("session_id")
+        .or_insert_with(|| "policy-eval".into());
+    obj.entry("agent_id")
+        .or_insert_with(|| "policy-eval".into());
+    obj.entry("timestamp")
+        .or_insert_with(|| crate::protocol::now_rfc3339().into());
+    obj.entry("depth").or_insert_with(|| 0.into());
+    obj.entry("payload")
+        .or_insert_with(|| Value::Object(Default::default()));
+    serde_json::from_value(v).map_err(|e| format!("not an AHP event: {e}"))
+}
+
 pub fn serve(args: ServeArgs) -> u8 {
     let listen = match Listen::parse(&args.listen) {
         Ok(l) => l,
@@ -96,10 +171,7 @@ pub fn serve(args: ServeArgs) -> u8 {
                 }
             };
         let engine = Arc::new(Engine {
-            embedded: Arc::new(Embedded {
-                policy,
-                mode: args.mode,
-            }),
+            embedded: Arc::new(Embedded::new(policy, args.mode)),
             audit,
             advertised: Advertised {
                 timeout_ms: args.timeout,

@@ -34,6 +34,8 @@ pub enum ConfigError {
     Harness(#[from] SpecError),
     #[error("unknown framework {0:?} (known: {1})")]
     UnknownFramework(String, String),
+    #[error("--policy applies to the embedded harness; it cannot be used with --harness")]
+    PolicyWithHarness,
     #[error("--timeout must be more than 0 ms")]
     ZeroTimeout,
     #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
@@ -49,6 +51,7 @@ pub struct Config {
     pub link: LinkConfig,
     pub fail_mode: FailMode,
     pub mode: Mode,
+    pub policy: Option<PathBuf>,
     pub timeout: Duration,
     pub max_depth: u32,
     /// Our depth: one more than the wrapper we run under, if any.
@@ -79,6 +82,9 @@ impl Config {
             .filter(|s| !s.is_empty())
             .map(HarnessSpec::parse)
             .transpose()?;
+        if harness.is_some() && args.policy.is_some() {
+            return Err(ConfigError::PolicyWithHarness);
+        }
         if args.timeout == 0 {
             return Err(ConfigError::ZeroTimeout);
         }
@@ -102,6 +108,7 @@ impl Config {
             },
             fail_mode: args.fail_mode,
             mode: args.mode,
+            policy: args.policy,
             timeout: Duration::from_millis(args.timeout),
             max_depth: args.max_depth,
             depth,

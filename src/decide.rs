@@ -31,7 +31,8 @@ pub enum Mode {
 
 /// The embedded harness: a policy and the mode it runs in.
 pub struct Embedded {
-    pub policy: Policy,
+    policy: std::sync::OnceLock<Policy>,
+    workspace: Option<std::path::PathBuf>,
     pub mode: Mode,
 }
 
@@ -46,9 +47,38 @@ pub struct EmbeddedDecision {
 }
 
 impl Embedded {
+    /// An embedded harness with this policy.
+    pub fn new(policy: Policy, mode: Mode) -> Embedded {
+        Embedded {
+            policy: std::sync::OnceLock::from(policy),
+            workspace: None,
+            mode,
+        }
+    }
+
+    /// The compiled-in default policy, with `workspace` as the workspace root; it is built
+    /// on the first event, so that a run with no hook calls never pays for it.
+    pub fn default_policy(workspace: Option<std::path::PathBuf>, mode: Mode) -> Embedded {
+        Embedded {
+            policy: std::sync::OnceLock::new(),
+            workspace,
+            mode,
+        }
+    }
+
+    fn policy(&self) -> &Policy {
+        self.policy.get_or_init(|| {
+            let p = Policy::default_policy();
+            match &self.workspace {
+                Some(ws) => p.with_workspace(ws),
+                None => p,
+            }
+        })
+    }
+
     /// Evaluates one event under the mode.
     pub fn decide(&self, event: &Event) -> EmbeddedDecision {
-        let d = self.policy.evaluate(event);
+        let d = self.policy().evaluate(event);
         let source = match &d.rule {
             Some(rule) => format!("policy:{rule}"),
             None => "policy".to_owned(),

@@ -23,6 +23,7 @@ fn main() -> ExitCode {
     match cli.command {
         Some(Command::Hook { framework, hook }) => hook_exit(relay::run_hook(&framework, &hook)),
         Some(Command::Audit { command }) => ExitCode::from(commands::audit(command)),
+        Some(Command::Policy { command }) => ExitCode::from(commands::policy(command)),
         Some(Command::Serve(args)) => {
             if let Err(e) = init_logging(&args.log, None) {
                 eprintln!("ahp-wrap: {e}");

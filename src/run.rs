@@ -74,13 +74,25 @@ async fn supervise(
 
     // The harness, and what it negotiated.
     let (harness, negotiated) = match &cfg.harness {
-        None => (
-            Harness::Embedded(Arc::new(Embedded {
-                policy: Policy::allow_all(),
-                mode: cfg.mode,
-            })),
-            None,
-        ),
+        None => {
+            let embedded = match &cfg.policy {
+                Some(file) => match Policy::load(file) {
+                    Ok(p) => {
+                        let p = match std::env::current_dir() {
+                            Ok(ws) => p.with_workspace(ws),
+                            Err(_) => p,
+                        };
+                        Embedded::new(p, cfg.mode)
+                    }
+                    Err(e) => {
+                        eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+                        return EXIT_WRAPPER;
+                    }
+                },
+                None => Embedded::default_policy(std::env::current_dir().ok(), cfg.mode),
+            };
+            (Harness::Embedded(Arc::new(embedded)), None)
+        }
         Some(spec) => {
             let client = Client::start(
                 spec.clone(),
@@ -218,7 +230,8 @@ async fn supervise(
 
     let server = tokio::spawn(control.serve(session.clone()));
 
-    let agent = match child::spawn(&cmd, policy, &SECRET_ENV) {
+    let guardian_fd = guardian.as_ref().map(Guardian::fd);
+    let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");

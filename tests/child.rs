@@ -47,8 +47,16 @@ fn missing_agent_exits_127_with_a_message() {
     assert!(
         String::from_utf8_lossy(&out.stderr).contains("no-such-agent-anywhere: command not found")
     );
-    let out = run(wrap().arg("/etc/hostname"), Duration::from_secs(30));
+    let dir = tempfile::tempdir().unwrap();
+    let not_executable = dir.path().join("agent.sh");
+    std::fs::write(&not_executable, "echo hi\n").unwrap();
+    let out = run(wrap().arg(&not_executable), Duration::from_secs(30));
     assert_eq!(out.status.code(), Some(126), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot execute"),
+        "{}",
+        show(&out)
+    );
 }
 
 #[test]

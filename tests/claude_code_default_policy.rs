@@ -3,6 +3,7 @@
 //! ordinary command still runs, and the audit log verifies.
 
 #[path = "support/claude_code.rs"]
+#[allow(dead_code)] // shared with the other Claude Code suites
 mod support;
 
 use serde_json::json;
@@ -32,10 +33,18 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
     );
     let r = run(world.command(
         &api,
-        Some(&["--audit-log", audit.to_str().unwrap(), "--summary", "always"]),
+        Some(&[
+            "--audit-log",
+            audit.to_str().unwrap(),
+            "--summary",
+            "always",
+        ]),
         &["-p", "tidy up", "--allowedTools", "Bash"],
     ));
-    r.check(r.output.status.code() == Some(0), "the run should end normally");
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
 
     // What the model received: no key material, and the policy's reasons.
     let everything: String = api.requests().iter().map(|b| b.to_string()).collect();
@@ -44,12 +53,18 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         "the SSH key reached the model",
     );
     let results = api.tool_results();
-    r.check(results.len() == 3, "three tool results should reach the model");
+    r.check(
+        results.len() == 3,
+        "three tool results should reach the model",
+    );
     r.check(results[0]["is_error"] == true, "the key read is refused");
     r.check(results[1]["is_error"] == true, "the delete is refused");
 
     // What happened on disk.
-    r.check(outside.join("data.txt").exists(), "the directory outside the workspace was deleted");
+    r.check(
+        outside.join("data.txt").exists(),
+        "the directory outside the workspace was deleted",
+    );
     r.check(fine.exists(), "an ordinary command must still run");
 
     // The audit log verifies and names both blocks.
@@ -63,12 +78,23 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         &format!("audit verify: {}", String::from_utf8_lossy(&verify.stdout)),
     );
     let records = support::read_jsonl(&audit);
-    let blocked: Vec<_> = records.iter().filter(|r| r["decision"] == "block").collect();
-    r.check(blocked.len() == 2, &format!("two blocks audited: {records:?}"));
+    let blocked: Vec<_> = records
+        .iter()
+        .filter(|r| r["decision"] == "block")
+        .collect();
     r.check(
-        blocked.iter().all(|b| b["source"].as_str().unwrap_or("").starts_with("policy:")),
+        blocked.len() == 2,
+        &format!("two blocks audited: {records:?}"),
+    );
+    r.check(
+        blocked
+            .iter()
+            .all(|b| b["source"].as_str().unwrap_or("").starts_with("policy:")),
         "the default policy decided",
     );
     let stderr = String::from_utf8_lossy(&r.output.stderr);
-    r.check(stderr.contains("blocked"), "the summary on stderr lists the blocks");
+    r.check(
+        stderr.contains("blocked"),
+        "the summary on stderr lists the blocks",
+    );
 }

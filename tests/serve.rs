@@ -69,7 +69,10 @@ async fn exercise(client: &AhpClient) {
     assert!(matches!(fine, Decision::Allow { .. }), "{fine:?}");
     // A notification is accepted and audited.
     client
-        .send_event(EventType::PostAction, json!({"tool_name": "Bash", "result": {"exit_code": 0}}))
+        .send_event(
+            EventType::PostAction,
+            json!({"tool_name": "Bash", "result": {"exit_code": 0}}),
+        )
         .await
         .unwrap();
 }
@@ -91,9 +94,15 @@ fn check_audit(log: &Path) {
         std::thread::sleep(Duration::from_millis(20));
     }
     let records = audited(log);
-    let decisions: Vec<&str> = records.iter().map(|r| r["decision"].as_str().unwrap()).collect();
+    let decisions: Vec<&str> = records
+        .iter()
+        .map(|r| r["decision"].as_str().unwrap())
+        .collect();
     assert_eq!(decisions, ["block", "allow", "notified"], "{records:?}");
-    let out = run(Command::new(wrap_bin()).args(["audit", "verify"]).arg(log), Duration::from_secs(30));
+    let out = run(
+        Command::new(wrap_bin()).args(["audit", "verify"]).arg(log),
+        Duration::from_secs(30),
+    );
     assert!(out.status.success(), "{}", show(&out));
 }
 
@@ -103,7 +112,13 @@ async fn reference_client_over_stdio() {
     let log = dir.path().join("audit.jsonl");
     let client = AhpClient::new(Transport::Stdio {
         program: wrap_bin().display().to_string(),
-        args: vec!["serve".into(), "--listen".into(), "stdio".into(), "--audit-log".into(), log.display().to_string()],
+        args: vec![
+            "serve".into(),
+            "--listen".into(),
+            "stdio".into(),
+            "--audit-log".into(),
+            log.display().to_string(),
+        ],
     })
     .await
     .unwrap();
@@ -116,8 +131,15 @@ async fn reference_client_over_unix_socket() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
     let sock = dir.path().join("serve.sock");
-    let s = serve(&format!("unix:{}", sock.display()), &["--audit-log", log.to_str().unwrap()]);
-    let client = AhpClient::new(Transport::UnixSocket { path: s.addr.clone() }).await.unwrap();
+    let s = serve(
+        &format!("unix:{}", sock.display()),
+        &["--audit-log", log.to_str().unwrap()],
+    );
+    let client = AhpClient::new(Transport::UnixSocket {
+        path: s.addr.clone(),
+    })
+    .await
+    .unwrap();
     exercise(&client).await;
     check_audit(&log);
 }
@@ -126,7 +148,10 @@ async fn reference_client_over_unix_socket() {
 async fn reference_client_over_http_with_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
-    let s = serve("http://127.0.0.1:0", &["--token", "sekret", "--audit-log", log.to_str().unwrap()]);
+    let s = serve(
+        "http://127.0.0.1:0",
+        &["--token", "sekret", "--audit-log", log.to_str().unwrap()],
+    );
     let client = AhpClient::new(Transport::Http {
         url: s.addr.clone(),
         auth: Some(AuthConfig::bearer("sekret")),
@@ -141,14 +166,20 @@ async fn reference_client_over_http_with_a_token() {
     })
     .await
     .unwrap();
-    assert!(intruder.handshake(vec![]).await.is_err(), "a wrong token is refused");
+    assert!(
+        intruder.handshake(vec![]).await.is_err(),
+        "a wrong token is refused"
+    );
 }
 
 #[tokio::test]
 async fn reference_client_over_websocket_with_a_token() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
-    let s = serve("ws://127.0.0.1:0", &["--token", "sekret", "--audit-log", log.to_str().unwrap()]);
+    let s = serve(
+        "ws://127.0.0.1:0",
+        &["--token", "sekret", "--audit-log", log.to_str().unwrap()],
+    );
     let client = AhpClient::new(Transport::WebSocket {
         url: s.addr.clone(),
         auth: Some(AuthConfig::api_key("sekret")),
@@ -169,7 +200,10 @@ async fn reference_client_over_websocket_with_a_token() {
 fn wrappers_share_one_serve_harness() {
     let dir = tempfile::tempdir().unwrap();
     let log = dir.path().join("audit.jsonl");
-    let s = serve("http://127.0.0.1:0", &["--token", "t", "--audit-log", log.to_str().unwrap()]);
+    let s = serve(
+        "http://127.0.0.1:0",
+        &["--token", "t", "--audit-log", log.to_str().unwrap()],
+    );
     let payload = format!(
         r#"{{"event_type":"pre_action","payload":{{"tool_name":"Bash","arguments":{{"command":"{RM_RF}"}},"context":{{"cwd":"/tmp"}}}}}}"#
     );

@@ -71,10 +71,9 @@ impl Summary {
         self.max_latency_us = self.max_latency_us.max(record.latency_us);
         // Observe mode lets everything through but says what it would have done.
         let observed = record.decision != "block"
-            && record
-                .reason
-                .as_deref()
-                .is_some_and(|r| r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block"));
+            && record.reason.as_deref().is_some_and(|r| {
+                r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block")
+            });
         if observed {
             self.observed += 1;
         }
@@ -133,7 +132,11 @@ impl Summary {
             );
         }
         for b in self.blocked.iter().take(TEXT_BLOCKED) {
-            let verb = if b.enforced { "blocked" } else { "would block (observe)" };
+            let verb = if b.enforced {
+                "blocked"
+            } else {
+                "would block (observe)"
+            };
             let _ = write!(out, "  {verb} {} {}", short_time(&b.ts), b.event_type);
             if !b.what.is_empty() {
                 let _ = write!(out, " {}", b.what);

@@ -44,6 +44,12 @@ impl Guardian {
         }
     }
 
+    /// The pipe's file descriptor, for the agent to register itself before it runs (see
+    /// [`announce`]); it is close-on-exec, so the agent's program never holds it.
+    pub fn fd(&self) -> std::os::fd::RawFd {
+        self.pipe.as_raw_fd()
+    }
+
     /// Watches `target`: a pid, or minus a process group id.
     pub fn watch(&mut self, target: i32) {
         let _ = writeln!(self.pipe, "watch {target}");
@@ -120,4 +126,44 @@ fn take_down(target: i32) {
         }
     }
     let _ = kill(to, Signal::SIGKILL);
+}
+
+/// Registers the calling process (or its group, when `group` is set) with the guardian on
+/// `fd`. Runs in the forked agent before `exec`, so the agent is watched before it can do
+/// anything, whenever the wrapper dies; it is async-signal-safe (no allocation, no locks).
+pub fn announce(fd: std::os::fd::RawFd, group: bool) {
+    // SAFETY: getpid and write are async-signal-safe; `line` lives on this stack.
+    let pid = unsafe { libc::getpid() };
+    let mut line = [0u8; 32];
+    let mut n = 0;
+    for b in b"watch " {
+        line[n] = *b;
+        n += 1;
+    }
+    if group {
+        line[n] = b'-';
+        n += 1;
+    }
+    let mut digits = [0u8; 12];
+    let mut d = 0;
+    let mut v = pid.unsigned_abs();
+    loop {
+        digits[d] = b'0' + (v % 10) as u8;
+        d += 1;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    while d > 0 {
+        d -= 1;
+        line[n] = digits[d];
+        n += 1;
+    }
+    line[n] = b'\n';
+    n += 1;
+    // SAFETY: `line[..n]` is initialised; a failed write only loses the registration.
+    unsafe {
+        libc::write(fd, line.as_ptr().cast(), n);
+    }
 }

@@ -97,11 +97,13 @@ pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, Spa
 }
 
 /// Starts the agent with our stdio (inherited, so pass-through is byte-exact and the
-/// terminal stays the agent's) and the extra environment.
+/// terminal stays the agent's) and the extra environment. `guardian` is the guardian's
+/// pipe: the agent registers itself there before it runs.
 pub fn spawn(
     cmd: &AgentCommand,
     policy: GroupPolicy,
     remove_env: &[&str],
+    guardian_fd: Option<std::os::fd::RawFd>,
 ) -> Result<Agent, SpawnError> {
     let path_var = cmd
         .env
@@ -122,6 +124,16 @@ pub fn spawn(
     }
     if policy == GroupPolicy::OwnGroup {
         c.process_group(0);
+    }
+    if let Some(fd) = guardian_fd {
+        let group = policy == GroupPolicy::OwnGroup;
+        // SAFETY: `announce` is async-signal-safe, as a pre-exec hook must be.
+        unsafe {
+            c.pre_exec(move || {
+                guardian::announce(fd, group);
+                Ok(())
+            });
+        }
     }
     let child = c.spawn().map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SpawnError::NotFound(shown.clone()),

@@ -1,7 +1,47 @@
-//! The embedded default harness. Until the policy engine lands this is an allow-all
-//! stand-in that answers "no opinion" to everything (every decision is still audited).
+//! The embedded default harness: a rule engine over AHP events, configured by a TOML policy.
+//!
+//! # Layout
+//!
+//! ```text
+//!  Event ─▶ extract (normaliser) ─▶ Facts ─▶ every Rule ─▶ strictest decision wins
+//!             │  shell commands ── shell (brush-parser AST) ── semantics (wrappers, reads, writes)
+//!             │  file paths ────── paths (~, cwd, .., symlinks, workspace predicates)
+//!             └  URLs
+//! ```
+//!
+//! - [`rules`]: the file format (see `docs/policy.md`) and compiled matchers.
+//! - [`examples`]: `match` / `no_match` examples, checked at load.
+//! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
+//!
+//! The engine only decides; enforce or observe mode is the caller's business.
+
+mod examples;
+mod extract;
+mod paths;
+mod rules;
+mod semantics;
+mod shell;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub use examples::{ExampleFailure, ExampleReport};
+pub use rules::{DecisionKind, Unparseable};
 
 use crate::protocol::{Event, Verdict};
+use extract::Facts;
+use paths::Resolver;
+use rules::{RawPolicy, Rule, Settings};
+
+/// The default policy, compiled in.
+const DEFAULT_TOML: &str = include_str!("default.toml");
+
+/// The id reported when a shell command could not be parsed.
+pub const UNPARSEABLE_RULE: &str = "unparseable-command";
 
 /// A decision of the embedded harness, with the rule that made it.
 #[derive(Debug, Clone, PartialEq)]
@@ -11,34 +51,320 @@ pub struct PolicyDecision {
     pub rule: Option<String>,
 }
 
-/// The embedded policy engine.
-#[derive(Debug, Default)]
-pub struct Policy {}
-
-impl Policy {
-    /// The allow-all stand-in.
-    pub fn allow_all() -> Policy {
-        Policy {}
-    }
-
-    /// Evaluates one event.
-    pub fn evaluate(&self, event: &Event) -> PolicyDecision {
-        let _ = event;
+impl PolicyDecision {
+    /// "No rule matched."
+    pub fn no_opinion() -> PolicyDecision {
         PolicyDecision {
             verdict: Verdict::no_opinion(),
             rule: None,
         }
     }
+
+    /// The reason shown to the agent or the person, if the verdict carries one.
+    pub fn reason(&self) -> Option<&str> {
+        self.verdict.reason()
+    }
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("read policy file {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parse policy {origin}")]
+    Toml {
+        origin: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("unsupported policy version {0} (this build reads version 1)")]
+    Version(u32),
+    #[error("rule {rule:?}: {message}")]
+    InvalidRule { rule: String, message: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Examples(Vec<ExampleFailure>),
+}
+
+/// The embedded policy engine.
+#[derive(Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    settings: Settings,
+    resolver: Resolver,
+    /// The workspace, when the caller knows it better than the event's cwd.
+    workspace_root: Option<PathBuf>,
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::allow_all()
+    }
 }
 
 impl Policy {
-    /// Stand-in until the policy engine lands.
-    pub fn default_policy() -> Policy {
-        Policy::allow_all()
+    /// No rules at all: "no opinion" for every event, whatever it contains.
+    pub fn allow_all() -> Policy {
+        Policy {
+            rules: Vec::new(),
+            settings: Settings {
+                unparseable: Unparseable::NoOpinion,
+            },
+            resolver: Resolver {
+                home: home_from_env(),
+                follow_symlinks: true,
+            },
+            workspace_root: None,
+        }
     }
 
-    /// Stand-in until the policy engine lands.
-    pub fn load(_path: &std::path::Path) -> Result<Policy, std::io::Error> {
-        Ok(Policy::allow_all())
+    /// The compiled-in default policy. Its examples are checked by the test suite rather than
+    /// at every start.
+    pub fn default_policy() -> Policy {
+        Policy::parse(DEFAULT_TOML, "(default)").expect("the compiled-in default policy is valid")
+    }
+
+    /// The text of the default policy, for printing.
+    pub fn default_toml() -> &'static str {
+        DEFAULT_TOML
+    }
+
+    /// Loads a policy file and checks its examples.
+    pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let policy = Policy::parse(&text, &path.display().to_string())?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    /// Parses a policy from TOML text and checks its examples.
+    pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
+        let policy = Policy::parse(text, "(string)")?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|source| PolicyError::Toml {
+            origin: origin.to_owned(),
+            source,
+        })?;
+        if let Some(v) = raw.version.filter(|v| *v != 1) {
+            return Err(PolicyError::Version(v));
+        }
+        let mut rules = Vec::with_capacity(raw.rules.len());
+        for r in raw.rules {
+            if rules.iter().any(|x: &Rule| x.id == r.id) {
+                return Err(PolicyError::InvalidRule {
+                    rule: r.id,
+                    message: "the id is used by another rule".into(),
+                });
+            }
+            rules.push(Rule::compile(r)?);
+        }
+        Ok(Policy {
+            rules,
+            settings: raw.settings,
+            ..Policy::allow_all()
+        })
+    }
+
+    /// Uses `home` for `~` and for `~/…` patterns instead of `$HOME`.
+    pub fn with_home(mut self, home: impl AsRef<Path>) -> Policy {
+        self.resolver.home = std::fs::canonicalize(home.as_ref())
+            .unwrap_or_else(|_| paths::normalise(home.as_ref()));
+        self
+    }
+
+    /// Uses `root` as the workspace instead of each event's cwd.
+    pub fn with_workspace(mut self, root: impl AsRef<Path>) -> Policy {
+        self.workspace_root = Some(root.as_ref().to_path_buf());
+        self
+    }
+
+    /// The ids of the rules, in file order.
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// Runs the `match` / `no_match` examples of every rule.
+    pub fn check(&self) -> Result<ExampleReport, PolicyError> {
+        let (report, failures) = examples::check(&self.rules);
+        if failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(PolicyError::Examples(failures))
+        }
+    }
+
+    /// Evaluates one event: every matching rule proposes its decision, the strictest wins
+    /// (block > escalate > defer > modify > explicit allow > no opinion; ties go to the
+    /// rule written first).
+    pub fn evaluate(&self, event: &Event) -> PolicyDecision {
+        if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
+            return PolicyDecision::no_opinion();
+        }
+        let facts = extract::facts(event, &self.resolver, self.workspace_root.as_deref());
+        let mut best: Option<(u8, PolicyDecision)> = None;
+        let mut propose = |rank: u8, decision: PolicyDecision| {
+            if best.as_ref().map_or(true, |(r, _)| rank > *r) {
+                best = Some((rank, decision));
+            }
+        };
+        if let Some(err) = facts.parse_errors.first() {
+            let reason =
+                format!("the shell command could not be parsed ({err}), so a person must decide");
+            match self.settings.unparseable {
+                Unparseable::Escalate => propose(
+                    DecisionKind::Escalate.rank(),
+                    decided(
+                        Verdict::Escalate {
+                            reason,
+                            target: None,
+                        },
+                        UNPARSEABLE_RULE,
+                    ),
+                ),
+                Unparseable::Block => propose(
+                    DecisionKind::Block.rank(),
+                    decided(
+                        Verdict::Block {
+                            reason: format!("the shell command could not be parsed ({err})"),
+                        },
+                        UNPARSEABLE_RULE,
+                    ),
+                ),
+                Unparseable::NoOpinion => {}
+            }
+        }
+        for rule in &self.rules {
+            if rule.is_match(&facts) {
+                propose(
+                    rule.decision.rank(),
+                    decided(verdict(rule, event, &facts), &rule.id),
+                );
+            }
+        }
+        best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
+    }
+}
+
+fn decided(verdict: Verdict, rule: &str) -> PolicyDecision {
+    PolicyDecision {
+        verdict,
+        rule: Some(rule.to_owned()),
+    }
+}
+
+fn home_from_env() -> PathBuf {
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    std::fs::canonicalize(&home).unwrap_or(home)
+}
+
+/// The verdict a matching rule gives for this event.
+fn verdict(rule: &Rule, event: &Event, facts: &Facts) -> Verdict {
+    match rule.decision {
+        DecisionKind::Allow => Verdict::Allow {
+            explicit: true,
+            modified_payload: None,
+            extra: Map::new(),
+        },
+        DecisionKind::Block => Verdict::Block {
+            reason: rule.reason.clone(),
+        },
+        DecisionKind::Defer => Verdict::Defer {
+            retry_after_ms: rule.retry_after_ms,
+            reason: Some(rule.reason.clone()),
+        },
+        DecisionKind::Escalate => Verdict::Escalate {
+            reason: rule.reason.clone(),
+            target: rule.target.clone(),
+        },
+        DecisionKind::Modify => Verdict::Modify {
+            modified_payload: rewrite(rule, event, facts),
+        },
+    }
+}
+
+/// The payload with the rule's rewrite applied.
+fn rewrite(rule: &Rule, event: &Event, facts: &Facts) -> Value {
+    let mut payload = event.payload.clone();
+    let original = facts.shell.first().map_or("", |s| s.text.as_str());
+    let fill = |s: &str| {
+        s.replace("{command}", original)
+            .replace("{tool}", facts.tool.as_deref().unwrap_or_default())
+    };
+    if let Some(template) = &rule.rewrite.command {
+        for src in &facts.shell {
+            let text = template.replace("{command}", &src.text);
+            let value = if src.argv_form {
+                Value::from(vec!["bash".to_owned(), "-lc".to_owned(), text])
+            } else {
+                Value::from(text)
+            };
+            set_pointer(&mut payload, &src.pointer, value);
+        }
+    }
+    for (pointer, value) in &rule.rewrite.set {
+        let mut v = serde_json::to_value(value).unwrap_or(Value::Null);
+        if let Value::String(s) = &v {
+            v = Value::String(fill(s));
+        }
+        set_pointer(&mut payload, pointer, v);
+    }
+    payload
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let mut cur = root;
+    let keys: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let Some((last, path)) = keys.split_last() else {
+        *cur = value;
+        return;
+    };
+    for k in path {
+        cur = match cur {
+            Value::Array(items) => match k.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                Some(v) => v,
+                None => return,
+            },
+            other => {
+                if !other.is_object() {
+                    *other = Value::Object(Map::new());
+                }
+                other
+                    .as_object_mut()
+                    .expect("just made an object")
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Object(Map::new()))
+            }
+        };
+    }
+    match cur {
+        Value::Array(items) => {
+            if let Some(slot) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                *slot = value;
+            }
+        }
+        other => {
+            if !other.is_object() {
+                *other = Value::Object(Map::new());
+            }
+            if let Some(map) = other.as_object_mut() {
+                map.insert(last.clone(), value);
+            }
+        }
     }
 }

@@ -1,0 +1,468 @@
+//! The policy file format (TOML, deserialised with serde) and its rules compiled for matching.
+
+use std::collections::BTreeMap;
+
+use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
+use regex::Regex;
+use serde::Deserialize;
+
+use super::extract::{CommandFacts, Facts};
+use super::paths::{ResolvedPath, Where};
+use super::PolicyError;
+use crate::protocol::EventType;
+
+/// A policy file as written.
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawPolicy {
+    pub version: Option<u32>,
+    #[serde(default)]
+    pub settings: Settings,
+    #[serde(default, rename = "rule")]
+    pub rules: Vec<RawRule>,
+}
+
+/// Policy-wide settings.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Settings {
+    /// What to answer for a shell command that cannot be parsed.
+    #[serde(default)]
+    pub unparseable: Unparseable,
+}
+
+/// The answer for a shell command that cannot be parsed.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Unparseable {
+    #[default]
+    Escalate,
+    Block,
+    NoOpinion,
+}
+
+/// The decision a rule gives when it matches.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DecisionKind {
+    Allow,
+    Block,
+    Modify,
+    Defer,
+    Escalate,
+}
+
+impl DecisionKind {
+    /// Strictness: block > escalate > defer > modify > explicit allow (> no opinion, 0).
+    pub fn rank(self) -> u8 {
+        match self {
+            DecisionKind::Block => 5,
+            DecisionKind::Escalate => 4,
+            DecisionKind::Defer => 3,
+            DecisionKind::Modify => 2,
+            DecisionKind::Allow => 1,
+        }
+    }
+}
+
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawRule {
+    pub id: String,
+    pub description: Option<String>,
+    pub decision: DecisionKind,
+    pub reason: Option<String>,
+    pub events: Option<Vec<String>>,
+    pub tools: Option<Vec<String>>,
+    pub command: Option<RawCommand>,
+    pub file: Option<RawFile>,
+    pub url: Option<RawUrl>,
+    pub rewrite: Option<Rewrite>,
+    pub retry_after_ms: Option<u64>,
+    pub target: Option<String>,
+    #[serde(default, rename = "match")]
+    pub matches: Vec<Example>,
+    #[serde(default)]
+    pub no_match: Vec<Example>,
+}
+
+/// A rule example: a shell command line, or an event (or its payload) as a table.
+#[derive(Debug, Clone, Deserialize)]
+#[serde(untagged)]
+pub enum Example {
+    Command(String),
+    Event(toml::Table),
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawCommand {
+    pub program: Option<Vec<String>>,
+    pub program_not: Option<Vec<String>>,
+    pub args_any: Option<Vec<String>>,
+    pub args_all: Option<Vec<String>>,
+    pub operands: Option<RawPathCond>,
+    pub reads: Option<RawPathCond>,
+    pub writes: Option<RawPathCond>,
+    pub env: Option<Vec<String>>,
+    pub fed_by: Option<Vec<String>>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawFile {
+    pub reads: Option<RawPathCond>,
+    pub writes: Option<RawPathCond>,
+    pub paths: Option<RawPathCond>,
+}
+
+#[derive(Debug, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct RawUrl {
+    pub hosts: Option<Vec<String>>,
+    pub urls: Option<Vec<String>>,
+    pub schemes: Option<Vec<String>>,
+}
+
+/// A path condition: a list of globs, or a table of globs, places and exceptions.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum RawPathCond {
+    Globs(Vec<String>),
+    Table {
+        #[serde(default)]
+        glob: Vec<String>,
+        #[serde(default, rename = "where")]
+        wheres: Vec<Where>,
+        #[serde(default)]
+        not: Vec<String>,
+    },
+}
+
+/// How a `modify` rule rewrites the payload.
+#[derive(Debug, Clone, Default, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Rewrite {
+    /// A new shell command line; `{command}` stands for the original.
+    pub command: Option<String>,
+    /// JSON pointers into the payload and the values to put there.
+    #[serde(default)]
+    pub set: BTreeMap<String, toml::Value>,
+}
+
+/// A compiled rule.
+#[derive(Debug)]
+pub struct Rule {
+    pub id: String,
+    pub decision: DecisionKind,
+    pub reason: String,
+    pub target: Option<String>,
+    pub retry_after_ms: u64,
+    pub rewrite: Rewrite,
+    events: Vec<EventType>,
+    tools: Option<Patterns>,
+    command: Option<CommandCond>,
+    file: Option<FileCond>,
+    url: Option<UrlCond>,
+    pub matches: Vec<Example>,
+    pub no_match: Vec<Example>,
+}
+
+/// Globs (one set) and `re:` regexes, any of which may match.
+#[derive(Debug)]
+struct Patterns {
+    globs: GlobSet,
+    regexes: Vec<Regex>,
+}
+
+impl Patterns {
+    fn compile(rule: &str, list: &[String], paths: bool) -> Result<Patterns, PolicyError> {
+        let mut globs = GlobSetBuilder::new();
+        let mut regexes = Vec::new();
+        let invalid = |message: String| PolicyError::InvalidRule {
+            rule: rule.to_owned(),
+            message,
+        };
+        for p in list {
+            if let Some(re) = p.strip_prefix("re:") {
+                regexes.push(Regex::new(re).map_err(|e| invalid(format!("bad regex {p:?}: {e}")))?);
+                continue;
+            }
+            let mut variants = vec![p.as_str()];
+            // `dir/**` also names `dir` itself, which is what people mean by it.
+            if let Some(dir) = p.strip_suffix("/**").filter(|_| paths) {
+                variants.push(dir);
+            }
+            for v in variants {
+                let glob = GlobBuilder::new(v)
+                    .literal_separator(paths)
+                    .backslash_escape(true)
+                    .build()
+                    .map_err(|e| invalid(format!("bad glob {p:?}: {e}")))?;
+                globs.add(glob);
+            }
+        }
+        let globs = globs
+            .build()
+            .map_err(|e| invalid(format!("bad globs: {e}")))?;
+        Ok(Patterns { globs, regexes })
+    }
+
+    fn is_match(&self, s: &str) -> bool {
+        self.globs.is_match(s) || self.regexes.iter().any(|r| r.is_match(s))
+    }
+}
+
+/// A compiled path condition: globs on the absolute path, `~/` globs on the home-relative one.
+#[derive(Debug)]
+struct PathCond {
+    abs: Patterns,
+    tilde: Patterns,
+    wheres: Vec<Where>,
+    not_abs: Patterns,
+    not_tilde: Patterns,
+}
+
+impl PathCond {
+    fn compile(rule: &str, raw: &RawPathCond) -> Result<PathCond, PolicyError> {
+        let (glob, wheres, not) = match raw {
+            RawPathCond::Globs(g) => (g.as_slice(), &[][..], &[][..]),
+            RawPathCond::Table { glob, wheres, not } => {
+                (glob.as_slice(), wheres.as_slice(), not.as_slice())
+            }
+        };
+        let split = |list: &[String]| -> Result<(Patterns, Patterns), PolicyError> {
+            let (tilde, abs): (Vec<String>, Vec<String>) =
+                list.iter().cloned().partition(|p| p.starts_with('~'));
+            Ok((
+                Patterns::compile(rule, &abs, true)?,
+                Patterns::compile(rule, &tilde, true)?,
+            ))
+        };
+        let (abs, tilde) = split(glob)?;
+        let (not_abs, not_tilde) = split(not)?;
+        Ok(PathCond {
+            abs,
+            tilde,
+            wheres: wheres.to_vec(),
+            not_abs,
+            not_tilde,
+        })
+    }
+
+    fn is_match(&self, p: &ResolvedPath, f: &Facts) -> bool {
+        let abs = p.abs.to_string_lossy();
+        let tilde = p.tilde.as_deref();
+        let hit = |abs_set: &Patterns, tilde_set: &Patterns| {
+            abs_set.is_match(&abs)
+                || tilde.is_some_and(|t| {
+                    tilde_set.is_match(t) || abs_set.regexes.iter().any(|r| r.is_match(t))
+                })
+        };
+        let positive = hit(&self.abs, &self.tilde)
+            || self
+                .wheres
+                .iter()
+                .any(|w| w.holds(p, &f.workspace, &f.home));
+        positive && !hit(&self.not_abs, &self.not_tilde)
+    }
+
+    fn any(&self, paths: &[ResolvedPath], f: &Facts) -> bool {
+        paths.iter().any(|p| self.is_match(p, f))
+    }
+}
+
+#[derive(Debug)]
+struct CommandCond {
+    program: Option<Patterns>,
+    program_not: Option<Patterns>,
+    args_any: Option<Patterns>,
+    args_all: Option<Patterns>,
+    operands: Option<PathCond>,
+    reads: Option<PathCond>,
+    writes: Option<PathCond>,
+    env: Option<Patterns>,
+    fed_by: Option<Patterns>,
+}
+
+impl CommandCond {
+    fn is_match(&self, c: &CommandFacts, f: &Facts) -> bool {
+        let cmd = &c.cmd;
+        let some = |p: &Option<Patterns>, items: &[String]| {
+            p.as_ref()
+                .map_or(true, |p| items.iter().any(|i| p.is_match(i)))
+        };
+        let paths = |p: &Option<PathCond>, items: &[ResolvedPath]| {
+            p.as_ref().map_or(true, |p| p.any(items, f))
+        };
+        self.program
+            .as_ref()
+            .map_or(true, |p| p.is_match(&cmd.program))
+            && self
+                .program_not
+                .as_ref()
+                .map_or(true, |p| !p.is_match(&cmd.program))
+            && some(&self.args_any, &cmd.args)
+            && self
+                .args_all
+                .as_ref()
+                .map_or(true, |p| cmd.args.iter().all(|a| p.is_match(a)))
+            && some(&self.env, &cmd.env)
+            && some(&self.fed_by, &cmd.fed_by)
+            && paths(&self.operands, &c.operands)
+            && paths(&self.reads, &c.reads)
+            && paths(&self.writes, &c.writes)
+    }
+}
+
+#[derive(Debug)]
+struct FileCond {
+    reads: Option<PathCond>,
+    writes: Option<PathCond>,
+    paths: Option<PathCond>,
+}
+
+#[derive(Debug)]
+struct UrlCond {
+    hosts: Option<Patterns>,
+    urls: Option<Patterns>,
+    schemes: Option<Patterns>,
+}
+
+impl Rule {
+    /// Compiles a rule as written; every glob and regex is compiled here, once.
+    pub fn compile(raw: RawRule) -> Result<Rule, PolicyError> {
+        let id = raw.id.clone();
+        let invalid = |message: &str| PolicyError::InvalidRule {
+            rule: id.clone(),
+            message: message.to_owned(),
+        };
+        if id.trim().is_empty() {
+            return Err(invalid("the id is empty"));
+        }
+        let pats = |list: &Option<Vec<String>>, paths: bool| {
+            list.as_ref()
+                .map(|l| Patterns::compile(&id, l, paths))
+                .transpose()
+        };
+        let cond =
+            |raw: &Option<RawPathCond>| raw.as_ref().map(|r| PathCond::compile(&id, r)).transpose();
+        let events = match &raw.events {
+            None => vec![EventType::PreAction],
+            Some(names) => names
+                .iter()
+                .map(|n| {
+                    EventType::parse(n).ok_or_else(|| invalid(&format!("unknown event type {n:?}")))
+                })
+                .collect::<Result<_, _>>()?,
+        };
+        let reason = raw.reason.clone().or_else(|| raw.description.clone());
+        let reason = match (raw.decision, reason) {
+            (_, Some(r)) => r,
+            (DecisionKind::Allow | DecisionKind::Modify, None) => String::new(),
+            (_, None) => return Err(invalid("a block, defer or escalate rule needs a reason")),
+        };
+        let rewrite = raw.rewrite.clone().unwrap_or_default();
+        if raw.decision == DecisionKind::Modify
+            && rewrite.command.is_none()
+            && rewrite.set.is_empty()
+        {
+            return Err(invalid("a modify rule needs a rewrite"));
+        }
+        if raw.decision != DecisionKind::Modify && raw.rewrite.is_some() {
+            return Err(invalid("only a modify rule may have a rewrite"));
+        }
+        let command = match &raw.command {
+            None => None,
+            Some(c) => Some(CommandCond {
+                program: pats(&c.program, false)?,
+                program_not: pats(&c.program_not, false)?,
+                args_any: pats(&c.args_any, false)?,
+                args_all: pats(&c.args_all, false)?,
+                operands: cond(&c.operands)?,
+                reads: cond(&c.reads)?,
+                writes: cond(&c.writes)?,
+                env: pats(&c.env, false)?,
+                fed_by: pats(&c.fed_by, false)?,
+            }),
+        };
+        let file = match &raw.file {
+            None => None,
+            Some(f) => Some(FileCond {
+                reads: cond(&f.reads)?,
+                writes: cond(&f.writes)?,
+                paths: cond(&f.paths)?,
+            }),
+        };
+        let lower = |l: &Option<Vec<String>>| {
+            l.as_ref()
+                .map(|v| v.iter().map(|s| s.to_lowercase()).collect())
+        };
+        let url = match &raw.url {
+            None => None,
+            Some(u) => Some(UrlCond {
+                hosts: pats(&lower(&u.hosts), false)?,
+                urls: pats(&u.urls, false)?,
+                schemes: pats(&lower(&u.schemes), false)?,
+            }),
+        };
+        Ok(Rule {
+            tools: pats(&raw.tools, false)?,
+            id,
+            decision: raw.decision,
+            reason,
+            target: raw.target,
+            retry_after_ms: raw.retry_after_ms.unwrap_or(1000),
+            rewrite,
+            events,
+            command,
+            file,
+            url,
+            matches: raw.matches,
+            no_match: raw.no_match,
+        })
+    }
+
+    /// Whether every selector of the rule matches the event.
+    pub fn is_match(&self, f: &Facts) -> bool {
+        if !self.events.contains(&f.event_type) {
+            return false;
+        }
+        if let Some(tools) = &self.tools {
+            if !f.tool.as_deref().is_some_and(|t| tools.is_match(t)) {
+                return false;
+            }
+        }
+        if let Some(c) = &self.command {
+            if !f.commands.iter().any(|cf| c.is_match(cf, f)) {
+                return false;
+            }
+        }
+        if let Some(fc) = &self.file {
+            let both: Vec<ResolvedPath> = match &fc.paths {
+                Some(_) => f.reads.iter().chain(&f.writes).cloned().collect(),
+                None => Vec::new(),
+            };
+            let ok = |c: &Option<PathCond>, items: &[ResolvedPath]| {
+                c.as_ref().map_or(true, |c| c.any(items, f))
+            };
+            if !(ok(&fc.reads, &f.reads) && ok(&fc.writes, &f.writes) && ok(&fc.paths, &both)) {
+                return false;
+            }
+        }
+        if let Some(u) = &self.url {
+            let hit = f.urls.iter().any(|url| {
+                let host = url.host_str().unwrap_or_default().to_lowercase();
+                u.hosts.as_ref().map_or(true, |p| p.is_match(&host))
+                    && u.urls.as_ref().map_or(true, |p| p.is_match(url.as_str()))
+                    && u.schemes
+                        .as_ref()
+                        .map_or(true, |p| p.is_match(url.scheme()))
+            });
+            if !hit {
+                return false;
+            }
+        }
+        true
+    }
+}
