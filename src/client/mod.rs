@@ -2,6 +2,7 @@
 //! callers hold a cheap handle and get a decision or a [`Fault`] that names the cause.
 
 mod actor;
+mod handshake;
 
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
