@@ -76,11 +76,31 @@ fn prompt(question: &str, timeout: Duration) -> Result<bool, String> {
             Ok(0) => return Ok(false),
             Ok(_) => {
                 let yes = matches!(byte[0], b'y' | b'Y');
+                // On a line-buffered terminal the answer comes with the rest of its line:
+                // take it, so that the agent does not read it as input.
+                if !matches!(byte[0], b'\n' | b'\r') {
+                    drain_line(&mut tty);
+                }
                 let _ = tty.write_all(if yes { b"yes\r\n" } else { b"no\r\n" });
                 return Ok(yes);
             }
             Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
             Err(e) => return Err(format!("cannot read the terminal: {e}")),
+        }
+    }
+}
+
+/// Reads what is already typed up to the end of the line, without waiting.
+fn drain_line(tty: &mut std::fs::File) {
+    let mut byte = [0u8; 1];
+    loop {
+        let mut fds = [PollFd::new(tty.as_fd(), PollFlags::POLLIN)];
+        if !matches!(poll(&mut fds, PollTimeout::ZERO), Ok(n) if n > 0) {
+            return;
+        }
+        match tty.read(&mut byte) {
+            Ok(1) if !matches!(byte[0], b'\n' | b'\r') => continue,
+            _ => return,
         }
     }
 }

@@ -326,3 +326,44 @@ fn batch_size_flush_order_and_max_depth_from_the_handshake_are_honoured() {
         "notifications were batched: {order:?}"
     );
 }
+
+/// `escalate` on a terminal: the wrapper asks the person (reason shown, default no).
+fn escalate_on_a_terminal(answer: &str) -> (bool, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let harness = format!(
+        "stdio:python3 '{}' escalate",
+        support("fault_harness.py").display()
+    );
+    let agent = gated_agent(dir.path(), PAYLOAD, 0);
+    let out = run(
+        Command::new("python3")
+            .arg(support("pty_run.py"))
+            .args(["Allow it?", answer, "--"])
+            .arg(wrap_bin())
+            .args(["--harness", &harness, "--"])
+            .args(agent),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    (
+        dir.path().join("ran").exists(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+    )
+}
+
+#[test]
+fn escalate_asks_the_person_at_the_terminal_who_says_yes() {
+    // A line-buffered terminal: the answer is a line.
+    let (ran, screen) = escalate_on_a_terminal("y\\r");
+    assert!(
+        screen.contains("a human must look"),
+        "the reason is shown: {screen}"
+    );
+    assert!(ran, "allowed by the person: {screen}");
+}
+
+#[test]
+fn escalate_defaults_to_no() {
+    let (ran, screen) = escalate_on_a_terminal("\\r");
+    assert!(!ran, "Enter means no: {screen}");
+}
