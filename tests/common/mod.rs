@@ -12,14 +12,22 @@ pub fn wrap_bin() -> PathBuf {
     PathBuf::from(env!("CARGO_BIN_EXE_ahp-wrap"))
 }
 
-/// An example program built by `cargo test` next to the binary.
+/// An example program, next to the binary. Plain `cargo test` builds examples there;
+/// `cargo test --all-targets` builds them as tests instead, so build it when missing.
 pub fn example(name: &str) -> PathBuf {
     let p = wrap_bin().parent().unwrap().join("examples").join(name);
-    assert!(
-        p.exists(),
-        "{} is not built (cargo test builds examples)",
-        p.display()
-    );
+    if !p.exists() {
+        static BUILD: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one_at_a_time = BUILD.lock().unwrap();
+        let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+        let status = Command::new(cargo)
+            .args(["build", "--example", name])
+            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .status()
+            .unwrap();
+        assert!(status.success(), "cannot build the example {name}");
+    }
+    assert!(p.exists(), "{} is not built", p.display());
     p
 }
 
