@@ -148,6 +148,7 @@ async fn supervise(
         audit,
         interactive,
         events: Default::default(),
+        hooks_called: Default::default(),
     });
     let finish = |code: u8| {
         let session = session.clone();
@@ -204,6 +205,7 @@ async fn supervise(
         program: cfg.program.clone(),
         args: cfg.args.clone(),
         env: Vec::new(),
+        expect_hook: None,
     };
     let run_cx = RunContext {
         self_exe: self_exe.clone(),
@@ -328,6 +330,9 @@ async fn supervise(
             EXIT_WRAPPER
         }
     };
+    if let Some(hook) = cmd.expect_hook.as_deref() {
+        unsupervised_warning(&session, &shown, cfg.framework.name(), hook, code).await;
+    }
     let end = session.event(
         EventType::SessionEnd,
         json!({
@@ -340,6 +345,33 @@ async fn supervise(
     session.notify(end, None).await;
     drop(run_dir);
     finish(code).await
+}
+
+/// Says loudly (on stderr, to the harness and in the audit) when the agent never called
+/// the hook its framework expects in every session: then the injected hooks did not run
+/// (the agent changed how it accepts them, say), and whatever it did was not supervised.
+async fn unsupervised_warning(
+    session: &Session,
+    shown: &str,
+    framework: &str,
+    hook: &str,
+    code: u8,
+) {
+    if session.hook_called(hook) {
+        return;
+    }
+    let message = format!(
+        "{shown} exited (code {code}) without ever calling ahp-wrap's {hook} hook: if it ran \
+         a session, the injected hooks did not run and NOTHING it did was supervised \
+         (see shims/{framework}/README.md)"
+    );
+    eprintln!("ahp-wrap: WARNING: {message}");
+    let error = session.event(
+        EventType::Error,
+        json!({"source": "wrapper", "message": message, "expected_hook": hook}),
+        Map::new(),
+    );
+    session.notify(error, None).await;
 }
 
 /// Opens the audit log (or a file-less one that only keeps the summary).

@@ -76,9 +76,18 @@ pub struct Session {
     pub interactive: bool,
     /// Events seen so far (for heartbeats and the session end).
     pub events: AtomicU64,
+    /// The names of the hooks the agent has called so far.
+    pub hooks_called: std::sync::Mutex<std::collections::BTreeSet<String>>,
 }
 
 impl Session {
+    /// Whether the agent has called the hook named `hook` in this run.
+    pub fn hook_called(&self, hook: &str) -> bool {
+        self.hooks_called
+            .lock()
+            .is_ok_and(|called| called.contains(hook))
+    }
+
     /// How many events this session has sent or decided.
     pub fn events_seen(&self) -> u64 {
         self.events.load(Ordering::Relaxed)
@@ -205,6 +214,11 @@ impl HookHandler for Session {
         cwd: PathBuf,
         payload: Vec<u8>,
     ) -> Rendered {
+        if let Ok(mut called) = self.hooks_called.lock() {
+            if !called.contains(&hook) {
+                called.insert(hook.clone());
+            }
+        }
         let Some(fw) = frameworks::find(&framework) else {
             return Rendered {
                 stdout: Vec::new(),

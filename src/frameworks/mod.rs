@@ -8,7 +8,10 @@
 // Each framework's code lives with the rest of its shim under `shims/<name>/`.
 #[path = "../../shims/claude-code/src/mod.rs"]
 pub mod claude_code;
+#[path = "../../shims/codex/src/mod.rs"]
+pub mod codex;
 pub mod generic;
+pub mod shared;
 
 use std::ffi::OsString;
 use std::path::{Path, PathBuf};
@@ -38,6 +41,10 @@ pub struct AgentCommand {
     pub args: Vec<OsString>,
     /// Extra environment for the agent (added to ours).
     pub env: Vec<(OsString, OsString)>,
+    /// A hook the agent calls in every session once the injection works. If the agent
+    /// exits without having called it, the wrapper warns loudly that the run was not
+    /// supervised (the agent may have ignored the injected hooks).
+    pub expect_hook: Option<String>,
 }
 
 /// Where a hook call came from, as far as the framework mapping cares.
@@ -115,10 +122,11 @@ pub trait Framework: Send + Sync + 'static {
 
 static GENERIC: generic::Generic = generic::Generic;
 static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
+static CODEX: codex::Codex = codex::Codex;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 2] {
-    [&GENERIC, &CLAUDE_CODE]
+pub fn all() -> [&'static dyn Framework; 3] {
+    [&GENERIC, &CLAUDE_CODE, &CODEX]
 }
 
 /// The framework called `name`.

@@ -325,6 +325,7 @@ mod tests {
                 "hello".into(),
             ],
             env: Vec::new(),
+            expect_hook: None,
         };
         prepare(&run, &mut cmd).unwrap();
         let path = dir.path().join(SETTINGS_FILE);

@@ -1,0 +1,232 @@
+//! Codex hook payloads (stdin JSON) to AHP events. The table is in the README.
+
+use serde_json::{json, Map, Value};
+
+use super::{CodexEvent, NAME};
+use crate::frameworks::{FrameworkError, HookContext, Mapped};
+use crate::protocol::EventType;
+
+pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+    let shape = |why: String| FrameworkError::Shape {
+        framework: NAME,
+        hook: cx.hook.to_owned(),
+        why,
+    };
+    let event = CodexEvent::parse(cx.hook)
+        .ok_or_else(|| shape("ahp-wrap registers no such Codex hook".into()))?;
+    let input: Value = serde_json::from_slice(payload)?;
+    let obj = input
+        .as_object()
+        .ok_or_else(|| shape("expected a JSON object".into()))?;
+    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let require = |k: &str| {
+        obj.get(k)
+            .cloned()
+            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
+    };
+    let session = obj
+        .get("session_id")
+        .and_then(Value::as_str)
+        .map(str::to_owned);
+    let context = context(cx, obj);
+
+    let (event_type, payload) = match event {
+        CodexEvent::PreToolUse => (
+            EventType::PreAction,
+            tool_call(obj, require("tool_name")?, context),
+        ),
+        CodexEvent::PermissionRequest => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            let why = obj
+                .get("tool_input")
+                .and_then(|i| i.get("description"))
+                .and_then(Value::as_str);
+            p["message"] = match why {
+                Some(why) => format!("Codex asks to run this outside its sandbox: {why}"),
+                None => "Codex asks to run this outside its sandbox".to_owned(),
+            }
+            .into();
+            (EventType::Confirmation, p)
+        }
+        CodexEvent::PostToolUse => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            // Codex reports the tool's output (a string for the shell tool), not its status:
+            // the call completed, whatever its exit code.
+            p["result"] = json!({"status": "success", "output": field("tool_response")});
+            (EventType::PostAction, p)
+        }
+        CodexEvent::UserPromptSubmit => (
+            EventType::PrePrompt,
+            json!({"prompt": require("prompt")?, "context": context}),
+        ),
+        CodexEvent::SessionStart => (
+            EventType::SessionStart,
+            json!({
+                "framework": NAME,
+                "source": field("source"),
+                "model": field("model"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        CodexEvent::SessionEnd => (
+            EventType::SessionEnd,
+            json!({
+                "framework": NAME,
+                "reason": field("reason"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        CodexEvent::Stop => (
+            EventType::PostResponse,
+            json!({
+                "response": field("last_assistant_message"),
+                "stop_hook_active": field("stop_hook_active"),
+                "context": context,
+            }),
+        ),
+    };
+    Ok(Some(Mapped {
+        event_type,
+        payload,
+        framework_session: session,
+    }))
+}
+
+/// `action_type`, `tool_name`, `arguments` (= Codex's `tool_input`), `tool_use_id`.
+fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
+    let mut p = json!({
+        "action_type": "tool_call",
+        "tool_name": tool_name,
+        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
+        "context": context,
+    });
+    if let Some(id) = obj.get("tool_use_id") {
+        p["tool_use_id"] = id.clone();
+    }
+    p
+}
+
+/// Where and how Codex runs: what a harness needs beside the action itself.
+fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
+    let mut c = Map::new();
+    let cwd = obj
+        .get("cwd")
+        .cloned()
+        .unwrap_or_else(|| cx.cwd.display().to_string().into());
+    c.insert("working_directory".into(), cwd);
+    for (from, to) in [
+        ("permission_mode", "permission_mode"),
+        ("transcript_path", "transcript_path"),
+        ("session_id", "framework_session_id"),
+        ("turn_id", "turn_id"),
+        ("model", "model"),
+    ] {
+        if let Some(v) = obj.get(from).filter(|v| !v.is_null()) {
+            c.insert(to.into(), v.clone());
+        }
+    }
+    Value::Object(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    pub fn sample(event: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims/codex/samples")
+            .join(format!("{event}.json"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn mapped(hook: &str) -> Mapped {
+        let cx = HookContext {
+            hook,
+            cwd: Path::new("/somewhere"),
+            interactive: false,
+        };
+        map(&cx, &sample(hook)).unwrap().unwrap()
+    }
+
+    #[test]
+    fn pre_tool_use_is_a_tool_call_pre_action() {
+        let m = mapped("PreToolUse");
+        assert_eq!(m.event_type, EventType::PreAction);
+        assert_eq!(
+            m.framework_session.as_deref(),
+            Some("01a20123-2158-7e21-a3ea-4f658f16becf")
+        );
+        let p = &m.payload;
+        assert_eq!(p["action_type"], "tool_call");
+        assert_eq!(p["tool_name"], "Bash");
+        assert_eq!(p["tool_use_id"], "call_69a895bf8463445d89a0");
+        assert!(p["arguments"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("echo RAN-samples"));
+        let c = &p["context"];
+        assert_eq!(c["working_directory"], "/tmp/codex-runs/codex_samples/work");
+        assert_eq!(c["permission_mode"], "bypassPermissions");
+        assert_eq!(c["model"], "gpt-fake");
+        assert!(c["turn_id"].is_string());
+        // `--ephemeral` runs have no transcript: a null is left out.
+        assert!(c.get("transcript_path").is_none());
+    }
+
+    #[test]
+    fn every_sample_maps_to_its_event_type() {
+        for (hook, event_type) in [
+            ("SessionStart", EventType::SessionStart),
+            ("UserPromptSubmit", EventType::PrePrompt),
+            ("PermissionRequest", EventType::Confirmation),
+            ("PostToolUse", EventType::PostAction),
+            ("Stop", EventType::PostResponse),
+            ("SessionEnd", EventType::SessionEnd),
+        ] {
+            let m = mapped(hook);
+            assert_eq!(m.event_type, event_type, "{hook}");
+            assert!(m.framework_session.is_some(), "{hook}");
+        }
+        assert_eq!(mapped("UserPromptSubmit").payload["prompt"], "run it");
+        let post = mapped("PostToolUse").payload;
+        assert_eq!(post["result"]["output"], "OUT-samples\n");
+        assert_eq!(post["result"]["status"], "success");
+        let perm = mapped("PermissionRequest").payload;
+        assert!(perm["arguments"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("echo RAN-permreq_allow"));
+        assert!(perm.get("tool_use_id").is_none());
+        assert!(perm["message"]
+            .as_str()
+            .unwrap()
+            .contains("need to write the marker"));
+        let stop = mapped("Stop").payload;
+        assert_eq!(stop["response"], "Done.");
+        assert_eq!(stop["stop_hook_active"], false);
+        let start = mapped("SessionStart").payload;
+        assert_eq!(start["source"], "startup");
+        assert_eq!(
+            start["framework_session_id"],
+            "01a20123-2158-7e21-a3ea-4f658f16becf"
+        );
+        assert_eq!(mapped("SessionEnd").payload["reason"], "other");
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors() {
+        let cx = |hook| HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        };
+        assert!(map(&cx("PreToolUse"), b"nope").is_err());
+        assert!(map(&cx("PreToolUse"), b"[]").is_err());
+        assert!(map(&cx("PreToolUse"), b"{}").is_err());
+        assert!(map(&cx("UserPromptSubmit"), b"{}").is_err());
+        assert!(map(&cx("PreCompact"), b"{}").is_err());
+    }
+}

@@ -1,0 +1,360 @@
+//! Decisions rendered in Codex's own hook contract (stdout JSON and exit code).
+//!
+//! Codex fails *open* on almost everything that is not a well-formed deny: a hook that
+//! times out, exits 1, prints bad JSON, answers `ask`, or denies without a reason lets the
+//! tool run. So every block here is exit 0 with a deny JSON and a non-empty reason, and
+//! what Codex does not support (a plain `allow`, `ask`) is rendered as silence.
+
+use serde_json::{json, Value};
+
+use super::CodexEvent;
+use crate::frameworks::shared::{additional_context, updated_input};
+use crate::frameworks::{HookContext, Mapped, Rendered};
+use crate::protocol::Verdict;
+
+/// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
+/// stderr. Used only for hook names we do not know.
+const EXIT_BLOCK: i32 = 2;
+/// Exit code of a failed hook that Codex reports and otherwise ignores.
+const EXIT_HOOK_ERROR: i32 = 1;
+
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    let Some(event) = CodexEvent::parse(cx.hook) else {
+        let reason = non_empty(
+            verdict
+                .reason()
+                .unwrap_or("ahp-wrap does not know this Codex hook"),
+        );
+        return Rendered {
+            stdout: Vec::new(),
+            stderr: format!("{reason}\n").into_bytes(),
+            exit_code: EXIT_BLOCK,
+        };
+    };
+    match event {
+        CodexEvent::PreToolUse => pre_tool_use(verdict),
+        CodexEvent::PermissionRequest => permission_request(verdict),
+        CodexEvent::UserPromptSubmit => user_prompt_submit(verdict),
+        CodexEvent::PostToolUse => post_tool_use(verdict),
+        CodexEvent::SessionStart => with_context(event, verdict),
+        // Never a `decision: block` here: on Stop it makes Codex go on, forever.
+        CodexEvent::Stop | CodexEvent::SessionEnd => notification(verdict),
+    }
+}
+
+/// Codex ignores a deny whose reason is empty (the tool runs): there is always one.
+fn non_empty(reason: &str) -> String {
+    if reason.trim().is_empty() {
+        "ahp-wrap blocked this (the harness gave no reason)".to_owned()
+    } else {
+        reason.to_owned()
+    }
+}
+
+fn json_out(v: Value) -> Rendered {
+    let mut stdout = v.to_string().into_bytes();
+    stdout.push(b'\n');
+    Rendered {
+        stdout,
+        stderr: Vec::new(),
+        exit_code: 0,
+    }
+}
+
+fn bad_modify(why: String) -> Verdict {
+    Verdict::Block {
+        reason: format!(
+            "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
+        ),
+    }
+}
+
+fn pre_tool_use(verdict: &Verdict) -> Rendered {
+    let out = |decision: &str, reason: &str, input: Option<Value>| {
+        let mut o = json!({
+            "hookEventName": "PreToolUse",
+            "permissionDecision": decision,
+            "permissionDecisionReason": non_empty(reason),
+        });
+        if let Some(input) = input {
+            o["updatedInput"] = input;
+        }
+        json_out(json!({ "hookSpecificOutput": o }))
+    };
+    if let Some(modified) = verdict.replacement() {
+        // Codex runs only what has a string `command`; anything else it refuses with an
+        // error of its own, but we say why.
+        return match updated_input(modified) {
+            Ok(input) if input.get("command").is_some_and(Value::is_string) => {
+                out("allow", "modified by the AHP harness", Some(input))
+            }
+            Ok(_) => pre_tool_use(&bad_modify(
+                "Codex needs a string \"command\" in the new tool input".into(),
+            )),
+            Err(why) => pre_tool_use(&bad_modify(why)),
+        };
+    }
+    match verdict {
+        // Codex has no plain allow for PreToolUse (it reports one as an unsupported
+        // answer): whether the tool runs is up to its own approval and sandbox settings.
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => out("deny", reason, None),
+        // Codex's "ask" fails open; an escalation never gets here (`native_ask` is false),
+        // and if it ever does it is refused.
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            out("deny", &unexpected(verdict), None)
+        }
+    }
+}
+
+fn permission_request(verdict: &Verdict) -> Rendered {
+    let out = |decision: Value| {
+        json_out(json!({"hookSpecificOutput": {
+            "hookEventName": "PermissionRequest",
+            "decision": decision,
+        }}))
+    };
+    let deny = |reason: &str| out(json!({"behavior": "deny", "message": non_empty(reason)}));
+    match verdict {
+        // Codex's PermissionRequest comes after PreToolUse, where a rewrite belongs; one
+        // here is not known to be applied, so it is refused rather than run as it was.
+        _ if verdict.replacement().is_some() => deny(
+            "ahp-wrap blocked this because the harness rewrote the command at Codex's permission request, where a rewrite cannot be applied",
+        ),
+        Verdict::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
+        // No opinion: Codex's own approval flow decides.
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => deny(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            deny(&unexpected(verdict))
+        }
+    }
+}
+
+fn user_prompt_submit(verdict: &Verdict) -> Rendered {
+    let block = |reason: &str| json_out(json!({"decision": "block", "reason": non_empty(reason)}));
+    match verdict {
+        // Codex has no way to replace a prompt: refusing is the only safe reading.
+        _ if verdict.replacement().is_some() => block(
+            "ahp-wrap blocked this prompt because the harness rewrote it, and Codex cannot run a rewritten prompt",
+        ),
+        Verdict::Allow { .. } => with_context(CodexEvent::UserPromptSubmit, verdict),
+        Verdict::Block { reason } => block(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            block(&unexpected(verdict))
+        }
+    }
+}
+
+/// PostToolUse is a notification, so only a failed relay blocks here. The tool has run;
+/// Codex gives the model the reason instead of the tool's output.
+fn post_tool_use(verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => {
+            json_out(json!({"decision": "block", "reason": non_empty(reason)}))
+        }
+        _ => with_context(CodexEvent::PostToolUse, verdict),
+    }
+}
+
+fn with_context(event: CodexEvent, verdict: &Verdict) -> Rendered {
+    match (verdict, additional_context(verdict)) {
+        (Verdict::Block { reason }, _) => notification_error(reason),
+        (_, Some(ctx)) => json_out(json!({"hookSpecificOutput": {
+            "hookEventName": event.name(),
+            "additionalContext": ctx,
+        }})),
+        (_, None) => Rendered::default(),
+    }
+}
+
+/// Events that cannot be refused: a block (the relay failed) becomes a failed hook that
+/// Codex reports, never a `decision: block` or an exit 2.
+fn notification(verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => notification_error(reason),
+        _ => Rendered::default(),
+    }
+}
+
+fn notification_error(reason: &str) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("{}\n", non_empty(reason)).into_bytes(),
+        exit_code: EXIT_HOOK_ERROR,
+    }
+}
+
+fn unexpected(verdict: &Verdict) -> String {
+    format!(
+        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Codex hook",
+        verdict.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cx(hook: &str) -> HookContext<'_> {
+        HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        }
+    }
+
+    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+        let r = render(&cx(hook), None, verdict);
+        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
+        (v, r.exit_code)
+    }
+
+    fn allow(explicit: bool, extra: Value) -> Verdict {
+        Verdict::Allow {
+            explicit,
+            modified_payload: None,
+            extra: serde_json::from_value(extra).unwrap(),
+        }
+    }
+
+    fn block(reason: &str) -> Verdict {
+        Verdict::Block {
+            reason: reason.into(),
+        }
+    }
+
+    fn modify(payload: Value) -> Verdict {
+        Verdict::Modify {
+            modified_payload: payload,
+        }
+    }
+
+    /// The only deny Codex honours: exit 0, `permissionDecision: "deny"`, a reason.
+    fn assert_deny(hook: &str, verdict: &Verdict) -> String {
+        let (v, code) = out(hook, verdict);
+        assert_eq!(code, 0, "{hook} {verdict:?}");
+        let o = v.unwrap()["hookSpecificOutput"].clone();
+        assert_eq!(o["hookEventName"], hook);
+        assert_eq!(o["permissionDecision"], "deny", "{verdict:?}");
+        let reason = o["permissionDecisionReason"].as_str().unwrap().to_owned();
+        assert!(!reason.trim().is_empty());
+        reason
+    }
+
+    #[test]
+    fn pre_tool_use_allow_is_silence_and_block_a_reasoned_deny() {
+        // Codex supports neither a plain allow nor ask: both explicit and no-opinion
+        // allows leave its own approval settings in charge.
+        for v in [Verdict::no_opinion(), allow(true, json!({}))] {
+            assert_eq!(render(&cx("PreToolUse"), None, &v), Rendered::default());
+        }
+        assert_eq!(assert_deny("PreToolUse", &block("not here")), "not here");
+        // An empty reason would make Codex run the tool: one is supplied.
+        assert!(assert_deny("PreToolUse", &block("  ")).contains("no reason"));
+        for v in [
+            Verdict::Escalate {
+                reason: "ask ops".into(),
+                target: None,
+            },
+            Verdict::Defer {
+                retry_after_ms: 5,
+                reason: None,
+            },
+        ] {
+            assert!(assert_deny("PreToolUse", &v).contains("cannot be applied"));
+        }
+    }
+
+    #[test]
+    fn modify_is_allow_with_updated_input_from_either_shape() {
+        for modified in [
+            json!({"action_type": "tool_call", "tool_name": "Bash", "arguments": {"command": "ls"}}),
+            json!({"command": "ls"}),
+        ] {
+            let (v, code) = out("PreToolUse", &modify(modified));
+            assert_eq!(code, 0);
+            let o = &v.unwrap()["hookSpecificOutput"];
+            assert_eq!(o["permissionDecision"], "allow");
+            assert_eq!(o["updatedInput"], json!({"command": "ls"}));
+        }
+        // An allow carrying a modified payload is a modify too.
+        let v = Verdict::Allow {
+            explicit: false,
+            modified_payload: Some(json!({"command": "pwd"})),
+            extra: Default::default(),
+        };
+        let (o, _) = out("PreToolUse", &v);
+        assert_eq!(
+            o.unwrap()["hookSpecificOutput"]["updatedInput"]["command"],
+            "pwd"
+        );
+        // What Codex could not run is refused, never run as it was.
+        for bad in [json!("ls"), json!({"cmd": "ls"}), json!({"arguments": 3})] {
+            assert!(assert_deny("PreToolUse", &modify(bad)).contains("cannot be applied"));
+        }
+    }
+
+    #[test]
+    fn permission_request_decisions() {
+        let (v, _) = out("PermissionRequest", &allow(true, json!({})));
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["decision"],
+            json!({"behavior": "allow"})
+        );
+        let (v, _) = out("PermissionRequest", &block(""));
+        let d = &v.unwrap()["hookSpecificOutput"]["decision"];
+        assert_eq!(d["behavior"], "deny");
+        assert!(!d["message"].as_str().unwrap().is_empty());
+        assert_eq!(out("PermissionRequest", &Verdict::no_opinion()), (None, 0));
+        let (v, _) = out("PermissionRequest", &modify(json!({"command": "ls"})));
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"]["decision"]["behavior"],
+            "deny"
+        );
+    }
+
+    #[test]
+    fn prompts_block_or_get_context() {
+        let (v, _) = out("UserPromptSubmit", &block("secret"));
+        assert_eq!(v.unwrap(), json!({"decision": "block", "reason": "secret"}));
+        let (v, _) = out(
+            "UserPromptSubmit",
+            &allow(
+                false,
+                json!({"additional_context": "A", "injected_context": {"facts": [{"content": "B"}]}}),
+            ),
+        );
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"],
+            json!({"hookEventName": "UserPromptSubmit", "additionalContext": "A\nB"})
+        );
+        let (v, _) = out("UserPromptSubmit", &modify(json!({"prompt": "x"})));
+        assert_eq!(v.unwrap()["decision"], "block");
+        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+    }
+
+    #[test]
+    fn notifications_never_block_and_stop_never_loops() {
+        for hook in ["Stop", "SessionEnd", "SessionStart"] {
+            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            // A failed relay: a failed hook (exit 1), never exit 2 or `decision: block`.
+            let r = render(&cx(hook), None, &block("relay down"));
+            assert_eq!(r.exit_code, EXIT_HOOK_ERROR, "{hook}");
+            assert!(r.stdout.is_empty(), "{hook}");
+        }
+        let (v, _) = out("PostToolUse", &block("relay down"));
+        assert_eq!(
+            v.unwrap(),
+            json!({"decision": "block", "reason": "relay down"})
+        );
+        let (v, _) = out(
+            "SessionStart",
+            &allow(false, json!({"additional_context": "C"})),
+        );
+        assert_eq!(v.unwrap()["hookSpecificOutput"]["additionalContext"], "C");
+        let r = render(&cx("Whatever"), None, &block("x"));
+        assert_eq!((r.exit_code, r.stderr), (EXIT_BLOCK, b"x\n".to_vec()));
+    }
+}
