@@ -5,7 +5,7 @@ pub mod relay;
 mod server;
 pub mod wire;
 
-pub use server::{ControlServer, HookHandler, RunDir};
+pub use server::{only_root_can_write, ControlServer, HookHandler, RunDir};
 
 /// Path of the control socket, in the agent's environment.
 pub const ENV_SOCKET: &str = "AHP_WRAP_SOCKET";

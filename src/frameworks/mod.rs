@@ -10,7 +10,11 @@
 pub mod claude_code;
 #[path = "../../shims/codex/src/mod.rs"]
 pub mod codex;
+#[path = "../../shims/gemini/src/mod.rs"]
+pub mod gemini;
 pub mod generic;
+#[path = "../../shims/qwen/src/mod.rs"]
+pub mod qwen;
 pub mod shared;
 
 use std::ffi::OsString;
@@ -26,6 +30,8 @@ pub struct RunContext {
     /// The `ahp-wrap` executable the hooks must call.
     pub self_exe: PathBuf,
     /// A private (0700) directory for this run, removed at exit: for generated settings.
+    /// As root it lies, where the machine allows, under directories only root can write
+    /// (`crate::control::only_root_can_write`), never under a world-writable `/tmp`.
     pub run_dir: PathBuf,
     /// How long a hook may wait for the wrapper, in milliseconds. A framework registers a
     /// hook timeout longer than this, so that the wrapper always answers first.
@@ -123,10 +129,12 @@ pub trait Framework: Send + Sync + 'static {
 static GENERIC: generic::Generic = generic::Generic;
 static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
+static GEMINI: gemini::Gemini = gemini::Gemini;
+static QWEN: qwen::Qwen = qwen::Qwen;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 3] {
-    [&GENERIC, &CLAUDE_CODE, &CODEX]
+pub fn all() -> [&'static dyn Framework; 5] {
+    [&GENERIC, &CLAUDE_CODE, &CODEX, &GEMINI, &QWEN]
 }
 
 /// The framework called `name`.

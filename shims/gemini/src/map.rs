@@ -1,0 +1,266 @@
+//! Gemini CLI hook payloads (stdin JSON) to AHP events. The table is in the README.
+
+use serde_json::{json, Map, Value};
+
+use super::{GeminiEvent, NAME};
+use crate::frameworks::{FrameworkError, HookContext, Mapped};
+use crate::protocol::EventType;
+
+pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+    let shape = |why: String| FrameworkError::Shape {
+        framework: NAME,
+        hook: cx.hook.to_owned(),
+        why,
+    };
+    let event = GeminiEvent::parse(cx.hook)
+        .ok_or_else(|| shape("ahp-wrap registers no such Gemini CLI hook".into()))?;
+    let input: Value = serde_json::from_slice(payload)?;
+    let obj = input
+        .as_object()
+        .ok_or_else(|| shape("expected a JSON object".into()))?;
+    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
+    let require = |k: &str| {
+        obj.get(k)
+            .cloned()
+            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
+    };
+    let context = context(cx, obj);
+
+    let (event_type, payload) = match event {
+        GeminiEvent::BeforeTool => (
+            EventType::PreAction,
+            tool_call(obj, require("tool_name")?, context),
+        ),
+        GeminiEvent::AfterTool => {
+            let mut p = tool_call(obj, require("tool_name")?, context);
+            p["result"] = tool_result(obj.get("tool_response"));
+            (EventType::PostAction, p)
+        }
+        GeminiEvent::BeforeAgent => (
+            EventType::PrePrompt,
+            json!({"prompt": require("prompt")?, "stage": "user_prompt", "context": context}),
+        ),
+        GeminiEvent::BeforeModel => {
+            let request = require("llm_request")?;
+            let messages = request
+                .get("messages")
+                .and_then(Value::as_array)
+                .ok_or_else(|| shape("\"llm_request.messages\" is not a list".into()))?;
+            // The last user message is what is new in this request; the harness gets the
+            // whole conversation too, since a block keeps all of it from the model.
+            let prompt = messages
+                .iter()
+                .rev()
+                .find(|m| m["role"] == "user")
+                .map(|m| m["content"].clone())
+                .unwrap_or(Value::Null);
+            (
+                EventType::PrePrompt,
+                json!({
+                    "prompt": prompt,
+                    "stage": "model_request",
+                    "model": request.get("model").cloned().unwrap_or(Value::Null),
+                    "messages": messages,
+                    "context": context,
+                }),
+            )
+        }
+        GeminiEvent::AfterAgent => (
+            EventType::PostResponse,
+            json!({
+                "response": field("prompt_response"),
+                "prompt": field("prompt"),
+                "stop_hook_active": field("stop_hook_active"),
+                "context": context,
+            }),
+        ),
+        GeminiEvent::SessionStart => (
+            EventType::SessionStart,
+            json!({
+                "framework": NAME,
+                "source": field("source"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        GeminiEvent::SessionEnd => (
+            EventType::SessionEnd,
+            json!({
+                "framework": NAME,
+                "reason": field("reason"),
+                "framework_session_id": field("session_id"),
+                "context": context,
+            }),
+        ),
+        GeminiEvent::Notification => (
+            EventType::RunLifecycle,
+            json!({
+                "phase": if obj.get("notification_type").and_then(Value::as_str) == Some("ToolPermission") {
+                    "awaiting_permission"
+                } else {
+                    "notification"
+                },
+                "notification_type": field("notification_type"),
+                "message": field("message"),
+                "details": field("details"),
+                "context": context,
+            }),
+        ),
+    };
+    Ok(Some(Mapped {
+        event_type,
+        payload,
+        framework_session: obj
+            .get("session_id")
+            .and_then(Value::as_str)
+            .map(str::to_owned),
+    }))
+}
+
+/// `action_type`, `tool_name`, `arguments` (= Gemini's `tool_input`). Gemini gives a tool
+/// call no id in its hooks.
+fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
+    json!({
+        "action_type": "tool_call",
+        "tool_name": tool_name,
+        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
+        "context": context,
+    })
+}
+
+/// Gemini's `tool_response: {llmContent, returnDisplay, error?}` as an AHP result.
+fn tool_result(response: Option<&Value>) -> Value {
+    let response = response.cloned().unwrap_or(Value::Null);
+    match response.get("error").filter(|e| !e.is_null()) {
+        Some(error) => json!({"status": "error", "error": error, "output": response}),
+        None => json!({"status": "success", "output": response}),
+    }
+}
+
+/// Where Gemini runs: what a harness needs beside the action itself.
+fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
+    let mut c = Map::new();
+    let cwd = obj
+        .get("cwd")
+        .cloned()
+        .unwrap_or_else(|| cx.cwd.display().to_string().into());
+    c.insert("working_directory".into(), cwd);
+    if let Some(v) = obj.get("transcript_path") {
+        c.insert("transcript_path".into(), v.clone());
+    }
+    if let Some(v) = obj.get("session_id") {
+        c.insert("framework_session_id".into(), v.clone());
+    }
+    Value::Object(c)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn sample(event: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims/gemini/samples")
+            .join(format!("{event}.json"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
+    fn mapped(hook: &str, payload: &[u8]) -> Mapped {
+        let cx = HookContext {
+            hook,
+            cwd: Path::new("/somewhere"),
+            interactive: false,
+        };
+        map(&cx, payload).unwrap().unwrap()
+    }
+
+    #[test]
+    fn before_tool_is_a_tool_call_pre_action() {
+        let m = mapped("BeforeTool", &sample("BeforeTool"));
+        assert_eq!(m.event_type, EventType::PreAction);
+        assert_eq!(
+            m.framework_session.as_deref(),
+            Some("cf704134-ce38-413c-86ae-47bb1baa6ad6")
+        );
+        let p = &m.payload;
+        assert_eq!(p["action_type"], "tool_call");
+        assert_eq!(p["tool_name"], "run_shell_command");
+        assert!(p["arguments"]["command"]
+            .as_str()
+            .unwrap()
+            .starts_with("echo RAN-samples"));
+        assert_eq!(p["arguments"]["description"], "t");
+        assert_eq!(
+            p["context"]["working_directory"],
+            "/home/dev/runs/gemini_samples/work"
+        );
+        assert!(p["context"]["transcript_path"].is_string());
+    }
+
+    #[test]
+    fn every_sample_maps_to_its_event_type() {
+        for (hook, event_type) in [
+            ("SessionStart", EventType::SessionStart),
+            ("BeforeAgent", EventType::PrePrompt),
+            ("BeforeModel", EventType::PrePrompt),
+            ("AfterTool", EventType::PostAction),
+            ("AfterAgent", EventType::PostResponse),
+            ("Notification", EventType::RunLifecycle),
+            ("SessionEnd", EventType::SessionEnd),
+        ] {
+            let m = mapped(hook, &sample(hook));
+            assert_eq!(m.event_type, event_type, "{hook}");
+            assert!(m.framework_session.is_some(), "{hook}");
+        }
+        let agent = mapped("BeforeAgent", &sample("BeforeAgent"));
+        assert_eq!(agent.payload["prompt"], "run it");
+        assert_eq!(agent.payload["stage"], "user_prompt");
+        let model = mapped("BeforeModel", &sample("BeforeModel"));
+        assert_eq!(model.payload["stage"], "model_request");
+        assert_eq!(model.payload["model"], "gemini-2.5-flash");
+        assert!(model.payload["prompt"]
+            .as_str()
+            .unwrap()
+            .ends_with("run it"));
+        assert_eq!(model.payload["messages"].as_array().unwrap().len(), 1);
+        let after = mapped("AfterTool", &sample("AfterTool"));
+        assert_eq!(after.payload["result"]["status"], "success");
+        assert_eq!(
+            after.payload["result"]["output"]["returnDisplay"],
+            "OUT-samples"
+        );
+        let done = mapped("AfterAgent", &sample("AfterAgent"));
+        assert_eq!(done.payload["response"], "Done.");
+        let note = mapped("Notification", &sample("Notification"));
+        assert_eq!(note.payload["phase"], "awaiting_permission");
+        assert_eq!(note.payload["details"]["type"], "exec");
+        let end = mapped("SessionEnd", &sample("SessionEnd"));
+        assert_eq!(end.payload["reason"], "exit");
+    }
+
+    #[test]
+    fn a_failed_tool_is_an_error_result() {
+        let m = mapped(
+            "AfterTool",
+            br#"{"session_id":"s","tool_name":"read_file","tool_input":{},"tool_response":{"llmContent":"x","error":"no such file"}}"#,
+        );
+        assert_eq!(m.payload["result"]["status"], "error");
+        assert_eq!(m.payload["result"]["error"], "no such file");
+    }
+
+    #[test]
+    fn malformed_payloads_are_errors() {
+        let cx = |hook| HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        };
+        assert!(map(&cx("BeforeTool"), b"nope").is_err());
+        assert!(map(&cx("BeforeTool"), b"[]").is_err());
+        assert!(map(&cx("BeforeTool"), b"{}").is_err());
+        assert!(map(&cx("BeforeAgent"), b"{}").is_err());
+        assert!(map(&cx("BeforeModel"), br#"{"llm_request":{}}"#).is_err());
+        assert!(map(&cx("AfterModel"), b"{}").is_err());
+    }
+}

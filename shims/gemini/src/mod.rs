@@ -1,0 +1,123 @@
+//! The `gemini` framework: Gemini CLI's hooks, injected for one run as system settings.
+//!
+//! Everything Gemini-specific lives in this folder (`shims/gemini/`): the injection through
+//! `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (`settings.rs`), the payload mapping (`map.rs`), the
+//! rendering of decisions (`render.rs`), real hook payloads (`samples/`) and the README with
+//! the tables. The hook contract was checked on the real CLI (`tests/gemini_e2e.rs`).
+
+mod map;
+mod render;
+mod settings;
+
+use crate::frameworks::{
+    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+};
+use crate::protocol::Verdict;
+
+/// The framework's name on the command line and in `ahp-wrap hook gemini <Event>`.
+pub const NAME: &str = "gemini";
+
+/// The Gemini CLI hook events we register.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GeminiEvent {
+    SessionStart,
+    BeforeAgent,
+    BeforeModel,
+    BeforeTool,
+    AfterTool,
+    AfterAgent,
+    Notification,
+    SessionEnd,
+}
+
+impl GeminiEvent {
+    /// Every event we register, in the order Gemini fires them in a simple run.
+    pub const ALL: [GeminiEvent; 8] = [
+        GeminiEvent::SessionStart,
+        GeminiEvent::BeforeAgent,
+        GeminiEvent::BeforeModel,
+        GeminiEvent::BeforeTool,
+        GeminiEvent::AfterTool,
+        GeminiEvent::AfterAgent,
+        GeminiEvent::Notification,
+        GeminiEvent::SessionEnd,
+    ];
+
+    /// Gemini's name for the event (the key under `hooks` in its settings).
+    pub fn name(self) -> &'static str {
+        match self {
+            GeminiEvent::SessionStart => "SessionStart",
+            GeminiEvent::BeforeAgent => "BeforeAgent",
+            GeminiEvent::BeforeModel => "BeforeModel",
+            GeminiEvent::BeforeTool => "BeforeTool",
+            GeminiEvent::AfterTool => "AfterTool",
+            GeminiEvent::AfterAgent => "AfterAgent",
+            GeminiEvent::Notification => "Notification",
+            GeminiEvent::SessionEnd => "SessionEnd",
+        }
+    }
+
+    /// Tool events take a `matcher` (a regex on the tool name) in Gemini's settings.
+    pub fn is_tool_event(self) -> bool {
+        matches!(self, GeminiEvent::BeforeTool | GeminiEvent::AfterTool)
+    }
+
+    pub fn parse(name: &str) -> Option<GeminiEvent> {
+        GeminiEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+pub struct Gemini;
+
+impl Framework for Gemini {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &["gemini"]
+    }
+
+    fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        settings::prepare(run, cmd)
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        map::map(cx, payload)
+    }
+
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        render::render(cx, event, verdict)
+    }
+
+    // `native_ask` stays false: Gemini's `decision: "ask"` makes a headless run exit 0 with
+    // no output at all, so an escalation goes to the wrapper's own path (a terminal prompt,
+    // else the fail mode).
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn event_names_round_trip_and_are_words() {
+        for event in GeminiEvent::ALL {
+            assert!(crate::control::wire::is_word(event.name()));
+            assert_eq!(GeminiEvent::parse(event.name()), Some(event));
+        }
+        assert_eq!(GeminiEvent::parse("AfterModel"), None);
+    }
+
+    #[test]
+    fn detected_by_executable_name_and_never_asks_natively() {
+        let fw = crate::frameworks::detect(Path::new("/usr/local/bin/gemini"));
+        assert_eq!(fw.name(), NAME);
+        let cx = HookContext {
+            hook: "BeforeTool",
+            cwd: Path::new("/"),
+            interactive: true,
+        };
+        assert!(!fw.native_ask(&cx));
+    }
+}

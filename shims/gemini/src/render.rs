@@ -1,0 +1,268 @@
+//! Decisions rendered in Gemini CLI's own hook contract (stdout JSON and exit code).
+//!
+//! "No opinion" prints nothing, so Gemini's approval mode decides as if we were not there.
+//! A deny is always JSON with exit 0, which Gemini honours; a timeout, a crash or exit 1
+//! would let the action through.
+
+use serde_json::{json, Value};
+
+use super::GeminiEvent;
+use crate::frameworks::{HookContext, Mapped, Rendered};
+use crate::protocol::Verdict;
+
+/// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
+/// not know, where no JSON contract applies.
+const EXIT_DENY: i32 = 2;
+/// Exit code of a non-blocking hook error: Gemini goes on with a warning.
+const EXIT_HOOK_ERROR: i32 = 1;
+
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    let Some(event) = GeminiEvent::parse(cx.hook) else {
+        let reason = verdict
+            .reason()
+            .unwrap_or("ahp-wrap does not know this Gemini CLI hook");
+        return Rendered {
+            stdout: Vec::new(),
+            stderr: format!("{reason}\n").into_bytes(),
+            exit_code: EXIT_DENY,
+        };
+    };
+    match event {
+        GeminiEvent::BeforeTool => before_tool(verdict),
+        GeminiEvent::BeforeAgent | GeminiEvent::BeforeModel => before_prompt(event, verdict),
+        GeminiEvent::AfterTool => match verdict {
+            // Only a failed relay blocks here: the tool already ran, and the model gets the
+            // reason instead of its output.
+            Verdict::Block { reason } => deny(reason),
+            _ => with_context(event, verdict),
+        },
+        GeminiEvent::SessionStart => with_context(event, verdict),
+        GeminiEvent::AfterAgent | GeminiEvent::SessionEnd | GeminiEvent::Notification => {
+            notification(verdict)
+        }
+    }
+}
+
+fn json_out(v: Value) -> Rendered {
+    let mut stdout = v.to_string().into_bytes();
+    stdout.push(b'\n');
+    Rendered {
+        stdout,
+        stderr: Vec::new(),
+        exit_code: 0,
+    }
+}
+
+fn deny(reason: &str) -> Rendered {
+    json_out(json!({"decision": "deny", "reason": reason}))
+}
+
+/// The tool input a harness asked for: a whole pre_action payload (its `arguments` is
+/// taken) or just the new arguments. Gemini replaces the whole input with it.
+pub fn tool_input(modified: &Value) -> Result<Value, String> {
+    match modified {
+        Value::Object(o) => match o.get("arguments") {
+            Some(Value::Object(args)) => Ok(Value::Object(args.clone())),
+            Some(_) => Err("its \"arguments\" is not an object".into()),
+            None => Ok(modified.clone()),
+        },
+        _ => Err("it is not a JSON object".into()),
+    }
+}
+
+fn before_tool(verdict: &Verdict) -> Rendered {
+    if let Some(modified) = verdict.replacement() {
+        return match tool_input(modified) {
+            Ok(input) => json_out(json!({"hookSpecificOutput": {
+                "hookEventName": "BeforeTool",
+                "tool_input": input,
+            }})),
+            Err(why) => deny(&format!(
+                "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
+            )),
+        };
+    }
+    match verdict {
+        // Explicit or not: Gemini's own approval mode stays in charge (there is no
+        // "skip the confirmation" answer worth giving in a headless run).
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => deny(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            deny(&unexpected(verdict))
+        }
+    }
+}
+
+/// BeforeAgent (the user's prompt) and BeforeModel (each model request): a deny keeps the
+/// request from the model.
+fn before_prompt(event: GeminiEvent, verdict: &Verdict) -> Rendered {
+    match verdict {
+        // Rewriting a prompt is not something we can make Gemini do exactly: refuse.
+        _ if verdict.replacement().is_some() => deny(
+            "ahp-wrap blocked this prompt because the harness rewrote it, and Gemini CLI cannot run a rewritten prompt",
+        ),
+        Verdict::Allow { .. } if event == GeminiEvent::BeforeAgent => with_context(event, verdict),
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => deny(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            deny(&unexpected(verdict))
+        }
+    }
+}
+
+/// `additional_context` from an allow, for the hooks where Gemini passes it to the model.
+fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => notification_error(reason),
+        Verdict::Allow { extra, .. } => match extra.get("additional_context") {
+            Some(Value::String(ctx)) => json_out(json!({"hookSpecificOutput": {
+                "hookEventName": event.name(),
+                "additionalContext": ctx,
+            }})),
+            _ => Rendered::default(),
+        },
+        _ => Rendered::default(),
+    }
+}
+
+/// Events that cannot be refused: a block (the relay failed) becomes a warning Gemini
+/// shows, never a `decision`, which on AfterAgent would make the agent go on.
+fn notification(verdict: &Verdict) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => notification_error(reason),
+        _ => Rendered::default(),
+    }
+}
+
+fn notification_error(reason: &str) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("{reason}\n").into_bytes(),
+        exit_code: EXIT_HOOK_ERROR,
+    }
+}
+
+fn unexpected(verdict: &Verdict) -> String {
+    format!(
+        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Gemini CLI hook",
+        verdict.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+        let cx = HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        };
+        let r = render(&cx, None, verdict);
+        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
+        (v, r.exit_code)
+    }
+
+    fn allow(explicit: bool, extra: Value) -> Verdict {
+        Verdict::Allow {
+            explicit,
+            modified_payload: None,
+            extra: serde_json::from_value(extra).unwrap(),
+        }
+    }
+
+    fn block(reason: &str) -> Verdict {
+        Verdict::Block {
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn before_tool_decisions() {
+        assert_eq!(out("BeforeTool", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("BeforeTool", &allow(true, json!({}))), (None, 0));
+        assert_eq!(
+            out("BeforeTool", &block("not here")),
+            (Some(json!({"decision": "deny", "reason": "not here"})), 0)
+        );
+        let (v, _) = out(
+            "BeforeTool",
+            &Verdict::Escalate {
+                reason: "ask".into(),
+                target: None,
+            },
+        );
+        assert_eq!(v.unwrap()["decision"], "deny");
+    }
+
+    #[test]
+    fn modify_replaces_the_whole_tool_input() {
+        for modified in [
+            json!({"action_type": "tool_call", "tool_name": "run_shell_command", "arguments": {"command": "ls"}}),
+            json!({"command": "ls"}),
+        ] {
+            let (v, code) = out(
+                "BeforeTool",
+                &Verdict::Modify {
+                    modified_payload: modified,
+                },
+            );
+            assert_eq!(code, 0);
+            assert_eq!(
+                v.unwrap(),
+                json!({"hookSpecificOutput": {"hookEventName": "BeforeTool", "tool_input": {"command": "ls"}}})
+            );
+        }
+        let (v, _) = out(
+            "BeforeTool",
+            &Verdict::Modify {
+                modified_payload: json!(["ls"]),
+            },
+        );
+        assert_eq!(v.unwrap()["decision"], "deny");
+    }
+
+    #[test]
+    fn prompts_and_model_requests_are_denied_or_get_context() {
+        for hook in ["BeforeAgent", "BeforeModel"] {
+            assert_eq!(
+                out(hook, &block("secret")),
+                (Some(json!({"decision": "deny", "reason": "secret"})), 0)
+            );
+            let (v, _) = out(
+                hook,
+                &Verdict::Modify {
+                    modified_payload: json!({"prompt": "x"}),
+                },
+            );
+            assert_eq!(v.unwrap()["decision"], "deny");
+            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0));
+        }
+        let (v, _) = out(
+            "BeforeAgent",
+            &allow(false, json!({"additional_context": "CTX"})),
+        );
+        assert_eq!(
+            v.unwrap(),
+            json!({"hookSpecificOutput": {"hookEventName": "BeforeAgent", "additionalContext": "CTX"}})
+        );
+    }
+
+    #[test]
+    fn notifications_never_steer_the_agent() {
+        for hook in ["AfterAgent", "SessionEnd", "Notification", "SessionStart"] {
+            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(
+                out(hook, &block("relay down")),
+                (None, EXIT_HOOK_ERROR),
+                "{hook}"
+            );
+        }
+        // After a tool, a failed relay keeps the output from the model.
+        let (v, _) = out("AfterTool", &block("relay down"));
+        assert_eq!(v.unwrap()["decision"], "deny");
+        assert_eq!(out("Whatever", &block("x")), (None, EXIT_DENY));
+    }
+}

@@ -1,0 +1,289 @@
+//! Injection for one run: a system settings file with our hooks, merged with the system
+//! settings Gemini would otherwise read, passed as `GEMINI_CLI_SYSTEM_SETTINGS_PATH`.
+//!
+//! That variable *replaces* the system settings file, so we copy the real one into ours
+//! (when Gemini would have trusted it) and point `GEMINI_CLI_SYSTEM_DEFAULTS_PATH` back at
+//! the real defaults file. User and workspace settings are layered by Gemini itself and
+//! never touched. Gemini reads a system settings file only when the file and every
+//! directory above it are owned by root and writable by no one else: the run directory is
+//! such a place when the wrapper runs as root (see `RunDir::create`), and nothing a normal
+//! user can write is (see the README).
+
+use std::ffi::OsString;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use super::{GeminiEvent, NAME};
+use crate::control::only_root_can_write;
+use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+
+/// The file we write in the run directory.
+pub const SETTINGS_FILE: &str = "gemini-system-settings.json";
+/// The variable naming the system settings file (it replaces the default one).
+pub const ENV_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+/// The variable naming the system defaults file (else: next to the system settings).
+pub const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
+/// Where Gemini looks for system settings on Linux when the variable is not set.
+pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
+/// Milliseconds our registered hook timeout exceeds the wrapper's own budget, so that the
+/// shim (which fails closed at the budget) always answers before Gemini's timeout, which
+/// fails open.
+pub const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;
+
+fn err(why: impl Into<String>) -> FrameworkError {
+    FrameworkError::Prepare {
+        framework: NAME,
+        why: why.into(),
+    }
+}
+
+/// Quotes `s` for a POSIX shell (Gemini runs hook commands through `bash -c`).
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The hook command for one event. Gemini expands `$VAR` anywhere in a settings value, even
+/// inside single quotes, so a `$` in it could change what runs: it is refused.
+pub fn hook_command(
+    self_exe: &Path,
+    nonce: &str,
+    event: GeminiEvent,
+) -> Result<String, FrameworkError> {
+    let exe = self_exe.to_string_lossy();
+    if exe.contains('$') {
+        return Err(err(format!(
+            "the ahp-wrap path {exe} contains a '$', which Gemini would expand in the hook command"
+        )));
+    }
+    Ok(format!(
+        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
+        shell_quote(&exe),
+        event.name()
+    ))
+}
+
+/// Appends our hooks to `settings` and makes sure hooks are on. Each hook's `name` carries
+/// the per-run nonce, so no `hooksConfig.disabled` entry written beforehand can name it.
+pub fn merge(
+    mut settings: Map<String, Value>,
+    self_exe: &Path,
+    nonce: &str,
+    timeout_ms: u64,
+) -> Result<Map<String, Value>, FrameworkError> {
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| err("\"hooks\" in the system settings is not an object"))?;
+    for event in GeminiEvent::ALL {
+        let mut group = json!({"hooks": [{
+            "type": "command",
+            "name": format!("ahp-wrap-{nonce}-{}", event.name()),
+            "command": hook_command(self_exe, nonce, event)?,
+            "timeout": timeout_ms,
+        }]});
+        if event.is_tool_event() {
+            group["matcher"] = ".*".into();
+        }
+        hooks
+            .entry(event.name())
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| {
+                err(format!(
+                    "\"hooks.{}\" in the system settings is not a list",
+                    event.name()
+                ))
+            })?
+            .push(group);
+    }
+    // System settings take precedence over user and workspace ones, so this keeps a user's
+    // `hooksConfig.enabled: false` from switching supervision off.
+    let config = settings
+        .entry("hooksConfig")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| err("\"hooksConfig\" in the system settings is not an object"))?;
+    config.insert("enabled".into(), true.into());
+    Ok(settings)
+}
+
+/// The system settings Gemini would read without us, when it would trust them.
+fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkError> {
+    if !path.exists() {
+        return Ok(Map::new());
+    }
+    if !only_root_can_write(path) {
+        // Gemini itself skips such a file with a warning; we must not launder it into ours.
+        eprintln!(
+            "ahp-wrap: warning: the Gemini system settings {} are not owned by root or are writable by others; \
+             Gemini would skip them, and so does this run",
+            path.display()
+        );
+        return Ok(Map::new());
+    }
+    let text = std::fs::read_to_string(path).map_err(|e| {
+        err(format!(
+            "cannot read the system settings {}: {e}",
+            path.display()
+        ))
+    })?;
+    match serde_json::from_str(&text) {
+        Ok(Value::Object(map)) => Ok(map),
+        Ok(_) => Err(err(format!("{} is not a JSON object", path.display()))),
+        Err(e) => Err(err(format!("{} is not valid JSON: {e}", path.display()))),
+    }
+}
+
+pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+    if !nix::unistd::geteuid().is_root() {
+        return Err(err(
+            "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
+             only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
+        ));
+    }
+    if !only_root_can_write(&run.run_dir) {
+        return Err(err(format!(
+            "the run directory {} is not writable by root alone, so Gemini would ignore settings written there",
+            run.run_dir.display()
+        )));
+    }
+    let real: PathBuf = std::env::var_os(ENV_SYSTEM_SETTINGS)
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| DEFAULT_SYSTEM_SETTINGS.into(), PathBuf::from);
+    let defaults: OsString = std::env::var_os(ENV_SYSTEM_DEFAULTS)
+        .filter(|v| !v.is_empty())
+        .unwrap_or_else(|| {
+            real.parent()
+                .unwrap_or(Path::new("/"))
+                .join("system-defaults.json")
+                .into()
+        });
+    let timeout_ms = run.hook_budget_ms + HOOK_TIMEOUT_MARGIN_MS;
+    let nonce = crate::random_hex(8);
+    let merged = merge(
+        load_system_settings(&real)?,
+        &run.self_exe,
+        &nonce,
+        timeout_ms,
+    )?;
+    let path = run.run_dir.join(SETTINGS_FILE);
+    let text = serde_json::to_vec_pretty(&Value::Object(merged))
+        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
+        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+    cmd.env.push((ENV_SYSTEM_SETTINGS.into(), path.into()));
+    cmd.env.push((ENV_SYSTEM_DEFAULTS.into(), defaults));
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn merge_appends_to_system_hooks_and_turns_hooks_on() {
+        let system: Map<String, Value> = serde_json::from_value(json!({
+            "model": {"name": "x"},
+            "hooksConfig": {"enabled": false, "disabled": ["theirs"]},
+            "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "mine"}]}]},
+        }))
+        .unwrap();
+        let m = merge(system, Path::new("/opt/ahp wrap"), "abc", 17_000).unwrap();
+        assert_eq!(m["model"]["name"], "x");
+        assert_eq!(
+            m["hooksConfig"],
+            json!({"enabled": true, "disabled": ["theirs"]})
+        );
+        let before = m["hooks"]["BeforeTool"].as_array().unwrap();
+        assert_eq!(before.len(), 2);
+        assert_eq!(before[0]["hooks"][0]["command"], "mine");
+        assert_eq!(before[1]["matcher"], ".*");
+        let ours = &before[1]["hooks"][0];
+        assert_eq!(ours["timeout"], 17_000);
+        assert_eq!(ours["name"], "ahp-wrap-abc-BeforeTool");
+        assert_eq!(
+            ours["command"],
+            "AHP_WRAP_RUN=abc exec '/opt/ahp wrap' hook gemini BeforeTool"
+        );
+        assert!(m["hooks"]["BeforeAgent"][0].get("matcher").is_none());
+        for event in GeminiEvent::ALL {
+            assert!(m["hooks"][event.name()].is_array(), "{}", event.name());
+        }
+        let bad: Map<String, Value> = serde_json::from_value(json!({"hooks": []})).unwrap();
+        assert!(merge(bad, Path::new("x"), "n", 1,).is_err());
+    }
+
+    #[test]
+    fn prepare_writes_into_a_run_dir_only_root_can_write() {
+        let run_dir = crate::control::RunDir::create().unwrap();
+        let run = RunContext {
+            self_exe: "/bin/ahp-wrap".into(),
+            run_dir: run_dir.path().to_owned(),
+            hook_budget_ms: 12_000,
+            interactive: false,
+        };
+        let mut cmd = AgentCommand {
+            program: "gemini".into(),
+            args: vec!["-p".into(), "hi".into()],
+            ..AgentCommand::default()
+        };
+        if !nix::unistd::geteuid().is_root() {
+            let e = prepare(&run, &mut cmd).unwrap_err().to_string();
+            assert!(e.contains("must run as root"), "{e}");
+            return;
+        }
+        // As root the run directory avoids /tmp, so Gemini will read what we write there.
+        assert!(
+            only_root_can_write(run_dir.path()),
+            "{}",
+            run_dir.path().display()
+        );
+        prepare(&run, &mut cmd).unwrap();
+        let path = run_dir.path().join(SETTINGS_FILE);
+        assert_eq!(
+            cmd.env[0],
+            (ENV_SYSTEM_SETTINGS.into(), path.clone().into())
+        );
+        assert_eq!(cmd.env[1].0, ENV_SYSTEM_DEFAULTS);
+        assert!(only_root_can_write(&path));
+        let written: Value = serde_json::from_slice(&std::fs::read(&path).unwrap()).unwrap();
+        assert_eq!(
+            written["hooks"]["BeforeTool"][0]["hooks"][0]["timeout"],
+            17_000
+        );
+        assert_eq!(written["hooksConfig"]["enabled"], true);
+        assert_eq!(cmd.args, vec![OsString::from("-p"), "hi".into()]);
+    }
+
+    #[test]
+    fn a_dollar_in_the_hook_command_is_refused() {
+        assert!(hook_command(
+            Path::new("/opt/$HOME/ahp-wrap"),
+            "n",
+            GeminiEvent::BeforeTool
+        )
+        .is_err());
+    }
+
+    #[test]
+    fn insecure_system_settings_are_skipped_like_gemini_does() {
+        // A temp dir sits under the world-writable /tmp: Gemini would not read it.
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("settings.json");
+        std::fs::write(&file, r#"{"hooks": {"BeforeTool": []}}"#).unwrap();
+        if !only_root_can_write(&file) {
+            assert!(load_system_settings(&file).unwrap().is_empty());
+        }
+        assert!(load_system_settings(&dir.path().join("absent.json"))
+            .unwrap()
+            .is_empty());
+    }
+}

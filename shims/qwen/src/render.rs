@@ -1,0 +1,152 @@
+//! Decisions rendered in Qwen Code's (Claude-style) hook contract.
+//!
+//! Qwen Code 0.24.4 applies a PreToolUse `updatedInput` nowhere on the path a tool call
+//! takes in a headless run, so a `modify` is rendered as a deny that says why: the
+//! unmodified command must never run in its place.
+
+use serde_json::{json, Value};
+
+use super::QwenEvent;
+use crate::frameworks::{HookContext, Mapped, Rendered};
+use crate::protocol::Verdict;
+
+/// Exit code with which Qwen blocks on stderr text: only for hook names we do not know.
+const EXIT_BLOCK: i32 = 2;
+/// Exit code of a non-blocking hook error: Qwen goes on.
+const EXIT_HOOK_ERROR: i32 = 1;
+/// What the model reads when a harness asked for a modified tool call.
+pub const MODIFY_UNSUPPORTED: &str = "ahp-wrap blocked this tool call: the harness asked to modify it, and Qwen Code cannot run a modified tool call, so it was not run at all";
+
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    let Some(event) = QwenEvent::parse(cx.hook) else {
+        let reason = verdict
+            .reason()
+            .unwrap_or("ahp-wrap does not know this Qwen Code hook");
+        return stderr(reason, EXIT_BLOCK);
+    };
+    match event {
+        QwenEvent::PreToolUse => pre_tool_use(verdict),
+        QwenEvent::UserPromptSubmit => match verdict {
+            _ if verdict.replacement().is_some() => json_out(json!({"decision": "block",
+                "reason": "ahp-wrap blocked this prompt because the harness rewrote it, and Qwen Code cannot run a rewritten prompt"})),
+            Verdict::Allow { .. } => Rendered::default(),
+            Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
+            _ => json_out(json!({"decision": "block", "reason": unexpected(verdict)})),
+        },
+        QwenEvent::PostToolUse | QwenEvent::PostToolUseFailure => match verdict {
+            // Only a failed relay blocks a notification: the model hears it.
+            Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
+            _ => Rendered::default(),
+        },
+        // Never a `decision: block` here: on Stop it would make the agent go on.
+        QwenEvent::SessionStart | QwenEvent::Stop | QwenEvent::SessionEnd => match verdict {
+            Verdict::Block { reason } => stderr(reason, EXIT_HOOK_ERROR),
+            _ => Rendered::default(),
+        },
+    }
+}
+
+fn json_out(v: Value) -> Rendered {
+    let mut stdout = v.to_string().into_bytes();
+    stdout.push(b'\n');
+    Rendered {
+        stdout,
+        stderr: Vec::new(),
+        exit_code: 0,
+    }
+}
+
+fn stderr(reason: &str, exit_code: i32) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("{reason}\n").into_bytes(),
+        exit_code,
+    }
+}
+
+fn pre_tool_use(verdict: &Verdict) -> Rendered {
+    let deny = |reason: &str| {
+        json_out(json!({"hookSpecificOutput": {
+            "hookEventName": "PreToolUse",
+            "permissionDecision": "deny",
+            "permissionDecisionReason": reason,
+        }}))
+    };
+    match verdict {
+        _ if verdict.replacement().is_some() => deny(MODIFY_UNSUPPORTED),
+        // No opinion or explicit: Qwen's own approval mode stays in charge.
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => deny(reason),
+        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+            deny(&unexpected(verdict))
+        }
+    }
+}
+
+fn unexpected(verdict: &Verdict) -> String {
+    format!(
+        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Qwen Code hook",
+        verdict.name()
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+        let cx = HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        };
+        let r = render(&cx, None, verdict);
+        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
+        (v, r.exit_code)
+    }
+
+    fn block(reason: &str) -> Verdict {
+        Verdict::Block {
+            reason: reason.into(),
+        }
+    }
+
+    #[test]
+    fn pre_tool_use_denies_blocks_and_modifications() {
+        assert_eq!(out("PreToolUse", &Verdict::no_opinion()), (None, 0));
+        let (v, code) = out("PreToolUse", &block("no"));
+        assert_eq!(code, 0);
+        assert_eq!(
+            v.unwrap()["hookSpecificOutput"],
+            json!({"hookEventName": "PreToolUse", "permissionDecision": "deny", "permissionDecisionReason": "no"})
+        );
+        let (v, _) = out(
+            "PreToolUse",
+            &Verdict::Modify {
+                modified_payload: json!({"command": "ls"}),
+            },
+        );
+        let o = &v.unwrap()["hookSpecificOutput"];
+        assert_eq!(o["permissionDecision"], "deny");
+        assert_eq!(o["permissionDecisionReason"], MODIFY_UNSUPPORTED);
+    }
+
+    #[test]
+    fn prompts_block_and_notifications_never_steer() {
+        assert_eq!(
+            out("UserPromptSubmit", &block("P")),
+            (Some(json!({"decision": "block", "reason": "P"})), 0)
+        );
+        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+        for hook in ["Stop", "SessionEnd", "SessionStart"] {
+            assert_eq!(out(hook, &block("down")), (None, EXIT_HOOK_ERROR), "{hook}");
+            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+        }
+        assert_eq!(
+            out("PostToolUse", &block("down")).0.unwrap()["decision"],
+            "block"
+        );
+        assert_eq!(out("Other", &block("x")), (None, EXIT_BLOCK));
+    }
+}

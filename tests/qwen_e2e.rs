@@ -1,0 +1,126 @@
+//! End to end on the real Qwen Code CLI (the version pinned in tests/qwen/VERSION, installed
+//! by tests/qwen/setup.sh), driven by a scripted fake OpenAI Chat Completions server on
+//! 127.0.0.1 and a scripted stdio harness. Qwen runs are slow (5–18 s), so there are three.
+
+#[path = "support/llm_agents.rs"]
+// Each test crate uses a different part of the helpers.
+#[allow(dead_code)]
+mod support;
+
+use serde_json::{json, Value};
+use support::{shell, Agent, FakeLlm, World};
+
+const PROMPT: &str = "please do the task";
+
+fn text(v: &Value) -> String {
+    v.to_string()
+}
+
+#[test]
+fn a_blocked_command_never_runs_and_an_allowed_one_does() {
+    let world = World::new(Agent::Qwen);
+    let (blocked, allowed) = (
+        world.ws().join("blocked-marker"),
+        world.ws().join("allowed-marker"),
+    );
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            shell(&format!("touch {} && echo RAN", blocked.display())),
+            shell(&format!("touch {} && echo OUTPUT-4471", allowed.display())),
+            {"text": "All done."}
+        ]),
+    );
+    let harness = world.harness(json!({"rules": [
+        {"event": "pre_action", "contains": "blocked-marker",
+         "decision": {"decision": "block", "reason": "no markers today (rule 7)"}}
+    ]}));
+    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!blocked.exists(), "the blocked command ran");
+    r.check(allowed.exists(), "the allowed command did not run");
+    let results = llm.tool_results();
+    r.check(
+        results.len() == 2
+            && text(&results[0]).contains("no markers today (rule 7)")
+            && text(&results[1]).contains("OUTPUT-4471"),
+        &format!("the model did not get the reason and the output: {results:?}"),
+    );
+    let pre = world.harness_saw("pre_action");
+    r.check(pre.len() == 2, "two pre_actions");
+    assert_eq!(pre[0]["payload"]["tool_name"], "run_shell_command");
+    assert!(pre[0]["payload"]["tool_call_id"].is_string());
+    assert_eq!(
+        world.harness_saw("pre_prompt")[0]["payload"]["prompt"],
+        PROMPT
+    );
+    let post = world.harness_saw("post_action");
+    r.check(
+        post.len() == 1 && text(&post[0]["payload"]["result"]).contains("OUTPUT-4471"),
+        &format!("post_action: {post:?}"),
+    );
+}
+
+#[test]
+fn a_modified_command_runs_in_neither_form_because_qwen_cannot_apply_it() {
+    let world = World::new(Agent::Qwen);
+    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([shell(&format!("touch {}", orig.display())), {"text": "All done."}]),
+    );
+    let harness = world.harness(json!({"rules": [
+        {"event": "pre_action", "decision": {"decision": "modify",
+         "modified_payload": {"command": format!("touch {}", new.display())}}}
+    ]}));
+    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!orig.exists(), "the unmodified command ran");
+    r.check(
+        !new.exists(),
+        "the modified command ran (update the Qwen README and render)",
+    );
+    let results = llm.tool_results();
+    r.check(
+        results.len() == 1 && text(&results[0]).contains("cannot run a modified tool call"),
+        &format!("the model was not told why: {results:?}"),
+    );
+}
+
+#[test]
+fn a_harness_that_goes_down_gets_the_command_blocked() {
+    let world = World::new(Agent::Qwen);
+    let marker = world.ws().join("down-marker");
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([shell(&format!("touch {}", marker.display())), {"text": "All done."}]),
+    );
+    let harness = world.harness(json!({"rules": [{"event": "pre_action", "exit": true}]}));
+    let r = world.wrapped(
+        &llm,
+        &["--harness", &harness, "--timeout", "1500"],
+        PROMPT,
+        &[],
+    );
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!marker.exists(), "the command ran without a decision");
+    // The continuation prompt is a blocking event too, so it is refused as well: the
+    // conversation stops there, and the reason is in the run's output.
+    r.check(
+        llm.main_bodies().len() == 1,
+        "a model request went out without a decision",
+    );
+    r.check(
+        r.stdout().contains("ahp-wrap blocked this") && r.stdout().contains("fail mode: closed"),
+        "the user was not told why",
+    );
+}
