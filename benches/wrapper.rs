@@ -80,7 +80,11 @@ fn ms(ns: f64) -> String {
 }
 
 fn us(ns: f64) -> String {
-    format!("{:.1} µs", ns / 1e3)
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else {
+        format!("{:.1} µs", ns / 1e3)
+    }
 }
 
 fn per_sec(n: f64) -> String {
@@ -477,7 +481,7 @@ fn criterion_rows(rows: &mut Vec<Row>) {
     for (id, name) in [
         ("audit/durable", "durable (fdatasync), SHA-256 chain"),
         ("audit/durable_hmac", "durable (fdatasync), HMAC chain"),
-        ("audit/no_file", "no file (redaction + summary only)"),
+        ("audit/no_file", "no file (the run summary only)"),
     ] {
         let Some(ns) = criterion_ns(id) else { continue };
         let (baseline, overhead) = match bare {
