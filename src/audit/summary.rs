@@ -43,6 +43,15 @@ pub struct Summary {
     pub observed: u64,
 }
 
+/// Observe mode lets everything through but says what it would have done.
+fn observed(record: &AuditRecord) -> bool {
+    record.decision != "block"
+        && record
+            .reason
+            .as_deref()
+            .is_some_and(|r| r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block"))
+}
+
 /// A blocked record, as the summary lists it (secrets redacted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
@@ -69,15 +78,11 @@ impl Summary {
             self.recovered += 1;
         }
         self.max_latency_us = self.max_latency_us.max(record.latency_us);
-        // Observe mode lets everything through but says what it would have done.
-        let observed = record.decision != "block"
-            && record.reason.as_deref().is_some_and(|r| {
-                r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block")
-            });
+        let observed = observed(record);
         if observed {
             self.observed += 1;
         }
-        if record.decision != "block" && !observed {
+        if !Summary::keeps(record) {
             return;
         }
         if self.blocked.len() >= MAX_BLOCKED {
@@ -95,6 +100,12 @@ impl Summary {
             source: record.source.clone(),
             enforced: !observed,
         });
+    }
+
+    /// Whether [`Summary::add`] keeps more of the record than counts: its payload and
+    /// reason, when it was blocked (or observe mode would have blocked it).
+    pub fn keeps(record: &AuditRecord) -> bool {
+        record.decision == "block" || observed(record)
     }
 
     fn blocked_total(&self) -> u64 {

@@ -117,6 +117,13 @@ impl AuditLog {
     /// On error the record may or may not be in the file; the next append first repairs
     /// the tail, so the chain stays valid either way.
     pub fn append(&mut self, record: &AuditRecord) -> Result<(), AuditError> {
+        // Without a file only the summary sees the record, and it keeps (redacted) only what
+        // was blocked: the rest needs no redaction, which is most of the cost of a file-less
+        // run (and compiling the patterns, on the first record, most of its start-up).
+        if self.sink.is_none() && !Summary::keeps(record) {
+            self.summary.add(record);
+            return Ok(());
+        }
         let mut record = record.clone();
         redact_value(&mut record.payload);
         if let Some(reason) = &mut record.reason {

@@ -1,0 +1,38 @@
+#!/usr/bin/env bash
+# Every benchmark, one table: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]
+#
+#   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
+#   --write     also write the table into BENCHMARKS.md's results block
+#   --compare   also time another build's hook process in the same run (before/after)
+#
+# Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
+# harness client, audit log, the parent's share of a hook), then the whole-process benches
+# (benches/wrapper.rs: hook calls, start-up, memory, pass-through), which print the table
+# with the criterion figures folded in. Never part of `cargo test`.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+target=${CARGO_TARGET_DIR:-target}
+case $target in /*) ;; *) target=$PWD/$target ;; esac
+export CRITERION_HOME=${CRITERION_HOME:-$target/criterion}
+# The durable audit benches write here: the project's disk, not a tmpfs.
+export AHP_BENCH_TMPDIR=${AHP_BENCH_TMPDIR:-$target}
+mkdir -p "$AHP_BENCH_TMPDIR"
+
+quick=() write=() crit=() compare=()
+while [ $# -gt 0 ]; do
+  case $1 in
+    --quick) quick=(--quick) crit=(--warm-up-time 1 --measurement-time 1) ;;
+    --write) write=(--write BENCHMARKS.md) ;;
+    --compare) compare=(--compare "$(realpath "${2:?--compare needs a path}")"); shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]" >&2; exit 2 ;;
+  esac
+  shift
+done
+
+cargo bench --locked --bench inproc --bench wrapper --no-run
+log=$target/bench-inproc.log
+echo "in-process benches (criterion; full output in $log)…" >&2
+cargo bench --locked --bench inproc -- ${crit[@]+"${crit[@]}"} >"$log"
+grep -E '^[a-z_]+/[a-z_]+ +time:|^[a-z_]+/[a-z_]+$|^ +time:' "$log" >&2 || true
+cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"} \
+  ${compare[@]+"${compare[@]}"}

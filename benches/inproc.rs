@@ -1,0 +1,291 @@
+//! In-process benchmarks (criterion): the harness client's throughput to a local stdio
+//! harness, the audit log's per-record cost, and the parent's share of one hook call.
+//!
+//! Run through `bench/run.sh`, which puts these next to the whole-process figures; alone:
+//! `cargo bench --bench inproc`. Under `cargo test` it does nothing.
+
+mod support;
+
+use std::hint::black_box;
+use std::io::{BufRead, BufReader, Write};
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahp_wrap::audit::{AuditLog, AuditRecord};
+use ahp_wrap::client::{Client, ClientConfig};
+use ahp_wrap::control::HookHandler;
+use ahp_wrap::decide::{Decider, Embedded, FailMode, Harness, Mode};
+use ahp_wrap::policy::Policy;
+use ahp_wrap::protocol::{Event, EventType};
+use ahp_wrap::session::{Auditor, Session};
+use ahp_wrap::transport::{AuthScheme, HarnessSpec, LinkConfig};
+use criterion::{BatchSize, Criterion, Throughput};
+use serde_json::json;
+use tokio::runtime::Runtime;
+use tokio::time::Instant;
+
+/// Events per measured iteration of the client benches.
+const EVENTS: usize = 1000;
+
+fn runtime() -> Runtime {
+    // The wrapper runs on a current-thread runtime; so do we.
+    tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .expect("runtime")
+}
+
+fn harness_argv() -> Vec<String> {
+    let me = std::env::current_exe().expect("current exe");
+    vec![me.display().to_string(), support::ROLE_HARNESS.to_owned()]
+}
+
+fn sample_event(n: usize) -> Event {
+    Event {
+        event_type: EventType::PreAction,
+        session_id: "3f1c2a9e-0000-4000-8000-000000000000".into(),
+        agent_id: "claude-code-bench".into(),
+        timestamp: "2025-01-01T00:00:00.000Z".into(),
+        depth: 0,
+        payload: json!({
+            "action_type": "tool_call",
+            "tool_name": "Bash",
+            "arguments": {"command": format!("echo hello-{n} > /tmp/ahp_bench.txt"), "description": "echo"},
+            "context": {"cwd": "/tmp/claude-runs/basic/work", "framework": "claude-code"},
+        }),
+        context: None,
+        metadata: None,
+    }
+}
+
+fn client_benches(c: &mut Criterion) {
+    let rt = runtime();
+    let client = rt.block_on(async {
+        let client = Client::start(
+            HarnessSpec::Stdio {
+                argv: harness_argv(),
+            },
+            ClientConfig {
+                link: LinkConfig {
+                    token: None,
+                    auth: AuthScheme::Bearer,
+                    max_frame: 4 << 20,
+                },
+                session_id: "bench".into(),
+                agent_id: "bench".into(),
+                framework: "bench".into(),
+                framework_version: "0".into(),
+                batch_window: Duration::from_millis(20),
+            },
+        );
+        client
+            .wait_ready(Duration::from_secs(10))
+            .await
+            .expect("the echo harness answers the handshake");
+        client
+    });
+    let events: Vec<Event> = (0..EVENTS).map(sample_event).collect();
+    let far = || Instant::now() + Duration::from_secs(60);
+
+    let mut g = c.benchmark_group("client");
+    g.throughput(Throughput::Elements(EVENTS as u64));
+    g.sample_size(20);
+    g.bench_function("one_at_a_time", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                for e in &events {
+                    black_box(client.event(e, far()).await.expect("allow"));
+                }
+            })
+        })
+    });
+    g.bench_function("pipelined", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                let deadline = far();
+                let all = events.iter().map(|e| client.event(e, deadline));
+                for r in futures_util::future::join_all(all).await {
+                    black_box(r.expect("allow"));
+                }
+            })
+        })
+    });
+    g.bench_function("batched", |b| {
+        b.iter(|| {
+            rt.block_on(async {
+                for e in &events[1..] {
+                    client.notify(e.clone());
+                }
+                // A blocking event goes out after the queued notifications and the harness
+                // answers in order: when it is answered, every batch has been handled.
+                black_box(client.event(&events[0], far()).await.expect("allow"));
+            })
+        })
+    });
+
+    // Baseline: the same harness fed pre-serialized requests through a bare pipe, one
+    // writer thread and one reader; no client. What the harness alone can do.
+    let frames: Vec<u8> = events
+        .iter()
+        .enumerate()
+        .flat_map(|(i, e)| {
+            let mut line = serde_json::to_vec(&json!({"jsonrpc": "2.0", "id": format!("r{i}"), "method": "ahp/event", "params": e})).expect("json");
+            line.push(b'\n');
+            line
+        })
+        .collect();
+    let argv = harness_argv();
+    let mut child = Command::new(&argv[0])
+        .arg(&argv[1])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn the echo harness");
+    let mut to = child.stdin.take().expect("piped");
+    let mut from = BufReader::new(child.stdout.take().expect("piped"));
+    g.bench_function("raw_pipe_baseline", |b| {
+        b.iter(|| {
+            std::thread::scope(|s| {
+                s.spawn(|| to.write_all(&frames).expect("write"));
+                let mut line = String::new();
+                for _ in 0..EVENTS {
+                    line.clear();
+                    from.read_line(&mut line).expect("read");
+                }
+            })
+        })
+    });
+    g.finish();
+    drop(to);
+    let _ = child.wait();
+    rt.block_on(client.close(Duration::from_secs(2)));
+}
+
+fn audit_record() -> AuditRecord {
+    AuditRecord {
+        ts: "2025-01-01T00:00:00.000Z".into(),
+        session: "3f1c2a9e-0000-4000-8000-000000000000".into(),
+        framework_session: Some("20f50f66-bd7f-4038-a77f-9c8412abef47".into()),
+        agent: "claude-code-bench".into(),
+        depth: 0,
+        event_type: "pre_action".into(),
+        payload: sample_event(0).payload,
+        decision: "allow".into(),
+        reason: None,
+        source: "policy".into(),
+        latency_us: 12,
+    }
+}
+
+/// Where the durable benches write: the bench's own temp dir, on the same disk as the
+/// project unless `AHP_BENCH_TMPDIR` says otherwise.
+fn tmp_dir() -> tempfile::TempDir {
+    match std::env::var_os("AHP_BENCH_TMPDIR") {
+        Some(d) => tempfile::tempdir_in(d),
+        None => tempfile::tempdir(),
+    }
+    .expect("temp dir")
+}
+
+fn audit_benches(c: &mut Criterion) {
+    let record = audit_record();
+    let dir = tmp_dir();
+    let mut g = c.benchmark_group("audit");
+    g.throughput(Throughput::Elements(1));
+
+    let mut log = AuditLog::without_file();
+    g.bench_function("no_file", |b| {
+        b.iter(|| log.append(black_box(&record)).expect("append"))
+    });
+    let mut log = AuditLog::open(&dir.path().join("plain.jsonl"), None).expect("open");
+    g.bench_function("durable", |b| {
+        b.iter(|| log.append(black_box(&record)).expect("append"))
+    });
+    let key = b"0123456789abcdef0123456789abcdef".to_vec();
+    let mut log = AuditLog::open(&dir.path().join("keyed.jsonl"), Some(key)).expect("open");
+    g.bench_function("durable_hmac", |b| {
+        b.iter(|| log.append(black_box(&record)).expect("append"))
+    });
+
+    // Baseline: an append-only write and fdatasync of a line of the same size, nothing else.
+    let line_len = std::fs::metadata(dir.path().join("plain.jsonl"))
+        .map(|m| m.len())
+        .unwrap_or(0)
+        / std::fs::read(dir.path().join("plain.jsonl"))
+            .map(|b| b.iter().filter(|&&c| c == b'\n').count().max(1) as u64)
+            .unwrap_or(1);
+    let line = vec![b'x'; line_len.max(1) as usize];
+    let mut f = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(dir.path().join("bare.jsonl"))
+        .expect("open");
+    g.bench_function("write_fdatasync_baseline", |b| {
+        b.iter(|| {
+            f.write_all(&line).expect("write");
+            f.sync_data().expect("fdatasync");
+        })
+    });
+    g.finish();
+}
+
+/// The parent's share of one hook call: map the payload, decide (embedded), audit (no
+/// file), render. No process, no socket.
+fn hook_benches(c: &mut Criterion) {
+    let rt = runtime();
+    let payload = std::fs::read(
+        PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("shims/claude-code/samples/PreToolUse.json"),
+    )
+    .expect("sample payload");
+    let session = Arc::new(Session {
+        session_id: "3f1c2a9e-0000-4000-8000-000000000000".into(),
+        agent_id: "claude-code-bench".into(),
+        depth: 0,
+        parent_session: None,
+        decider: Decider {
+            harness: Harness::Embedded(Arc::new(Embedded {
+                policy: Policy::default_policy(),
+                mode: Mode::Enforce,
+            })),
+            fail_mode: FailMode::Closed,
+            timeout: Duration::from_secs(10),
+            asker: None,
+        },
+        audit: Auditor::default(),
+        interactive: false,
+        events: Default::default(),
+    });
+    let cwd = PathBuf::from("/tmp");
+    let mut g = c.benchmark_group("hook");
+    g.bench_function("parent_handle_embedded", |b| {
+        b.iter_batched(
+            || payload.clone(),
+            |p| {
+                rt.block_on(session.handle(
+                    "claude-code".into(),
+                    "PreToolUse".into(),
+                    cwd.clone(),
+                    p,
+                ))
+            },
+            BatchSize::SmallInput,
+        )
+    });
+    g.finish();
+}
+
+fn main() {
+    if support::dispatch_role() || !support::benchmarking() {
+        return;
+    }
+    let mut c = Criterion::default()
+        .warm_up_time(Duration::from_secs(1))
+        .measurement_time(Duration::from_secs(3))
+        .configure_from_args();
+    client_benches(&mut c);
+    audit_benches(&mut c);
+    hook_benches(&mut c);
+    c.final_summary();
+}

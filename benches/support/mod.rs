@@ -1,0 +1,255 @@
+//! Helpers shared by the benches: the roles a bench binary plays when it runs itself as a
+//! child (a fast stdio harness, a hook driver), and percentile arithmetic.
+//!
+//! A bench binary is re-run with `__ahp_bench_harness` or `__ahp_bench_driver` among its args;
+//! [`dispatch_role`] is the first thing its `main` calls.
+
+#![allow(dead_code)] // each bench uses its own part
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::path::Path;
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+/// argv[1] that turns a bench binary into the echo harness.
+pub const ROLE_HARNESS: &str = "__ahp_bench_harness";
+/// argv[1] that turns a bench binary into the hook driver.
+pub const ROLE_DRIVER: &str = "__ahp_bench_driver";
+
+/// Plays a child role if argv asks for one; returns `true` when it did (main then exits).
+/// The role may come after other arguments: `--framework claude-code` adds `--settings`.
+pub fn dispatch_role() -> bool {
+    for arg in std::env::args().skip(1) {
+        match arg.as_str() {
+            ROLE_HARNESS => echo_harness(),
+            ROLE_DRIVER => hook_driver(),
+            _ => continue,
+        }
+        return true;
+    }
+    false
+}
+
+/// Whether cargo ran us as a benchmark (`cargo bench` passes `--bench`). `cargo test
+/// --all-targets` runs bench binaries too, without it: the benches are never part of the
+/// test run, so they do nothing then.
+pub fn benchmarking() -> bool {
+    std::env::args().any(|a| a == "--bench")
+}
+
+// ---------------------------------------------------------------------------------------
+// The echo harness: the smallest correct AHP harness, so that it is never the bottleneck.
+
+#[derive(serde::Deserialize)]
+struct Msg<'a> {
+    #[serde(borrow, default)]
+    id: Option<&'a str>,
+    #[serde(borrow, default)]
+    method: Option<&'a str>,
+    #[serde(default)]
+    params: Option<Params>,
+}
+
+#[derive(serde::Deserialize, Default)]
+struct Params {
+    #[serde(default)]
+    events: Vec<serde::de::IgnoredAny>,
+}
+
+/// Newline-delimited JSON-RPC on stdin/stdout: a handshake that offers batching, `allow` for
+/// every event, one `allow` per event of a batch. Answers are flushed when no more input is
+/// already buffered, so pipelined requests are answered in bulk.
+pub fn echo_harness() {
+    let stdin = std::io::stdin();
+    let mut input = BufReader::with_capacity(256 * 1024, stdin.lock());
+    let stdout = std::io::stdout();
+    let mut out = std::io::BufWriter::with_capacity(256 * 1024, stdout.lock());
+    let mut line = String::new();
+    loop {
+        line.clear();
+        match input.read_line(&mut line) {
+            Ok(0) | Err(_) => return,
+            Ok(_) => {}
+        }
+        let Ok(msg) = serde_json::from_str::<Msg>(&line) else {
+            continue;
+        };
+        if let Some(id) = msg.id {
+            let id = serde_json::to_string(id).expect("a string serializes");
+            let result = match msg.method {
+                Some("ahp/handshake") => r#"{"protocol_version":"2.4","harness_info":{"name":"bench-echo","version":"1","capabilities":["pre_action","batch"]},"config":{"timeout_ms":10000,"batch_size":100,"max_depth":8}}"#.to_owned(),
+                Some("ahp/batch") => {
+                    let n = msg.params.map_or(0, |p| p.events.len());
+                    let mut r = String::from(r#"{"decisions":["#);
+                    for i in 0..n {
+                        if i > 0 {
+                            r.push(',');
+                        }
+                        r.push_str(r#"{"decision":"allow"}"#);
+                    }
+                    r.push_str("]}");
+                    r
+                }
+                _ => r#"{"decision":"allow"}"#.to_owned(),
+            };
+            let _ = writeln!(out, r#"{{"jsonrpc":"2.0","id":{id},"result":{result}}}"#);
+        }
+        if input.buffer().is_empty() && out.flush().is_err() {
+            return;
+        }
+    }
+}
+
+// ---------------------------------------------------------------------------------------
+// The hook driver: runs as the wrapped "agent" and times hook calls.
+
+/// What the driver measured, written as JSON to `$AHP_BENCH_OUT`.
+#[derive(serde::Serialize, serde::Deserialize, Debug, Default)]
+pub struct DriverReport {
+    /// Per program name (`true`, `python`, `hook`): each call's wall time in nanoseconds.
+    pub samples: std::collections::BTreeMap<String, Vec<u64>>,
+    /// The wrapper's (our parent's) peak and current RSS when the calls were done, in KiB.
+    pub parent_hwm_kib: u64,
+    pub parent_rss_kib: u64,
+    /// What the hook printed on its first call (to check it allowed).
+    pub hook_stdout: String,
+    pub hook_status: i32,
+}
+
+fn env_or(name: &str, default: &str) -> String {
+    std::env::var(name).unwrap_or_else(|_| default.to_owned())
+}
+
+/// Spawns each program in turn (rotating the order every round), the payload on its stdin,
+/// and times it from spawn to reaped. The same code path for the hook and the baselines.
+pub fn hook_driver() {
+    let calls: usize = env_or("AHP_BENCH_CALLS", "500").parse().expect("calls");
+    let warmup: usize = env_or("AHP_BENCH_WARMUP", "20").parse().expect("warmup");
+    let programs: Vec<String> = env_or("AHP_BENCH_PROGRAMS", "true,hook")
+        .split(',')
+        .map(str::to_owned)
+        .collect();
+    let payload = std::fs::read(std::env::var("AHP_BENCH_PAYLOAD").expect("AHP_BENCH_PAYLOAD"))
+        .expect("payload");
+    let out = std::env::var("AHP_BENCH_OUT").expect("AHP_BENCH_OUT");
+    let hook_bin = std::env::var("AHP_WRAP_BIN").unwrap_or_default();
+    let hook_name = env_or("AHP_BENCH_HOOK", "PreToolUse");
+    let pyhook = env_or("AHP_BENCH_PYHOOK", "");
+    let python = env_or("AHP_BENCH_PYTHON", "python3");
+    let alt_bin = env_or("AHP_BENCH_ALT_BIN", &hook_bin);
+    let hook = |bin: &str| {
+        vec![
+            bin.to_owned(),
+            "hook".into(),
+            "claude-code".into(),
+            hook_name.clone(),
+        ]
+    };
+    // `hook-alone`: the hook process without the relay (no socket to reach, so it renders
+    // the fail-closed answer itself): what the shim costs as a process.
+    let argv = |name: &str| -> Vec<String> {
+        match name {
+            "true" => vec!["/bin/true".into()],
+            "python" => vec![python.clone(), pyhook.clone()],
+            "hook" => hook(&hook_bin),
+            "hook-alt" => hook(&alt_bin),
+            "hook-alone" => [
+                vec!["/usr/bin/env".into(), "-u".into(), "AHP_WRAP_SOCKET".into()],
+                hook(&hook_bin),
+            ]
+            .concat(),
+            "true-env" => vec![
+                "/usr/bin/env".into(),
+                "-u".into(),
+                "AHP_WRAP_SOCKET".into(),
+                "/bin/true".into(),
+            ],
+            other => panic!("unknown program {other}"),
+        }
+    };
+    let mut report = DriverReport::default();
+    for round in 0..warmup + calls {
+        for k in 0..programs.len() {
+            let name = &programs[(round + k) % programs.len()];
+            let (ns, stdout, status) = time_call(&argv(name), &payload);
+            if name == "hook" && report.hook_stdout.is_empty() && round == 0 {
+                report.hook_stdout = String::from_utf8_lossy(&stdout).into_owned();
+                report.hook_status = status;
+            }
+            if round >= warmup {
+                report.samples.entry(name.clone()).or_default().push(ns);
+            }
+        }
+    }
+    let (hwm, rss) = proc_mem(nix_getppid());
+    report.parent_hwm_kib = hwm;
+    report.parent_rss_kib = rss;
+    std::fs::write(out, serde_json::to_vec(&report).expect("serializes")).expect("write report");
+}
+
+fn nix_getppid() -> u32 {
+    std::os::unix::process::parent_id()
+}
+
+/// One call: spawn, feed the payload, read stdout to the end, reap. Nanoseconds, stdout,
+/// and the exit code.
+pub fn time_call(argv: &[String], payload: &[u8]) -> (u64, Vec<u8>, i32) {
+    let start = Instant::now();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("cannot spawn {argv:?}: {e}"));
+    // A program that does not read its stdin (true) may be gone already: not an error.
+    let _ = child.stdin.take().expect("piped").write_all(payload);
+    let mut stdout = Vec::new();
+    let _ = child.stdout.take().expect("piped").read_to_end(&mut stdout);
+    let status = child.wait().expect("wait");
+    let ns = start.elapsed().as_nanos() as u64;
+    (ns, stdout, status.code().unwrap_or(-1))
+}
+
+/// `(VmHWM, VmRSS)` of a process, in KiB (0 when unknown).
+pub fn proc_mem(pid: u32) -> (u64, u64) {
+    let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
+        return (0, 0);
+    };
+    let field = |name: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|v| v.split_whitespace().next())
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
+// ---------------------------------------------------------------------------------------
+// Statistics.
+
+/// The `p`-th percentile (nearest rank) of `samples`; sorts them.
+pub fn percentile(samples: &mut [u64], p: f64) -> u64 {
+    assert!(!samples.is_empty(), "no samples");
+    samples.sort_unstable();
+    let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
+    samples[rank.clamp(1, samples.len()) - 1]
+}
+
+/// The median of a few floats.
+pub fn median(values: &mut [f64]) -> f64 {
+    values.sort_by(|a, b| a.total_cmp(b));
+    let n = values.len();
+    if n % 2 == 1 {
+        values[n / 2]
+    } else {
+        (values[n / 2 - 1] + values[n / 2]) / 2.0
+    }
+}
+
+/// Quotes `s` for the `stdio:` harness spec (split like a POSIX shell).
+pub fn shell_quote(s: &Path) -> String {
+    format!("'{}'", s.display().to_string().replace('\'', r"'\''"))
+}

@@ -1,0 +1,562 @@
+//! Whole-process benchmarks: what the wrapper costs, each figure next to a baseline measured
+//! in the same run, printed as one table (and, with `--write FILE`, written into the results
+//! block of that file).
+//!
+//! Run through `bench/run.sh` (which runs the criterion benches first, so their figures join
+//! the table); alone: `cargo bench --bench wrapper -- [--quick] [--write BENCHMARKS.md]`.
+//! Under `cargo test` it does nothing.
+
+mod support;
+
+use std::io::{Read, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::Instant;
+
+use support::{median, percentile, proc_mem, DriverReport};
+
+const AHP_WRAP: &str = env!("CARGO_BIN_EXE_ahp-wrap");
+const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
+const BEGIN: &str = "<!-- bench:results:begin -->";
+const END: &str = "<!-- bench:results:end -->";
+
+struct Opts {
+    quick: bool,
+    write: Option<PathBuf>,
+    /// Another `ahp-wrap` build whose hook process is timed in the same run (before/after).
+    compare: Option<PathBuf>,
+}
+
+fn opts() -> Opts {
+    let mut args = std::env::args().skip(1);
+    let mut o = Opts {
+        quick: false,
+        write: None,
+        compare: None,
+    };
+    while let Some(a) = args.next() {
+        match a.as_str() {
+            "--quick" => o.quick = true,
+            "--write" => o.write = args.next().map(PathBuf::from),
+            "--compare" => o.compare = args.next().map(PathBuf::from),
+            _ => {}
+        }
+    }
+    o
+}
+
+/// One row of the table.
+struct Row {
+    figure: String,
+    ours: String,
+    baseline: String,
+    overhead: String,
+    target: String,
+    /// `Some(true)` meets the target, `Some(false)` misses it, `None` has none.
+    meets: Option<bool>,
+}
+
+fn row(figure: &str, ours: String, baseline: String, overhead: String) -> Row {
+    Row {
+        figure: figure.to_owned(),
+        ours,
+        baseline,
+        overhead,
+        target: "—".to_owned(),
+        meets: None,
+    }
+}
+
+impl Row {
+    fn target(mut self, target: &str, meets: bool) -> Row {
+        self.target = target.to_owned();
+        self.meets = Some(meets);
+        self
+    }
+}
+
+fn ms(ns: f64) -> String {
+    format!("{:.2} ms", ns / 1e6)
+}
+
+fn us(ns: f64) -> String {
+    if ns < 1e3 {
+        format!("{ns:.0} ns")
+    } else {
+        format!("{:.1} µs", ns / 1e3)
+    }
+}
+
+fn per_sec(n: f64) -> String {
+    let n = n.round() as u64;
+    let s = n.to_string();
+    let mut out = String::new();
+    for (i, ch) in s.chars().enumerate() {
+        if i > 0 && (s.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(ch);
+    }
+    format!("{out} /s")
+}
+
+fn main() {
+    if support::dispatch_role() || !support::benchmarking() {
+        return;
+    }
+    let o = opts();
+    let calls = if o.quick { 100 } else { 500 };
+    let mut rows = Vec::new();
+    let scratch = tempfile::tempdir().expect("temp dir");
+
+    eprintln!("hook latency: {calls} calls per program, interleaved…");
+    hook_rows(&mut rows, calls, scratch.path(), o.compare.as_deref());
+    eprintln!("start-up…");
+    startup_rows(&mut rows, if o.quick { 50 } else { 200 });
+    eprintln!("pass-through…");
+    passthrough_rows(&mut rows, if o.quick { 3 } else { 7 });
+    criterion_rows(&mut rows);
+
+    let table = render(&rows);
+    let machine = machine();
+    println!("\n{machine}\n\n{table}");
+    if let Some(path) = o.write {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let block = format!("{BEGIN}\n{machine}\n\n{table}{END}");
+        let new = match (text.find(BEGIN), text.find(END)) {
+            (Some(b), Some(e)) if b < e => {
+                format!("{}{block}{}", &text[..b], &text[e + END.len()..])
+            }
+            _ => format!("{text}\n{block}\n"),
+        };
+        std::fs::write(&path, new).expect("write the results");
+        eprintln!("results written to {}", path.display());
+    }
+}
+
+/// Runs the driver under `ahp-wrap <extra> -- <driver>`; returns its report.
+fn drive(
+    extra: &[String],
+    programs: &str,
+    calls: usize,
+    dir: &Path,
+    alt: Option<&Path>,
+) -> DriverReport {
+    let me = std::env::current_exe().expect("current exe");
+    let out = dir.join("driver.json");
+    let _ = std::fs::remove_file(&out);
+    let mut cmd = Command::new(AHP_WRAP);
+    if let Some(alt) = alt {
+        cmd.env("AHP_BENCH_ALT_BIN", alt);
+    }
+    let status = cmd
+        .args(["--framework", "claude-code", "--summary", "never"])
+        .args(extra)
+        .arg("--")
+        .arg(&me)
+        .arg(support::ROLE_DRIVER)
+        .env("AHP_BENCH_CALLS", calls.to_string())
+        .env("AHP_BENCH_PROGRAMS", programs)
+        .env(
+            "AHP_BENCH_PAYLOAD",
+            Path::new(MANIFEST_DIR).join("shims/claude-code/samples/PreToolUse.json"),
+        )
+        .env(
+            "AHP_BENCH_PYHOOK",
+            Path::new(MANIFEST_DIR).join("bench/minimal_hook.py"),
+        )
+        .env("AHP_BENCH_PYTHON", python_exe())
+        .env("AHP_BENCH_OUT", &out)
+        .stdin(Stdio::null())
+        .status()
+        .expect("run ahp-wrap");
+    assert!(status.success(), "the hook driver failed: {status}");
+    let report: DriverReport =
+        serde_json::from_slice(&std::fs::read(&out).expect("driver report")).expect("report");
+    assert_eq!(
+        report.hook_status, 0,
+        "the hook did not allow: {}",
+        report.hook_stdout
+    );
+    assert!(
+        !report.hook_stdout.contains("deny"),
+        "the hook did not allow: {}",
+        report.hook_stdout
+    );
+    report
+}
+
+fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Path>) {
+    let me = std::env::current_exe().expect("current exe");
+    let harness = format!(
+        "stdio:{} {}",
+        support::shell_quote(&me),
+        support::ROLE_HARNESS
+    );
+    let audit = dir.join("audit.jsonl");
+    let first = if compare.is_some() {
+        "true,python,hook,hook-alone,true-env,hook-alt"
+    } else {
+        "true,python,hook,hook-alone,true-env"
+    };
+    let runs: [(&str, Vec<String>, &str); 3] = [
+        ("embedded policy", vec![], first),
+        (
+            "local stdio harness",
+            vec!["--harness".into(), harness],
+            "true,hook",
+        ),
+        (
+            "embedded policy + durable audit log",
+            vec!["--audit-log".into(), audit.display().to_string()],
+            "true,hook",
+        ),
+    ];
+    let mut python = None;
+    for (i, (name, extra, programs)) in runs.into_iter().enumerate() {
+        let mut r = drive(&extra, programs, calls, dir, compare);
+        let mut t = r.samples.remove("true").expect("true samples");
+        let mut h = r.samples.remove("hook").expect("hook samples");
+        if let Some(mut p) = r.samples.remove("python") {
+            python = Some((percentile(&mut p, 50.0), percentile(&mut p, 99.0)));
+        }
+        let (t50, t99) = (percentile(&mut t, 50.0), percentile(&mut t, 99.0));
+        let (h50, h99) = (percentile(&mut h, 50.0), percentile(&mut h, 99.0));
+        let add50 = h50 as f64 - t50 as f64;
+        let add99 = h99 as f64 - t99 as f64;
+        let with_target = i < 2;
+        let mut r50 = row(
+            &format!("Hook call p50, {name}"),
+            ms(h50 as f64),
+            format!("`/bin/true` {}", ms(t50 as f64)),
+            format!("+{}", ms(add50)),
+        );
+        let mut r99 = row(
+            &format!("Hook call p99, {name}"),
+            ms(h99 as f64),
+            format!("`/bin/true` {}", ms(t99 as f64)),
+            format!("+{}", ms(add99)),
+        );
+        if with_target {
+            r50 = r50.target("< +1 ms", add50 < 1e6);
+            r99 = r99.target("< +5 ms", add99 < 5e6);
+        }
+        rows.push(r50);
+        rows.push(r99);
+        if let (Some(mut a), Some(mut e)) =
+            (r.samples.remove("hook-alone"), r.samples.remove("true-env"))
+        {
+            let (a50, e50) = (percentile(&mut a, 50.0), percentile(&mut e, 50.0));
+            rows.push(row(
+                "Hook process alone p50 (no relay: its fail-closed path), via `env`",
+                ms(a50 as f64),
+                format!("`env /bin/true` {}", ms(e50 as f64)),
+                format!("+{}", ms(a50 as f64 - e50 as f64)),
+            ));
+        }
+        if let Some(mut alt) = r.samples.remove("hook-alt") {
+            let (a50, a99) = (percentile(&mut alt, 50.0), percentile(&mut alt, 99.0));
+            rows.push(row(
+                &format!(
+                    "Hook call p50 / p99 through `--compare` {}",
+                    compare.map(|p| p.display().to_string()).unwrap_or_default()
+                ),
+                format!("{} / {}", ms(a50 as f64), ms(a99 as f64)),
+                format!("`/bin/true` {}", ms(t50 as f64)),
+                format!("+{}", ms(a50 as f64 - t50 as f64)),
+            ));
+        }
+        if i == 0 {
+            if let Some((p50, p99)) = python {
+                rows.push(row(
+                    "Baseline: minimal Python hook p50 / p99",
+                    "—".into(),
+                    format!("{} / {}", ms(p50 as f64), ms(p99 as f64)),
+                    "—".into(),
+                ));
+            }
+        }
+        if i < 2 {
+            let (cat_hwm, _) = cat_rss();
+            rows.push(
+                row(
+                    &format!("Parent peak RSS after {calls} hook calls, {name}"),
+                    format!("{:.1} MiB", r.parent_hwm_kib as f64 / 1024.0),
+                    format!("`cat` {:.1} MiB", cat_hwm as f64 / 1024.0),
+                    format!(
+                        "+{:.1} MiB",
+                        (r.parent_hwm_kib as f64 - cat_hwm as f64) / 1024.0
+                    ),
+                )
+                .target("< 10 MiB", r.parent_hwm_kib < 10 * 1024),
+            );
+        }
+    }
+}
+
+/// The Python interpreter itself, not a launcher in front of it (a pyenv shim is a shell
+/// script that would add a hundred milliseconds to the baseline).
+fn python_exe() -> String {
+    Command::new("python3")
+        .args(["-c", "import sys; print(sys.executable)"])
+        .output()
+        .ok()
+        .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into())
+}
+
+/// Peak RSS of an idle `cat`: the floor of any process, for scale.
+fn cat_rss() -> (u64, u64) {
+    let mut cat = Command::new("cat")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::null())
+        .spawn()
+        .expect("cat");
+    std::thread::sleep(std::time::Duration::from_millis(50));
+    let m = proc_mem(cat.id());
+    drop(cat.stdin.take());
+    let _ = cat.wait();
+    m
+}
+
+fn run_quiet(argv: &[&str]) -> u64 {
+    let start = Instant::now();
+    let status = Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("spawn");
+    assert!(status.success(), "{argv:?}: {status}");
+    start.elapsed().as_nanos() as u64
+}
+
+fn startup_rows(rows: &mut Vec<Row>, n: usize) {
+    let mut bare = Vec::new();
+    let mut wrapped = Vec::new();
+    for i in 0..n + 10 {
+        let a = || run_quiet(&["true"]);
+        let b = || run_quiet(&[AHP_WRAP, "--", "true"]);
+        let (x, y) = if i % 2 == 0 {
+            (a(), b())
+        } else {
+            let y = b();
+            (a(), y)
+        };
+        if i >= 10 {
+            bare.push(x);
+            wrapped.push(y);
+        }
+    }
+    for p in [50.0, 99.0] {
+        let (w, t) = (percentile(&mut wrapped, p), percentile(&mut bare, p));
+        let add = w as f64 - t as f64;
+        let mut r = row(
+            &format!("Start-up `ahp-wrap -- true`, p{p}"),
+            ms(w as f64),
+            format!("`true` {}", ms(t as f64)),
+            format!("+{}", ms(add)),
+        );
+        if p == 50.0 {
+            r = r.target("< +5 ms", add < 5e6);
+        }
+        rows.push(r);
+    }
+}
+
+/// MB/s of `SIZE` bytes written into `argv`'s stdin and read back from its stdout.
+fn pipe_rate(argv: &[&str]) -> f64 {
+    const SIZE: usize = 256 << 20;
+    let chunk = vec![b'a'; 64 << 10];
+    let mut child = Command::new(argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn");
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = child.stdout.take().expect("piped");
+    let start = Instant::now();
+    let writer = std::thread::spawn(move || {
+        let mut left = SIZE;
+        while left > 0 {
+            let n = left.min(chunk.len());
+            stdin.write_all(&chunk[..n]).expect("write");
+            left -= n;
+        }
+    });
+    // Timed from the first byte out to the last: the stream's rate, not the start-up and
+    // shutdown around it (measured on their own).
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut got, mut first, mut last) = (0, None, start);
+    loop {
+        match stdout.read(&mut buf) {
+            Ok(0) => break,
+            Ok(n) => {
+                if first.is_none() {
+                    first = Some((Instant::now(), n));
+                }
+                got += n;
+                last = Instant::now();
+            }
+            Err(e) => panic!("read: {e}"),
+        }
+    }
+    writer.join().expect("writer");
+    assert!(child.wait().expect("wait").success());
+    assert_eq!(got, SIZE);
+    let (t0, n0) = first.expect("some output");
+    (SIZE - n0) as f64 / (last - t0).as_secs_f64() / 1e6
+}
+
+fn passthrough_rows(rows: &mut Vec<Row>, n: usize) {
+    let mut bare = Vec::new();
+    let mut wrapped = Vec::new();
+    for _ in 0..n {
+        bare.push(pipe_rate(&["cat"]));
+        wrapped.push(pipe_rate(&[AHP_WRAP, "--", "cat"]));
+    }
+    let (w, b) = (median(&mut wrapped), median(&mut bare));
+    rows.push(
+        row(
+            "Pass-through `ahp-wrap -- cat` (256 MiB, first to last byte, median)",
+            format!("{w:.0} MB/s"),
+            format!("`cat` {b:.0} MB/s"),
+            format!("{:.0} %", 100.0 * w / b),
+        )
+        .target("≥ 90 %", w >= 0.9 * b),
+    );
+}
+
+/// Where criterion keeps its results.
+fn criterion_home() -> PathBuf {
+    if let Some(h) = std::env::var_os("CRITERION_HOME") {
+        return h.into();
+    }
+    std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .unwrap_or_else(|| Path::new(MANIFEST_DIR).join("target"))
+        .join("criterion")
+}
+
+/// Median time of one iteration of a criterion bench, in ns.
+fn criterion_ns(id: &str) -> Option<f64> {
+    let path = criterion_home().join(id).join("new/estimates.json");
+    let v: serde_json::Value = serde_json::from_slice(&std::fs::read(path).ok()?).ok()?;
+    v["median"]["point_estimate"].as_f64()
+}
+
+fn criterion_rows(rows: &mut Vec<Row>) {
+    const EVENTS: f64 = 1000.0;
+    let Some(raw) = criterion_ns("client/raw_pipe_baseline") else {
+        eprintln!(
+            "no criterion results under {} (run bench/run.sh, or cargo bench --bench inproc first)",
+            criterion_home().display()
+        );
+        return;
+    };
+    let raw_rate = EVENTS / (raw / 1e9);
+    for (id, name, target) in [
+        ("client/one_at_a_time", "one at a time", false),
+        ("client/pipelined", "pipelined", true),
+        ("client/batched", "batched notifications", true),
+    ] {
+        let Some(ns) = criterion_ns(id) else { continue };
+        let rate = EVENTS / (ns / 1e9);
+        let mut r = row(
+            &format!("Client → local stdio harness, {name}"),
+            per_sec(rate),
+            format!("bare pipe to the same harness {}", per_sec(raw_rate)),
+            format!("{:.0} % of the pipe", 100.0 * rate / raw_rate),
+        );
+        if target {
+            r = r.target("≥ 50,000 /s", rate >= 50_000.0);
+        }
+        rows.push(r);
+    }
+    let bare = criterion_ns("audit/write_fdatasync_baseline");
+    for (id, name) in [
+        ("audit/durable", "durable (fdatasync), SHA-256 chain"),
+        ("audit/durable_hmac", "durable (fdatasync), HMAC chain"),
+        ("audit/no_file", "no file (the run summary only)"),
+    ] {
+        let Some(ns) = criterion_ns(id) else { continue };
+        let (baseline, overhead) = match bare {
+            Some(b) if id != "audit/no_file" => (
+                format!("bare `write`+`fdatasync` {}", us(b)),
+                format!("+{}", us(ns - b)),
+            ),
+            _ => ("—".into(), "—".into()),
+        };
+        rows.push(row(
+            &format!("Audit, per record, {name}"),
+            us(ns),
+            baseline,
+            overhead,
+        ));
+    }
+    if let Some(ns) = criterion_ns("hook/parent_handle_embedded") {
+        rows.push(row(
+            "Hook, parent's in-process share (map + embedded decide + render)",
+            us(ns),
+            "—".into(),
+            "—".into(),
+        ));
+    }
+}
+
+fn render(rows: &[Row]) -> String {
+    let mut s = String::from(
+        "| Figure | ahp-wrap | Baseline (same run) | Overhead | Target | Meets |\n|---|---|---|---|---|---|\n",
+    );
+    for r in rows {
+        let meets = match r.meets {
+            Some(true) => "yes",
+            Some(false) => "**no**",
+            None => "—",
+        };
+        s.push_str(&format!(
+            "| {} | {} | {} | {} | {} | {} |\n",
+            r.figure, r.ours, r.baseline, r.overhead, r.target, meets
+        ));
+    }
+    s
+}
+
+fn machine() -> String {
+    let cpu = std::fs::read_to_string("/proc/cpuinfo")
+        .ok()
+        .and_then(|c| {
+            c.lines()
+                .find_map(|l| l.strip_prefix("model name"))
+                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
+        })
+        .unwrap_or_else(|| "unknown CPU".into());
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let out = |cmd: &str, args: &[&str]| {
+        Command::new(cmd)
+            .args(args)
+            .output()
+            .ok()
+            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
+            .unwrap_or_default()
+    };
+    let mem_gib = std::fs::read_to_string("/proc/meminfo")
+        .ok()
+        .and_then(|m| {
+            m.lines()
+                .find_map(|l| l.strip_prefix("MemTotal:"))
+                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
+        })
+        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    format!(
+        "Measured {} on {cpu}, {cores} cores, {mem_gib:.0} GiB, {}; {}; release build of {}.",
+        out("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
+        out("uname", &["-sr"]),
+        out("rustc", &["-V"]),
+        out("git", &["-C", MANIFEST_DIR, "rev-parse", "--short", "HEAD"]),
+    )
+}
