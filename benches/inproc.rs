@@ -245,10 +245,10 @@ fn hook_benches(c: &mut Criterion) {
         depth: 0,
         parent_session: None,
         decider: Decider {
-            harness: Harness::Embedded(Arc::new(Embedded {
-                policy: Policy::default_policy(),
-                mode: Mode::Enforce,
-            })),
+            harness: Harness::Embedded(Arc::new(Embedded::new(
+                Policy::default_policy(),
+                Mode::Enforce,
+            ))),
             fail_mode: FailMode::Closed,
             timeout: Duration::from_secs(10),
             asker: None,
@@ -256,6 +256,7 @@ fn hook_benches(c: &mut Criterion) {
         audit: Auditor::default(),
         interactive: false,
         events: Default::default(),
+        hooks_called: Default::default(),
     });
     let cwd = PathBuf::from("/tmp");
     let mut g = c.benchmark_group("hook");
