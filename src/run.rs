@@ -201,6 +201,7 @@ async fn supervise(
     };
     let hook_budget = timeout + ask_budget + HOOK_MARGIN;
     let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
+    let hook_exe = hook_executable(&self_exe);
     let mut cmd = AgentCommand {
         program: cfg.program.clone(),
         args: cfg.args.clone(),
@@ -208,7 +209,7 @@ async fn supervise(
         expect_hook: None,
     };
     let run_cx = RunContext {
-        self_exe: self_exe.clone(),
+        self_exe: hook_exe.clone(),
         run_dir: run_dir.path().to_owned(),
         hook_budget_ms: hook_budget.as_millis() as u64,
         interactive,
@@ -226,6 +227,7 @@ async fn supervise(
         env(ENV_SESSION, &session_id),
         env("AHP_WRAP_FRAMEWORK", &cfg.framework.name()),
         env("AHP_WRAP_BIN", &self_exe),
+        env("AHP_WRAP_HOOK_BIN", &hook_exe),
     ];
     our_env.append(&mut cmd.env);
     cmd.env = our_env;
@@ -372,6 +374,18 @@ async fn unsupervised_warning(
         Map::new(),
     );
     session.notify(error, None).await;
+}
+
+/// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
+/// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
+/// Both take `hook <framework> <hook>`.
+fn hook_executable(self_exe: &std::path::Path) -> std::path::PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let sibling = self_exe.with_file_name("ahp-wrap-hook");
+    match sibling.metadata() {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => sibling,
+        _ => self_exe.to_owned(),
+    }
 }
 
 /// Opens the audit log (or a file-less one that only keeps the summary).

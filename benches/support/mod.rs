@@ -132,7 +132,8 @@ pub fn hook_driver() {
     let payload = std::fs::read(std::env::var("AHP_BENCH_PAYLOAD").expect("AHP_BENCH_PAYLOAD"))
         .expect("payload");
     let out = std::env::var("AHP_BENCH_OUT").expect("AHP_BENCH_OUT");
-    let hook_bin = std::env::var("AHP_WRAP_BIN").unwrap_or_default();
+    // What the frameworks register as the hook command: the small hook executable.
+    let hook_bin = std::env::var("AHP_WRAP_HOOK_BIN").unwrap_or_default();
     let hook_name = env_or("AHP_BENCH_HOOK", "PreToolUse");
     let pyhook = env_or("AHP_BENCH_PYHOOK", "");
     let python = env_or("AHP_BENCH_PYTHON", "python3");

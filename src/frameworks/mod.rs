@@ -27,7 +27,8 @@ use crate::protocol::{EventType, Verdict};
 /// What a framework can rely on when it prepares the agent's command line.
 #[derive(Debug, Clone)]
 pub struct RunContext {
-    /// The `ahp-wrap` executable the hooks must call.
+    /// The executable the hooks must call, as `<self_exe> hook <framework> <hook>`:
+    /// `ahp-wrap-hook` when installed next to `ahp-wrap`, else `ahp-wrap` itself.
     pub self_exe: PathBuf,
     /// A private (0700) directory for this run, removed at exit: for generated settings.
     /// As root it lies, where the machine allows, under directories only root can write
