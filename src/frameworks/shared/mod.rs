@@ -4,6 +4,7 @@
 //! contract decisions in. What lives here is the scaffolding that was the same in every
 //! shim — reading a hook payload, building hook output, merging hook settings.
 
+pub mod output;
 pub mod payload;
 mod verdict;
 
