@@ -6,6 +6,7 @@
 
 pub mod output;
 pub mod payload;
+pub mod settings;
 mod verdict;
 
 pub use verdict::{additional_context, updated_input};
