@@ -2,6 +2,9 @@
 //! asking to read an SSH key or to delete a directory outside the workspace is stopped, an
 //! ordinary command still runs, and the audit log verifies.
 
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
 #[path = "support/claude_code.rs"]
 #[allow(dead_code)] // shared with the other Claude Code suites
 mod support;
@@ -77,7 +80,7 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         verify.status.success(),
         &format!("audit verify: {}", String::from_utf8_lossy(&verify.stdout)),
     );
-    let records = support::read_jsonl(&audit);
+    let records = agents::read_jsonl(&audit);
     let blocked: Vec<_> = records
         .iter()
         .filter(|r| r["decision"] == "block")

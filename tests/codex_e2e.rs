@@ -7,6 +7,9 @@
 //! how it trusts hooks (the hash ahp-wrap computes), our hooks are skipped silently, and
 //! these tests fail.
 
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
 #[path = "support/codex.rs"]
 mod support;
 

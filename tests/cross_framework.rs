@@ -2,6 +2,9 @@
 //! same shell commands in Claude Code, Codex and Gemini CLI (the real CLIs), shown by what
 //! ran on disk and what did not.
 
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
 #[path = "support/claude_code.rs"]
 #[allow(dead_code)]
 mod claude;

@@ -3,6 +3,9 @@
 //! (`GOOGLE_GEMINI_BASE_URL`) and a scripted stdio harness. Each test proves its point by
 //! what happens on disk and by what the model server receives.
 
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
 #[path = "support/llm_agents.rs"]
 // Each test crate uses a different part of the helpers.
 #[allow(dead_code)]

@@ -29,38 +29,10 @@ Every request (any method, any path) is appended to the log as one JSON line:
   {"ts", "seq", "method", "path", "headers", "body" (parsed JSON or raw text),
    "kind": "main"|"side"|"other", "turn_index"}
 """
-import argparse
 import json
-import sys
-import threading
-import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
-STATE = {"turn": 0, "seq": 0}
-SCRIPT = {}
-LOG_PATH = None
-
-
-def log_entry(entry):
-    with LOCK:
-        STATE["seq"] += 1
-        entry["seq"] = STATE["seq"]
-        entry["ts"] = time.time()
-        if LOG_PATH:
-            with open(LOG_PATH, "a") as f:
-                f.write(json.dumps(entry) + "\n")
-
-
-def next_turn():
-    with LOCK:
-        i = STATE["turn"]
-        STATE["turn"] += 1
-    turns = SCRIPT.get("turns", [])
-    if i < len(turns):
-        return i, turns[i]
-    return i, {"text": SCRIPT.get("exhausted_text", "(script exhausted)")}
+from fake_common import SCRIPT, BaseHandler, next_turn, serve
 
 
 def build_blocks(turn):
@@ -86,50 +58,11 @@ def build_blocks(turn):
     return blocks, stop
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
+class Handler(BaseHandler):
+    SECRET_HEADERS = ("x-api-key", "authorization")
 
-    def log_message(self, fmt, *args):  # silence default stderr logging
-        pass
-
-    def _read_body(self):
-        n = int(self.headers.get("Content-Length") or 0)
-        raw = self.rfile.read(n) if n else b""
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            raw = self._read_chunked()
-        try:
-            return json.loads(raw) if raw else None
-        except Exception:
-            return raw.decode("utf-8", "replace")
-
-    def _read_chunked(self):
-        out = b""
-        while True:
-            line = self.rfile.readline().strip()
-            size = int(line.split(b";")[0], 16)
-            if size == 0:
-                self.rfile.readline()
-                break
-            out += self.rfile.read(size)
-            self.rfile.readline()
-        return out
-
-    def _json(self, code, obj, extra_headers=None):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.send_header("request-id", "req_fake_" + uuid.uuid4().hex[:12])
-        for k, v in (extra_headers or {}).items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _entry(self, body, kind, turn_index=None):
-        log_entry({"method": self.command, "path": self.path,
-                   "headers": {k.lower(): v for k, v in self.headers.items()
-                               if k.lower() not in ("x-api-key", "authorization")},
-                   "body": body, "kind": kind, "turn_index": turn_index})
+    def extra_headers(self):
+        return {"request-id": "req_fake_" + uuid.uuid4().hex[:12]}
 
     def do_GET(self):
         self._entry(None, "other")
@@ -143,11 +76,7 @@ class Handler(BaseHTTPRequestHandler):
         return self._json(404, {"type": "error", "error": {"type": "not_found_error",
                                                             "message": "fake: " + path}})
 
-    def do_HEAD(self):
-        self._entry(None, "other")
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+    do_HEAD = BaseHandler._head_ok
 
     def do_POST(self):
         body = self._read_body()
@@ -179,17 +108,10 @@ class Handler(BaseHTTPRequestHandler):
                                 "stop_sequence": None, "usage": usage})
 
     def _stream(self, msg_id, model, blocks, stop, usage):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.send_header("request-id", "req_fake_" + uuid.uuid4().hex[:12])
-        self.end_headers()
-        self.close_connection = True
+        self._sse_start()
 
         def ev(name, data):
-            self.wfile.write(("event: %s\ndata: %s\n\n" % (name, json.dumps(data))).encode())
-            self.wfile.flush()
+            self._sse(data, event=name)
 
         ev("message_start", {"type": "message_start", "message": {
             "id": msg_id, "type": "message", "role": "assistant", "model": model,
@@ -226,32 +148,5 @@ class Handler(BaseHTTPRequestHandler):
         ev("message_stop", {"type": "message_stop"})
 
 
-def main():
-    global SCRIPT, LOG_PATH
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--script", required=True)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file")
-    a = ap.parse_args()
-    with open(a.script) as f:
-        SCRIPT = json.load(f)
-    LOG_PATH = a.log
-    open(LOG_PATH, "a").close()
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    srv.daemon_threads = True
-    port = srv.server_address[1]
-    if a.port_file:
-        with open(a.port_file + ".tmp", "w") as f:
-            f.write(str(port))
-        import os
-        os.replace(a.port_file + ".tmp", a.port_file)
-    print("PORT %d" % port, flush=True)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-
-
 if __name__ == "__main__":
-    main()
+    serve(Handler)

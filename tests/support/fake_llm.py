@@ -28,20 +28,13 @@ Script (JSON):
 Every request (any method/path) is logged as one JSON line:
   {seq, ts, method, path, headers (auth headers removed), body, kind: main|side|other, turn_index}
 """
-import argparse
 import json
-import os
 import re
-import threading
 import time
 import uuid
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
-LOCK = threading.Lock()
-STATE = {"turn": 0, "seq": 0}
-SCRIPT = {}
-LOG_PATH = None
-SECRET_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
+import fake_responses
+from fake_common import SCRIPT, BaseHandler, next_turn, serve, turn_calls
 
 DEFAULT_SIDE_JSON = {
     "reasoning": "fake server: the model turn is finished",
@@ -51,33 +44,6 @@ DEFAULT_SIDE_JSON = {
 }
 
 
-def log_entry(entry):
-    with LOCK:
-        STATE["seq"] += 1
-        entry["seq"] = STATE["seq"]
-        entry["ts"] = time.time()
-        if LOG_PATH:
-            with open(LOG_PATH, "a") as f:
-                f.write(json.dumps(entry) + "\n")
-
-
-def next_turn():
-    with LOCK:
-        i = STATE["turn"]
-        STATE["turn"] += 1
-    turns = SCRIPT.get("turns", [])
-    if i < len(turns):
-        return i, turns[i]
-    return i, {"text": SCRIPT.get("exhausted_text", "(script exhausted)")}
-
-
-def turn_calls(turn):
-    calls = turn.get("tool_calls") or []
-    if isinstance(calls, dict):
-        calls = [calls]
-    return [dict(c, id=c.get("id") or "call_" + uuid.uuid4().hex[:20]) for c in calls]
-
-
 def gemini_has_tools(body):
     for t in body.get("tools") or []:
         if t.get("functionDeclarations"):
@@ -85,74 +51,8 @@ def gemini_has_tools(body):
     return False
 
 
-class Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-
-    def log_message(self, fmt, *args):
-        pass
-
-    # ---------------------------------------------------------------- plumbing
-    def _read_body(self):
-        if self.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            raw = self._read_chunked()
-        else:
-            n = int(self.headers.get("Content-Length") or 0)
-            raw = self.rfile.read(n) if n else b""
-        enc = (self.headers.get("Content-Encoding") or "").lower()
-        try:
-            if enc == "gzip":
-                import gzip
-                raw = gzip.decompress(raw)
-            elif enc == "zstd":
-                return {"_undecoded_zstd_bytes": len(raw)}
-        except Exception:
-            pass
-        try:
-            return json.loads(raw) if raw else None
-        except Exception:
-            return raw.decode("utf-8", "replace")
-
-    def _read_chunked(self):
-        out = b""
-        while True:
-            line = self.rfile.readline().strip()
-            size = int(line.split(b";")[0], 16)
-            if size == 0:
-                self.rfile.readline()
-                break
-            out += self.rfile.read(size)
-            self.rfile.readline()
-        return out
-
-    def _entry(self, body, kind, turn_index=None):
-        log_entry({"method": self.command, "path": self.path,
-                   "headers": {k.lower(): v for k, v in self.headers.items()
-                               if k.lower() not in SECRET_HEADERS},
-                   "body": body, "kind": kind, "turn_index": turn_index})
-
-    def _json(self, code, obj):
-        data = json.dumps(obj).encode()
-        self.send_response(code)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(data)))
-        self.end_headers()
-        self.wfile.write(data)
-
-    def _sse_start(self):
-        self.send_response(200)
-        self.send_header("Content-Type", "text/event-stream")
-        self.send_header("Cache-Control", "no-cache")
-        self.send_header("Connection", "close")
-        self.end_headers()
-        self.close_connection = True
-
-    def _sse(self, data, event=None):
-        s = ""
-        if event:
-            s += "event: %s\n" % event
-        s += "data: %s\n\n" % (data if isinstance(data, str) else json.dumps(data))
-        self.wfile.write(s.encode())
-        self.wfile.flush()
+class Handler(BaseHandler):
+    SECRET_HEADERS = ("x-api-key", "authorization", "x-goog-api-key", "api-key")
 
     def _pick(self, body, is_main):
         if is_main:
@@ -166,11 +66,7 @@ class Handler(BaseHTTPRequestHandler):
         return SCRIPT.get("main_if", "tools") == "any" or has_tools
 
     # ---------------------------------------------------------------- verbs
-    def do_HEAD(self):
-        self._entry(None, "other")
-        self.send_response(200)
-        self.send_header("Content-Length", "0")
-        self.end_headers()
+    do_HEAD = BaseHandler._head_ok
 
     def do_CONNECT(self):
         # only reached when a client is pointed at this server as an HTTP(S) proxy: logs outbound attempts
@@ -215,64 +111,7 @@ class Handler(BaseHTTPRequestHandler):
     # ---------------------------------------------------------------- Responses API
     def _responses(self, body):
         turn = self._pick(body, self._main(bool(body.get("tools"))))
-        rid = "resp_" + uuid.uuid4().hex[:20]
-        model = body.get("model", "gpt-fake")
-        items = []
-        if turn.get("text"):
-            items.append({"type": "message", "role": "assistant", "status": "completed",
-                          "id": "msg_" + uuid.uuid4().hex[:20],
-                          "content": [{"type": "output_text", "text": turn["text"],
-                                       "annotations": []}]})
-        for c in turn_calls(turn):
-            items.append({"type": "function_call", "status": "completed",
-                          "id": "fc_" + uuid.uuid4().hex[:20], "call_id": c["id"],
-                          "name": c["name"], "arguments": json.dumps(c.get("args", {}))})
-        usage = {"input_tokens": 10, "input_tokens_details": {"cached_tokens": 0},
-                 "output_tokens": 5, "output_tokens_details": {"reasoning_tokens": 0},
-                 "total_tokens": 15}
-        resp = {"id": rid, "object": "response", "created_at": int(time.time()),
-                "model": model, "status": "in_progress", "output": []}
-        if not body.get("stream"):
-            return self._json(200, dict(resp, status="completed", output=items, usage=usage))
-        self._sse_start()
-        seq = [0]
-
-        def ev(name, data):
-            data = dict(data, type=name, sequence_number=seq[0])
-            seq[0] += 1
-            self._sse(data, event=name)
-
-        ev("response.created", {"response": resp})
-        ev("response.in_progress", {"response": resp})
-        for i, it in enumerate(items):
-            if it["type"] == "message":
-                ev("response.output_item.added", {"output_index": i,
-                                                  "item": dict(it, status="in_progress", content=[])})
-                ev("response.content_part.added", {"output_index": i, "item_id": it["id"],
-                                                   "content_index": 0,
-                                                   "part": {"type": "output_text", "text": "",
-                                                            "annotations": []}})
-                ev("response.output_text.delta", {"output_index": i, "item_id": it["id"],
-                                                  "content_index": 0,
-                                                  "delta": it["content"][0]["text"]})
-                ev("response.output_text.done", {"output_index": i, "item_id": it["id"],
-                                                 "content_index": 0,
-                                                 "text": it["content"][0]["text"]})
-                ev("response.content_part.done", {"output_index": i, "item_id": it["id"],
-                                                  "content_index": 0, "part": it["content"][0]})
-            else:
-                ev("response.output_item.added", {"output_index": i,
-                                                  "item": dict(it, status="in_progress",
-                                                               arguments="")})
-                ev("response.function_call_arguments.delta", {"output_index": i,
-                                                              "item_id": it["id"],
-                                                              "delta": it["arguments"]})
-                ev("response.function_call_arguments.done", {"output_index": i,
-                                                             "item_id": it["id"],
-                                                             "arguments": it["arguments"]})
-            ev("response.output_item.done", {"output_index": i, "item": it})
-        ev("response.completed", {"response": dict(resp, status="completed", output=items,
-                                                   usage=usage)})
+        fake_responses.respond(self, body, turn)
 
     # ---------------------------------------------------------------- Chat Completions
     def _chat(self, body):
@@ -343,31 +182,5 @@ class Handler(BaseHTTPRequestHandler):
         self._sse(resp)
 
 
-def main():
-    global SCRIPT, LOG_PATH
-    ap = argparse.ArgumentParser()
-    ap.add_argument("--script", required=True)
-    ap.add_argument("--log", required=True)
-    ap.add_argument("--port", type=int, default=0)
-    ap.add_argument("--port-file")
-    a = ap.parse_args()
-    with open(a.script) as f:
-        SCRIPT = json.load(f)
-    LOG_PATH = a.log
-    open(LOG_PATH, "a").close()
-    srv = ThreadingHTTPServer(("127.0.0.1", a.port), Handler)
-    srv.daemon_threads = True
-    port = srv.server_address[1]
-    if a.port_file:
-        with open(a.port_file + ".tmp", "w") as f:
-            f.write(str(port))
-        os.replace(a.port_file + ".tmp", a.port_file)
-    print("PORT %d" % port, flush=True)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-
-
 if __name__ == "__main__":
-    main()
+    serve(Handler)

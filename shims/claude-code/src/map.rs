@@ -1,8 +1,9 @@
 //! Claude Code hook payloads (stdin JSON) to AHP events. The table is in the README.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{ClaudeEvent, HookName, NAME};
+use crate::frameworks::shared::payload::{shape_error, HookPayload};
 use crate::frameworks::{FrameworkError, HookContext, Mapped};
 use crate::protocol::EventType;
 
@@ -10,75 +11,59 @@ use crate::protocol::EventType;
 /// cannot start sub-agents of their own, so it is always one.
 const SUBAGENT_DEPTH: u64 = 1;
 
+/// The call id Claude gives a tool call.
+const CALL_IDS: &[&str] = &["tool_use_id"];
+
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let shape = |why: String| FrameworkError::Shape {
-        framework: NAME,
-        hook: cx.hook.to_owned(),
-        why,
-    };
     let hook = HookName::parse(cx.hook)
-        .ok_or_else(|| shape("ahp-wrap registers no such Claude Code hook".into()))?;
-    let input: Value = serde_json::from_slice(payload)?;
-    let obj = input
-        .as_object()
-        .ok_or_else(|| shape("expected a JSON object".into()))?;
-    let str_of = |k: &str| obj.get(k).and_then(Value::as_str);
-    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-    let require = |k: &str| {
-        obj.get(k)
-            .cloned()
-            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
-    };
-    let session = str_of("session_id").map(str::to_owned);
-    let context = context(cx, obj);
+        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Claude Code hook"))?;
+    let p = HookPayload::parse(NAME, cx, payload)?;
+    let context = context(cx, &p);
 
     let (event_type, payload) = match hook.event {
-        ClaudeEvent::PreToolUse => (
-            EventType::PreAction,
-            tool_call(obj, require("tool_name")?, context),
-        ),
+        ClaudeEvent::PreToolUse => (EventType::PreAction, p.tool_call(context, CALL_IDS)?),
         ClaudeEvent::PermissionRequest => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["message"] = format!(
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["message"] = format!(
                 "Claude Code asks permission to use {}",
-                str_of("tool_name").unwrap_or("a tool")
+                p.str("tool_name").unwrap_or("a tool")
             )
             .into();
-            if let Some(s) = obj.get("permission_suggestions") {
-                p["permission_suggestions"] = s.clone();
+            if let Some(s) = p.get("permission_suggestions") {
+                call["permission_suggestions"] = s.clone();
             }
-            (EventType::Confirmation, p)
+            (EventType::Confirmation, call)
         }
         ClaudeEvent::PostToolUse => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["result"] = json!({
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["result"] = json!({
                 "status": "success",
-                "output": field("tool_response"),
-                "duration_ms": field("duration_ms"),
+                "output": p.field("tool_response"),
+                "duration_ms": p.field("duration_ms"),
             });
-            (EventType::PostAction, p)
+            (EventType::PostAction, call)
         }
         ClaudeEvent::PostToolUseFailure => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["result"] = json!({
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["result"] = json!({
                 "status": "error",
-                "error": field("error"),
-                "interrupted": field("is_interrupt"),
-                "duration_ms": field("duration_ms"),
+                "error": p.field("error"),
+                "interrupted": p.field("is_interrupt"),
+                "duration_ms": p.field("duration_ms"),
             });
-            (EventType::PostAction, p)
+            (EventType::PostAction, call)
         }
         ClaudeEvent::UserPromptSubmit => (
             EventType::PrePrompt,
-            json!({"prompt": require("prompt")?, "context": context}),
+            json!({"prompt": p.require("prompt")?, "context": context}),
         ),
         ClaudeEvent::SessionStart => (
             EventType::SessionStart,
             json!({
                 "framework": NAME,
-                "source": field("source"),
-                "model": field("model"),
-                "framework_session_id": field("session_id"),
+                "source": p.field("source"),
+                "model": p.field("model"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
@@ -86,16 +71,16 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::SessionEnd,
             json!({
                 "framework": NAME,
-                "reason": field("reason"),
-                "framework_session_id": field("session_id"),
+                "reason": p.field("reason"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
         ClaudeEvent::Stop => (
             EventType::PostResponse,
             json!({
-                "response": field("last_assistant_message"),
-                "stop_hook_active": field("stop_hook_active"),
+                "response": p.field("last_assistant_message"),
+                "stop_hook_active": p.field("stop_hook_active"),
                 "context": context,
             }),
         ),
@@ -103,8 +88,8 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::Error,
             json!({
                 "source": "agent",
-                "message": obj.get("error").or(obj.get("message")).cloned().unwrap_or_else(|| "Claude Code's turn ended with an error".into()),
-                "details": input.clone(),
+                "message": p.get("error").or(p.get("message")).cloned().unwrap_or_else(|| "Claude Code's turn ended with an error".into()),
+                "details": p.to_value(),
                 "context": context,
             }),
         ),
@@ -113,17 +98,17 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             json!({
                 "framework": NAME,
                 "source": "subagent",
-                "subagent": subagent(obj),
-                "framework_session_id": field("session_id"),
+                "subagent": subagent(&p),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
         ClaudeEvent::SubagentStop => (
             EventType::PostResponse,
             json!({
-                "response": field("last_assistant_message"),
-                "stop_hook_active": field("stop_hook_active"),
-                "subagent": subagent(obj),
+                "response": p.field("last_assistant_message"),
+                "stop_hook_active": p.field("stop_hook_active"),
+                "subagent": subagent(&p),
                 "context": context,
             }),
         ),
@@ -131,29 +116,15 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
     Ok(Some(Mapped {
         event_type,
         payload,
-        framework_session: session,
+        framework_session: p.session_id(),
     }))
 }
 
-/// `action_type`, `tool_name`, `arguments` (= Claude's `tool_input`), `tool_use_id`.
-fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
-    let mut p = json!({
-        "action_type": "tool_call",
-        "tool_name": tool_name,
-        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
-        "context": context,
-    });
-    if let Some(id) = obj.get("tool_use_id") {
-        p["tool_use_id"] = id.clone();
-    }
-    p
-}
-
 /// The sub-agent a hook call came from, with its depth below the main agent.
-fn subagent(obj: &Map<String, Value>) -> Value {
+fn subagent(p: &HookPayload<'_>) -> Value {
     let mut s = json!({"depth": SUBAGENT_DEPTH});
     for k in ["agent_id", "agent_type", "agent_transcript_path"] {
-        if let Some(v) = obj.get(k) {
+        if let Some(v) = p.get(k) {
             s[k] = v.clone();
         }
     }
@@ -161,31 +132,19 @@ fn subagent(obj: &Map<String, Value>) -> Value {
 }
 
 /// Where and how Claude runs: what a harness needs beside the action itself.
-fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
-    let mut c = Map::new();
-    let cwd = obj
-        .get("cwd")
-        .cloned()
-        .unwrap_or_else(|| cx.cwd.display().to_string().into());
-    c.insert("working_directory".into(), cwd);
-    for k in [
-        "permission_mode",
-        "transcript_path",
-        "session_id",
-        "prompt_id",
-    ] {
-        if let Some(v) = obj.get(k) {
-            let key = if k == "session_id" {
-                "framework_session_id"
-            } else {
-                k
-            };
-            c.insert(key.into(), v.clone());
-        }
-    }
+fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
+    let mut c = p.context(
+        cx,
+        &[
+            ("permission_mode", "permission_mode"),
+            ("transcript_path", "transcript_path"),
+            ("session_id", "framework_session_id"),
+            ("prompt_id", "prompt_id"),
+        ],
+    );
     // Tool calls made inside a sub-agent say which one; they run one level deeper.
-    if obj.contains_key("agent_id") {
-        c.insert("subagent".into(), subagent(obj));
+    if p.get("agent_id").is_some() {
+        c.insert("subagent".into(), subagent(p));
     }
     Value::Object(c)
 }

@@ -7,9 +7,16 @@
 use serde_json::{json, Value};
 
 use super::{ClaudeEvent, HookName};
+use crate::frameworks::shared::output::{
+    context_or_silence, decision, hook_specific, permission_decision, stderr_exit,
+    unapplicable_modify,
+};
 use crate::frameworks::shared::{additional_context, updated_input};
 use crate::frameworks::{HookContext, Mapped, Rendered};
 use crate::protocol::Verdict;
+
+/// How Claude Code is named in the reasons the model reads.
+const AGENT: &str = "Claude Code";
 
 /// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
 /// on stderr. Used only for hook names we do not know.
@@ -22,11 +29,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         let reason = verdict
             .reason()
             .unwrap_or("ahp-wrap does not know this Claude Code hook");
-        return Rendered {
-            stdout: Vec::new(),
-            stderr: format!("{reason}\n").into_bytes(),
-            exit_code: EXIT_BLOCK,
-        };
+        return stderr_exit(reason, EXIT_BLOCK);
     };
     match hook.event {
         ClaudeEvent::PreToolUse => pre_tool_use(verdict),
@@ -44,35 +47,15 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
     }
 }
 
-fn json_out(v: Value) -> Rendered {
-    let mut stdout = v.to_string().into_bytes();
-    stdout.push(b'\n');
-    Rendered {
-        stdout,
-        stderr: Vec::new(),
-        exit_code: 0,
-    }
-}
-
 fn bad_modify(why: String) -> Verdict {
     Verdict::Block {
-        reason: format!(
-            "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
-        ),
+        reason: unapplicable_modify(&why),
     }
 }
 
 fn pre_tool_use(verdict: &Verdict) -> Rendered {
-    let out = |decision: &str, reason: &str, input: Option<Value>| {
-        let mut o = json!({
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": reason,
-        });
-        if let Some(input) = input {
-            o["updatedInput"] = input;
-        }
-        json_out(json!({ "hookSpecificOutput": o }))
+    let out = |decision: &str, reason: &str, input| {
+        permission_decision("PreToolUse", decision, reason, input)
     };
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
@@ -92,12 +75,7 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
 }
 
 fn permission_request(verdict: &Verdict) -> Rendered {
-    let out = |decision: Value| {
-        json_out(json!({"hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": decision,
-        }}))
-    };
+    let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(input) => out(json!({"behavior": "allow", "updatedInput": input})),
@@ -116,7 +94,7 @@ fn permission_request(verdict: &Verdict) -> Rendered {
 }
 
 fn user_prompt_submit(verdict: &Verdict) -> Rendered {
-    let block = |reason: &str| json_out(json!({"decision": "block", "reason": reason}));
+    let block = |reason: &str| decision("block", reason);
     match verdict {
         // Claude has no way to replace a prompt: refusing is the only safe reading.
         _ if verdict.replacement().is_some() => block(
@@ -134,19 +112,15 @@ fn user_prompt_submit(verdict: &Verdict) -> Rendered {
 /// has already run, and the reason reaches the model.
 fn after_tool(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
+        Verdict::Block { reason } => decision("block", reason),
         _ => with_context(event, verdict),
     }
 }
 
 fn with_context(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
-    match (verdict, additional_context(verdict)) {
-        (Verdict::Block { reason }, _) => notification_error(reason),
-        (_, Some(ctx)) => json_out(json!({"hookSpecificOutput": {
-            "hookEventName": event.name(),
-            "additionalContext": ctx,
-        }})),
-        (_, None) => Rendered::default(),
+    match verdict {
+        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
+        _ => context_or_silence(event.name(), additional_context(verdict)),
     }
 }
 
@@ -154,57 +128,22 @@ fn with_context(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
 /// reports, never a `decision: block`, which for Stop would make the agent go on.
 fn notification(verdict: &Verdict) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => notification_error(reason),
+        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
         _ => Rendered::default(),
     }
 }
 
-fn notification_error(reason: &str) -> Rendered {
-    Rendered {
-        stdout: Vec::new(),
-        stderr: format!("{reason}\n").into_bytes(),
-        exit_code: EXIT_HOOK_ERROR,
-    }
-}
-
 fn unexpected(verdict: &Verdict) -> String {
-    format!(
-        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Claude Code hook",
-        verdict.name()
-    )
+    crate::frameworks::shared::output::unexpected(verdict, AGENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn cx(hook: &str) -> HookContext<'_> {
-        HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        }
-    }
+    use crate::frameworks::shared::output::testing::{allow, block, cx};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        let r = render(&cx(hook), None, verdict);
-        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
-        (v, r.exit_code)
-    }
-
-    fn allow(explicit: bool, extra: Value) -> Verdict {
-        Verdict::Allow {
-            explicit,
-            modified_payload: None,
-            extra: serde_json::from_value(extra).unwrap(),
-        }
-    }
-
-    fn block(reason: &str) -> Verdict {
-        Verdict::Block {
-            reason: reason.into(),
-        }
+        crate::frameworks::shared::output::testing::out(render, hook, verdict)
     }
 
     #[test]

@@ -8,9 +8,10 @@
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{ClaudeEvent, HookName, NAME};
+use crate::frameworks::shared::settings;
 use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
@@ -119,18 +120,14 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
     }
 }
 
-/// Quotes `s` for a POSIX shell (Claude runs hook commands through one).
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The hook command for one event. The per-run nonce makes it unique, so Claude's
 /// de-duplication of identical hook commands can never merge it with a user's hook.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: ClaudeEvent, headless: bool) -> String {
-    format!(
-        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
-        shell_quote(&self_exe.to_string_lossy()),
-        HookName::registered(event, headless)
+    settings::hook_command(
+        self_exe,
+        nonce,
+        NAME,
+        &HookName::registered(event, headless),
     )
 }
 
@@ -142,34 +139,15 @@ pub fn merge(
     timeout_s: u64,
     headless: bool,
 ) -> Result<Map<String, Value>, FrameworkError> {
-    let hooks = settings
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()));
-    let hooks = hooks
-        .as_object_mut()
-        .ok_or_else(|| err("\"hooks\" in the user's --settings is not an object"))?;
-    for event in ClaudeEvent::ALL {
-        let mut group = json!({"hooks": [{
-            "type": "command",
-            "command": hook_command(self_exe, nonce, event, headless),
-            "timeout": timeout_s,
-        }]});
-        if event.is_tool_event() {
-            group["matcher"] = "*".into();
-        }
-        let groups = hooks
-            .entry(event.name())
-            .or_insert_with(|| Value::Array(Vec::new()));
-        groups
-            .as_array_mut()
-            .ok_or_else(|| {
-                err(format!(
-                    "\"hooks.{}\" in the user's --settings is not a list",
-                    event.name()
-                ))
-            })?
-            .push(group);
-    }
+    let groups = ClaudeEvent::ALL.map(|event| {
+        let command = hook_command(self_exe, nonce, event, headless);
+        let matcher = event.is_tool_event().then_some("*");
+        (
+            event.name(),
+            settings::command_group(command, timeout_s, matcher),
+        )
+    });
+    settings::append_hook_groups(&mut settings, "the user's --settings", groups).map_err(err)?;
     // Without this, a `disableAllHooks: true` anywhere in the user's settings would switch
     // our hooks off too and leave the run unsupervised. A wrapped run is supervised or it
     // does not run; the price is that the user's own hooks run as well (see the README).
@@ -245,6 +223,7 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()

@@ -211,19 +211,10 @@ pub fn trust_hash(
     )
 }
 
-/// Quotes `s` for a POSIX shell (Codex runs hook commands through one).
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
-}
-
 /// The hook command for one event. The per-run nonce keeps it distinct from any hook of
 /// the user's, should Codex ever de-duplicate identical commands.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: CodexEvent) -> String {
-    format!(
-        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
-        shell_quote(&self_exe.to_string_lossy()),
-        event.name()
-    )
+    crate::frameworks::shared::settings::hook_command(self_exe, nonce, NAME, event.name())
 }
 
 /// The user's `-c hooks…` (already applied, as a table) with our hooks appended to each

@@ -1,71 +1,54 @@
 //! Codex hook payloads (stdin JSON) to AHP events. The table is in the README.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{CodexEvent, NAME};
+use crate::frameworks::shared::payload::{shape_error, HookPayload};
 use crate::frameworks::{FrameworkError, HookContext, Mapped};
 use crate::protocol::EventType;
 
+/// The call id Codex gives a tool call.
+const CALL_IDS: &[&str] = &["tool_use_id"];
+
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let shape = |why: String| FrameworkError::Shape {
-        framework: NAME,
-        hook: cx.hook.to_owned(),
-        why,
-    };
     let event = CodexEvent::parse(cx.hook)
-        .ok_or_else(|| shape("ahp-wrap registers no such Codex hook".into()))?;
-    let input: Value = serde_json::from_slice(payload)?;
-    let obj = input
-        .as_object()
-        .ok_or_else(|| shape("expected a JSON object".into()))?;
-    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-    let require = |k: &str| {
-        obj.get(k)
-            .cloned()
-            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
-    };
-    let session = obj
-        .get("session_id")
-        .and_then(Value::as_str)
-        .map(str::to_owned);
-    let context = context(cx, obj);
+        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Codex hook"))?;
+    let p = HookPayload::parse(NAME, cx, payload)?;
+    let context = context(cx, &p);
 
     let (event_type, payload) = match event {
-        CodexEvent::PreToolUse => (
-            EventType::PreAction,
-            tool_call(obj, require("tool_name")?, context),
-        ),
+        CodexEvent::PreToolUse => (EventType::PreAction, p.tool_call(context, CALL_IDS)?),
         CodexEvent::PermissionRequest => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            let why = obj
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            let why = p
                 .get("tool_input")
                 .and_then(|i| i.get("description"))
                 .and_then(Value::as_str);
-            p["message"] = match why {
+            call["message"] = match why {
                 Some(why) => format!("Codex asks to run this outside its sandbox: {why}"),
                 None => "Codex asks to run this outside its sandbox".to_owned(),
             }
             .into();
-            (EventType::Confirmation, p)
+            (EventType::Confirmation, call)
         }
         CodexEvent::PostToolUse => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
+            let mut call = p.tool_call(context, CALL_IDS)?;
             // Codex reports the tool's output (a string for the shell tool), not its status:
             // the call completed, whatever its exit code.
-            p["result"] = json!({"status": "success", "output": field("tool_response")});
-            (EventType::PostAction, p)
+            call["result"] = json!({"status": "success", "output": p.field("tool_response")});
+            (EventType::PostAction, call)
         }
         CodexEvent::UserPromptSubmit => (
             EventType::PrePrompt,
-            json!({"prompt": require("prompt")?, "context": context}),
+            json!({"prompt": p.require("prompt")?, "context": context}),
         ),
         CodexEvent::SessionStart => (
             EventType::SessionStart,
             json!({
                 "framework": NAME,
-                "source": field("source"),
-                "model": field("model"),
-                "framework_session_id": field("session_id"),
+                "source": p.field("source"),
+                "model": p.field("model"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
@@ -73,16 +56,16 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::SessionEnd,
             json!({
                 "framework": NAME,
-                "reason": field("reason"),
-                "framework_session_id": field("session_id"),
+                "reason": p.field("reason"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
         CodexEvent::Stop => (
             EventType::PostResponse,
             json!({
-                "response": field("last_assistant_message"),
-                "stop_hook_active": field("stop_hook_active"),
+                "response": p.field("last_assistant_message"),
+                "stop_hook_active": p.field("stop_hook_active"),
                 "context": context,
             }),
         ),
@@ -90,43 +73,24 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
     Ok(Some(Mapped {
         event_type,
         payload,
-        framework_session: session,
+        framework_session: p.session_id(),
     }))
 }
 
-/// `action_type`, `tool_name`, `arguments` (= Codex's `tool_input`), `tool_use_id`.
-fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
-    let mut p = json!({
-        "action_type": "tool_call",
-        "tool_name": tool_name,
-        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
-        "context": context,
-    });
-    if let Some(id) = obj.get("tool_use_id") {
-        p["tool_use_id"] = id.clone();
-    }
-    p
-}
-
 /// Where and how Codex runs: what a harness needs beside the action itself.
-fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
-    let mut c = Map::new();
-    let cwd = obj
-        .get("cwd")
-        .cloned()
-        .unwrap_or_else(|| cx.cwd.display().to_string().into());
-    c.insert("working_directory".into(), cwd);
-    for (from, to) in [
-        ("permission_mode", "permission_mode"),
-        ("transcript_path", "transcript_path"),
-        ("session_id", "framework_session_id"),
-        ("turn_id", "turn_id"),
-        ("model", "model"),
-    ] {
-        if let Some(v) = obj.get(from).filter(|v| !v.is_null()) {
-            c.insert(to.into(), v.clone());
-        }
-    }
+fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
+    let mut c = p.context(
+        cx,
+        &[
+            ("permission_mode", "permission_mode"),
+            ("transcript_path", "transcript_path"),
+            ("session_id", "framework_session_id"),
+            ("turn_id", "turn_id"),
+            ("model", "model"),
+        ],
+    );
+    // Codex sends null for what a run does not have (`--ephemeral`: no transcript).
+    c.retain(|k, v| k == "working_directory" || !v.is_null());
     Value::Object(c)
 }
 

@@ -8,9 +8,16 @@
 use serde_json::{json, Value};
 
 use super::CodexEvent;
+use crate::frameworks::shared::output::{
+    context_or_silence, decision, hook_specific, permission_decision, stderr_exit,
+    unapplicable_modify,
+};
 use crate::frameworks::shared::{additional_context, updated_input};
 use crate::frameworks::{HookContext, Mapped, Rendered};
 use crate::protocol::Verdict;
+
+/// How Codex is named in the reasons the model reads.
+const AGENT: &str = "Codex";
 
 /// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
 /// stderr. Used only for hook names we do not know.
@@ -25,11 +32,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
                 .reason()
                 .unwrap_or("ahp-wrap does not know this Codex hook"),
         );
-        return Rendered {
-            stdout: Vec::new(),
-            stderr: format!("{reason}\n").into_bytes(),
-            exit_code: EXIT_BLOCK,
-        };
+        return stderr_exit(&reason, EXIT_BLOCK);
     };
     match event {
         CodexEvent::PreToolUse => pre_tool_use(verdict),
@@ -51,35 +54,15 @@ fn non_empty(reason: &str) -> String {
     }
 }
 
-fn json_out(v: Value) -> Rendered {
-    let mut stdout = v.to_string().into_bytes();
-    stdout.push(b'\n');
-    Rendered {
-        stdout,
-        stderr: Vec::new(),
-        exit_code: 0,
-    }
-}
-
 fn bad_modify(why: String) -> Verdict {
     Verdict::Block {
-        reason: format!(
-            "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
-        ),
+        reason: unapplicable_modify(&why),
     }
 }
 
 fn pre_tool_use(verdict: &Verdict) -> Rendered {
-    let out = |decision: &str, reason: &str, input: Option<Value>| {
-        let mut o = json!({
-            "hookEventName": "PreToolUse",
-            "permissionDecision": decision,
-            "permissionDecisionReason": non_empty(reason),
-        });
-        if let Some(input) = input {
-            o["updatedInput"] = input;
-        }
-        json_out(json!({ "hookSpecificOutput": o }))
+    let out = |decision: &str, reason: &str, input| {
+        permission_decision("PreToolUse", decision, &non_empty(reason), input)
     };
     if let Some(modified) = verdict.replacement() {
         // Codex runs only what has a string `command`; anything else it refuses with an
@@ -108,12 +91,7 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
 }
 
 fn permission_request(verdict: &Verdict) -> Rendered {
-    let out = |decision: Value| {
-        json_out(json!({"hookSpecificOutput": {
-            "hookEventName": "PermissionRequest",
-            "decision": decision,
-        }}))
-    };
+    let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     let deny = |reason: &str| out(json!({"behavior": "deny", "message": non_empty(reason)}));
     match verdict {
         // Codex's PermissionRequest comes after PreToolUse, where a rewrite belongs; one
@@ -132,7 +110,7 @@ fn permission_request(verdict: &Verdict) -> Rendered {
 }
 
 fn user_prompt_submit(verdict: &Verdict) -> Rendered {
-    let block = |reason: &str| json_out(json!({"decision": "block", "reason": non_empty(reason)}));
+    let block = |reason: &str| decision("block", &non_empty(reason));
     match verdict {
         // Codex has no way to replace a prompt: refusing is the only safe reading.
         _ if verdict.replacement().is_some() => block(
@@ -150,21 +128,15 @@ fn user_prompt_submit(verdict: &Verdict) -> Rendered {
 /// Codex gives the model the reason instead of the tool's output.
 fn post_tool_use(verdict: &Verdict) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => {
-            json_out(json!({"decision": "block", "reason": non_empty(reason)}))
-        }
+        Verdict::Block { reason } => decision("block", &non_empty(reason)),
         _ => with_context(CodexEvent::PostToolUse, verdict),
     }
 }
 
 fn with_context(event: CodexEvent, verdict: &Verdict) -> Rendered {
-    match (verdict, additional_context(verdict)) {
-        (Verdict::Block { reason }, _) => notification_error(reason),
-        (_, Some(ctx)) => json_out(json!({"hookSpecificOutput": {
-            "hookEventName": event.name(),
-            "additionalContext": ctx,
-        }})),
-        (_, None) => Rendered::default(),
+    match verdict {
+        Verdict::Block { reason } => notification_error(reason),
+        _ => context_or_silence(event.name(), additional_context(verdict)),
     }
 }
 
@@ -178,57 +150,20 @@ fn notification(verdict: &Verdict) -> Rendered {
 }
 
 fn notification_error(reason: &str) -> Rendered {
-    Rendered {
-        stdout: Vec::new(),
-        stderr: format!("{}\n", non_empty(reason)).into_bytes(),
-        exit_code: EXIT_HOOK_ERROR,
-    }
+    stderr_exit(&non_empty(reason), EXIT_HOOK_ERROR)
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    format!(
-        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Codex hook",
-        verdict.name()
-    )
+    crate::frameworks::shared::output::unexpected(verdict, AGENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn cx(hook: &str) -> HookContext<'_> {
-        HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        }
-    }
+    use crate::frameworks::shared::output::testing::{allow, block, cx, modify};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        let r = render(&cx(hook), None, verdict);
-        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
-        (v, r.exit_code)
-    }
-
-    fn allow(explicit: bool, extra: Value) -> Verdict {
-        Verdict::Allow {
-            explicit,
-            modified_payload: None,
-            extra: serde_json::from_value(extra).unwrap(),
-        }
-    }
-
-    fn block(reason: &str) -> Verdict {
-        Verdict::Block {
-            reason: reason.into(),
-        }
-    }
-
-    fn modify(payload: Value) -> Verdict {
-        Verdict::Modify {
-            modified_payload: payload,
-        }
+        crate::frameworks::shared::output::testing::out(render, hook, verdict)
     }
 
     /// The only deny Codex honours: exit 0, `permissionDecision: "deny"`, a reason.

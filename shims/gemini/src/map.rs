@@ -1,51 +1,38 @@
 //! Gemini CLI hook payloads (stdin JSON) to AHP events. The table is in the README.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{GeminiEvent, NAME};
+use crate::frameworks::shared::payload::{shape_error, HookPayload};
 use crate::frameworks::{FrameworkError, HookContext, Mapped};
 use crate::protocol::EventType;
 
+/// Gemini gives a tool call no id in its hooks.
+const CALL_IDS: &[&str] = &[];
+
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let shape = |why: String| FrameworkError::Shape {
-        framework: NAME,
-        hook: cx.hook.to_owned(),
-        why,
-    };
     let event = GeminiEvent::parse(cx.hook)
-        .ok_or_else(|| shape("ahp-wrap registers no such Gemini CLI hook".into()))?;
-    let input: Value = serde_json::from_slice(payload)?;
-    let obj = input
-        .as_object()
-        .ok_or_else(|| shape("expected a JSON object".into()))?;
-    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-    let require = |k: &str| {
-        obj.get(k)
-            .cloned()
-            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
-    };
-    let context = context(cx, obj);
+        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Gemini CLI hook"))?;
+    let p = HookPayload::parse(NAME, cx, payload)?;
+    let context = context(cx, &p);
 
     let (event_type, payload) = match event {
-        GeminiEvent::BeforeTool => (
-            EventType::PreAction,
-            tool_call(obj, require("tool_name")?, context),
-        ),
+        GeminiEvent::BeforeTool => (EventType::PreAction, p.tool_call(context, CALL_IDS)?),
         GeminiEvent::AfterTool => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["result"] = tool_result(obj.get("tool_response"));
-            (EventType::PostAction, p)
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["result"] = tool_result(p.get("tool_response"));
+            (EventType::PostAction, call)
         }
         GeminiEvent::BeforeAgent => (
             EventType::PrePrompt,
-            json!({"prompt": require("prompt")?, "stage": "user_prompt", "context": context}),
+            json!({"prompt": p.require("prompt")?, "stage": "user_prompt", "context": context}),
         ),
         GeminiEvent::BeforeModel => {
-            let request = require("llm_request")?;
+            let request = p.require("llm_request")?;
             let messages = request
                 .get("messages")
                 .and_then(Value::as_array)
-                .ok_or_else(|| shape("\"llm_request.messages\" is not a list".into()))?;
+                .ok_or_else(|| p.shape("\"llm_request.messages\" is not a list"))?;
             // The last user message is what is new in this request; the harness gets the
             // whole conversation too, since a block keeps all of it from the model.
             let prompt = messages
@@ -68,9 +55,9 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
         GeminiEvent::AfterAgent => (
             EventType::PostResponse,
             json!({
-                "response": field("prompt_response"),
-                "prompt": field("prompt"),
-                "stop_hook_active": field("stop_hook_active"),
+                "response": p.field("prompt_response"),
+                "prompt": p.field("prompt"),
+                "stop_hook_active": p.field("stop_hook_active"),
                 "context": context,
             }),
         ),
@@ -78,8 +65,8 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::SessionStart,
             json!({
                 "framework": NAME,
-                "source": field("source"),
-                "framework_session_id": field("session_id"),
+                "source": p.field("source"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
@@ -87,22 +74,22 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::SessionEnd,
             json!({
                 "framework": NAME,
-                "reason": field("reason"),
-                "framework_session_id": field("session_id"),
+                "reason": p.field("reason"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
         GeminiEvent::Notification => (
             EventType::RunLifecycle,
             json!({
-                "phase": if obj.get("notification_type").and_then(Value::as_str) == Some("ToolPermission") {
+                "phase": if p.str("notification_type") == Some("ToolPermission") {
                     "awaiting_permission"
                 } else {
                     "notification"
                 },
-                "notification_type": field("notification_type"),
-                "message": field("message"),
-                "details": field("details"),
+                "notification_type": p.field("notification_type"),
+                "message": p.field("message"),
+                "details": p.field("details"),
                 "context": context,
             }),
         ),
@@ -110,22 +97,8 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
     Ok(Some(Mapped {
         event_type,
         payload,
-        framework_session: obj
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        framework_session: p.session_id(),
     }))
-}
-
-/// `action_type`, `tool_name`, `arguments` (= Gemini's `tool_input`). Gemini gives a tool
-/// call no id in its hooks.
-fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
-    json!({
-        "action_type": "tool_call",
-        "tool_name": tool_name,
-        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
-        "context": context,
-    })
 }
 
 /// Gemini's `tool_response: {llmContent, returnDisplay, error?}` as an AHP result.
@@ -138,20 +111,14 @@ fn tool_result(response: Option<&Value>) -> Value {
 }
 
 /// Where Gemini runs: what a harness needs beside the action itself.
-fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
-    let mut c = Map::new();
-    let cwd = obj
-        .get("cwd")
-        .cloned()
-        .unwrap_or_else(|| cx.cwd.display().to_string().into());
-    c.insert("working_directory".into(), cwd);
-    if let Some(v) = obj.get("transcript_path") {
-        c.insert("transcript_path".into(), v.clone());
-    }
-    if let Some(v) = obj.get("session_id") {
-        c.insert("framework_session_id".into(), v.clone());
-    }
-    Value::Object(c)
+fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
+    Value::Object(p.context(
+        cx,
+        &[
+            ("transcript_path", "transcript_path"),
+            ("session_id", "framework_session_id"),
+        ],
+    ))
 }
 
 #[cfg(test)]

@@ -7,8 +7,15 @@
 use serde_json::{json, Value};
 
 use super::GeminiEvent;
+use crate::frameworks::shared::output::{
+    context_or_silence, decision, hook_specific, stderr_exit, unapplicable_modify,
+};
+use crate::frameworks::shared::updated_input;
 use crate::frameworks::{HookContext, Mapped, Rendered};
 use crate::protocol::Verdict;
+
+/// How Gemini CLI is named in the reasons the model reads.
+const AGENT: &str = "Gemini CLI";
 
 /// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
 /// not know, where no JSON contract applies.
@@ -21,11 +28,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         let reason = verdict
             .reason()
             .unwrap_or("ahp-wrap does not know this Gemini CLI hook");
-        return Rendered {
-            stdout: Vec::new(),
-            stderr: format!("{reason}\n").into_bytes(),
-            exit_code: EXIT_DENY,
-        };
+        return stderr_exit(reason, EXIT_DENY);
     };
     match event {
         GeminiEvent::BeforeTool => before_tool(verdict),
@@ -43,43 +46,16 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
     }
 }
 
-fn json_out(v: Value) -> Rendered {
-    let mut stdout = v.to_string().into_bytes();
-    stdout.push(b'\n');
-    Rendered {
-        stdout,
-        stderr: Vec::new(),
-        exit_code: 0,
-    }
-}
-
 fn deny(reason: &str) -> Rendered {
-    json_out(json!({"decision": "deny", "reason": reason}))
-}
-
-/// The tool input a harness asked for: a whole pre_action payload (its `arguments` is
-/// taken) or just the new arguments. Gemini replaces the whole input with it.
-pub fn tool_input(modified: &Value) -> Result<Value, String> {
-    match modified {
-        Value::Object(o) => match o.get("arguments") {
-            Some(Value::Object(args)) => Ok(Value::Object(args.clone())),
-            Some(_) => Err("its \"arguments\" is not an object".into()),
-            None => Ok(modified.clone()),
-        },
-        _ => Err("it is not a JSON object".into()),
-    }
+    decision("deny", reason)
 }
 
 fn before_tool(verdict: &Verdict) -> Rendered {
     if let Some(modified) = verdict.replacement() {
-        return match tool_input(modified) {
-            Ok(input) => json_out(json!({"hookSpecificOutput": {
-                "hookEventName": "BeforeTool",
-                "tool_input": input,
-            }})),
-            Err(why) => deny(&format!(
-                "ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}"
-            )),
+        // Gemini replaces the whole tool input with this one.
+        return match updated_input(modified) {
+            Ok(input) => hook_specific("BeforeTool", json!({ "tool_input": input })),
+            Err(why) => deny(&unapplicable_modify(&why)),
         };
     }
     match verdict {
@@ -114,13 +90,13 @@ fn before_prompt(event: GeminiEvent, verdict: &Verdict) -> Rendered {
 fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
     match verdict {
         Verdict::Block { reason } => notification_error(reason),
-        Verdict::Allow { extra, .. } => match extra.get("additional_context") {
-            Some(Value::String(ctx)) => json_out(json!({"hookSpecificOutput": {
-                "hookEventName": event.name(),
-                "additionalContext": ctx,
-            }})),
-            _ => Rendered::default(),
-        },
+        Verdict::Allow { extra, .. } => context_or_silence(
+            event.name(),
+            extra
+                .get("additional_context")
+                .and_then(Value::as_str)
+                .map(str::to_owned),
+        ),
         _ => Rendered::default(),
     }
 }
@@ -135,48 +111,20 @@ fn notification(verdict: &Verdict) -> Rendered {
 }
 
 fn notification_error(reason: &str) -> Rendered {
-    Rendered {
-        stdout: Vec::new(),
-        stderr: format!("{reason}\n").into_bytes(),
-        exit_code: EXIT_HOOK_ERROR,
-    }
+    stderr_exit(reason, EXIT_HOOK_ERROR)
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    format!(
-        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Gemini CLI hook",
-        verdict.name()
-    )
+    crate::frameworks::shared::output::unexpected(verdict, AGENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::frameworks::shared::output::testing::{allow, block};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        let cx = HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        };
-        let r = render(&cx, None, verdict);
-        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
-        (v, r.exit_code)
-    }
-
-    fn allow(explicit: bool, extra: Value) -> Verdict {
-        Verdict::Allow {
-            explicit,
-            modified_payload: None,
-            extra: serde_json::from_value(extra).unwrap(),
-        }
-    }
-
-    fn block(reason: &str) -> Verdict {
-        Verdict::Block {
-            reason: reason.into(),
-        }
+        crate::frameworks::shared::output::testing::out(render, hook, verdict)
     }
 
     #[test]

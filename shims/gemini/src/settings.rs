@@ -9,14 +9,13 @@
 //! such a place when the wrapper runs as root (see `RunDir::create`), and nothing a normal
 //! user can write is (see the README).
 
-use std::ffi::OsString;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{GeminiEvent, NAME};
 use crate::control::only_root_can_write;
+use crate::frameworks::shared::settings::{append_hook_groups, command_group, SystemSettings};
 use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
@@ -32,16 +31,19 @@ pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
 /// fails open.
 pub const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;
 
+const SYSTEM: SystemSettings = SystemSettings {
+    framework: NAME,
+    env_settings: ENV_SYSTEM_SETTINGS,
+    env_defaults: ENV_SYSTEM_DEFAULTS,
+    default_path: DEFAULT_SYSTEM_SETTINGS,
+    file_name: SETTINGS_FILE,
+};
+
 fn err(why: impl Into<String>) -> FrameworkError {
     FrameworkError::Prepare {
         framework: NAME,
         why: why.into(),
     }
-}
-
-/// Quotes `s` for a POSIX shell (Gemini runs hook commands through `bash -c`).
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The hook command for one event. Gemini expands `$VAR` anywhere in a settings value, even
@@ -57,10 +59,11 @@ pub fn hook_command(
             "the ahp-wrap path {exe} contains a '$', which Gemini would expand in the hook command"
         )));
     }
-    Ok(format!(
-        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
-        shell_quote(&exe),
-        event.name()
+    Ok(crate::frameworks::shared::settings::hook_command(
+        self_exe,
+        nonce,
+        NAME,
+        event.name(),
     ))
 }
 
@@ -72,33 +75,14 @@ pub fn merge(
     nonce: &str,
     timeout_ms: u64,
 ) -> Result<Map<String, Value>, FrameworkError> {
-    let hooks = settings
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()))
-        .as_object_mut()
-        .ok_or_else(|| err("\"hooks\" in the system settings is not an object"))?;
+    let mut groups = Vec::new();
     for event in GeminiEvent::ALL {
-        let mut group = json!({"hooks": [{
-            "type": "command",
-            "name": format!("ahp-wrap-{nonce}-{}", event.name()),
-            "command": hook_command(self_exe, nonce, event)?,
-            "timeout": timeout_ms,
-        }]});
-        if event.is_tool_event() {
-            group["matcher"] = ".*".into();
-        }
-        hooks
-            .entry(event.name())
-            .or_insert_with(|| Value::Array(Vec::new()))
-            .as_array_mut()
-            .ok_or_else(|| {
-                err(format!(
-                    "\"hooks.{}\" in the system settings is not a list",
-                    event.name()
-                ))
-            })?
-            .push(group);
+        let command = hook_command(self_exe, nonce, event)?;
+        let mut group = command_group(command, timeout_ms, event.is_tool_event().then_some(".*"));
+        group["hooks"][0]["name"] = format!("ahp-wrap-{nonce}-{}", event.name()).into();
+        groups.push((event.name(), group));
     }
+    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
     // System settings take precedence over user and workspace ones, so this keeps a user's
     // `hooksConfig.enabled: false` from switching supervision off.
     let config = settings
@@ -124,17 +108,7 @@ fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkErro
         );
         return Ok(Map::new());
     }
-    let text = std::fs::read_to_string(path).map_err(|e| {
-        err(format!(
-            "cannot read the system settings {}: {e}",
-            path.display()
-        ))
-    })?;
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(err(format!("{} is not a JSON object", path.display()))),
-        Err(e) => Err(err(format!("{} is not valid JSON: {e}", path.display()))),
-    }
+    SYSTEM.read(path)
 }
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
@@ -150,17 +124,7 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             run.run_dir.display()
         )));
     }
-    let real: PathBuf = std::env::var_os(ENV_SYSTEM_SETTINGS)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| DEFAULT_SYSTEM_SETTINGS.into(), PathBuf::from);
-    let defaults: OsString = std::env::var_os(ENV_SYSTEM_DEFAULTS)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| {
-            real.parent()
-                .unwrap_or(Path::new("/"))
-                .join("system-defaults.json")
-                .into()
-        });
+    let real = SYSTEM.real_path();
     let timeout_ms = run.hook_budget_ms + HOOK_TIMEOUT_MARGIN_MS;
     let nonce = crate::random_hex(8);
     let merged = merge(
@@ -169,24 +133,14 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
         &nonce,
         timeout_ms,
     )?;
-    let path = run.run_dir.join(SETTINGS_FILE);
-    let text = serde_json::to_vec_pretty(&Value::Object(merged))
-        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
-        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
-    cmd.env.push((ENV_SYSTEM_SETTINGS.into(), path.into()));
-    cmd.env.push((ENV_SYSTEM_DEFAULTS.into(), defaults));
-    Ok(())
+    SYSTEM.install(run, cmd, &real, merged)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+    use std::ffi::OsString;
 
     #[test]
     fn merge_appends_to_system_hooks_and_turns_hooks_on() {

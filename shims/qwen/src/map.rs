@@ -1,64 +1,52 @@
 //! Qwen Code hook payloads (stdin JSON, Claude-style) to AHP events. Table in the README.
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 use super::{QwenEvent, NAME};
+use crate::frameworks::shared::payload::{shape_error, HookPayload};
 use crate::frameworks::{FrameworkError, HookContext, Mapped};
 use crate::protocol::EventType;
 
+/// The call ids Qwen gives a tool call (it has sent both names).
+const CALL_IDS: &[&str] = &["tool_use_id", "tool_call_id"];
+
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let shape = |why: String| FrameworkError::Shape {
-        framework: NAME,
-        hook: cx.hook.to_owned(),
-        why,
-    };
     let event = QwenEvent::parse(cx.hook)
-        .ok_or_else(|| shape("ahp-wrap registers no such Qwen Code hook".into()))?;
-    let input: Value = serde_json::from_slice(payload)?;
-    let obj = input
-        .as_object()
-        .ok_or_else(|| shape("expected a JSON object".into()))?;
-    let field = |k: &str| obj.get(k).cloned().unwrap_or(Value::Null);
-    let require = |k: &str| {
-        obj.get(k)
-            .cloned()
-            .ok_or_else(|| shape(format!("the {k:?} field is missing")))
-    };
-    let context = context(cx, obj);
+        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Qwen Code hook"))?;
+    let p = HookPayload::parse(NAME, cx, payload)?;
+    let context = context(cx, &p);
+
     let (event_type, payload) = match event {
-        QwenEvent::PreToolUse => (
-            EventType::PreAction,
-            tool_call(obj, require("tool_name")?, context),
-        ),
+        QwenEvent::PreToolUse => (EventType::PreAction, p.tool_call(context, CALL_IDS)?),
         QwenEvent::PostToolUse => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["result"] = json!({
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["result"] = json!({
                 "status": "success",
-                "output": field("tool_response"),
-                "duration_ms": field("duration_ms"),
+                "output": p.field("tool_response"),
+                "duration_ms": p.field("duration_ms"),
             });
-            (EventType::PostAction, p)
+            (EventType::PostAction, call)
         }
         QwenEvent::PostToolUseFailure => {
-            let mut p = tool_call(obj, require("tool_name")?, context);
-            p["result"] = json!({
+            let mut call = p.tool_call(context, CALL_IDS)?;
+            call["result"] = json!({
                 "status": "error",
-                "error": field("error"),
-                "duration_ms": field("duration_ms"),
+                "error": p.field("error"),
+                "duration_ms": p.field("duration_ms"),
             });
-            (EventType::PostAction, p)
+            (EventType::PostAction, call)
         }
         QwenEvent::UserPromptSubmit => (
             EventType::PrePrompt,
-            json!({"prompt": require("prompt")?, "context": context}),
+            json!({"prompt": p.require("prompt")?, "context": context}),
         ),
         QwenEvent::SessionStart => (
             EventType::SessionStart,
             json!({
                 "framework": NAME,
-                "source": field("source"),
-                "model": field("model"),
-                "framework_session_id": field("session_id"),
+                "source": p.field("source"),
+                "model": p.field("model"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
@@ -66,16 +54,16 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::SessionEnd,
             json!({
                 "framework": NAME,
-                "reason": field("reason"),
-                "framework_session_id": field("session_id"),
+                "reason": p.field("reason"),
+                "framework_session_id": p.field("session_id"),
                 "context": context,
             }),
         ),
         QwenEvent::Stop => (
             EventType::PostResponse,
             json!({
-                "response": field("last_assistant_message"),
-                "stop_hook_active": field("stop_hook_active"),
+                "response": p.field("last_assistant_message"),
+                "stop_hook_active": p.field("stop_hook_active"),
                 "context": context,
             }),
         ),
@@ -83,47 +71,21 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
     Ok(Some(Mapped {
         event_type,
         payload,
-        framework_session: obj
-            .get("session_id")
-            .and_then(Value::as_str)
-            .map(str::to_owned),
+        framework_session: p.session_id(),
     }))
 }
 
-/// `action_type`, `tool_name`, `arguments` (= Qwen's `tool_input`), the call ids.
-fn tool_call(obj: &Map<String, Value>, tool_name: Value, context: Value) -> Value {
-    let mut p = json!({
-        "action_type": "tool_call",
-        "tool_name": tool_name,
-        "arguments": obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
-        "context": context,
-    });
-    for k in ["tool_use_id", "tool_call_id"] {
-        if let Some(id) = obj.get(k) {
-            p[k] = id.clone();
-        }
-    }
-    p
-}
-
-fn context(cx: &HookContext<'_>, obj: &Map<String, Value>) -> Value {
-    let mut c = Map::new();
-    let cwd = obj
-        .get("cwd")
-        .cloned()
-        .unwrap_or_else(|| cx.cwd.display().to_string().into());
-    c.insert("working_directory".into(), cwd);
-    for (k, key) in [
-        ("permission_mode", "permission_mode"),
-        ("transcript_path", "transcript_path"),
-        ("session_id", "framework_session_id"),
-        ("prompt_id", "prompt_id"),
-    ] {
-        if let Some(v) = obj.get(k) {
-            c.insert(key.into(), v.clone());
-        }
-    }
-    Value::Object(c)
+/// Where and how Qwen runs: what a harness needs beside the action itself.
+fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
+    Value::Object(p.context(
+        cx,
+        &[
+            ("permission_mode", "permission_mode"),
+            ("transcript_path", "transcript_path"),
+            ("session_id", "framework_session_id"),
+            ("prompt_id", "prompt_id"),
+        ],
+    ))
 }
 
 #[cfg(test)]

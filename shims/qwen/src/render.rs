@@ -4,11 +4,13 @@
 //! takes in a headless run, so a `modify` is rendered as a deny that says why: the
 //! unmodified command must never run in its place.
 
-use serde_json::{json, Value};
-
 use super::QwenEvent;
+use crate::frameworks::shared::output::{decision, permission_decision, stderr_exit};
 use crate::frameworks::{HookContext, Mapped, Rendered};
 use crate::protocol::Verdict;
+
+/// How Qwen Code is named in the reasons the model reads.
+const AGENT: &str = "Qwen Code";
 
 /// Exit code with which Qwen blocks on stderr text: only for hook names we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -22,56 +24,34 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         let reason = verdict
             .reason()
             .unwrap_or("ahp-wrap does not know this Qwen Code hook");
-        return stderr(reason, EXIT_BLOCK);
+        return stderr_exit(reason, EXIT_BLOCK);
     };
     match event {
         QwenEvent::PreToolUse => pre_tool_use(verdict),
         QwenEvent::UserPromptSubmit => match verdict {
-            _ if verdict.replacement().is_some() => json_out(json!({"decision": "block",
-                "reason": "ahp-wrap blocked this prompt because the harness rewrote it, and Qwen Code cannot run a rewritten prompt"})),
+            _ if verdict.replacement().is_some() => decision(
+                "block",
+                "ahp-wrap blocked this prompt because the harness rewrote it, and Qwen Code cannot run a rewritten prompt",
+            ),
             Verdict::Allow { .. } => Rendered::default(),
-            Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
-            _ => json_out(json!({"decision": "block", "reason": unexpected(verdict)})),
+            Verdict::Block { reason } => decision("block", reason),
+            _ => decision("block", &unexpected(verdict)),
         },
         QwenEvent::PostToolUse | QwenEvent::PostToolUseFailure => match verdict {
             // Only a failed relay blocks a notification: the model hears it.
-            Verdict::Block { reason } => json_out(json!({"decision": "block", "reason": reason})),
+            Verdict::Block { reason } => decision("block", reason),
             _ => Rendered::default(),
         },
         // Never a `decision: block` here: on Stop it would make the agent go on.
         QwenEvent::SessionStart | QwenEvent::Stop | QwenEvent::SessionEnd => match verdict {
-            Verdict::Block { reason } => stderr(reason, EXIT_HOOK_ERROR),
+            Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
             _ => Rendered::default(),
         },
     }
 }
 
-fn json_out(v: Value) -> Rendered {
-    let mut stdout = v.to_string().into_bytes();
-    stdout.push(b'\n');
-    Rendered {
-        stdout,
-        stderr: Vec::new(),
-        exit_code: 0,
-    }
-}
-
-fn stderr(reason: &str, exit_code: i32) -> Rendered {
-    Rendered {
-        stdout: Vec::new(),
-        stderr: format!("{reason}\n").into_bytes(),
-        exit_code,
-    }
-}
-
 fn pre_tool_use(verdict: &Verdict) -> Rendered {
-    let deny = |reason: &str| {
-        json_out(json!({"hookSpecificOutput": {
-            "hookEventName": "PreToolUse",
-            "permissionDecision": "deny",
-            "permissionDecisionReason": reason,
-        }}))
-    };
+    let deny = |reason: &str| permission_decision("PreToolUse", "deny", reason, None);
     match verdict {
         _ if verdict.replacement().is_some() => deny(MODIFY_UNSUPPORTED),
         // No opinion or explicit: Qwen's own approval mode stays in charge.
@@ -84,32 +64,17 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    format!(
-        "ahp-wrap blocked this because a {:?} decision cannot be applied to this Qwen Code hook",
-        verdict.name()
-    )
+    crate::frameworks::shared::output::unexpected(verdict, AGENT)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::frameworks::shared::output::testing::block;
+    use serde_json::{json, Value};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        let cx = HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        };
-        let r = render(&cx, None, verdict);
-        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
-        (v, r.exit_code)
-    }
-
-    fn block(reason: &str) -> Verdict {
-        Verdict::Block {
-            reason: reason.into(),
-        }
+        crate::frameworks::shared::output::testing::out(render, hook, verdict)
     }
 
     #[test]

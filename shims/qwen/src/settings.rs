@@ -6,13 +6,12 @@
 //! Gemini, Qwen reads a system settings file from any directory, so ours stays in the
 //! run directory. User and workspace settings are layered by Qwen and never touched.
 
-use std::ffi::OsString;
-use std::os::unix::fs::OpenOptionsExt;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde_json::{json, Map, Value};
+use serde_json::{Map, Value};
 
 use super::{QwenEvent, NAME};
+use crate::frameworks::shared::settings::{append_hook_groups, command_group, SystemSettings};
 use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
@@ -27,15 +26,19 @@ pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 /// Flags with which Qwen runs no hooks at all: a wrapped run refuses them.
 const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
 
+const SYSTEM: SystemSettings = SystemSettings {
+    framework: NAME,
+    env_settings: ENV_SYSTEM_SETTINGS,
+    env_defaults: ENV_SYSTEM_DEFAULTS,
+    default_path: DEFAULT_SYSTEM_SETTINGS,
+    file_name: SETTINGS_FILE,
+};
+
 fn err(why: impl Into<String>) -> FrameworkError {
     FrameworkError::Prepare {
         framework: NAME,
         why: why.into(),
     }
-}
-
-fn shell_quote(s: &str) -> String {
-    format!("'{}'", s.replace('\'', r"'\''"))
 }
 
 /// The hook command for one event; the per-run nonce keeps it distinct from any user hook.
@@ -50,10 +53,11 @@ pub fn hook_command(
             "the ahp-wrap path {exe} contains a '$', which the settings loader would expand"
         )));
     }
-    Ok(format!(
-        "AHP_WRAP_RUN={nonce} exec {} hook {NAME} {}",
-        shell_quote(&exe),
-        event.name()
+    Ok(crate::frameworks::shared::settings::hook_command(
+        self_exe,
+        nonce,
+        NAME,
+        event.name(),
     ))
 }
 
@@ -64,54 +68,17 @@ pub fn merge(
     nonce: &str,
     timeout_s: u64,
 ) -> Result<Map<String, Value>, FrameworkError> {
-    let hooks = settings
-        .entry("hooks")
-        .or_insert_with(|| Value::Object(Map::new()))
-        .as_object_mut()
-        .ok_or_else(|| err("\"hooks\" in the system settings is not an object"))?;
+    let mut groups = Vec::new();
     for event in QwenEvent::ALL {
-        let mut group = json!({"hooks": [{
-            "type": "command",
-            "command": hook_command(self_exe, nonce, event)?,
-            "timeout": timeout_s,
-        }]});
-        if event.is_tool_event() {
-            group["matcher"] = "*".into();
-        }
-        hooks
-            .entry(event.name())
-            .or_insert_with(|| Value::Array(Vec::new()))
-            .as_array_mut()
-            .ok_or_else(|| {
-                err(format!(
-                    "\"hooks.{}\" in the system settings is not a list",
-                    event.name()
-                ))
-            })?
-            .push(group);
+        let command = hook_command(self_exe, nonce, event)?;
+        let matcher = event.is_tool_event().then_some("*");
+        groups.push((event.name(), command_group(command, timeout_s, matcher)));
     }
+    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
     // System settings win over user and workspace ones: a user's `disableAllHooks: true`
     // cannot switch supervision off.
     settings.insert("disableAllHooks".into(), false.into());
     Ok(settings)
-}
-
-fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkError> {
-    let text = match std::fs::read_to_string(path) {
-        Ok(t) => t,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
-        Err(e) => {
-            return Err(err(format!(
-                "cannot read the system settings {}: {e}",
-                path.display()
-            )))
-        }
-    };
-    match serde_json::from_str(&text) {
-        Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(err(format!("{} is not a JSON object", path.display()))),
-        Err(e) => Err(err(format!("{} is not valid JSON: {e}", path.display()))),
-    }
 }
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
@@ -125,43 +92,17 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             )));
         }
     }
-    let real: PathBuf = std::env::var_os(ENV_SYSTEM_SETTINGS)
-        .filter(|v| !v.is_empty())
-        .map_or_else(|| DEFAULT_SYSTEM_SETTINGS.into(), PathBuf::from);
-    let defaults: OsString = std::env::var_os(ENV_SYSTEM_DEFAULTS)
-        .filter(|v| !v.is_empty())
-        .unwrap_or_else(|| {
-            real.parent()
-                .unwrap_or(Path::new("/"))
-                .join("system-defaults.json")
-                .into()
-        });
+    let real = SYSTEM.real_path();
     let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
     let nonce = crate::random_hex(8);
-    let merged = merge(
-        load_system_settings(&real)?,
-        &run.self_exe,
-        &nonce,
-        timeout_s,
-    )?;
-    let path = run.run_dir.join(SETTINGS_FILE);
-    let text = serde_json::to_vec_pretty(&Value::Object(merged))
-        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&path)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
-        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
-    cmd.env.push((ENV_SYSTEM_SETTINGS.into(), path.into()));
-    cmd.env.push((ENV_SYSTEM_DEFAULTS.into(), defaults));
-    Ok(())
+    let merged = merge(SYSTEM.read(&real)?, &run.self_exe, &nonce, timeout_s)?;
+    SYSTEM.install(run, cmd, &real, merged)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     #[test]
     fn merge_appends_to_system_hooks_and_turns_hooks_on() {

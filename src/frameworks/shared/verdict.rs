@@ -1,5 +1,5 @@
-//! Helpers more than one framework's rendering needs: AHP decision fields to the shapes
-//! agents with Claude-style hooks accept.
+//! AHP decision fields in the shapes agents with Claude-style hooks accept: the tool input
+//! of a modify, the text of an allow's context.
 
 use serde_json::{Map, Value};
 

@@ -1,0 +1,171 @@
+//! A hook's answer built the ways agents read one: JSON on stdout (Claude-style
+//! `hookSpecificOutput` and `decision` objects), or a reason on stderr with an exit code.
+//!
+//! Which answer a verdict becomes on which hook is each shim's decision; these only spell
+//! the answer out.
+
+use serde_json::{json, Value};
+
+use crate::frameworks::Rendered;
+use crate::protocol::Verdict;
+
+/// `v` as one line of JSON on stdout, exit 0.
+pub fn json_stdout(v: Value) -> Rendered {
+    let mut stdout = v.to_string().into_bytes();
+    stdout.push(b'\n');
+    Rendered {
+        stdout,
+        stderr: Vec::new(),
+        exit_code: 0,
+    }
+}
+
+/// `reason` as a line on stderr, and `exit_code`.
+pub fn stderr_exit(reason: &str, exit_code: i32) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("{reason}\n").into_bytes(),
+        exit_code,
+    }
+}
+
+/// `{"hookSpecificOutput": {"hookEventName": event, …fields}}`.
+pub fn hook_specific(event: &str, fields: Value) -> Rendered {
+    let mut o = json!({ "hookEventName": event });
+    if let (Some(o), Value::Object(fields)) = (o.as_object_mut(), fields) {
+        o.extend(fields);
+    }
+    json_stdout(json!({ "hookSpecificOutput": o }))
+}
+
+/// A tool hook's `permissionDecision` (`allow`, `deny`, `ask`) with its reason, and the
+/// tool input to run instead when there is one.
+pub fn permission_decision(
+    event: &str,
+    decision: &str,
+    reason: &str,
+    updated_input: Option<Value>,
+) -> Rendered {
+    let mut o = json!({
+        "permissionDecision": decision,
+        "permissionDecisionReason": reason,
+    });
+    if let Some(input) = updated_input {
+        o["updatedInput"] = input;
+    }
+    hook_specific(event, o)
+}
+
+/// A top-level `{"decision": decision, "reason": reason}`.
+pub fn decision(decision: &str, reason: &str) -> Rendered {
+    json_stdout(json!({"decision": decision, "reason": reason}))
+}
+
+/// Context for the model (`additionalContext`), or silence when there is none.
+pub fn context_or_silence(event: &str, context: Option<String>) -> Rendered {
+    match context {
+        Some(ctx) => hook_specific(event, json!({ "additionalContext": ctx })),
+        None => Rendered::default(),
+    }
+}
+
+/// The reason given when a harness's modified payload cannot be applied.
+pub fn unapplicable_modify(why: &str) -> String {
+    format!("ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}")
+}
+
+/// The reason given when a decision has no meaning on a hook of `agent` (its display name).
+pub fn unexpected(verdict: &Verdict, agent: &str) -> String {
+    format!(
+        "ahp-wrap blocked this because a {:?} decision cannot be applied to this {agent} hook",
+        verdict.name()
+    )
+}
+
+/// Helpers for the shims' render tests.
+#[cfg(test)]
+pub mod testing {
+    use std::path::Path;
+
+    use serde_json::Value;
+
+    use crate::frameworks::{HookContext, Mapped, Rendered};
+    use crate::protocol::Verdict;
+
+    /// A shim's `render`.
+    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Verdict) -> Rendered;
+
+    /// A headless hook call named `hook`.
+    pub fn cx(hook: &str) -> HookContext<'_> {
+        HookContext {
+            hook,
+            cwd: Path::new("/"),
+            interactive: false,
+        }
+    }
+
+    /// What `render` prints on stdout (parsed, if anything) and its exit code.
+    pub fn out(render: Render, hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+        let r = render(&cx(hook), None, verdict);
+        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
+        (v, r.exit_code)
+    }
+
+    pub fn allow(explicit: bool, extra: Value) -> Verdict {
+        Verdict::Allow {
+            explicit,
+            modified_payload: None,
+            extra: serde_json::from_value(extra).unwrap(),
+        }
+    }
+
+    pub fn block(reason: &str) -> Verdict {
+        Verdict::Block {
+            reason: reason.into(),
+        }
+    }
+
+    pub fn modify(payload: Value) -> Verdict {
+        Verdict::Modify {
+            modified_payload: payload,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn outputs_spell_out_the_claude_style_shapes() {
+        let parse = |r: Rendered| -> Value { serde_json::from_slice(&r.stdout).unwrap() };
+        assert_eq!(
+            parse(permission_decision("E", "deny", "no", None)),
+            json!({"hookSpecificOutput": {"hookEventName": "E", "permissionDecision": "deny", "permissionDecisionReason": "no"}})
+        );
+        assert_eq!(
+            parse(permission_decision(
+                "E",
+                "allow",
+                "ok",
+                Some(json!({"c": 1}))
+            ))["hookSpecificOutput"]["updatedInput"],
+            json!({"c": 1})
+        );
+        assert_eq!(
+            parse(decision("block", "r")),
+            json!({"decision": "block", "reason": "r"})
+        );
+        assert_eq!(context_or_silence("E", None), Rendered::default());
+        assert_eq!(
+            parse(context_or_silence("E", Some("C".into()))),
+            json!({"hookSpecificOutput": {"hookEventName": "E", "additionalContext": "C"}})
+        );
+        let r = stderr_exit("why", 2);
+        assert_eq!(
+            (r.stdout.len(), r.stderr, r.exit_code),
+            (0, b"why\n".to_vec(), 2)
+        );
+        assert!(json_stdout(json!({})).stdout.ends_with(b"}\n"));
+    }
+}

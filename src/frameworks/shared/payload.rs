@@ -1,0 +1,192 @@
+//! One hook call's stdin payload (a JSON object), read the way every shim's `map` reads it.
+//!
+//! Claude-style hook payloads (`tool_name`, `tool_input`, `tool_use_id`, `session_id`,
+//! `cwd`, …) map to the same AHP `tool_call` payload and `context`; the shims choose which
+//! fields they copy, since each agent sends a different set.
+
+use serde_json::{json, Map, Value};
+
+use crate::frameworks::{FrameworkError, HookContext};
+
+/// A payload that is not what `framework` sends for `hook`.
+pub fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
+    FrameworkError::Shape {
+        framework,
+        hook: hook.to_owned(),
+        why: why.into(),
+    }
+}
+
+/// A hook payload known to be a JSON object, with the hook it came from for errors.
+#[derive(Debug)]
+pub struct HookPayload<'a> {
+    framework: &'static str,
+    hook: &'a str,
+    obj: Map<String, Value>,
+}
+
+impl<'a> HookPayload<'a> {
+    /// Parses `payload`, which must be one JSON object.
+    pub fn parse(
+        framework: &'static str,
+        cx: &HookContext<'a>,
+        payload: &[u8],
+    ) -> Result<HookPayload<'a>, FrameworkError> {
+        let Value::Object(obj) = serde_json::from_slice(payload)? else {
+            return Err(shape_error(framework, cx.hook, "expected a JSON object"));
+        };
+        Ok(HookPayload {
+            framework,
+            hook: cx.hook,
+            obj,
+        })
+    }
+
+    /// An error saying why this payload cannot be mapped.
+    pub fn shape(&self, why: impl Into<String>) -> FrameworkError {
+        shape_error(self.framework, self.hook, why)
+    }
+
+    /// The whole payload, as the agent sent it.
+    pub fn to_value(&self) -> Value {
+        Value::Object(self.obj.clone())
+    }
+
+    pub fn get(&self, key: &str) -> Option<&Value> {
+        self.obj.get(key)
+    }
+
+    pub fn str(&self, key: &str) -> Option<&str> {
+        self.obj.get(key).and_then(Value::as_str)
+    }
+
+    /// The field, or null when the agent did not send it.
+    pub fn field(&self, key: &str) -> Value {
+        self.obj.get(key).cloned().unwrap_or(Value::Null)
+    }
+
+    /// The field, or a shape error when the agent did not send it.
+    pub fn require(&self, key: &str) -> Result<Value, FrameworkError> {
+        self.obj
+            .get(key)
+            .cloned()
+            .ok_or_else(|| self.shape(format!("the {key:?} field is missing")))
+    }
+
+    /// The agent's own session id (`session_id`), recorded next to ours.
+    pub fn session_id(&self) -> Option<String> {
+        self.str("session_id").map(str::to_owned)
+    }
+
+    /// The AHP `context`: `working_directory` (the payload's `cwd`, else the hook
+    /// process's), then each `(from, to)` field the payload has, renamed.
+    pub fn context(&self, cx: &HookContext<'_>, fields: &[(&str, &str)]) -> Map<String, Value> {
+        let mut c = Map::new();
+        let cwd = self
+            .obj
+            .get("cwd")
+            .cloned()
+            .unwrap_or_else(|| cx.cwd.display().to_string().into());
+        c.insert("working_directory".into(), cwd);
+        for (from, to) in fields {
+            if let Some(v) = self.obj.get(*from) {
+                c.insert((*to).into(), v.clone());
+            }
+        }
+        c
+    }
+
+    /// A `tool_call` action: `tool_name` (required), `arguments` (the payload's
+    /// `tool_input`, else `{}`), `context`, and each of the call-id fields in `ids` the
+    /// payload has.
+    pub fn tool_call(&self, context: Value, ids: &[&str]) -> Result<Value, FrameworkError> {
+        let mut p = json!({
+            "action_type": "tool_call",
+            "tool_name": self.require("tool_name")?,
+            "arguments": self.obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
+            "context": context,
+        });
+        for k in ids {
+            if let Some(id) = self.obj.get(*k) {
+                p[*k] = id.clone();
+            }
+        }
+        Ok(p)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    fn cx(hook: &str) -> HookContext<'_> {
+        HookContext {
+            hook,
+            cwd: Path::new("/here"),
+            interactive: false,
+        }
+    }
+
+    #[test]
+    fn only_json_objects_are_payloads() {
+        assert!(matches!(
+            HookPayload::parse("fw", &cx("H"), b"nope"),
+            Err(FrameworkError::Payload(_))
+        ));
+        let e = HookPayload::parse("fw", &cx("H"), b"[]").unwrap_err();
+        assert!(e.to_string().contains("expected a JSON object"), "{e}");
+        let p = HookPayload::parse("fw", &cx("H"), b"{}").unwrap();
+        let e = p.require("tool_name").unwrap_err().to_string();
+        assert!(
+            e.contains("fw") && e.contains("H") && e.contains("tool_name"),
+            "{e}"
+        );
+        assert_eq!(p.field("x"), Value::Null);
+        assert_eq!(p.session_id(), None);
+    }
+
+    #[test]
+    fn context_and_tool_call() {
+        let c = cx("H");
+        let p = HookPayload::parse(
+            "fw",
+            &c,
+            br#"{"session_id":"s","tool_input":{"a":1},"tool_use_id":"t","x":null}"#,
+        )
+        .unwrap();
+        let ctx = p.context(
+            &c,
+            &[
+                ("session_id", "framework_session_id"),
+                ("x", "x"),
+                ("y", "y"),
+            ],
+        );
+        assert_eq!(
+            Value::Object(ctx.clone()),
+            json!({"working_directory": "/here", "framework_session_id": "s", "x": null})
+        );
+        assert!(p.tool_call(Value::Null, &[]).is_err());
+        let p = HookPayload::parse(
+            "fw",
+            &c,
+            br#"{"tool_name":"Bash","tool_input":{"a":1},"tool_use_id":"t"}"#,
+        )
+        .unwrap();
+        let call = p
+            .tool_call(Value::Object(ctx), &["tool_use_id", "other"])
+            .unwrap();
+        assert_eq!(call["action_type"], "tool_call");
+        assert_eq!(call["arguments"], json!({"a": 1}));
+        assert_eq!(call["tool_use_id"], "t");
+        assert!(call.get("other").is_none());
+        assert_eq!(call["tool_name"], "Bash");
+        let bare = HookPayload::parse("fw", &c, br#"{"cwd":"/there","tool_name":"T"}"#).unwrap();
+        assert_eq!(bare.context(&c, &[])["working_directory"], "/there");
+        assert_eq!(
+            bare.tool_call(Value::Null, &[]).unwrap()["arguments"],
+            json!({})
+        );
+    }
+}

@@ -1,0 +1,206 @@
+//! Hook registration in JSON settings files of the Claude-style shape
+//! (`hooks.<Event>: [{matcher?, hooks: [{type: "command", command, timeout}]}]`), and the
+//! system-settings layer some agents let an environment variable replace.
+
+use std::ffi::OsString;
+use std::os::unix::fs::OpenOptionsExt;
+use std::path::{Path, PathBuf};
+
+use serde_json::{json, Map, Value};
+
+use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+
+/// Quotes `s` for a POSIX shell (agents run hook commands through one).
+fn shell_quote(s: &str) -> String {
+    format!("'{}'", s.replace('\'', r"'\''"))
+}
+
+/// The command an agent runs for one of our hooks: `ahp-wrap hook <framework> <hook>`.
+/// The per-run nonce makes it unique, so no agent can merge it with a user's hook as a
+/// duplicate, and it tells the shim which run it belongs to.
+pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -> String {
+    format!(
+        "AHP_WRAP_RUN={nonce} exec {} hook {framework} {hook}",
+        shell_quote(&self_exe.to_string_lossy())
+    )
+}
+
+/// One hook group running `command`, for tool events with a tool-name `matcher`.
+pub fn command_group(command: String, timeout: u64, matcher: Option<&str>) -> Value {
+    let mut group = json!({"hooks": [{
+        "type": "command",
+        "command": command,
+        "timeout": timeout,
+    }]});
+    if let Some(m) = matcher {
+        group["matcher"] = m.into();
+    }
+    group
+}
+
+/// Appends each `(event, group)` to `settings.hooks.<event>`, after whatever is there.
+/// `source` names the settings in errors ("the system settings").
+pub fn append_hook_groups(
+    settings: &mut Map<String, Value>,
+    source: &str,
+    groups: impl IntoIterator<Item = (&'static str, Value)>,
+) -> Result<(), String> {
+    let hooks = settings
+        .entry("hooks")
+        .or_insert_with(|| Value::Object(Map::new()))
+        .as_object_mut()
+        .ok_or_else(|| format!("\"hooks\" in {source} is not an object"))?;
+    for (event, group) in groups {
+        hooks
+            .entry(event)
+            .or_insert_with(|| Value::Array(Vec::new()))
+            .as_array_mut()
+            .ok_or_else(|| format!("\"hooks.{event}\" in {source} is not a list"))?
+            .push(group);
+    }
+    Ok(())
+}
+
+/// An agent's system settings file, which an environment variable can replace, with a
+/// defaults file that is looked for next to it unless a second variable names it.
+///
+/// A run replaces it with a merged copy in the run directory: the real file's settings
+/// plus our hooks, and the defaults variable pointing back at the real defaults file.
+#[derive(Debug)]
+pub struct SystemSettings {
+    pub framework: &'static str,
+    /// The variable naming the system settings file.
+    pub env_settings: &'static str,
+    /// The variable naming the system defaults file.
+    pub env_defaults: &'static str,
+    /// Where the agent looks when `env_settings` is not set.
+    pub default_path: &'static str,
+    /// The merged copy's file name in the run directory.
+    pub file_name: &'static str,
+}
+
+impl SystemSettings {
+    fn err(&self, why: impl Into<String>) -> FrameworkError {
+        FrameworkError::Prepare {
+            framework: self.framework,
+            why: why.into(),
+        }
+    }
+
+    /// The system settings file the agent would read without us.
+    pub fn real_path(&self) -> PathBuf {
+        std::env::var_os(self.env_settings)
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| self.default_path.into(), PathBuf::from)
+    }
+
+    /// The system defaults file the agent would read without us.
+    fn defaults_path(&self, real: &Path) -> OsString {
+        std::env::var_os(self.env_defaults)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| {
+                real.parent()
+                    .unwrap_or(Path::new("/"))
+                    .join("system-defaults.json")
+                    .into()
+            })
+    }
+
+    /// The settings in `path`: a JSON object, or nothing when there is no such file.
+    pub fn read(&self, path: &Path) -> Result<Map<String, Value>, FrameworkError> {
+        let text = match std::fs::read_to_string(path) {
+            Ok(t) => t,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Map::new()),
+            Err(e) => {
+                return Err(self.err(format!(
+                    "cannot read the system settings {}: {e}",
+                    path.display()
+                )))
+            }
+        };
+        match serde_json::from_str(&text) {
+            Ok(Value::Object(map)) => Ok(map),
+            Ok(_) => Err(self.err(format!("{} is not a JSON object", path.display()))),
+            Err(e) => Err(self.err(format!("{} is not valid JSON: {e}", path.display()))),
+        }
+    }
+
+    /// Writes `merged` (the settings from `real` plus ours) as this run's system settings
+    /// file (0600, never over an existing file) and points the agent at it.
+    pub fn install(
+        &self,
+        run: &RunContext,
+        cmd: &mut AgentCommand,
+        real: &Path,
+        merged: Map<String, Value>,
+    ) -> Result<(), FrameworkError> {
+        let defaults = self.defaults_path(real);
+        let path = run.run_dir.join(self.file_name);
+        let text = serde_json::to_vec_pretty(&Value::Object(merged))
+            .map_err(|e| self.err(format!("cannot encode the settings: {e}")))?;
+        std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
+            .map_err(|e| self.err(format!("cannot write {}: {e}", path.display())))?;
+        cmd.env.push((self.env_settings.into(), path.into()));
+        cmd.env.push((self.env_defaults.into(), defaults));
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hook_commands_are_quoted_for_the_shell() {
+        assert_eq!(
+            hook_command(Path::new("/opt/it's here"), "n1", "fw", "Pre.x"),
+            r"AHP_WRAP_RUN=n1 exec '/opt/it'\''s here' hook fw Pre.x"
+        );
+    }
+
+    #[test]
+    fn groups_are_appended_after_the_existing_ones() {
+        let mut s: Map<String, Value> =
+            serde_json::from_value(json!({"hooks": {"A": [{"mine": 1}]}})).unwrap();
+        append_hook_groups(
+            &mut s,
+            "the settings",
+            [
+                ("A", command_group("a".into(), 3, Some("*"))),
+                ("B", command_group("b".into(), 3, None)),
+            ],
+        )
+        .unwrap();
+        assert_eq!(s["hooks"]["A"][0], json!({"mine": 1}));
+        assert_eq!(
+            s["hooks"]["A"][1],
+            json!({"matcher": "*", "hooks": [{"type": "command", "command": "a", "timeout": 3}]})
+        );
+        assert!(s["hooks"]["B"][0].get("matcher").is_none());
+        let mut bad: Map<String, Value> =
+            serde_json::from_value(json!({"hooks": {"A": {}}})).unwrap();
+        let e = append_hook_groups(&mut bad, "the settings", [("A", json!({}))]).unwrap_err();
+        assert_eq!(e, "\"hooks.A\" in the settings is not a list");
+    }
+
+    #[test]
+    fn a_missing_system_settings_file_is_empty_and_a_bad_one_an_error() {
+        let s = SystemSettings {
+            framework: "fw",
+            env_settings: "AHP_WRAP_TEST_UNSET_SETTINGS",
+            env_defaults: "AHP_WRAP_TEST_UNSET_DEFAULTS",
+            default_path: "/etc/fw/settings.json",
+            file_name: "fw.json",
+        };
+        assert_eq!(s.real_path(), Path::new("/etc/fw/settings.json"));
+        let dir = tempfile::tempdir().unwrap();
+        assert!(s.read(&dir.path().join("absent.json")).unwrap().is_empty());
+        std::fs::write(dir.path().join("list.json"), "[]").unwrap();
+        assert!(s.read(&dir.path().join("list.json")).is_err());
+    }
+}

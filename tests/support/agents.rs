@@ -1,0 +1,272 @@
+//! What the end-to-end suites on real agent CLIs share: the installed CLI, a scripted fake
+//! model server, the scripted harness in one test's private directory, and a time-limited
+//! run that prints everything when a check fails.
+//!
+//! A test crate loads it as `crate::agents`, beside the agent's own support file
+//! (`claude_code.rs`, `codex.rs`, `llm_agents.rs`), which adds the agent's command line
+//! and what its model API receives.
+
+use std::io::Read;
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+pub fn root() -> &'static Path {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// An agent CLI installed by `tests/<setup>/setup.sh` into
+/// `tests/.cache/agents/<setup>-<version>/<exe>`, or a failure that says how to install it.
+/// `what` names the CLI and `package` what the setup script installs, for that message.
+pub fn installed_bin(setup: &str, version: &str, exe: &str, what: &str, package: &str) -> PathBuf {
+    let bin = root()
+        .join("tests/.cache/agents")
+        .join(format!("{setup}-{version}"))
+        .join(exe);
+    assert!(
+        bin.exists(),
+        "the {what} {version} is not installed at {}: run tests/{setup}/setup.sh first \
+         (it installs {package} from the npm registry)",
+        bin.display()
+    );
+    bin
+}
+
+/// A process killed when dropped.
+struct Killed(Child);
+
+impl Drop for Killed {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A scripted fake model server (`tests/support/<server>`) on 127.0.0.1, an ephemeral
+/// port, logging every request it gets.
+pub struct FakeServer {
+    _proc: Killed,
+    pub port: u16,
+    pub log: PathBuf,
+}
+
+impl FakeServer {
+    /// Starts `server` with these scripted `turns`; its files in `dir` are named after
+    /// `name`. `what` names the server in failures.
+    pub fn start(server: &str, what: &str, dir: &Path, name: &str, turns: Value) -> FakeServer {
+        let script = dir.join(format!("{name}-script.json"));
+        let log = dir.join(format!("{name}-requests.jsonl"));
+        let port_file = dir.join(format!("{name}-port"));
+        assert!(
+            !log.exists(),
+            "the {what} {name:?} was already started here"
+        );
+        std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+        let proc = Command::new("python3")
+            .arg(root().join("tests/support").join(server))
+            .arg("--script")
+            .arg(&script)
+            .arg("--log")
+            .arg(&log)
+            .arg("--port-file")
+            .arg(&port_file)
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap_or_else(|e| panic!("python3 runs the {what}: {e}"));
+        let proc = Killed(proc);
+        let deadline = Instant::now() + Duration::from_secs(10);
+        let port = loop {
+            if let Some(p) = std::fs::read_to_string(&port_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(Instant::now() < deadline, "the {what} did not start");
+            std::thread::sleep(Duration::from_millis(20));
+        };
+        FakeServer {
+            _proc: proc,
+            port,
+            log,
+        }
+    }
+
+    /// Every request the server got.
+    pub fn requests(&self) -> Vec<Value> {
+        read_jsonl(&self.log)
+    }
+
+    /// The bodies of the agent-loop requests (the ones that consumed a scripted turn).
+    pub fn main_bodies(&self) -> Vec<Value> {
+        self.requests()
+            .into_iter()
+            .filter(|r| r["kind"] == "main")
+            .map(|r| r["body"].clone())
+            .collect()
+    }
+}
+
+pub fn read_jsonl(path: &Path) -> Vec<Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// One test's private directory: a workspace (`ws/`) and the scripted harness's files.
+pub struct TestDir {
+    pub dir: tempfile::TempDir,
+}
+
+impl TestDir {
+    /// A new directory named `<prefix>…` (in `parent`, else the system's temp dir) with
+    /// `subdirs` (and `ws/`) created.
+    pub fn new(prefix: &str, parent: Option<&Path>, subdirs: &[&str]) -> TestDir {
+        let mut builder = tempfile::Builder::new();
+        builder.prefix(prefix);
+        let dir = match parent {
+            Some(p) => builder.tempdir_in(p),
+            None => builder.tempdir(),
+        }
+        .unwrap();
+        for d in subdirs.iter().chain(&["ws"]) {
+            std::fs::create_dir_all(dir.path().join(d)).unwrap();
+        }
+        TestDir { dir }
+    }
+
+    pub fn ws(&self) -> PathBuf {
+        self.dir.path().join("ws")
+    }
+
+    pub fn events_log(&self) -> PathBuf {
+        self.dir.path().join("harness-events.jsonl")
+    }
+
+    /// `--harness stdio:…` for the scripted harness with these rules.
+    pub fn harness(&self, mut rules: Value) -> String {
+        rules["log"] = self.events_log().display().to_string().into();
+        let file = self.dir.path().join("rules.json");
+        std::fs::write(&file, rules.to_string()).unwrap();
+        format!(
+            "stdio:python3 {} {}",
+            root().join("tests/support/script_harness.py").display(),
+            file.display()
+        )
+    }
+
+    /// The events the harness received (`ahp/event` params and the events of batches).
+    pub fn harness_events(&self) -> Vec<Value> {
+        read_jsonl(&self.events_log())
+            .into_iter()
+            .flat_map(|m| match m["method"].as_str() {
+                Some("ahp/event") => vec![m["params"].clone()],
+                Some("ahp/batch") => m["params"]["events"]
+                    .as_array()
+                    .cloned()
+                    .unwrap_or_default(),
+                _ => Vec::new(),
+            })
+            .collect()
+    }
+
+    /// Events of one type the harness received.
+    pub fn harness_saw(&self, event_type: &str) -> Vec<Value> {
+        self.harness_events()
+            .into_iter()
+            .filter(|e| e["event_type"] == event_type)
+            .collect()
+    }
+}
+
+/// The environment every offline agent run starts from: ours cleared, `PATH` kept, `HOME`
+/// in the test's directory, run in its workspace, stdin closed and the output captured.
+pub fn offline(cmd: &mut Command, dir: &TestDir) {
+    cmd.current_dir(dir.ws())
+        .env_clear()
+        .env("PATH", std::env::var_os("PATH").unwrap_or_default())
+        .env("HOME", dir.dir.path().join("home"))
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+}
+
+/// A finished run.
+pub struct Run {
+    pub output: Output,
+    pub elapsed: Duration,
+    pub shown: String,
+}
+
+impl Run {
+    pub fn stdout(&self) -> String {
+        String::from_utf8_lossy(&self.output.stdout).into_owned()
+    }
+
+    pub fn stderr(&self) -> String {
+        String::from_utf8_lossy(&self.output.stderr).into_owned()
+    }
+
+    /// Panics with everything about the run when `ok` is false.
+    #[track_caller]
+    pub fn check(&self, ok: bool, what: &str) {
+        assert!(ok, "{what}\n{self}");
+    }
+}
+
+impl std::fmt::Display for Run {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "command: {}\nstatus: {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
+            self.shown,
+            self.output.status,
+            self.elapsed,
+            self.stdout(),
+            self.stderr()
+        )
+    }
+}
+
+/// Runs `cmd` to the end within `limit`, killing it (and failing) past that.
+pub fn run_within(mut cmd: Command, limit: Duration) -> Run {
+    let shown = format!("{cmd:?}");
+    let start = Instant::now();
+    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{shown}: {e}"));
+    let pipe = |r: Option<Box<dyn Read + Send>>| {
+        std::thread::spawn(move || {
+            let mut buf = Vec::new();
+            if let Some(mut r) = r {
+                let _ = r.read_to_end(&mut buf);
+            }
+            buf
+        })
+    };
+    let out = pipe(child.stdout.take().map(|s| Box::new(s) as _));
+    let err = pipe(child.stderr.take().map(|s| Box::new(s) as _));
+    let status = loop {
+        if let Some(status) = child.try_wait().unwrap() {
+            break status;
+        }
+        if start.elapsed() > limit {
+            let _ = child.kill();
+            let _ = child.wait();
+            panic!("{shown} did not finish within {limit:?}");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    Run {
+        output: Output {
+            status,
+            stdout: out.join().unwrap(),
+            stderr: err.join().unwrap(),
+        },
+        elapsed: start.elapsed(),
+        shown,
+    }
+}
