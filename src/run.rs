@@ -15,7 +15,7 @@ use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
 use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
-use crate::decide::{Decider, Embedded, Harness};
+use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::policy::Policy;
 use crate::protocol::EventType;
@@ -109,9 +109,12 @@ async fn supervise(
                 Ok(n) => (Harness::Remote(client), Some(n)),
                 Err(why) => {
                     eprintln!(
-                        "ahp-wrap: warning: the harness {} is not ready ({why}); blocking events follow the fail mode ({:?}) until it is",
+                        "ahp-wrap: warning: the harness {} is not ready ({why}); blocking events follow the fail mode ({}) until it is",
                         spec.describe(),
-                        cfg.fail_mode
+                        match cfg.fail_mode {
+                            FailMode::Closed => "closed",
+                            FailMode::Open => "open",
+                        }
                     );
                     (Harness::Remote(client), None)
                 }
