@@ -87,7 +87,7 @@ fn a_blocked_command_never_runs_and_the_model_gets_the_reason() {
         );
     }
     r.check(
-        !r.stderr().contains("WARNING"),
+        !r.stderr().contains("ahp-wrap: WARNING"),
         "a supervised run should not warn",
     );
 }
