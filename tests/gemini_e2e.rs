@@ -210,9 +210,14 @@ fn system_settings_are_merged_and_user_settings_cannot_switch_hooks_off() {
     );
     // The machine's own system settings, with a hook of their own, in a place Gemini
     // trusts (root-owned, writable by root alone: not under /tmp).
+    // The target dir is not such a place when the checkout is under /tmp: use /run then.
+    let base = [Path::new(env!("CARGO_TARGET_TMPDIR")), Path::new("/run")]
+        .into_iter()
+        .find(|p| is_root_only(p))
+        .unwrap_or(Path::new(env!("CARGO_TARGET_TMPDIR")));
     let system_dir = tempfile::Builder::new()
         .prefix("gemini-system-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(base)
         .unwrap();
     assert!(
         is_root_only(system_dir.path()),
