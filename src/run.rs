@@ -190,6 +190,9 @@ async fn supervise(
             return finish(EXIT_WRAPPER).await;
         }
     };
+    if let Some(g) = guardian.as_mut() {
+        g.clean_up(run_dir.path());
+    }
     let control = match ControlServer::bind(&run_dir) {
         Ok(c) => c,
         Err(e) => {

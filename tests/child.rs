@@ -170,7 +170,7 @@ fn no_orphan_survives_a_killed_wrapper() {
     let dir = tempfile::tempdir().unwrap();
     // The agent starts a grandchild too; both must go.
     let script = format!(
-        "sleep 300 & echo $! > {d}/grandchild; echo $$ > {d}/agent; wait",
+        "sleep 300 & echo $! > {d}/grandchild; echo \"$AHP_WRAP_SOCKET\" > {d}/socket; echo $$ > {d}/agent; wait",
         d = dir.path().display()
     );
     let mut wrapper = wrap()

@@ -5,8 +5,9 @@
 //! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
 //! guardian holds the read end of a pipe whose write end only the wrapper has: when the
 //! wrapper dies, however it dies, the guardian reads EOF and signals the agent (its whole
-//! group when it has one), SIGTERM first and SIGKILL after a grace period. A wrapper that
-//! ends normally first tells the guardian to stand down.
+//! group when it has one), SIGTERM first and SIGKILL after a grace period, then removes the
+//! wrapper's private run directory. A wrapper that ends normally first tells the guardian to
+//! stand down.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
@@ -55,6 +56,14 @@ impl Guardian {
         let _ = writeln!(self.pipe, "watch {target}");
     }
 
+    /// Removes `dir` (the run directory) if the wrapper dies without doing it. The path is
+    /// sent as one line, so it must not contain a newline (ours never does).
+    pub fn clean_up(&mut self, dir: &std::path::Path) {
+        if let Some(d) = dir.to_str().filter(|d| !d.contains('\n')) {
+            let _ = writeln!(self.pipe, "rundir {d}");
+        }
+    }
+
     /// The agent ended normally: the guardian exits without touching anything.
     pub fn release(mut self) {
         let _ = writeln!(self.pipe, "release");
@@ -82,6 +91,7 @@ fn guard(read: OwnedFd) -> ! {
     }
     let mut pipe = std::fs::File::from(read);
     let mut target = 0i32;
+    let mut clean_up: Option<std::path::PathBuf> = None;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 256];
     loop {
@@ -103,10 +113,18 @@ fn guard(read: OwnedFd) -> ! {
             if let Some(t) = line.strip_prefix("watch ").and_then(|t| t.parse().ok()) {
                 target = t;
             }
+            if let Some(dir) = line.strip_prefix("rundir ") {
+                clean_up = Some(dir.into());
+            }
         }
     }
     if target != 0 {
         take_down(target);
+    }
+    // The run directory (control socket, generated settings) of a wrapper that could not
+    // remove it itself.
+    if let Some(dir) = clean_up {
+        let _ = std::fs::remove_dir_all(dir);
     }
     // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
     // forked copy may run.
