@@ -204,6 +204,18 @@ fn no_orphan_survives_a_killed_wrapper() {
         alive(agent),
         alive(grandchild)
     );
+    // The killed wrapper's private run directory does not stay behind either.
+    let socket = read(dir.path(), "socket");
+    let run_dir = std::path::Path::new(socket.trim())
+        .parent()
+        .unwrap()
+        .to_owned();
+    assert!(run_dir.components().count() > 2, "{run_dir:?}");
+    assert!(
+        wait_until(|| !run_dir.exists(), Duration::from_secs(10)),
+        "{} is left behind",
+        run_dir.display()
+    );
 }
 
 #[test]
