@@ -153,7 +153,7 @@ fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_home_is_kept()
 }
 
 #[test]
-fn a_modified_command_runs_as_modified() {
+fn a_modified_command_and_a_rewritten_prompt_are_what_runs() {
     let world = World::new(Agent::Copilot);
     let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
     let llm = FakeLlm::start(
@@ -162,6 +162,8 @@ fn a_modified_command_runs_as_modified() {
     );
     // A whole pre_action payload, as a harness echoes it back with new arguments.
     let harness = world.harness(json!({"rules": [
+        {"event": "pre_prompt", "decision": {"decision": "modify",
+         "modified_payload": {"prompt": "REWRITTEN-PROMPT-77"}}},
         {"event": "pre_action", "decision": {"decision": "modify",
          "modified_payload": {"tool_name": "bash", "arguments":
             {"command": format!("touch {} && echo MODIFIED-88", new.display()),
@@ -178,6 +180,12 @@ fn a_modified_command_runs_as_modified() {
     r.check(
         results.len() == 1 && text(&results[0]).contains("MODIFIED-88"),
         &format!("the model did not get the modified command's output: {results:?}"),
+    );
+    // The rewritten prompt is what reached the model, never the original.
+    let first = text(&llm.main_bodies()[0]["messages"]);
+    r.check(
+        first.contains("REWRITTEN-PROMPT-77") && !first.contains(PROMPT),
+        &format!("the model did not get the rewritten prompt: {first}"),
     );
 }
 

@@ -5,8 +5,10 @@
 //!   `modifiedArgs` runs the new arguments instead. Exit 2 also denies, but a hook
 //!   *timeout* lets the call through, so the registered timeout exceeds the wrapper's.
 //! * `permissionRequest`: `{"behavior": "allow" | "deny", "message": R}`.
-//! * Everything else is a notification for Copilot; `userPromptSubmitted` output is not
-//!   read, so a prompt block is exit 2 with the reason on stderr (see the README).
+//! * `userPromptSubmitted`: `{"handled": true, "responseContent": R}` answers the prompt
+//!   without any model call (Copilot prints R); `{"modifiedPrompt": P}` sends P instead.
+//!   Exit 2 there is only a warning: the prompt still goes out, so it is never used.
+//! * Everything else is a notification.
 
 use serde_json::{json, Value};
 
@@ -35,15 +37,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
     match event {
         CopilotEvent::PreToolUse => pre_tool_use(verdict),
         CopilotEvent::PermissionRequest => permission_request(verdict),
-        CopilotEvent::UserPromptSubmitted => match verdict {
-            _ if verdict.replacement().is_some() => stderr_exit(
-                "ahp-wrap blocked this prompt because the harness rewrote it, and Copilot CLI cannot run a rewritten prompt",
-                EXIT_DENY,
-            ),
-            Verdict::Allow { .. } => Rendered::default(),
-            Verdict::Block { reason } => stderr_exit(non_empty(reason), EXIT_DENY),
-            _ => stderr_exit(&unexpected(verdict), EXIT_DENY),
-        },
+        CopilotEvent::UserPromptSubmitted => user_prompt_submitted(verdict),
         CopilotEvent::PostToolUse
         | CopilotEvent::PostToolUseFailure
         | CopilotEvent::SessionStart
@@ -53,6 +47,45 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
             Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
             _ => Rendered::default(),
         },
+    }
+}
+
+/// A prompt kept from the model: Copilot shows `responseContent` as the answer.
+fn handled(reason: &str) -> Rendered {
+    json_stdout(json!({
+        "handled": true,
+        "responseContent": format!("ahp-wrap blocked this prompt: {}", non_empty(reason)),
+    }))
+}
+
+/// The prompt a harness asked for: a whole pre_prompt payload's `prompt`, or a string.
+fn new_prompt(modified: &Value) -> Result<&str, String> {
+    let p = match modified {
+        Value::String(s) => s.as_str(),
+        Value::Object(o) => match o.get("prompt") {
+            Some(Value::String(s)) => s.as_str(),
+            _ => return Err("it has no \"prompt\" string".into()),
+        },
+        _ => return Err("it is neither a prompt nor a pre_prompt payload".into()),
+    };
+    // Copilot rejects an empty replacement and would send the original prompt.
+    if p.is_empty() {
+        return Err("the new prompt is empty".into());
+    }
+    Ok(p)
+}
+
+fn user_prompt_submitted(verdict: &Verdict) -> Rendered {
+    if let Some(modified) = verdict.replacement() {
+        return match new_prompt(modified) {
+            Ok(p) => json_stdout(json!({ "modifiedPrompt": p })),
+            Err(why) => handled(&unapplicable_modify(&why)),
+        };
+    }
+    match verdict {
+        Verdict::Allow { .. } => Rendered::default(),
+        Verdict::Block { reason } => handled(reason),
+        _ => handled(&unexpected(verdict)),
     }
 }
 
@@ -172,12 +205,27 @@ mod tests {
             out("userPromptSubmitted", &Verdict::no_opinion()),
             (None, 0)
         );
-        let r = render(
-            &crate::frameworks::shared::output::testing::cx("userPromptSubmitted"),
-            None,
-            &block("P"),
+        assert_eq!(
+            out("userPromptSubmitted", &block("P")),
+            (
+                Some(
+                    json!({"handled": true, "responseContent": "ahp-wrap blocked this prompt: P"})
+                ),
+                0
+            )
         );
-        assert_eq!((r.stderr, r.exit_code), (b"P\n".to_vec(), EXIT_DENY));
+        for m in [json!({"prompt": "new"}), json!("new")] {
+            assert_eq!(
+                out("userPromptSubmitted", &modify(m)).0,
+                Some(json!({"modifiedPrompt": "new"}))
+            );
+        }
+        for m in [json!({"prompt": ""}), json!({"x": 1}), json!(3)] {
+            assert_eq!(
+                out("userPromptSubmitted", &modify(m)).0.unwrap()["handled"],
+                true
+            );
+        }
         for hook in [
             "postToolUse",
             "postToolUseFailure",
