@@ -10,6 +10,8 @@
 pub mod claude_code;
 #[path = "../../shims/codex/src/mod.rs"]
 pub mod codex;
+#[path = "../../shims/copilot/src/mod.rs"]
+pub mod copilot;
 #[path = "../../shims/gemini/src/mod.rs"]
 pub mod gemini;
 pub mod generic;
@@ -132,10 +134,11 @@ static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
 static QWEN: qwen::Qwen = qwen::Qwen;
+static COPILOT: copilot::Copilot = copilot::Copilot;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 5] {
-    [&GENERIC, &CLAUDE_CODE, &CODEX, &GEMINI, &QWEN]
+pub fn all() -> [&'static dyn Framework; 6] {
+    [&GENERIC, &CLAUDE_CODE, &CODEX, &GEMINI, &QWEN, &COPILOT]
 }
 
 /// The framework called `name`.

@@ -1,4 +1,4 @@
-//! Helpers for the end-to-end tests on the real Gemini CLI and Qwen Code: the pinned
+//! Helpers for the end-to-end tests on the real Gemini CLI, Qwen Code and Copilot CLI: the pinned
 //! binaries, the scripted fake model server (`fake_llm.py`: Gemini `generateContent` /
 //! `streamGenerateContent` and OpenAI Chat Completions), the scripted harness, and one
 //! test's private world (HOME, settings, workspace). The rest is in `agents.rs`, which the
@@ -22,6 +22,7 @@ pub const RUN_LIMIT: Duration = Duration::from_secs(120);
 pub enum Agent {
     Gemini,
     Qwen,
+    Copilot,
 }
 
 impl Agent {
@@ -29,6 +30,7 @@ impl Agent {
         match self {
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
+            Agent::Copilot => "copilot",
         }
     }
 
@@ -36,6 +38,7 @@ impl Agent {
         match self {
             Agent::Gemini => include_str!("../gemini/VERSION").trim(),
             Agent::Qwen => include_str!("../qwen/VERSION").trim(),
+            Agent::Copilot => include_str!("../copilot/VERSION").trim(),
         }
     }
 
@@ -128,6 +131,8 @@ impl World {
                 "telemetry": {"enabled": false},
                 "general": {"disableAutoUpdate": true}
             }),
+            // Copilot needs no settings: offline mode and the provider are environment.
+            Agent::Copilot => return world,
         });
         world
     }
@@ -137,6 +142,7 @@ impl World {
         let dir = match self.agent {
             Agent::Gemini => ".gemini",
             Agent::Qwen => ".qwen",
+            Agent::Copilot => ".copilot",
         };
         self.dir.path().join("home").join(dir).join("settings.json")
     }
@@ -184,8 +190,17 @@ impl World {
                     .env("OPENAI_MODEL", "gpt-fake")
                     .env("QWEN_CODE_SUPPRESS_YOLO_WARNING", "1");
             }
+            Agent::Copilot => {
+                cmd.args(["-p", prompt, "--allow-all-tools", "--no-auto-update"])
+                    .env("COPILOT_OFFLINE", "true")
+                    .env("COPILOT_PROVIDER_BASE_URL", format!("{base}/v1"))
+                    .env("COPILOT_PROVIDER_TYPE", "openai")
+                    .env("COPILOT_MODEL", "gpt-fake");
+            }
         }
-        cmd.args(["--output-format", "json"]);
+        if self.agent != Agent::Copilot {
+            cmd.args(["--output-format", "json"]);
+        }
         for (k, v) in env {
             cmd.env(k, v);
         }

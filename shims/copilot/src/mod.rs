@@ -1,0 +1,109 @@
+//! The `copilot` framework: GitHub Copilot CLI's command hooks, injected for one run through
+//! a private `COPILOT_HOME` overlay that layers over the user's real Copilot home.
+//!
+//! Everything Copilot-specific lives in this folder (`shims/copilot/`): injection
+//! (`home.rs`), payload mapping (`map.rs`), rendering (`render.rs`), real payloads
+//! (`samples/`) and the README. Checked on the real CLI by `tests/copilot_e2e.rs`.
+
+mod home;
+mod map;
+mod render;
+
+use crate::frameworks::{
+    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+};
+use crate::protocol::Verdict;
+
+/// The framework's name on the command line and in `ahp-wrap hook copilot <event>`.
+pub const NAME: &str = "copilot";
+
+/// The Copilot CLI hook events we register (camelCase: Copilot's own payload shape).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum CopilotEvent {
+    SessionStart,
+    UserPromptSubmitted,
+    PreToolUse,
+    PermissionRequest,
+    PostToolUse,
+    PostToolUseFailure,
+    AgentStop,
+    SessionEnd,
+}
+
+impl CopilotEvent {
+    /// Every event we register, in the order Copilot fires them in a simple run.
+    pub const ALL: [CopilotEvent; 8] = [
+        CopilotEvent::SessionStart,
+        CopilotEvent::UserPromptSubmitted,
+        CopilotEvent::PreToolUse,
+        CopilotEvent::PermissionRequest,
+        CopilotEvent::PostToolUse,
+        CopilotEvent::PostToolUseFailure,
+        CopilotEvent::AgentStop,
+        CopilotEvent::SessionEnd,
+    ];
+
+    /// Copilot's name for the event (the key under `hooks` in a hook file).
+    pub fn name(self) -> &'static str {
+        match self {
+            CopilotEvent::SessionStart => "sessionStart",
+            CopilotEvent::UserPromptSubmitted => "userPromptSubmitted",
+            CopilotEvent::PreToolUse => "preToolUse",
+            CopilotEvent::PermissionRequest => "permissionRequest",
+            CopilotEvent::PostToolUse => "postToolUse",
+            CopilotEvent::PostToolUseFailure => "postToolUseFailure",
+            CopilotEvent::AgentStop => "agentStop",
+            CopilotEvent::SessionEnd => "sessionEnd",
+        }
+    }
+
+    pub fn parse(name: &str) -> Option<CopilotEvent> {
+        CopilotEvent::ALL.into_iter().find(|e| e.name() == name)
+    }
+}
+
+pub struct Copilot;
+
+impl Framework for Copilot {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &["copilot"]
+    }
+
+    fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        home::prepare(run, cmd)
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        map::map(cx, payload)
+    }
+
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        render::render(cx, event, verdict)
+    }
+
+    // `native_ask` stays false: headless runs (`-p`) have nobody to ask, and Copilot's
+    // interactive "ask" path was not proven; the wrapper's own escalation decides.
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn event_names_round_trip_and_copilot_is_detected() {
+        for event in CopilotEvent::ALL {
+            assert!(crate::control::wire::is_word(event.name()));
+            assert_eq!(CopilotEvent::parse(event.name()), Some(event));
+        }
+        assert_eq!(CopilotEvent::parse("PreToolUse"), None);
+        assert_eq!(
+            crate::frameworks::detect(Path::new("/x/copilot")).name(),
+            NAME
+        );
+    }
+}
