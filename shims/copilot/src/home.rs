@@ -111,12 +111,7 @@ pub fn build_overlay(real: &Path, overlay: &Path, ours: &Value, nonce: &str) -> 
 }
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-    let exe = run.self_exe.to_string_lossy();
-    if exe.contains('$') || exe.contains('`') {
-        return Err(err(format!(
-            "the ahp-wrap path {exe} contains a shell expansion character"
-        )));
-    }
+    crate::frameworks::shared::settings::check_plain_exe(&run.self_exe, NAME)?;
     let copilot_home = std::env::var(ENV_HOME).ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
     let real = real_home(copilot_home.as_deref(), home.as_deref()).map_err(err)?;

@@ -53,12 +53,7 @@ pub fn hook_command(
     nonce: &str,
     event: GeminiEvent,
 ) -> Result<String, FrameworkError> {
-    let exe = self_exe.to_string_lossy();
-    if exe.contains('$') {
-        return Err(err(format!(
-            "the ahp-wrap path {exe} contains a '$', which Gemini would expand in the hook command"
-        )));
-    }
+    crate::frameworks::shared::settings::check_plain_exe(self_exe, NAME)?;
     Ok(crate::frameworks::shared::settings::hook_command(
         self_exe,
         nonce,

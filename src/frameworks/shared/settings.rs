@@ -25,6 +25,23 @@ pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -
     )
 }
 
+/// Refuses an `ahp-wrap` path that a settings loader or shell could expand (`$VAR`,
+/// backticks): the hook command must run exactly the executable we name. Agents that
+/// expand variables in settings values (Gemini, Qwen) or hand the command to a shell
+/// (Copilot) use this before registering our hooks.
+pub fn check_plain_exe(self_exe: &Path, framework: &'static str) -> Result<(), FrameworkError> {
+    let exe = self_exe.to_string_lossy();
+    if exe.contains('$') || exe.contains('`') {
+        return Err(FrameworkError::Prepare {
+            framework,
+            why: format!(
+                "the ahp-wrap path {exe} contains a '$' or '`', which {framework} would expand in the hook command"
+            ),
+        });
+    }
+    Ok(())
+}
+
 /// One hook group running `command`, for tool events with a tool-name `matcher`.
 pub fn command_group(command: String, timeout: u64, matcher: Option<&str>) -> Value {
     let mut group = json!({"hooks": [{
@@ -154,6 +171,15 @@ impl SystemSettings {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn an_expandable_exe_path_is_refused() {
+        assert!(check_plain_exe(Path::new("/usr/local/bin/ahp-wrap-hook"), "gemini").is_ok());
+        for bad in ["/opt/$HOME/ahp-wrap", "/opt/`id`/ahp-wrap"] {
+            let e = check_plain_exe(Path::new(bad), "gemini").unwrap_err().to_string();
+            assert!(e.contains("would expand"), "{e}");
+        }
+    }
 
     #[test]
     fn hook_commands_are_quoted_for_the_shell() {
