@@ -176,7 +176,9 @@ mod tests {
     fn an_expandable_exe_path_is_refused() {
         assert!(check_plain_exe(Path::new("/usr/local/bin/ahp-wrap-hook"), "gemini").is_ok());
         for bad in ["/opt/$HOME/ahp-wrap", "/opt/`id`/ahp-wrap"] {
-            let e = check_plain_exe(Path::new(bad), "gemini").unwrap_err().to_string();
+            let e = check_plain_exe(Path::new(bad), "gemini")
+                .unwrap_err()
+                .to_string();
             assert!(e.contains("would expand"), "{e}");
         }
     }

@@ -1,5 +1,7 @@
 //! The client actor: one task that owns the link and every piece of protocol state.
 
+mod batch;
+
 use std::collections::{HashMap, VecDeque};
 use std::time::Duration;
 
@@ -279,44 +281,6 @@ impl Actor {
             Command::Close(done) => {
                 self.flush_batch().await;
                 self.closing = Some((done, Instant::now() + CLOSE_DRAIN));
-            }
-        }
-    }
-
-    fn batch_size(&self) -> usize {
-        self.negotiated
-            .as_ref()
-            .and_then(|n| n.batch_size)
-            .unwrap_or(DEFAULT_BATCH_SIZE)
-            .max(1)
-    }
-
-    async fn flush_batch(&mut self) {
-        self.batch_due = None;
-        if !self.ready() {
-            return;
-        }
-        let size = self.batch_size();
-        let can_batch = size > 1
-            && self
-                .negotiated
-                .as_ref()
-                .is_some_and(|n| n.capabilities.iter().any(|c| c == "batch"));
-        while !self.batch.is_empty() {
-            let n = self.batch.len().min(size);
-            let events: Vec<Event> = self.batch.drain(..n).collect();
-            if can_batch && events.len() > 1 {
-                let id = self.next_id("batch");
-                self.pending.insert(id.clone(), Pending::Batch);
-                let params = serde_json::json!({ "events": events });
-                let text = jsonrpc::request(&id, "ahp/batch", &params);
-                self.send(Outgoing { id: Some(id), text }).await;
-            } else {
-                for event in events {
-                    let params = serde_json::to_value(&event).expect("events serialize");
-                    let text = jsonrpc::notification("ahp/event", &params);
-                    self.send(Outgoing { id: None, text }).await;
-                }
             }
         }
     }
