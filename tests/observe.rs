@@ -1,0 +1,81 @@
+//! The embedded default policy in enforce and observe mode, through the generic hook: what
+//! ran on disk, what the audit log records, and the Markdown summary for CI.
+
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
+
+use common::*;
+
+const RM_RF_ROOT: &str = r#"{"event_type":"pre_action","payload":{"tool_name":"Bash","arguments":{"command":"rm -rf /"},"context":{"cwd":"/tmp"}}}"#;
+
+struct Outcome {
+    ran: bool,
+    records: Vec<serde_json::Value>,
+    markdown: String,
+}
+
+fn gate(mode: &str) -> Outcome {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let md = dir.path().join("summary.md");
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["--mode", mode, "--audit-log"])
+            .arg(&audit)
+            .arg("--summary-md")
+            .arg(&md)
+            .arg("--")
+            .args(gated_agent(dir.path(), RM_RF_ROOT, 0)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    Outcome {
+        // The gated agent only touches `ran` (never runs the command itself).
+        ran: dir.path().join("ran").exists(),
+        records: read(dir.path(), "audit.jsonl")
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect(),
+        markdown: read(dir.path(), "summary.md"),
+    }
+}
+
+fn pre_action(records: &[serde_json::Value]) -> &serde_json::Value {
+    records
+        .iter()
+        .find(|r| r["event_type"] == "pre_action")
+        .expect("the pre_action is audited")
+}
+
+#[test]
+fn enforce_blocks_and_the_markdown_summary_lists_it() {
+    let o = gate("enforce");
+    assert!(!o.ran, "the default policy blocks rm -rf /");
+    let r = pre_action(&o.records);
+    assert_eq!(r["decision"], "block");
+    assert!(r["source"].as_str().unwrap().starts_with("policy:"), "{r}");
+    assert!(o.markdown.contains("Blocked (1)"), "{}", o.markdown);
+    assert!(o.markdown.contains("rm -rf /"), "{}", o.markdown);
+}
+
+#[test]
+fn observe_blocks_nothing_and_records_what_it_would_have_blocked() {
+    let o = gate("observe");
+    assert!(o.ran, "observe mode never blocks");
+    let r = pre_action(&o.records);
+    assert_eq!(r["decision"], "allow", "{r}");
+    assert!(
+        r["reason"]
+            .as_str()
+            .unwrap()
+            .starts_with("observe mode: would have decided block"),
+        "{r}"
+    );
+    assert!(
+        o.markdown.contains("observe: not enforced"),
+        "{}",
+        o.markdown
+    );
+}
