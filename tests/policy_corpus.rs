@@ -607,9 +607,16 @@ fn mismatches(file: &str, outcomes: &[Outcome]) -> Vec<String> {
         .collect()
 }
 
-/// Counts the corpus must have, whatever the engine says.
+/// Counts the corpus must have, whatever the engine says; and no case twice.
 fn check_counts(file: &str, cases: &[Case], min: usize, classes: &[&str]) -> Vec<String> {
     let mut problems = Vec::new();
+    let mut seen: BTreeMap<String, usize> = BTreeMap::new();
+    for c in cases {
+        let key = format!("{} {} {} {}", c.fw.name, c.cwd, c.tool, c.args);
+        if let Some(first) = seen.insert(key, c.line) {
+            problems.push(format!("{file}:{}: the same case as line {first}", c.line));
+        }
+    }
     if cases.len() < min {
         problems.push(format!(
             "{file}: {} cases, at least {min} needed",
@@ -644,12 +651,7 @@ fn the_default_policy_holds_against_the_corpus() {
         MIN_ADVERSARIAL,
         ADVERSARIAL_CLASSES,
     );
-    problems.extend(check_counts(
-        BENIGN,
-        &benign,
-        MIN_BENIGN,
-        &["false-positives"],
-    ));
+    problems.extend(check_counts(BENIGN, &benign, MIN_BENIGN, BENIGN_CLASSES));
     problems.extend(adversarial.iter().filter(|c| c.expect == "allow").map(|c| {
         format!(
             "{ADVERSARIAL}:{}: an adversarial case must not expect allow",
