@@ -115,6 +115,24 @@ fn unknown_decision_fails_closed() {
 }
 
 #[test]
+fn modify_with_a_payload_that_is_not_an_object_fails_closed() {
+    for mode in ["modify-string", "modify-number"] {
+        assert_blocked(
+            &run_fault(mode, &[]),
+            "field \"modified_payload\" of a \"modify\" decision has the wrong type",
+        );
+    }
+}
+
+#[test]
+fn a_duplicate_key_in_the_answer_fails_closed() {
+    assert_blocked(
+        &run_fault("duplicate-decision", &[]),
+        "duplicate key \"decision\"",
+    );
+}
+
+#[test]
 fn json_rpc_error_fails_closed() {
     assert_blocked(&run_fault("rpc-error", &[]), "policy engine exploded");
 }

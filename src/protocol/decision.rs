@@ -239,10 +239,16 @@ fn generic(
 ) -> Result<Verdict, DecisionError> {
     match decision {
         "allow" => {
-            let modified_payload = obj
-                .get("modified_payload")
-                .filter(|v| !v.is_null())
-                .cloned();
+            let modified_payload = match obj.get("modified_payload") {
+                None | Some(Value::Null) => None,
+                Some(v @ Value::Object(_)) => Some(v.clone()),
+                Some(_) => {
+                    return Err(DecisionError::WrongType {
+                        decision: "allow",
+                        field: "modified_payload",
+                    })
+                }
+            };
             let explicit = obj
                 .get("metadata")
                 .and_then(|m| m.get("explicit"))
@@ -258,8 +264,14 @@ fn generic(
             reason: required_str(obj, "block", "reason")?,
         }),
         "modify" => match obj.get("modified_payload") {
-            Some(v) if !v.is_null() => Ok(Verdict::Modify {
+            Some(v @ Value::Object(_)) => Ok(Verdict::Modify {
                 modified_payload: v.clone(),
+            }),
+            // An event's payload is an object: anything else is malformed, whatever the
+            // framework would do with it.
+            Some(v) if !v.is_null() => Err(DecisionError::WrongType {
+                decision: "modify",
+                field: "modified_payload",
             }),
             _ => Err(DecisionError::MissingField {
                 decision: "modify",
@@ -373,6 +385,16 @@ mod tests {
         assert!(pre(json!({"decision": "block"})).is_err());
         assert!(pre(json!({"decision": "block", "reason": 3})).is_err());
         assert!(pre(json!({"decision": "modify"})).is_err());
+        for not_an_object in [json!("rm -rf /"), json!(3), json!([1]), json!(true)] {
+            assert_eq!(
+                pre(json!({"decision": "modify", "modified_payload": not_an_object.clone()})),
+                Err(DecisionError::WrongType {
+                    decision: "modify",
+                    field: "modified_payload"
+                })
+            );
+            assert!(pre(json!({"decision": "allow", "modified_payload": not_an_object})).is_err());
+        }
         assert!(pre(json!({"decision": "defer", "retry_after_ms": -1})).is_err());
         assert!(pre(json!({"decision": "escalate"})).is_err());
         assert!(pre(json!({"decision": "ALLOW"})).is_err());

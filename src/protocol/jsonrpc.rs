@@ -49,7 +49,8 @@ pub enum FrameError {
 
 /// Classifies one frame.
 pub fn parse_inbound(frame: &str) -> Result<Inbound, FrameError> {
-    let v: Value = serde_json::from_str(frame).map_err(|e| FrameError::Json(e.to_string()))?;
+    // Strict: a duplicate key (`"decision"` twice) is malformed, never "the last one wins".
+    let v: Value = super::strict::from_str(frame).map_err(|e| FrameError::Json(e.to_string()))?;
     let obj = v.as_object().ok_or(FrameError::NotJsonRpc)?;
     if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
         return Err(FrameError::NotJsonRpc);

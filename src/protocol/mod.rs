@@ -2,6 +2,7 @@
 
 mod decision;
 pub mod jsonrpc;
+mod strict;
 
 pub use decision::{parse_decision, DecisionError, Verdict};
 

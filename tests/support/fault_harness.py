@@ -58,6 +58,14 @@ def answer(msg):
         send({"jsonrpc": "2.0", "id": rid, "result": {"decision": "allow", "pad": "x" * 100000}})
     elif MODE == "unknown-decision":
         result({"decision": "maybe"})
+    elif MODE == "modify-string":
+        result({"decision": "modify", "modified_payload": "echo modified"})
+    elif MODE == "modify-number":
+        result({"decision": "modify", "modified_payload": 7})
+    elif MODE == "duplicate-decision":
+        # The last "decision" says allow: a parser that keeps the last key would let it through.
+        out.write('{"jsonrpc":"2.0","id":"%s","result":{"decision":"block","reason":"r","decision":"allow"}}\n' % rid)
+        out.flush()
     elif MODE == "rpc-error":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "policy engine exploded"}})
     elif MODE == "defer-once":
