@@ -277,6 +277,76 @@ fn hook_benches(c: &mut Criterion) {
     g.finish();
 }
 
+/// The shell commands of the policy corpus (`tests/policy-corpus/`), longest first.
+fn corpus_commands() -> Vec<String> {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/policy-corpus");
+    let mut out: Vec<String> = ["adversarial.jsonl", "benign.jsonl"]
+        .iter()
+        .flat_map(|f| {
+            std::fs::read_to_string(dir.join(f))
+                .expect("the policy corpus")
+                .lines()
+                .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                .filter_map(|v| v["cmd"].as_str().map(str::to_owned))
+                .collect::<Vec<_>>()
+        })
+        .collect();
+    out.sort_by_key(|c| std::cmp::Reverse(c.len()));
+    out
+}
+
+/// One policy decision for the longest command of the corpus: p50 and p99 of single calls
+/// (the target is < 200 µs), then criterion's figure for it and for a typical command.
+fn policy_benches(c: &mut Criterion) {
+    let policy = Policy::default_policy().with_workspace("/tmp");
+    let commands = corpus_commands();
+    let event = |cmd: &str| Event {
+        event_type: EventType::PreAction,
+        session_id: "s".into(),
+        agent_id: "a".into(),
+        timestamp: String::new(),
+        depth: 0,
+        payload: json!({
+            "action_type": "tool_call",
+            "tool_name": "Bash",
+            "arguments": {"command": cmd},
+            "context": {"working_directory": "/tmp"},
+        }),
+        context: None,
+        metadata: None,
+    };
+    let longest = event(&commands[0]);
+    let typical = event(&commands[commands.len() / 2]);
+    {
+        const CALLS: usize = 20_000;
+        for _ in 0..1_000 {
+            black_box(policy.evaluate(&longest));
+        }
+        let mut times: Vec<Duration> = (0..CALLS)
+            .map(|_| {
+                let t = std::time::Instant::now();
+                black_box(policy.evaluate(black_box(&longest)));
+                t.elapsed()
+            })
+            .collect();
+        times.sort();
+        eprintln!(
+            "policy/longest_command ({} bytes): p50 {:.1} µs, p99 {:.1} µs over {CALLS} calls",
+            commands[0].len(),
+            times[CALLS / 2].as_secs_f64() * 1e6,
+            times[CALLS * 99 / 100].as_secs_f64() * 1e6,
+        );
+    }
+    let mut g = c.benchmark_group("policy");
+    g.bench_function("longest_command", |b| {
+        b.iter(|| policy.evaluate(black_box(&longest)))
+    });
+    g.bench_function("typical_command", |b| {
+        b.iter(|| policy.evaluate(black_box(&typical)))
+    });
+    g.finish();
+}
+
 fn main() {
     if support::dispatch_role() || !support::benchmarking() {
         return;
@@ -288,5 +358,6 @@ fn main() {
     client_benches(&mut c);
     audit_benches(&mut c);
     hook_benches(&mut c);
+    policy_benches(&mut c);
     c.final_summary();
 }

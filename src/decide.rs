@@ -33,6 +33,8 @@ pub enum Mode {
 pub struct Embedded {
     policy: std::sync::OnceLock<Policy>,
     workspace: Option<std::path::PathBuf>,
+    /// The wrapper's own files for this run, protected by the policy's `wrapper` rules.
+    wrapper: std::sync::OnceLock<Vec<std::path::PathBuf>>,
     pub mode: Mode,
 }
 
@@ -52,6 +54,7 @@ impl Embedded {
         Embedded {
             policy: std::sync::OnceLock::from(policy),
             workspace: None,
+            wrapper: std::sync::OnceLock::new(),
             mode,
         }
     }
@@ -62,8 +65,19 @@ impl Embedded {
         Embedded {
             policy: std::sync::OnceLock::new(),
             workspace,
+            wrapper: std::sync::OnceLock::new(),
             mode,
         }
+    }
+
+    /// Names this run's own files (executables, run directory) for the policy to protect.
+    /// Set once, before the agent starts.
+    pub fn protect(&self, paths: Vec<std::path::PathBuf>) {
+        let canonical = paths
+            .into_iter()
+            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
+            .collect();
+        let _ = self.wrapper.set(canonical);
     }
 
     fn policy(&self) -> &Policy {
@@ -78,7 +92,8 @@ impl Embedded {
 
     /// Evaluates one event under the mode.
     pub fn decide(&self, event: &Event) -> EmbeddedDecision {
-        let d = self.policy().evaluate(event);
+        let wrapper = self.wrapper.get().map_or(&[][..], Vec::as_slice);
+        let d = self.policy().evaluate_with(event, wrapper);
         let source = match &d.rule {
             Some(rule) => format!("policy:{rule}"),
             None => "policy".to_owned(),

@@ -208,6 +208,13 @@ async fn supervise(
     let hook_budget = timeout + ask_budget + HOOK_MARGIN;
     let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
     let hook_exe = hook_executable(&self_exe);
+    if let Harness::Embedded(e) = &harness {
+        e.protect(vec![
+            self_exe.clone(),
+            self_exe.with_file_name("ahp-wrap-hook"),
+            run_dir.path().to_owned(),
+        ]);
+    }
     let mut cmd = AgentCommand {
         program: cfg.program.clone(),
         args: cfg.args.clone(),

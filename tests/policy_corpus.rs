@@ -318,9 +318,15 @@ fn write(path: &Path, text: &str) {
 
 /// The policy under test. The one place that says how the embedded default is configured.
 fn policy(sb: &Sandbox) -> Policy {
+    // As a real run builds it: the wrapper's executables and run directory are protected.
     Policy::default_policy()
         .with_home(&sb.home)
         .with_workspace(&sb.ws)
+        .with_wrapper_paths([
+            sb.bin.join("ahp-wrap"),
+            sb.bin.join("ahp-wrap-hook"),
+            sb.run.clone(),
+        ])
 }
 
 // --- Cases -------------------------------------------------------------------------------

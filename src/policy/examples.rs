@@ -49,6 +49,17 @@ impl std::fmt::Display for ExampleFailure {
 
 /// Examples run without touching the file system, in a fixed home and workspace, so that
 /// they give the same answer on every machine.
+/// Where examples pretend the wrapper is installed and runs.
+pub const EXAMPLE_WRAPPER: [&str; 3] = [
+    "/usr/local/bin/ahp-wrap",
+    "/usr/local/bin/ahp-wrap-hook",
+    "/run/ahp-wrap-example",
+];
+
+fn example_wrapper() -> Vec<PathBuf> {
+    EXAMPLE_WRAPPER.iter().map(PathBuf::from).collect()
+}
+
 fn resolver() -> Resolver {
     Resolver {
         home: PathBuf::from(EXAMPLE_HOME),
@@ -70,7 +81,7 @@ pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
         for (example, should_match) in cases {
             count += 1;
             let (event, shown) = event_of(example);
-            let facts = extract::facts(&event, &resolver, None);
+            let facts = extract::facts(&event, &resolver, None, &example_wrapper());
             if rule.is_match(&facts) != should_match {
                 failures.push(ExampleFailure {
                     rule: rule.id.clone(),
@@ -91,7 +102,7 @@ pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
 ///
 /// A string is a `Bash` command line (or, if it starts with `{`, JSON as below). A table with
 /// `event_type` or `payload` is an event; any other table is the payload of a `pre_action`.
-/// A payload without `context.cwd` runs in [`EXAMPLE_WORKSPACE`].
+/// A payload without `context.working_directory` (as the shims send it) runs in [`EXAMPLE_WORKSPACE`].
 pub fn event_of(example: &Example) -> (Event, String) {
     let value = match example {
         Example::Command(s) if s.trim_start().starts_with('{') => {
@@ -116,12 +127,14 @@ pub fn event_of(example: &Example) -> (Event, String) {
             (EventType::PreAction, value)
         };
     if let Value::Object(map) = &mut payload {
-        let has_cwd =
-            map.get("cwd").is_some() || map.get("context").and_then(|c| c.get("cwd")).is_some();
+        let has_cwd = map.get("cwd").is_some()
+            || map
+                .get("context")
+                .is_some_and(|c| c.get("cwd").is_some() || c.get("working_directory").is_some());
         if !has_cwd {
             let ctx = map.entry("context").or_insert_with(|| json!({}));
             if let Value::Object(c) = ctx {
-                c.insert("cwd".into(), EXAMPLE_WORKSPACE.into());
+                c.insert("working_directory".into(), EXAMPLE_WORKSPACE.into());
             }
         }
     }

@@ -1,7 +1,9 @@
 //! The normaliser: the shell commands, file paths and URLs of any framework's event.
 //!
-//! Rules then match on these, never on a framework's tool names or argument shapes.
+//! Rules then match on these, never on a framework's tool names or argument shapes. The
+//! agent's working directory is the one its shim reports (`context.working_directory`).
 
+use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
 use std::path::{Path, PathBuf};
 use std::sync::LazyLock;
@@ -10,29 +12,125 @@ use regex::Regex;
 use serde_json::Value;
 
 use super::paths::{ResolvedPath, Resolver};
-use super::semantics;
-use super::shell::{self, Command};
+use super::semantics::{self, spec_of};
+use super::shell::{self, is_unknown, Command};
 use crate::protocol::{Event, EventType};
 
 /// Argument keys that hold a shell command line (string) or argv (array).
 const COMMAND_KEYS: &[&str] = &["command", "cmd"];
 /// Argument keys of a shell tool that set its working directory.
 const WORKDIR_KEYS: &[&str] = &["workdir", "cwd", "directory", "dir_path"];
-/// Argument keys of a file tool that name a file or directory.
+/// Argument keys that name a file or directory, whatever the tool.
 const PATH_KEYS: &[&str] = &[
     "file_path",
     "absolute_path",
     "path",
+    "paths",
     "notebook_path",
     "filename",
+    "file",
+    "files",
     "dir_path",
-    "paths",
+    "dir",
+    "directory",
+    "root",
+    "cwd",
+    "workdir",
+    "source",
+    "src",
+    "from",
+    "source_path",
+    "destination",
+    "dest",
+    "to",
+    "target",
+    "target_path",
+    "new_path",
+    "old_path",
+    "include",
+    "includes",
+    "glob",
+    "exclude",
+    "uri",
+];
+/// Keys whose value is moved or copied away: read, and changed where it was.
+const SOURCE_KEYS: &[&str] = &["source", "src", "from", "source_path", "old_path"];
+/// Keys whose value is text, not a path (what a file tool writes, a search pattern).
+const CONTENT_KEYS: &[&str] = &[
+    "content",
+    "contents",
+    "new_string",
+    "old_string",
+    "new_str",
+    "old_str",
+    "new_source",
+    "text",
+    "body",
+    "message",
+    "description",
+    "prompt",
+    "query",
+    "edits",
+    "diff",
+    "regex",
 ];
 /// Argument keys that hold a URL.
 const URL_KEYS: &[&str] = &["url", "urls"];
 
+/// Secrets that live at fixed places under the home directory: a command that reads a whole
+/// tree containing one of them (`grep -r x ~`, `tar c ~`) reads it.
+const HOME_SECRETS: &[&str] = &[
+    ".ssh/id_rsa",
+    ".ssh/id_ed25519",
+    ".ssh/id_ecdsa",
+    ".ssh/id_dsa",
+    ".aws/credentials",
+    ".config/gcloud/credentials.db",
+    ".config/gcloud/application_default_credentials.json",
+    ".azure/accessTokens.json",
+    ".kube/config",
+    ".docker/config.json",
+    ".gnupg/private-keys-v1.d",
+    ".netrc",
+    ".git-credentials",
+    ".npmrc",
+    ".pypirc",
+    ".cargo/credentials.toml",
+    ".config/gh/hosts.yml",
+    ".claude/.credentials.json",
+    ".codex/auth.json",
+    ".gemini/oauth_creds.json",
+    ".qwen/oauth_creds.json",
+    ".copilot/config.json",
+];
+
+/// Files under the home directory that start code later or control the agents: what an
+/// archive unpacked into home may overwrite.
+const HOME_PERSISTENCE: &[&str] = &[
+    ".bashrc",
+    ".bash_profile",
+    ".bash_aliases",
+    ".profile",
+    ".zshrc",
+    ".zshenv",
+    ".ssh/authorized_keys",
+    ".config/autostart/x.desktop",
+    ".config/systemd/user/x.service",
+    ".claude/settings.json",
+    ".codex/config.toml",
+    ".gemini/settings.json",
+    ".qwen/settings.json",
+    ".copilot/hooks/x.json",
+    ".gitconfig",
+];
+
+/// Programs that fetch a URL given without a scheme (`curl 169.254.169.254/…`).
+const NET_PROGRAMS: &[&str] = &[
+    "curl", "wget", "http", "https", "xh", "aria2c", "lynx", "links", "w3m",
+];
+
 static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:https?|ftp|wss?)://[^\s"'<>`]+"#).expect("valid regex")
+    Regex::new(r#"(?i)\b(?:https?|ftp|wss?|file)://[^\s"'<>`]+"#).expect("valid regex")
 });
 
 /// A shell command line found in an event, and where it is, for rewrites.
@@ -52,6 +150,10 @@ pub struct CommandFacts {
     pub operands: Vec<ResolvedPath>,
     pub reads: Vec<ResolvedPath>,
     pub writes: Vec<ResolvedPath>,
+    /// Paths removed as whole trees.
+    pub deletes: Vec<ResolvedPath>,
+    /// Why something known only at run time stands where it matters, if it does.
+    pub unknown: Option<String>,
 }
 
 /// Everything rules look at, extracted once per event.
@@ -61,6 +163,8 @@ pub struct Facts {
     pub tool: Option<String>,
     pub workspace: PathBuf,
     pub home: PathBuf,
+    /// The wrapper's own files (executables, run directory), for `where = ["wrapper"]`.
+    pub wrapper: Vec<PathBuf>,
     pub shell: Vec<ShellSource>,
     pub commands: Vec<CommandFacts>,
     /// Files read by file tools or by any shell command.
@@ -72,14 +176,35 @@ pub struct Facts {
     pub parse_errors: Vec<String>,
 }
 
+/// The working directory the event's agent reports, in any of the places shims put it.
+fn event_cwd(event: &Event) -> Option<PathBuf> {
+    let p = &event.payload;
+    [
+        &["context", "working_directory"][..],
+        &["context", "cwd"],
+        &["working_directory"],
+        &["cwd"],
+    ]
+    .iter()
+    .find_map(|path| str_at(p, path))
+    .or_else(|| {
+        event
+            .context
+            .as_ref()
+            .and_then(|c| str_at(c, &["working_directory"]).or_else(|| str_at(c, &["cwd"])))
+    })
+    .map(PathBuf::from)
+}
+
 /// Extracts the facts of `event`. `workspace_root` overrides the event's cwd as the workspace.
-pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) -> Facts {
+pub fn facts(
+    event: &Event,
+    resolver: &Resolver,
+    workspace_root: Option<&Path>,
+    wrapper: &[PathBuf],
+) -> Facts {
     let payload = &event.payload;
-    let event_cwd = str_at(payload, &["context", "cwd"])
-        .or_else(|| str_at(payload, &["cwd"]))
-        .or_else(|| event.context.as_ref().and_then(|c| str_at(c, &["cwd"])))
-        .map(PathBuf::from);
-    let cwd_raw = event_cwd
+    let cwd_raw = event_cwd(event)
         .or_else(|| workspace_root.map(Path::to_path_buf))
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| PathBuf::from("/"));
@@ -99,6 +224,7 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
         tool,
         workspace,
         home: resolver.home.clone(),
+        wrapper: wrapper.to_vec(),
         shell: Vec::new(),
         commands: Vec::new(),
         reads: Vec::new(),
@@ -107,8 +233,8 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
         parse_errors: Vec::new(),
     };
     let mut patches: Vec<String> = Vec::new();
+    let mut argvs: Vec<Vec<String>> = Vec::new();
 
-    let mut shell_cwd = cwd.clone();
     for key in COMMAND_KEYS {
         let pointer = format!("/{args_key}/{key}");
         match args.get(*key) {
@@ -118,26 +244,30 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
                 argv_form: false,
             }),
             Some(Value::Array(items)) => {
-                let argv: Vec<&str> = items.iter().filter_map(Value::as_str).collect();
+                let argv: Vec<String> = items
+                    .iter()
+                    .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
+                    .collect();
+                let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
                 if argv.first().map(|p| shell::program_name(p)).as_deref() == Some("apply_patch") {
-                    patches.extend(argv.iter().skip(1).map(|s| s.to_string()));
-                } else if let Some((i, script)) = shell_script_of_argv(&argv) {
-                    f.shell.push(ShellSource {
-                        text: script.to_owned(),
-                        pointer: format!("{pointer}/{i}"),
-                        argv_form: false,
-                    });
+                    patches.extend(argv.iter().skip(1).cloned());
                 } else if !argv.is_empty() {
+                    let (pointer, text, argv_form) = match shell_script_of_argv(&argv) {
+                        Some(i) => (format!("{pointer}/{i}"), argv[i].clone(), false),
+                        None => (pointer, quote_argv(&refs), true),
+                    };
                     f.shell.push(ShellSource {
-                        text: quote_argv(&argv),
+                        text,
                         pointer,
-                        argv_form: true,
+                        argv_form,
                     });
+                    argvs.push(argv);
                 }
             }
             _ => {}
         }
     }
+    let mut shell_cwd = cwd.clone();
     if !f.shell.is_empty() {
         if let Some(dir) = WORKDIR_KEYS
             .iter()
@@ -146,14 +276,21 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
             shell_cwd = resolver.resolve(dir, &cwd).abs;
         }
     }
+    let mut argv_iter = argvs.iter();
     for src in &f.shell {
         if src.text.contains("*** Begin Patch") {
             patches.push(src.text.clone());
         }
+        let argv = if src.argv_form || src.pointer.ends_with(|c: char| c.is_ascii_digit()) {
+            argv_iter.next()
+        } else {
+            None
+        };
         // The parser is third-party code on untrusted input: a panic in it is a command we
         // could not parse, not a crash of the wrapper.
-        let analysed = std::panic::catch_unwind(AssertUnwindSafe(|| {
-            shell::analyse(&src.text, &shell_cwd, resolver)
+        let analysed = std::panic::catch_unwind(AssertUnwindSafe(|| match argv {
+            Some(argv) => shell::analyse_argv(argv, &shell_cwd, resolver),
+            None => shell::analyse(&src.text, &shell_cwd, resolver),
         }));
         match analysed {
             Ok(Ok(cmds)) => f
@@ -163,31 +300,17 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
             Err(_) => f.parse_errors.push("the shell parser failed".to_owned()),
         }
     }
+    written_then_run(&mut f.commands, resolver);
     for c in &f.commands {
         f.reads.extend(c.reads.iter().cloned());
         f.writes.extend(c.writes.iter().cloned());
-        for a in &c.cmd.args {
-            if a.contains("://") {
-                f.urls.extend(url::Url::parse(a).ok());
-            }
-        }
+        f.writes.extend(c.deletes.iter().cloned());
+        command_urls(&c.cmd, &mut f.urls);
     }
 
-    // File tools: how a path is used is read from the tool's name.
-    if f.shell.is_empty() {
-        let (reads, writes) = access(f.tool.as_deref().unwrap_or_default());
-        for key in PATH_KEYS {
-            for p in strings(args.get(*key)) {
-                let resolved = resolver.resolve(p, &cwd);
-                if reads {
-                    f.reads.push(resolved.clone());
-                }
-                if writes {
-                    f.writes.push(resolved);
-                }
-            }
-        }
-    }
+    // Every tool's paths, a shell tool's too (its command and working directory aside): an
+    // editor tool may call its action `command` (`str_replace_editor`).
+    tool_paths(&mut f, args, &cwd, resolver);
     if let Value::Object(map) = args {
         patches.extend(
             map.values()
@@ -203,7 +326,18 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
 
     for key in URL_KEYS {
         for u in strings(args.get(*key)) {
-            f.urls.extend(url::Url::parse(u).ok());
+            f.urls.extend(parse_url(u));
+        }
+    }
+    if f.shell.is_empty() {
+        let mut texts = Vec::new();
+        collect_strings(args, None, 0, &mut texts);
+        for (_, s) in texts {
+            f.urls.extend(
+                URL_IN_TEXT
+                    .find_iter(s)
+                    .filter_map(|m| parse_url(m.as_str())),
+            );
         }
     }
     if f.tool
@@ -214,33 +348,176 @@ pub fn facts(event: &Event, resolver: &Resolver, workspace_root: Option<&Path>) 
             f.urls.extend(
                 URL_IN_TEXT
                     .find_iter(prompt)
-                    .filter_map(|m| url::Url::parse(m.as_str()).ok()),
+                    .filter_map(|m| parse_url(m.as_str())),
             );
         }
     }
     f
 }
 
-fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts {
-    let resolve = |w: &str| resolver.resolve(w, &cmd.cwd);
-    CommandFacts {
-        operands: semantics::operands(&cmd).into_iter().map(resolve).collect(),
-        reads: semantics::reads(&cmd).into_iter().map(resolve).collect(),
-        writes: semantics::writes(&cmd).iter().map(|w| resolve(w)).collect(),
-        cmd,
+fn parse_url(s: &str) -> Option<url::Url> {
+    url::Url::parse(s).ok()
+}
+
+/// The URLs a command names: any argument with a scheme, and a network program's bare
+/// host operands (`curl 169.254.169.254/latest`).
+fn command_urls(cmd: &Command, urls: &mut Vec<url::Url>) {
+    let net = NET_PROGRAMS.contains(&cmd.program.as_str());
+    for a in &cmd.args {
+        if a.contains("://") {
+            urls.extend(
+                URL_IN_TEXT
+                    .find_iter(a)
+                    .filter_map(|m| parse_url(m.as_str())),
+            );
+        } else if net
+            && !a.starts_with('-')
+            && (a.contains('.') || a.contains(':'))
+            && !a.contains(['@', ' ', '<'])
+        {
+            urls.extend(parse_url(&format!("http://{a}")));
+        }
     }
+}
+
+/// A command that runs a file an earlier command of the same line wrote (`curl -o x …;
+/// sh x`) runs code nobody has read.
+fn written_then_run(cmds: &mut [CommandFacts], resolver: &Resolver) {
+    let mut written: HashSet<PathBuf> = HashSet::new();
+    for c in cmds.iter_mut() {
+        if let Some(run) = &c.cmd.runs {
+            let target = resolver.resolve_word(run, &c.cmd.cwd).abs;
+            if written.contains(&target) && c.cmd.dynamic_code.is_none() {
+                c.cmd.dynamic_code = Some(format!("runs {run}, which this same command wrote"));
+            }
+        }
+        let content = !matches!(
+            c.cmd.program.as_str(),
+            "chmod" | "chown" | "chgrp" | "touch" | "chattr" | "setfacl"
+        );
+        if content {
+            written.extend(c.writes.iter().map(|w| w.abs.clone()));
+        }
+    }
+}
+
+fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts {
+    let word = |w: &str| resolver.resolve_word(w, &cmd.cwd);
+    let code = |w: &String| resolver.resolve(w, &cmd.cwd);
+    let operands: Vec<ResolvedPath> = semantics::operands(&cmd).into_iter().map(word).collect();
+    let mut reads: Vec<ResolvedPath> = semantics::reads(&cmd).into_iter().map(word).collect();
+    reads.extend(cmd.code_paths.reads.iter().map(code));
+    let mut writes: Vec<ResolvedPath> = semantics::writes(&cmd).iter().map(|w| word(w)).collect();
+    writes.extend(cmd.code_paths.writes.iter().map(code));
+    let nofollow = |w: &str| resolver.resolve_word_nofollow(w, &cmd.cwd);
+    let mut deletes: Vec<ResolvedPath> =
+        semantics::deletes(&cmd).into_iter().map(nofollow).collect();
+    if matches!(cmd.program.as_str(), "tar" | "bsdtar" | "unzip") {
+        // Unpacking into home (or above it) may write any file there: the persistence ones.
+        let dirs: Vec<PathBuf> = writes.iter().map(|w| w.abs.clone()).collect();
+        for d in dirs {
+            if resolver.home.starts_with(&d) {
+                writes.extend(HOME_PERSISTENCE.iter().map(|p| {
+                    resolver.resolve(&resolver.home.join(p).to_string_lossy(), Path::new("/"))
+                }));
+            }
+        }
+    }
+    deletes.extend(cmd.code_paths.deletes.iter().map(code));
+    if semantics::recursive(&cmd) {
+        let roots: Vec<PathBuf> = reads.iter().map(|r| r.abs.clone()).collect();
+        reads.extend(secrets_below(&roots, resolver));
+    }
+    let unknown = unknown_where_it_matters(&cmd);
+    CommandFacts {
+        cmd,
+        operands,
+        reads,
+        writes,
+        deletes,
+        unknown,
+    }
+}
+
+/// The fixed-place secrets inside any of `roots` (a tree read whole reads them).
+fn secrets_below(roots: &[PathBuf], resolver: &Resolver) -> Vec<ResolvedPath> {
+    let mut out = Vec::new();
+    for s in HOME_SECRETS {
+        let p = resolver.home.join(s);
+        if roots.iter().any(|r| p.starts_with(r)) {
+            out.push(resolver.resolve(&p.to_string_lossy(), Path::new("/")));
+        }
+    }
+    out
+}
+
+/// Why a value known only at run time stands where it matters in `cmd`, if one does.
+fn unknown_where_it_matters(cmd: &Command) -> Option<String> {
+    let relative_unknown = |w: &str| !cmd.cwd_known && !w.starts_with('/');
+    if is_unknown(&cmd.path) {
+        return Some("the program to run is known only at run time".to_owned());
+    }
+    if let Some(run) = &cmd.runs {
+        if is_unknown(run) || relative_unknown(run) {
+            return Some("the file it runs is known only at run time".to_owned());
+        }
+    }
+    for r in &cmd.redirects {
+        if is_unknown(&r.target) || relative_unknown(&r.target) {
+            return Some("a redirection target is known only at run time".to_owned());
+        }
+    }
+    if !cmd.wrapper && spec_of(&cmd.program).sensitive {
+        let ops = semantics::operands(cmd);
+        if ops.iter().any(|o| is_unknown(o) || relative_unknown(o))
+            || (cmd.program == "dd" && cmd.args.iter().any(|a| is_unknown(a)))
+        {
+            return Some(format!(
+                "an operand of `{}` is known only at run time",
+                cmd.program
+            ));
+        }
+    }
+    if !cmd.wrapper
+        && (semantics::deletes(cmd)
+            .iter()
+            .any(|d| is_unknown(d) || relative_unknown(d))
+            || semantics::writes(cmd).iter().any(|w| is_unknown(w)))
+    {
+        return Some(format!(
+            "what `{}` changes is known only at run time",
+            cmd.program
+        ));
+    }
+    if cmd.code_unknown {
+        return Some("the code it runs is known only at run time".to_owned());
+    }
+    if cmd
+        .code_paths
+        .writes
+        .iter()
+        .chain(&cmd.code_paths.deletes)
+        .any(|w| is_unknown(w))
+    {
+        return Some("inline code changes a path known only at run time".to_owned());
+    }
+    None
 }
 
 /// Whether a file tool of this name reads, writes, or (unknown) both.
 fn access(tool: &str) -> (bool, bool) {
     let t = tool.to_lowercase();
     let has = |words: &[&str]| words.iter().any(|w| t.contains(w));
+    let lists = has(&["ls", "list", "glob", "find", "tree"]) && !has(&["read", "grep", "search"]);
+    if lists && !has(&["write", "edit", "delete", "remove", "move"]) {
+        return (false, false);
+    }
     let writes = has(&[
         "write", "edit", "replace", "patch", "create", "delete", "remove", "move", "rename",
-        "insert", "save",
+        "insert", "save", "copy", "upload",
     ]);
     let reads = has(&[
-        "read", "view", "cat", "grep", "glob", "search", "list", "ls", "find", "open",
+        "read", "view", "cat", "grep", "search", "open", "get", "download", "copy", "upload",
     ]);
     match (reads, writes) {
         (false, false) => (true, true),
@@ -248,16 +525,159 @@ fn access(tool: &str) -> (bool, bool) {
     }
 }
 
-/// `["bash", "-lc", "script"]` → the script and its index.
-fn shell_script_of_argv<'a>(argv: &[&'a str]) -> Option<(usize, &'a str)> {
+/// The paths anywhere in a tool's arguments, read or written as the tool's name says;
+/// searching tools read their roots as whole trees.
+fn tool_paths(f: &mut Facts, args: &Value, cwd: &Path, resolver: &Resolver) {
+    let tool = f.tool.clone().unwrap_or_default();
+    let lower = tool.to_lowercase();
+    let (reads, writes) = access(&tool);
+    // Content searches read whole trees; listing tools (ls, glob, find) only show names.
+    let tree = ["grep", "search", "read_many"]
+        .iter()
+        .any(|w| lower.contains(w));
+    let mut found = Vec::new();
+    collect_strings(args, None, 0, &mut found);
+    let base = ["path", "dir_path", "directory", "dir", "root", "cwd"]
+        .iter()
+        .find_map(|k| args.get(*k).and_then(Value::as_str))
+        .map_or_else(|| cwd.to_path_buf(), |p| resolver.resolve(p, cwd).abs);
+    let mut roots = Vec::new();
+    let shell_tool = !f.shell.is_empty();
+    for (key, value) in found {
+        let key = key.unwrap_or_default();
+        if shell_tool && (COMMAND_KEYS.contains(&key) || WORKDIR_KEYS.contains(&key)) {
+            continue;
+        }
+        let is_path_key = PATH_KEYS.contains(&key) || (key == "pattern" && lower.contains("glob"));
+        let value = value.strip_prefix("file://").unwrap_or(value);
+        if !(is_path_key || looks_like_path(value)) || value.contains('\n') || value.is_empty() {
+            continue;
+        }
+        let globby = value.contains(['*', '?', '[', '{']);
+        let at = if globby || matches!(key, "include" | "glob" | "exclude" | "pattern") {
+            &base
+        } else {
+            cwd
+        };
+        let paths: Vec<String> = if globby {
+            instantiate(value)
+        } else {
+            vec![value.to_owned()]
+        };
+        for p in paths {
+            let resolved = resolver.resolve(&p, at);
+            let source = SOURCE_KEYS.contains(&key);
+            if reads || source {
+                f.reads.push(resolved.clone());
+            }
+            if writes || source {
+                f.writes.push(resolved.clone());
+            }
+            if tree && !globby {
+                roots.push(resolved.abs);
+            }
+        }
+        if globby {
+            roots.push(resolver.resolve(literal_prefix(value), at).abs);
+        }
+    }
+    if tree {
+        roots.push(base);
+        f.reads.extend(secrets_below(&roots, resolver));
+    }
+}
+
+fn looks_like_path(s: &str) -> bool {
+    (s.starts_with('/')
+        || s.starts_with("~/")
+        || s == "~"
+        || s.starts_with("./")
+        || s.starts_with("../"))
+        && !s.contains("://")
+        && s.len() < 4096
+}
+
+/// A glob as a few concrete paths that it matches, for checking against protected globs:
+/// `**/.ssh/*` → `d/.ssh/x`; braces give one path per alternative.
+fn instantiate(glob: &str) -> Vec<String> {
+    let mut out = vec![String::new()];
+    let mut rest = glob;
+    while let Some(open) = rest.find('{') {
+        let Some(close) = rest[open..].find('}').map(|c| open + c) else {
+            break;
+        };
+        let alts: Vec<&str> = rest[open + 1..close].split(',').collect();
+        let head = &rest[..open];
+        out = out
+            .iter()
+            .flat_map(|o| alts.iter().map(move |a| format!("{o}{head}{a}")))
+            .take(64)
+            .collect();
+        rest = &rest[close + 1..];
+    }
+    for o in &mut out {
+        o.push_str(rest);
+    }
+    static CLASS: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"\[[^\]]*\]").expect("valid regex"));
+    out.into_iter()
+        .map(|p| {
+            CLASS
+                .replace_all(&p.replace("**", "d"), "x")
+                .replace(['*', '?'], "x")
+        })
+        .collect()
+}
+
+/// The directory part of a glob before its first metacharacter.
+fn literal_prefix(glob: &str) -> &str {
+    let meta = glob.find(['*', '?', '[', '{']).unwrap_or(glob.len());
+    match glob[..meta].rfind('/') {
+        Some(i) if i > 0 => &glob[..i],
+        Some(_) => "/",
+        None => ".",
+    }
+}
+
+/// Every string in a tool's arguments with the key it is under, except text content.
+fn collect_strings<'a>(
+    v: &'a Value,
+    key: Option<&'a str>,
+    depth: usize,
+    out: &mut Vec<(Option<&'a str>, &'a str)>,
+) {
+    const MAX_DEPTH: usize = 8;
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match v {
+        Value::String(s) => out.push((key, s)),
+        Value::Array(items) => {
+            for i in items {
+                collect_strings(i, key, depth + 1, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                if !CONTENT_KEYS.contains(&k.as_str()) {
+                    collect_strings(v, Some(k), depth + 1, out);
+                }
+            }
+        }
+        _ => {}
+    }
+}
+
+/// `["bash", "-lc", "script"]` → the index of the script, parsed as bash parses its options.
+fn shell_script_of_argv(argv: &[String]) -> Option<usize> {
     let program = shell::program_name(argv.first()?);
-    if !matches!(program.as_str(), "sh" | "bash" | "zsh" | "dash" | "ksh") {
+    if !semantics::SHELLS.contains(&program.as_str()) {
         return None;
     }
-    let flag = argv
-        .iter()
-        .position(|a| a.starts_with('-') && !a.starts_with("--") && a.contains('c'))?;
-    argv.get(flag + 1).map(|s| (flag + 1, *s))
+    let args = &argv[1..];
+    semantics::shell_script(args)?;
+    let (_, rest) = semantics::shell_options(args);
+    Some(argv.len() - rest.len())
 }
 
 /// Quotes an argv as one shell command line.
@@ -302,5 +722,21 @@ fn strings(v: Option<&Value>) -> Vec<&str> {
         Some(Value::String(s)) => vec![s.as_str()],
         Some(Value::Array(items)) => items.iter().filter_map(Value::as_str).collect(),
         _ => Vec::new(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn globs_instantiate_to_paths_they_match() {
+        assert_eq!(instantiate("**/.ssh/*"), ["d/.ssh/x"]);
+        assert_eq!(
+            instantiate("~/.ssh/id_{rsa,dsa}"),
+            ["~/.ssh/id_rsa", "~/.ssh/id_dsa"]
+        );
+        assert_eq!(literal_prefix("/h/.ssh/id_*"), "/h/.ssh");
+        assert_eq!(literal_prefix("**/x"), ".");
     }
 }

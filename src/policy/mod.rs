@@ -17,6 +17,7 @@
 
 mod examples;
 mod extract;
+mod inline;
 mod paths;
 mod rules;
 mod semantics;
@@ -97,6 +98,8 @@ pub struct Policy {
     resolver: Resolver,
     /// The workspace, when the caller knows it better than the event's cwd.
     workspace_root: Option<PathBuf>,
+    /// The wrapper's own files, protected by rules with `where = ["wrapper"]`.
+    wrapper: Vec<PathBuf>,
 }
 
 impl Default for Policy {
@@ -118,6 +121,7 @@ impl Policy {
                 follow_symlinks: true,
             },
             workspace_root: None,
+            wrapper: Vec::new(),
         }
     }
 
@@ -189,6 +193,16 @@ impl Policy {
         self
     }
 
+    /// Protects the wrapper's own files (its executables, run directory and control
+    /// socket): rules with `where = ["wrapper"]` match them and anything inside them.
+    pub fn with_wrapper_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Policy {
+        self.wrapper = paths
+            .into_iter()
+            .map(|p| std::fs::canonicalize(&p).unwrap_or_else(|_| paths::normalise(&p)))
+            .collect();
+        self
+    }
+
     /// The ids of the rules, in file order.
     pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|r| r.id.as_str())
@@ -208,10 +222,23 @@ impl Policy {
     /// (block > escalate > defer > modify > explicit allow > no opinion; ties go to the
     /// rule written first).
     pub fn evaluate(&self, event: &Event) -> PolicyDecision {
+        self.evaluate_with(event, &[])
+    }
+
+    /// [`Policy::evaluate`], with `wrapper` protected as well as the policy's own
+    /// [`Policy::with_wrapper_paths`] (a run names its files after the policy is built).
+    pub fn evaluate_with(&self, event: &Event, wrapper: &[PathBuf]) -> PolicyDecision {
         if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
             return PolicyDecision::no_opinion();
         }
-        let facts = extract::facts(event, &self.resolver, self.workspace_root.as_deref());
+        let mut protected = self.wrapper.clone();
+        protected.extend_from_slice(wrapper);
+        let facts = extract::facts(
+            event,
+            &self.resolver,
+            self.workspace_root.as_deref(),
+            &protected,
+        );
         let mut best: Option<(u8, PolicyDecision)> = None;
         let mut propose = |rank: u8, decision: PolicyDecision| {
             if best.as_ref().map_or(true, |(r, _)| rank > *r) {

@@ -32,11 +32,32 @@ impl Resolver {
         } else {
             cwd.join(word)
         };
-        let abs = if self.follow_symlinks {
-            resolve_on_disk(&expanded)
-        } else {
-            normalise(&expanded)
+        self.resolve_path(expanded)
+    }
+
+    /// Resolves a shell word after expansion: `~` was the shell's to expand, so a `~` left
+    /// here is a literal name (`rm -rf '~'`).
+    pub fn resolve_word(&self, word: &str, cwd: &Path) -> ResolvedPath {
+        self.resolve_path(cwd.join(word))
+    }
+
+    /// Like [`Resolver::resolve_word`], but a symlink in the last component is not followed:
+    /// what `rm -rf link` removes is the link (`rm -rf link/` is resolved in full).
+    pub fn resolve_word_nofollow(&self, word: &str, cwd: &Path) -> ResolvedPath {
+        let full = cwd.join(word);
+        let name = match full.components().next_back() {
+            Some(Component::Normal(n)) if !word.ends_with('/') => n.to_owned(),
+            _ => return self.resolve_word(word, cwd),
         };
+        let parent = full
+            .parent()
+            .map_or_else(|| PathBuf::from("/"), Path::to_path_buf);
+        let mut abs = self.resolve_path(parent).abs;
+        abs.push(name);
+        self.with_tilde(abs)
+    }
+
+    fn with_tilde(&self, abs: PathBuf) -> ResolvedPath {
         let tilde = abs.strip_prefix(&self.home).ok().map(|rest| {
             if rest.as_os_str().is_empty() {
                 "~".to_owned()
@@ -45,6 +66,15 @@ impl Resolver {
             }
         });
         ResolvedPath { abs, tilde }
+    }
+
+    fn resolve_path(&self, expanded: PathBuf) -> ResolvedPath {
+        let abs = if self.follow_symlinks {
+            resolve_on_disk(&expanded)
+        } else {
+            normalise(&expanded)
+        };
+        self.with_tilde(abs)
     }
 
     /// Resolves a directory that is already absolute (a cwd or workspace root).
@@ -129,10 +159,18 @@ pub enum Where {
     Home,
     /// Exactly `/`.
     Root,
+    /// The wrapper's own files: its executables, its run directory, its control socket.
+    Wrapper,
 }
 
 impl Where {
-    pub fn holds(self, path: &ResolvedPath, workspace: &Path, home: &Path) -> bool {
+    pub fn holds(
+        self,
+        path: &ResolvedPath,
+        workspace: &Path,
+        home: &Path,
+        wrapper: &[PathBuf],
+    ) -> bool {
         let p = path.abs.as_path();
         match self {
             Where::OutsideWorkspace => !p.starts_with(workspace),
@@ -141,6 +179,10 @@ impl Where {
             Where::WorkspaceAncestor => workspace.starts_with(p) && p != workspace,
             Where::Home => p == home,
             Where::Root => p == Path::new("/"),
+            // The file itself, anything inside it, or a directory that holds it.
+            Where::Wrapper => wrapper
+                .iter()
+                .any(|w| p.starts_with(w) || (w.starts_with(p) && p != Path::new("/"))),
         }
     }
 }
@@ -191,15 +233,15 @@ mod tests {
         let home = Path::new("/home/u");
         let r = lexical("/home/u");
         let at = |s: &str| r.resolve(s, ws);
-        assert!(Where::OutsideWorkspace.holds(&at("/etc"), ws, home));
-        assert!(!Where::OutsideWorkspace.holds(&at("build"), ws, home));
-        assert!(Where::InsideWorkspace.holds(&at("."), ws, home));
-        assert!(Where::Workspace.holds(&at("."), ws, home));
-        assert!(Where::WorkspaceAncestor.holds(&at(".."), ws, home));
-        assert!(!Where::WorkspaceAncestor.holds(&at("."), ws, home));
-        assert!(Where::Home.holds(&at("~"), ws, home));
-        assert!(Where::Root.holds(&at("/"), ws, home));
+        assert!(Where::OutsideWorkspace.holds(&at("/etc"), ws, home, &[]));
+        assert!(!Where::OutsideWorkspace.holds(&at("build"), ws, home, &[]));
+        assert!(Where::InsideWorkspace.holds(&at("."), ws, home, &[]));
+        assert!(Where::Workspace.holds(&at("."), ws, home, &[]));
+        assert!(Where::WorkspaceAncestor.holds(&at(".."), ws, home, &[]));
+        assert!(!Where::WorkspaceAncestor.holds(&at("."), ws, home, &[]));
+        assert!(Where::Home.holds(&at("~"), ws, home, &[]));
+        assert!(Where::Root.holds(&at("/"), ws, home, &[]));
         // A sibling with a common string prefix is outside.
-        assert!(Where::OutsideWorkspace.holds(&at("/home/u/project2"), ws, home));
+        assert!(Where::OutsideWorkspace.holds(&at("/home/u/project2"), ws, home, &[]));
     }
 }

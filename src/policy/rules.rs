@@ -99,13 +99,34 @@ pub enum Example {
 pub struct RawCommand {
     pub program: Option<Vec<String>>,
     pub program_not: Option<Vec<String>>,
-    pub args_any: Option<Vec<String>>,
+    /// One list: some argument matches. A list of lists: for each list, some argument matches.
+    pub args_any: Option<ArgsAny>,
     pub args_all: Option<Vec<String>>,
     pub operands: Option<RawPathCond>,
     pub reads: Option<RawPathCond>,
     pub writes: Option<RawPathCond>,
     pub env: Option<Vec<String>>,
     pub fed_by: Option<Vec<String>>,
+    pub deletes: Option<RawPathCond>,
+    /// Something known only at run time stands where it matters (or, with `false`, nothing).
+    pub unknown: Option<bool>,
+    /// The command runs code nobody can read now (piped, downloaded, decoded, built at run
+    /// time, written earlier in the same command).
+    pub dynamic_code: Option<bool>,
+    /// Patterns on the literal code an interpreter runs (`python -c`, `awk '…'`).
+    pub code_matches: Option<Vec<String>>,
+    /// Names of variables the arguments refer to.
+    pub vars: Option<Vec<String>>,
+    /// Wrappers the command must not run under (e.g. `ahp-wrap`).
+    pub via_not: Option<Vec<String>>,
+}
+
+/// `args_any` as written: one list, or several that must all find a match.
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+pub enum ArgsAny {
+    One(Vec<String>),
+    All(Vec<Vec<String>>),
 }
 
 #[derive(Debug, Default, Deserialize)]
@@ -263,7 +284,7 @@ impl PathCond {
             || self
                 .wheres
                 .iter()
-                .any(|w| w.holds(p, &f.workspace, &f.home));
+                .any(|w| w.holds(p, &f.workspace, &f.home, &f.wrapper));
         positive && !hit(&self.not_abs, &self.not_tilde)
     }
 
@@ -276,13 +297,19 @@ impl PathCond {
 struct CommandCond {
     program: Option<Patterns>,
     program_not: Option<Patterns>,
-    args_any: Option<Patterns>,
+    args_any: Vec<Patterns>,
     args_all: Option<Patterns>,
     operands: Option<PathCond>,
     reads: Option<PathCond>,
     writes: Option<PathCond>,
     env: Option<Patterns>,
     fed_by: Option<Patterns>,
+    deletes: Option<PathCond>,
+    unknown: Option<bool>,
+    dynamic_code: Option<bool>,
+    code_matches: Option<Patterns>,
+    vars: Option<Patterns>,
+    via_not: Option<Patterns>,
 }
 
 impl CommandCond {
@@ -302,7 +329,10 @@ impl CommandCond {
                 .program_not
                 .as_ref()
                 .map_or(true, |p| !p.is_match(&cmd.program))
-            && some(&self.args_any, &cmd.args)
+            && self
+                .args_any
+                .iter()
+                .all(|p| cmd.args.iter().any(|a| p.is_match(a)))
             && self
                 .args_all
                 .as_ref()
@@ -312,6 +342,20 @@ impl CommandCond {
             && paths(&self.operands, &c.operands)
             && paths(&self.reads, &c.reads)
             && paths(&self.writes, &c.writes)
+            && paths(&self.deletes, &c.deletes)
+            && self.unknown.map_or(true, |u| u == c.unknown.is_some())
+            && self
+                .dynamic_code
+                .map_or(true, |d| d == cmd.dynamic_code.is_some())
+            && self
+                .code_matches
+                .as_ref()
+                .map_or(true, |p| cmd.code.as_deref().is_some_and(|t| p.is_match(t)))
+            && some(&self.vars, &cmd.vars)
+            && self
+                .via_not
+                .as_ref()
+                .map_or(true, |p| !cmd.via.iter().any(|v| p.is_match(v)))
     }
 }
 
@@ -377,13 +421,26 @@ impl Rule {
             Some(c) => Some(CommandCond {
                 program: pats(&c.program, false)?,
                 program_not: pats(&c.program_not, false)?,
-                args_any: pats(&c.args_any, false)?,
+                args_any: match &c.args_any {
+                    None => Vec::new(),
+                    Some(ArgsAny::One(l)) => vec![Patterns::compile(&id, l, false)?],
+                    Some(ArgsAny::All(groups)) => groups
+                        .iter()
+                        .map(|l| Patterns::compile(&id, l, false))
+                        .collect::<Result<_, _>>()?,
+                },
                 args_all: pats(&c.args_all, false)?,
                 operands: cond(&c.operands)?,
                 reads: cond(&c.reads)?,
                 writes: cond(&c.writes)?,
                 env: pats(&c.env, false)?,
                 fed_by: pats(&c.fed_by, false)?,
+                deletes: cond(&c.deletes)?,
+                unknown: c.unknown,
+                dynamic_code: c.dynamic_code,
+                code_matches: pats(&c.code_matches, false)?,
+                vars: pats(&c.vars, false)?,
+                via_not: pats(&c.via_not, false)?,
             }),
         };
         let file = match &raw.file {

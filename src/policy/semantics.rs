@@ -1,9 +1,252 @@
-//! What common programs do with their arguments: wrappers, nested scripts, files read and written.
+//! What common programs do with their arguments, as data: which operands they read (and
+//! reveal), write, delete; which run another command; which read whole trees.
+//!
+//! A program not in the table is assumed to read its operands, which only matters for words
+//! that name a protected asset: an unknown program's arguments are not all file reads.
 
-use super::shell::{program_name, Command};
+use std::collections::HashMap;
+use std::sync::LazyLock;
 
-/// Shells whose `-c` argument (or stdin) is a script.
-const SHELLS: &[&str] = &[
+use super::shell::{program_name, Command, UNKNOWN};
+
+/// What a program does with its operands (non-option arguments).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Operands {
+    /// Reads them and may reveal their content (`cat`, `base64`, `scp`).
+    Read,
+    /// The first operand is a pattern or a program, the rest are read (`grep`, `sed`, `awk`).
+    PatternThenRead,
+    /// Names them without revealing their content (`ls`, `stat`, `echo`, `ssh -i`).
+    Name,
+    /// Modifies or removes them (`rm`, `touch`, `chmod`, `tee`).
+    Modify,
+    /// Reads the sources and writes the last operand or `-t DIR` (`cp`, `mv`, `ln`).
+    Copy,
+}
+
+/// One program's entry in the table.
+#[derive(Debug, Clone, Copy)]
+pub struct Spec {
+    pub operands: Operands,
+    /// An unknown operand matters (the program reads, writes, deletes or signals it).
+    pub sensitive: bool,
+    /// Reads whole directory trees: always (`tar`), or with one of these options.
+    pub recursive: Recursive,
+}
+
+#[derive(Debug, Clone, Copy)]
+pub enum Recursive {
+    Never,
+    Always,
+    With(&'static [&'static str]),
+}
+
+const fn spec(operands: Operands, sensitive: bool, recursive: Recursive) -> Spec {
+    Spec {
+        operands,
+        sensitive,
+        recursive,
+    }
+}
+
+use Operands::*;
+use Recursive::{Always, Never, With};
+
+const GREP_R: Recursive = With(&["-r", "-R", "--recursive", "--dereference-recursive"]);
+const CP_R: Recursive = With(&["-r", "-R", "-a", "--recursive", "--archive"]);
+const RG_HIDDEN: Recursive = With(&["--hidden", "-uu", "-uuu", "-.", "--unrestricted"]);
+
+/// The table. Names are basenames; the same entry serves every name in its list.
+const TABLE: &[(&[&str], Spec)] = &[
+    (
+        &[
+            "cat",
+            "tac",
+            "less",
+            "more",
+            "most",
+            "head",
+            "tail",
+            "nl",
+            "od",
+            "xxd",
+            "hexdump",
+            "hd",
+            "strings",
+            "base64",
+            "base32",
+            "basenc",
+            "cut",
+            "sort",
+            "uniq",
+            "paste",
+            "diff",
+            "cmp",
+            "comm",
+            "fold",
+            "fmt",
+            "pr",
+            "expand",
+            "iconv",
+            "bat",
+            "batcat",
+            "column",
+            "vim",
+            "vi",
+            "view",
+            "nano",
+            "emacs",
+            "ed",
+            "ex",
+            "pico",
+            "code",
+            "jq",
+            "yq",
+            "split",
+            "gpg",
+            "openssl",
+            "xclip",
+            "xsel",
+            "pbcopy",
+            "wl-copy",
+            "nc",
+            "ncat",
+            "socat",
+            "mail",
+            "sendmail",
+            "uuencode",
+            "look",
+            "join",
+            "csplit",
+            "sqlite3",
+            "python3-base64",
+            "gzip",
+            "bzip2",
+            "xz",
+            "zstd",
+            "lz4",
+            "7z",
+            "rar",
+            "wc",
+            "md5sum",
+            "sha1sum",
+            "sha256sum",
+            "sha512sum",
+            "b2sum",
+            "cksum",
+            "source",
+            ".",
+        ],
+        spec(Read, true, Never),
+    ),
+    (
+        &["grep", "egrep", "fgrep", "zgrep"],
+        spec(PatternThenRead, true, GREP_R),
+    ),
+    (&["rg"], spec(PatternThenRead, true, RG_HIDDEN)),
+    (
+        &["ag", "ack"],
+        spec(
+            PatternThenRead,
+            true,
+            With(&["--hidden", "-u", "--unrestricted"]),
+        ),
+    ),
+    (
+        &["sed", "gsed", "awk", "gawk", "mawk", "nawk", "busybox-awk"],
+        spec(PatternThenRead, true, Never),
+    ),
+    (
+        &["tar", "bsdtar", "zip", "cpio", "pax"],
+        spec(Read, true, Always),
+    ),
+    (&["scp", "rsync", "rclone"], spec(Copy, true, Always)),
+    (
+        &["cp", "mv", "install", "ln", "link", "gcp"],
+        spec(Copy, true, CP_R),
+    ),
+    (
+        &[
+            "rm", "unlink", "rmdir", "shred", "truncate", "touch", "chmod", "chown", "chgrp",
+            "chattr", "tee", "setfacl", "wipe", "srm",
+        ],
+        spec(Modify, true, Never),
+    ),
+    (&["dd"], spec(Name, true, Never)),
+    (&["kill", "pkill", "killall"], spec(Name, true, Never)),
+    (
+        &["curl", "wget", "http", "https", "xh", "aria2c"],
+        spec(Name, true, Never),
+    ),
+    (
+        &[
+            "echo",
+            "printf",
+            "ls",
+            "stat",
+            "test",
+            "[",
+            "[[",
+            "mkdir",
+            "cd",
+            "pushd",
+            "popd",
+            "which",
+            "type",
+            "realpath",
+            "readlink",
+            "basename",
+            "dirname",
+            "export",
+            "unset",
+            "declare",
+            "typeset",
+            "local",
+            "readonly",
+            "true",
+            "false",
+            "sleep",
+            "ssh",
+            "ssh-add",
+            "ssh-keygen",
+            "find",
+            "file",
+            "du",
+            "df",
+            "tree",
+            "exa",
+            "eza",
+            "lsattr",
+            "getfacl",
+            "namei",
+            "id",
+            "whoami",
+            "date",
+            "pwd",
+            "git",
+            "mktemp",
+        ],
+        spec(Name, false, Never),
+    ),
+];
+
+static INDEX: LazyLock<HashMap<&'static str, Spec>> = LazyLock::new(|| {
+    TABLE
+        .iter()
+        .flat_map(|(names, spec)| names.iter().map(move |n| (*n, *spec)))
+        .collect()
+});
+
+/// The entry of `program`, or the default for programs we do not know.
+pub fn spec_of(program: &str) -> Spec {
+    INDEX
+        .get(program)
+        .copied()
+        .unwrap_or(spec(Read, false, Never))
+}
+
+/// Shells whose `-c` argument (or stdin, or script operand) is a script.
+pub const SHELLS: &[&str] = &[
     "sh",
     "bash",
     "zsh",
@@ -14,40 +257,21 @@ const SHELLS: &[&str] = &[
     "fish",
     "rbash",
     "busybox-sh",
+    "yash",
+    "tcsh",
+    "csh",
 ];
-
-/// Programs that do not reveal the content of the files named as their operands, so naming a
-/// secret file there is not reading it. `ssh`/`ssh-add` use a key without printing it.
-const NON_READING: &[&str] = &[
-    "echo", "printf", "ls", "stat", "test", "[", "[[", "touch", "mkdir", "rmdir", "rm", "unlink",
-    "chmod", "chown", "chgrp", "cd", "pushd", "popd", "which", "type", "realpath", "readlink",
-    "basename", "dirname", "export", "unset", "declare", "typeset", "local", "readonly", "true",
-    "false", "sleep", "kill", "ssh", "ssh-add", "find", "file", "ln", "tee", "shred", "truncate",
-];
-
-/// Programs whose operands are all files they modify or delete.
-const MODIFIERS: &[&str] = &[
-    "tee", "touch", "truncate", "rm", "unlink", "rmdir", "shred", "chmod", "chown", "chgrp",
-];
-
-/// Programs whose first operand is a pattern or script, not a file, unless `-e`/`-f` give it.
-const PATTERN_FIRST: &[&str] = &[
-    "grep", "egrep", "fgrep", "rg", "ag", "ack", "sed", "gsed", "awk", "gawk", "mawk", "jq",
-];
-
-/// Programs whose last operand (or `-t DIR`) is a destination they write.
-const COPIERS: &[&str] = &["cp", "mv", "install", "ln", "rsync", "scp"];
 
 /// What a wrapper runs.
 #[derive(Debug, Default, PartialEq)]
 pub struct Unwrapped {
     /// The wrapped command, program first (empty when it is a script instead).
     pub argv: Vec<String>,
-    /// Variables the wrapper sets or unsets for it.
+    /// Variables the wrapper sets or unsets for it; `(all)` when it clears them all.
     pub env: Vec<String>,
     /// A directory the wrapper changes to first (`env -C`).
     pub chdir: Option<String>,
-    /// A command line the wrapper splits itself (`env -S`).
+    /// A command line the wrapper has a shell run (`env -S`, `script -c`, `watch`, `su -c`).
     pub script: Option<String>,
 }
 
@@ -55,36 +279,79 @@ pub struct Unwrapped {
 pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
     // (short options taking a value, long options taking a value, positionals before the command)
     let (short, long, positionals): (&str, &[&str], usize) = match cmd.program.as_str() {
-        "sudo" => (
-            "ughpCDrtUT",
-            &["--user", "--group", "--host", "--prompt", "--chdir"],
-            0,
-        ),
+        "sudo" => {
+            if let Some(u) = sudo_shell(&cmd.args) {
+                return Some(u);
+            }
+            (
+                "ughpCDrtUT",
+                &[
+                    "--user",
+                    "--group",
+                    "--host",
+                    "--prompt",
+                    "--chdir",
+                    "--close-from",
+                ],
+                0,
+            )
+        }
         "doas" => ("uC", &[], 0),
         "env" => return unwrap_env(&cmd.args),
-        "xargs" => (
-            "adEILnPs",
-            &[
-                "--arg-file",
-                "--delimiter",
-                "--eof",
-                "--max-lines",
-                "--max-args",
-                "--max-procs",
-                "--max-chars",
-                "--process-slot-var",
-            ],
-            0,
-        ),
-        "nohup" | "builtin" | "setsid" | "busybox" => ("", &[], 0),
+        "xargs" => return unwrap_xargs(&cmd.args),
+        "parallel" => {
+            let mut argv: Vec<String> = cmd
+                .args
+                .iter()
+                .take_while(|a| *a != ":::" && *a != "::::")
+                .skip_while(|a| a.starts_with('-'))
+                .cloned()
+                .collect();
+            // `::: A B` gives the inputs; `::::` reads them from a file nobody knows now.
+            match cmd.args.iter().position(|a| a == ":::") {
+                Some(i) => argv.extend(
+                    cmd.args[i + 1..]
+                        .iter()
+                        .filter(|a| !a.starts_with(":::"))
+                        .cloned(),
+                ),
+                None => argv.push(UNKNOWN.to_string()),
+            }
+            return Some(Unwrapped {
+                argv,
+                ..Unwrapped::default()
+            });
+        }
+        "nohup" | "builtin" | "busybox" | "unbuffer" | "catchsegv" | "proxychains"
+        | "proxychains4" | "torsocks" | "firejail" | "fakeroot" | "faketime" => ("", &[], 0),
+        "setsid" => ("", &[], 0),
         "timeout" => ("sk", &["--signal", "--kill-after"], 1),
         "nice" => ("n", &["--adjustment"], 0),
         "ionice" => ("cnpPu", &["--class", "--classdata"], 0),
+        "chrt" => ("", &[], 1),
+        "taskset" if cmd.args.iter().any(|a| a == "-p" || a == "--pid") => return None,
+        "taskset" if cmd.args.iter().any(|a| a == "-c" || a == "--cpu-list") => {
+            ("c", &["--cpu-list"], 0)
+        }
+        "taskset" => ("", &[], 1),
+        "flock" => return unwrap_flock(&cmd.args),
+        "strace" | "ltrace" => (
+            "oesSpuIEPXabO",
+            &["--output", "--trace", "--signal", "--user"],
+            0,
+        ),
+        "chroot" => ("", &["--userspec", "--groups"], 1),
+        "unshare" | "nsenter" => ("tSGw", &["--target", "--setuid", "--setgid", "--wd"], 0),
+        "script" => return unwrap_script(&cmd.args),
+        "watch" => return unwrap_watch(&cmd.args),
+        "su" => return unwrap_su(&cmd.args),
+        "runuser" => return unwrap_su(&cmd.args),
         "command" if cmd.args.iter().any(|a| a == "-v" || a == "-V") => return None,
         "command" => ("", &[], 0),
         "exec" => ("a", &[], 0),
         "time" => ("fo", &["--format", "--output"], 0),
         "stdbuf" => ("ioe", &["--input", "--output", "--error"], 0),
+        "ahp-wrap" => return unwrap_self(&cmd.args),
         _ => return None,
     };
     let start = command_start(&cmd.args, short, long, positionals)?;
@@ -92,6 +359,150 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         argv: cmd.args[start..].to_vec(),
         ..Unwrapped::default()
     })
+}
+
+/// `sudo -s CMD` / `sudo -i CMD` run CMD through a shell.
+fn sudo_shell(args: &[String]) -> Option<Unwrapped> {
+    let options = args.iter().take_while(|a| a.starts_with('-'));
+    let pos = options
+        .enumerate()
+        .find(|(_, a)| !a.starts_with("--") && (a.contains('s') || a.contains('i')))?
+        .0;
+    let rest = &args[pos + 1..];
+    (!rest.is_empty()).then(|| Unwrapped {
+        script: Some(rest.join(" ")),
+        ..Unwrapped::default()
+    })
+}
+
+/// `ahp-wrap [OPTIONS] -- AGENT…`: the agent, run under the wrapper.
+fn unwrap_self(args: &[String]) -> Option<Unwrapped> {
+    let pos = args.iter().position(|a| a == "--")?;
+    let argv = args[pos + 1..].to_vec();
+    (!argv.is_empty()).then(|| Unwrapped {
+        argv,
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_xargs(args: &[String]) -> Option<Unwrapped> {
+    let start = command_start(
+        args,
+        "adEeILlnPs",
+        &[
+            "--arg-file",
+            "--delimiter",
+            "--eof",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--process-slot-var",
+            "--replace",
+        ],
+        0,
+    )
+    .unwrap_or(args.len());
+    let replace = args[..start]
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.as_str() {
+            "-I" => args.get(i + 1).cloned(),
+            "-i" | "--replace" => Some("{}".to_owned()),
+            _ => a
+                .strip_prefix("-I")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        });
+    // With no command xargs runs `echo`. Its input becomes arguments nobody knows now.
+    let mut argv: Vec<String> = if start < args.len() {
+        args[start..].to_vec()
+    } else {
+        vec!["echo".to_owned()]
+    };
+    match replace {
+        Some(r) => {
+            for a in argv.iter_mut().skip(1) {
+                *a = a.replace(&r, &UNKNOWN.to_string());
+            }
+        }
+        None => argv.push(UNKNOWN.to_string()),
+    }
+    Some(Unwrapped {
+        argv,
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_flock(args: &[String]) -> Option<Unwrapped> {
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') {
+        if matches!(
+            args[i].as_str(),
+            "-w" | "--timeout" | "-E" | "--conflict-exit-code"
+        ) {
+            i += 1;
+        }
+        if matches!(args[i].as_str(), "-c" | "--command") {
+            return args.get(i + 1).map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+        i += 1;
+    }
+    // The lock file, then a command or `-c CMD`.
+    let rest = args.get(i + 1..)?;
+    if let Some(pos) = rest.iter().position(|a| a == "-c" || a == "--command") {
+        return rest.get(pos + 1).map(|s| Unwrapped {
+            script: Some(s.clone()),
+            ..Unwrapped::default()
+        });
+    }
+    (!rest.is_empty()).then(|| Unwrapped {
+        argv: rest.to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_script(args: &[String]) -> Option<Unwrapped> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-c" || a == "--command" {
+            return it.next().map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+        if let Some(s) = a.strip_prefix("--command=") {
+            return Some(Unwrapped {
+                script: Some(s.to_owned()),
+                ..Unwrapped::default()
+            });
+        }
+    }
+    None
+}
+
+fn unwrap_watch(args: &[String]) -> Option<Unwrapped> {
+    let start = command_start(args, "ndqc", &["--interval", "--differences"], 0)?;
+    Some(Unwrapped {
+        script: Some(args[start..].join(" ")),
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_su(args: &[String]) -> Option<Unwrapped> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-c" || a == "--command" || a == "--session-command" {
+            return it.next().map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+    }
+    None
 }
 
 /// Index of the first argument after the options (and `positionals` plain arguments).
@@ -140,6 +551,7 @@ fn unwrap_env(args: &[String]) -> Option<Unwrapped> {
                 i += 1;
                 break;
             }
+            "-" | "-i" | "--ignore-environment" => out.env.push("(all)".to_owned()),
             "-u" | "--unset" => {
                 out.env.extend(next);
                 i += 1;
@@ -162,7 +574,12 @@ fn unwrap_env(args: &[String]) -> Option<Unwrapped> {
                 out.script = Some(script.join(" "));
                 return Some(out);
             }
-            _ if a.starts_with('-') && a.len() > 1 => {}
+            _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
+                if a[1..].contains('i') {
+                    out.env.push("(all)".to_owned());
+                }
+            }
+            _ if a.starts_with("--") => {}
             _ => match a.split_once('=') {
                 Some((name, _)) if !name.is_empty() => out.env.push(name.to_owned()),
                 _ => break,
@@ -175,19 +592,22 @@ fn unwrap_env(args: &[String]) -> Option<Unwrapped> {
     (!out.argv.is_empty() || !out.env.is_empty()).then_some(out)
 }
 
-/// The script a shell or `eval` runs: `bash -c SCRIPT`, `eval ARGS…`, `sh <<EOF`.
-pub fn nested_script(cmd: &Command, stdin_text: Option<&str>) -> Option<String> {
-    if cmd.program == "eval" {
-        return Some(cmd.args.join(" "));
+/// The script a shell runs: `bash -c SCRIPT` (options parsed as bash parses its own).
+pub fn shell_script(args: &[String]) -> Option<String> {
+    let (dash_c, rest) = shell_options(args);
+    match rest.first() {
+        Some(script) if dash_c => Some(script.clone()),
+        _ => None,
     }
-    if !SHELLS.contains(&cmd.program.as_str()) {
-        return None;
-    }
+}
+
+/// A shell's `-c` flag, and the arguments after its options.
+pub fn shell_options(args: &[String]) -> (bool, &[String]) {
     let mut dash_c = false;
     let mut i = 0;
-    while i < cmd.args.len() {
-        let a = cmd.args[i].as_str();
-        if a == "--" {
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" || a == "-" {
             i += 1;
             break;
         }
@@ -195,25 +615,32 @@ pub fn nested_script(cmd: &Command, stdin_text: Option<&str>) -> Option<String> 
             i += 2;
             continue;
         }
+        if a == "--command" {
+            dash_c = true;
+            i += 1;
+            continue;
+        }
         if a.starts_with("--") {
             i += 1;
             continue;
         }
         match a.strip_prefix(['-', '+']) {
-            Some(cluster) if !cluster.is_empty() => dash_c |= cluster.contains('c'),
+            Some(cluster) if !cluster.is_empty() => {
+                dash_c |= cluster.contains('c') && a.starts_with('-');
+                // `-o opt` inside a cluster (`-eo pipefail`) takes the next word.
+                if cluster.ends_with('o') || cluster.ends_with('O') {
+                    i += 1;
+                }
+            }
             _ => break,
         }
         i += 1;
     }
-    match cmd.args.get(i) {
-        Some(script) if dash_c => Some(script.clone()),
-        None => stdin_text.map(str::to_owned),
-        _ => None,
-    }
+    (dash_c, args.get(i..).unwrap_or_default())
 }
 
 /// The commands `find … -exec CMD {} ;` runs, with `{}` standing for everything below each
-/// starting point.
+/// starting point. Deleting programs run by `find` act on every file below: recursive.
 pub fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
     if cmd.program != "find" {
         return Vec::new();
@@ -231,7 +658,14 @@ pub fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
             .collect();
         for start in &starts {
             let below = format!("{}/*", start.trim_end_matches('/'));
-            out.push(argv.iter().map(|a| a.replace("{}", &below)).collect());
+            let mut inner: Vec<String> = argv.iter().map(|a| a.replace("{}", &below)).collect();
+            if inner
+                .first()
+                .is_some_and(|p| matches!(program_name(p).as_str(), "rm" | "unlink" | "shred"))
+            {
+                inner.insert(1, "-r".to_owned());
+            }
+            out.push(inner);
         }
     }
     out
@@ -282,23 +716,163 @@ fn destination(cmd: &Command) -> Option<&str> {
     operands(cmd).last().copied()
 }
 
-/// Values of options that name an input file: `--file=PATH`, and curl's `@PATH` and `-T PATH`.
+/// Values of options that name an input file: `--file=PATH`, curl's `@PATH`, `<PATH`, `-T`.
 fn option_inputs(cmd: &Command) -> Vec<&str> {
     let mut out = Vec::new();
     let mut prev: &str = "";
+    let net = matches!(
+        cmd.program.as_str(),
+        "curl" | "wget" | "http" | "https" | "xh"
+    );
     for a in &cmd.args {
         if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--")) {
             out.push(v.strip_prefix('@').unwrap_or(v));
         }
-        if cmd.program == "curl" {
-            if let Some(i) = a.find('@').filter(|_| prev.starts_with('-')) {
-                out.push(&a[i + 1..]);
+        if net {
+            if prev.starts_with('-') {
+                if let Some(i) = a.find(['@', '<']) {
+                    out.push(&a[i + 1..]);
+                }
             }
-            if matches!(prev, "-T" | "--upload-file") {
+            if let Some(i) = a.find("=@").or_else(|| a.find(":=@")) {
+                out.push(&a[i + 2..]);
+            } else if let Some(f) = a.strip_prefix('@') {
+                out.push(f);
+            }
+            if matches!(prev, "-T" | "--upload-file" | "--post-file" | "--body-file") {
                 out.push(a);
             }
         }
+        if cmd.program == "openssl" && matches!(prev, "-in" | "-inkey" | "-key" | "-infiles") {
+            out.push(a);
+        }
         prev = a;
+    }
+    out
+}
+
+/// Options whose value is something other than a file to read.
+fn value_options(program: &str) -> &'static [&'static str] {
+    match program {
+        "curl" => &[
+            "-o",
+            "--output",
+            "-H",
+            "--header",
+            "-X",
+            "--request",
+            "-u",
+            "--user",
+            "-A",
+            "-e",
+            "-x",
+            "-w",
+            "-m",
+            "--max-time",
+            "--connect-timeout",
+            "-K",
+            "--config",
+            "--data-urlencode",
+            "-d",
+            "--data",
+            "--data-binary",
+            "--data-raw",
+            "-F",
+            "--form",
+            "-T",
+            "--upload-file",
+        ],
+        "wget" => &[
+            "-O",
+            "--output-document",
+            "-P",
+            "--directory-prefix",
+            "-o",
+            "--output-file",
+            "--header",
+            "-U",
+            "--user-agent",
+            "--post-data",
+            "--post-file",
+            "--body-file",
+        ],
+        "openssl" => &[
+            "-out",
+            "-keyout",
+            "-in",
+            "-inkey",
+            "-key",
+            "-subj",
+            "-days",
+            "-newkey",
+            "-passin",
+            "-passout",
+            "-config",
+            "-extensions",
+            "-addext",
+            "-infiles",
+            "-name",
+            "-certfile",
+            "-CA",
+            "-CAkey",
+            "-set_serial",
+        ],
+        "ssh" | "scp" | "ssh-keygen" => &[
+            "-i", "-F", "-o", "-p", "-P", "-l", "-J", "-c", "-f", "-C", "-t", "-b", "-N", "-S",
+        ],
+        "grep" | "egrep" | "fgrep" | "rg" => &[
+            "-e",
+            "-f",
+            "--regexp",
+            "--file",
+            "-m",
+            "-A",
+            "-B",
+            "-C",
+            "--max-count",
+            "-g",
+            "--glob",
+            "-t",
+            "--type",
+            "--include",
+            "--exclude",
+        ],
+        "tar" => &[
+            "-f",
+            "--file",
+            "-C",
+            "--directory",
+            "-T",
+            "--files-from",
+            "-X",
+            "--exclude-from",
+        ],
+        "git" => &["-C", "-c", "--git-dir", "--work-tree"],
+        _ => &[],
+    }
+}
+
+/// The operands of a command with the values of its value-taking options removed.
+fn plain_operands(cmd: &Command) -> Vec<&str> {
+    let takes = value_options(&cmd.program);
+    if takes.is_empty() {
+        return operands(cmd);
+    }
+    let mut out = Vec::new();
+    let mut skip = false;
+    let mut done = false;
+    for a in &cmd.args {
+        if skip {
+            skip = false;
+            continue;
+        }
+        if done || !a.starts_with('-') || a == "-" {
+            out.push(a.as_str());
+        } else if a == "--" {
+            done = true;
+        } else if takes.contains(&a.as_str()) {
+            skip = true;
+        }
     }
     out
 }
@@ -311,36 +885,68 @@ pub fn reads(cmd: &Command) -> Vec<&str> {
         .filter(|r| r.reads)
         .map(|r| r.target.as_str())
         .collect();
+    if let super::shell::Stdin::File(f) = &cmd.stdin {
+        if !out.contains(&f.as_str()) {
+            out.push(f);
+        }
+    }
     let program = cmd.program.as_str();
-    if cmd.wrapper || program.is_empty() || NON_READING.contains(&program) {
+    if cmd.wrapper || program.is_empty() || super::shell::is_unknown(program) {
         return out;
     }
-    if SHELLS.contains(&program) && nested_script(cmd, Some("")).is_some() {
-        return out; // `bash -c SCRIPT`: the operand is a script, not a file.
+    if SHELLS.contains(&program) {
+        return out; // a shell's operand is a script it runs (see `code`), not data it shows.
     }
-    if program == "dd" {
-        out.extend(cmd.args.iter().filter_map(|a| a.strip_prefix("if=")));
-        return out;
+    if program == "git" {
+        return out; // see `git_reads` in the code module: only some subcommands show files.
     }
-    let mut ops = operands(cmd);
-    let pattern_given = cmd.args.iter().any(|a| {
-        matches!(
-            a.as_str(),
-            "-e" | "-f" | "--regexp" | "--file" | "--expression"
-        ) || a.starts_with("--regexp=")
-            || a.starts_with("--file=")
-            || a.starts_with("--expression=")
-    });
-    if PATTERN_FIRST.contains(&program) && !pattern_given && !ops.is_empty() {
-        ops.remove(0);
-    }
-    let dest = COPIERS
-        .contains(&program)
-        .then(|| destination(cmd))
-        .flatten();
-    out.extend(ops.into_iter().filter(|o| Some(*o) != dest));
     out.extend(option_inputs(cmd));
+    let spec = spec_of(program);
+    let mut ops = plain_operands(cmd);
+    match spec.operands {
+        Name | Modify => return out,
+        PatternThenRead => {
+            let pattern_given = cmd.args.iter().any(|a| {
+                matches!(
+                    a.as_str(),
+                    "-e" | "-f" | "--regexp" | "--file" | "--expression"
+                ) || a.starts_with("--regexp=")
+                    || a.starts_with("--file=")
+                    || a.starts_with("--expression=")
+            });
+            if !pattern_given && !ops.is_empty() {
+                ops.remove(0);
+            }
+        }
+        Copy => {
+            let dest = destination(cmd);
+            ops.retain(|o| Some(*o) != dest);
+        }
+        Read => {
+            if program == "openssl" {
+                return out; // only `-in`/`-inkey` values (above); `-keyout`/`-out` are outputs.
+            }
+        }
+    }
+    out.extend(ops);
     out
+}
+
+/// Whether the command reads its operands as whole trees.
+pub fn recursive(cmd: &Command) -> bool {
+    match spec_of(&cmd.program).recursive {
+        Never => false,
+        Always => true,
+        With(flags) => cmd.args.iter().any(|a| {
+            flags.contains(&a.as_str())
+                || (a.starts_with('-')
+                    && !a.starts_with("--")
+                    && flags
+                        .iter()
+                        .filter(|f| f.len() == 2 && !f.starts_with("--"))
+                        .any(|f| a[1..].contains(&f[1..])))
+        }),
+    }
 }
 
 /// Files the command may create, modify or delete.
@@ -355,11 +961,12 @@ pub fn writes(cmd: &Command) -> Vec<String> {
         return out;
     }
     let program = cmd.program.as_str();
+    let spec = spec_of(program);
     let ops = operands(cmd);
-    if MODIFIERS.contains(&program) || in_place(cmd) {
+    if spec.operands == Modify || in_place(cmd) {
         out.extend(ops.iter().map(|o| o.to_string()));
     }
-    if COPIERS.contains(&program) {
+    if spec.operands == Copy {
         if let Some(dest) = destination(cmd) {
             // The destination may be a directory: then each source lands inside it.
             for src in ops.iter().filter(|o| **o != dest) {
@@ -368,6 +975,9 @@ pub fn writes(cmd: &Command) -> Vec<String> {
                     dest.trim_end_matches('/'),
                     program_name(src)
                 ));
+                if program == "mv" {
+                    out.push(src.to_string()); // moved away: changed where it was
+                }
             }
             out.push(dest.to_owned());
         }
@@ -376,23 +986,95 @@ pub fn writes(cmd: &Command) -> Vec<String> {
     for a in &cmd.args {
         match (program, prev) {
             ("dd", _) => out.extend(a.strip_prefix("of=").map(str::to_owned)),
-            ("curl", "-o" | "--output") | ("wget", "-O" | "--output-document") => {
-                out.push(a.clone())
-            }
+            ("curl", "-o" | "--output")
+            | ("wget", "-O" | "--output-document")
+            | ("openssl", "-out" | "-keyout")
+            | ("tar" | "bsdtar", "-C" | "--directory")
+            | ("unzip", "-d") => out.push(a.clone()),
             _ => {}
         }
         if let Some(v) = a
             .strip_prefix("--output=")
             .or_else(|| a.strip_prefix("--output-document="))
+            .or_else(|| a.strip_prefix("--directory=").filter(|_| program == "tar"))
         {
             out.push(v.to_owned());
         }
         prev = a;
     }
+    // Unpacking writes into the directory (`tar -x -C DIR`, `unzip -d DIR`): mark it as a
+    // tree, so that a rule on files inside it matches.
+    if matches!(program, "tar" | "bsdtar" | "unzip") {
+        let extract = program == "unzip"
+            || cmd.args.iter().any(|a| {
+                a == "--extract"
+                    || a == "--get"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
+                    || (!a.starts_with('-')
+                        && a.contains('x')
+                        && a.len() <= 6
+                        && a.chars().all(|c| c.is_ascii_alphabetic()))
+            });
+        if extract {
+            let dirs: Vec<String> = out
+                .iter()
+                .map(|d| format!("{}/*", d.trim_end_matches('/')))
+                .collect();
+            out.extend(dirs);
+        } else {
+            out.clear();
+            out.extend(
+                cmd.redirects
+                    .iter()
+                    .filter(|r| r.writes)
+                    .map(|r| r.target.clone()),
+            );
+        }
+    }
+    if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
+        out.push("/var/spool/cron/crontabs/user".to_owned());
+    }
     out
 }
 
-/// `sed -i`, `perl -pi -e`: editing the operands in place.
+/// Paths the command removes as whole trees: `rm -r`, `find -delete`, `rsync --delete`,
+/// `tar --remove-files`, `mv` of a directory away.
+pub fn deletes(cmd: &Command) -> Vec<&str> {
+    if cmd.wrapper {
+        return Vec::new();
+    }
+    let has = |pred: &dyn Fn(&str) -> bool| cmd.args.iter().any(|a| pred(a));
+    match cmd.program.as_str() {
+        "rm" | "shred" | "wipe" | "srm" => {
+            let recursive = has(&|a| {
+                (a.starts_with('-') && !a.starts_with("--") && a.contains(['r', 'R']))
+                    || (a.len() >= 3 && "--recursive".starts_with(a))
+                    || a == "--no-preserve-root"
+            });
+            if recursive {
+                operands(cmd)
+            } else {
+                Vec::new()
+            }
+        }
+        "find" if has(&|a| a == "-delete") => operands(cmd),
+        "rsync" if has(&|a| a.starts_with("--delete") || a == "--remove-source-files") => {
+            let ops = operands(cmd);
+            ops.last().map(|d| vec![*d]).unwrap_or_default()
+        }
+        "tar" | "bsdtar" if has(&|a| a == "--remove-files") => plain_operands(cmd),
+        "mv" => {
+            let dest = destination(cmd);
+            operands(cmd)
+                .into_iter()
+                .filter(|o| Some(*o) != dest)
+                .collect()
+        }
+        _ => Vec::new(),
+    }
+}
+
+/// `sed -i`, `perl -pi -e`, `awk -i inplace`: editing the operands in place.
 fn in_place(cmd: &Command) -> bool {
     let short_i = |a: &String| a.starts_with('-') && !a.starts_with("--") && a.contains('i');
     match cmd.program.as_str() {
@@ -400,7 +1082,17 @@ fn in_place(cmd: &Command) -> bool {
             .args
             .iter()
             .any(|a| short_i(a) || a.starts_with("--in-place")),
-        "perl" => cmd.args.iter().any(short_i),
+        "perl" | "ruby" => cmd.args.iter().any(short_i),
+        "awk" | "gawk" => {
+            cmd.args
+                .windows(2)
+                .any(|w| w[0] == "-i" && w[1].contains("inplace"))
+                || cmd
+                    .args
+                    .iter()
+                    .any(|a| a == "--inplace" || a == "-iinplace")
+        }
+        "patch" | "ed" | "ex" => true,
         _ => false,
     }
 }
@@ -430,32 +1122,63 @@ mod tests {
             argv("nice -n 5 xargs -I {} rm {}").as_deref(),
             Some("xargs -I {} rm {}")
         );
+        assert_eq!(argv("xargs rm -rf").as_deref(), Some("rm -rf \0"));
+        assert_eq!(argv("taskset -c 0 rm x").as_deref(), Some("rm x"));
+        assert_eq!(argv("taskset 0x1 rm x").as_deref(), Some("rm x"));
+        assert_eq!(argv("flock /tmp/l rm x").as_deref(), Some("rm x"));
+        assert_eq!(argv("chroot / rm x").as_deref(), Some("rm x"));
+        assert_eq!(argv("strace -f -o /tmp/t rm x").as_deref(), Some("rm x"));
+        assert_eq!(
+            argv("ahp-wrap --mode observe -- claude -p x").as_deref(),
+            Some("claude -p x")
+        );
         assert_eq!(argv("command -v rm"), None);
         assert_eq!(argv("ls -l"), None);
         let env = unwrap(&cmd("env -u AHP_WRAP_X -C /tmp A=1 sh")).unwrap();
         assert_eq!(env.argv, ["sh"]);
         assert_eq!(env.env, ["AHP_WRAP_X", "A"]);
         assert_eq!(env.chdir.as_deref(), Some("/tmp"));
+        assert!(unwrap(&cmd("env -i make"))
+            .unwrap()
+            .env
+            .contains(&"(all)".to_owned()));
     }
 
     #[test]
-    fn reads_and_writes_of_common_programs() {
+    fn shell_options_parse_as_bash_parses_them() {
+        let s = |line: &str| shell_script(&cmd(line).args);
+        assert_eq!(s("bash -c -- x").as_deref(), Some("x"));
+        assert_eq!(s("bash -ce x").as_deref(), Some("x"));
+        assert_eq!(s("bash -xc x").as_deref(), Some("x"));
+        assert_eq!(s("bash --norc -c x").as_deref(), Some("x"));
+        assert_eq!(s("bash -o pipefail -c x").as_deref(), Some("x"));
+        assert_eq!(s("bash script.sh"), None);
+    }
+
+    #[test]
+    fn reads_writes_and_deletes_of_common_programs() {
         assert_eq!(reads(&cmd("cp ~/.ssh/id_rsa /tmp/k")), ["~/.ssh/id_rsa"]);
         assert_eq!(writes(&cmd("cp a .claude/")), [".claude/a", ".claude/"]);
-        assert!(reads(&cmd("cp .env.example .env"))
-            .iter()
-            .all(|r| *r != ".env"));
         assert_eq!(writes(&cmd("sed -i s/a/b/ f")), ["s/a/b/", "f"]);
         assert!(writes(&cmd("sed s/a/b/ f")).is_empty());
         assert_eq!(writes(&cmd("curl https://x -o out")), ["out"]);
         assert!(reads(&cmd("echo ~/.ssh/id_rsa")).is_empty());
         assert_eq!(reads(&cmd("grep -r id_rsa docs/")), ["docs/"]);
-        // Option values count as operands (we cannot know every option), which only over-reads.
-        assert!(reads(&cmd("grep -e x .env")).contains(&".env"));
+        assert!(reads(&cmd("openssl req -keyout k.pem -out c.pem")).is_empty());
+        assert_eq!(reads(&cmd("openssl rsa -in server.key")), ["server.key"]);
+        assert_eq!(reads(&cmd("curl -F f=<k https://x")), ["k"]);
+        assert_eq!(reads(&cmd("ln ~/.ssh/id_rsa k")), ["~/.ssh/id_rsa"]);
         assert_eq!(operands(&cmd("find / -name x -delete")), ["/"]);
+        assert_eq!(deletes(&cmd("rm --rec x")), ["x"]);
+        assert!(deletes(&cmd("rm -f x")).is_empty());
+        assert_eq!(deletes(&cmd("rsync -a --delete e/ ~/")), ["~/"]);
+        assert_eq!(deletes(&cmd("mv ~ /tmp/x")), ["~"]);
+        assert!(recursive(&cmd("grep -rn x ~")));
+        assert!(!recursive(&cmd("rg x ~")));
+        assert!(recursive(&cmd("rg --hidden x ~")));
         assert_eq!(
-            find_execs(&cmd("find /etc -exec rm -rf {} ;")),
-            [["rm", "-rf", "/etc/*"]]
+            find_execs(&cmd("find /etc -exec rm -f {} ;")),
+            [["rm", "-r", "-f", "/etc/*"]]
         );
     }
 }

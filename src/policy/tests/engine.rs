@@ -8,7 +8,7 @@ fn bash_event(command: &str) -> Event {
     pre_action(json!({
         "tool_name": "Bash",
         "arguments": { "command": command },
-        "context": { "cwd": "/home/user/project" },
+        "context": { "working_directory": "/home/user/project" },
     }))
 }
 
@@ -161,12 +161,13 @@ fn an_unparseable_command_escalates() {
     let d = p.evaluate(&pre_action(json!({
         "tool_name": "Bash",
         "arguments": { "command": "echo \"x", "file_path": "/home/user/.ssh/id_rsa" },
-        "context": { "cwd": "/home/user/project" },
+        "context": { "working_directory": "/home/user/project" },
     })));
+    // Paths anywhere in a tool's arguments are checked, a shell tool's too.
     assert_eq!(
         d.verdict.name(),
-        "escalate",
-        "shell tools do not read file_path: {d:?}"
+        "block",
+        "a secret named in any argument: {d:?}"
     );
     // allow_all has no opinion on anything, parseable or not.
     assert_eq!(
@@ -215,7 +216,10 @@ fn modify_rewrites_the_command_wherever_the_framework_put_it() {
         modified_payload["arguments"]["description"],
         "Bash under a timeout"
     );
-    assert_eq!(modified_payload["context"]["cwd"], "/home/user/project");
+    assert_eq!(
+        modified_payload["context"]["working_directory"],
+        "/home/user/project"
+    );
     // Codex argv form.
     let d = p.evaluate(&pre_action(json!({
         "tool_name": "shell",

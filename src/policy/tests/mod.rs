@@ -43,7 +43,7 @@ impl Sandbox {
             "action_type": "tool_call",
             "tool_name": "Bash",
             "arguments": { "command": command },
-            "context": { "cwd": cwd },
+            "context": { "working_directory": cwd },
         })))
     }
 
@@ -56,7 +56,7 @@ impl Sandbox {
             "action_type": "tool_call",
             "tool_name": tool,
             "arguments": arguments,
-            "context": { "cwd": self.ws },
+            "context": { "working_directory": self.ws },
         })))
     }
 

@@ -1,0 +1,322 @@
+//! One expanded argv: wrappers unwrapped, shell builtins that change the shell's state
+//! (`cd`, assignments, `read`, `trap`, `eval`), `find -exec`, `git -c`, and code handed to
+//! shells and interpreters.
+
+use std::path::PathBuf;
+
+use super::super::semantics::{self, unwrap};
+use super::{is_unknown, program_name, Command, Ctx, ShellError, Walker, UNKNOWN};
+
+/// Git configuration keys whose value is a command git runs.
+const GIT_COMMAND_KEYS: &[&str] = &[
+    "core.sshcommand",
+    "core.pager",
+    "core.editor",
+    "core.fsmonitor",
+    "core.askpass",
+    "diff.external",
+    "sequence.editor",
+    "gpg.program",
+    "credential.helper",
+];
+
+/// Follow-up work found while recording a command, done once it is recorded.
+pub(super) enum Nested {
+    Script(String),
+    /// `bash -c SCRIPT ARG0 ARG1…`: the script, with `$0`, `$1`… set.
+    ScriptArgs(String, Vec<String>),
+    Argv(Vec<String>),
+}
+
+impl Walker<'_> {
+    /// Records `argv` as a command, unwrapping wrappers and following nested commands.
+    pub(super) fn argv(
+        &mut self,
+        mut cmd: Command,
+        mut argv: Vec<String>,
+        ctx: &mut Ctx,
+    ) -> Result<(), ShellError> {
+        if argv.is_empty() {
+            return self.push(cmd);
+        }
+        cmd.path = argv.remove(0);
+        cmd.program = program_name(&cmd.path);
+        cmd.args = argv;
+        if let Some(unwrapped) = unwrap(&cmd) {
+            let cwd = match &unwrapped.chdir {
+                Some(dir) => self.resolver.resolve_word(dir, &cmd.cwd).abs,
+                None => cmd.cwd.clone(),
+            };
+            let mut via = cmd.via.clone();
+            via.push(cmd.program.clone());
+            let inner = Command {
+                cwd_known: cmd.cwd_known
+                    && unwrapped.chdir.as_deref().map_or(true, |d| !is_unknown(d)),
+                cwd: cwd.clone(),
+                fed_by: cmd.fed_by.clone(),
+                stdin: cmd.stdin.clone(),
+                via,
+                // The wrapper's redirections are the wrapped command's.
+                redirects: std::mem::take(&mut cmd.redirects),
+                ..Command::default()
+            };
+            cmd.env.extend(unwrapped.env);
+            cmd.wrapper = true;
+            self.push(cmd)?;
+            if let Some(script) = unwrapped.script {
+                let mut inner_ctx = ctx.clone();
+                inner_ctx.cwd = cwd;
+                return self
+                    .nested(|w| w.script(&script, &mut inner_ctx))
+                    .map(|_| ());
+            }
+            return self.argv(inner, unwrapped.argv, ctx);
+        }
+        let mut follow = self.builtin(&mut cmd, ctx)?;
+        follow.extend(self.code(&mut cmd, ctx)?);
+        for exec in semantics::find_execs(&cmd) {
+            follow.push(Nested::Argv(exec));
+        }
+        follow.extend(git(&mut cmd));
+        let mut inner_ctx = ctx.clone();
+        inner_ctx.cwd = cmd.cwd.clone();
+        inner_ctx.cwd_known = cmd.cwd_known;
+        inner_ctx.fed_by = cmd.fed_by.clone();
+        inner_ctx.stdin = super::Stdin::Inherited;
+        self.push(cmd)?;
+        for f in follow {
+            let mut c = inner_ctx.clone();
+            match f {
+                Nested::Script(s) => self.nested(|w| w.script(&s, &mut c))?,
+                Nested::ScriptArgs(s, args) => {
+                    for (i, a) in args.into_iter().enumerate() {
+                        c.vars
+                            .insert(i.to_string(), Some(a).filter(|a| !is_unknown(a)));
+                    }
+                    self.nested(|w| w.script(&s, &mut c))?
+                }
+                Nested::Argv(a) => {
+                    let cmd = self.new_command(&c);
+                    self.nested(|w| w.argv(cmd, a, &mut c))?
+                }
+            };
+        }
+        Ok(())
+    }
+
+    /// Builtins that change the shell's state, or run text as commands.
+    fn builtin(&mut self, cmd: &mut Command, ctx: &mut Ctx) -> Result<Vec<Nested>, ShellError> {
+        let mut follow = Vec::new();
+        let names = |args: &[String]| -> Vec<String> {
+            args.iter()
+                .filter(|a| !a.starts_with(['-', '+']))
+                .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n).to_owned())
+                .collect()
+        };
+        match cmd.program.as_str() {
+            "cd" | "pushd" => {
+                let target = cmd.args.iter().find(|a| !a.starts_with('-') || *a == "-");
+                let old = ctx.cwd.clone();
+                let next = match target.map(String::as_str) {
+                    None => Some(self.resolver.home.clone()),
+                    Some("-") => ctx.oldpwd.clone(),
+                    Some(dir) if is_unknown(dir) => None,
+                    Some(dir) => Some(self.cd_target(dir, ctx)),
+                };
+                if cmd.program == "pushd" {
+                    ctx.dirs.push(old.clone());
+                }
+                match next {
+                    Some(dir) => ctx.cwd = dir,
+                    None => ctx.cwd_known = false,
+                }
+                ctx.oldpwd = Some(old);
+            }
+            "popd" => {
+                let old = ctx.cwd.clone();
+                match ctx.dirs.pop() {
+                    Some(dir) => ctx.cwd = dir,
+                    None => ctx.cwd_known = false,
+                }
+                ctx.oldpwd = Some(old);
+            }
+            "export" | "declare" | "typeset" | "local" | "readonly" => {
+                for a in cmd.args.iter().filter(|a| !a.starts_with(['-', '+'])) {
+                    let (name, value) = match a.split_once('=') {
+                        Some((n, v)) => (n, Some(v.to_owned()).filter(|v| !is_unknown(v))),
+                        None => (a.as_str(), ctx.vars.get(a.as_str()).cloned().flatten()),
+                    };
+                    cmd.env.push(name.to_owned());
+                    ctx.vars.insert(name.to_owned(), value);
+                }
+            }
+            "unset" => {
+                for n in names(&cmd.args) {
+                    ctx.vars.insert(n.clone(), Some(String::new()));
+                    cmd.env.push(n);
+                }
+            }
+            "read" | "mapfile" | "readarray" | "getopts" => {
+                let mut skip = false;
+                let mut ops = Vec::new();
+                for a in &cmd.args {
+                    if skip {
+                        skip = false;
+                    } else if matches!(
+                        a.as_str(),
+                        "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" | "-C" | "-c" | "-O" | "-s"
+                    ) {
+                        skip = cmd.program != "mapfile" || a != "-t";
+                    } else if a == "-a" {
+                    } else if !a.starts_with('-') {
+                        ops.push(a.clone());
+                    }
+                }
+                if cmd.program == "getopts" && !ops.is_empty() {
+                    ops.remove(0);
+                }
+                if ops.is_empty() {
+                    ops.push(
+                        if cmd.program == "read" {
+                            "REPLY"
+                        } else {
+                            "MAPFILE"
+                        }
+                        .to_owned(),
+                    );
+                }
+                for n in ops {
+                    ctx.vars.insert(n.clone(), None);
+                    cmd.env.push(n);
+                }
+            }
+            "printf" => {
+                if let Some(pos) = cmd.args.iter().position(|a| a == "-v") {
+                    if let Some(n) = cmd.args.get(pos + 1) {
+                        ctx.vars.insert(n.clone(), None);
+                        cmd.env.push(n.clone());
+                    }
+                }
+            }
+            "trap" => {
+                let action = cmd.args.iter().find(|a| *a != "--").cloned();
+                if let Some(action) = action.filter(|a| !a.starts_with('-')) {
+                    follow.push(self.text_as_code(cmd, &action));
+                }
+            }
+            "eval" => {
+                let text = cmd.args.join(" ");
+                follow.push(self.text_as_code(cmd, &text));
+            }
+            "alias" => {
+                for a in cmd.args.clone() {
+                    if let Some((_, v)) = a.split_once('=') {
+                        follow.push(self.text_as_code(cmd, v));
+                    }
+                }
+            }
+            "let" => {
+                for a in cmd.args.clone() {
+                    self.arithmetic(&a, ctx)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(follow)
+    }
+
+    /// Text the shell will run as commands (`eval`, `trap`): parsed when it is known,
+    /// dynamic code when it is not.
+    pub(super) fn text_as_code(&self, cmd: &mut Command, text: &str) -> Nested {
+        if is_unknown(text) {
+            if cmd.fed_by.is_empty() {
+                cmd.code_unknown = true;
+            } else {
+                cmd.dynamic_code = Some(format!(
+                    "`{}` runs commands built at run time from other programs' output",
+                    cmd.program
+                ));
+            }
+            Nested::Script(text.replace(UNKNOWN, " "))
+        } else {
+            Nested::Script(text.to_owned())
+        }
+    }
+
+    /// Where `cd DIR` goes: `CDPATH` (when the command set it) for a relative name.
+    fn cd_target(&self, dir: &str, ctx: &Ctx) -> PathBuf {
+        let relative = !dir.starts_with('/') && !dir.starts_with('.');
+        if relative {
+            if let Some(Some(cdpath)) = ctx.vars.get("CDPATH") {
+                for base in cdpath.split(':').filter(|b| !b.is_empty()) {
+                    let cand = self.resolver.resolve_word(dir, &ctx.cwd.join(base));
+                    if !self.resolver.follow_symlinks || cand.abs.is_dir() {
+                        return cand.abs;
+                    }
+                }
+            }
+        }
+        self.resolver.resolve_word(dir, &ctx.cwd).abs
+    }
+}
+
+/// `git [-C dir] [-c key=value]… SUBCOMMAND`: the commands its configuration runs
+/// (`alias.x=!…`, `core.sshCommand`, …), and the files its reading subcommands show.
+fn git(cmd: &mut Command) -> Vec<Nested> {
+    if cmd.program != "git" {
+        return Vec::new();
+    }
+    let mut out = Vec::new();
+    let mut config: Vec<(String, String)> = Vec::new();
+    let mut i = 0;
+    let args = cmd.args.clone();
+    while i < args.len() {
+        let a = args[i].as_str();
+        match a {
+            "-c" => {
+                if let Some((k, v)) = args.get(i + 1).and_then(|kv| kv.split_once('=')) {
+                    config.push((k.to_lowercase(), v.to_owned()));
+                }
+                i += 2;
+            }
+            "-C" | "--git-dir" | "--work-tree" | "--namespace" | "--exec-path" => i += 2,
+            _ if a.starts_with('-') => i += 1,
+            _ => break,
+        }
+    }
+    let sub = args.get(i).cloned().unwrap_or_default();
+    let rest: Vec<String> = args.get(i + 1..).unwrap_or_default().to_vec();
+    if sub == "config" {
+        let ops: Vec<&String> = rest.iter().filter(|a| !a.starts_with('-')).collect();
+        if let [k, v, ..] = ops.as_slice() {
+            config.push((k.to_lowercase(), (*v).clone()));
+        }
+    }
+    for (k, v) in config {
+        if k.starts_with("alias.") {
+            if let Some(script) = v.strip_prefix('!') {
+                out.push(Nested::Script(script.to_owned()));
+            }
+        } else if GIT_COMMAND_KEYS.contains(&k.as_str()) || k.ends_with(".textconv") {
+            out.push(Nested::Script(v.trim_start_matches('!').to_owned()));
+        }
+    }
+    if matches!(
+        sub.as_str(),
+        "show" | "diff" | "blame" | "cat-file" | "grep" | "archive"
+    ) {
+        let skip_first = sub == "grep";
+        let mut ops = rest.iter().filter(|a| !a.starts_with('-'));
+        if skip_first {
+            ops.next();
+        }
+        for o in ops {
+            // `git show REV:path` names a path inside the repository's history.
+            let path = o.split_once(':').map_or(o.as_str(), |(_, p)| p);
+            if !path.is_empty() {
+                cmd.code_paths.reads.push(path.to_owned());
+            }
+        }
+    }
+    out
+}
