@@ -412,8 +412,11 @@ fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts {
     let nofollow = |w: &str| resolver.resolve_word_nofollow(w, &cmd.cwd);
     let mut deletes: Vec<ResolvedPath> =
         semantics::deletes(&cmd).into_iter().map(nofollow).collect();
-    if matches!(cmd.program.as_str(), "tar" | "bsdtar" | "unzip") {
-        // Unpacking into home (or above it) may write any file there: the persistence ones.
+    let tree_writer = matches!(cmd.program.as_str(), "tar" | "bsdtar" | "unzip")
+        || (matches!(cmd.program.as_str(), "cp" | "rsync" | "scp" | "gcp") && semantics::recursive(&cmd));
+    if tree_writer {
+        // Unpacking or copying a tree into home (or above it) may write any file there:
+        // the persistence ones.
         let dirs: Vec<PathBuf> = writes.iter().map(|w| w.abs.clone()).collect();
         for d in dirs {
             if resolver.home.starts_with(&d) {

@@ -509,7 +509,12 @@ impl Rule {
         }
         if let Some(u) = &self.url {
             let hit = f.urls.iter().any(|url| {
-                let host = url.host_str().unwrap_or_default().to_lowercase();
+                // `metadata.google.internal.` (fully qualified) is the same host.
+                let host = url
+                    .host_str()
+                    .unwrap_or_default()
+                    .trim_end_matches('.')
+                    .to_lowercase();
                 u.hosts.as_ref().map_or(true, |p| p.is_match(&host))
                     && u.urls.as_ref().map_or(true, |p| p.is_match(url.as_str()))
                     && u.schemes

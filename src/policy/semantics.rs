@@ -352,6 +352,35 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         "time" => ("fo", &["--format", "--output"], 0),
         "stdbuf" => ("ioe", &["--input", "--output", "--error"], 0),
         "ahp-wrap" => return unwrap_self(&cmd.args),
+        // Detached runners: what they run is analysed like any command (a rule also
+        // escalates detaching itself).
+        "systemd-run" => (
+            "pMEuGpHr",
+            &["--unit", "--property", "--description", "--slice", "--uid", "--gid", "--working-directory", "--setenv", "--on-calendar", "--on-active", "--machine", "--host", "-p", "-E"],
+            0,
+        ),
+        "screen" => ("SsTcepLlhX", &[], 0),
+        "daemonize" => ("aceEiloprptuv", &[], 0),
+        "tmux" => return unwrap_tmux(&cmd.args),
+        // Package runners run the named program.
+        "npx" | "bunx" | "uvx" | "pnpx" => ("p", &["--package", "-p", "--from", "--with"], 0),
+        "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv"
+            if matches!(cmd.args.first().map(String::as_str), Some("exec" | "dlx" | "x" | "run" | "tool"))
+                && !(cmd.program == "npm" && cmd.args.first().is_some_and(|a| a == "run"))
+                && !(cmd.program != "pipx" && cmd.args.first().is_some_and(|a| a == "run")) =>
+        {
+            let rest = &cmd.args[1..];
+            let rest = if cmd.program == "uv" && rest.first().is_some_and(|a| a == "run") {
+                &rest[1..]
+            } else {
+                rest
+            };
+            let start = command_start(rest, "p", &["--package", "-p", "--from", "--with"], 0)?;
+            return Some(Unwrapped {
+                argv: rest[start..].to_vec(),
+                ..Unwrapped::default()
+            });
+        }
         _ => return None,
     };
     let start = command_start(&cmd.args, short, long, positionals)?;
@@ -381,6 +410,37 @@ fn unwrap_self(args: &[String]) -> Option<Unwrapped> {
     let argv = args[pos + 1..].to_vec();
     (!argv.is_empty()).then(|| Unwrapped {
         argv,
+        ..Unwrapped::default()
+    })
+}
+
+/// `tmux new-session -d "CMD"`, `tmux send-keys -t x "CMD" Enter`: a shell command line.
+fn unwrap_tmux(args: &[String]) -> Option<Unwrapped> {
+    let sub = args.iter().position(|a| !a.starts_with('-'))?;
+    let runs = matches!(
+        args[sub].as_str(),
+        "new" | "new-session" | "new-window" | "neww" | "split-window" | "splitw" | "respawn-pane"
+            | "respawn-window" | "send-keys" | "send" | "run-shell" | "run" | "display-popup"
+    );
+    if !runs {
+        return None;
+    }
+    let rest = &args[sub + 1..];
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = &rest[i];
+        if a.starts_with('-') && a.len() == 2 && "tscnFeExySlpBTwh".contains(&a[1..]) {
+            i += 2;
+            continue;
+        }
+        if !a.starts_with('-') && !matches!(a.as_str(), "Enter" | "C-m" | "KPEnter") {
+            words.push(a.clone());
+        }
+        i += 1;
+    }
+    (!words.is_empty()).then(|| Unwrapped {
+        script: Some(words.join(" ")),
         ..Unwrapped::default()
     })
 }
@@ -901,6 +961,9 @@ pub fn reads(cmd: &Command) -> Vec<&str> {
         return out; // see `git_reads` in the code module: only some subcommands show files.
     }
     out.extend(option_inputs(cmd));
+    if program == "dd" {
+        out.extend(cmd.args.iter().filter_map(|a| a.strip_prefix("if=")));
+    }
     let spec = spec_of(program);
     let mut ops = plain_operands(cmd);
     match spec.operands {
@@ -1058,6 +1121,11 @@ pub fn deletes(cmd: &Command) -> Vec<&str> {
             }
         }
         "find" if has(&|a| a == "-delete") => operands(cmd),
+        // Programs whose whole job is removing trees (or moving them to the trash).
+        "rimraf" | "trash" | "trash-put" | "rmtrash" => operands(cmd),
+        "gio" if cmd.args.first().is_some_and(|a| a == "trash" || a == "remove") => {
+            operands(cmd).into_iter().skip(1).collect()
+        }
         "rsync" if has(&|a| a.starts_with("--delete") || a == "--remove-source-files") => {
             let ops = operands(cmd);
             ops.last().map(|d| vec![*d]).unwrap_or_default()

@@ -78,6 +78,10 @@ impl Walker<'_> {
             follow.push(Nested::Argv(exec));
         }
         follow.extend(git(&mut cmd));
+        // A variable whose name is known only at run time may be any of them.
+        if cmd.env.iter().any(|n| is_unknown(n)) {
+            cmd.env.push("(unknown)".to_owned());
+        }
         let mut inner_ctx = ctx.clone();
         inner_ctx.cwd = cmd.cwd.clone();
         inner_ctx.cwd_known = cmd.cwd_known;
@@ -141,6 +145,16 @@ impl Walker<'_> {
                 ctx.oldpwd = Some(old);
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
+                // `declare -n REF=NAME`: assigning REF later assigns NAME.
+                let nameref = cmd.args.iter().any(|a| a.starts_with('-') && a.contains('n') && cmd.program != "export");
+                if nameref {
+                    let targets: Vec<String> = cmd
+                        .args
+                        .iter()
+                        .filter_map(|a| a.split_once('=').map(|(_, t)| t.to_owned()))
+                        .collect();
+                    cmd.env.extend(targets);
+                }
                 for a in cmd.args.iter().filter(|a| !a.starts_with(['-', '+'])) {
                     let (name, value) = match a.split_once('=') {
                         Some((n, v)) => (n, Some(v.to_owned()).filter(|v| !is_unknown(v))),

@@ -18,7 +18,8 @@ enum Source {
 
 /// The language a program runs: `None` for the shell, or an interpreter's.
 fn language(program: &str) -> Option<Option<Lang>> {
-    if SHELLS.contains(&program) || matches!(program, "source" | ".") {
+    // `at` and `batch` run their stdin (or `-f FILE`) through a shell, later.
+    if SHELLS.contains(&program) || matches!(program, "source" | "." | "at" | "batch") {
         return Some(None);
     }
     Lang::of(program).map(Some)
@@ -60,7 +61,11 @@ fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
                 .find(|f| f.len() == 2 && a.starts_with(**f) && a.len() > 2 && !a.starts_with("--"))
             {
                 code.push(a[f.len()..].to_owned());
-            } else if a.starts_with('-') && !a.starts_with("--") && a.len() > 2 {
+            } else if a.starts_with('-')
+                && !a.starts_with("--")
+                && (3..=6).contains(&a.len())
+                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+            {
                 // A cluster ending in the flag (`-pe CODE`, `-ne CODE`).
                 if let Some(f) = flags.iter().find(|f| f.len() == 2 && a.ends_with(&f[1..])) {
                     let _ = f;
@@ -73,6 +78,15 @@ fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
     match lang {
         None if matches!(cmd.program.as_str(), "source" | ".") => {
             first_operand(args, &[]).map(Source::File)
+        }
+        None if matches!(cmd.program.as_str(), "at" | "batch") => {
+            if args.iter().any(|a| a == "-l" || a == "-r" || a == "-d" || a == "-c") {
+                return None;
+            }
+            match args.iter().position(|a| a == "-f") {
+                Some(i) => Some(Source::File(i + 1)),
+                None => Some(Source::Stdin),
+            }
         }
         None => {
             let (dash_c, rest) = shell_options(args);
