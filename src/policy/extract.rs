@@ -17,7 +17,23 @@ use super::shell::{self, is_unknown, Command};
 use crate::protocol::{Event, EventType};
 
 /// Argument keys that hold a shell command line (string) or argv (array).
-const COMMAND_KEYS: &[&str] = &["command", "cmd"];
+const COMMAND_KEYS: &[&str] = &["command", "cmd", "script", "shell_command", "bash_command"];
+/// Code-running tools (`{code, language}`): the interpreter each language runs, as an argv.
+const CODE_LANGUAGES: &[(&str, &[&str])] = &[
+    ("bash", &["bash", "-c"]),
+    ("sh", &["sh", "-c"]),
+    ("shell", &["bash", "-c"]),
+    ("zsh", &["zsh", "-c"]),
+    ("python", &["python3", "-c"]),
+    ("python3", &["python3", "-c"]),
+    ("javascript", &["node", "-e"]),
+    ("js", &["node", "-e"]),
+    ("node", &["node", "-e"]),
+    ("typescript", &["node", "-e"]),
+    ("ruby", &["ruby", "-e"]),
+    ("perl", &["perl", "-e"]),
+    ("php", &["php", "-r"]),
+];
 /// Argument keys of a shell tool that set its working directory.
 const WORKDIR_KEYS: &[&str] = &["workdir", "cwd", "directory", "dir_path"];
 /// Argument keys that name a file or directory, whatever the tool.
@@ -267,6 +283,24 @@ pub fn facts(
             _ => {}
         }
     }
+    if let (Some(code), Some(lang)) = (
+        args.get("code").and_then(Value::as_str),
+        args.get("language").and_then(Value::as_str),
+    ) {
+        let lang = lang.to_lowercase();
+        let runner = CODE_LANGUAGES.iter().find(|(l, _)| *l == lang).map(|(_, r)| *r);
+        // A language we do not know runs code we cannot read.
+        let argv: Vec<String> = match runner {
+            Some(r) => r.iter().map(|s| (*s).to_owned()).chain([code.to_owned()]).collect(),
+            None => vec!["bash".to_owned(), "-c".to_owned(), "\0".to_owned()],
+        };
+        f.shell.push(ShellSource {
+            text: code.to_owned(),
+            pointer: format!("/{args_key}/code"),
+            argv_form: false,
+        });
+        argvs.push(argv);
+    }
     let mut shell_cwd = cwd.clone();
     if !f.shell.is_empty() {
         if let Some(dir) = WORKDIR_KEYS
@@ -281,7 +315,10 @@ pub fn facts(
         if src.text.contains("*** Begin Patch") {
             patches.push(src.text.clone());
         }
-        let argv = if src.argv_form || src.pointer.ends_with(|c: char| c.is_ascii_digit()) {
+        let argv = if src.argv_form
+            || src.pointer.ends_with(|c: char| c.is_ascii_digit())
+            || src.pointer.ends_with("/code")
+        {
             argv_iter.next()
         } else {
             None
