@@ -226,9 +226,17 @@ pub struct RunArgs {
     )]
     pub log: String,
 
-    /// Write the log to this file instead of stderr.
+    /// Write the log to this file instead of stderr. While the agent owns the terminal
+    /// (our stdin or stdout is one) the log never goes there: without this option it goes
+    /// to a new file in $XDG_STATE_HOME/ahp-wrap (else ~/.local/state/ahp-wrap), and the
+    /// warnings are repeated at exit.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
+
+    /// Exit with code 122 instead of the agent's own when the agent never called a hook
+    /// during the run (nothing it did was supervised): for CI.
+    #[arg(long)]
+    pub require_hooks: bool,
 
     /// The agent command and its arguments (after --).
     #[arg(

@@ -25,6 +25,7 @@
 //!   framework's code, samples and README live in `shims/<name>/` (see `shims/README.md`).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
 
 pub mod ask;
 pub mod audit;
@@ -41,6 +42,7 @@ pub mod protocol;
 pub mod run;
 pub mod serve;
 pub mod session;
+pub mod termlog;
 pub mod transport;
 
 /// `n` random bytes as lowercase hex.

@@ -23,6 +23,8 @@ use crate::session::{Auditor, Session};
 
 /// Exit code when the wrapper itself fails or refuses to run (as `env` and `timeout` do).
 pub const EXIT_WRAPPER: u8 = 125;
+/// Exit code of a `--require-hooks` run in which the agent never called a hook.
+pub const EXIT_NO_HOOKS: u8 = 122;
 /// Extra time a shim waits beyond the parent's own deadline, so the parent answers first.
 const HOOK_MARGIN: Duration = Duration::from_secs(2);
 
@@ -153,15 +155,19 @@ async fn supervise(
         events: Default::default(),
         hooks_called: Default::default(),
     });
+    // What the person must read after the agent's screen is gone (see `report`).
+    let notes = std::cell::RefCell::new(Vec::<String>::new());
     let finish = |code: u8| {
         let session = session.clone();
         let harness = harness.clone();
         let cfg = &cfg;
+        let notes = &notes;
         async move {
             if let Harness::Remote(client) = &harness {
                 client.close(Duration::from_secs(2)).await;
             }
-            report(cfg, &session.audit).await;
+            let notes = notes.borrow().clone();
+            report(cfg, &session.audit, &notes).await;
             code
         }
     };
@@ -213,6 +219,7 @@ async fn supervise(
         args: cfg.args.clone(),
         env: Vec::new(),
         expect_hook: None,
+        warnings: Vec::new(),
     };
     let run_cx = RunContext {
         self_exe: hook_exe.clone(),
@@ -223,6 +230,21 @@ async fn supervise(
     if let Err(e) = cfg.framework.prepare(&run_cx, &mut cmd) {
         eprintln!("ahp-wrap: {e}");
         return finish(EXIT_WRAPPER).await;
+    }
+    // Said now, before the agent may take the screen, and again at exit.
+    for w in &cmd.warnings {
+        eprintln!("ahp-wrap: warning: {w}");
+        notes.borrow_mut().push(format!("warning: {w}"));
+    }
+    if cfg.framework.name() == "generic" {
+        eprintln!("ahp-wrap: {}", generic_notice(&shown));
+    }
+    let log = crate::termlog::sink();
+    if let (true, Some(path)) = (log.default_file, &log.path) {
+        eprintln!(
+            "ahp-wrap: the terminal is the agent's: ahp-wrap's log goes to {} (warnings are repeated at exit)",
+            path.display()
+        );
     }
     let env = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
     let mut our_env = vec![
@@ -341,6 +363,17 @@ async fn supervise(
     if let Some(hook) = cmd.expect_hook.as_deref() {
         unsupervised_warning(&session, &shown, cfg.framework.name(), hook, code).await;
     }
+    let code = match no_hooks(&session, &cfg, &shown, code).await {
+        Some(note) => {
+            notes.borrow_mut().push(note);
+            if cfg.require_hooks {
+                EXIT_NO_HOOKS
+            } else {
+                code
+            }
+        }
+        None => code,
+    };
     let end = session.event(
         EventType::SessionEnd,
         json!({
@@ -382,6 +415,48 @@ async fn unsupervised_warning(
     session.notify(error, None).await;
 }
 
+/// What a generic agent gets supervised, said before it starts.
+fn generic_notice(shown: &str) -> String {
+    format!(
+        "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
+         it sends itself with `ahp-wrap hook generic <event>` are supervised; its commands, file \
+         and network access are NOT intercepted. To supervise it: wrap a supported agent \
+         (claude, codex, gemini, qwen, copilot), have it call `ahp-wrap hook generic pre_action` \
+         before each action (shims/generic/README.md), or name its framework with --framework"
+    )
+}
+
+/// When the agent never called a hook: tells the harness and the audit log, and returns
+/// the note for the exit summary. Said for a generic agent (nothing else could have
+/// supervised it) and, with `--require-hooks`, for any.
+async fn no_hooks(session: &Session, cfg: &Config, shown: &str, code: u8) -> Option<String> {
+    let none = session
+        .hooks_called
+        .lock()
+        .map_or(true, |called| called.is_empty());
+    if !none || (cfg.framework.name() != "generic" && !cfg.require_hooks) {
+        return None;
+    }
+    let mut message = format!(
+        "{shown} never called `ahp-wrap hook` (framework {}): NOTHING it did was supervised or audited",
+        cfg.framework.name()
+    );
+    if cfg.require_hooks {
+        message.push_str(&format!(
+            "; exiting {EXIT_NO_HOOKS} (--require-hooks) instead of the agent's {code}"
+        ));
+    } else {
+        message.push_str(" (--require-hooks makes such a run fail)");
+    }
+    let error = session.event(
+        EventType::Error,
+        json!({"source": "wrapper", "message": message, "hooks_called": 0}),
+        Map::new(),
+    );
+    session.notify(error, None).await;
+    Some(format!("WARNING: {message}"))
+}
+
 /// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
 /// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
 /// Both take `hook <framework> <hook>`.
@@ -408,8 +483,10 @@ pub fn open_audit(
     Ok(Auditor::new(log))
 }
 
-/// Prints the run's summary on stderr and writes the Markdown one, as configured.
-async fn report(cfg: &Config, audit: &Auditor) {
+/// Prints the run's summary on stderr and writes the Markdown one, as configured; then the
+/// notes and the warnings held back while the agent had the terminal (its screen is gone
+/// by now).
+async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
     let summary = audit.summary();
     let decided = summary
         .by_decision
@@ -424,11 +501,34 @@ async fn report(cfg: &Config, audit: &Auditor) {
         eprint!("{}", summary.to_text());
     }
     if let Some(path) = &cfg.summary_md {
-        if let Err(e) = std::fs::write(path, summary.to_markdown()) {
+        let mut md = summary.to_markdown();
+        for note in notes {
+            md.push_str(&format!("\n**ahp-wrap {note}**\n"));
+        }
+        if let Err(e) = std::fs::write(path, md) {
             eprintln!(
                 "ahp-wrap: cannot write the summary to {}: {e}",
                 path.display()
             );
         }
     }
+    for note in notes {
+        eprintln!("ahp-wrap: {note}");
+    }
+    let log = crate::termlog::sink();
+    let (held, more) = log.held();
+    if let (false, Some(path)) = (held.is_empty(), &log.path) {
+        eprintln!(
+            "ahp-wrap: {} warning(s) during the run (the whole log: {}):",
+            held.len() + more,
+            path.display()
+        );
+        for line in &held {
+            eprintln!("  {line}");
+        }
+        if more > 0 {
+            eprintln!("  … and {more} more");
+        }
+    }
+    log.remove_if_empty();
 }

@@ -191,9 +191,11 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
                 .is_some_and(|s| disables_hooks(&s))
         });
     if disabled_by_user {
-        eprintln!(
-            "ahp-wrap: warning: your Claude Code settings say disableAllHooks; this wrapped run \
-             turns hooks back on (your own hooks run too), because without them it could not be supervised"
+        // Printed before Claude clears the screen, and again by the wrapper after it exits.
+        cmd.warnings.push(
+            "your Claude Code settings say disableAllHooks; this wrapped run turned hooks back \
+             on (your own hooks ran too), because without them it could not be supervised"
+                .to_owned(),
         );
     }
     let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
@@ -305,6 +307,7 @@ mod tests {
             ],
             env: Vec::new(),
             expect_hook: None,
+            warnings: Vec::new(),
         };
         prepare(&run, &mut cmd).unwrap();
         let path = dir.path().join(SETTINGS_FILE);
