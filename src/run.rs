@@ -13,7 +13,7 @@ use crate::child::procfs::Sampler;
 use crate::child::signals::Forwarder;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
-use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
 use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
@@ -167,7 +167,7 @@ async fn supervise(
                 client.close(Duration::from_secs(2)).await;
             }
             let notes = notes.borrow().clone();
-            report(cfg, &session.audit, &notes).await;
+            crate::report::report(cfg, &session.audit, &notes).await;
             code
         }
     };
@@ -237,7 +237,7 @@ async fn supervise(
         notes.borrow_mut().push(format!("warning: {w}"));
     }
     if cfg.framework.name() == "generic" {
-        eprintln!("ahp-wrap: {}", generic_notice(&shown));
+        eprintln!("ahp-wrap: {}", crate::report::generic_notice(&shown));
     }
     let log = crate::termlog::sink();
     if let (true, Some(path)) = (log.default_file, &log.path) {
@@ -363,7 +363,7 @@ async fn supervise(
     if let Some(hook) = cmd.expect_hook.as_deref() {
         unsupervised_warning(&session, &shown, cfg.framework.name(), hook, code).await;
     }
-    let code = match no_hooks(&session, &cfg, &shown, code).await {
+    let code = match crate::report::no_hooks(&session, &cfg, &shown, code).await {
         Some(note) => {
             notes.borrow_mut().push(note);
             if cfg.require_hooks {
@@ -415,48 +415,6 @@ async fn unsupervised_warning(
     session.notify(error, None).await;
 }
 
-/// What a generic agent gets supervised, said before it starts.
-fn generic_notice(shown: &str) -> String {
-    format!(
-        "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
-         it sends itself with `ahp-wrap hook generic <event>` are supervised; its commands, file \
-         and network access are NOT intercepted. To supervise it: wrap a supported agent \
-         (claude, codex, gemini, qwen, copilot), have it call `ahp-wrap hook generic pre_action` \
-         before each action (shims/generic/README.md), or name its framework with --framework"
-    )
-}
-
-/// When the agent never called a hook: tells the harness and the audit log, and returns
-/// the note for the exit summary. Said for a generic agent (nothing else could have
-/// supervised it) and, with `--require-hooks`, for any.
-async fn no_hooks(session: &Session, cfg: &Config, shown: &str, code: u8) -> Option<String> {
-    let none = session
-        .hooks_called
-        .lock()
-        .map_or(true, |called| called.is_empty());
-    if !none || (cfg.framework.name() != "generic" && !cfg.require_hooks) {
-        return None;
-    }
-    let mut message = format!(
-        "{shown} never called `ahp-wrap hook` (framework {}): NOTHING it did was supervised or audited",
-        cfg.framework.name()
-    );
-    if cfg.require_hooks {
-        message.push_str(&format!(
-            "; exiting {EXIT_NO_HOOKS} (--require-hooks) instead of the agent's {code}"
-        ));
-    } else {
-        message.push_str(" (--require-hooks makes such a run fail)");
-    }
-    let error = session.event(
-        EventType::Error,
-        json!({"source": "wrapper", "message": message, "hooks_called": 0}),
-        Map::new(),
-    );
-    session.notify(error, None).await;
-    Some(format!("WARNING: {message}"))
-}
-
 /// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
 /// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
 /// Both take `hook <framework> <hook>`.
@@ -479,56 +437,8 @@ pub fn open_audit(
     };
     let key =
         load_key(key_file, std::env::var(KEY_ENV).ok()).map_err(|e| crate::error_chain(&e))?;
-    let log = AuditLog::open(path, key).map_err(|e| crate::error_chain(&e))?;
+    let heads = crate::audit::head::default_dir();
+    let log = AuditLog::open_with_heads(path, key, heads.as_deref())
+        .map_err(|e| crate::error_chain(&e))?;
     Ok(Auditor::new(log))
-}
-
-/// Prints the run's summary on stderr and writes the Markdown one, as configured; then the
-/// notes and the warnings held back while the agent had the terminal (its screen is gone
-/// by now).
-async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
-    let summary = audit.summary();
-    let decided = summary
-        .by_decision
-        .iter()
-        .any(|(d, n)| d != "notified" && *n > 0);
-    let print = match cfg.summary {
-        SummaryWhen::Always => true,
-        SummaryWhen::Never => false,
-        SummaryWhen::Auto => decided,
-    };
-    if print {
-        eprint!("{}", summary.to_text());
-    }
-    if let Some(path) = &cfg.summary_md {
-        let mut md = summary.to_markdown();
-        for note in notes {
-            md.push_str(&format!("\n**ahp-wrap {note}**\n"));
-        }
-        if let Err(e) = std::fs::write(path, md) {
-            eprintln!(
-                "ahp-wrap: cannot write the summary to {}: {e}",
-                path.display()
-            );
-        }
-    }
-    for note in notes {
-        eprintln!("ahp-wrap: {note}");
-    }
-    let log = crate::termlog::sink();
-    let (held, more) = log.held();
-    if let (false, Some(path)) = (held.is_empty(), &log.path) {
-        eprintln!(
-            "ahp-wrap: {} warning(s) during the run (the whole log: {}):",
-            held.len() + more,
-            path.display()
-        );
-        for line in &held {
-            eprintln!("  {line}");
-        }
-        if more > 0 {
-            eprintln!("  … and {more} more");
-        }
-    }
-    log.remove_if_empty();
 }
