@@ -19,6 +19,22 @@ pub fn generic_notice(shown: &str) -> String {
     )
 }
 
+/// After an interactive Claude Code session: Claude's own exit hint (`claude --resume <id>`)
+/// resumes it unsupervised; this says how to resume it under the wrapper.
+pub fn resume_note(session: &Session, cfg: &Config) -> Option<String> {
+    if cfg.framework.name() != "claude-code" || !session.interactive {
+        return None;
+    }
+    let id = session.framework_session.lock().ok()?.clone()?;
+    let id_is_plain = id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+    id_is_plain.then(|| {
+        format!(
+            "to resume this session supervised: ahp-wrap -- claude --resume {id} \
+             (`claude --resume {id}` alone runs it without ahp-wrap)"
+        )
+    })
+}
+
 /// When the agent never called a hook: tells the harness and the audit log, and returns
 /// the note for the exit summary. Said for a generic agent (nothing else could have
 /// supervised it) and, with `--require-hooks`, for any.

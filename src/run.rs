@@ -154,6 +154,7 @@ async fn supervise(
         interactive,
         events: Default::default(),
         hooks_called: Default::default(),
+        framework_session: Default::default(),
     });
     // What the person must read after the agent's screen is gone (see `report`).
     let notes = std::cell::RefCell::new(Vec::<String>::new());
@@ -362,6 +363,9 @@ async fn supervise(
     };
     if let Some(hook) = cmd.expect_hook.as_deref() {
         unsupervised_warning(&session, &shown, cfg.framework.name(), hook, code).await;
+    }
+    if let Some(note) = crate::report::resume_note(&session, &cfg) {
+        notes.borrow_mut().push(note);
     }
     let code = match crate::report::no_hooks(&session, &cfg, &shown, code).await {
         Some(note) => {

@@ -126,6 +126,14 @@ fn the_exit_hint_is_a_working_command_and_the_hidden_warning_comes_back() {
         after.contains("ahp-wrap: warning: your Claude Code settings say disableAllHooks"),
         "repeated after Claude's screen is gone:\n{after}"
     );
+    // And how to resume it supervised.
+    let id = words[2];
+    assert!(
+        after.contains(&format!(
+            "to resume this session supervised: ahp-wrap -- claude --resume {id}"
+        )),
+        "{after}"
+    );
     // Supervised all the same: the prompt went through our hook.
     assert!(!api.requests().is_empty());
 }
