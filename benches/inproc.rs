@@ -257,6 +257,7 @@ fn hook_benches(c: &mut Criterion) {
         interactive: false,
         events: Default::default(),
         hooks_called: Default::default(),
+        framework_session: Default::default(),
     });
     let cwd = PathBuf::from("/tmp");
     let mut g = c.benchmark_group("hook");

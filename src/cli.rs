@@ -68,7 +68,11 @@ pub enum PolicyCommand {
 
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
-    /// Check the hash chain: exit 0 if intact, 1 with the first problem otherwise.
+    /// Check the hash chain. Exit codes: 0 intact; 1 tampered (edited, dropped, reordered,
+    /// forged, cut in the middle, or an acknowledged record cut or replaced); 2 cannot
+    /// verify (unreadable, or keyed and no key); 3 only the last record is incomplete and
+    /// nothing acknowledges it (a crash mid-write, or a cut of the very end); 4 a record was
+    /// cut and a later run recovered and went on (a crash or an edit: cannot be told).
     Verify {
         path: PathBuf,
         /// The key of a keyed log (else the AHP_WRAP_AUDIT_KEY variable, if set).
@@ -226,9 +230,17 @@ pub struct RunArgs {
     )]
     pub log: String,
 
-    /// Write the log to this file instead of stderr.
+    /// Write the log to this file instead of stderr. While the agent owns the terminal
+    /// (our stdin or stdout is one) the log never goes there: without this option it goes
+    /// to a new file in $XDG_STATE_HOME/ahp-wrap (else ~/.local/state/ahp-wrap), and the
+    /// warnings are repeated at exit.
     #[arg(long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
+
+    /// Exit with code 122 instead of the agent's own when the agent never called a hook
+    /// during the run (nothing it did was supervised): for CI.
+    #[arg(long)]
+    pub require_hooks: bool,
 
     /// The agent command and its arguments (after --).
     #[arg(

@@ -26,13 +26,13 @@ pub fn audit(cmd: AuditCommand) -> u8 {
                     return EXIT_ERROR;
                 }
             };
-            let report = audit::verify(&path, key.as_deref());
+            // The commit head this machine keeps for the log, if any (see audit::head).
+            let head = audit::head::default_dir()
+                .map(|dir| audit::head::head_path(&dir, &path))
+                .and_then(|p| audit::head::read(&p));
+            let report = audit::verify_with_head(&path, key.as_deref(), head.as_ref());
             print!("{}", report.to_text());
-            if report.is_ok() {
-                0
-            } else {
-                EXIT_PROBLEM
-            }
+            report.outcome() as u8
         }
         AuditCommand::Summary { path, markdown } => match audit::summary(&path) {
             Ok(s) => {

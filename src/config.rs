@@ -63,6 +63,8 @@ pub struct Config {
     pub summary: SummaryWhen,
     pub summary_md: Option<PathBuf>,
     pub ask_timeout: Duration,
+    /// Exit with [`crate::run::EXIT_NO_HOOKS`] when the agent never called a hook.
+    pub require_hooks: bool,
 }
 
 impl Config {
@@ -119,6 +121,7 @@ impl Config {
             summary_md: args.summary_md,
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
+            require_hooks: args.require_hooks,
         })
     }
 }

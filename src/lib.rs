@@ -13,7 +13,7 @@
 //! ```
 //!
 //! - [`cli`], [`config`]: the command line, then a validated configuration.
-//! - [`run`]: one wrapped run, start to finish.
+//! - [`run`]: one wrapped run, start to finish; [`report`]: what is said at its end.
 //! - [`child`]: spawning the agent, process groups, signals, the guardian, exit codes.
 //! - [`protocol`]: AHP 2.4 wire types and strict decision parsing.
 //! - [`transport`]: stdio, Unix socket, HTTP and WebSocket links to a harness.
@@ -25,6 +25,7 @@
 //!   framework's code, samples and README live in `shims/<name>/` (see `shims/README.md`).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
 
 pub mod ask;
 pub mod audit;
@@ -38,9 +39,11 @@ pub mod decide;
 pub mod frameworks;
 pub mod policy;
 pub mod protocol;
+pub mod report;
 pub mod run;
 pub mod serve;
 pub mod session;
+pub mod termlog;
 pub mod transport;
 
 /// `n` random bytes as lowercase hex.

@@ -7,6 +7,7 @@ use ahp_wrap::commands;
 use ahp_wrap::config::Config;
 use ahp_wrap::control::relay;
 use ahp_wrap::run::{self, EXIT_WRAPPER};
+use ahp_wrap::termlog;
 use clap::Parser;
 
 fn main() -> ExitCode {
@@ -25,15 +26,15 @@ fn main() -> ExitCode {
         Some(Command::Audit { command }) => ExitCode::from(commands::audit(command)),
         Some(Command::Policy { command }) => ExitCode::from(commands::policy(command)),
         Some(Command::Serve(args)) => {
-            if let Err(e) = init_logging(&args.log, None) {
-                eprintln!("ahp-wrap: {e}");
+            if let Err(e) = termlog::init(&args.log, None, false) {
+                eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(&e));
                 return ExitCode::from(commands::EXIT_ERROR);
             }
             ExitCode::from(commands::serve(args))
         }
         None => {
-            if let Err(e) = init_logging(&cli.run.log, cli.run.log_file.as_deref()) {
-                eprintln!("ahp-wrap: {e}");
+            if let Err(e) = termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true) {
+                eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(&e));
                 return ExitCode::from(EXIT_WRAPPER);
             }
             match Config::from_args(cli.run) {
@@ -49,27 +50,4 @@ fn main() -> ExitCode {
 
 fn hook_exit(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
-}
-
-fn init_logging(filter: &str, file: Option<&std::path::Path>) -> Result<(), String> {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter)
-        .map_err(|e| format!("invalid --log filter {filter:?}: {e}"))?;
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_target(false);
-    match file {
-        Some(path) => {
-            let f = std::fs::OpenOptions::new()
-                .create(true)
-                .append(true)
-                .open(path)
-                .map_err(|e| format!("cannot open the log file {}: {e}", path.display()))?;
-            builder
-                .with_ansi(false)
-                .with_writer(std::sync::Mutex::new(f))
-                .init();
-        }
-        None => builder.with_writer(std::io::stderr).init(),
-    }
-    Ok(())
 }

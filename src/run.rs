@@ -13,7 +13,7 @@ use crate::child::procfs::Sampler;
 use crate::child::signals::Forwarder;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
-use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
 use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
@@ -23,6 +23,8 @@ use crate::session::{Auditor, Session};
 
 /// Exit code when the wrapper itself fails or refuses to run (as `env` and `timeout` do).
 pub const EXIT_WRAPPER: u8 = 125;
+/// Exit code of a `--require-hooks` run in which the agent never called a hook.
+pub const EXIT_NO_HOOKS: u8 = 122;
 /// Extra time a shim waits beyond the parent's own deadline, so the parent answers first.
 const HOOK_MARGIN: Duration = Duration::from_secs(2);
 
@@ -152,16 +154,21 @@ async fn supervise(
         interactive,
         events: Default::default(),
         hooks_called: Default::default(),
+        framework_session: Default::default(),
     });
+    // What the person must read after the agent's screen is gone (see `report`).
+    let notes = std::cell::RefCell::new(Vec::<String>::new());
     let finish = |code: u8| {
         let session = session.clone();
         let harness = harness.clone();
         let cfg = &cfg;
+        let notes = &notes;
         async move {
             if let Harness::Remote(client) = &harness {
                 client.close(Duration::from_secs(2)).await;
             }
-            report(cfg, &session.audit).await;
+            let notes = notes.borrow().clone();
+            crate::report::report(cfg, &session.audit, &notes).await;
             code
         }
     };
@@ -220,6 +227,7 @@ async fn supervise(
         args: cfg.args.clone(),
         env: Vec::new(),
         expect_hook: None,
+        warnings: Vec::new(),
     };
     let run_cx = RunContext {
         self_exe: hook_exe.clone(),
@@ -230,6 +238,21 @@ async fn supervise(
     if let Err(e) = cfg.framework.prepare(&run_cx, &mut cmd) {
         eprintln!("ahp-wrap: {e}");
         return finish(EXIT_WRAPPER).await;
+    }
+    // Said now, before the agent may take the screen, and again at exit.
+    for w in &cmd.warnings {
+        eprintln!("ahp-wrap: warning: {w}");
+        notes.borrow_mut().push(format!("warning: {w}"));
+    }
+    if cfg.framework.name() == "generic" {
+        eprintln!("ahp-wrap: {}", crate::report::generic_notice(&shown));
+    }
+    let log = crate::termlog::sink();
+    if let (true, Some(path)) = (log.default_file, &log.path) {
+        eprintln!(
+            "ahp-wrap: the terminal is the agent's: ahp-wrap's log goes to {} (warnings are repeated at exit)",
+            path.display()
+        );
     }
     let env = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
     let mut our_env = vec![
@@ -348,6 +371,20 @@ async fn supervise(
     if let Some(hook) = cmd.expect_hook.as_deref() {
         unsupervised_warning(&session, &shown, cfg.framework.name(), hook, code).await;
     }
+    if let Some(note) = crate::report::resume_note(&session, &cfg) {
+        notes.borrow_mut().push(note);
+    }
+    let code = match crate::report::no_hooks(&session, &cfg, &shown, code).await {
+        Some(note) => {
+            notes.borrow_mut().push(note);
+            if cfg.require_hooks {
+                EXIT_NO_HOOKS
+            } else {
+                code
+            }
+        }
+        None => code,
+    };
     let end = session.event(
         EventType::SessionEnd,
         json!({
@@ -411,31 +448,8 @@ pub fn open_audit(
     };
     let key =
         load_key(key_file, std::env::var(KEY_ENV).ok()).map_err(|e| crate::error_chain(&e))?;
-    let log = AuditLog::open(path, key).map_err(|e| crate::error_chain(&e))?;
+    let heads = crate::audit::head::default_dir();
+    let log = AuditLog::open_with_heads(path, key, heads.as_deref())
+        .map_err(|e| crate::error_chain(&e))?;
     Ok(Auditor::new(log))
-}
-
-/// Prints the run's summary on stderr and writes the Markdown one, as configured.
-async fn report(cfg: &Config, audit: &Auditor) {
-    let summary = audit.summary();
-    let decided = summary
-        .by_decision
-        .iter()
-        .any(|(d, n)| d != "notified" && *n > 0);
-    let print = match cfg.summary {
-        SummaryWhen::Always => true,
-        SummaryWhen::Never => false,
-        SummaryWhen::Auto => decided,
-    };
-    if print {
-        eprint!("{}", summary.to_text());
-    }
-    if let Some(path) = &cfg.summary_md {
-        if let Err(e) = std::fs::write(path, summary.to_markdown()) {
-            eprintln!(
-                "ahp-wrap: cannot write the summary to {}: {e}",
-                path.display()
-            );
-        }
-    }
 }

@@ -78,6 +78,8 @@ pub struct Session {
     pub events: AtomicU64,
     /// The names of the hooks the agent has called so far.
     pub hooks_called: std::sync::Mutex<std::collections::BTreeSet<String>>,
+    /// The agent's own session id, as its hooks last reported it (for the exit hint).
+    pub framework_session: std::sync::Mutex<Option<String>>,
 }
 
 impl Session {
@@ -248,6 +250,12 @@ impl HookHandler for Session {
                 return fw.render(&cx, None, &res.verdict);
             }
         };
+        if let (Some(fs), Ok(mut last)) = (&mapped.framework_session, self.framework_session.lock())
+        {
+            if last.as_ref() != Some(fs) {
+                *last = Some(fs.clone());
+            }
+        }
         let mut metadata = Map::new();
         metadata.insert("framework".into(), framework.clone().into());
         metadata.insert("hook".into(), hook.clone().into());

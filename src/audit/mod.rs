@@ -29,18 +29,35 @@
 //! A log has one writer at a time: [`AuditLog::open`] takes an exclusive `flock` and fails if
 //! another process holds it. Concurrent writers would interleave and break the chain.
 //!
-//! # Crash recovery
+//! # Crash recovery, and telling a crash from a cut
 //!
 //! A crash mid-write can leave a partial last line. The log is never rewritten: when it is
 //! opened again, the writer terminates the partial line with `\n` and appends an
 //! `audit.recovered` record, chained to the last complete record, whose payload names the
-//! damage (`damaged_offset`, `damaged_bytes`, `damaged_lines`). [`verify()`] accepts a damaged
-//! region only when such a record follows it and names exactly its bytes, and reports it as
-//! a recovery, not as tampering. (A crash that lost only the final newline leaves a whole
-//! record: the writer just ends it.) Without reopening, verify reports the partial line as a
-//! truncation (a crash or a cut), distinct from edits. A last line that is complete but
-//! not a record, other than crash debris (`{…`, NULs, empty), makes `open` fail rather
-//! than append to what may not be an audit log at all.
+//! damage (`damaged_offset`, `damaged_bytes`, `damaged_lines`). (A crash that lost only the
+//! final newline leaves a whole record: the writer just ends it.)
+//!
+//! But a record cut in half by hand, with everything after it removed, leaves exactly the
+//! same bytes: the log alone cannot tell a crash from a cut. What can: whether the cut record
+//! had been *acknowledged* — followed by a later record, or by a clean close. A clean close
+//! leaves a commit head outside the log ([`head`]: the `seq` and `hash` of the last record,
+//! in the user's state directory). So:
+//!
+//! - a log whose only damage is an incomplete last record that nothing acknowledges is
+//!   [`Outcome::CrashTruncated`] (`audit verify` exits 3);
+//! - a cut or missing record that the commit head had acknowledged, or a record that differs
+//!   from the acknowledged one, is [`Outcome::Tampered`] (exit 1), and the writer refuses to
+//!   continue such a log (it would otherwise paper over the cut with a recovery record);
+//! - a non-record line followed by more records with no recovery record naming it is
+//!   tampering too (exit 1);
+//! - damage that a later writer recovered is never reported as intact:
+//!   [`Outcome::RecoveredDamage`] (exit 4), a finding to look at, because it may have been a
+//!   cut made before that run (on another machine, or with the head removed, nothing says).
+//!
+//! The head is a tripwire, not a proof: whoever can edit the log as the same user can also
+//! remove the head; then the cut is still reported (exit 3 or 4), only not as tampering.
+//! A last line that is complete but not a record, other than crash debris (`{…`, NULs,
+//! empty), makes `open` fail rather than append to what may not be an audit log at all.
 //!
 //! # Files
 //!
@@ -48,10 +65,12 @@
 //! - `line`: encoding and parsing one line.
 //! - `writer`: [`AuditLog`], tail inspection and recovery.
 //! - [`redact`]: secret redaction, applied to the payload and reason before writing.
-//! - `verify`: [`verify()`] and its [`VerifyReport`].
+//! - `verify`: [`verify()`] and its [`VerifyReport`], [`Outcome`] (the exit code).
+//! - [`head`]: the commit head a clean close leaves outside the log.
 //! - `summary`: [`Summary`], built while appending or read back with [`summary()`].
 
 pub mod chain;
+pub mod head;
 mod line;
 pub mod redact;
 mod summary;
@@ -60,6 +79,8 @@ mod writer;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_commit;
 
 use std::path::Path;
 
@@ -68,7 +89,7 @@ use serde_json::Value;
 
 pub use chain::Alg;
 pub use summary::{summary, Blocked, Summary};
-pub use verify::{verify, Problem, ProblemKind, Recovery, VerifyReport};
+pub use verify::{verify, verify_with_head, Outcome, Problem, ProblemKind, Recovery, VerifyReport};
 pub use writer::AuditLog;
 
 /// How an observe-mode record's reason starts: what would have been decided.
@@ -120,6 +141,15 @@ pub enum AuditError {
         path: String,
         log: String,
         given: String,
+    },
+    #[error(
+        "audit log {path} was cut or edited after it was closed ({why}); investigate it, or \
+         start a new log (removing {head} accepts it as it is)"
+    )]
+    Committed {
+        path: String,
+        why: String,
+        head: String,
     },
     #[error("failed to read audit key file {path}")]
     KeyFile {

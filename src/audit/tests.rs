@@ -10,7 +10,7 @@ use super::chain::{canonical, Signer};
 use super::line;
 use super::*;
 
-const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
+pub(super) const KEY: &[u8] = b"0123456789abcdef0123456789abcdef";
 const OTHER_KEY: &[u8] = b"fedcba9876543210fedcba9876543210";
 
 pub(super) fn record(decision: &str) -> AuditRecord {
@@ -29,7 +29,7 @@ pub(super) fn record(decision: &str) -> AuditRecord {
     }
 }
 
-const DECISIONS: [&str; 5] = ["allow", "block", "allow", "notified", "modify"];
+pub(super) const DECISIONS: [&str; 5] = ["allow", "block", "allow", "notified", "modify"];
 
 /// A log of `n` records (decisions cycling through [`DECISIONS`]).
 pub(super) fn write_log(dir: &Path, n: usize, key: Option<&[u8]>) -> PathBuf {
@@ -41,7 +41,7 @@ pub(super) fn write_log(dir: &Path, n: usize, key: Option<&[u8]>) -> PathBuf {
     path
 }
 
-fn lines(path: &Path) -> Vec<String> {
+pub(super) fn lines(path: &Path) -> Vec<String> {
     fs::read_to_string(path)
         .unwrap()
         .lines()
@@ -49,7 +49,7 @@ fn lines(path: &Path) -> Vec<String> {
         .collect()
 }
 
-fn write_lines(path: &Path, lines: &[String]) {
+pub(super) fn write_lines(path: &Path, lines: &[String]) {
     fs::write(
         path,
         lines.iter().map(|l| format!("{l}\n")).collect::<String>(),
@@ -72,7 +72,7 @@ fn edit_line(path: &Path, line: usize, edit: impl FnOnce(&mut Value)) {
 }
 
 /// Asserts the first problem is at `line` and of `kind`.
-fn assert_problem(report: &VerifyReport, line: u64, kind: ProblemKind) {
+pub(super) fn assert_problem(report: &VerifyReport, line: u64, kind: ProblemKind) {
     let p = report
         .problem
         .as_ref()
@@ -215,6 +215,7 @@ fn a_last_line_cut_mid_way_is_a_truncation_not_tampering() {
     let report = verify(&path, Some(KEY));
     assert_problem(&report, 4, ProblemKind::Truncated { bytes: 30 });
     assert_eq!(report.problem.as_ref().unwrap().offset, last_start as u64);
+    assert_eq!(report.outcome(), Outcome::CrashTruncated);
     assert!(report.problem.unwrap().kind.is_crash());
     assert_eq!(report.records, 3);
 }
@@ -282,14 +283,8 @@ fn garbage_in_the_middle_is_malformed() {
     all.insert(1, "{\"agent\":\"x\"".into());
     write_lines(&path, &all);
     let report = verify(&path, None);
-    assert!(matches!(
-        report.problem,
-        Some(Problem {
-            line: 2,
-            kind: ProblemKind::Malformed(_),
-            ..
-        })
-    ));
+    assert_problem(&report, 2, ProblemKind::CutInTheMiddle);
+    assert_eq!(report.outcome(), Outcome::Tampered);
 }
 
 #[test]
@@ -314,8 +309,11 @@ fn a_crash_mid_write_verifies_up_to_the_last_record_and_reopening_recovers() {
     log.append(&record("block")).unwrap();
     drop(log);
 
+    // Recovered, but never called intact: a cut before this reopening looks the same.
     let report = verify(&path, Some(KEY));
-    assert!(report.is_ok(), "{}", report.to_text());
+    assert!(report.problem.is_none(), "{}", report.to_text());
+    assert_eq!(report.outcome(), Outcome::RecoveredDamage);
+    assert!(report.to_text().contains("FINDING: a record was cut"));
     assert_eq!(report.records, 6);
     let recovery = Recovery {
         line: 5,
@@ -341,7 +339,12 @@ fn a_crash_during_recovery_and_zero_filled_blocks_are_recovered_too() {
     log.append(&record("allow")).unwrap();
     drop(log);
     let report = verify(&path, None);
-    assert!(report.is_ok(), "{}", report.to_text());
+    assert_eq!(
+        report.outcome(),
+        Outcome::RecoveredDamage,
+        "{}",
+        report.to_text()
+    );
     assert_eq!(report.records, 4);
     assert_eq!(report.recoveries[0].damaged_offset, clean_len);
     assert_eq!(report.recoveries[0].damaged_bytes, damaged + 1);

@@ -6,6 +6,7 @@ use std::io::{BufRead, BufReader};
 use std::path::Path;
 
 use super::chain::{Alg, Signer, GENESIS};
+use super::head::Head;
 use super::line::{self, LineError, Parsed, Read};
 
 /// What [`verify`] found.
@@ -74,12 +75,46 @@ pub enum ProblemKind {
     RecoveryMismatch,
     /// A line longer than the writer ever writes.
     TooLong,
+    /// A line that is not a record, followed by more records, with no recovery record
+    /// naming it: a record cut (or garbage written) in the middle of the log.
+    CutInTheMiddle,
+    /// The log ends (whole or cut) before record `committed`, which had been acknowledged
+    /// when a writer closed the log (its commit head says so): cut after the fact.
+    CommittedCut { committed: u64 },
+    /// Record `seq` differs from the one acknowledged when a writer closed the log.
+    CommittedChanged { seq: u64 },
+}
+
+/// What a verification found, as `audit verify` exits with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Outcome {
+    /// Every record verified, no damage anywhere.
+    Intact = 0,
+    /// Edited, dropped, reordered, forged, or cut where a crash cannot have cut it.
+    Tampered = 1,
+    /// The log could not be checked (unreadable, or keyed and no key given).
+    Unverifiable = 2,
+    /// Only the last record is incomplete and nothing acknowledges it: what a crash
+    /// mid-write leaves (or a cut of the very end, which no chain can tell from it).
+    CrashTruncated = 3,
+    /// A record was cut and a later writer recovered and went on: a crash then, or an
+    /// edit before the log was reopened; the log alone cannot tell which.
+    RecoveredDamage = 4,
 }
 
 impl ProblemKind {
     /// Whether this is what a crash mid-write leaves, rather than a sign of tampering.
     pub fn is_crash(&self) -> bool {
         matches!(self, ProblemKind::Truncated { .. })
+    }
+
+    /// How `audit verify` classes this problem.
+    pub fn outcome(&self) -> Outcome {
+        match self {
+            ProblemKind::Io(_) | ProblemKind::KeyRequired => Outcome::Unverifiable,
+            ProblemKind::Truncated { .. } => Outcome::CrashTruncated,
+            _ => Outcome::Tampered,
+        }
     }
 }
 
@@ -120,14 +155,34 @@ impl fmt::Display for ProblemKind {
                 f.write_str("recovery record does not match the damage it names")
             }
             ProblemKind::TooLong => f.write_str("line too long to be an audit record"),
+            ProblemKind::CutInTheMiddle => f.write_str(
+                "not a record, and more records follow with no recovery record naming it: a record was cut or replaced",
+            ),
+            ProblemKind::CommittedCut { committed } => write!(
+                f,
+                "the log ends before record {committed}, which was acknowledged when the log was last closed: cut after the fact"
+            ),
+            ProblemKind::CommittedChanged { seq } => write!(
+                f,
+                "record {seq} is not the one acknowledged when the log was last closed: replaced"
+            ),
         }
     }
 }
 
 impl VerifyReport {
-    /// Whether the whole log verified.
+    /// Whether the whole log verified, with no damage anywhere.
     pub fn is_ok(&self) -> bool {
-        self.problem.is_none()
+        self.outcome() == Outcome::Intact
+    }
+
+    /// What was found, as an exit code class.
+    pub fn outcome(&self) -> Outcome {
+        match (&self.problem, self.recoveries.is_empty()) {
+            (Some(p), _) => p.kind.outcome(),
+            (None, false) => Outcome::RecoveredDamage,
+            (None, true) => Outcome::Intact,
+        }
     }
 
     /// A few lines for a terminal.
@@ -142,8 +197,10 @@ impl VerifyReport {
         };
         for r in &self.recoveries {
             out.push_str(&format!(
-                "note: crash damage recovered at line {}: {} bytes at byte {}\n",
-                r.line, r.damaged_bytes, r.damaged_offset
+                "FINDING: a record was cut ({} bytes at byte {}) and the log was reopened and \
+                 recovered at line {}: a crash mid-write then, or an edit before the log was \
+                 reopened; the log alone cannot tell which (check for a crash at that time)\n",
+                r.damaged_bytes, r.damaged_offset, r.line
             ));
         }
         out
@@ -158,6 +215,12 @@ struct Debris {
 
 /// Verifies the log at `path`, with the audit key if it is keyed.
 pub fn verify(path: &Path, key: Option<&[u8]>) -> VerifyReport {
+    verify_with_head(path, key, None)
+}
+
+/// [`verify`], also checking that the records acknowledged by a commit head (see
+/// [`super::head`]) are still there, unchanged.
+pub fn verify_with_head(path: &Path, key: Option<&[u8]>, head: Option<&Head>) -> VerifyReport {
     let mut report = VerifyReport {
         records: 0,
         alg: None,
@@ -176,12 +239,47 @@ pub fn verify(path: &Path, key: Option<&[u8]>) -> VerifyReport {
         }
     };
     let mut reader = BufReader::new(file);
-    report.problem = walk(&mut reader, &Signer::new(key), &mut report);
+    let (problem, end) = walk(&mut reader, &Signer::new(key), head, &mut report);
+    report.problem = problem;
+    // A log that ends (cleanly or in a cut) before an acknowledged record was cut later.
+    if let Some(head) = head {
+        let cut_or_end = report
+            .problem
+            .as_ref()
+            .map_or(true, |p| matches!(p.kind, ProblemKind::Truncated { .. }));
+        if report.records <= head.seq && cut_or_end {
+            let (line, offset) = report.problem.as_ref().map_or(end, |p| (p.line, p.offset));
+            report.problem = Some(Problem {
+                line,
+                offset,
+                kind: ProblemKind::CommittedCut {
+                    committed: head.seq,
+                },
+            });
+        }
+    }
     report
 }
 
-/// Walks the chain; returns the first problem.
-fn walk(reader: &mut impl BufRead, signer: &Signer, report: &mut VerifyReport) -> Option<Problem> {
+/// Walks the chain; returns the first problem, and the line and offset of the end.
+fn walk(
+    reader: &mut impl BufRead,
+    signer: &Signer,
+    head: Option<&Head>,
+    report: &mut VerifyReport,
+) -> (Option<Problem>, (u64, u64)) {
+    let mut end = (0, 0);
+    let problem = walk_to(reader, signer, head, report, &mut end);
+    (problem, end)
+}
+
+fn walk_to(
+    reader: &mut impl BufRead,
+    signer: &Signer,
+    head: Option<&Head>,
+    report: &mut VerifyReport,
+    end: &mut (u64, u64),
+) -> Option<Problem> {
     let mut buf = Vec::new();
     let (mut line_no, mut offset) = (0u64, 0u64);
     let mut expected_seq = 0u64;
@@ -204,6 +302,7 @@ fn walk(reader: &mut impl BufRead, signer: &Signer, report: &mut VerifyReport) -
         offset += buf.len() as u64 + u64::from(read == Read::Complete);
         let parsed = match read {
             Read::Eof => {
+                *end = (line_no, here);
                 return debris.map(|d| Problem {
                     line: d.line,
                     offset: d.offset,
@@ -258,6 +357,9 @@ fn walk(reader: &mut impl BufRead, signer: &Signer, report: &mut VerifyReport) -
         if !signer.check(&parsed.hashed, &parsed.hash) {
             return problem(ProblemKind::HashMismatch);
         }
+        if head.is_some_and(|h| h.seq == parsed.seq && h.hash != parsed.hash) {
+            return problem(ProblemKind::CommittedChanged { seq: parsed.seq });
+        }
         // A valid record: any debris before it must be exactly what it says it recovered.
         match (debris.take(), line::recovery_region(&parsed)) {
             (None, None) => {}
@@ -272,9 +374,7 @@ fn walk(reader: &mut impl BufRead, signer: &Signer, report: &mut VerifyReport) -
                 return Some(Problem {
                     line: d.line,
                     offset: d.offset,
-                    kind: ProblemKind::Malformed(
-                        "not JSON, and not crash debris that was recovered".into(),
-                    ),
+                    kind: ProblemKind::CutInTheMiddle,
                 })
             }
             (None, Some(_)) => return problem(ProblemKind::RecoveryMismatch),

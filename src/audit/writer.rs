@@ -10,6 +10,7 @@ use nix::fcntl::{Flock, FlockArg};
 use serde_json::json;
 
 use super::chain::{Alg, Signer, GENESIS};
+use super::head::{self, Head};
 use super::line::{self, LineError, RECOVERED_EVENT};
 use super::redact::{redact_str, redact_value};
 use super::{AuditError, AuditRecord, Summary};
@@ -41,6 +42,31 @@ struct Sink {
     prev: String,
     /// A write failed, maybe part-way: re-read the tail and recover before the next append.
     suspect: bool,
+    /// Where this log's commit head is kept (see [`super::head`]), if anywhere.
+    head: Option<std::path::PathBuf>,
+    /// The head left by the last writer that closed the log, until the tail is checked
+    /// against it.
+    committed: Option<Head>,
+}
+
+impl Drop for Sink {
+    /// A clean close: records where the log stands, outside it, so that a later cut of an
+    /// acknowledged record is not mistaken for a crash.
+    fn drop(&mut self) {
+        let Some(path) = &self.head else { return };
+        if self.suspect || self.next_seq == 0 {
+            return;
+        }
+        let head = Head {
+            log: self.path.display().to_string(),
+            seq: self.next_seq - 1,
+            hash: self.prev.clone(),
+            ts: crate::protocol::now_rfc3339(),
+        };
+        if let Err(e) = head::write(path, &head) {
+            tracing::warn!(path = %path.display(), "cannot write the audit log's commit head: {e}");
+        }
+    }
 }
 
 impl std::fmt::Debug for AuditLog {
@@ -62,6 +88,17 @@ impl AuditLog {
     /// crash debris, or if it was written with another key (or with/without one). Crash
     /// damage at the end is recovered as described in the module docs.
     pub fn open(path: &Path, key: Option<Vec<u8>>) -> Result<AuditLog, AuditError> {
+        AuditLog::open_with_heads(path, key, None)
+    }
+
+    /// [`AuditLog::open`], checking the log against the commit head kept in `heads` (see
+    /// [`super::head`]) and leaving a new one there when it is closed. Fails if a record
+    /// that was acknowledged when the log was last closed is now cut, changed or missing.
+    pub fn open_with_heads(
+        path: &Path,
+        key: Option<Vec<u8>>,
+        heads: Option<&Path>,
+    ) -> Result<AuditLog, AuditError> {
         let open_err = |source| AuditError::Open {
             path: path.display().to_string(),
             source,
@@ -86,6 +123,8 @@ impl AuditLog {
         if !existed {
             sync_parent_dir(path).map_err(open_err)?;
         }
+        let head = heads.map(|dir| head::head_path(dir, path));
+        let committed = head.as_deref().and_then(head::read);
         let mut sink = Sink {
             file,
             path: path.to_owned(),
@@ -93,6 +132,8 @@ impl AuditLog {
             next_seq: 0,
             prev: GENESIS.to_owned(),
             suspect: true,
+            head,
+            committed,
         };
         let mut summary = Summary::default();
         if let Some(marker) = sink.recover()? {
@@ -209,6 +250,9 @@ impl Sink {
                 });
             }
         }
+        if let Some(committed) = self.committed.take() {
+            self.check_committed(&committed, &tail)?;
+        }
         self.next_seq = tail.next_seq;
         self.prev = tail.prev;
         let Some(damage) = tail.damage else {
@@ -256,6 +300,26 @@ impl Sink {
         self.next_seq += 1;
         self.prev = hash;
         Ok(Some(marker))
+    }
+}
+
+impl Sink {
+    /// Fails if the tail is behind, or different from, where the last clean close left it.
+    fn check_committed(&mut self, committed: &Head, tail: &Tail) -> Result<(), AuditError> {
+        let len = self.file.metadata().map(|m| m.len()).unwrap_or(0);
+        let last = tail.next_seq.checked_sub(1);
+        match head::check(committed, len, last, &tail.prev, tail.damage.is_some()) {
+            Ok(()) => Ok(()),
+            Err(why) => Err(AuditError::Committed {
+                path: self.path.display().to_string(),
+                why,
+                head: self
+                    .head
+                    .as_ref()
+                    .map(|h| h.display().to_string())
+                    .unwrap_or_default(),
+            }),
+        }
     }
 }
 

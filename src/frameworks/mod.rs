@@ -54,6 +54,9 @@ pub struct AgentCommand {
     /// exits without having called it, the wrapper warns loudly that the run was not
     /// supervised (the agent may have ignored the injected hooks).
     pub expect_hook: Option<String>,
+    /// Warnings for the person (e.g. a setting of theirs that the run overrides): printed
+    /// before the agent starts and repeated after it exits, when its screen is gone.
+    pub warnings: Vec<String>,
 }
 
 /// Where a hook call came from, as far as the framework mapping cares.

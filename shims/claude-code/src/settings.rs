@@ -20,6 +20,9 @@ pub const SETTINGS_FILE: &str = "claude-code-settings.json";
 /// (which fails closed at the budget) always answers before Claude's timeout fails open.
 pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 
+/// The variable Claude Code reads for the program named in its exit hint
+/// (`<program> --resume <id>`; one word, else ignored).
+pub const RESUME_HINT_ENV: &str = "CLAUDE_CODE_RESUME_HINT_COMMAND";
 /// Flags with which Claude would run no hooks at all: a wrapped run refuses them.
 const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
 /// Subcommands that do not start an agent session (and may not accept `--settings`).
@@ -191,9 +194,11 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
                 .is_some_and(|s| disables_hooks(&s))
         });
     if disabled_by_user {
-        eprintln!(
-            "ahp-wrap: warning: your Claude Code settings say disableAllHooks; this wrapped run \
-             turns hooks back on (your own hooks run too), because without them it could not be supervised"
+        // Printed before Claude clears the screen, and again by the wrapper after it exits.
+        cmd.warnings.push(
+            "your Claude Code settings say disableAllHooks; this wrapped run turned hooks back \
+             on (your own hooks ran too), because without them it could not be supervised"
+                .to_owned(),
         );
     }
     let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
@@ -217,6 +222,14 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             .map(|(_, a)| a),
     );
     cmd.args = args;
+    // Claude's exit hint ("Resume this session with: claude --settings <file> --resume <id>")
+    // repeats our --settings, a file in the run directory that is gone by then. With a
+    // one-word launcher set here, Claude 2.1.330 prints `<launcher> --resume <id>` and no
+    // flags: a command that works. The wrapper adds its own hint to resume supervised. A
+    // launcher the user set themselves is kept: it omits the flags all the same.
+    if std::env::var_os(RESUME_HINT_ENV).is_none() {
+        cmd.env.push((RESUME_HINT_ENV.into(), "claude".into()));
+    }
     Ok(())
 }
 
@@ -305,6 +318,7 @@ mod tests {
             ],
             env: Vec::new(),
             expect_hook: None,
+            warnings: Vec::new(),
         };
         prepare(&run, &mut cmd).unwrap();
         let path = dir.path().join(SETTINGS_FILE);

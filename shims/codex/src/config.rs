@@ -488,6 +488,7 @@ mod tests {
             args: os(&["exec", "-c", "hooks.Stop=[]", "--json", "do it"]),
             env: Vec::new(),
             expect_hook: None,
+            warnings: Vec::new(),
         };
         prepare(&run, &mut cmd).unwrap();
         assert_eq!(cmd.expect_hook.as_deref(), Some("SessionStart"));

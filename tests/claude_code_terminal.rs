@@ -1,0 +1,139 @@
+//! The real Claude Code CLI on a real terminal (a pty), wrapped: the exit hint it prints
+//! is a command that works, nothing of ours is drawn over its screen, and the warnings it
+//! hid (its screen clears ours) come back after it exits.
+
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
+#[path = "support/claude_code.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::process::Command;
+use std::time::Duration;
+
+use serde_json::json;
+use support::{FakeApi, World};
+
+/// The screen without terminal control sequences.
+fn plain(screen: &[u8]) -> String {
+    let text = String::from_utf8_lossy(screen);
+    let mut out = String::with_capacity(text.len());
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\x1b' => match chars.next() {
+                Some('[') => {
+                    for c in chars.by_ref() {
+                        if c.is_ascii_alphabetic() || c == '~' {
+                            break;
+                        }
+                    }
+                }
+                Some(']') => {
+                    for c in chars.by_ref() {
+                        if c == '\x07' {
+                            break;
+                        }
+                    }
+                }
+                _ => {}
+            },
+            '\r' => {}
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Interactive `ahp-wrap -- claude "say hi"` on a pty: waits for the model's answer, types
+/// `/exit`, and returns the whole screen and the exit code.
+fn interactive_run(world: &World, api: &FakeApi) -> (String, Option<i32>) {
+    let ws = world.ws().canonicalize().unwrap();
+    // A user who has been through Claude's onboarding and trusts the workspace.
+    std::fs::write(
+        world.config_dir().join(".claude.json"),
+        json!({
+            "hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3,
+            "projects": {ws.display().to_string(): {
+                "hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []}
+        })
+        .to_string(),
+    )
+    .unwrap();
+    let inner = world.command(api, Some(&[]), &["say hi"]);
+    let mut cmd = Command::new("python3");
+    cmd.arg(agents::root().join("tests/support/pty_steps.py"))
+        .args(["--limit", "90", "FINISHED-TURN", "/exit", "", "\\r", "--"])
+        .arg(inner.get_program())
+        .args(inner.get_args());
+    agents::offline(&mut cmd, world);
+    for (k, v) in inner.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.env("TERM", "xterm-256color");
+    let r = agents::run_within(cmd, Duration::from_secs(120));
+    (plain(&r.output.stdout), r.output.status.code())
+}
+
+#[test]
+fn the_exit_hint_is_a_working_command_and_the_hidden_warning_comes_back() {
+    let world = World::new();
+    // The user's own settings switch hooks off: the wrapped run turns them back on and
+    // says so, before Claude clears the screen and again after it exits.
+    std::fs::write(
+        world.config_dir().join("settings.json"),
+        json!({"disableAllHooks": true}).to_string(),
+    )
+    .unwrap();
+    let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "FINISHED-TURN"}]));
+    let (screen, code) = interactive_run(&world, &api);
+    assert_eq!(code, Some(0), "{screen}");
+    let hint_at = screen
+        .find("Resume this session with:")
+        .unwrap_or_else(|| panic!("Claude printed its resume hint:\n{screen}"));
+    let hint = screen[hint_at..].lines().nth(1).unwrap_or_default().trim();
+    let words: Vec<&str> = hint.split_whitespace().collect();
+    assert_eq!(
+        words.get(..2),
+        Some(&["claude", "--resume"][..]),
+        "the hint is plain `claude --resume <id>`, with no --settings file that is gone: {hint}"
+    );
+    assert!(
+        words.get(2).is_some_and(|id| id.len() == 36),
+        "the session id: {hint}"
+    );
+    assert_eq!(words.len(), 3, "{hint}");
+
+    // Our start lines come before Claude's screen; while it runs, nothing of ours.
+    let marker = "(warnings are repeated at exit)";
+    let claude_at = screen.find(marker).expect("our last start line") + marker.len();
+    assert!(
+        !screen[claude_at..hint_at].contains("ahp-wrap:"),
+        "our text reached Claude's screen:\n{}",
+        &screen[claude_at..hint_at]
+    );
+    assert!(
+        screen[..claude_at].contains("disableAllHooks"),
+        "said before the agent starts: {screen}"
+    );
+    let after = &screen[hint_at..];
+    assert!(
+        after.contains("ahp-wrap: warning: your Claude Code settings say disableAllHooks"),
+        "repeated after Claude's screen is gone:\n{after}"
+    );
+    // And how to resume it supervised.
+    let id = words[2];
+    assert!(
+        after.contains(&format!(
+            "to resume this session supervised: ahp-wrap -- claude --resume {id}"
+        )),
+        "{after}"
+    );
+    // Supervised all the same: the prompt went through our hook.
+    assert!(!api.requests().is_empty());
+}

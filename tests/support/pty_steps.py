@@ -1,0 +1,90 @@
+#!/usr/bin/env python3
+"""Drives a command on a fresh pseudo-terminal through steps, as a person would.
+
+usage: pty_steps.py [--cols N] [--limit SECS] WAIT KEYS [WAIT KEYS ...] -- command...
+
+Starts the command as the session leader of a new pty, then for each step waits until WAIT
+appears in the output since the previous step (an empty WAIT waits for nothing) and types
+KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C). Answers the terminal's cursor
+position queries (ESC[6n) as a terminal would. Echoes everything the command printed and
+exits with its exit code (128+N for signal N; 99 when the limit is reached).
+"""
+import os
+import pty
+import select
+import struct
+import sys
+import time
+import fcntl
+import termios
+
+args = sys.argv[1:]
+cols, limit = 200, 60.0
+while args and args[0].startswith("--") and args[0] != "--":
+    if args[0] == "--cols":
+        cols = int(args[1])
+    elif args[0] == "--limit":
+        limit = float(args[1])
+    args = args[2:]
+sep = args.index("--")
+pairs = args[:sep]
+cmd = args[sep + 1:]
+steps = [(pairs[i].encode(), pairs[i + 1].encode().decode("unicode_escape").encode("latin-1"))
+         for i in range(0, len(pairs), 2)]
+pid, fd = pty.fork()
+if pid == 0:
+    os.execvp(cmd[0], cmd)
+fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
+out = b""
+mark = 0
+deadline = time.time() + limit
+status = None
+
+
+def code(st):
+    return os.waitstatus_to_exitcode(st) % 256 if os.WIFEXITED(st) else 128 + os.WTERMSIG(st)
+
+
+while time.time() < deadline:
+    r, _, _ = select.select([fd], [], [], 0.05)
+    if r:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            data = b""
+        if not data:
+            break
+        if b"\x1b[6n" in data:
+            os.write(fd, b"\x1b[1;1R")
+        out += data
+    if steps and steps[0][0] in out[mark:]:
+        wait, keys = steps.pop(0)
+        mark = out.index(wait, mark) + len(wait) if wait else len(out)
+        time.sleep(0.3)
+        for k in keys:
+            os.write(fd, bytes([k]))
+            time.sleep(0.02)
+    done, st = os.waitpid(pid, os.WNOHANG)
+    if done:
+        status = st
+        try:
+            while True:
+                r, _, _ = select.select([fd], [], [], 0.2)
+                if not r:
+                    break
+                data = os.read(fd, 65536)
+                if not data:
+                    break
+                out += data
+        except OSError:
+            pass
+        break
+sys.stdout.write(out.decode(errors="replace"))
+sys.stdout.flush()
+if status is None:
+    if time.time() >= deadline:
+        os.kill(pid, 9)
+        os.waitpid(pid, 0)
+        sys.exit(99)
+    _, status = os.waitpid(pid, 0)
+sys.exit(code(status))
