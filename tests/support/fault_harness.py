@@ -58,6 +58,9 @@ def answer(msg):
         send({"jsonrpc": "2.0", "id": rid, "result": {"decision": "allow", "pad": "x" * 100000}})
     elif MODE == "unknown-decision":
         result({"decision": "maybe"})
+    elif MODE == "result-and-error":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"decision": "allow"},
+              "error": {"code": -32000, "message": "both"}})
     elif MODE == "rpc-error":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "policy engine exploded"}})
     elif MODE == "defer-once":
