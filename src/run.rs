@@ -11,6 +11,7 @@ use crate::audit::{load_key, AuditLog, KEY_ENV};
 use crate::child::guardian::Guardian;
 use crate::child::procfs::Sampler;
 use crate::child::signals::Forwarder;
+use crate::child::tree::Tracker;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
 use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
@@ -36,6 +37,11 @@ pub fn run(cfg: Config) -> u8 {
             None
         }
     };
+    // Orphans of the agent's tree come back to us, so that none outlives the run.
+    match child::tree::become_subreaper() {
+        Ok(()) => tracing::debug!("process tree: child subreaper plus /proc walk"),
+        Err(e) => tracing::debug!("process tree: /proc walk only (no child subreaper: {e})"),
+    }
     let policy = GroupPolicy::detect();
     let forwarder = match Forwarder::install(policy) {
         Ok(f) => f,
@@ -288,6 +294,8 @@ async fn supervise(
     let start_event = session.event(EventType::SessionStart, start_payload, Map::new());
     session.notify(start_event, None).await;
 
+    let mut tree = Tracker::new(pid, guardian.as_ref().and_then(Guardian::link));
+    let mut tree_tick = tokio::time::interval(child::tree::TICK);
     let mut sampler = Sampler::new(pid);
     let beat = cfg
         .heartbeat
@@ -296,6 +304,7 @@ async fn supervise(
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
+            _ = tree_tick.tick() => tree.tick(),
             _ = heartbeat.tick(), if cfg.heartbeat.is_some() => {
                 let s = sampler.sample();
                 let mut payload = json!({
@@ -315,6 +324,10 @@ async fn supervise(
         }
     };
     forwarder.clear_target();
+    let left = tree.end(child::tree::LEFTOVER_GRACE);
+    if left > 0 {
+        tracing::debug!("ended {left} process(es) the agent left behind");
+    }
     if let Some(g) = guardian {
         g.release();
     }

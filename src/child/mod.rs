@@ -4,6 +4,7 @@
 pub mod guardian;
 pub mod procfs;
 pub mod signals;
+pub mod tree;
 
 use std::ffi::OsStr;
 use std::os::unix::process::ExitStatusExt;
