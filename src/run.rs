@@ -15,7 +15,7 @@ use crate::child::tree::Tracker;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
 use crate::config::{Config, SummaryWhen, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
-use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
+use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
 use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::policy::Policy;
@@ -232,7 +232,8 @@ async fn supervise(
     }
     let env = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
     let mut our_env = vec![
-        env(ENV_SOCKET, &control.socket),
+        env(ENV_SOCKET, &control.address),
+        env(ENV_PARENT_PID, &std::process::id().to_string()),
         env(ENV_TOKEN, &control.token),
         env(ENV_BUDGET, &hook_budget.as_millis().to_string()),
         env(ENV_DEPTH, &cfg.depth.to_string()),
@@ -244,7 +245,9 @@ async fn supervise(
     our_env.append(&mut cmd.env);
     cmd.env = our_env;
 
-    let server = tokio::spawn(control.serve(session.clone()));
+    let agent_slot = control.agent_slot();
+    let watched = control.watched();
+    let mut server = tokio::spawn(control.serve(session.clone()));
 
     let guardian_fd = guardian.as_ref().map(Guardian::fd);
     let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd) {
@@ -277,6 +280,7 @@ async fn supervise(
         GroupPolicy::OwnGroup => -pid,
     };
     forwarder.set_target(target);
+    agent_slot.set(pid);
     if let Some(g) = guardian.as_mut() {
         g.watch(target);
     }
@@ -301,10 +305,19 @@ async fn supervise(
         .heartbeat
         .unwrap_or(Duration::from_secs(3600 * 24 * 365));
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    let mut taken_over = false;
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
             _ = tree_tick.tick() => tree.tick(),
+            // Only a path socket can be taken over (see control::endpoint).
+            taken = &mut server, if !taken_over => {
+                taken_over = true;
+                if let Ok(taken) = taken {
+                    control_taken_over(&session, &taken).await;
+                    tree.end(child::tree::LEFTOVER_GRACE);
+                }
+            }
             _ = heartbeat.tick(), if cfg.heartbeat.is_some() => {
                 let s = sampler.sample();
                 let mut payload = json!({
@@ -324,6 +337,10 @@ async fn supervise(
         }
     };
     forwarder.clear_target();
+    if let Some(Err(taken)) = watched.filter(|_| !taken_over).map(|w| w.check()) {
+        control_taken_over(&session, &taken).await;
+        taken_over = true;
+    }
     let left = tree.end(child::tree::LEFTOVER_GRACE);
     if left > 0 {
         tracing::debug!("ended {left} process(es) the agent left behind");
@@ -334,6 +351,7 @@ async fn supervise(
     server.abort();
 
     let code = match status {
+        Ok(_) if taken_over => EXIT_WRAPPER,
         Ok(status) => {
             let code = child::exit_code(status);
             if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
@@ -366,6 +384,18 @@ async fn supervise(
     session.notify(end, None).await;
     drop(run_dir);
     finish(code).await
+}
+
+/// Says loudly (on stderr, to the harness and in the audit) that the control socket was
+/// removed or replaced: the agent's hooks can no longer reach us, so the run must end.
+async fn control_taken_over(session: &Session, taken: &crate::control::TakenOver) {
+    eprintln!("ahp-wrap: ERROR: {taken}");
+    let error = session.event(
+        EventType::Error,
+        json!({"source": "wrapper", "message": taken.to_string(), "control_socket": taken.path}),
+        Map::new(),
+    );
+    session.notify(error, None).await;
 }
 
 /// Says loudly (on stderr, to the harness and in the audit) when the agent never called

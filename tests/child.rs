@@ -174,6 +174,8 @@ fn no_orphan_survives_a_killed_wrapper() {
         d = dir.path().display()
     );
     let mut wrapper = wrap()
+        // A path socket, to find the run directory it lives in.
+        .env("AHP_WRAP_CONTROL", "path")
         .args(["sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -338,7 +340,10 @@ fn the_agent_finds_the_wrapper_in_its_environment() {
         wrap().args([
             "sh",
             "-c",
-            "test -S \"$AHP_WRAP_SOCKET\" && echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
+            // An abstract socket (no file to replace), and the wrapper's pid to check.
+            "case $AHP_WRAP_SOCKET in @ahp-wrap-*) ;; *) exit 1;; esac; \
+             test \"$AHP_WRAP_PARENT_PID\" = \"$PPID\" && \
+             echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
         ]),
         Duration::from_secs(30),
     );

@@ -144,7 +144,8 @@ impl Tracker {
         let ended = take_down(|table| adopted_and_agent(table, me), None, grace);
         if let Some(table) = procfs::processes() {
             for pid in adopted_and_agent(&table, me) {
-                if table[&pid].state == b'Z' {
+                // The agent is reaped by whoever waits for it (its exit status is ours).
+                if pid != self.agent && table[&pid].state == b'Z' {
                     reap(pid);
                 }
             }
