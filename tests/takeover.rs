@@ -89,11 +89,14 @@ fn a_replaced_control_socket_does_not_silence_the_harness() {
         "{}\nimpostor: {attempt}",
         show(&out)
     );
-    // The impostor could not take the wrapper's address...
-    assert!(attempt.starts_with("refused:"), "impostor: {attempt}");
-    // ...so the hook reached the wrapper: blocked, as the harness decided.
-    assert!(!dir.path().join("ran").exists(), "the blocked command ran");
+    // The hook reached the wrapper: blocked, as the harness decided...
+    assert!(
+        !dir.path().join("ran").exists(),
+        "the blocked command ran (impostor: {attempt})"
+    );
     assert_eq!(read(dir.path(), "hook_rc").trim(), "2");
+    // ...since the impostor could not take the wrapper's address.
+    assert!(attempt.starts_with("refused:"), "impostor: {attempt}");
     let reason = read(dir.path(), "reason.txt");
     assert!(reason.contains("the harness blocks BLOCK_ME"), "{reason}");
     // The harness saw the call, and the audit log has it, from the agent's own tree.

@@ -61,10 +61,6 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
         .ok_or("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")?;
     let token = std::env::var(ENV_TOKEN)
         .map_err(|_| "the hook has no wrapper token (AHP_WRAP_TOKEN is not set)")?;
-    let parent: i32 = std::env::var(ENV_PARENT_PID)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .ok_or("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")?;
     let budget = std::env::var(ENV_BUDGET)
         .ok()
         .and_then(|v| v.parse().ok())
@@ -80,6 +76,10 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
         )
     })?;
     // Before the payload leaves: whoever answers must be the wrapper itself.
+    let parent: i32 = std::env::var(ENV_PARENT_PID)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")?;
     endpoint::check_listener(&stream, parent)?;
     let header = wire::request_header(&token, framework, hook, cwd.len(), payload.len());
     stream
