@@ -39,8 +39,8 @@ pub fn run(cfg: Config) -> u8 {
     };
     // Orphans of the agent's tree come back to us, so that none outlives the run.
     match child::tree::become_subreaper() {
-        Ok(()) => tracing::debug!("process tree: child subreaper plus /proc walk"),
-        Err(e) => tracing::debug!("process tree: /proc walk only (no child subreaper: {e})"),
+        Ok(()) => tracing::debug!("the wrapper is a child subreaper"),
+        Err(e) => tracing::debug!("the wrapper is no child subreaper ({e})"),
     }
     let policy = GroupPolicy::detect();
     let forwarder = match Forwarder::install(policy) {
@@ -198,6 +198,7 @@ async fn supervise(
     };
     if let Some(g) = guardian.as_mut() {
         g.clean_up(run_dir.path());
+        g.mark(&format!("{ENV_SESSION}={session_id}"));
     }
     let control = match ControlServer::bind(&run_dir) {
         Ok(c) => c,
@@ -250,7 +251,11 @@ async fn supervise(
     let mut server = tokio::spawn(control.serve(session.clone()));
 
     let guardian_fd = guardian.as_ref().map(Guardian::fd);
-    let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd) {
+    let cgroup = child::cgroup::Cgroup::create()
+        .inspect_err(|e| tracing::debug!("no cgroup for the agent: {e}"))
+        .ok();
+    let procs = cgroup.as_ref().map(|c| c.procs_path());
+    let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd, procs) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
@@ -298,7 +303,7 @@ async fn supervise(
     let start_event = session.event(EventType::SessionStart, start_payload, Map::new());
     session.notify(start_event, None).await;
 
-    let mut tree = Tracker::new(pid, guardian.as_ref().and_then(Guardian::link));
+    let mut tree = Tracker::new(pid, guardian.as_ref().and_then(Guardian::link), cgroup);
     let mut tree_tick = tokio::time::interval(child::tree::TICK);
     let mut sampler = Sampler::new(pid);
     let beat = cfg

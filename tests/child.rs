@@ -299,6 +299,34 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
 }
 
 #[test]
+fn an_orphan_adopted_just_before_the_wrapper_is_killed_is_ended_too() {
+    // No time for the wrapper to report the orphan to the guardian: the guardian finds it
+    // by the run's mark in its environment (or, where there is one, in the agent's cgroup).
+    let dir = tempfile::tempdir().unwrap();
+    let mut wrapper = wrap()
+        .args(escaping_agent(dir.path(), "touch ready; sleep 300"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(
+        || dir.path().join("ready").exists(),
+        Duration::from_secs(20)
+    ));
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    let orphan = pid_in(dir.path(), "orphan").unwrap();
+    let gone = wait_until(|| !alive(orphan), Duration::from_secs(3));
+    let _ = Command::new("kill")
+        .args(["-9", &orphan.to_string()])
+        .stderr(Stdio::null())
+        .status();
+    assert!(gone, "the orphan {orphan} survived the wrapper's SIGKILL");
+}
+
+#[test]
 fn no_escaped_descendant_survives_the_agents_exit() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(

@@ -17,7 +17,7 @@ use std::time::Duration;
 use nix::fcntl::OFlag;
 use nix::unistd::{fork, pipe2, ForkResult};
 
-use super::{procfs, tree};
+use super::{cgroup, procfs, tree};
 
 /// How long the agent gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -73,6 +73,15 @@ impl Guardian {
         }
     }
 
+    /// Marks the agent's tree: every process whose environment holds `entry` (`NAME=value`,
+    /// unique to this run) is ended with it. This finds the orphans the wrapper adopted too
+    /// recently to have reported them, unless they cleared their environment.
+    pub fn mark(&mut self, entry: &str) {
+        if !entry.contains('\n') {
+            let _ = writeln!(self.pipe, "mark {entry}");
+        }
+    }
+
     /// The agent ended normally: the guardian exits without touching anything.
     pub fn release(mut self) {
         let _ = writeln!(self.pipe, "release");
@@ -103,6 +112,8 @@ fn guard(read: OwnedFd) -> ! {
     // Processes to end with their tree, by pid and start time (a reused pid is not ours).
     let mut roots: Vec<(i32, u64)> = Vec::new();
     let mut clean_up: Option<std::path::PathBuf> = None;
+    let mut group_dir: Option<std::path::PathBuf> = None;
+    let mut mark: Option<String> = None;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 256];
     loop {
@@ -135,24 +146,41 @@ fn guard(read: OwnedFd) -> ! {
                     roots.push((pid, start));
                 }
             }
+            if let Some(entry) = line.strip_prefix("mark ") {
+                mark = Some(entry.to_owned());
+            }
+            if let Some(dir) = line.strip_prefix("cgroup ") {
+                group_dir = Some(dir.into());
+            }
             if let Some(dir) = line.strip_prefix("rundir ") {
                 clean_up = Some(dir.into());
             }
         }
     }
-    if target != 0 || !roots.is_empty() {
+    // Once, not in every round below: reading every environment is the costly part.
+    if let (Some(entry), Some(table)) = (&mark, procfs::processes()) {
+        for pid in procfs::with_env(&table, entry.as_bytes()) {
+            roots.push((pid, table[&pid].start));
+        }
+    }
+    if target != 0 || !roots.is_empty() || group_dir.is_some() {
         let group = (target < 0).then_some(target);
         tree::take_down(
             |table| {
-                roots
+                let mut from: Vec<i32> = roots
                     .iter()
                     .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == *start))
                     .map(|&(pid, _)| pid)
-                    .collect()
+                    .collect();
+                from.extend(group_dir.iter().flat_map(|d| cgroup::members(d)));
+                from
             },
             group,
             GRACE,
         );
+    }
+    if let Some(dir) = group_dir {
+        cgroup::kill_and_remove(&dir);
     }
     // The run directory (control socket, generated settings) of a wrapper that could not
     // remove it itself.

@@ -46,6 +46,19 @@ pub fn stat(pid: i32) -> Option<Stat> {
     parse_stat(&text)
 }
 
+/// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
+/// far as we may read it (only our own user's processes).
+pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
+    table
+        .keys()
+        .copied()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == needle))
+        })
+        .collect()
+}
+
 /// Every process below `roots` in `table` (the roots included when they are in it).
 pub fn descendants(table: &HashMap<i32, Stat>, roots: &[i32]) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
@@ -201,6 +214,15 @@ mod tests {
         below.sort();
         assert_eq!(below, [10, 11, 12]);
         assert_eq!(descendants(&table, &[99]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn finds_processes_by_an_environment_entry() {
+        let table = processes().unwrap();
+        let me = std::process::id() as i32;
+        let path = std::env::var("PATH").unwrap();
+        assert!(with_env(&table, format!("PATH={path}").as_bytes()).contains(&me));
+        assert!(!with_env(&table, b"AHP_WRAP_NO_SUCH_ENTRY=x").contains(&me));
     }
 
     #[test]

@@ -5,7 +5,9 @@
 //!
 //! The mechanism is a /proc walk (ppid links) plus the subreaper attribute: it needs no
 //! privilege and works in any container. Its limit: an orphan adopted less than one
-//! [`TICK`] before the wrapper is SIGKILLed is not yet known to the guardian.
+//! [`TICK`] before the wrapper is SIGKILLed is not yet known to the guardian. Where the
+//! machine lets us make a cgroup v2 sub-group, the agent runs in one too (see
+//! [`super::cgroup`]), and its member list closes that gap.
 
 use std::collections::{HashMap, HashSet};
 use std::io::Write;
@@ -15,6 +17,7 @@ use std::time::{Duration, Instant};
 use nix::sys::signal::{kill, Signal};
 use nix::unistd::Pid;
 
+use super::cgroup::{self, Cgroup};
 use super::procfs::{self, Stat};
 
 /// How often the wrapper looks for orphans it adopted (and reaps the dead ones).
@@ -101,16 +104,32 @@ pub struct Tracker {
     agent: i32,
     reported: HashSet<(i32, u64)>,
     guardian: Option<std::fs::File>,
+    cgroup: Option<Cgroup>,
 }
 
 impl Tracker {
-    /// `guardian` is a write end of the guardian's pipe, to tell it about adopted orphans.
-    pub fn new(agent: i32, guardian: Option<std::fs::File>) -> Tracker {
+    /// `guardian` is a write end of the guardian's pipe, to tell it about adopted orphans;
+    /// `cgroup` the group the agent was asked to join before it ran.
+    pub fn new(agent: i32, mut guardian: Option<std::fs::File>, cgroup: Option<Cgroup>) -> Tracker {
+        let cgroup = cgroup.filter(|c| c.contains(agent));
+        match &cgroup {
+            Some(c) => {
+                tracing::debug!(
+                    "process tree: cgroup v2 {}, child subreaper and /proc walk",
+                    c.dir().display()
+                );
+                if let (Some(g), Some(dir)) = (guardian.as_mut(), c.dir().to_str()) {
+                    let _ = writeln!(g, "cgroup {dir}");
+                }
+            }
+            None => tracing::debug!("process tree: child subreaper and /proc walk (no cgroup)"),
+        }
         Tracker {
             me: std::process::id() as i32,
             agent,
             reported: HashSet::new(),
             guardian,
+            cgroup,
         }
     }
 
@@ -141,7 +160,19 @@ impl Tracker {
     /// `grace`), reaps it, and returns how many processes that was.
     pub fn end(&mut self, grace: Duration) -> usize {
         let me = self.me;
-        let ended = take_down(|table| adopted_and_agent(table, me), None, grace);
+        let dir = self.cgroup.as_ref().map(|c| c.dir().to_owned());
+        let ended = take_down(
+            |table| {
+                let mut roots = adopted_and_agent(table, me);
+                roots.extend(dir.iter().flat_map(|d| cgroup::members(d)));
+                roots
+            },
+            None,
+            grace,
+        );
+        if let Some(dir) = &dir {
+            cgroup::kill_and_remove(dir);
+        }
         if let Some(table) = procfs::processes() {
             for pid in adopted_and_agent(&table, me) {
                 // The agent is reaped by whoever waits for it (its exit status is ours).
