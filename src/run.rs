@@ -304,7 +304,10 @@ async fn supervise(
     session.notify(start_event, None).await;
 
     let mut tree = Tracker::new(pid, guardian.as_ref().and_then(Guardian::link), cgroup);
-    let mut tree_tick = tokio::time::interval(child::tree::TICK);
+    let mut tree_tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + child::tree::TICK,
+        child::tree::TICK,
+    );
     let mut sampler = Sampler::new(pid);
     let beat = cfg
         .heartbeat

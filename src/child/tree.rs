@@ -35,7 +35,9 @@ const POLL: Duration = Duration::from_millis(20);
 static OWN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
 
 /// Records a child the wrapper started for itself, outside the agent's tree: it is never
-/// signalled or reaped as an orphan (the code that started it waits for it).
+/// signalled or reaped as an orphan (the code that started it waits for it). Every child
+/// the wrapper starts, other than the agent, must be recorded here: any other child of
+/// ours is taken for an orphan of the agent's tree.
 pub fn register_own(pid: i32) {
     if let Ok(mut own) = OWN.lock() {
         own.push(pid);
