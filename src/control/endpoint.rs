@@ -177,3 +177,32 @@ impl Watched {
         })
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_shim_accepts_only_the_wrapper_it_was_told_about() {
+        let dir = tempfile::tempdir().unwrap();
+        let bound = bind(dir.path()).unwrap();
+        let stream = connect(&bound.address).unwrap();
+        let me = std::process::id() as i32;
+        assert_eq!(check_listener(&stream, me), Ok(()));
+        let err = check_listener(&stream, me + 1).unwrap_err();
+        assert!(err.contains("rather than by the wrapper"), "{err}");
+    }
+
+    #[test]
+    fn a_path_socket_that_is_removed_or_replaced_is_noticed() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s.sock");
+        let _first = UnixListener::bind(&path).unwrap();
+        let watched = Watched::new(path.clone()).unwrap();
+        assert!(watched.check().is_ok());
+        std::fs::rename(&path, dir.path().join("moved.sock")).unwrap();
+        assert_eq!(watched.check().unwrap_err().what, "removed");
+        let _second = UnixListener::bind(&path).unwrap();
+        assert_eq!(watched.check().unwrap_err().what, "replaced");
+    }
+}
