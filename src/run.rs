@@ -313,15 +313,16 @@ async fn supervise(
         .heartbeat
         .unwrap_or(Duration::from_secs(3600 * 24 * 365));
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
-    let mut taken_over = false;
+    let (mut taken_over, mut server_done) = (false, false);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
             _ = tree_tick.tick() => tree.tick(),
             // Only a path socket can be taken over (see control::endpoint).
-            taken = &mut server, if !taken_over => {
-                taken_over = true;
+            taken = &mut server, if !server_done => {
+                server_done = true;
                 if let Ok(taken) = taken {
+                    taken_over = true;
                     control_taken_over(&session, &taken).await;
                     tree.end(child::tree::LEFTOVER_GRACE);
                 }
