@@ -220,18 +220,19 @@ fn no_orphan_survives_a_killed_wrapper() {
     );
 }
 
-/// An agent script that starts three processes trying to outlive it, each writing its pid
+/// An agent script that starts four processes trying to outlive it, each writing its pid
 /// to a file in `dir`: `plain` (a background child), `setsid` (a background child in a
-/// session of its own) and `orphan` (double-forked: its parent exits at once, so it is
-/// re-parented). Then it runs `then`.
+/// session of its own), `orphan` (double-forked: its parent exits at once, so it is
+/// re-parented) and `bare` (the same, with an emptied environment). Then it runs `then`.
 fn escaping_agent(dir: &std::path::Path, then: &str) -> Vec<String> {
     let d = dir.display();
     let script = format!(
         r#"sh -c 'echo $$ > {d}/plain; exec sleep 300' >/dev/null 2>&1 &
 setsid sh -c 'echo $$ > {d}/setsid; exec sleep 300' >/dev/null 2>&1 &
 ( setsid sh -c 'echo $$ > {d}/orphan; exec sleep 300' >/dev/null 2>&1 & )
+( env -i PATH="$PATH" setsid sh -c 'echo $$ > {d}/bare; exec sleep 300' >/dev/null 2>&1 & )
 echo $$ > {d}/agent
-while [ ! -s {d}/plain ] || [ ! -s {d}/setsid ] || [ ! -s {d}/orphan ]; do sleep 0.01; done
+while [ ! -s {d}/plain ] || [ ! -s {d}/setsid ] || [ ! -s {d}/orphan ] || [ ! -s {d}/bare ]; do sleep 0.01; done
 {then}"#
     );
     vec!["sh".into(), "-c".into(), script]
@@ -261,14 +262,14 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
         || dir.path().join("ready").exists(),
         Duration::from_secs(20)
     ));
-    let names = ["agent", "plain", "setsid", "orphan"];
+    let names = ["agent", "plain", "setsid", "orphan", "bare"];
     let pids: Vec<i32> = names
         .iter()
         .map(|n| pid_in(dir.path(), n).unwrap())
         .collect();
     assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
-    // The double-forked one was adopted by the wrapper (a child subreaper), not by init...
-    let orphan = pids[3];
+    // The double-forked ones were adopted by the wrapper (a child subreaper), not by init...
+    let orphan = pids[4];
     assert!(
         wait_until(
             || ppid(orphan) == Some(wrapper.id() as i32),
@@ -278,7 +279,8 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
         ppid(orphan),
         wrapper.id()
     );
-    // ...and the wrapper tells the guardian about it at its next look (every 250 ms).
+    // ...and the wrapper tells the guardian about them at its next look (every 250 ms): the
+    // one with an emptied environment has no other way to be found.
     std::thread::sleep(Duration::from_millis(1000));
     wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
     wrapper.wait().unwrap();
@@ -342,7 +344,7 @@ fn no_escaped_descendant_survives_the_agents_exit() {
         "the agent's code, unchanged\n{}",
         show(&out)
     );
-    let names = ["plain", "setsid", "orphan"];
+    let names = ["plain", "setsid", "orphan", "bare"];
     let pids: Vec<i32> = names
         .iter()
         .map(|n| pid_in(dir.path(), n).unwrap())
