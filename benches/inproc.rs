@@ -176,6 +176,7 @@ fn audit_record() -> AuditRecord {
         reason: None,
         source: "policy".into(),
         latency_us: 12,
+        peer: None,
     }
 }
 
@@ -270,6 +271,10 @@ fn hook_benches(c: &mut Criterion) {
                     "PreToolUse".into(),
                     cwd.clone(),
                     p,
+                    ahp_wrap::control::Peer {
+                        pid: std::process::id() as i32,
+                        descends_from_agent: true,
+                    },
                 ))
             },
             BatchSize::SmallInput,

@@ -30,7 +30,9 @@ fn log(kind: &str, event: &AhpEvent) {
             .append(true)
             .open(path)
         {
-            let _ = writeln!(f, "{line}");
+            // One write per line: events arrive on several threads, and `writeln!` writes
+            // the line and its newline separately, so lines could interleave.
+            let _ = f.write_all(format!("{line}\n").as_bytes());
         }
     }
 }

@@ -8,13 +8,14 @@
 //!                            │   │ AHP JSON-RPC 2.0       ▼
 //!                            │   ▼                   `ahp-wrap hook <framework> <hook>`
 //!                            │  harness: embedded policy | stdio | unix | http | ws
-//!                            └──── control socket (0700 dir, per-run token, peer uid) ◀┘
+//!                            └──── control socket (abstract, per-run token, peer pid/uid) ◀┘
 //!                                  audit log (append-only JSONL)
 //! ```
 //!
 //! - [`cli`], [`config`]: the command line, then a validated configuration.
 //! - [`run`]: one wrapped run, start to finish; [`report`]: what is said at its end.
-//! - [`child`]: spawning the agent, process groups, signals, the guardian, exit codes.
+//! - [`child`]: spawning the agent, process groups, signals, the guardian, the whole process
+//!   tree (subreaper), exit codes.
 //! - [`protocol`]: AHP 2.4 wire types and strict decision parsing.
 //! - [`transport`]: stdio, Unix socket, HTTP and WebSocket links to a harness.
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).

@@ -11,10 +11,11 @@ use crate::audit::{load_key, AuditLog, KEY_ENV};
 use crate::child::guardian::Guardian;
 use crate::child::procfs::Sampler;
 use crate::child::signals::Forwarder;
+use crate::child::tree::Tracker;
 use crate::child::{self, GroupPolicy};
 use crate::client::{Client, ClientConfig};
 use crate::config::{Config, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
-use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
+use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
 use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::policy::Policy;
@@ -38,6 +39,11 @@ pub fn run(cfg: Config) -> u8 {
             None
         }
     };
+    // Orphans of the agent's tree come back to us, so that none outlives the run.
+    match child::tree::become_subreaper() {
+        Ok(()) => tracing::debug!("the wrapper is a child subreaper"),
+        Err(e) => tracing::debug!("the wrapper is no child subreaper ({e})"),
+    }
     let policy = GroupPolicy::detect();
     let forwarder = match Forwarder::install(policy) {
         Ok(f) => f,
@@ -199,6 +205,7 @@ async fn supervise(
     };
     if let Some(g) = guardian.as_mut() {
         g.clean_up(run_dir.path());
+        g.mark(&format!("{ENV_SESSION}={session_id}"));
     }
     let control = match ControlServer::bind(&run_dir) {
         Ok(c) => c,
@@ -256,7 +263,8 @@ async fn supervise(
     }
     let env = |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
     let mut our_env = vec![
-        env(ENV_SOCKET, &control.socket),
+        env(ENV_SOCKET, &control.address),
+        env(ENV_PARENT_PID, &std::process::id().to_string()),
         env(ENV_TOKEN, &control.token),
         env(ENV_BUDGET, &hook_budget.as_millis().to_string()),
         env(ENV_DEPTH, &cfg.depth.to_string()),
@@ -268,10 +276,16 @@ async fn supervise(
     our_env.append(&mut cmd.env);
     cmd.env = our_env;
 
-    let server = tokio::spawn(control.serve(session.clone()));
+    let agent_slot = control.agent_slot();
+    let watched = control.watched();
+    let mut server = tokio::spawn(control.serve(session.clone()));
 
     let guardian_fd = guardian.as_ref().map(Guardian::fd);
-    let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd) {
+    let cgroup = child::cgroup::Cgroup::create()
+        .inspect_err(|e| tracing::debug!("no cgroup for the agent: {e}"))
+        .ok();
+    let procs = cgroup.as_ref().map(|c| c.procs_path());
+    let agent = match child::spawn(&cmd, policy, &SECRET_ENV, guardian_fd, procs) {
         Ok(a) => a,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
@@ -301,6 +315,7 @@ async fn supervise(
         GroupPolicy::OwnGroup => -pid,
     };
     forwarder.set_target(target);
+    agent_slot.set(pid);
     if let Some(g) = guardian.as_mut() {
         g.watch(target);
     }
@@ -318,14 +333,30 @@ async fn supervise(
     let start_event = session.event(EventType::SessionStart, start_payload, Map::new());
     session.notify(start_event, None).await;
 
+    let mut tree = Tracker::new(pid, guardian.as_ref().and_then(Guardian::link), cgroup);
+    let mut tree_tick = tokio::time::interval_at(
+        tokio::time::Instant::now() + child::tree::TICK,
+        child::tree::TICK,
+    );
     let mut sampler = Sampler::new(pid);
     let beat = cfg
         .heartbeat
         .unwrap_or(Duration::from_secs(3600 * 24 * 365));
     let mut heartbeat = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    let (mut taken_over, mut server_done) = (false, false);
     let status = loop {
         tokio::select! {
             status = child.wait() => break status,
+            _ = tree_tick.tick() => tree.tick(),
+            // Only a path socket can be taken over (see control::endpoint).
+            taken = &mut server, if !server_done => {
+                server_done = true;
+                if let Ok(taken) = taken {
+                    taken_over = true;
+                    control_taken_over(&session, &taken).await;
+                    tree.end(child::tree::LEFTOVER_GRACE);
+                }
+            }
             _ = heartbeat.tick(), if cfg.heartbeat.is_some() => {
                 let s = sampler.sample();
                 let mut payload = json!({
@@ -345,12 +376,21 @@ async fn supervise(
         }
     };
     forwarder.clear_target();
+    if let Some(Err(taken)) = watched.filter(|_| !taken_over).map(|w| w.check()) {
+        control_taken_over(&session, &taken).await;
+        taken_over = true;
+    }
+    let left = tree.end(child::tree::LEFTOVER_GRACE);
+    if left > 0 {
+        tracing::debug!("ended {left} process(es) the agent left behind");
+    }
     if let Some(g) = guardian {
         g.release();
     }
     server.abort();
 
     let code = match status {
+        Ok(_) if taken_over => EXIT_WRAPPER,
         Ok(status) => {
             let code = child::exit_code(status);
             if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
@@ -397,6 +437,18 @@ async fn supervise(
     session.notify(end, None).await;
     drop(run_dir);
     finish(code).await
+}
+
+/// Says loudly (on stderr, to the harness and in the audit) that the control socket was
+/// removed or replaced: the agent's hooks can no longer reach us, so the run must end.
+async fn control_taken_over(session: &Session, taken: &crate::control::TakenOver) {
+    eprintln!("ahp-wrap: ERROR: {taken}");
+    let error = session.event(
+        EventType::Error,
+        json!({"source": "wrapper", "message": taken.to_string(), "control_socket": taken.path}),
+        Map::new(),
+    );
+    session.notify(error, None).await;
 }
 
 /// Says loudly (on stderr, to the harness and in the audit) when the agent never called

@@ -9,8 +9,8 @@ use std::time::Duration;
 use serde_json::{json, Map, Value};
 use tokio::time::Instant;
 
-use crate::audit::{AuditLog, AuditRecord, Summary};
-use crate::control::HookHandler;
+use crate::audit::{AuditLog, AuditPeer, AuditRecord, Summary};
+use crate::control::{HookHandler, Peer};
 use crate::decide::{Decider, Harness, Resolution};
 use crate::frameworks::{self, HookContext, Rendered};
 use crate::protocol::{now_rfc3339, Event, EventType, Verdict};
@@ -116,8 +116,19 @@ impl Session {
 
     /// Sends a notification to the harness and audits it.
     pub async fn notify(&self, event: Event, framework_session: Option<String>) {
+        self.notify_from(event, framework_session, None).await;
+    }
+
+    /// [`Session::notify`], recording which process sent the event (for a hook's).
+    async fn notify_from(
+        &self,
+        event: Event,
+        framework_session: Option<String>,
+        peer: Option<AuditPeer>,
+    ) {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let record = notification_record(&event, framework_session);
+        let mut record = notification_record(&event, framework_session);
+        record.peer = peer;
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
@@ -127,15 +138,17 @@ impl Session {
     }
 
     /// Decides a blocking event and makes the audit record durable before returning it.
+    /// `peer` is the process that sent it, for the audit record.
     pub async fn decide(
         &self,
         event: &Event,
         native_ask: bool,
         framework_session: Option<String>,
+        peer: Option<AuditPeer>,
     ) -> Resolution {
         self.events.fetch_add(1, Ordering::Relaxed);
         let mut res = self.decider.resolve(event, native_ask).await;
-        let record = audit_record(
+        let mut record = audit_record(
             event,
             framework_session.clone(),
             &res.verdict,
@@ -143,6 +156,7 @@ impl Session {
             res.source.clone(),
             res.latency,
         );
+        record.peer = peer;
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             // A decision that cannot be recorded is not enforced as given.
@@ -150,7 +164,7 @@ impl Session {
                 format!("the audit log cannot be written ({e})"),
                 Instant::now(),
             );
-            let record = audit_record(
+            let mut record = audit_record(
                 event,
                 framework_session,
                 &res.verdict,
@@ -158,6 +172,7 @@ impl Session {
                 res.source.clone(),
                 Duration::ZERO,
             );
+            record.peer = peer;
             let _ = self.audit.record(record).await;
         }
         res
@@ -190,6 +205,7 @@ pub fn audit_record(
         reason,
         source,
         latency_us: latency.as_micros() as u64,
+        peer: None,
     }
 }
 
@@ -215,7 +231,19 @@ impl HookHandler for Session {
         hook: String,
         cwd: PathBuf,
         payload: Vec<u8>,
+        peer: Peer,
     ) -> Rendered {
+        let sender = Some(AuditPeer {
+            pid: peer.pid,
+            descends_from_agent: peer.descends_from_agent,
+        });
+        if !peer.descends_from_agent {
+            tracing::warn!(
+                pid = peer.pid,
+                "a {framework} {hook} hook call with the run's token came from outside the \
+                 agent's process tree; it is audited as such"
+            );
+        }
         if let Ok(mut called) = self.hooks_called.lock() {
             if !called.contains(&hook) {
                 called.insert(hook.clone());
@@ -245,7 +273,7 @@ impl HookHandler for Session {
                     json!({"source": "shim", "framework": framework, "hook": hook, "message": message}),
                     Map::new(),
                 );
-                self.notify(error, None).await;
+                self.notify_from(error, None, sender).await;
                 let res = self.decider.fail(message, Instant::now());
                 return fw.render(&cx, None, &res.verdict);
             }
@@ -262,14 +290,27 @@ impl HookHandler for Session {
         if let Some(fs) = &mapped.framework_session {
             metadata.insert("framework_session_id".into(), fs.clone().into());
         }
+        if !peer.descends_from_agent {
+            // The harness should know too: this call is not the agent's own.
+            metadata.insert(
+                "sender".into(),
+                json!({"pid": peer.pid, "descends_from_agent": false}),
+            );
+        }
         let event = self.event(mapped.event_type, mapped.payload.clone(), metadata);
         if mapped.event_type.is_blocking() {
             let res = self
-                .decide(&event, fw.native_ask(&cx), mapped.framework_session.clone())
+                .decide(
+                    &event,
+                    fw.native_ask(&cx),
+                    mapped.framework_session.clone(),
+                    sender,
+                )
                 .await;
             fw.render(&cx, Some(&mapped), &res.verdict)
         } else {
-            self.notify(event, mapped.framework_session.clone()).await;
+            self.notify_from(event, mapped.framework_session.clone(), sender)
+                .await;
             fw.render(&cx, Some(&mapped), &Verdict::no_opinion())
         }
     }

@@ -1,5 +1,6 @@
 //! Harness credentials: `Authorization: Bearer` or `X-API-Key` on HTTP, `?token=` or
-//! `?api_key=` on WebSocket; a harness that refuses them means the fail mode.
+//! `?api_key=` on WebSocket; a harness that refuses them means the fail mode. And the
+//! control socket's own token: a hook that brings a wrong one is told so.
 
 #![allow(clippy::result_large_err)] // tungstenite's handshake callback signature
 
@@ -134,4 +135,29 @@ fn websocket_token_goes_in_the_query() {
     assert!(!ran);
     let uris = seen.lock().unwrap().clone();
     assert_eq!(uris, ["/ahp?token=a+b%26c", "/ahp?api_key=k"]);
+}
+
+#[test]
+fn a_hook_with_a_wrong_token_is_refused_and_says_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut agent = gated_agent(dir.path(), ALLOWED, 0);
+    let script = agent.pop().unwrap().replace(
+        "| \"$AHP_WRAP_BIN\" hook",
+        "| AHP_WRAP_TOKEN=not-the-token \"$AHP_WRAP_BIN\" hook",
+    );
+    let out = run(
+        Command::new(wrap_bin()).args(["--", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        !dir.path().join("ran").exists(),
+        "allowed with a wrong token"
+    );
+    assert_eq!(read(dir.path(), "hook_rc").trim(), "2");
+    let reason = read(dir.path(), "reason.txt");
+    assert!(reason.contains("refused: wrong token"), "{reason}");
+    assert!(!reason.contains("closed the connection"), "{reason}");
+    let d: serde_json::Value = serde_json::from_str(&read(dir.path(), "decision.json")).unwrap();
+    assert_eq!(d["decision"], "block");
 }

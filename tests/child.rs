@@ -176,6 +176,8 @@ fn no_orphan_survives_a_killed_wrapper() {
         d = dir.path().display()
     );
     let mut wrapper = wrap()
+        // A path socket, to find the run directory it lives in.
+        .env("AHP_WRAP_CONTROL", "path")
         .args(["sh", "-c", &script])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
@@ -220,13 +222,160 @@ fn no_orphan_survives_a_killed_wrapper() {
     );
 }
 
+/// An agent script that starts four processes trying to outlive it, each writing its pid
+/// to a file in `dir`: `plain` (a background child), `setsid` (a background child in a
+/// session of its own), `orphan` (double-forked: its parent exits at once, so it is
+/// re-parented) and `bare` (the same, with an emptied environment). Then it runs `then`.
+fn escaping_agent(dir: &std::path::Path, then: &str) -> Vec<String> {
+    let d = dir.display();
+    let script = format!(
+        r#"sh -c 'echo $$ > {d}/plain; exec sleep 300' >/dev/null 2>&1 &
+setsid sh -c 'echo $$ > {d}/setsid; exec sleep 300' >/dev/null 2>&1 &
+( setsid sh -c 'echo $$ > {d}/orphan; exec sleep 300' >/dev/null 2>&1 & )
+( env -i PATH="$PATH" setsid sh -c 'echo $$ > {d}/bare; exec sleep 300' >/dev/null 2>&1 & )
+echo $$ > {d}/agent
+while [ ! -s {d}/plain ] || [ ! -s {d}/setsid ] || [ ! -s {d}/orphan ] || [ ! -s {d}/bare ]; do sleep 0.01; done
+{then}"#
+    );
+    vec!["sh".into(), "-c".into(), script]
+}
+
+fn pid_in(dir: &std::path::Path, name: &str) -> Option<i32> {
+    read(dir, name).trim().parse().ok()
+}
+
+fn ppid(pid: i32) -> Option<i32> {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    s[s.rfind(')')? + 2..].split(' ').nth(1)?.parse().ok()
+}
+
+#[test]
+fn no_escaped_descendant_survives_a_killed_wrapper() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut wrapper = wrap()
+        .args(escaping_agent(dir.path(), "touch ready; wait; sleep 300"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(
+        || dir.path().join("ready").exists(),
+        Duration::from_secs(20)
+    ));
+    let names = ["agent", "plain", "setsid", "orphan", "bare"];
+    let pids: Vec<i32> = names
+        .iter()
+        .map(|n| pid_in(dir.path(), n).unwrap())
+        .collect();
+    assert!(pids.iter().all(|&p| alive(p)), "{pids:?}");
+    // The double-forked ones were adopted by the wrapper (a child subreaper), not by init...
+    let orphan = pids[4];
+    assert!(
+        wait_until(
+            || ppid(orphan) == Some(wrapper.id() as i32),
+            Duration::from_secs(10)
+        ),
+        "the orphan's parent is {:?}, not the wrapper {}",
+        ppid(orphan),
+        wrapper.id()
+    );
+    // ...and the wrapper tells the guardian about them at its next look (every 250 ms): the
+    // one with an emptied environment has no other way to be found.
+    std::thread::sleep(Duration::from_millis(1000));
+    wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
+    wrapper.wait().unwrap();
+    let killed = Instant::now();
+    let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
+    let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
+    for &p in &pids {
+        let _ = Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    assert!(
+        gone,
+        "still alive {:?} after the wrapper's SIGKILL: {left:?}",
+        killed.elapsed()
+    );
+}
+
+#[test]
+fn an_orphan_adopted_just_before_the_wrapper_is_killed_is_ended_too() {
+    // No time for the wrapper to report the orphan to the guardian: the guardian finds it
+    // by the run's mark in its environment (or, where there is one, in the agent's cgroup).
+    let dir = tempfile::tempdir().unwrap();
+    let mut wrapper = wrap()
+        .args(escaping_agent(dir.path(), "touch ready; sleep 300"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(
+        || dir.path().join("ready").exists(),
+        Duration::from_secs(20)
+    ));
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    let orphan = pid_in(dir.path(), "orphan").unwrap();
+    let gone = wait_until(|| !alive(orphan), Duration::from_secs(3));
+    let _ = Command::new("kill")
+        .args(["-9", &orphan.to_string()])
+        .stderr(Stdio::null())
+        .status();
+    assert!(gone, "the orphan {orphan} survived the wrapper's SIGKILL");
+}
+
+#[test]
+fn no_escaped_descendant_survives_the_agents_exit() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        wrap()
+            .args(escaping_agent(dir.path(), "exit 7"))
+            .current_dir(dir.path()),
+        Duration::from_secs(30),
+    );
+    let exited = Instant::now();
+    assert_eq!(
+        out.status.code(),
+        Some(7),
+        "the agent's code, unchanged\n{}",
+        show(&out)
+    );
+    let names = ["plain", "setsid", "orphan", "bare"];
+    let pids: Vec<i32> = names
+        .iter()
+        .map(|n| pid_in(dir.path(), n).unwrap())
+        .collect();
+    let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
+    let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
+    for &p in &pids {
+        let _ = Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+    assert!(
+        gone,
+        "still alive {:?} after the agent's exit: {left:?}",
+        exited.elapsed()
+    );
+}
+
 #[test]
 fn the_agent_finds_the_wrapper_in_its_environment() {
     let out = run(
         wrap().args([
             "sh",
             "-c",
-            "test -S \"$AHP_WRAP_SOCKET\" && echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
+            // An abstract socket (no file to replace), and the wrapper's pid to check.
+            "case $AHP_WRAP_SOCKET in @ahp-wrap-*) ;; *) exit 1;; esac; \
+             test \"$AHP_WRAP_PARENT_PID\" = \"$PPID\" && \
+             echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
         ]),
         Duration::from_secs(30),
     );

@@ -133,6 +133,15 @@ fn a_duplicate_key_in_the_answer_fails_closed() {
 }
 
 #[test]
+fn reply_with_both_result_and_error_fails_closed_and_says_so() {
+    // An "allow" in the result must not win over the error beside it, nor the reverse.
+    assert_blocked(
+        &run_fault("result-and-error", &[]),
+        "the harness reply has both result and error",
+    );
+}
+
+#[test]
 fn json_rpc_error_fails_closed() {
     assert_blocked(&run_fault("rpc-error", &[]), "policy engine exploded");
 }

@@ -119,6 +119,18 @@ pub struct AuditRecord {
     /// The rule (embedded policy) or harness that decided, or `fail-mode`.
     pub source: String,
     pub latency_us: u64,
+    /// The process that sent a hook's event over the control socket.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub peer: Option<AuditPeer>,
+}
+
+/// Who sent a hook call, as the kernel vouches for it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+pub struct AuditPeer {
+    pub pid: i32,
+    /// `false`: a process outside the agent's tree used the run's token (read from the
+    /// agent's environment, say).
+    pub descends_from_agent: bool,
 }
 
 /// Why the audit log failed.

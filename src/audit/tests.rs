@@ -26,6 +26,7 @@ pub(super) fn record(decision: &str) -> AuditRecord {
         reason: (decision == "block").then(|| "not allowed".into()),
         source: "rule:test".into(),
         latency_us: 250,
+        peer: None,
     }
 }
 

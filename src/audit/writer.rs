@@ -282,6 +282,7 @@ impl Sink {
             ),
             source: "ahp-wrap".into(),
             latency_us: 0,
+            peer: None,
         };
         let (line, hash) = line::encode(&marker, self.next_seq, &self.prev, &self.signer);
         // The newline that ends the partial line goes in the same write as the record.

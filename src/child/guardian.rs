@@ -4,18 +4,20 @@
 //! A wrapper killed with SIGKILL runs no code, so the agent would be orphaned (and
 //! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
 //! guardian holds the read end of a pipe whose write end only the wrapper has: when the
-//! wrapper dies, however it dies, the guardian reads EOF and signals the agent (its whole
-//! group when it has one), SIGTERM first and SIGKILL after a grace period, then removes the
-//! wrapper's private run directory. A wrapper that ends normally first tells the guardian to
-//! stand down.
+//! wrapper dies, however it dies, the guardian reads EOF and ends the agent's whole tree
+//! (see [`super::tree::take_down`]: the agent, its group when it has one, every descendant,
+//! and every orphan the wrapper adopted and told it about), SIGTERM first and SIGKILL after
+//! a grace period, then removes the wrapper's private run directory. A wrapper that ends
+//! normally ends the tree itself and tells the guardian to stand down.
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use nix::fcntl::OFlag;
-use nix::sys::signal::{kill, Signal};
-use nix::unistd::{fork, pipe2, ForkResult, Pid};
+use nix::unistd::{fork, pipe2, ForkResult};
+
+use super::{cgroup, procfs, tree};
 
 /// How long the agent gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -36,7 +38,8 @@ impl Guardian {
                 drop(write);
                 guard(read)
             }
-            ForkResult::Parent { .. } => {
+            ForkResult::Parent { child } => {
+                tree::register_own(child.as_raw());
                 drop(read);
                 Ok(Guardian {
                     pipe: std::fs::File::from(write),
@@ -51,6 +54,12 @@ impl Guardian {
         self.pipe.as_raw_fd()
     }
 
+    /// Another write end of the pipe (close-on-exec), for the tree tracker to report the
+    /// orphans the wrapper adopts (`root <pid> <start>` lines; a line is written whole).
+    pub fn link(&self) -> Option<std::fs::File> {
+        self.pipe.try_clone().ok()
+    }
+
     /// Watches `target`: a pid, or minus a process group id.
     pub fn watch(&mut self, target: i32) {
         let _ = writeln!(self.pipe, "watch {target}");
@@ -61,6 +70,15 @@ impl Guardian {
     pub fn clean_up(&mut self, dir: &std::path::Path) {
         if let Some(d) = dir.to_str().filter(|d| !d.contains('\n')) {
             let _ = writeln!(self.pipe, "rundir {d}");
+        }
+    }
+
+    /// Marks the agent's tree: every process whose environment holds `entry` (`NAME=value`,
+    /// unique to this run) is ended with it. This finds the orphans the wrapper adopted too
+    /// recently to have reported them, unless they cleared their environment.
+    pub fn mark(&mut self, entry: &str) {
+        if !entry.contains('\n') {
+            let _ = writeln!(self.pipe, "mark {entry}");
         }
     }
 
@@ -91,7 +109,11 @@ fn guard(read: OwnedFd) -> ! {
     }
     let mut pipe = std::fs::File::from(read);
     let mut target = 0i32;
+    // Processes to end with their tree, by pid and start time (a reused pid is not ours).
+    let mut roots: Vec<(i32, u64)> = Vec::new();
     let mut clean_up: Option<std::path::PathBuf> = None;
+    let mut group_dir: Option<std::path::PathBuf> = None;
+    let mut mark: Option<String> = None;
     let mut buf = Vec::new();
     let mut chunk = [0u8; 256];
     loop {
@@ -110,16 +132,55 @@ fn guard(read: OwnedFd) -> ! {
                 // forked copy may run.
                 unsafe { libc::_exit(0) }
             }
-            if let Some(t) = line.strip_prefix("watch ").and_then(|t| t.parse().ok()) {
+            if let Some(t) = line
+                .strip_prefix("watch ")
+                .and_then(|t| t.parse::<i32>().ok())
+            {
                 target = t;
+                if let Some(st) = procfs::stat(t.abs()) {
+                    roots.push((t.abs(), st.start));
+                }
+            }
+            if let Some((pid, start)) = line.strip_prefix("root ").and_then(|r| r.split_once(' ')) {
+                if let (Ok(pid), Ok(start)) = (pid.parse(), start.parse()) {
+                    roots.push((pid, start));
+                }
+            }
+            if let Some(entry) = line.strip_prefix("mark ") {
+                mark = Some(entry.to_owned());
+            }
+            if let Some(dir) = line.strip_prefix("cgroup ") {
+                group_dir = Some(dir.into());
             }
             if let Some(dir) = line.strip_prefix("rundir ") {
                 clean_up = Some(dir.into());
             }
         }
     }
-    if target != 0 {
-        take_down(target);
+    // Once, not in every round below: reading every environment is the costly part.
+    if let (Some(entry), Some(table)) = (&mark, procfs::processes()) {
+        for pid in procfs::with_env(&table, entry.as_bytes()) {
+            roots.push((pid, table[&pid].start));
+        }
+    }
+    if target != 0 || !roots.is_empty() || group_dir.is_some() {
+        let group = (target < 0).then_some(target);
+        tree::take_down(
+            |table| {
+                let mut from: Vec<i32> = roots
+                    .iter()
+                    .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == *start))
+                    .map(|&(pid, _)| pid)
+                    .collect();
+                from.extend(group_dir.iter().flat_map(|d| cgroup::members(d)));
+                from
+            },
+            group,
+            GRACE,
+        );
+    }
+    if let Some(dir) = group_dir {
+        cgroup::kill_and_remove(&dir);
     }
     // The run directory (control socket, generated settings) of a wrapper that could not
     // remove it itself.
@@ -129,21 +190,6 @@ fn guard(read: OwnedFd) -> ! {
     // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
     // forked copy may run.
     unsafe { libc::_exit(0) }
-}
-
-fn take_down(target: i32) {
-    let to = Pid::from_raw(target);
-    if kill(to, Signal::SIGTERM).is_err() {
-        return;
-    }
-    let until = Instant::now() + GRACE;
-    while Instant::now() < until {
-        std::thread::sleep(Duration::from_millis(20));
-        if kill(to, None).is_err() {
-            return;
-        }
-    }
-    let _ = kill(to, Signal::SIGKILL);
 }
 
 /// Registers the calling process (or its group, when `group` is set) with the guardian on

@@ -1,9 +1,11 @@
 //! The agent as our child: where it is found, which process group it lives in, how its
 //! end becomes our exit code.
 
+pub mod cgroup;
 pub mod guardian;
 pub mod procfs;
 pub mod signals;
+pub mod tree;
 
 use std::ffi::OsStr;
 use std::os::unix::process::ExitStatusExt;
@@ -98,12 +100,14 @@ pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, Spa
 
 /// Starts the agent with our stdio (inherited, so pass-through is byte-exact and the
 /// terminal stays the agent's) and the extra environment. `guardian` is the guardian's
-/// pipe: the agent registers itself there before it runs.
+/// pipe: the agent registers itself there before it runs; and it joins `cgroup` (a
+/// `cgroup.procs` path) before it runs, when given.
 pub fn spawn(
     cmd: &AgentCommand,
     policy: GroupPolicy,
     remove_env: &[&str],
     guardian_fd: Option<std::os::fd::RawFd>,
+    cgroup: Option<&std::ffi::CStr>,
 ) -> Result<Agent, SpawnError> {
     let path_var = cmd
         .env
@@ -125,12 +129,19 @@ pub fn spawn(
     if policy == GroupPolicy::OwnGroup {
         c.process_group(0);
     }
-    if let Some(fd) = guardian_fd {
+    if guardian_fd.is_some() || cgroup.is_some() {
         let group = policy == GroupPolicy::OwnGroup;
-        // SAFETY: `announce` is async-signal-safe, as a pre-exec hook must be.
+        let procs = cgroup.map(std::ffi::CStr::to_owned);
+        // SAFETY: `join` and `announce` are async-signal-safe, as a pre-exec hook must be.
         unsafe {
             c.pre_exec(move || {
-                guardian::announce(fd, group);
+                // Into the cgroup first: whatever the agent starts is born inside it.
+                if let Some(procs) = &procs {
+                    cgroup::join(procs);
+                }
+                if let Some(fd) = guardian_fd {
+                    guardian::announce(fd, group);
+                }
                 Ok(())
             });
         }

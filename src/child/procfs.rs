@@ -1,4 +1,5 @@
-//! Resource use of the agent's process tree, from /proc, for heartbeat events.
+//! The process table from /proc: the agent's tree (who descends from whom), and its
+//! resource use for heartbeat events.
 
 use std::collections::HashMap;
 use std::time::Instant;
@@ -21,10 +22,64 @@ pub struct Sampler {
     page_size: u64,
 }
 
-struct Stat {
-    ppid: i32,
+/// One process, as /proc/<pid>/stat shows it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Stat {
+    pub ppid: i32,
+    /// `R`, `S`, `Z` (a zombie: dead, not yet reaped), ...
+    pub state: u8,
+    /// Clock ticks after boot at which it started: with the pid, names one process even
+    /// when the pid is reused.
+    pub start: u64,
     ticks: u64,
     rss_pages: u64,
+}
+
+/// Every process visible in /proc, by pid; `None` when /proc cannot be read.
+pub fn processes() -> Option<HashMap<i32, Stat>> {
+    read_all()
+}
+
+/// One process's entry, if it exists.
+pub fn stat(pid: i32) -> Option<Stat> {
+    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    parse_stat(&text)
+}
+
+/// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
+/// far as we may read it (only our own user's processes).
+pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
+    table
+        .keys()
+        .copied()
+        .filter(|pid| {
+            std::fs::read(format!("/proc/{pid}/environ"))
+                .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == needle))
+        })
+        .collect()
+}
+
+/// Every process below `roots` in `table` (the roots included when they are in it).
+pub fn descendants(table: &HashMap<i32, Stat>, roots: &[i32]) -> Vec<i32> {
+    let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
+    for (&pid, st) in table {
+        children.entry(st.ppid).or_default().push(pid);
+    }
+    let mut out = Vec::new();
+    let mut seen = std::collections::HashSet::new();
+    let mut stack: Vec<i32> = roots.to_vec();
+    while let Some(pid) = stack.pop() {
+        if !seen.insert(pid) {
+            continue;
+        }
+        if table.contains_key(&pid) {
+            out.push(pid);
+        }
+        if let Some(kids) = children.get(&pid) {
+            stack.extend(kids);
+        }
+    }
+    out
 }
 
 impl Sampler {
@@ -114,9 +169,11 @@ fn read_all() -> Option<HashMap<i32, Stat>> {
 fn parse_stat(text: &str) -> Option<Stat> {
     let rest = &text[text.rfind(')')? + 1..];
     let f: Vec<&str> = rest.split_whitespace().collect();
-    // After the name: state(0) ppid(1) … utime(11) stime(12) … rss(21).
+    // After the name: state(0) ppid(1) … utime(11) stime(12) … starttime(19) … rss(21).
     Some(Stat {
         ppid: f.get(1)?.parse().ok()?,
+        state: *f.first()?.as_bytes().first()?,
+        start: f.get(19)?.parse().ok()?,
         ticks: f.get(11)?.parse::<u64>().ok()? + f.get(12)?.parse::<u64>().ok()?,
         rss_pages: f.get(21)?.parse().ok()?,
     })
@@ -131,8 +188,41 @@ mod tests {
         let line = "42 (a) b (c)) S 7 42 42 0 -1 4194560 100 0 0 0 25 5 0 0 20 0 1 0 100 1000 300 18446744073709551615";
         let st = parse_stat(line).unwrap();
         assert_eq!(st.ppid, 7);
+        assert_eq!(st.state, b'S');
+        assert_eq!(st.start, 100);
         assert_eq!(st.ticks, 30);
         assert_eq!(st.rss_pages, 300);
+    }
+
+    #[test]
+    fn descendants_follow_ppid_links() {
+        let st = |ppid| Stat {
+            ppid,
+            state: b'S',
+            start: 0,
+            ticks: 0,
+            rss_pages: 0,
+        };
+        let table = HashMap::from([
+            (1, st(0)),
+            (10, st(1)),
+            (11, st(10)),
+            (12, st(11)),
+            (20, st(1)),
+        ]);
+        let mut below = descendants(&table, &[10]);
+        below.sort();
+        assert_eq!(below, [10, 11, 12]);
+        assert_eq!(descendants(&table, &[99]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn finds_processes_by_an_environment_entry() {
+        let table = processes().unwrap();
+        let me = std::process::id() as i32;
+        let path = std::env::var("PATH").unwrap();
+        assert!(with_env(&table, format!("PATH={path}").as_bytes()).contains(&me));
+        assert!(!with_env(&table, b"AHP_WRAP_NO_SUCH_ENTRY=x").contains(&me));
     }
 
     #[test]

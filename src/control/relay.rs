@@ -7,14 +7,13 @@
 use std::io::{BufRead, BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
-use std::os::unix::net::UnixStream;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use super::wire;
-use super::{ENV_BUDGET, ENV_SOCKET, ENV_TOKEN};
+use super::{endpoint, wire};
+use super::{ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
 use crate::frameworks::{self, HookContext, Rendered};
 use crate::protocol::Verdict;
 
@@ -70,12 +69,18 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
 
     let payload = read_stdin(deadline)?;
     let cwd = cwd.as_os_str().as_bytes();
-    let mut stream = UnixStream::connect(&socket).map_err(|e| {
+    let mut stream = endpoint::connect(&socket).map_err(|e| {
         format!(
             "the wrapper cannot be reached at {}: {e}",
             PathBuf::from(&socket).display()
         )
     })?;
+    // Before the payload leaves: whoever answers must be the wrapper itself.
+    let parent: i32 = std::env::var(ENV_PARENT_PID)
+        .ok()
+        .and_then(|v| v.parse().ok())
+        .ok_or("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")?;
+    endpoint::check_listener(&stream, parent)?;
     let header = wire::request_header(&token, framework, hook, cwd.len(), payload.len());
     stream
         .set_write_timeout(Some(left(deadline)?))
@@ -84,9 +89,10 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
     request.extend_from_slice(header.as_bytes());
     request.extend_from_slice(cwd);
     request.extend_from_slice(&payload);
-    stream
+    // On failure, a refusal may still be waiting to be read: it names the cause better.
+    let sent = stream
         .write_all(&request)
-        .map_err(|e| format!("the wrapper did not take the hook call: {e}"))?;
+        .map_err(|e| format!("the wrapper did not take the hook call: {e}"));
 
     stream
         .set_read_timeout(Some(left(deadline)?))
@@ -99,10 +105,17 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
         }
         _ => format!("the wrapper's answer broke off: {e}"),
     };
-    (&mut reader)
+    let read = (&mut reader)
         .take(wire::MAX_HEADER as u64)
-        .read_until(b'\n', &mut line)
-        .map_err(timed_out)?;
+        .read_until(b'\n', &mut line);
+    if let Some(why) = std::str::from_utf8(&line)
+        .ok()
+        .and_then(wire::parse_refusal)
+    {
+        return Err(format!("the wrapper answered \"refused: {why}\""));
+    }
+    sent?;
+    read.map_err(timed_out)?;
     if line.last() != Some(&b'\n') {
         return Err("the wrapper closed the connection without an answer".into());
     }

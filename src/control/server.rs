@@ -1,21 +1,28 @@
-//! The parent side of the control socket: accept shim connections and answer each with
-//! what the hook service renders.
+//! The parent side of the control socket: accept shim connections, note who sent each
+//! (pid, and whether it comes from the agent's tree), and answer each with what the hook
+//! service renders, or with a refusal that says why.
 
+use std::ffi::OsString;
 use std::future::Future;
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
 use tokio::net::{UnixListener, UnixStream};
 
+use super::endpoint::{self, TakenOver, Watched};
 use super::wire;
+use crate::child::tree;
 use crate::frameworks::Rendered;
 
 /// How long a shim may take to send its whole request once connected.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
+/// How often a path socket is checked for having been removed or replaced.
+const WATCH_EVERY: Duration = Duration::from_millis(200);
 
 /// A private (0700) directory for one run, removed when dropped.
 #[derive(Debug)]
@@ -71,6 +78,17 @@ impl Drop for RunDir {
     }
 }
 
+/// The process that sent a hook call, as the kernel vouches for it (`SO_PEERCRED`).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Peer {
+    /// 0 when the system does not say.
+    pub pid: i32,
+    /// Whether it comes from the agent's process tree. A valid token from elsewhere was
+    /// read from the agent's environment by some other process of the same user: the call
+    /// is still answered, but audited as such.
+    pub descends_from_agent: bool,
+}
+
 /// Something that answers one hook call.
 pub trait HookHandler: Send + Sync + 'static {
     fn handle(
@@ -79,70 +97,123 @@ pub trait HookHandler: Send + Sync + 'static {
         hook: String,
         cwd: PathBuf,
         payload: Vec<u8>,
+        peer: Peer,
     ) -> impl Future<Output = Rendered> + Send;
+}
+
+/// Where the agent's pid goes once it runs, for the peer check.
+#[derive(Clone, Default)]
+pub struct AgentSlot(Arc<AtomicI32>);
+
+impl AgentSlot {
+    pub fn set(&self, pid: i32) {
+        self.0.store(pid, Ordering::SeqCst);
+    }
 }
 
 /// The listening control socket.
 pub struct ControlServer {
-    pub socket: PathBuf,
+    /// What the agent's hooks connect to: `@name` (abstract) or a path.
+    pub address: OsString,
     pub token: String,
     listener: UnixListener,
+    watched: Option<Watched>,
+    agent: AgentSlot,
 }
 
 impl ControlServer {
-    /// Listens on `control.sock` inside `dir`.
+    /// Listens on an abstract socket, or on `control.sock` inside `dir` where there is
+    /// none (see [`super::endpoint`]).
     pub fn bind(dir: &RunDir) -> io::Result<ControlServer> {
-        let socket = dir.path().join("control.sock");
-        let listener = UnixListener::bind(&socket)?;
+        let bound = endpoint::bind(dir.path())?;
+        bound.listener.set_nonblocking(true)?;
         Ok(ControlServer {
-            socket,
+            address: bound.address,
             token: crate::random_hex(32),
-            listener,
+            listener: UnixListener::from_std(bound.listener)?,
+            watched: bound.watched,
+            agent: AgentSlot::default(),
         })
     }
 
-    /// Serves connections until the future is dropped.
-    pub async fn serve<H: HookHandler>(self, handler: Arc<H>) {
+    /// A path socket's identity, to check once more when the run ends (the agent may end
+    /// between two checks); `None` for an abstract socket, which cannot be replaced.
+    pub fn watched(&self) -> Option<Watched> {
+        self.watched.clone()
+    }
+
+    /// Where to put the agent's pid once it runs.
+    pub fn agent_slot(&self) -> AgentSlot {
+        self.agent.clone()
+    }
+
+    /// Serves connections until the future is dropped. Returns only if the path socket was
+    /// removed or replaced: then hooks can no longer reach us and the run must end.
+    pub async fn serve<H: HookHandler>(self, handler: Arc<H>) -> TakenOver {
         let token: Arc<str> = self.token.into();
         let uid = nix::unistd::geteuid().as_raw();
+        let me = std::process::id() as i32;
+        let mut watch = tokio::time::interval(WATCH_EVERY);
         loop {
-            let stream = match self.listener.accept().await {
-                Ok((stream, _)) => stream,
-                Err(e) => {
-                    tracing::warn!("control socket accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(10)).await;
+            let stream = tokio::select! {
+                accepted = self.listener.accept() => match accepted {
+                    Ok((stream, _)) => stream,
+                    Err(e) => {
+                        tracing::warn!("control socket accept failed: {e}");
+                        tokio::time::sleep(Duration::from_millis(10)).await;
+                        continue;
+                    }
+                },
+                _ = watch.tick(), if self.watched.is_some() => {
+                    if let Some(Err(taken)) = self.watched.as_ref().map(Watched::check) {
+                        return taken;
+                    }
                     continue;
                 }
             };
-            match stream.peer_cred() {
-                Ok(cred) if cred.uid() == uid => {}
+            let peer = match stream.peer_cred() {
+                Ok(cred) if cred.uid() == uid => {
+                    let pid = cred.pid().unwrap_or(0);
+                    let agent = self.agent.0.load(Ordering::SeqCst);
+                    Peer {
+                        pid,
+                        descends_from_agent: pid > 0 && tree::descends_from(pid, agent, me),
+                    }
+                }
                 Ok(cred) => {
                     tracing::warn!(
                         uid = cred.uid(),
                         "control socket: refused a peer of another user"
                     );
+                    tokio::spawn(refuse(stream, "another user"));
                     continue;
                 }
                 Err(e) => {
                     tracing::warn!("control socket: cannot check the peer: {e}");
                     continue;
                 }
-            }
+            };
             let handler = handler.clone();
             let token = token.clone();
             tokio::spawn(async move {
-                if let Err(e) = connection(stream, &token, &*handler).await {
-                    tracing::warn!("control socket: {e}");
+                if let Err(e) = connection(stream, &token, &*handler, peer).await {
+                    tracing::warn!("control socket: {e} (pid {})", peer.pid);
                 }
             });
         }
     }
 }
 
+/// Tells a shim why it gets no answer, so its deny reason says so.
+async fn refuse(mut stream: UnixStream, why: &str) {
+    let _ = stream.write_all(wire::refusal(why).as_bytes()).await;
+}
+
 async fn connection<H: HookHandler>(
     stream: UnixStream,
     token: &str,
     handler: &H,
+    peer: Peer,
 ) -> Result<(), String> {
     let (read, mut write) = stream.into_split();
     let mut reader = BufReader::new(read);
@@ -156,6 +227,13 @@ async fn connection<H: HookHandler>(
         let line = String::from_utf8(line).map_err(|_| "a request header that is not UTF-8")?;
         let header = wire::parse_request_header(&line)?;
         if !wire::same_secret(&header.token, token) {
+            let _ = write
+                .write_all(wire::refusal("wrong token").as_bytes())
+                .await;
+            // Take what the shim still sends, so that it reads the refusal rather than
+            // failing on a broken pipe.
+            let rest = header.cwd_len as u64 + header.payload_len as u64;
+            let _ = tokio::io::copy(&mut (&mut reader).take(rest), &mut tokio::io::sink()).await;
             return Err("refused a request with a wrong token".to_owned());
         }
         let mut cwd = vec![0; header.cwd_len];
@@ -175,7 +253,7 @@ async fn connection<H: HookHandler>(
     let (header, cwd, payload) = request;
     let cwd = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&cwd));
     let rendered = handler
-        .handle(header.framework, header.hook, cwd, payload)
+        .handle(header.framework, header.hook, cwd, payload, peer)
         .await;
     let head = wire::response_header(
         rendered.exit_code,

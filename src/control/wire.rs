@@ -4,6 +4,7 @@
 //! ```text
 //! request:  AHPW/1 <token> <framework> <hook> <cwd-len> <payload-len>\n<cwd><payload>
 //! response: AHPW/1 <exit-code> <stdout-len> <stderr-len>\n<stdout><stderr>
+//! refusal:  AHPW/1 refused: <why>\n   (then the parent closes the connection)
 //! ```
 
 /// Protocol tag on both header lines.
@@ -95,6 +96,21 @@ pub fn parse_response_header(line: &str) -> Result<(i32, usize, usize), String> 
     Ok((code, out, err))
 }
 
+/// How a refusal line starts.
+pub const REFUSED: &str = "AHPW/1 refused: ";
+
+/// The line that tells a shim why the parent will not answer it, so that its deny reason
+/// names the cause rather than a closed connection.
+pub fn refusal(why: &str) -> String {
+    format!("{REFUSED}{why}\n")
+}
+
+/// The cause in a refusal line, if `line` is one.
+pub fn parse_refusal(line: &str) -> Option<&str> {
+    line.strip_prefix(REFUSED)
+        .map(|why| why.trim_end_matches('\n'))
+}
+
 /// Compares two secrets without stopping at the first difference.
 pub fn same_secret(a: &str, b: &str) -> bool {
     a.len() == b.len()
@@ -129,6 +145,8 @@ mod tests {
             parse_response_header(&response_header(2, 5, 6)).unwrap(),
             (2, 5, 6)
         );
+        assert_eq!(parse_refusal(&refusal("wrong token")), Some("wrong token"));
+        assert_eq!(parse_refusal(&response_header(2, 5, 6)), None);
         assert!(same_secret("abc", "abc"));
         assert!(!same_secret("abc", "abd"));
         assert!(!same_secret("abc", "abcd"));

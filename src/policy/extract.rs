@@ -288,10 +288,17 @@ pub fn facts(
         args.get("language").and_then(Value::as_str),
     ) {
         let lang = lang.to_lowercase();
-        let runner = CODE_LANGUAGES.iter().find(|(l, _)| *l == lang).map(|(_, r)| *r);
+        let runner = CODE_LANGUAGES
+            .iter()
+            .find(|(l, _)| *l == lang)
+            .map(|(_, r)| *r);
         // A language we do not know runs code we cannot read.
         let argv: Vec<String> = match runner {
-            Some(r) => r.iter().map(|s| (*s).to_owned()).chain([code.to_owned()]).collect(),
+            Some(r) => r
+                .iter()
+                .map(|s| (*s).to_owned())
+                .chain([code.to_owned()])
+                .collect(),
             None => vec!["bash".to_owned(), "-c".to_owned(), "\0".to_owned()],
         };
         f.shell.push(ShellSource {
@@ -450,7 +457,8 @@ fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts {
     let mut deletes: Vec<ResolvedPath> =
         semantics::deletes(&cmd).into_iter().map(nofollow).collect();
     let tree_writer = matches!(cmd.program.as_str(), "tar" | "bsdtar" | "unzip")
-        || (matches!(cmd.program.as_str(), "cp" | "rsync" | "scp" | "gcp") && semantics::recursive(&cmd));
+        || (matches!(cmd.program.as_str(), "cp" | "rsync" | "scp" | "gcp")
+            && semantics::recursive(&cmd));
     if tree_writer {
         // Unpacking or copying a tree into home (or above it) may write any file there:
         // the persistence ones.

@@ -356,7 +356,22 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         // escalates detaching itself).
         "systemd-run" => (
             "pMEuGpHr",
-            &["--unit", "--property", "--description", "--slice", "--uid", "--gid", "--working-directory", "--setenv", "--on-calendar", "--on-active", "--machine", "--host", "-p", "-E"],
+            &[
+                "--unit",
+                "--property",
+                "--description",
+                "--slice",
+                "--uid",
+                "--gid",
+                "--working-directory",
+                "--setenv",
+                "--on-calendar",
+                "--on-active",
+                "--machine",
+                "--host",
+                "-p",
+                "-E",
+            ],
             0,
         ),
         "screen" => ("SsTcepLlhX", &[], 0),
@@ -365,8 +380,10 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         // Package runners run the named program.
         "npx" | "bunx" | "uvx" | "pnpx" => ("p", &["--package", "-p", "--from", "--with"], 0),
         "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv"
-            if matches!(cmd.args.first().map(String::as_str), Some("exec" | "dlx" | "x" | "run" | "tool"))
-                && !(cmd.program == "npm" && cmd.args.first().is_some_and(|a| a == "run"))
+            if matches!(
+                cmd.args.first().map(String::as_str),
+                Some("exec" | "dlx" | "x" | "run" | "tool")
+            ) && !(cmd.program == "npm" && cmd.args.first().is_some_and(|a| a == "run"))
                 && !(cmd.program != "pipx" && cmd.args.first().is_some_and(|a| a == "run")) =>
         {
             let rest = &cmd.args[1..];
@@ -419,8 +436,19 @@ fn unwrap_tmux(args: &[String]) -> Option<Unwrapped> {
     let sub = args.iter().position(|a| !a.starts_with('-'))?;
     let runs = matches!(
         args[sub].as_str(),
-        "new" | "new-session" | "new-window" | "neww" | "split-window" | "splitw" | "respawn-pane"
-            | "respawn-window" | "send-keys" | "send" | "run-shell" | "run" | "display-popup"
+        "new"
+            | "new-session"
+            | "new-window"
+            | "neww"
+            | "split-window"
+            | "splitw"
+            | "respawn-pane"
+            | "respawn-window"
+            | "send-keys"
+            | "send"
+            | "run-shell"
+            | "run"
+            | "display-popup"
     );
     if !runs {
         return None;
@@ -1123,7 +1151,12 @@ pub fn deletes(cmd: &Command) -> Vec<&str> {
         "find" if has(&|a| a == "-delete") => operands(cmd),
         // Programs whose whole job is removing trees (or moving them to the trash).
         "rimraf" | "trash" | "trash-put" | "rmtrash" => operands(cmd),
-        "gio" if cmd.args.first().is_some_and(|a| a == "trash" || a == "remove") => {
+        "gio"
+            if cmd
+                .args
+                .first()
+                .is_some_and(|a| a == "trash" || a == "remove") =>
+        {
             operands(cmd).into_iter().skip(1).collect()
         }
         "rsync" if has(&|a| a.starts_with("--delete") || a == "--remove-source-files") => {

@@ -43,8 +43,11 @@ pub enum FrameError {
     NonStringId(String),
     #[error("a response without an id")]
     MissingId,
-    #[error("a response with neither result nor error, or both")]
-    BadResponse,
+    #[error("a response with neither result nor error")]
+    NeitherResultNorError,
+    /// JSON-RPC 2.0 forbids it, and which of the two was meant cannot be known.
+    #[error("a malformed reply (the harness reply has both result and error)")]
+    BothResultAndError,
 }
 
 /// Classifies one frame.
@@ -68,7 +71,7 @@ pub fn parse_inbound(frame: &str) -> Result<Inbound, FrameError> {
     };
     let outcome = match (obj.get("result"), obj.get("error")) {
         (Some(r), None | Some(Value::Null)) => Ok(r.clone()),
-        (None | Some(Value::Null), Some(e)) => Err(RpcError {
+        (None | Some(Value::Null), Some(e)) if !e.is_null() => Err(RpcError {
             code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
             message: e
                 .get("message")
@@ -76,7 +79,8 @@ pub fn parse_inbound(frame: &str) -> Result<Inbound, FrameError> {
                 .unwrap_or("(no message)")
                 .to_owned(),
         }),
-        _ => return Err(FrameError::BadResponse),
+        (Some(_), Some(_)) => return Err(FrameError::BothResultAndError),
+        _ => return Err(FrameError::NeitherResultNorError),
     };
     Ok(Inbound::Response { id, outcome })
 }
@@ -115,7 +119,17 @@ mod tests {
         );
         assert_eq!(
             parse_inbound(r#"{"jsonrpc":"2.0","id":"1"}"#),
-            Err(FrameError::BadResponse)
+            Err(FrameError::NeitherResultNorError)
+        );
+        assert_eq!(
+            parse_inbound(r#"{"jsonrpc":"2.0","id":"1","error":null}"#),
+            Err(FrameError::NeitherResultNorError)
+        );
+        assert_eq!(
+            parse_inbound(
+                r#"{"jsonrpc":"2.0","id":"1","result":{"decision":"allow"},"error":{"code":1,"message":"x"}}"#
+            ),
+            Err(FrameError::BothResultAndError)
         );
     }
 }

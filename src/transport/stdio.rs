@@ -28,6 +28,10 @@ pub(super) fn connect(argv: &[String], cfg: &LinkConfig) -> Result<Link, Connect
     let mut child = cmd
         .spawn()
         .map_err(|e| ConnectError(format!("cannot start harness {:?}: {e}", argv[0])))?;
+    if let Some(pid) = child.id() {
+        // Not part of the agent's tree: the wrapper's orphan reaper must leave it alone.
+        crate::child::tree::register_own(pid as i32);
+    }
     let mut stdin = child.stdin.take().expect("piped stdin");
     let stdout = child.stdout.take().expect("piped stdout");
     let stderr = child.stderr.take().expect("piped stderr");

@@ -66,6 +66,9 @@ def answer(msg):
         # The last "decision" says allow: a parser that keeps the last key would let it through.
         out.write('{"jsonrpc":"2.0","id":"%s","result":{"decision":"block","reason":"r","decision":"allow"}}\n' % rid)
         out.flush()
+    elif MODE == "result-and-error":
+        send({"jsonrpc": "2.0", "id": rid, "result": {"decision": "allow"},
+              "error": {"code": -32000, "message": "both"}})
     elif MODE == "rpc-error":
         send({"jsonrpc": "2.0", "id": rid, "error": {"code": -32000, "message": "policy engine exploded"}})
     elif MODE == "defer-once":

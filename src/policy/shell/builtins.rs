@@ -146,7 +146,10 @@ impl Walker<'_> {
             }
             "export" | "declare" | "typeset" | "local" | "readonly" => {
                 // `declare -n REF=NAME`: assigning REF later assigns NAME.
-                let nameref = cmd.args.iter().any(|a| a.starts_with('-') && a.contains('n') && cmd.program != "export");
+                let nameref = cmd
+                    .args
+                    .iter()
+                    .any(|a| a.starts_with('-') && a.contains('n') && cmd.program != "export");
                 if nameref {
                     let targets: Vec<String> = cmd
                         .args

@@ -80,7 +80,10 @@ fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
             first_operand(args, &[]).map(Source::File)
         }
         None if matches!(cmd.program.as_str(), "at" | "batch") => {
-            if args.iter().any(|a| a == "-l" || a == "-r" || a == "-d" || a == "-c") {
+            if args
+                .iter()
+                .any(|a| a == "-l" || a == "-r" || a == "-d" || a == "-c")
+            {
                 return None;
             }
             match args.iter().position(|a| a == "-f") {

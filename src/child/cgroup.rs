@@ -1,0 +1,127 @@
+//! A cgroup v2 sub-group for the agent, where the machine lets us make one: every process
+//! the agent starts stays in it, whatever it does with sessions, process groups or forks,
+//! so the tree can be ended from its member list (and `cgroup.kill`) rather than from
+//! parent links alone. Where there is none (cgroup v1, no write access), the /proc walk
+//! and the child subreaper (see [`super::tree`]) still do the work.
+
+use std::ffi::{CStr, CString};
+use std::io;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+/// Where the cgroup v2 hierarchy is mounted.
+const ROOT: &str = "/sys/fs/cgroup";
+/// How long removing the emptied group may wait for the kernel to let go of it.
+const REMOVE_WAIT: Duration = Duration::from_millis(500);
+
+/// Why there is no sub-group for the agent.
+#[derive(Debug, thiserror::Error)]
+pub enum CgroupError {
+    #[error("no cgroup v2 hierarchy at {ROOT}")]
+    NotV2,
+    #[error("this process's cgroup v2 path is unknown")]
+    NoPath,
+    #[error("cannot create {path}")]
+    Create {
+        path: String,
+        #[source]
+        source: io::Error,
+    },
+}
+
+/// The agent's cgroup, removed (once empty) when dropped.
+#[derive(Debug)]
+pub struct Cgroup {
+    dir: PathBuf,
+    /// `<dir>/cgroup.procs`, ready for the agent to join before it runs.
+    procs: CString,
+}
+
+impl Cgroup {
+    /// Creates a sub-group of this process's own cgroup.
+    pub fn create() -> Result<Cgroup, CgroupError> {
+        let root = Path::new(ROOT);
+        if !root.join("cgroup.controllers").exists() {
+            return Err(CgroupError::NotV2);
+        }
+        let own = std::fs::read_to_string("/proc/self/cgroup").map_err(|_| CgroupError::NoPath)?;
+        let rel = own
+            .lines()
+            .find_map(|l| l.strip_prefix("0::"))
+            .ok_or(CgroupError::NoPath)?;
+        let dir = root
+            .join(rel.trim_start_matches('/'))
+            .join(format!("ahp-wrap-{}", crate::random_hex(8)));
+        std::fs::create_dir(&dir).map_err(|source| CgroupError::Create {
+            path: dir.display().to_string(),
+            source,
+        })?;
+        let procs = CString::new(dir.join("cgroup.procs").as_os_str().as_bytes())
+            .map_err(|_| CgroupError::NoPath)?;
+        Ok(Cgroup { dir, procs })
+    }
+
+    pub fn dir(&self) -> &Path {
+        &self.dir
+    }
+
+    /// The member list's path, for [`join`] in the agent before it runs.
+    pub fn procs_path(&self) -> &CStr {
+        &self.procs
+    }
+
+    /// Whether process `pid` is in this group.
+    pub fn contains(&self, pid: i32) -> bool {
+        members(&self.dir).contains(&pid)
+    }
+}
+
+impl Drop for Cgroup {
+    fn drop(&mut self) {
+        remove(&self.dir);
+    }
+}
+
+/// Moves the calling process into the group whose `cgroup.procs` is `procs` ("0" means
+/// the writer). Async-signal-safe (open, write, close), for a pre-exec hook; a failure
+/// leaves the process where it was, which [`Cgroup::contains`] then shows.
+pub fn join(procs: &CStr) {
+    // SAFETY: plain syscalls on a NUL-terminated path and a static buffer.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+}
+
+/// The pids in the group at `dir`.
+pub fn members(dir: &Path) -> Vec<i32> {
+    std::fs::read_to_string(dir.join("cgroup.procs"))
+        .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
+        .unwrap_or_default()
+}
+
+/// Kills every process in the group at `dir` (`cgroup.kill`, or SIGKILL one by one where
+/// the kernel has no `cgroup.kill`), then removes the group once it is empty.
+pub fn kill_and_remove(dir: &Path) {
+    if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
+        for pid in members(dir) {
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
+        }
+    }
+    remove(dir);
+}
+
+/// Removes an emptied group; the kernel refuses while a member is still being torn down.
+fn remove(dir: &Path) {
+    let until = Instant::now() + REMOVE_WAIT;
+    while std::fs::remove_dir(dir).is_err() && dir.exists() && Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(10));
+    }
+}

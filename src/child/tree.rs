@@ -1,0 +1,297 @@
+//! The agent's whole process tree, including what tried to leave it: the wrapper is a
+//! child subreaper, so a descendant that double-forks or calls `setsid` comes back to us as
+//! an orphan instead of going to init; we tell the guardian about each such orphan, reap
+//! them, and end every descendant still running when the agent ends.
+//!
+//! The mechanism is a /proc walk (ppid links) plus the subreaper attribute: it needs no
+//! privilege and works in any container. Its limit: an orphan adopted less than one
+//! [`TICK`] before the wrapper is SIGKILLed is not yet known to the guardian. Where the
+//! machine lets us make a cgroup v2 sub-group, the agent runs in one too (see
+//! [`super::cgroup`]), and its member list closes that gap.
+
+use std::collections::{HashMap, HashSet};
+use std::io::Write;
+use std::sync::Mutex;
+use std::time::{Duration, Instant};
+
+use nix::sys::signal::{kill, Signal};
+use nix::unistd::Pid;
+
+use super::cgroup::{self, Cgroup};
+use super::procfs::{self, Stat};
+
+/// How often the wrapper looks for orphans it adopted (and reaps the dead ones).
+pub const TICK: Duration = Duration::from_millis(250);
+/// How long descendants left behind by an agent that exited get between SIGTERM and
+/// SIGKILL: short, since the wrapper's own exit waits for it.
+pub const LEFTOVER_GRACE: Duration = Duration::from_millis(1000);
+/// Rounds of "stop what is new, look again" before giving up on a process that forks
+/// faster than we can look.
+const MAX_ROUNDS: usize = 50;
+/// Between two looks while waiting for processes to end.
+const POLL: Duration = Duration::from_millis(20);
+
+/// Children of the wrapper that are not the agent's: the guardian, a stdio harness.
+static OWN: Mutex<Vec<i32>> = Mutex::new(Vec::new());
+
+/// Records a child the wrapper started for itself, outside the agent's tree: it is never
+/// signalled or reaped as an orphan (the code that started it waits for it). Every child
+/// the wrapper starts, other than the agent, must be recorded here: any other child of
+/// ours is taken for an orphan of the agent's tree.
+pub fn register_own(pid: i32) {
+    if let Ok(mut own) = OWN.lock() {
+        own.push(pid);
+    }
+}
+
+fn own() -> Vec<i32> {
+    OWN.lock().map(|o| o.clone()).unwrap_or_default()
+}
+
+/// Makes this process a child subreaper: orphaned descendants are re-parented to us rather
+/// than to init, so they stay in our tree.
+pub fn become_subreaper() -> std::io::Result<()> {
+    #[cfg(target_os = "linux")]
+    {
+        nix::sys::prctl::set_child_subreaper(true)?;
+        Ok(())
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        Err(std::io::Error::new(
+            std::io::ErrorKind::Unsupported,
+            "no child subreaper on this system",
+        ))
+    }
+}
+
+/// Children of `me` that belong to the agent's tree: the agent, and the orphans we adopted
+/// (every child that is not one of our own).
+fn adopted_and_agent(table: &HashMap<i32, Stat>, me: i32) -> Vec<i32> {
+    let own = own();
+    table
+        .iter()
+        .filter(|(pid, st)| st.ppid == me && !own.contains(pid))
+        .map(|(&pid, _)| pid)
+        .collect()
+}
+
+/// Whether process `pid` comes from the agent's tree: the agent is among its ancestors, or
+/// it descends from an orphan the wrapper (`me`) adopted. A walk up the ppid links.
+pub fn descends_from(pid: i32, agent: i32, me: i32) -> bool {
+    let mut cur = pid;
+    // A chain longer than this is a loop read across a pid reuse.
+    for _ in 0..1024 {
+        if cur == agent && agent > 0 {
+            return true;
+        }
+        let Some(st) = procfs::stat(cur) else {
+            return false;
+        };
+        if st.ppid == me {
+            // A child of ours: the agent (caught above), one of our own, or an adopted orphan.
+            return cur != me && !own().contains(&cur);
+        }
+        if st.ppid <= 1 {
+            return false;
+        }
+        cur = st.ppid;
+    }
+    false
+}
+
+/// The wrapper's view of the agent's tree while it runs.
+pub struct Tracker {
+    me: i32,
+    agent: i32,
+    reported: HashSet<(i32, u64)>,
+    guardian: Option<std::fs::File>,
+    cgroup: Option<Cgroup>,
+}
+
+impl Tracker {
+    /// `guardian` is a write end of the guardian's pipe, to tell it about adopted orphans;
+    /// `cgroup` the group the agent was asked to join before it ran.
+    pub fn new(agent: i32, mut guardian: Option<std::fs::File>, cgroup: Option<Cgroup>) -> Tracker {
+        let cgroup = cgroup.filter(|c| c.contains(agent));
+        match &cgroup {
+            Some(c) => {
+                tracing::debug!(
+                    "process tree: cgroup v2 {}, child subreaper and /proc walk",
+                    c.dir().display()
+                );
+                if let (Some(g), Some(dir)) = (guardian.as_mut(), c.dir().to_str()) {
+                    let _ = writeln!(g, "cgroup {dir}");
+                }
+            }
+            None => tracing::debug!("process tree: child subreaper and /proc walk (no cgroup)"),
+        }
+        Tracker {
+            me: std::process::id() as i32,
+            agent,
+            reported: HashSet::new(),
+            guardian,
+            cgroup,
+        }
+    }
+
+    /// One look: tells the guardian about orphans adopted since the last look, so it can
+    /// end them if we are killed, and reaps those that died.
+    pub fn tick(&mut self) {
+        let Some(table) = procfs::processes() else {
+            return;
+        };
+        for pid in adopted_and_agent(&table, self.me) {
+            if pid == self.agent {
+                continue;
+            }
+            let st = table[&pid];
+            if st.state == b'Z' {
+                reap(pid);
+                self.reported.remove(&(pid, st.start));
+            } else if self.reported.insert((pid, st.start)) {
+                tracing::debug!(pid, "adopted an orphan of the agent's tree");
+                if let Some(g) = self.guardian.as_mut() {
+                    let _ = writeln!(g, "root {pid} {}", st.start);
+                }
+            }
+        }
+    }
+
+    /// The agent has ended: ends everything still in its tree (SIGTERM, then SIGKILL after
+    /// `grace`), reaps it, and returns how many processes that was.
+    pub fn end(&mut self, grace: Duration) -> usize {
+        let me = self.me;
+        let dir = self.cgroup.as_ref().map(|c| c.dir().to_owned());
+        let ended = take_down(
+            |table| {
+                let mut roots = adopted_and_agent(table, me);
+                roots.extend(dir.iter().flat_map(|d| cgroup::members(d)));
+                roots
+            },
+            None,
+            grace,
+        );
+        if let Some(dir) = &dir {
+            cgroup::kill_and_remove(dir);
+        }
+        if let Some(table) = procfs::processes() {
+            for pid in adopted_and_agent(&table, me) {
+                // The agent is reaped by whoever waits for it (its exit status is ours).
+                if pid != self.agent && table[&pid].state == b'Z' {
+                    reap(pid);
+                }
+            }
+        }
+        ended
+    }
+}
+
+fn reap(pid: i32) {
+    let _ = nix::sys::wait::waitpid(
+        Pid::from_raw(pid),
+        Some(nix::sys::wait::WaitPidFlag::WNOHANG),
+    );
+}
+
+/// Ends `roots(table)` and everything below them, and the process group `group` when
+/// given. First every member is stopped (SIGSTOP), looking again until no new process
+/// appears, so that none can fork away while we work; then each gets SIGTERM (and SIGCONT
+/// to receive it); after `grace`, what is left gets SIGKILL. Members are remembered by pid
+/// and start time, so one that was re-parented meanwhile is still ours, and a reused pid is
+/// not. Returns how many processes were signalled.
+///
+/// Runs in the wrapper at the end of a run and in the guardian when the wrapper died.
+pub fn take_down(
+    roots: impl Fn(&HashMap<i32, Stat>) -> Vec<i32>,
+    group: Option<i32>,
+    grace: Duration,
+) -> usize {
+    let mut members: HashMap<i32, u64> = HashMap::new();
+    // Finds members not seen before; returns them.
+    let grow = |members: &mut HashMap<i32, u64>| -> (Vec<i32>, usize) {
+        let Some(table) = procfs::processes() else {
+            return (Vec::new(), 0);
+        };
+        let mut from = roots(&table);
+        from.extend(
+            members
+                .iter()
+                .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == **start))
+                .map(|(&pid, _)| pid),
+        );
+        let mut new = Vec::new();
+        for pid in procfs::descendants(&table, &from) {
+            let st = table[&pid];
+            if members.insert(pid, st.start).is_none() && st.state != b'Z' {
+                new.push(pid);
+            }
+        }
+        let alive = members
+            .iter()
+            .filter(|(pid, start)| {
+                table
+                    .get(pid)
+                    .is_some_and(|st| st.start == **start && st.state != b'Z')
+            })
+            .count();
+        (new, alive)
+    };
+    let send = |pid: i32, sig: Signal| {
+        let _ = kill(Pid::from_raw(pid), sig);
+    };
+
+    for _ in 0..MAX_ROUNDS {
+        let (new, _) = grow(&mut members);
+        if new.is_empty() {
+            break;
+        }
+        for pid in new {
+            send(pid, Signal::SIGSTOP);
+        }
+    }
+    if members.is_empty() && group.is_none() {
+        return 0;
+    }
+    if let Some(g) = group {
+        send(g, Signal::SIGTERM);
+        send(g, Signal::SIGCONT);
+    }
+    for &pid in members.keys() {
+        send(pid, Signal::SIGTERM);
+        send(pid, Signal::SIGCONT);
+    }
+    let until = Instant::now() + grace;
+    loop {
+        std::thread::sleep(POLL);
+        // Whatever they start while handling SIGTERM is ended too.
+        let (new, alive) = grow(&mut members);
+        for pid in new {
+            send(pid, Signal::SIGTERM);
+        }
+        let group_alive = group.is_some_and(|g| kill(Pid::from_raw(g), None).is_ok());
+        if alive == 0 && !group_alive {
+            return members.len();
+        }
+        if Instant::now() >= until {
+            break;
+        }
+    }
+    if let Some(g) = group {
+        send(g, Signal::SIGKILL);
+    }
+    for _ in 0..MAX_ROUNDS {
+        let (_, alive) = grow(&mut members);
+        if alive == 0 {
+            break;
+        }
+        let table = procfs::processes().unwrap_or_default();
+        for (&pid, &start) in &members {
+            if table.get(&pid).is_some_and(|st| st.start == start) {
+                send(pid, Signal::SIGKILL);
+            }
+        }
+        std::thread::sleep(POLL);
+    }
+    members.len()
+}
