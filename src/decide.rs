@@ -35,6 +35,8 @@ pub struct Embedded {
     workspace: Option<std::path::PathBuf>,
     /// The wrapper's own files for this run, protected by the policy's `wrapper` rules.
     wrapper: std::sync::OnceLock<Vec<std::path::PathBuf>>,
+    /// The wrapper's own processes (itself, its guardian), for `wrapper_pid` rules.
+    pids: std::sync::OnceLock<Vec<u32>>,
     pub mode: Mode,
 }
 
@@ -55,6 +57,7 @@ impl Embedded {
             policy: std::sync::OnceLock::from(policy),
             workspace: None,
             wrapper: std::sync::OnceLock::new(),
+            pids: std::sync::OnceLock::new(),
             mode,
         }
     }
@@ -66,6 +69,7 @@ impl Embedded {
             policy: std::sync::OnceLock::new(),
             workspace,
             wrapper: std::sync::OnceLock::new(),
+            pids: std::sync::OnceLock::new(),
             mode,
         }
     }
@@ -78,6 +82,11 @@ impl Embedded {
             .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
             .collect();
         let _ = self.wrapper.set(canonical);
+    }
+
+    /// Names this run's own processes for the policy to protect. Set once.
+    pub fn protect_pids(&self, pids: Vec<u32>) {
+        let _ = self.pids.set(pids);
     }
 
     fn policy(&self) -> &Policy {
@@ -93,7 +102,8 @@ impl Embedded {
     /// Evaluates one event under the mode.
     pub fn decide(&self, event: &Event) -> EmbeddedDecision {
         let wrapper = self.wrapper.get().map_or(&[][..], Vec::as_slice);
-        let d = self.policy().evaluate_with(event, wrapper);
+        let pids = self.pids.get().map_or(&[][..], Vec::as_slice);
+        let d = self.policy().evaluate_protecting(event, wrapper, pids);
         let source = match &d.rule {
             Some(rule) => format!("policy:{rule}"),
             None => "policy".to_owned(),

@@ -228,6 +228,9 @@ async fn supervise(
             self_exe.with_file_name("ahp-wrap-hook"),
             run_dir.path().to_owned(),
         ]);
+        let mut pids = vec![std::process::id()];
+        pids.extend(guardian.as_ref().map(|g| g.pid() as u32));
+        e.protect_pids(pids);
     }
     let mut cmd = AgentCommand {
         program: cfg.program.clone(),

@@ -327,6 +327,8 @@ fn policy(sb: &Sandbox) -> Policy {
             sb.bin.join("ahp-wrap-hook"),
             sb.run.clone(),
         ])
+        // The wrapper's and its guardian's pids, as a real run protects them.
+        .with_wrapper_pids([4242, 4243])
 }
 
 // --- Cases -------------------------------------------------------------------------------

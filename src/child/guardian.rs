@@ -25,6 +25,7 @@ const GRACE: Duration = Duration::from_secs(2);
 /// The wrapper's end of the guardian pipe.
 pub struct Guardian {
     pipe: std::fs::File,
+    pid: i32,
 }
 
 impl Guardian {
@@ -43,9 +44,15 @@ impl Guardian {
                 drop(read);
                 Ok(Guardian {
                     pipe: std::fs::File::from(write),
+                    pid: child.as_raw(),
                 })
             }
         }
+    }
+
+    /// The guardian's process id (protected from the agent like the wrapper's own).
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 
     /// The pipe's file descriptor, for the agent to register itself before it runs (see

@@ -56,6 +56,9 @@ pub const EXAMPLE_WRAPPER: [&str; 3] = [
     "/run/ahp-wrap-example",
 ];
 
+/// The pids examples pretend the wrapper and its guardian have.
+pub const EXAMPLE_WRAPPER_PIDS: [u32; 2] = [4242, 4243];
+
 fn example_wrapper() -> Vec<PathBuf> {
     EXAMPLE_WRAPPER.iter().map(PathBuf::from).collect()
 }
@@ -81,7 +84,8 @@ pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
         for (example, should_match) in cases {
             count += 1;
             let (event, shown) = event_of(example);
-            let facts = extract::facts(&event, &resolver, None, &example_wrapper());
+            let mut facts = extract::facts(&event, &resolver, None, &example_wrapper());
+            facts.wrapper_pids = EXAMPLE_WRAPPER_PIDS.to_vec();
             if rule.is_match(&facts) != should_match {
                 failures.push(ExampleFailure {
                     rule: rule.id.clone(),

@@ -181,6 +181,8 @@ pub struct Facts {
     pub home: PathBuf,
     /// The wrapper's own files (executables, run directory), for `where = ["wrapper"]`.
     pub wrapper: Vec<PathBuf>,
+    /// The wrapper's own processes, for `wrapper_pid = true`.
+    pub wrapper_pids: Vec<u32>,
     pub shell: Vec<ShellSource>,
     pub commands: Vec<CommandFacts>,
     /// Files read by file tools or by any shell command.
@@ -241,6 +243,7 @@ pub fn facts(
         workspace,
         home: resolver.home.clone(),
         wrapper: wrapper.to_vec(),
+        wrapper_pids: Vec::new(),
         shell: Vec::new(),
         commands: Vec::new(),
         reads: Vec::new(),

@@ -100,6 +100,8 @@ pub struct Policy {
     workspace_root: Option<PathBuf>,
     /// The wrapper's own files, protected by rules with `where = ["wrapper"]`.
     wrapper: Vec<PathBuf>,
+    /// The wrapper's own processes, for rules with `wrapper_pid = true`.
+    wrapper_pids: Vec<u32>,
 }
 
 impl Default for Policy {
@@ -122,6 +124,7 @@ impl Policy {
             },
             workspace_root: None,
             wrapper: Vec::new(),
+            wrapper_pids: Vec::new(),
         }
     }
 
@@ -203,6 +206,13 @@ impl Policy {
         self
     }
 
+    /// Protects the wrapper's own processes: rules with `wrapper_pid = true` match a command
+    /// that signals one of them (or every process, `kill -1`).
+    pub fn with_wrapper_pids(mut self, pids: impl IntoIterator<Item = u32>) -> Policy {
+        self.wrapper_pids = pids.into_iter().collect();
+        self
+    }
+
     /// The ids of the rules, in file order.
     pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|r| r.id.as_str())
@@ -228,17 +238,28 @@ impl Policy {
     /// [`Policy::evaluate`], with `wrapper` protected as well as the policy's own
     /// [`Policy::with_wrapper_paths`] (a run names its files after the policy is built).
     pub fn evaluate_with(&self, event: &Event, wrapper: &[PathBuf]) -> PolicyDecision {
+        self.evaluate_protecting(event, wrapper, &[])
+    }
+
+    /// [`Policy::evaluate_with`], also protecting the processes `pids`.
+    pub fn evaluate_protecting(
+        &self,
+        event: &Event,
+        wrapper: &[PathBuf],
+        pids: &[u32],
+    ) -> PolicyDecision {
         if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
             return PolicyDecision::no_opinion();
         }
         let mut protected = self.wrapper.clone();
         protected.extend_from_slice(wrapper);
-        let facts = extract::facts(
+        let mut facts = extract::facts(
             event,
             &self.resolver,
             self.workspace_root.as_deref(),
             &protected,
         );
+        facts.wrapper_pids = self.wrapper_pids.iter().chain(pids).copied().collect();
         let mut best: Option<(u8, PolicyDecision)> = None;
         let mut propose = |rank: u8, decision: PolicyDecision| {
             if best.as_ref().map_or(true, |(r, _)| rank > *r) {

@@ -119,6 +119,9 @@ pub struct RawCommand {
     pub vars: Option<Vec<String>>,
     /// Wrappers the command must not run under (e.g. `ahp-wrap`).
     pub via_not: Option<Vec<String>>,
+    /// (`kill`, `pkill -P`, …) some argument is the pid or process group of the wrapper or
+    /// its guardian, or every process (`-1`).
+    pub wrapper_pid: Option<bool>,
 }
 
 /// `args_any` as written: one list, or several that must all find a match.
@@ -310,6 +313,7 @@ struct CommandCond {
     code_matches: Option<Patterns>,
     vars: Option<Patterns>,
     via_not: Option<Patterns>,
+    wrapper_pid: Option<bool>,
 }
 
 impl CommandCond {
@@ -356,7 +360,20 @@ impl CommandCond {
                 .via_not
                 .as_ref()
                 .map_or(true, |p| !cmd.via.iter().any(|v| p.is_match(v)))
+            && self
+                .wrapper_pid
+                .map_or(true, |w| w == signals_wrapper(&cmd.args, &f.wrapper_pids))
     }
+}
+
+/// Whether an argument names one of `pids` (`4242`, `-4242` for its group) or every
+/// process (`-1` as a target, not a signal: after another argument).
+fn signals_wrapper(args: &[String], pids: &[u32]) -> bool {
+    args.iter().enumerate().any(|(i, a)| {
+        let n = a.trim_start_matches('-');
+        let hit = n.parse::<u32>().is_ok_and(|p| pids.contains(&p));
+        hit || (a == "-1" && i > 0) || a == "--" && args.get(i + 1).is_some_and(|x| x == "-1")
+    })
 }
 
 #[derive(Debug)]
@@ -441,6 +458,7 @@ impl Rule {
                 code_matches: pats(&c.code_matches, false)?,
                 vars: pats(&c.vars, false)?,
                 via_not: pats(&c.via_not, false)?,
+                wrapper_pid: c.wrapper_pid,
             }),
         };
         let file = match &raw.file {

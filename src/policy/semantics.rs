@@ -348,6 +348,21 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         "runuser" => return unwrap_su(&cmd.args),
         "command" if cmd.args.iter().any(|a| a == "-v" || a == "-V") => return None,
         "command" => ("", &[], 0),
+        // `exec -c CMD` runs CMD with an empty environment.
+        "exec"
+            if cmd
+                .args
+                .iter()
+                .take_while(|a| a.starts_with('-'))
+                .any(|a| a.contains('c')) =>
+        {
+            let start = command_start(&cmd.args, "a", &[], 0)?;
+            return Some(Unwrapped {
+                argv: cmd.args[start..].to_vec(),
+                env: vec!["(all)".to_owned()],
+                ..Unwrapped::default()
+            });
+        }
         "exec" => ("a", &[], 0),
         "time" => ("fo", &["--format", "--output"], 0),
         "stdbuf" => ("ioe", &["--input", "--output", "--error"], 0),

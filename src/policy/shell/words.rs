@@ -264,6 +264,12 @@ impl Walker<'_> {
             Parameter::Named(name) => name.clone(),
             // `bash -c SCRIPT ARG0 ARG1…` sets them; elsewhere they are unknown.
             Parameter::Positional(n) => n.to_string(),
+            // The shell itself and its last background job: processes of this command, not
+            // the wrapper's, whatever their number (shown as job specs).
+            Parameter::Special(word::SpecialParameter::LastBackgroundProcessId) => {
+                return Some("%!".to_owned())
+            }
+            Parameter::Special(word::SpecialParameter::ProcessId) => return Some("%$".to_owned()),
             _ => return None,
         };
         let name = &name;
