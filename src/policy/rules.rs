@@ -3,7 +3,7 @@
 use std::collections::BTreeMap;
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::Regex;
+use regex::{Regex, RegexSet};
 use serde::Deserialize;
 
 use super::extract::{CommandFacts, Facts};
@@ -196,7 +196,8 @@ pub struct Rule {
 #[derive(Debug)]
 struct Patterns {
     globs: GlobSet,
-    regexes: Vec<Regex>,
+    /// One automaton for all of them: far less memory than a `Regex` each.
+    regexes: Option<RegexSet>,
 }
 
 impl Patterns {
@@ -209,7 +210,8 @@ impl Patterns {
         };
         for p in list {
             if let Some(re) = p.strip_prefix("re:") {
-                regexes.push(Regex::new(re).map_err(|e| invalid(format!("bad regex {p:?}: {e}")))?);
+                Regex::new(re).map_err(|e| invalid(format!("bad regex {p:?}: {e}")))?;
+                regexes.push(re.to_owned());
                 continue;
             }
             let mut variants = vec![p.as_str()];
@@ -229,11 +231,20 @@ impl Patterns {
         let globs = globs
             .build()
             .map_err(|e| invalid(format!("bad globs: {e}")))?;
+        let regexes = if regexes.is_empty() {
+            None
+        } else {
+            Some(RegexSet::new(&regexes).map_err(|e| invalid(format!("bad regexes: {e}")))?)
+        };
         Ok(Patterns { globs, regexes })
     }
 
     fn is_match(&self, s: &str) -> bool {
-        self.globs.is_match(s) || self.regexes.iter().any(|r| r.is_match(s))
+        self.globs.is_match(s) || self.regex_match(s)
+    }
+
+    fn regex_match(&self, s: &str) -> bool {
+        self.regexes.as_ref().is_some_and(|r| r.is_match(s))
     }
 }
 
@@ -280,7 +291,7 @@ impl PathCond {
         let hit = |abs_set: &Patterns, tilde_set: &Patterns| {
             abs_set.is_match(&abs)
                 || tilde.is_some_and(|t| {
-                    tilde_set.is_match(t) || abs_set.regexes.iter().any(|r| r.is_match(t))
+                    tilde_set.is_match(t) || abs_set.regex_match(t)
                 })
         };
         let positive = hit(&self.abs, &self.tilde)
