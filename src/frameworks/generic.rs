@@ -3,8 +3,10 @@
 
 use serde_json::{json, Value};
 
-use super::{AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext};
-use crate::protocol::{EventType, Verdict};
+use crate::frameworks::adapter::{
+    AgentCommand, EventType, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+    Verdict,
+};
 
 /// Exit code of a blocked generic hook.
 pub const EXIT_BLOCK: i32 = 2;

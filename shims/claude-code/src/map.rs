@@ -2,10 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::{ClaudeEvent, HookName, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{ClaudeEvent, HookName, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// How deep a Claude sub-agent runs below the agent it was started by. Claude's sub-agents
 /// cannot start sub-agents of their own, so it is always one.
@@ -15,8 +14,7 @@ const SUBAGENT_DEPTH: u64 = 1;
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let hook = HookName::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Claude Code hook"))?;
+    let hook = HookName::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 

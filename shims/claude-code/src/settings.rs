@@ -10,15 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{ClaudeEvent, HookName, NAME};
-use crate::frameworks::shared::settings;
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{ClaudeEvent, HookName, SHIM};
+use crate::frameworks::adapter::shared::{settings, timeout};
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "claude-code-settings.json";
-/// Seconds our registered hook timeout exceeds the wrapper's own budget, so that the shim
-/// (which fails closed at the budget) always answers before Claude's timeout fails open.
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 
 /// The variable Claude Code reads for the program named in its exit hint
 /// (`<program> --resume <id>`; one word, else ignored).
@@ -52,10 +49,7 @@ struct Scan {
 }
 
 fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
+    SHIM.prepare_error(why)
 }
 
 fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
@@ -126,12 +120,7 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
 /// The hook command for one event. The per-run nonce makes it unique, so Claude's
 /// de-duplication of identical hook commands can never merge it with a user's hook.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: ClaudeEvent, headless: bool) -> String {
-    settings::hook_command(
-        self_exe,
-        nonce,
-        NAME,
-        &HookName::registered(event, headless),
-    )
+    SHIM.hook_command(self_exe, nonce, &HookName::registered(event, headless))
 }
 
 /// Appends our hooks to `settings` and makes sure hooks are on.
@@ -201,8 +190,9 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
                 .to_owned(),
         );
     }
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let nonce = crate::random_hex(8);
+    // Claude counts seconds, and its hook timeout fails open: the hook process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let nonce = run_nonce();
     let merged = merge(user, &run.self_exe, &nonce, timeout_s, scan.headless)?;
     let path = run.run_dir.join(SETTINGS_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(merged))

@@ -15,14 +15,12 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toml::{Table, Value as Toml};
 
-use super::{CodexEvent, NAME};
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{CodexEvent, SHIM};
+use crate::frameworks::adapter::shared::timeout;
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The source Codex names `-c` hooks by in trust keys.
 pub const SESSION_FLAGS_SOURCE: &str = "/<session-flags>/config.toml";
-/// Seconds our registered hook timeout exceeds the wrapper's own budget, so that the shim
-/// (which fails closed at the budget) always answers before Codex's timeout fails open.
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 /// Codex clamps SessionEnd hooks to this many seconds (and hashes the clamped value).
 const SESSION_END_TIMEOUT_S: u64 = 3;
 /// The hook that fires first in every `codex exec` session: if it never reaches the wrapper,
@@ -30,10 +28,7 @@ const SESSION_END_TIMEOUT_S: u64 = 3;
 pub const CANARY: CodexEvent = CodexEvent::SessionStart;
 
 fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
+    SHIM.prepare_error(why)
 }
 
 /// Root options of `codex` (and `codex exec`) that take a value, to find the subcommand.
@@ -214,7 +209,7 @@ pub fn trust_hash(
 /// The hook command for one event. The per-run nonce keeps it distinct from any hook of
 /// the user's, should Codex ever de-duplicate identical commands.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: CodexEvent) -> String {
-    crate::frameworks::shared::settings::hook_command(self_exe, nonce, NAME, event.name())
+    SHIM.hook_command(self_exe, nonce, event.name())
 }
 
 /// The user's `-c hooks…` (already applied, as a table) with our hooks appended to each
@@ -310,8 +305,9 @@ fn overrides(
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     let scan = scan(&cmd.args)?;
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let ours = overrides(&scan, &run.self_exe, &crate::random_hex(8), timeout_s)?;
+    // Codex counts seconds, and its hook timeout fails open: the hook process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let ours = overrides(&scan, &run.self_exe, &run_nonce(), timeout_s)?;
     // `-c` is a global option: before any subcommand, it applies to all of them, and it
     // never lands in a subcommand's trailing arguments (`codex sandbox linux -- …`).
     let mut args = Vec::with_capacity(cmd.args.len() + ours.len());

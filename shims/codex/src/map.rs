@@ -2,17 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{CodexEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{CodexEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// The call id Codex gives a tool call.
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = CodexEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Codex hook"))?;
+    let event = CodexEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 

@@ -2,17 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{QwenEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{QwenEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// The call ids Qwen gives a tool call (it has sent both names).
 const CALL_IDS: &[&str] = &["tool_use_id", "tool_call_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = QwenEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Qwen Code hook"))?;
+    let event = QwenEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 

@@ -6,10 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::{FrameworkError, HookContext};
+use crate::frameworks::adapter::{FrameworkError, HookContext};
 
 /// A payload that is not what `framework` sends for `hook`.
-pub fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
+fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
     FrameworkError::Shape {
         framework,
         hook: hook.to_owned(),
