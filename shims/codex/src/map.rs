@@ -36,37 +36,10 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             call["result"] = json!({"status": "success", "output": p.field("tool_response")});
             (EventType::PostAction, call)
         }
-        CodexEvent::UserPromptSubmit => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
-        CodexEvent::SessionStart => (
-            EventType::SessionStart,
-            json!({
-                "framework": NAME,
-                "source": p.field("source"),
-                "model": p.field("model"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        CodexEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        CodexEvent::Stop => (
-            EventType::PostResponse,
-            json!({
-                "response": p.field("last_assistant_message"),
-                "stop_hook_active": p.field("stop_hook_active"),
-                "context": context,
-            }),
-        ),
+        CodexEvent::UserPromptSubmit => (EventType::PrePrompt, p.prompt(context)?),
+        CodexEvent::SessionStart => (EventType::SessionStart, p.session_start(NAME, context)),
+        CodexEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
+        CodexEvent::Stop => (EventType::PostResponse, p.stop(context)),
     };
     Ok(Some(Mapped {
         event_type,

@@ -41,10 +41,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             };
             (EventType::PostAction, call)
         }
-        CopilotEvent::UserPromptSubmitted => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
+        CopilotEvent::UserPromptSubmitted => (EventType::PrePrompt, p.prompt(context)?),
         CopilotEvent::SessionStart => (
             EventType::SessionStart,
             json!({

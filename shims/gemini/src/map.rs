@@ -68,15 +68,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
                 "context": context,
             }),
         ),
-        GeminiEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
+        GeminiEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
         GeminiEvent::Notification => (
             EventType::RunLifecycle,
             json!({
