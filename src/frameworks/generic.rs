@@ -1,5 +1,8 @@
-//! The `generic` framework: AHP events in, AHP decisions out, for agents and scripts
-//! that call `ahp-wrap hook generic <event>` themselves. See `shims/generic/README.md`.
+//! The `generic` shim: AHP events in, AHP decisions out, for agents and scripts that call
+//! `ahp-wrap hook generic <event>` themselves. See `shims/generic/README.md`.
+//!
+//! Like every shim it uses only `crate::frameworks::adapter`; it has no agent of its own,
+//! so it injects nothing and lives here rather than under `shims/<name>/src/`.
 
 use serde_json::{json, Value};
 

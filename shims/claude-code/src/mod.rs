@@ -1,9 +1,14 @@
-//! The `claude-code` framework: Claude Code's hooks, injected for one run with `--settings`.
+//! The `claude-code` shim: Claude Code's hooks, injected for one run with `--settings`.
 //!
 //! Everything Claude-specific lives in this folder (`shims/claude-code/`): the injection
 //! (`settings.rs`), the payload mapping (`map.rs`), the rendering of decisions (`render.rs`),
 //! real hook payloads (`samples/`) and the README with the mapping table. The hook contract
 //! was checked on the real CLI (see the README and `tests/claude_code_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Claude Code's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;

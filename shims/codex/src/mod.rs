@@ -1,10 +1,16 @@
-//! The `codex` framework: the OpenAI Codex CLI's hooks, injected for one run with `-c`.
+//! The `codex` shim: the OpenAI Codex CLI's hooks, injected for one run with `-c`.
 //!
-//! Everything Codex-specific lives in this folder (`shims/codex/`): the injection and hook
-//! trust (`config.rs`), the payload mapping (`map.rs`), the rendering of decisions
+//! Everything Codex-specific lives in this folder (`shims/codex/`): reading the user's
+//! command line (`args.rs`), the injection and hook trust (`config.rs`), the payload mapping (`map.rs`), the rendering of decisions
 //! (`render.rs`), real hook payloads (`samples/`) and the README with the contract we
 //! verified on the real CLI (see also `tests/codex_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own config files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Codex's hook contract,
+//! the wrapper decides.
 
+mod args;
 mod config;
 mod map;
 mod render;

@@ -1,9 +1,14 @@
-//! The `copilot` framework: GitHub Copilot CLI's command hooks, injected for one run through
+//! The `copilot` shim: GitHub Copilot CLI's command hooks, injected for one run through
 //! a private `COPILOT_HOME` overlay that layers over the user's real Copilot home.
 //!
 //! Everything Copilot-specific lives in this folder (`shims/copilot/`): injection
 //! (`home.rs`), payload mapping (`map.rs`), rendering (`render.rs`), real payloads
 //! (`samples/`) and the README. Checked on the real CLI by `tests/copilot_e2e.rs`.
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own Copilot home (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Copilot CLI's hook contract,
+//! the wrapper decides.
 
 mod home;
 mod map;

@@ -1,9 +1,14 @@
-//! The `gemini` framework: Gemini CLI's hooks, injected for one run as system settings.
+//! The `gemini` shim: Gemini CLI's hooks, injected for one run as system settings.
 //!
 //! Everything Gemini-specific lives in this folder (`shims/gemini/`): the injection through
 //! `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (`settings.rs`), the payload mapping (`map.rs`), the
 //! rendering of decisions (`render.rs`), real hook payloads (`samples/`) and the README with
 //! the tables. The hook contract was checked on the real CLI (`tests/gemini_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Gemini CLI's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;

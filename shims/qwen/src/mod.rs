@@ -1,9 +1,14 @@
-//! The `qwen` framework: Qwen Code's (Claude-style) hooks, injected for one run as system
+//! The `qwen` shim: Qwen Code's (Claude-style) hooks, injected for one run as system
 //! settings through `QWEN_CODE_SYSTEM_SETTINGS_PATH`.
 //!
 //! Everything Qwen-specific lives in this folder (`shims/qwen/`): injection
 //! (`settings.rs`), payload mapping (`map.rs`), rendering (`render.rs`), real payloads
 //! (`samples/`) and the README. Checked on the real CLI by `tests/qwen_e2e.rs`.
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Qwen Code's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;
