@@ -21,7 +21,7 @@
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
 //! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
 //! - [`session`]: the run as the harness sees it, and the hook service.
-//! - [`control`]: the control socket (parent side) and the shim relay (hook side).
+//! - [`control`]: the control socket (parent side) and the hook process's relay (hook side).
 //! - [`frameworks`]: one module per agent framework (injection, mapping, rendering); each
 //!   framework's code, samples and README live in `shims/<name>/` (see `shims/README.md`).
 //! - [`policy`]: the embedded default harness.
