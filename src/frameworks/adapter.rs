@@ -15,7 +15,8 @@
 //! (with `Verdict` and `EventType` moved out of `protocol`), and the build, the tests and
 //! the release stay one `cargo` invocation. The test below fails when a file under
 //! `shims/*/src/`, `generic.rs` or `shared/` names any `crate::` path not under
-//! `crate::frameworks::adapter`, or climbs out of its module with `super::super`.
+//! `crate::frameworks::adapter`, or climbs out of its module with `super::super` (or with
+//! `super::` in a module's root file, where `super` is the core's `frameworks`).
 
 pub(crate) use super::shared::events::hook_events;
 pub use super::shared::{self, Shim};
