@@ -7,7 +7,7 @@
 /// tool-name `matcher` in the agent's settings. Lines go in the order the agent fires the
 /// events in a simple run: that is the order of `ALL`, hence of registration.
 ///
-/// ```ignore
+/// ```text
 /// hook_events! {
 ///     /// The Foo hook events we register.
 ///     pub enum FooEvent {
