@@ -48,10 +48,6 @@ struct Scan {
     subcommand: bool,
 }
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
     let mut scan = Scan {
         subcommand: args
@@ -73,13 +69,13 @@ fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
             "--settings" => {
                 let value = args
                     .get(i + 1)
-                    .ok_or_else(|| err("--settings is missing its value"))?;
+                    .ok_or_else(|| SHIM.prepare_error("--settings is missing its value"))?;
                 scan.user_settings = Some(value.clone());
                 scan.settings_args.extend([i, i + 1]);
                 i += 1;
             }
             _ if HOOKLESS_FLAGS.contains(&arg) => {
-                return Err(err(format!(
+                return Err(SHIM.prepare_error(format!(
                     "{arg} turns off Claude Code's hooks, so the run could not be supervised"
                 )))
             }
@@ -102,7 +98,7 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
         _ => {
             let path = Path::new(value);
             let text = std::fs::read_to_string(path).map_err(|e| {
-                err(format!(
+                SHIM.prepare_error(format!(
                     "cannot read the --settings file {}: {e}",
                     path.display()
                 ))
@@ -112,8 +108,8 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
     };
     match serde_json::from_str(&text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(err(format!("{from} is not a JSON object"))),
-        Err(e) => Err(err(format!("{from} is not valid JSON: {e}"))),
+        Ok(_) => Err(SHIM.prepare_error(format!("{from} is not a JSON object"))),
+        Err(e) => Err(SHIM.prepare_error(format!("{from} is not valid JSON: {e}"))),
     }
 }
 
@@ -139,7 +135,8 @@ pub fn merge(
             settings::command_group(command, timeout_s, matcher),
         )
     });
-    settings::append_hook_groups(&mut settings, "the user's --settings", groups).map_err(err)?;
+    settings::append_hook_groups(&mut settings, "the user's --settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // Without this, a `disableAllHooks: true` anywhere in the user's settings would switch
     // our hooks off too and leave the run unsupervised. A wrapped run is supervised or it
     // does not run; the price is that the user's own hooks run as well (see the README).
@@ -196,9 +193,9 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
     let merged = merge(user, &run.self_exe, &nonce, timeout_s, scan.headless)?;
     let path = run.run_dir.join(SETTINGS_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(merged))
-        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
+        .map_err(|e| SHIM.prepare_error(format!("cannot encode the settings: {e}")))?;
     std::fs::write(&path, text)
-        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| SHIM.prepare_error(format!("cannot write {}: {e}", path.display())))?;
 
     let mut args = Vec::with_capacity(cmd.args.len() + 2);
     // Ours goes first, before any `--` or positional prompt.

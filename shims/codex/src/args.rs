@@ -8,10 +8,6 @@ use toml::{Table, Value as Toml};
 use super::SHIM;
 use crate::frameworks::adapter::FrameworkError;
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 /// Root options of `codex` (and `codex exec`) that take a value, to find the subcommand.
 const VALUE_FLAGS: [&str; 20] = [
     "-c",
@@ -86,7 +82,7 @@ pub(super) fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
         let value_at = |i: usize| {
             args.get(i)
                 .and_then(|v| v.to_str())
-                .ok_or_else(|| err(format!("{flag} is missing its value")))
+                .ok_or_else(|| SHIM.prepare_error(format!("{flag} is missing its value")))
         };
         let (value, used) = match (VALUE_FLAGS.contains(&flag), inline) {
             (true, Some(v)) => (Some(v), vec![i]),
@@ -97,7 +93,7 @@ pub(super) fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
             ("-c" | "--config", Some(kv)) => {
                 let (key, raw) = kv
                     .split_once('=')
-                    .ok_or_else(|| err(format!("-c {kv:?} is not key=value")))?;
+                    .ok_or_else(|| SHIM.prepare_error(format!("-c {kv:?} is not key=value")))?;
                 let path: Vec<String> = key.trim().split('.').map(str::to_owned).collect();
                 if matches!(path[0].as_str(), "hooks" | "features") {
                     if path[0] == "hooks" {
@@ -110,7 +106,7 @@ pub(super) fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
                 }
             }
             ("--disable", Some("hooks")) => {
-                return Err(err(
+                return Err(SHIM.prepare_error(
                     "--disable hooks turns off Codex's hooks, so the run could not be supervised",
                 ))
             }

@@ -30,10 +30,6 @@ const SESSION_END_TIMEOUT_S: u64 = 3;
 /// our hooks did not run (see `AgentCommand::expect_hook`).
 pub const CANARY: CodexEvent = CodexEvent::SessionStart;
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 /// JSON with object keys sorted at every level, as Codex hashes it.
 fn canonical(v: &Value) -> String {
     match v {
@@ -92,7 +88,7 @@ pub fn merge(
     let mut hooks = match user {
         None => Table::new(),
         Some(Toml::Table(t)) => t,
-        Some(_) => return Err(err("the -c hooks=… value is not a table")),
+        Some(_) => return Err(SHIM.prepare_error("the -c hooks=… value is not a table")),
     };
     let mut trust = Table::new();
     for event in CodexEvent::ALL {
@@ -115,7 +111,9 @@ pub fn merge(
             .entry(event.name())
             .or_insert_with(|| Toml::Array(Vec::new()))
             .as_array_mut()
-            .ok_or_else(|| err(format!("the -c hooks.{} value is not a list", event.name())))?;
+            .ok_or_else(|| {
+                SHIM.prepare_error(format!("the -c hooks.{} value is not a list", event.name()))
+            })?;
         let key = format!(
             "{SESSION_FLAGS_SOURCE}:{}:{}:0",
             event.label(),
@@ -133,7 +131,7 @@ pub fn merge(
         .entry("state")
         .or_insert_with(|| Toml::Table(Table::new()))
         .as_table_mut()
-        .ok_or_else(|| err("the -c hooks.state value is not a table"))?
+        .ok_or_else(|| SHIM.prepare_error("the -c hooks.state value is not a table"))?
         .extend(trust);
     Ok(hooks)
 }
@@ -146,7 +144,7 @@ fn overrides(
     timeout_s: u64,
 ) -> Result<[OsString; 4], FrameworkError> {
     if scan.overrides.iter().any(|o| o.path == ["features"]) {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "-c features=… replaces the whole features table, which could switch hooks off; \
              set features one by one (-c features.<name>=…)",
         ));
@@ -157,7 +155,7 @@ fn overrides(
         .and_then(|f| f.get("hooks"))
         .is_some_and(|h| h.as_bool() != Some(true));
     if features_off {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "-c features.hooks turns off Codex's hooks, so the run could not be supervised",
         ));
     }

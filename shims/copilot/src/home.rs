@@ -24,10 +24,6 @@ pub const OVERLAY_DIR: &str = "copilot-home";
 /// The directory Copilot loads user hook files (`*.json`) from.
 pub const HOOKS_DIR: &str = "hooks";
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 /// The Copilot home the agent would use without us (absolute).
 pub fn real_home(copilot_home: Option<&str>, home: Option<&Path>) -> Result<PathBuf, String> {
     let path = match copilot_home.filter(|h| !h.is_empty()) {
@@ -110,7 +106,8 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
     SHIM.check_plain_exe(&run.self_exe)?;
     let copilot_home = std::env::var(ENV_HOME).ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let real = real_home(copilot_home.as_deref(), home.as_deref()).map_err(err)?;
+    let real = real_home(copilot_home.as_deref(), home.as_deref())
+        .map_err(|why| SHIM.prepare_error(why))?;
     prepare_over(run, cmd, &real)
 }
 
@@ -131,7 +128,7 @@ fn prepare_over(
         &hook_file(&run.self_exe, &nonce, timeout_s),
         &nonce,
     )
-    .map_err(err)?;
+    .map_err(|why| SHIM.prepare_error(why))?;
     cmd.env.push((ENV_HOME.into(), overlay.into()));
     // Copilot fires sessionStart in every session: without it the hooks were not loaded.
     cmd.expect_hook = Some(CopilotEvent::SessionStart.name().to_owned());

@@ -39,10 +39,6 @@ const SYSTEM: SystemSettings = SystemSettings {
     file_name: SETTINGS_FILE,
 };
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 /// The hook command for one event. Gemini expands `$VAR` anywhere in a settings value, even
 /// inside single quotes, so a `$` in it could change what runs: it is refused.
 pub fn hook_command(
@@ -68,14 +64,17 @@ pub fn merge(
         group["hooks"][0]["name"] = format!("ahp-wrap-{nonce}-{}", event.name()).into();
         groups.push((event.name(), group));
     }
-    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
+    append_hook_groups(&mut settings, "the system settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // System settings take precedence over user and workspace ones, so this keeps a user's
     // `hooksConfig.enabled: false` from switching supervision off.
     let config = settings
         .entry("hooksConfig")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or_else(|| err("\"hooksConfig\" in the system settings is not an object"))?;
+        .ok_or_else(|| {
+            SHIM.prepare_error("\"hooksConfig\" in the system settings is not an object")
+        })?;
     config.insert("enabled".into(), true.into());
     Ok(settings)
 }
@@ -99,13 +98,13 @@ fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkErro
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     if !nix::unistd::geteuid().is_root() {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
              only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
         ));
     }
     if !only_root_can_write(&run.run_dir) {
-        return Err(err(format!(
+        return Err(SHIM.prepare_error(format!(
             "the run directory {} is not writable by root alone, so Gemini would ignore settings written there",
             run.run_dir.display()
         )));

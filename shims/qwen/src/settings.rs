@@ -34,10 +34,6 @@ const SYSTEM: SystemSettings = SystemSettings {
     file_name: SETTINGS_FILE,
 };
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    SHIM.prepare_error(why)
-}
-
 /// The hook command for one event; the per-run nonce keeps it distinct from any user hook.
 pub fn hook_command(
     self_exe: &Path,
@@ -60,7 +56,8 @@ pub fn merge(
         let matcher = event.is_tool_event().then_some("*");
         groups.push((event.name(), command_group(command, timeout_s, matcher)));
     }
-    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
+    append_hook_groups(&mut settings, "the system settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // System settings win over user and workspace ones: a user's `disableAllHooks: true`
     // cannot switch supervision off.
     settings.insert("disableAllHooks".into(), false.into());
@@ -73,7 +70,7 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             break;
         }
         if HOOKLESS_FLAGS.contains(&arg) {
-            return Err(err(format!(
+            return Err(SHIM.prepare_error(format!(
                 "{arg} turns off Qwen Code's hooks, so the run could not be supervised"
             )));
         }
