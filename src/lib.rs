@@ -21,9 +21,10 @@
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
 //! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
 //! - [`session`]: the run as the harness sees it, and the hook service.
-//! - [`control`]: the control socket (parent side) and the shim relay (hook side).
-//! - [`frameworks`]: one module per agent framework (injection, mapping, rendering); each
-//!   framework's code, samples and README live in `shims/<name>/` (see `shims/README.md`).
+//! - [`control`]: the control socket (parent side) and the hook process's relay (hook side).
+//! - [`frameworks`]: one shim per agent framework (injection, mapping, rendering); each
+//!   shim's code, samples and README live in `shims/<name>/` (see `shims/README.md`), and a
+//!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
 //! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).

@@ -3,7 +3,6 @@
 
 mod common;
 
-use std::io::{Read, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -65,20 +64,9 @@ fn large_piped_data_passes_through_byte_exact() {
     let data: Vec<u8> = (0..8 * 1024 * 1024u32)
         .map(|i| (i.wrapping_mul(2654435761) >> 13) as u8)
         .collect();
-    let mut child = wrap()
-        .arg("cat")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut stdin = child.stdin.take().unwrap();
-    let input = data.clone();
-    let writer = std::thread::spawn(move || stdin.write_all(&input).unwrap());
-    let mut got = Vec::new();
-    child.stdout.take().unwrap().read_to_end(&mut got).unwrap();
-    writer.join().unwrap();
-    let status = child.wait().unwrap();
+    // The helper writes stdin and drains stdout on threads: 8 MiB fills any pipe.
+    let run = process::run_with_input(wrap().arg("cat"), &data, Duration::from_secs(60));
+    let (status, got) = (run.output.status, run.output.stdout);
     assert!(status.success());
     assert_eq!(got.len(), data.len());
     assert!(got == data, "the bytes differ");

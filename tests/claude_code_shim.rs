@@ -1,8 +1,10 @@
-//! The Claude Code shim on its own (no CLI needed): when the wrapper cannot be reached, a
-//! hook call fails closed in Claude's own deny form.
+//! The Claude Code shim's hook process on its own (no CLI needed): when the wrapper cannot
+//! be reached, a hook call fails closed in Claude's own deny form.
 
-use std::io::Write;
-use std::process::{Command, Stdio};
+mod common;
+
+use std::process::Command;
+use std::time::Duration;
 
 use serde_json::Value;
 
@@ -13,18 +15,12 @@ fn hook(event: &str, sample: &str) -> std::process::Output {
             .join(format!("{sample}.json")),
     )
     .unwrap();
-    let mut child = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
-        .args(["hook", "claude-code", event])
+    let mut hook = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    hook.args(["hook", "claude-code", event])
         .env("AHP_WRAP_SOCKET", "/nonexistent/ahp-wrap.sock")
         .env("AHP_WRAP_TOKEN", "t")
-        .env("AHP_WRAP_HOOK_TIMEOUT_MS", "2000")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child.stdin.take().unwrap().write_all(&payload).unwrap();
-    child.wait_with_output().unwrap()
+        .env("AHP_WRAP_HOOK_TIMEOUT_MS", "2000");
+    common::process::run_with_input(&mut hook, &payload, Duration::from_secs(30)).output
 }
 
 #[test]

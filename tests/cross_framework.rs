@@ -64,11 +64,12 @@ fn check(agent: &str, ws: &Path, out: &str) {
 #[test]
 fn the_policy_file_is_valid_and_its_examples_hold() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
-        .args(["policy", "check"])
-        .arg(policy_file(dir.path()))
-        .output()
-        .unwrap();
+    let out = agents::run_captured(
+        std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+            .args(["policy", "check"])
+            .arg(policy_file(dir.path())),
+        std::time::Duration::from_secs(30),
+    );
     assert!(
         out.status.success(),
         "{}",
@@ -78,6 +79,9 @@ fn the_policy_file_is_valid_and_its_examples_hold() {
 
 #[test]
 fn claude_code_follows_the_policy() {
+    if agents::skip("claude-code") {
+        return;
+    }
     let world = claude::World::new();
     let policy = policy_file(world.dir.path());
     let [(block, ..), (allow, ..)] = commands(&world.ws());
@@ -102,6 +106,9 @@ fn claude_code_follows_the_policy() {
 
 #[test]
 fn codex_follows_the_policy() {
+    if agents::skip("codex") {
+        return;
+    }
     let world = codex::World::new();
     let policy = policy_file(world.dir.path());
     let [(block, ..), (allow, ..)] = commands(&world.ws());
@@ -128,6 +135,9 @@ fn codex_follows_the_policy() {
 
 #[test]
 fn gemini_cli_follows_the_policy() {
+    if agents::skip("gemini") {
+        return;
+    }
     let world = llm::World::new(llm::Agent::Gemini);
     let policy = policy_file(world.dir.path());
     let [(block, ..), (allow, ..)] = commands(&world.ws());

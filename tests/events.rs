@@ -1,6 +1,6 @@
 //! The wrapper's own events: session_start and session_end around the agent's life,
 //! heartbeats with the agent's resource use, and error when the agent dies by a signal or
-//! a shim sends what cannot be read.
+//! a hook process sends what cannot be read.
 
 mod common;
 

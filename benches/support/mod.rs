@@ -147,7 +147,7 @@ pub fn hook_driver() {
         ]
     };
     // `hook-alone`: the hook process without the relay (no socket to reach, so it renders
-    // the fail-closed answer itself): what the shim costs as a process.
+    // the fail-closed answer itself): what the hook process costs on its own.
     let argv = |name: &str| -> Vec<String> {
         match name {
             "true" => vec!["/bin/true".into()],

@@ -1,10 +1,15 @@
-//! The `generic` framework: AHP events in, AHP decisions out, for agents and scripts
-//! that call `ahp-wrap hook generic <event>` themselves. See `shims/generic/README.md`.
+//! The `generic` shim: AHP events in, AHP decisions out, for agents and scripts that call
+//! `ahp-wrap hook generic <event>` themselves. See `shims/generic/README.md`.
+//!
+//! Like every shim it uses only `crate::frameworks::adapter`; it has no agent of its own,
+//! so it injects nothing and lives here rather than under `shims/<name>/src/`.
 
 use serde_json::{json, Value};
 
-use super::{AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext};
-use crate::protocol::{EventType, Verdict};
+use crate::frameworks::adapter::{
+    AgentCommand, EventType, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+    Verdict,
+};
 
 /// Exit code of a blocked generic hook.
 pub const EXIT_BLOCK: i32 = 2;

@@ -1,11 +1,22 @@
-//! The framework registry: what each agent framework's shim knows, behind one trait.
+//! The framework registry and the contract between the core and the shims.
 //!
-//! Everything framework-specific (how to inject hook configuration for one run, how a hook
-//! payload maps to an AHP event, how a decision is rendered back) lives in one module here
-//! plus its folder under `shims/`. The core (child, client, control socket) only ever sees a
-//! `&dyn Framework`.
+//! Owns: the [`Framework`] trait and the types it speaks ([`RunContext`], [`AgentCommand`],
+//! [`HookContext`], [`Mapped`], [`Rendered`], [`FrameworkError`]), the list of frameworks
+//! this build knows ([`all`], [`find`], [`detect`]), and the adapter API ([`adapter`]) with
+//! its shared helpers ([`shared`]).
+//!
+//! A *shim* is one framework's adapter code: how to inject hook configuration for one run,
+//! how a hook payload maps to an AHP event, how a decision is rendered back. Each lives in
+//! `shims/<name>/src/` (compiled in through the `#[path]` modules below) beside its samples
+//! and README; `generic.rs` is the one shim without an agent of its own. The core (child,
+//! client, control socket, session) only ever sees a `&dyn Framework`.
+//!
+//! Must not touch: shims import only [`adapter`] (a test there enforces it), and nothing in
+//! this module reaches into the harness client, the control socket, the session or the
+//! policy engine: deciding is the core's job, speaking the agent's contract is ours.
 
 // Each framework's code lives with the rest of its shim under `shims/<name>/`.
+pub mod adapter;
 #[path = "../../shims/claude-code/src/mod.rs"]
 pub mod claude_code;
 #[path = "../../shims/codex/src/mod.rs"]
@@ -79,7 +90,7 @@ pub struct Mapped {
     pub framework_session: Option<String>,
 }
 
-/// What the shim prints and how it exits.
+/// What the hook process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct Rendered {
     pub stdout: Vec<u8>,
@@ -105,7 +116,7 @@ pub enum FrameworkError {
     },
 }
 
-/// One agent framework's shim.
+/// One agent framework's shim: the whole of what the core knows about that framework.
 pub trait Framework: Send + Sync + 'static {
     /// The name used on the command line (`--framework`, `ahp-wrap hook <name> …`).
     fn name(&self) -> &'static str;

@@ -1,11 +1,14 @@
-//! Helpers shared by the integration tests: paths, a workspace, processes with a time
-//! limit that print everything when they fail.
+//! Helpers shared by the integration tests: paths, a gated agent, and processes with a
+//! time limit that print everything when they fail (`process.rs`, which the agent
+//! end-to-end suites share).
 
-#![allow(dead_code)]
+#![allow(dead_code, unused_imports)] // each suite uses a part
 
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Command;
+
+pub mod process;
+pub use process::{run, show};
 
 /// The `ahp-wrap` binary under test.
 pub fn wrap_bin() -> PathBuf {
@@ -36,44 +39,6 @@ pub fn support(name: &str) -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR"))
         .join("tests/support")
         .join(name)
-}
-
-/// Runs `cmd` with no stdin, at most `limit`; kills it past that and fails the test.
-pub fn run(cmd: &mut Command, limit: Duration) -> Output {
-    let shown = format!("{cmd:?}");
-    let mut child = cmd
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap_or_else(|e| panic!("cannot start {shown}: {e}"));
-    let start = Instant::now();
-    loop {
-        if child.try_wait().unwrap().is_some() {
-            break;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let out = child.wait_with_output().unwrap();
-            panic!(
-                "{shown} ran past {limit:?}\nstdout: {}\nstderr: {}",
-                String::from_utf8_lossy(&out.stdout),
-                String::from_utf8_lossy(&out.stderr)
-            );
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    child.wait_with_output().unwrap()
-}
-
-/// Everything about a finished process, for assertion messages.
-pub fn show(out: &Output) -> String {
-    format!(
-        "status: {:?}\nstdout: {}\nstderr: {}",
-        out.status,
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
 }
 
 /// A shell agent that asks the wrapper, through the generic hook, whether it may run a

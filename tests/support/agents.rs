@@ -6,15 +6,43 @@
 //! (`claude_code.rs`, `codex.rs`, `llm_agents.rs`), which adds the agent's command line
 //! and what its model API receives.
 
-use std::io::Read;
 use std::path::{Path, PathBuf};
-use std::process::{Child, Command, Output, Stdio};
+use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
+#[path = "../common/process.rs"]
+mod process;
+#[allow(unused_imports)] // each suite uses a part
+pub use process::{run as run_captured, run_within, Run};
+
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The variable that skips the end-to-end suites of agent CLIs whose setup was skipped on
+/// purpose: setup names (`claude-code,codex`), or `all`. `tests/run-all.sh` then skips their
+/// setup too. CI never sets it: there every CLI is installed and every suite runs.
+pub const SKIP_ENV: &str = "AHP_WRAP_SKIP_AGENT_E2E";
+
+/// Whether `SKIP_ENV` names `setup` (or says `all`). A test that is skipped says so on the
+/// real stderr, which the test harness does not capture.
+pub fn skip(setup: &str) -> bool {
+    let list = std::env::var(SKIP_ENV).unwrap_or_default();
+    let skipped = list
+        .split(',')
+        .map(str::trim)
+        .any(|s| s == setup || s == "all");
+    if skipped {
+        let test = std::thread::current().name().unwrap_or("a test").to_owned();
+        let _ = std::io::Write::write_all(
+            &mut std::io::stderr(),
+            format!("skipping {test}: {SKIP_ENV}={list} says the {setup} CLI was not set up\n")
+                .as_bytes(),
+        );
+    }
+    skipped
 }
 
 /// An agent CLI installed by `tests/<setup>/setup.sh` into
@@ -28,7 +56,8 @@ pub fn installed_bin(setup: &str, version: &str, exe: &str, what: &str, package:
     assert!(
         bin.exists(),
         "the {what} {version} is not installed at {}: run tests/{setup}/setup.sh first \
-         (it installs {package} from the npm registry)",
+         (it installs {package} from the npm registry), or set {SKIP_ENV}={setup} to skip \
+         its tests on purpose",
         bin.display()
     );
     bin
@@ -194,79 +223,4 @@ pub fn offline(cmd: &mut Command, dir: &TestDir) {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-}
-
-/// A finished run.
-pub struct Run {
-    pub output: Output,
-    pub elapsed: Duration,
-    pub shown: String,
-}
-
-impl Run {
-    pub fn stdout(&self) -> String {
-        String::from_utf8_lossy(&self.output.stdout).into_owned()
-    }
-
-    pub fn stderr(&self) -> String {
-        String::from_utf8_lossy(&self.output.stderr).into_owned()
-    }
-
-    /// Panics with everything about the run when `ok` is false.
-    #[track_caller]
-    pub fn check(&self, ok: bool, what: &str) {
-        assert!(ok, "{what}\n{self}");
-    }
-}
-
-impl std::fmt::Display for Run {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        write!(
-            f,
-            "command: {}\nstatus: {:?} after {:?}\n--- stdout\n{}\n--- stderr\n{}",
-            self.shown,
-            self.output.status,
-            self.elapsed,
-            self.stdout(),
-            self.stderr()
-        )
-    }
-}
-
-/// Runs `cmd` to the end within `limit`, killing it (and failing) past that.
-pub fn run_within(mut cmd: Command, limit: Duration) -> Run {
-    let shown = format!("{cmd:?}");
-    let start = Instant::now();
-    let mut child = cmd.spawn().unwrap_or_else(|e| panic!("{shown}: {e}"));
-    let pipe = |r: Option<Box<dyn Read + Send>>| {
-        std::thread::spawn(move || {
-            let mut buf = Vec::new();
-            if let Some(mut r) = r {
-                let _ = r.read_to_end(&mut buf);
-            }
-            buf
-        })
-    };
-    let out = pipe(child.stdout.take().map(|s| Box::new(s) as _));
-    let err = pipe(child.stderr.take().map(|s| Box::new(s) as _));
-    let status = loop {
-        if let Some(status) = child.try_wait().unwrap() {
-            break status;
-        }
-        if start.elapsed() > limit {
-            let _ = child.kill();
-            let _ = child.wait();
-            panic!("{shown} did not finish within {limit:?}");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    };
-    Run {
-        output: Output {
-            status,
-            stdout: out.join().unwrap(),
-            stderr: err.join().unwrap(),
-        },
-        elapsed: start.elapsed(),
-        shown,
-    }
 }

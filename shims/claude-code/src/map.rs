@@ -2,10 +2,9 @@
 
 use serde_json::{json, Value};
 
-use super::{ClaudeEvent, HookName, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{ClaudeEvent, HookName, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// How deep a Claude sub-agent runs below the agent it was started by. Claude's sub-agents
 /// cannot start sub-agents of their own, so it is always one.
@@ -15,8 +14,7 @@ const SUBAGENT_DEPTH: u64 = 1;
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let hook = HookName::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Claude Code hook"))?;
+    let hook = HookName::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 
@@ -36,11 +34,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
         }
         ClaudeEvent::PostToolUse => {
             let mut call = p.tool_call(context, CALL_IDS)?;
-            call["result"] = json!({
-                "status": "success",
-                "output": p.field("tool_response"),
-                "duration_ms": p.field("duration_ms"),
-            });
+            call["result"] = p.tool_success();
             (EventType::PostAction, call)
         }
         ClaudeEvent::PostToolUseFailure => {
@@ -53,37 +47,10 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             });
             (EventType::PostAction, call)
         }
-        ClaudeEvent::UserPromptSubmit => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
-        ClaudeEvent::SessionStart => (
-            EventType::SessionStart,
-            json!({
-                "framework": NAME,
-                "source": p.field("source"),
-                "model": p.field("model"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        ClaudeEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        ClaudeEvent::Stop => (
-            EventType::PostResponse,
-            json!({
-                "response": p.field("last_assistant_message"),
-                "stop_hook_active": p.field("stop_hook_active"),
-                "context": context,
-            }),
-        ),
+        ClaudeEvent::UserPromptSubmit => (EventType::PrePrompt, p.prompt(context)?),
+        ClaudeEvent::SessionStart => (EventType::SessionStart, p.session_start(NAME, context)),
+        ClaudeEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
+        ClaudeEvent::Stop => (EventType::PostResponse, p.stop(context)),
         ClaudeEvent::StopFailure => (
             EventType::Error,
             json!({

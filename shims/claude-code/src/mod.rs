@@ -1,18 +1,23 @@
-//! The `claude-code` framework: Claude Code's hooks, injected for one run with `--settings`.
+//! The `claude-code` shim: Claude Code's hooks, injected for one run with `--settings`.
 //!
 //! Everything Claude-specific lives in this folder (`shims/claude-code/`): the injection
 //! (`settings.rs`), the payload mapping (`map.rs`), the rendering of decisions (`render.rs`),
 //! real hook payloads (`samples/`) and the README with the mapping table. The hook contract
 //! was checked on the real CLI (see the README and `tests/claude_code_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Claude Code's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;
 mod settings;
 
-use crate::frameworks::{
-    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
 };
-use crate::protocol::Verdict;
 
 /// The framework's name on the command line and in `ahp-wrap hook claude-code <Event>`.
 pub const NAME: &str = "claude-code";
@@ -21,68 +26,27 @@ pub const NAME: &str = "claude-code";
 /// to answer Claude's own "ask", so an escalation follows the wrapper's fail mode.
 const HEADLESS_SUFFIX: &str = ".print";
 
-/// The Claude Code hook events we register, and how each one is treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ClaudeEvent {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PermissionRequest,
-    PostToolUse,
-    PostToolUseFailure,
-    Stop,
-    StopFailure,
-    SubagentStart,
-    SubagentStop,
-    SessionEnd,
-}
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "Claude Code",
+};
 
-impl ClaudeEvent {
-    /// Every event we register, in the order Claude fires them in a simple run.
-    pub const ALL: [ClaudeEvent; 11] = [
-        ClaudeEvent::SessionStart,
-        ClaudeEvent::UserPromptSubmit,
-        ClaudeEvent::PreToolUse,
-        ClaudeEvent::PermissionRequest,
-        ClaudeEvent::PostToolUse,
-        ClaudeEvent::PostToolUseFailure,
-        ClaudeEvent::Stop,
-        ClaudeEvent::StopFailure,
-        ClaudeEvent::SubagentStart,
-        ClaudeEvent::SubagentStop,
-        ClaudeEvent::SessionEnd,
-    ];
-
-    /// Claude's name for the event (the key under `hooks` in its settings).
-    pub fn name(self) -> &'static str {
-        match self {
-            ClaudeEvent::SessionStart => "SessionStart",
-            ClaudeEvent::UserPromptSubmit => "UserPromptSubmit",
-            ClaudeEvent::PreToolUse => "PreToolUse",
-            ClaudeEvent::PermissionRequest => "PermissionRequest",
-            ClaudeEvent::PostToolUse => "PostToolUse",
-            ClaudeEvent::PostToolUseFailure => "PostToolUseFailure",
-            ClaudeEvent::Stop => "Stop",
-            ClaudeEvent::StopFailure => "StopFailure",
-            ClaudeEvent::SubagentStart => "SubagentStart",
-            ClaudeEvent::SubagentStop => "SubagentStop",
-            ClaudeEvent::SessionEnd => "SessionEnd",
-        }
-    }
-
-    /// Tool events take a `matcher` (a tool-name pattern) in Claude's settings.
-    pub fn is_tool_event(self) -> bool {
-        matches!(
-            self,
-            ClaudeEvent::PreToolUse
-                | ClaudeEvent::PermissionRequest
-                | ClaudeEvent::PostToolUse
-                | ClaudeEvent::PostToolUseFailure
-        )
-    }
-
-    fn parse(name: &str) -> Option<ClaudeEvent> {
-        ClaudeEvent::ALL.into_iter().find(|e| e.name() == name)
+hook_events! {
+    /// The Claude Code hook events we register (in the order Claude fires them in a simple
+    /// run). Tool events take a `matcher` (a tool-name pattern) in Claude's settings.
+    pub enum ClaudeEvent {
+        SessionStart = "SessionStart",
+        UserPromptSubmit = "UserPromptSubmit",
+        PreToolUse = "PreToolUse" [tool],
+        PermissionRequest = "PermissionRequest" [tool],
+        PostToolUse = "PostToolUse" [tool],
+        PostToolUseFailure = "PostToolUseFailure" [tool],
+        Stop = "Stop",
+        StopFailure = "StopFailure",
+        SubagentStart = "SubagentStart",
+        SubagentStop = "SubagentStop",
+        SessionEnd = "SessionEnd",
     }
 }
 
@@ -157,7 +121,10 @@ mod tests {
         for event in ClaudeEvent::ALL {
             for headless in [false, true] {
                 let name = HookName::registered(event, headless);
-                assert!(crate::control::wire::is_word(&name), "{name}");
+                assert!(
+                    crate::frameworks::adapter::testing::is_word(&name),
+                    "{name}"
+                );
                 assert_eq!(HookName::parse(&name), Some(HookName { event, headless }));
             }
         }
@@ -181,7 +148,7 @@ mod tests {
 
     #[test]
     fn detected_by_executable_name() {
-        let fw = crate::frameworks::detect(Path::new("/opt/bin/claude"));
+        let fw = crate::frameworks::adapter::testing::detect(Path::new("/opt/bin/claude"));
         assert_eq!(fw.name(), NAME);
     }
 }

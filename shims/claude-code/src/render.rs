@@ -6,17 +6,13 @@
 
 use serde_json::{json, Value};
 
-use super::{ClaudeEvent, HookName};
-use crate::frameworks::shared::output::{
-    context_or_silence, decision, hook_specific, permission_decision, stderr_exit,
-    unapplicable_modify,
+use super::{ClaudeEvent, HookName, SHIM};
+use crate::frameworks::adapter::shared::output::{
+    context_or_silence, decision, hook_specific, notification, permission_decision, stderr_exit,
+    unapplicable,
 };
-use crate::frameworks::shared::{additional_context, updated_input};
-use crate::frameworks::{HookContext, Mapped, Rendered};
-use crate::protocol::Verdict;
-
-/// How Claude Code is named in the reasons the model reads.
-const AGENT: &str = "Claude Code";
+use crate::frameworks::adapter::shared::{additional_context, updated_input};
+use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 
 /// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
 /// on stderr. Used only for hook names we do not know.
@@ -26,10 +22,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 
 pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
     let Some(hook) = HookName::parse(cx.hook) else {
-        let reason = verdict
-            .reason()
-            .unwrap_or("ahp-wrap does not know this Claude Code hook");
-        return stderr_exit(reason, EXIT_BLOCK);
+        return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
     match hook.event {
         ClaudeEvent::PreToolUse => pre_tool_use(verdict),
@@ -43,13 +36,10 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         | ClaudeEvent::StopFailure
         | ClaudeEvent::SubagentStart
         | ClaudeEvent::SubagentStop
-        | ClaudeEvent::SessionEnd => notification(verdict),
-    }
-}
-
-fn bad_modify(why: String) -> Verdict {
-    Verdict::Block {
-        reason: unapplicable_modify(&why),
+        // Events that cannot be refused: a block (the relay failed) becomes a hook error
+        // Claude reports, never a `decision: block`, which for Stop would make the agent
+        // go on.
+        | ClaudeEvent::SessionEnd => notification(verdict, EXIT_HOOK_ERROR),
     }
 }
 
@@ -60,7 +50,7 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(input) => out("allow", "modified by the AHP harness", Some(input)),
-            Err(why) => pre_tool_use(&bad_modify(why)),
+            Err(why) => pre_tool_use(&unapplicable(&why)),
         };
     }
     match verdict {
@@ -79,7 +69,7 @@ fn permission_request(verdict: &Verdict) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(input) => out(json!({"behavior": "allow", "updatedInput": input})),
-            Err(why) => permission_request(&bad_modify(why)),
+            Err(why) => permission_request(&unapplicable(&why)),
         };
     }
     match verdict {
@@ -124,26 +114,17 @@ fn with_context(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
     }
 }
 
-/// Events that cannot be refused: a block (the relay failed) becomes a hook error Claude
-/// reports, never a `decision: block`, which for Stop would make the agent go on.
-fn notification(verdict: &Verdict) -> Rendered {
-    match verdict {
-        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
-        _ => Rendered::default(),
-    }
-}
-
 fn unexpected(verdict: &Verdict) -> String {
-    crate::frameworks::shared::output::unexpected(verdict, AGENT)
+    SHIM.unexpected(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::shared::output::testing::{allow, block, cx};
+    use crate::frameworks::adapter::testing::{allow, block, cx};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        crate::frameworks::shared::output::testing::out(render, hook, verdict)
+        crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

@@ -10,15 +10,12 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
-use super::{ClaudeEvent, HookName, NAME};
-use crate::frameworks::shared::settings;
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{ClaudeEvent, HookName, SHIM};
+use crate::frameworks::adapter::shared::{settings, timeout};
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "claude-code-settings.json";
-/// Seconds our registered hook timeout exceeds the wrapper's own budget, so that the shim
-/// (which fails closed at the budget) always answers before Claude's timeout fails open.
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 
 /// The variable Claude Code reads for the program named in its exit hint
 /// (`<program> --resume <id>`; one word, else ignored).
@@ -51,13 +48,6 @@ struct Scan {
     subcommand: bool,
 }
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
-}
-
 fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
     let mut scan = Scan {
         subcommand: args
@@ -79,13 +69,13 @@ fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
             "--settings" => {
                 let value = args
                     .get(i + 1)
-                    .ok_or_else(|| err("--settings is missing its value"))?;
+                    .ok_or_else(|| SHIM.prepare_error("--settings is missing its value"))?;
                 scan.user_settings = Some(value.clone());
                 scan.settings_args.extend([i, i + 1]);
                 i += 1;
             }
             _ if HOOKLESS_FLAGS.contains(&arg) => {
-                return Err(err(format!(
+                return Err(SHIM.prepare_error(format!(
                     "{arg} turns off Claude Code's hooks, so the run could not be supervised"
                 )))
             }
@@ -108,7 +98,7 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
         _ => {
             let path = Path::new(value);
             let text = std::fs::read_to_string(path).map_err(|e| {
-                err(format!(
+                SHIM.prepare_error(format!(
                     "cannot read the --settings file {}: {e}",
                     path.display()
                 ))
@@ -118,20 +108,15 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
     };
     match serde_json::from_str(&text) {
         Ok(Value::Object(map)) => Ok(map),
-        Ok(_) => Err(err(format!("{from} is not a JSON object"))),
-        Err(e) => Err(err(format!("{from} is not valid JSON: {e}"))),
+        Ok(_) => Err(SHIM.prepare_error(format!("{from} is not a JSON object"))),
+        Err(e) => Err(SHIM.prepare_error(format!("{from} is not valid JSON: {e}"))),
     }
 }
 
 /// The hook command for one event. The per-run nonce makes it unique, so Claude's
 /// de-duplication of identical hook commands can never merge it with a user's hook.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: ClaudeEvent, headless: bool) -> String {
-    settings::hook_command(
-        self_exe,
-        nonce,
-        NAME,
-        &HookName::registered(event, headless),
-    )
+    SHIM.hook_command(self_exe, nonce, &HookName::registered(event, headless))
 }
 
 /// Appends our hooks to `settings` and makes sure hooks are on.
@@ -150,7 +135,8 @@ pub fn merge(
             settings::command_group(command, timeout_s, matcher),
         )
     });
-    settings::append_hook_groups(&mut settings, "the user's --settings", groups).map_err(err)?;
+    settings::append_hook_groups(&mut settings, "the user's --settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // Without this, a `disableAllHooks: true` anywhere in the user's settings would switch
     // our hooks off too and leave the run unsupervised. A wrapped run is supervised or it
     // does not run; the price is that the user's own hooks run as well (see the README).
@@ -201,14 +187,15 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
                 .to_owned(),
         );
     }
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let nonce = crate::random_hex(8);
+    // Claude counts seconds, and its hook timeout fails open: the hook process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let nonce = run_nonce();
     let merged = merge(user, &run.self_exe, &nonce, timeout_s, scan.headless)?;
     let path = run.run_dir.join(SETTINGS_FILE);
     let text = serde_json::to_vec_pretty(&Value::Object(merged))
-        .map_err(|e| err(format!("cannot encode the settings: {e}")))?;
+        .map_err(|e| SHIM.prepare_error(format!("cannot encode the settings: {e}")))?;
     std::fs::write(&path, text)
-        .map_err(|e| err(format!("cannot write {}: {e}", path.display())))?;
+        .map_err(|e| SHIM.prepare_error(format!("cannot write {}: {e}", path.display())))?;
 
     let mut args = Vec::with_capacity(cmd.args.len() + 2);
     // Ours goes first, before any `--` or positional prompt.

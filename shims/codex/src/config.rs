@@ -15,160 +15,20 @@ use serde_json::{json, Value};
 use sha2::{Digest, Sha256};
 use toml::{Table, Value as Toml};
 
-use super::{CodexEvent, NAME};
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+#[cfg(test)]
+use super::args::parse_value;
+use super::args::{apply, scan, Scan};
+use super::{CodexEvent, SHIM};
+use crate::frameworks::adapter::shared::timeout;
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The source Codex names `-c` hooks by in trust keys.
 pub const SESSION_FLAGS_SOURCE: &str = "/<session-flags>/config.toml";
-/// Seconds our registered hook timeout exceeds the wrapper's own budget, so that the shim
-/// (which fails closed at the budget) always answers before Codex's timeout fails open.
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 /// Codex clamps SessionEnd hooks to this many seconds (and hashes the clamped value).
 const SESSION_END_TIMEOUT_S: u64 = 3;
 /// The hook that fires first in every `codex exec` session: if it never reaches the wrapper,
 /// our hooks did not run (see `AgentCommand::expect_hook`).
 pub const CANARY: CodexEvent = CodexEvent::SessionStart;
-
-fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
-}
-
-/// Root options of `codex` (and `codex exec`) that take a value, to find the subcommand.
-const VALUE_FLAGS: [&str; 20] = [
-    "-c",
-    "--config",
-    "--enable",
-    "--disable",
-    "--remote",
-    "--remote-auth-token-env",
-    "-i",
-    "--image",
-    "-m",
-    "--model",
-    "--local-provider",
-    "-p",
-    "--profile",
-    "-s",
-    "--sandbox",
-    "-C",
-    "--cd",
-    "--add-dir",
-    "-a",
-    "--ask-for-approval",
-];
-
-/// One `-c key=value` of the user's that concerns hooks or features.
-#[derive(Debug, Clone, PartialEq)]
-struct Override {
-    path: Vec<String>,
-    value: Toml,
-}
-
-/// What we found on the user's command line.
-#[derive(Debug, Default, PartialEq)]
-struct Scan {
-    /// The user's `-c` overrides under `hooks` or `features`, in the order Codex applies them.
-    overrides: Vec<Override>,
-    /// Indices of the arguments that carried a `-c hooks…`: replaced by our merged one.
-    hook_args: Vec<usize>,
-    /// The subcommand is `exec` (or `e`): a session whose first hook is `SessionStart`.
-    exec: bool,
-}
-
-/// A `-c` value as Codex reads it: TOML if it parses, else the raw string.
-fn parse_value(raw: &str) -> Toml {
-    match format!("_x_ = {raw}").parse::<Table>() {
-        Ok(mut t) => t
-            .remove("_x_")
-            .unwrap_or_else(|| Toml::String(raw.to_owned())),
-        Err(_) => Toml::String(raw.to_owned()),
-    }
-}
-
-fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
-    let mut scan = Scan::default();
-    let mut positional_seen = false;
-    let mut i = 0;
-    while i < args.len() {
-        // Arguments that are not UTF-8 are never one of Codex's flags.
-        let Some(arg) = args[i].to_str() else {
-            positional_seen = true;
-            i += 1;
-            continue;
-        };
-        if arg == "--" {
-            break;
-        }
-        let (flag, inline) = match arg.split_once('=') {
-            Some((f, v)) if f.starts_with("--") => (f, Some(v)),
-            _ if arg.starts_with("-c") && arg.len() > 2 => ("-c", Some(&arg[2..])),
-            _ => (arg, None),
-        };
-        let value_at = |i: usize| {
-            args.get(i)
-                .and_then(|v| v.to_str())
-                .ok_or_else(|| err(format!("{flag} is missing its value")))
-        };
-        let (value, used) = match (VALUE_FLAGS.contains(&flag), inline) {
-            (true, Some(v)) => (Some(v), vec![i]),
-            (true, None) => (Some(value_at(i + 1)?), vec![i, i + 1]),
-            (false, _) => (None, vec![i]),
-        };
-        match (flag, value) {
-            ("-c" | "--config", Some(kv)) => {
-                let (key, raw) = kv
-                    .split_once('=')
-                    .ok_or_else(|| err(format!("-c {kv:?} is not key=value")))?;
-                let path: Vec<String> = key.trim().split('.').map(str::to_owned).collect();
-                if matches!(path[0].as_str(), "hooks" | "features") {
-                    if path[0] == "hooks" {
-                        scan.hook_args.extend(&used);
-                    }
-                    scan.overrides.push(Override {
-                        path,
-                        value: parse_value(raw.trim()),
-                    });
-                }
-            }
-            ("--disable", Some("hooks")) => {
-                return Err(err(
-                    "--disable hooks turns off Codex's hooks, so the run could not be supervised",
-                ))
-            }
-            (_, None) if !arg.starts_with('-') && !positional_seen => {
-                positional_seen = true;
-                scan.exec = matches!(arg, "exec" | "e");
-            }
-            _ => {}
-        }
-        i += used.len();
-    }
-    Ok(scan)
-}
-
-/// Applies `-c` overrides the way Codex does: walk the dotted path, creating (or replacing
-/// with) tables, and set the last key. A later override of the same path wins.
-fn apply(overrides: &[Override]) -> Table {
-    let mut root = Table::new();
-    for o in overrides {
-        let (last, parents) = o.path.split_last().expect("split never yields nothing");
-        let mut table = &mut root;
-        for key in parents {
-            let slot = table
-                .entry(key.clone())
-                .or_insert_with(|| Toml::Table(Table::new()));
-            if !slot.is_table() {
-                *slot = Toml::Table(Table::new());
-            }
-            table = slot.as_table_mut().expect("made a table just above");
-        }
-        table.insert(last.clone(), o.value.clone());
-    }
-    root
-}
 
 /// JSON with object keys sorted at every level, as Codex hashes it.
 fn canonical(v: &Value) -> String {
@@ -214,7 +74,7 @@ pub fn trust_hash(
 /// The hook command for one event. The per-run nonce keeps it distinct from any hook of
 /// the user's, should Codex ever de-duplicate identical commands.
 pub fn hook_command(self_exe: &Path, nonce: &str, event: CodexEvent) -> String {
-    crate::frameworks::shared::settings::hook_command(self_exe, nonce, NAME, event.name())
+    SHIM.hook_command(self_exe, nonce, event.name())
 }
 
 /// The user's `-c hooks…` (already applied, as a table) with our hooks appended to each
@@ -228,7 +88,7 @@ pub fn merge(
     let mut hooks = match user {
         None => Table::new(),
         Some(Toml::Table(t)) => t,
-        Some(_) => return Err(err("the -c hooks=… value is not a table")),
+        Some(_) => return Err(SHIM.prepare_error("the -c hooks=… value is not a table")),
     };
     let mut trust = Table::new();
     for event in CodexEvent::ALL {
@@ -251,7 +111,9 @@ pub fn merge(
             .entry(event.name())
             .or_insert_with(|| Toml::Array(Vec::new()))
             .as_array_mut()
-            .ok_or_else(|| err(format!("the -c hooks.{} value is not a list", event.name())))?;
+            .ok_or_else(|| {
+                SHIM.prepare_error(format!("the -c hooks.{} value is not a list", event.name()))
+            })?;
         let key = format!(
             "{SESSION_FLAGS_SOURCE}:{}:{}:0",
             event.label(),
@@ -269,7 +131,7 @@ pub fn merge(
         .entry("state")
         .or_insert_with(|| Toml::Table(Table::new()))
         .as_table_mut()
-        .ok_or_else(|| err("the -c hooks.state value is not a table"))?
+        .ok_or_else(|| SHIM.prepare_error("the -c hooks.state value is not a table"))?
         .extend(trust);
     Ok(hooks)
 }
@@ -282,7 +144,7 @@ fn overrides(
     timeout_s: u64,
 ) -> Result<[OsString; 4], FrameworkError> {
     if scan.overrides.iter().any(|o| o.path == ["features"]) {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "-c features=… replaces the whole features table, which could switch hooks off; \
              set features one by one (-c features.<name>=…)",
         ));
@@ -293,7 +155,7 @@ fn overrides(
         .and_then(|f| f.get("hooks"))
         .is_some_and(|h| h.as_bool() != Some(true));
     if features_off {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "-c features.hooks turns off Codex's hooks, so the run could not be supervised",
         ));
     }
@@ -310,8 +172,9 @@ fn overrides(
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     let scan = scan(&cmd.args)?;
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let ours = overrides(&scan, &run.self_exe, &crate::random_hex(8), timeout_s)?;
+    // Codex counts seconds, and its hook timeout fails open: the hook process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let ours = overrides(&scan, &run.self_exe, &run_nonce(), timeout_s)?;
     // `-c` is a global option: before any subcommand, it applies to all of them, and it
     // never lands in a subcommand's trailing arguments (`codex sandbox linux -- …`).
     let mut args = Vec::with_capacity(cmd.args.len() + ours.len());
@@ -363,36 +226,6 @@ mod tests {
             trust_hash(CodexEvent::PermissionRequest, Some("*"), "x é \"q\"", 17),
             "sha256:097aa8c00878246ee4b916ca790816c390fb5dbd8487aed162d8ae828bc356f1"
         );
-    }
-
-    #[test]
-    fn scan_finds_exec_and_the_users_hook_overrides() {
-        let s = scan(&os(&[
-            "-m",
-            "exec",
-            "-c",
-            "hooks.Stop=[]",
-            "exec",
-            "--config=features.x=true",
-            "-chooks.state={}",
-            "-c",
-            "model=\"o3\"",
-            "fix it",
-            "--",
-            "-c",
-            "hooks.PreToolUse=[]",
-        ]))
-        .unwrap();
-        // `exec` after -m is the model's name; the second one is the subcommand.
-        assert!(s.exec);
-        assert_eq!(s.hook_args, vec![2, 3, 6]);
-        let paths: Vec<String> = s.overrides.iter().map(|o| o.path.join(".")).collect();
-        assert_eq!(paths, ["hooks.Stop", "features.x", "hooks.state"]);
-        assert_eq!(s.overrides[1].value, Toml::Boolean(true));
-        assert!(!scan(&os(&["fix it", "exec"])).unwrap().exec);
-        assert!(scan(&os(&["e", "x"])).unwrap().exec);
-        // A value that is not TOML is a string, as in Codex.
-        assert_eq!(parse_value("not toml"), Toml::String("not toml".into()));
     }
 
     #[test]
@@ -453,25 +286,6 @@ mod tests {
         assert!(merge(Some(Toml::Integer(1)), Path::new("x"), "n", 1).is_err());
         let bad = apply(&scan(&os(&["-c", "hooks.Stop=3"])).unwrap().overrides);
         assert!(merge(bad.get("hooks").cloned(), Path::new("x"), "n", 1).is_err());
-    }
-
-    #[test]
-    fn later_overrides_win_as_in_codex() {
-        let s = scan(&os(&[
-            "-c",
-            "hooks.Stop=[1]",
-            "-c",
-            "hooks={Stop=[2], PreToolUse=[3]}",
-            "-c",
-            "hooks.PreToolUse=[4]",
-        ]))
-        .unwrap();
-        let t = apply(&s.overrides);
-        assert_eq!(t["hooks"]["Stop"], Toml::Array(vec![Toml::Integer(2)]));
-        assert_eq!(
-            t["hooks"]["PreToolUse"],
-            Toml::Array(vec![Toml::Integer(4)])
-        );
     }
 
     #[test]

@@ -2,17 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{CodexEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{CodexEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// The call id Codex gives a tool call.
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = CodexEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Codex hook"))?;
+    let event = CodexEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 
@@ -38,37 +36,10 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             call["result"] = json!({"status": "success", "output": p.field("tool_response")});
             (EventType::PostAction, call)
         }
-        CodexEvent::UserPromptSubmit => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
-        CodexEvent::SessionStart => (
-            EventType::SessionStart,
-            json!({
-                "framework": NAME,
-                "source": p.field("source"),
-                "model": p.field("model"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        CodexEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        CodexEvent::Stop => (
-            EventType::PostResponse,
-            json!({
-                "response": p.field("last_assistant_message"),
-                "stop_hook_active": p.field("stop_hook_active"),
-                "context": context,
-            }),
-        ),
+        CodexEvent::UserPromptSubmit => (EventType::PrePrompt, p.prompt(context)?),
+        CodexEvent::SessionStart => (EventType::SessionStart, p.session_start(NAME, context)),
+        CodexEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
+        CodexEvent::Stop => (EventType::PostResponse, p.stop(context)),
     };
     Ok(Some(Mapped {
         event_type,

@@ -1,61 +1,51 @@
-//! The `codex` framework: the OpenAI Codex CLI's hooks, injected for one run with `-c`.
+//! The `codex` shim: the OpenAI Codex CLI's hooks, injected for one run with `-c`.
 //!
-//! Everything Codex-specific lives in this folder (`shims/codex/`): the injection and hook
-//! trust (`config.rs`), the payload mapping (`map.rs`), the rendering of decisions
+//! Everything Codex-specific lives in this folder (`shims/codex/`): reading the user's
+//! command line (`args.rs`), the injection and hook trust (`config.rs`), the payload mapping (`map.rs`), the rendering of decisions
 //! (`render.rs`), real hook payloads (`samples/`) and the README with the contract we
 //! verified on the real CLI (see also `tests/codex_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own config files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Codex's hook contract,
+//! the wrapper decides.
 
+mod args;
 mod config;
 mod map;
 mod render;
 
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
-use crate::frameworks::{
-    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
 };
-use crate::protocol::Verdict;
 
 /// The framework's name on the command line and in `ahp-wrap hook codex <Event>`.
 pub const NAME: &str = "codex";
 
-/// The Codex hook events we register, and how each one is treated.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CodexEvent {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PermissionRequest,
-    PostToolUse,
-    Stop,
-    SessionEnd,
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "Codex",
+};
+
+hook_events! {
+    /// The Codex hook events we register (in the order Codex fires them in a simple run).
+    /// Tool events take a `matcher` (a regex on the tool name) in Codex's config.
+    pub enum CodexEvent {
+        SessionStart = "SessionStart",
+        UserPromptSubmit = "UserPromptSubmit",
+        PreToolUse = "PreToolUse" [tool],
+        PermissionRequest = "PermissionRequest" [tool],
+        PostToolUse = "PostToolUse" [tool],
+        Stop = "Stop",
+        SessionEnd = "SessionEnd",
+    }
 }
 
 impl CodexEvent {
-    /// Every event we register, in the order Codex fires them in a simple run.
-    pub const ALL: [CodexEvent; 7] = [
-        CodexEvent::SessionStart,
-        CodexEvent::UserPromptSubmit,
-        CodexEvent::PreToolUse,
-        CodexEvent::PermissionRequest,
-        CodexEvent::PostToolUse,
-        CodexEvent::Stop,
-        CodexEvent::SessionEnd,
-    ];
-
-    /// Codex's name for the event (the key under `hooks` in its config).
-    pub fn name(self) -> &'static str {
-        match self {
-            CodexEvent::SessionStart => "SessionStart",
-            CodexEvent::UserPromptSubmit => "UserPromptSubmit",
-            CodexEvent::PreToolUse => "PreToolUse",
-            CodexEvent::PermissionRequest => "PermissionRequest",
-            CodexEvent::PostToolUse => "PostToolUse",
-            CodexEvent::Stop => "Stop",
-            CodexEvent::SessionEnd => "SessionEnd",
-        }
-    }
-
     /// The event's label in Codex's hook-trust keys and hashes (`hooks.state`).
     pub fn label(self) -> &'static str {
         match self {
@@ -67,18 +57,6 @@ impl CodexEvent {
             CodexEvent::Stop => "stop",
             CodexEvent::SessionEnd => "session_end",
         }
-    }
-
-    /// Tool events take a `matcher` (a regex on the tool name) in Codex's config.
-    pub fn is_tool_event(self) -> bool {
-        matches!(
-            self,
-            CodexEvent::PreToolUse | CodexEvent::PermissionRequest | CodexEvent::PostToolUse
-        )
-    }
-
-    pub fn parse(name: &str) -> Option<CodexEvent> {
-        CodexEvent::ALL.into_iter().find(|e| e.name() == name)
     }
 }
 
@@ -118,7 +96,7 @@ mod tests {
     #[test]
     fn hook_names_round_trip() {
         for event in CodexEvent::ALL {
-            assert!(crate::control::wire::is_word(event.name()));
+            assert!(crate::frameworks::adapter::testing::is_word(event.name()));
             assert_eq!(CodexEvent::parse(event.name()), Some(event));
         }
         assert_eq!(CodexEvent::parse("PreCompact"), None);
@@ -132,7 +110,7 @@ mod tests {
             interactive: true,
         };
         assert!(!Codex.native_ask(&cx));
-        let fw = crate::frameworks::detect(Path::new("/usr/local/bin/codex"));
+        let fw = crate::frameworks::adapter::testing::detect(Path::new("/usr/local/bin/codex"));
         assert_eq!(fw.name(), NAME);
     }
 }

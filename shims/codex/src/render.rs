@@ -7,17 +7,12 @@
 
 use serde_json::{json, Value};
 
-use super::CodexEvent;
-use crate::frameworks::shared::output::{
-    context_or_silence, decision, hook_specific, permission_decision, stderr_exit,
-    unapplicable_modify,
+use super::{CodexEvent, SHIM};
+use crate::frameworks::adapter::shared::output::{
+    context_or_silence, decision, hook_specific, permission_decision, stderr_exit, unapplicable,
 };
-use crate::frameworks::shared::{additional_context, updated_input};
-use crate::frameworks::{HookContext, Mapped, Rendered};
-use crate::protocol::Verdict;
-
-/// How Codex is named in the reasons the model reads.
-const AGENT: &str = "Codex";
+use crate::frameworks::adapter::shared::{additional_context, updated_input};
+use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 
 /// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
 /// stderr. Used only for hook names we do not know.
@@ -27,11 +22,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 
 pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
     let Some(event) = CodexEvent::parse(cx.hook) else {
-        let reason = non_empty(
-            verdict
-                .reason()
-                .unwrap_or("ahp-wrap does not know this Codex hook"),
-        );
+        let reason = non_empty(&SHIM.unknown_hook_reason(verdict));
         return stderr_exit(&reason, EXIT_BLOCK);
     };
     match event {
@@ -54,12 +45,6 @@ fn non_empty(reason: &str) -> String {
     }
 }
 
-fn bad_modify(why: String) -> Verdict {
-    Verdict::Block {
-        reason: unapplicable_modify(&why),
-    }
-}
-
 fn pre_tool_use(verdict: &Verdict) -> Rendered {
     let out = |decision: &str, reason: &str, input| {
         permission_decision("PreToolUse", decision, &non_empty(reason), input)
@@ -71,10 +56,10 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
             Ok(input) if input.get("command").is_some_and(Value::is_string) => {
                 out("allow", "modified by the AHP harness", Some(input))
             }
-            Ok(_) => pre_tool_use(&bad_modify(
-                "Codex needs a string \"command\" in the new tool input".into(),
+            Ok(_) => pre_tool_use(&unapplicable(
+                "Codex needs a string \"command\" in the new tool input",
             )),
-            Err(why) => pre_tool_use(&bad_modify(why)),
+            Err(why) => pre_tool_use(&unapplicable(&why)),
         };
     }
     match verdict {
@@ -154,16 +139,16 @@ fn notification_error(reason: &str) -> Rendered {
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    crate::frameworks::shared::output::unexpected(verdict, AGENT)
+    SHIM.unexpected(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::shared::output::testing::{allow, block, cx, modify};
+    use crate::frameworks::adapter::testing::{allow, block, cx, modify};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        crate::frameworks::shared::output::testing::out(render, hook, verdict)
+        crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     /// The only deny Codex honours: exit 0, `permissionDecision: "deny"`, a reason.

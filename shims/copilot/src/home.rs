@@ -13,8 +13,9 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use super::{CopilotEvent, NAME};
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{CopilotEvent, SHIM};
+use crate::frameworks::adapter::shared::timeout;
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The variable naming Copilot's home directory.
 pub const ENV_HOME: &str = "COPILOT_HOME";
@@ -22,16 +23,6 @@ pub const ENV_HOME: &str = "COPILOT_HOME";
 pub const OVERLAY_DIR: &str = "copilot-home";
 /// The directory Copilot loads user hook files (`*.json`) from.
 pub const HOOKS_DIR: &str = "hooks";
-/// Seconds our registered hook timeout exceeds the wrapper's budget. Copilot counts
-/// seconds and a timeout lets the tool call through, so the shim must answer first.
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
-
-fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
-}
 
 /// The Copilot home the agent would use without us (absolute).
 pub fn real_home(copilot_home: Option<&str>, home: Option<&Path>) -> Result<PathBuf, String> {
@@ -50,12 +41,12 @@ pub fn real_home(copilot_home: Option<&str>, home: Option<&Path>) -> Result<Path
     }
 }
 
-/// Our hook file: every event we map, calling the shim, with a timeout in seconds.
+/// Our hook file: every event we map, calling `ahp-wrap hook copilot <event>`, with a
+/// timeout in seconds.
 pub fn hook_file(self_exe: &Path, nonce: &str, timeout_s: u64) -> Value {
     let mut hooks = Map::new();
     for event in CopilotEvent::ALL {
-        let command =
-            crate::frameworks::shared::settings::hook_command(self_exe, nonce, NAME, event.name());
+        let command = SHIM.hook_command(self_exe, nonce, event.name());
         hooks.insert(
             event.name().into(),
             json!([{"type": "command", "bash": command, "timeoutSec": timeout_s}]),
@@ -111,10 +102,12 @@ pub fn build_overlay(real: &Path, overlay: &Path, ours: &Value, nonce: &str) -> 
 }
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-    crate::frameworks::shared::settings::check_plain_exe(&run.self_exe, NAME)?;
+    // Copilot hands the hook command to a shell.
+    SHIM.check_plain_exe(&run.self_exe)?;
     let copilot_home = std::env::var(ENV_HOME).ok();
     let home = std::env::var_os("HOME").map(PathBuf::from);
-    let real = real_home(copilot_home.as_deref(), home.as_deref()).map_err(err)?;
+    let real = real_home(copilot_home.as_deref(), home.as_deref())
+        .map_err(|why| SHIM.prepare_error(why))?;
     prepare_over(run, cmd, &real)
 }
 
@@ -124,8 +117,10 @@ fn prepare_over(
     cmd: &mut AgentCommand,
     real: &Path,
 ) -> Result<(), FrameworkError> {
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let nonce = crate::random_hex(8);
+    // Copilot counts seconds, and a hook timeout lets the tool call through: the hook
+    // process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let nonce = run_nonce();
     let overlay = run.run_dir.join(OVERLAY_DIR);
     build_overlay(
         real,
@@ -133,7 +128,7 @@ fn prepare_over(
         &hook_file(&run.self_exe, &nonce, timeout_s),
         &nonce,
     )
-    .map_err(err)?;
+    .map_err(|why| SHIM.prepare_error(why))?;
     cmd.env.push((ENV_HOME.into(), overlay.into()));
     // Copilot fires sessionStart in every session: without it the hooks were not loaded.
     cmd.expect_hook = Some(CopilotEvent::SessionStart.name().to_owned());

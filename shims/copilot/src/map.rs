@@ -3,14 +3,12 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{CopilotEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{CopilotEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = CopilotEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Copilot hook"))?;
+    let event = CopilotEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = Value::Object(p.context(
         cx,
@@ -43,10 +41,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             };
             (EventType::PostAction, call)
         }
-        CopilotEvent::UserPromptSubmitted => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
+        CopilotEvent::UserPromptSubmitted => (EventType::PrePrompt, p.prompt(context)?),
         CopilotEvent::SessionStart => (
             EventType::SessionStart,
             json!({

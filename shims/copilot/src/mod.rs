@@ -1,64 +1,45 @@
-//! The `copilot` framework: GitHub Copilot CLI's command hooks, injected for one run through
+//! The `copilot` shim: GitHub Copilot CLI's command hooks, injected for one run through
 //! a private `COPILOT_HOME` overlay that layers over the user's real Copilot home.
 //!
 //! Everything Copilot-specific lives in this folder (`shims/copilot/`): injection
 //! (`home.rs`), payload mapping (`map.rs`), rendering (`render.rs`), real payloads
 //! (`samples/`) and the README. Checked on the real CLI by `tests/copilot_e2e.rs`.
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own Copilot home (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Copilot CLI's hook contract,
+//! the wrapper decides.
 
 mod home;
 mod map;
 mod render;
 
-use crate::frameworks::{
-    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
 };
-use crate::protocol::Verdict;
 
 /// The framework's name on the command line and in `ahp-wrap hook copilot <event>`.
 pub const NAME: &str = "copilot";
 
-/// The Copilot CLI hook events we register (camelCase: Copilot's own payload shape).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum CopilotEvent {
-    SessionStart,
-    UserPromptSubmitted,
-    PreToolUse,
-    PermissionRequest,
-    PostToolUse,
-    PostToolUseFailure,
-    AgentStop,
-    SessionEnd,
-}
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "Copilot CLI",
+};
 
-impl CopilotEvent {
-    /// Every event we register, in the order Copilot fires them in a simple run.
-    pub const ALL: [CopilotEvent; 8] = [
-        CopilotEvent::SessionStart,
-        CopilotEvent::UserPromptSubmitted,
-        CopilotEvent::PreToolUse,
-        CopilotEvent::PermissionRequest,
-        CopilotEvent::PostToolUse,
-        CopilotEvent::PostToolUseFailure,
-        CopilotEvent::AgentStop,
-        CopilotEvent::SessionEnd,
-    ];
-
-    /// Copilot's name for the event (the key under `hooks` in a hook file).
-    pub fn name(self) -> &'static str {
-        match self {
-            CopilotEvent::SessionStart => "sessionStart",
-            CopilotEvent::UserPromptSubmitted => "userPromptSubmitted",
-            CopilotEvent::PreToolUse => "preToolUse",
-            CopilotEvent::PermissionRequest => "permissionRequest",
-            CopilotEvent::PostToolUse => "postToolUse",
-            CopilotEvent::PostToolUseFailure => "postToolUseFailure",
-            CopilotEvent::AgentStop => "agentStop",
-            CopilotEvent::SessionEnd => "sessionEnd",
-        }
-    }
-
-    pub fn parse(name: &str) -> Option<CopilotEvent> {
-        CopilotEvent::ALL.into_iter().find(|e| e.name() == name)
+hook_events! {
+    /// The Copilot CLI hook events we register (camelCase: Copilot's own payload shape), in
+    /// the order Copilot fires them in a simple run. Copilot's hooks take no matcher.
+    pub enum CopilotEvent {
+        SessionStart = "sessionStart",
+        UserPromptSubmitted = "userPromptSubmitted",
+        PreToolUse = "preToolUse",
+        PermissionRequest = "permissionRequest",
+        PostToolUse = "postToolUse",
+        PostToolUseFailure = "postToolUseFailure",
+        AgentStop = "agentStop",
+        SessionEnd = "sessionEnd",
     }
 }
 
@@ -97,12 +78,12 @@ mod tests {
     #[test]
     fn event_names_round_trip_and_copilot_is_detected() {
         for event in CopilotEvent::ALL {
-            assert!(crate::control::wire::is_word(event.name()));
+            assert!(crate::frameworks::adapter::testing::is_word(event.name()));
             assert_eq!(CopilotEvent::parse(event.name()), Some(event));
         }
         assert_eq!(CopilotEvent::parse("PreToolUse"), None);
         assert_eq!(
-            crate::frameworks::detect(Path::new("/x/copilot")).name(),
+            crate::frameworks::adapter::testing::detect(Path::new("/x/copilot")).name(),
             NAME
         );
     }

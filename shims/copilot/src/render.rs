@@ -12,14 +12,12 @@
 
 use serde_json::{json, Value};
 
-use super::CopilotEvent;
-use crate::frameworks::shared::output::{json_stdout, stderr_exit, unapplicable_modify};
-use crate::frameworks::shared::updated_input;
-use crate::frameworks::{HookContext, Mapped, Rendered};
-use crate::protocol::Verdict;
-
-/// How Copilot is named in the reasons the model reads.
-const AGENT: &str = "Copilot CLI";
+use super::{CopilotEvent, SHIM};
+use crate::frameworks::adapter::shared::output::{
+    json_stdout, notification, stderr_exit, unapplicable_modify,
+};
+use crate::frameworks::adapter::shared::updated_input;
+use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
 pub const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
@@ -29,10 +27,7 @@ const NO_REASON: &str = "ahp-wrap blocked this tool call";
 
 pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
     let Some(event) = CopilotEvent::parse(cx.hook) else {
-        let reason = verdict
-            .reason()
-            .unwrap_or("ahp-wrap does not know this Copilot CLI hook");
-        return stderr_exit(reason, EXIT_DENY);
+        return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
     match event {
         CopilotEvent::PreToolUse => pre_tool_use(verdict),
@@ -42,11 +37,8 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         | CopilotEvent::PostToolUseFailure
         | CopilotEvent::SessionStart
         | CopilotEvent::AgentStop
-        | CopilotEvent::SessionEnd => match verdict {
-            // Only a failed relay blocks a notification: say so, never steer the agent.
-            Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
-            _ => Rendered::default(),
-        },
+        // Only a failed relay blocks a notification: say so, never steer the agent.
+        | CopilotEvent::SessionEnd => notification(verdict, EXIT_HOOK_ERROR),
     }
 }
 
@@ -137,16 +129,16 @@ fn non_empty(reason: &str) -> &str {
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    crate::frameworks::shared::output::unexpected(verdict, AGENT)
+    SHIM.unexpected(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::shared::output::testing::{allow, block, modify};
+    use crate::frameworks::adapter::testing::{allow, block, modify};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        crate::frameworks::shared::output::testing::out(render, hook, verdict)
+        crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

@@ -2,17 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{GeminiEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{GeminiEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// Gemini gives a tool call no id in its hooks.
 const CALL_IDS: &[&str] = &[];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = GeminiEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Gemini CLI hook"))?;
+    let event = GeminiEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 
@@ -70,15 +68,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
                 "context": context,
             }),
         ),
-        GeminiEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
+        GeminiEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
         GeminiEvent::Notification => (
             EventType::RunLifecycle,
             json!({

@@ -1,69 +1,45 @@
-//! The `gemini` framework: Gemini CLI's hooks, injected for one run as system settings.
+//! The `gemini` shim: Gemini CLI's hooks, injected for one run as system settings.
 //!
 //! Everything Gemini-specific lives in this folder (`shims/gemini/`): the injection through
 //! `GEMINI_CLI_SYSTEM_SETTINGS_PATH` (`settings.rs`), the payload mapping (`map.rs`), the
 //! rendering of decisions (`render.rs`), real hook payloads (`samples/`) and the README with
 //! the tables. The hook contract was checked on the real CLI (`tests/gemini_e2e.rs`).
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Gemini CLI's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;
 mod settings;
 
-use crate::frameworks::{
-    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
 };
-use crate::protocol::Verdict;
 
 /// The framework's name on the command line and in `ahp-wrap hook gemini <Event>`.
 pub const NAME: &str = "gemini";
 
-/// The Gemini CLI hook events we register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GeminiEvent {
-    SessionStart,
-    BeforeAgent,
-    BeforeModel,
-    BeforeTool,
-    AfterTool,
-    AfterAgent,
-    Notification,
-    SessionEnd,
-}
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "Gemini CLI",
+};
 
-impl GeminiEvent {
-    /// Every event we register, in the order Gemini fires them in a simple run.
-    pub const ALL: [GeminiEvent; 8] = [
-        GeminiEvent::SessionStart,
-        GeminiEvent::BeforeAgent,
-        GeminiEvent::BeforeModel,
-        GeminiEvent::BeforeTool,
-        GeminiEvent::AfterTool,
-        GeminiEvent::AfterAgent,
-        GeminiEvent::Notification,
-        GeminiEvent::SessionEnd,
-    ];
-
-    /// Gemini's name for the event (the key under `hooks` in its settings).
-    pub fn name(self) -> &'static str {
-        match self {
-            GeminiEvent::SessionStart => "SessionStart",
-            GeminiEvent::BeforeAgent => "BeforeAgent",
-            GeminiEvent::BeforeModel => "BeforeModel",
-            GeminiEvent::BeforeTool => "BeforeTool",
-            GeminiEvent::AfterTool => "AfterTool",
-            GeminiEvent::AfterAgent => "AfterAgent",
-            GeminiEvent::Notification => "Notification",
-            GeminiEvent::SessionEnd => "SessionEnd",
-        }
-    }
-
-    /// Tool events take a `matcher` (a regex on the tool name) in Gemini's settings.
-    pub fn is_tool_event(self) -> bool {
-        matches!(self, GeminiEvent::BeforeTool | GeminiEvent::AfterTool)
-    }
-
-    pub fn parse(name: &str) -> Option<GeminiEvent> {
-        GeminiEvent::ALL.into_iter().find(|e| e.name() == name)
+hook_events! {
+    /// The Gemini CLI hook events we register (in the order Gemini fires them in a simple
+    /// run). Tool events take a `matcher` (a regex on the tool name) in Gemini's settings.
+    pub enum GeminiEvent {
+        SessionStart = "SessionStart",
+        BeforeAgent = "BeforeAgent",
+        BeforeModel = "BeforeModel",
+        BeforeTool = "BeforeTool" [tool],
+        AfterTool = "AfterTool" [tool],
+        AfterAgent = "AfterAgent",
+        Notification = "Notification",
+        SessionEnd = "SessionEnd",
     }
 }
 
@@ -103,7 +79,7 @@ mod tests {
     #[test]
     fn event_names_round_trip_and_are_words() {
         for event in GeminiEvent::ALL {
-            assert!(crate::control::wire::is_word(event.name()));
+            assert!(crate::frameworks::adapter::testing::is_word(event.name()));
             assert_eq!(GeminiEvent::parse(event.name()), Some(event));
         }
         assert_eq!(GeminiEvent::parse("AfterModel"), None);
@@ -111,7 +87,7 @@ mod tests {
 
     #[test]
     fn detected_by_executable_name_and_never_asks_natively() {
-        let fw = crate::frameworks::detect(Path::new("/usr/local/bin/gemini"));
+        let fw = crate::frameworks::adapter::testing::detect(Path::new("/usr/local/bin/gemini"));
         assert_eq!(fw.name(), NAME);
         let cx = HookContext {
             hook: "BeforeTool",

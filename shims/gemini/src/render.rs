@@ -6,16 +6,12 @@
 
 use serde_json::{json, Value};
 
-use super::GeminiEvent;
-use crate::frameworks::shared::output::{
-    context_or_silence, decision, hook_specific, stderr_exit, unapplicable_modify,
+use super::{GeminiEvent, SHIM};
+use crate::frameworks::adapter::shared::output::{
+    context_or_silence, decision, hook_specific, notification, stderr_exit, unapplicable_modify,
 };
-use crate::frameworks::shared::updated_input;
-use crate::frameworks::{HookContext, Mapped, Rendered};
-use crate::protocol::Verdict;
-
-/// How Gemini CLI is named in the reasons the model reads.
-const AGENT: &str = "Gemini CLI";
+use crate::frameworks::adapter::shared::updated_input;
+use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 
 /// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
 /// not know, where no JSON contract applies.
@@ -25,10 +21,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 
 pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
     let Some(event) = GeminiEvent::parse(cx.hook) else {
-        let reason = verdict
-            .reason()
-            .unwrap_or("ahp-wrap does not know this Gemini CLI hook");
-        return stderr_exit(reason, EXIT_DENY);
+        return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
     match event {
         GeminiEvent::BeforeTool => before_tool(verdict),
@@ -40,8 +33,10 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
             _ => with_context(event, verdict),
         },
         GeminiEvent::SessionStart => with_context(event, verdict),
+        // Events that cannot be refused: a block (the relay failed) becomes a warning
+        // Gemini shows, never a `decision`, which on AfterAgent would make the agent go on.
         GeminiEvent::AfterAgent | GeminiEvent::SessionEnd | GeminiEvent::Notification => {
-            notification(verdict)
+            notification(verdict, EXIT_HOOK_ERROR)
         }
     }
 }
@@ -89,7 +84,7 @@ fn before_prompt(event: GeminiEvent, verdict: &Verdict) -> Rendered {
 /// `additional_context` from an allow, for the hooks where Gemini passes it to the model.
 fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => notification_error(reason),
+        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
         Verdict::Allow { extra, .. } => context_or_silence(
             event.name(),
             extra
@@ -101,30 +96,17 @@ fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
     }
 }
 
-/// Events that cannot be refused: a block (the relay failed) becomes a warning Gemini
-/// shows, never a `decision`, which on AfterAgent would make the agent go on.
-fn notification(verdict: &Verdict) -> Rendered {
-    match verdict {
-        Verdict::Block { reason } => notification_error(reason),
-        _ => Rendered::default(),
-    }
-}
-
-fn notification_error(reason: &str) -> Rendered {
-    stderr_exit(reason, EXIT_HOOK_ERROR)
-}
-
 fn unexpected(verdict: &Verdict) -> String {
-    crate::frameworks::shared::output::unexpected(verdict, AGENT)
+    SHIM.unexpected(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::shared::output::testing::{allow, block};
+    use crate::frameworks::adapter::testing::{allow, block};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        crate::frameworks::shared::output::testing::out(render, hook, verdict)
+        crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

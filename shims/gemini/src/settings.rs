@@ -13,10 +13,14 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{GeminiEvent, NAME};
-use crate::control::only_root_can_write;
-use crate::frameworks::shared::settings::{append_hook_groups, command_group, SystemSettings};
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{GeminiEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::settings::{
+    append_hook_groups, command_group, SystemSettings,
+};
+use crate::frameworks::adapter::shared::timeout;
+use crate::frameworks::adapter::{
+    only_root_can_write, run_nonce, AgentCommand, FrameworkError, RunContext,
+};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "gemini-system-settings.json";
@@ -26,10 +30,6 @@ pub const ENV_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
 pub const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
 /// Where Gemini looks for system settings on Linux when the variable is not set.
 pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
-/// Milliseconds our registered hook timeout exceeds the wrapper's own budget, so that the
-/// shim (which fails closed at the budget) always answers before Gemini's timeout, which
-/// fails open.
-pub const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;
 
 const SYSTEM: SystemSettings = SystemSettings {
     framework: NAME,
@@ -39,13 +39,6 @@ const SYSTEM: SystemSettings = SystemSettings {
     file_name: SETTINGS_FILE,
 };
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
-}
-
 /// The hook command for one event. Gemini expands `$VAR` anywhere in a settings value, even
 /// inside single quotes, so a `$` in it could change what runs: it is refused.
 pub fn hook_command(
@@ -53,13 +46,7 @@ pub fn hook_command(
     nonce: &str,
     event: GeminiEvent,
 ) -> Result<String, FrameworkError> {
-    crate::frameworks::shared::settings::check_plain_exe(self_exe, NAME)?;
-    Ok(crate::frameworks::shared::settings::hook_command(
-        self_exe,
-        nonce,
-        NAME,
-        event.name(),
-    ))
+    SHIM.plain_hook_command(self_exe, nonce, event.name())
 }
 
 /// Appends our hooks to `settings` and makes sure hooks are on. Each hook's `name` carries
@@ -77,14 +64,17 @@ pub fn merge(
         group["hooks"][0]["name"] = format!("ahp-wrap-{nonce}-{}", event.name()).into();
         groups.push((event.name(), group));
     }
-    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
+    append_hook_groups(&mut settings, "the system settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // System settings take precedence over user and workspace ones, so this keeps a user's
     // `hooksConfig.enabled: false` from switching supervision off.
     let config = settings
         .entry("hooksConfig")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or_else(|| err("\"hooksConfig\" in the system settings is not an object"))?;
+        .ok_or_else(|| {
+            SHIM.prepare_error("\"hooksConfig\" in the system settings is not an object")
+        })?;
     config.insert("enabled".into(), true.into());
     Ok(settings)
 }
@@ -108,20 +98,22 @@ fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkErro
 
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     if !nix::unistd::geteuid().is_root() {
-        return Err(err(
+        return Err(SHIM.prepare_error(
             "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
              only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
         ));
     }
     if !only_root_can_write(&run.run_dir) {
-        return Err(err(format!(
+        return Err(SHIM.prepare_error(format!(
             "the run directory {} is not writable by root alone, so Gemini would ignore settings written there",
             run.run_dir.display()
         )));
     }
     let real = SYSTEM.real_path();
-    let timeout_ms = run.hook_budget_ms + HOOK_TIMEOUT_MARGIN_MS;
-    let nonce = crate::random_hex(8);
+    // Gemini counts milliseconds, and its hook timeout fails open: the hook process
+    // answers first.
+    let timeout_ms = timeout::hook_timeout_ms(run);
+    let nonce = run_nonce();
     let merged = merge(
         load_system_settings(&real)?,
         &run.self_exe,
@@ -172,7 +164,7 @@ mod tests {
 
     #[test]
     fn prepare_writes_into_a_run_dir_only_root_can_write() {
-        let run_dir = crate::control::RunDir::create().unwrap();
+        let run_dir = crate::frameworks::adapter::testing::RunDir::create().unwrap();
         let run = RunContext {
             self_exe: "/bin/ahp-wrap".into(),
             run_dir: run_dir.path().to_owned(),

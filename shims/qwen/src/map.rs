@@ -2,17 +2,15 @@
 
 use serde_json::{json, Value};
 
-use super::{QwenEvent, NAME};
-use crate::frameworks::shared::payload::{shape_error, HookPayload};
-use crate::frameworks::{FrameworkError, HookContext, Mapped};
-use crate::protocol::EventType;
+use super::{QwenEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::payload::HookPayload;
+use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// The call ids Qwen gives a tool call (it has sent both names).
 const CALL_IDS: &[&str] = &["tool_use_id", "tool_call_id"];
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = QwenEvent::parse(cx.hook)
-        .ok_or_else(|| shape_error(NAME, cx.hook, "ahp-wrap registers no such Qwen Code hook"))?;
+    let event = QwenEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
 
@@ -20,11 +18,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
         QwenEvent::PreToolUse => (EventType::PreAction, p.tool_call(context, CALL_IDS)?),
         QwenEvent::PostToolUse => {
             let mut call = p.tool_call(context, CALL_IDS)?;
-            call["result"] = json!({
-                "status": "success",
-                "output": p.field("tool_response"),
-                "duration_ms": p.field("duration_ms"),
-            });
+            call["result"] = p.tool_success();
             (EventType::PostAction, call)
         }
         QwenEvent::PostToolUseFailure => {
@@ -36,37 +30,10 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             });
             (EventType::PostAction, call)
         }
-        QwenEvent::UserPromptSubmit => (
-            EventType::PrePrompt,
-            json!({"prompt": p.require("prompt")?, "context": context}),
-        ),
-        QwenEvent::SessionStart => (
-            EventType::SessionStart,
-            json!({
-                "framework": NAME,
-                "source": p.field("source"),
-                "model": p.field("model"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        QwenEvent::SessionEnd => (
-            EventType::SessionEnd,
-            json!({
-                "framework": NAME,
-                "reason": p.field("reason"),
-                "framework_session_id": p.field("session_id"),
-                "context": context,
-            }),
-        ),
-        QwenEvent::Stop => (
-            EventType::PostResponse,
-            json!({
-                "response": p.field("last_assistant_message"),
-                "stop_hook_active": p.field("stop_hook_active"),
-                "context": context,
-            }),
-        ),
+        QwenEvent::UserPromptSubmit => (EventType::PrePrompt, p.prompt(context)?),
+        QwenEvent::SessionStart => (EventType::SessionStart, p.session_start(NAME, context)),
+        QwenEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
+        QwenEvent::Stop => (EventType::PostResponse, p.stop(context)),
     };
     Ok(Some(Mapped {
         event_type,

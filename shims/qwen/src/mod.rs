@@ -1,69 +1,44 @@
-//! The `qwen` framework: Qwen Code's (Claude-style) hooks, injected for one run as system
+//! The `qwen` shim: Qwen Code's (Claude-style) hooks, injected for one run as system
 //! settings through `QWEN_CODE_SYSTEM_SETTINGS_PATH`.
 //!
 //! Everything Qwen-specific lives in this folder (`shims/qwen/`): injection
 //! (`settings.rs`), payload mapping (`map.rs`), rendering (`render.rs`), real payloads
 //! (`samples/`) and the README. Checked on the real CLI by `tests/qwen_e2e.rs`.
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own settings files (a run's injection lives in the run directory and on
+//! the command line only), and any decision: this shim speaks Qwen Code's hook contract,
+//! the wrapper decides.
 
 mod map;
 mod render;
 mod settings;
 
-use crate::frameworks::{
-    AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
 };
-use crate::protocol::Verdict;
 
 /// The framework's name on the command line and in `ahp-wrap hook qwen <Event>`.
 pub const NAME: &str = "qwen";
 
-/// The Qwen Code hook events we register.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum QwenEvent {
-    SessionStart,
-    UserPromptSubmit,
-    PreToolUse,
-    PostToolUse,
-    PostToolUseFailure,
-    Stop,
-    SessionEnd,
-}
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "Qwen Code",
+};
 
-impl QwenEvent {
-    /// Every event we register, in the order Qwen fires them in a simple run.
-    pub const ALL: [QwenEvent; 7] = [
-        QwenEvent::SessionStart,
-        QwenEvent::UserPromptSubmit,
-        QwenEvent::PreToolUse,
-        QwenEvent::PostToolUse,
-        QwenEvent::PostToolUseFailure,
-        QwenEvent::Stop,
-        QwenEvent::SessionEnd,
-    ];
-
-    /// Qwen's name for the event (the key under `hooks` in its settings).
-    pub fn name(self) -> &'static str {
-        match self {
-            QwenEvent::SessionStart => "SessionStart",
-            QwenEvent::UserPromptSubmit => "UserPromptSubmit",
-            QwenEvent::PreToolUse => "PreToolUse",
-            QwenEvent::PostToolUse => "PostToolUse",
-            QwenEvent::PostToolUseFailure => "PostToolUseFailure",
-            QwenEvent::Stop => "Stop",
-            QwenEvent::SessionEnd => "SessionEnd",
-        }
-    }
-
-    /// Tool events take a `matcher` (a tool-name pattern) in Qwen's settings.
-    pub fn is_tool_event(self) -> bool {
-        matches!(
-            self,
-            QwenEvent::PreToolUse | QwenEvent::PostToolUse | QwenEvent::PostToolUseFailure
-        )
-    }
-
-    pub fn parse(name: &str) -> Option<QwenEvent> {
-        QwenEvent::ALL.into_iter().find(|e| e.name() == name)
+hook_events! {
+    /// The Qwen Code hook events we register (in the order Qwen fires them in a simple
+    /// run). Tool events take a `matcher` (a tool-name pattern) in Qwen's settings.
+    pub enum QwenEvent {
+        SessionStart = "SessionStart",
+        UserPromptSubmit = "UserPromptSubmit",
+        PreToolUse = "PreToolUse" [tool],
+        PostToolUse = "PostToolUse" [tool],
+        PostToolUseFailure = "PostToolUseFailure" [tool],
+        Stop = "Stop",
+        SessionEnd = "SessionEnd",
     }
 }
 
@@ -102,10 +77,13 @@ mod tests {
     #[test]
     fn event_names_round_trip_and_qwen_is_detected() {
         for event in QwenEvent::ALL {
-            assert!(crate::control::wire::is_word(event.name()));
+            assert!(crate::frameworks::adapter::testing::is_word(event.name()));
             assert_eq!(QwenEvent::parse(event.name()), Some(event));
         }
         assert_eq!(QwenEvent::parse("PermissionRequest"), None);
-        assert_eq!(crate::frameworks::detect(Path::new("/x/qwen")).name(), NAME);
+        assert_eq!(
+            crate::frameworks::adapter::testing::detect(Path::new("/x/qwen")).name(),
+            NAME
+        );
     }
 }

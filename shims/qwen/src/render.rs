@@ -4,13 +4,11 @@
 //! takes in a headless run, so a `modify` is rendered as a deny that says why: the
 //! unmodified command must never run in its place.
 
-use super::QwenEvent;
-use crate::frameworks::shared::output::{decision, permission_decision, stderr_exit};
-use crate::frameworks::{HookContext, Mapped, Rendered};
-use crate::protocol::Verdict;
-
-/// How Qwen Code is named in the reasons the model reads.
-const AGENT: &str = "Qwen Code";
+use super::{QwenEvent, SHIM};
+use crate::frameworks::adapter::shared::output::{
+    decision, notification, permission_decision, stderr_exit,
+};
+use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 
 /// Exit code with which Qwen blocks on stderr text: only for hook names we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -21,10 +19,7 @@ pub const MODIFY_UNSUPPORTED: &str = "ahp-wrap blocked this tool call: the harne
 
 pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
     let Some(event) = QwenEvent::parse(cx.hook) else {
-        let reason = verdict
-            .reason()
-            .unwrap_or("ahp-wrap does not know this Qwen Code hook");
-        return stderr_exit(reason, EXIT_BLOCK);
+        return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
     match event {
         QwenEvent::PreToolUse => pre_tool_use(verdict),
@@ -43,10 +38,9 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
             _ => Rendered::default(),
         },
         // Never a `decision: block` here: on Stop it would make the agent go on.
-        QwenEvent::SessionStart | QwenEvent::Stop | QwenEvent::SessionEnd => match verdict {
-            Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
-            _ => Rendered::default(),
-        },
+        QwenEvent::SessionStart | QwenEvent::Stop | QwenEvent::SessionEnd => {
+            notification(verdict, EXIT_HOOK_ERROR)
+        }
     }
 }
 
@@ -64,17 +58,17 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
 }
 
 fn unexpected(verdict: &Verdict) -> String {
-    crate::frameworks::shared::output::unexpected(verdict, AGENT)
+    SHIM.unexpected(verdict)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::shared::output::testing::block;
+    use crate::frameworks::adapter::testing::block;
     use serde_json::{json, Value};
 
     fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
-        crate::frameworks::shared::output::testing::out(render, hook, verdict)
+        crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

@@ -10,9 +10,12 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{QwenEvent, NAME};
-use crate::frameworks::shared::settings::{append_hook_groups, command_group, SystemSettings};
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use super::{QwenEvent, NAME, SHIM};
+use crate::frameworks::adapter::shared::settings::{
+    append_hook_groups, command_group, SystemSettings,
+};
+use crate::frameworks::adapter::shared::timeout;
+use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "qwen-system-settings.json";
@@ -20,9 +23,6 @@ pub const ENV_SYSTEM_SETTINGS: &str = "QWEN_CODE_SYSTEM_SETTINGS_PATH";
 pub const ENV_SYSTEM_DEFAULTS: &str = "QWEN_CODE_SYSTEM_DEFAULTS_PATH";
 /// Where Qwen looks for system settings on Linux when the variable is not set.
 pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/qwen-code/settings.json";
-/// Seconds our registered hook timeout exceeds the wrapper's budget (Qwen counts seconds;
-/// a timeout fails open, so the shim must always answer first).
-pub const HOOK_TIMEOUT_MARGIN_S: u64 = 5;
 /// Flags with which Qwen runs no hooks at all: a wrapped run refuses them.
 const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
 
@@ -34,26 +34,13 @@ const SYSTEM: SystemSettings = SystemSettings {
     file_name: SETTINGS_FILE,
 };
 
-fn err(why: impl Into<String>) -> FrameworkError {
-    FrameworkError::Prepare {
-        framework: NAME,
-        why: why.into(),
-    }
-}
-
 /// The hook command for one event; the per-run nonce keeps it distinct from any user hook.
 pub fn hook_command(
     self_exe: &Path,
     nonce: &str,
     event: QwenEvent,
 ) -> Result<String, FrameworkError> {
-    crate::frameworks::shared::settings::check_plain_exe(self_exe, NAME)?;
-    Ok(crate::frameworks::shared::settings::hook_command(
-        self_exe,
-        nonce,
-        NAME,
-        event.name(),
-    ))
+    SHIM.plain_hook_command(self_exe, nonce, event.name())
 }
 
 /// Appends our hooks to `settings` and makes sure hooks are on.
@@ -69,7 +56,8 @@ pub fn merge(
         let matcher = event.is_tool_event().then_some("*");
         groups.push((event.name(), command_group(command, timeout_s, matcher)));
     }
-    append_hook_groups(&mut settings, "the system settings", groups).map_err(err)?;
+    append_hook_groups(&mut settings, "the system settings", groups)
+        .map_err(|why| SHIM.prepare_error(why))?;
     // System settings win over user and workspace ones: a user's `disableAllHooks: true`
     // cannot switch supervision off.
     settings.insert("disableAllHooks".into(), false.into());
@@ -82,14 +70,15 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             break;
         }
         if HOOKLESS_FLAGS.contains(&arg) {
-            return Err(err(format!(
+            return Err(SHIM.prepare_error(format!(
                 "{arg} turns off Qwen Code's hooks, so the run could not be supervised"
             )));
         }
     }
     let real = SYSTEM.real_path();
-    let timeout_s = run.hook_budget_ms.div_ceil(1000) + HOOK_TIMEOUT_MARGIN_S;
-    let nonce = crate::random_hex(8);
+    // Qwen counts seconds, and its hook timeout fails open: the hook process answers first.
+    let timeout_s = timeout::hook_timeout_s(run);
+    let nonce = run_nonce();
     let merged = merge(SYSTEM.read(&real)?, &run.self_exe, &nonce, timeout_s)?;
     SYSTEM.install(run, cmd, &real, merged)
 }

@@ -2,11 +2,18 @@
 //!
 //! Nothing here names a framework: each shim passes its own name, event names and
 //! contract decisions in. What lives here is the scaffolding that was the same in every
-//! shim — reading a hook payload, building hook output, merging hook settings.
+//! shim — the event table (`hook_events!`), the `Shim` constant that names errors and
+//! hook commands, reading a hook payload, building hook output, hook timeouts, merging
+//! hook settings. These files are part of the adapter API: like the shims, they import
+//! only from `crate::frameworks::adapter` (checked by a test there).
 
+pub(crate) mod events;
 pub mod output;
 pub mod payload;
 pub mod settings;
+mod shim;
+pub mod timeout;
 mod verdict;
 
+pub use shim::Shim;
 pub use verdict::{additional_context, updated_input};

@@ -6,8 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::frameworks::Rendered;
-use crate::protocol::Verdict;
+use crate::frameworks::adapter::{Rendered, Verdict};
 
 /// `v` as one line of JSON on stdout, exit 0.
 pub fn json_stdout(v: Value) -> Rendered {
@@ -69,6 +68,23 @@ pub fn context_or_silence(event: &str, context: Option<String>) -> Rendered {
     }
 }
 
+/// Hooks whose event cannot be refused: a block (the relay failed) becomes a hook error
+/// (the reason on stderr, `exit_code`) that the agent reports and otherwise ignores; any
+/// other decision is silence.
+pub fn notification(verdict: &Verdict, exit_code: i32) -> Rendered {
+    match verdict {
+        Verdict::Block { reason } => stderr_exit(reason, exit_code),
+        _ => Rendered::default(),
+    }
+}
+
+/// The block a modify becomes when its payload cannot be applied (`why`).
+pub fn unapplicable(why: &str) -> Verdict {
+    Verdict::Block {
+        reason: unapplicable_modify(why),
+    }
+}
+
 /// The reason given when a harness's modified payload cannot be applied.
 pub fn unapplicable_modify(why: &str) -> String {
     format!("ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}")
@@ -89,8 +105,7 @@ pub mod testing {
 
     use serde_json::Value;
 
-    use crate::frameworks::{HookContext, Mapped, Rendered};
-    use crate::protocol::Verdict;
+    use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
 
     /// A shim's `render`.
     pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Verdict) -> Rendered;
@@ -167,5 +182,12 @@ mod tests {
             (0, b"why\n".to_vec(), 2)
         );
         assert!(json_stdout(json!({})).stdout.ends_with(b"}\n"));
+        let block = Verdict::Block { reason: "r".into() };
+        assert_eq!(notification(&block, 1), stderr_exit("r", 1));
+        assert_eq!(notification(&Verdict::no_opinion(), 1), Rendered::default());
+        let Verdict::Block { reason } = unapplicable("x") else {
+            panic!("a modify that cannot be applied is a block");
+        };
+        assert_eq!(reason, unapplicable_modify("x"));
     }
 }

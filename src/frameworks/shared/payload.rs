@@ -6,10 +6,10 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::{FrameworkError, HookContext};
+use crate::frameworks::adapter::{FrameworkError, HookContext};
 
 /// A payload that is not what `framework` sends for `hook`.
-pub fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
+fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
     FrameworkError::Shape {
         framework,
         hook: hook.to_owned(),
@@ -113,6 +113,54 @@ impl<'a> HookPayload<'a> {
         }
         Ok(p)
     }
+
+    /// A `pre_prompt` payload: the user's `prompt` (required) and `context`.
+    pub fn prompt(&self, context: Value) -> Result<Value, FrameworkError> {
+        Ok(json!({"prompt": self.require("prompt")?, "context": context}))
+    }
+
+    /// The `result` of a tool call that completed: `tool_response` as its output, and
+    /// `duration_ms` (null when the agent does not say).
+    pub fn tool_success(&self) -> Value {
+        json!({
+            "status": "success",
+            "output": self.field("tool_response"),
+            "duration_ms": self.field("duration_ms"),
+        })
+    }
+
+    /// A Claude-style `session_start` payload: `framework`, the payload's `source`,
+    /// `model` and `session_id`, and `context`.
+    pub fn session_start(&self, framework: &str, context: Value) -> Value {
+        json!({
+            "framework": framework,
+            "source": self.field("source"),
+            "model": self.field("model"),
+            "framework_session_id": self.field("session_id"),
+            "context": context,
+        })
+    }
+
+    /// A Claude-style `session_end` payload: `framework`, the payload's `reason` and
+    /// `session_id`, and `context`.
+    pub fn session_end(&self, framework: &str, context: Value) -> Value {
+        json!({
+            "framework": framework,
+            "reason": self.field("reason"),
+            "framework_session_id": self.field("session_id"),
+            "context": context,
+        })
+    }
+
+    /// A Claude-style `Stop` as a `post_response` payload: the last assistant message,
+    /// `stop_hook_active`, and `context`.
+    pub fn stop(&self, context: Value) -> Value {
+        json!({
+            "response": self.field("last_assistant_message"),
+            "stop_hook_active": self.field("stop_hook_active"),
+            "context": context,
+        })
+    }
 }
 
 #[cfg(test)]
@@ -188,5 +236,39 @@ mod tests {
             bare.tool_call(Value::Null, &[]).unwrap()["arguments"],
             json!({})
         );
+    }
+
+    #[test]
+    fn claude_style_payloads() {
+        let c = cx("H");
+        let p = HookPayload::parse(
+            "fw",
+            &c,
+            br#"{"session_id":"s","source":"startup","prompt":"hi","tool_response":"out","last_assistant_message":"bye","reason":"exit"}"#,
+        )
+        .unwrap();
+        let ctx = json!({"k": 1});
+        assert_eq!(
+            p.prompt(ctx.clone()).unwrap(),
+            json!({"prompt": "hi", "context": {"k": 1}})
+        );
+        assert_eq!(
+            p.tool_success(),
+            json!({"status": "success", "output": "out", "duration_ms": null})
+        );
+        assert_eq!(
+            p.session_start("fw", ctx.clone()),
+            json!({"framework": "fw", "source": "startup", "model": null, "framework_session_id": "s", "context": {"k": 1}})
+        );
+        assert_eq!(
+            p.session_end("fw", ctx.clone()),
+            json!({"framework": "fw", "reason": "exit", "framework_session_id": "s", "context": {"k": 1}})
+        );
+        assert_eq!(
+            p.stop(ctx),
+            json!({"response": "bye", "stop_hook_active": null, "context": {"k": 1}})
+        );
+        let empty = HookPayload::parse("fw", &c, b"{}").unwrap();
+        assert!(empty.prompt(Value::Null).is_err());
     }
 }

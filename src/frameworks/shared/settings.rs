@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
+use crate::frameworks::adapter::{AgentCommand, FrameworkError, RunContext};
 
 /// Quotes `s` for a POSIX shell (agents run hook commands through one).
 fn shell_quote(s: &str) -> String {
@@ -17,7 +17,7 @@ fn shell_quote(s: &str) -> String {
 
 /// The command an agent runs for one of our hooks: `ahp-wrap hook <framework> <hook>`.
 /// The per-run nonce makes it unique, so no agent can merge it with a user's hook as a
-/// duplicate, and it tells the shim which run it belongs to.
+/// duplicate, and it tells the hook process which run it belongs to.
 pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -> String {
     format!(
         "AHP_WRAP_RUN={nonce} exec {} hook {framework} {hook}",

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::protocol::Verdict;
+use crate::frameworks::adapter::Verdict;
 
 /// The tool input a harness asked for. A harness sees the agent's tool input as
 /// `arguments`, so it may send back a whole pre_action payload (its `arguments` is taken)
