@@ -290,9 +290,7 @@ impl PathCond {
         let tilde = p.tilde.as_deref();
         let hit = |abs_set: &Patterns, tilde_set: &Patterns| {
             abs_set.is_match(&abs)
-                || tilde.is_some_and(|t| {
-                    tilde_set.is_match(t) || abs_set.regex_match(t)
-                })
+                || tilde.is_some_and(|t| tilde_set.is_match(t) || abs_set.regex_match(t))
         };
         let positive = hit(&self.abs, &self.tilde)
             || self
