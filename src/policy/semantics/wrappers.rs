@@ -1,0 +1,484 @@
+//! Wrappers (`sudo`, `env`, `xargs`, `timeout`, …) and shells: what they run, past their
+//! own options.
+
+use super::super::shell::{Command, UNKNOWN};
+
+/// What a wrapper runs.
+#[derive(Debug, Default, PartialEq)]
+pub struct Unwrapped {
+    /// The wrapped command, program first (empty when it is a script instead).
+    pub argv: Vec<String>,
+    /// Variables the wrapper sets or unsets for it; `(all)` when it clears them all.
+    pub env: Vec<String>,
+    /// A directory the wrapper changes to first (`env -C`).
+    pub chdir: Option<String>,
+    /// A command line the wrapper has a shell run (`env -S`, `script -c`, `watch`, `su -c`).
+    pub script: Option<String>,
+}
+
+/// If `cmd` runs another command (`sudo rm …`), that command; `None` otherwise.
+pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
+    // (short options taking a value, long options taking a value, positionals before the command)
+    let (short, long, positionals): (&str, &[&str], usize) = match cmd.program.as_str() {
+        "sudo" => {
+            if let Some(u) = sudo_shell(&cmd.args) {
+                return Some(u);
+            }
+            (
+                "ughpCDrtUT",
+                &[
+                    "--user",
+                    "--group",
+                    "--host",
+                    "--prompt",
+                    "--chdir",
+                    "--close-from",
+                ],
+                0,
+            )
+        }
+        "doas" => ("uC", &[], 0),
+        "env" => return unwrap_env(&cmd.args),
+        "xargs" => return unwrap_xargs(&cmd.args),
+        "parallel" => {
+            let mut argv: Vec<String> = cmd
+                .args
+                .iter()
+                .take_while(|a| *a != ":::" && *a != "::::")
+                .skip_while(|a| a.starts_with('-'))
+                .cloned()
+                .collect();
+            // `::: A B` gives the inputs; `::::` reads them from a file nobody knows now.
+            match cmd.args.iter().position(|a| a == ":::") {
+                Some(i) => argv.extend(
+                    cmd.args[i + 1..]
+                        .iter()
+                        .filter(|a| !a.starts_with(":::"))
+                        .cloned(),
+                ),
+                None => argv.push(UNKNOWN.to_string()),
+            }
+            return Some(Unwrapped {
+                argv,
+                ..Unwrapped::default()
+            });
+        }
+        "nohup" | "builtin" | "busybox" | "unbuffer" | "catchsegv" | "proxychains"
+        | "proxychains4" | "torsocks" | "firejail" | "fakeroot" | "faketime" => ("", &[], 0),
+        "setsid" => ("", &[], 0),
+        "timeout" => ("sk", &["--signal", "--kill-after"], 1),
+        "nice" => ("n", &["--adjustment"], 0),
+        "ionice" => ("cnpPu", &["--class", "--classdata"], 0),
+        "chrt" => ("", &[], 1),
+        "taskset" if cmd.args.iter().any(|a| a == "-p" || a == "--pid") => return None,
+        "taskset" if cmd.args.iter().any(|a| a == "-c" || a == "--cpu-list") => {
+            ("c", &["--cpu-list"], 0)
+        }
+        "taskset" => ("", &[], 1),
+        "flock" => return unwrap_flock(&cmd.args),
+        "strace" | "ltrace" => (
+            "oesSpuIEPXabO",
+            &["--output", "--trace", "--signal", "--user"],
+            0,
+        ),
+        "chroot" => ("", &["--userspec", "--groups"], 1),
+        "unshare" | "nsenter" => ("tSGw", &["--target", "--setuid", "--setgid", "--wd"], 0),
+        "script" => return unwrap_script(&cmd.args),
+        "watch" => return unwrap_watch(&cmd.args),
+        "su" => return unwrap_su(&cmd.args),
+        "runuser" => return unwrap_su(&cmd.args),
+        "command" if cmd.args.iter().any(|a| a == "-v" || a == "-V") => return None,
+        "command" => ("", &[], 0),
+        // `exec -c CMD` runs CMD with an empty environment.
+        "exec"
+            if cmd
+                .args
+                .iter()
+                .take_while(|a| a.starts_with('-'))
+                .any(|a| a.contains('c')) =>
+        {
+            let start = command_start(&cmd.args, "a", &[], 0)?;
+            return Some(Unwrapped {
+                argv: cmd.args[start..].to_vec(),
+                env: vec!["(all)".to_owned()],
+                ..Unwrapped::default()
+            });
+        }
+        "exec" => ("a", &[], 0),
+        "time" => ("fo", &["--format", "--output"], 0),
+        "stdbuf" => ("ioe", &["--input", "--output", "--error"], 0),
+        "ahp-wrap" => return unwrap_self(&cmd.args),
+        // Detached runners: what they run is analysed like any command (a rule also
+        // escalates detaching itself).
+        "systemd-run" => (
+            "pMEuGpHr",
+            &[
+                "--unit",
+                "--property",
+                "--description",
+                "--slice",
+                "--uid",
+                "--gid",
+                "--working-directory",
+                "--setenv",
+                "--on-calendar",
+                "--on-active",
+                "--machine",
+                "--host",
+                "-p",
+                "-E",
+            ],
+            0,
+        ),
+        "screen" => ("SsTcepLlhX", &[], 0),
+        "daemonize" => ("aceEiloprptuv", &[], 0),
+        "tmux" => return unwrap_tmux(&cmd.args),
+        // Package runners run the named program.
+        "npx" | "bunx" | "uvx" | "pnpx" => ("p", &["--package", "-p", "--from", "--with"], 0),
+        "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv"
+            if matches!(
+                cmd.args.first().map(String::as_str),
+                Some("exec" | "dlx" | "x" | "run" | "tool")
+            ) && !(cmd.program == "npm" && cmd.args.first().is_some_and(|a| a == "run"))
+                && !(cmd.program != "pipx" && cmd.args.first().is_some_and(|a| a == "run")) =>
+        {
+            let rest = &cmd.args[1..];
+            let rest = if cmd.program == "uv" && rest.first().is_some_and(|a| a == "run") {
+                &rest[1..]
+            } else {
+                rest
+            };
+            let start = command_start(rest, "p", &["--package", "-p", "--from", "--with"], 0)?;
+            return Some(Unwrapped {
+                argv: rest[start..].to_vec(),
+                ..Unwrapped::default()
+            });
+        }
+        _ => return None,
+    };
+    let start = command_start(&cmd.args, short, long, positionals)?;
+    Some(Unwrapped {
+        argv: cmd.args[start..].to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+/// `sudo -s CMD` / `sudo -i CMD` run CMD through a shell.
+fn sudo_shell(args: &[String]) -> Option<Unwrapped> {
+    let options = args.iter().take_while(|a| a.starts_with('-'));
+    let pos = options
+        .enumerate()
+        .find(|(_, a)| !a.starts_with("--") && (a.contains('s') || a.contains('i')))?
+        .0;
+    let rest = &args[pos + 1..];
+    (!rest.is_empty()).then(|| Unwrapped {
+        script: Some(rest.join(" ")),
+        ..Unwrapped::default()
+    })
+}
+
+/// `ahp-wrap [OPTIONS] -- AGENT…`: the agent, run under the wrapper.
+fn unwrap_self(args: &[String]) -> Option<Unwrapped> {
+    let pos = args.iter().position(|a| a == "--")?;
+    let argv = args[pos + 1..].to_vec();
+    (!argv.is_empty()).then(|| Unwrapped {
+        argv,
+        ..Unwrapped::default()
+    })
+}
+
+/// `tmux new-session -d "CMD"`, `tmux send-keys -t x "CMD" Enter`: a shell command line.
+fn unwrap_tmux(args: &[String]) -> Option<Unwrapped> {
+    let sub = args.iter().position(|a| !a.starts_with('-'))?;
+    let runs = matches!(
+        args[sub].as_str(),
+        "new"
+            | "new-session"
+            | "new-window"
+            | "neww"
+            | "split-window"
+            | "splitw"
+            | "respawn-pane"
+            | "respawn-window"
+            | "send-keys"
+            | "send"
+            | "run-shell"
+            | "run"
+            | "display-popup"
+    );
+    if !runs {
+        return None;
+    }
+    let rest = &args[sub + 1..];
+    let mut words = Vec::new();
+    let mut i = 0;
+    while i < rest.len() {
+        let a = &rest[i];
+        if a.starts_with('-') && a.len() == 2 && "tscnFeExySlpBTwh".contains(&a[1..]) {
+            i += 2;
+            continue;
+        }
+        if !a.starts_with('-') && !matches!(a.as_str(), "Enter" | "C-m" | "KPEnter") {
+            words.push(a.clone());
+        }
+        i += 1;
+    }
+    (!words.is_empty()).then(|| Unwrapped {
+        script: Some(words.join(" ")),
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_xargs(args: &[String]) -> Option<Unwrapped> {
+    let start = command_start(
+        args,
+        "adEeILlnPs",
+        &[
+            "--arg-file",
+            "--delimiter",
+            "--eof",
+            "--max-lines",
+            "--max-args",
+            "--max-procs",
+            "--max-chars",
+            "--process-slot-var",
+            "--replace",
+        ],
+        0,
+    )
+    .unwrap_or(args.len());
+    let replace = args[..start]
+        .iter()
+        .enumerate()
+        .find_map(|(i, a)| match a.as_str() {
+            "-I" => args.get(i + 1).cloned(),
+            "-i" | "--replace" => Some("{}".to_owned()),
+            _ => a
+                .strip_prefix("-I")
+                .filter(|s| !s.is_empty())
+                .map(str::to_owned),
+        });
+    // With no command xargs runs `echo`. Its input becomes arguments nobody knows now.
+    let mut argv: Vec<String> = if start < args.len() {
+        args[start..].to_vec()
+    } else {
+        vec!["echo".to_owned()]
+    };
+    match replace {
+        Some(r) => {
+            for a in argv.iter_mut().skip(1) {
+                *a = a.replace(&r, &UNKNOWN.to_string());
+            }
+        }
+        None => argv.push(UNKNOWN.to_string()),
+    }
+    Some(Unwrapped {
+        argv,
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_flock(args: &[String]) -> Option<Unwrapped> {
+    let mut i = 0;
+    while i < args.len() && args[i].starts_with('-') {
+        if matches!(
+            args[i].as_str(),
+            "-w" | "--timeout" | "-E" | "--conflict-exit-code"
+        ) {
+            i += 1;
+        }
+        if matches!(args[i].as_str(), "-c" | "--command") {
+            return args.get(i + 1).map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+        i += 1;
+    }
+    // The lock file, then a command or `-c CMD`.
+    let rest = args.get(i + 1..)?;
+    if let Some(pos) = rest.iter().position(|a| a == "-c" || a == "--command") {
+        return rest.get(pos + 1).map(|s| Unwrapped {
+            script: Some(s.clone()),
+            ..Unwrapped::default()
+        });
+    }
+    (!rest.is_empty()).then(|| Unwrapped {
+        argv: rest.to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_script(args: &[String]) -> Option<Unwrapped> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-c" || a == "--command" {
+            return it.next().map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+        if let Some(s) = a.strip_prefix("--command=") {
+            return Some(Unwrapped {
+                script: Some(s.to_owned()),
+                ..Unwrapped::default()
+            });
+        }
+    }
+    None
+}
+
+fn unwrap_watch(args: &[String]) -> Option<Unwrapped> {
+    let start = command_start(args, "ndqc", &["--interval", "--differences"], 0)?;
+    Some(Unwrapped {
+        script: Some(args[start..].join(" ")),
+        ..Unwrapped::default()
+    })
+}
+
+fn unwrap_su(args: &[String]) -> Option<Unwrapped> {
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if a == "-c" || a == "--command" || a == "--session-command" {
+            return it.next().map(|s| Unwrapped {
+                script: Some(s.clone()),
+                ..Unwrapped::default()
+            });
+        }
+    }
+    None
+}
+
+/// Index of the first argument after the options (and `positionals` plain arguments).
+fn command_start(
+    args: &[String],
+    short: &str,
+    long: &[&str],
+    mut positionals: usize,
+) -> Option<usize> {
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" {
+            i += 1;
+            break;
+        }
+        if let Some(name) = a.strip_prefix("--") {
+            if !name.contains('=') && long.contains(&a) {
+                i += 1;
+            }
+        } else if let Some(cluster) = a.strip_prefix('-').filter(|c| !c.is_empty()) {
+            // `-uroot` carries its value; `-u root` takes the next word.
+            if let Some(pos) = cluster.find(|c| short.contains(c)) {
+                if pos + 1 == cluster.len() {
+                    i += 1;
+                }
+            }
+        } else if positionals > 0 {
+            positionals -= 1;
+        } else {
+            return Some(i);
+        }
+        i += 1;
+    }
+    (i < args.len()).then_some(i)
+}
+
+fn unwrap_env(args: &[String]) -> Option<Unwrapped> {
+    let mut out = Unwrapped::default();
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        let next = args.get(i + 1).cloned();
+        match a {
+            "--" => {
+                i += 1;
+                break;
+            }
+            "-" | "-i" | "--ignore-environment" => out.env.push("(all)".to_owned()),
+            "-u" | "--unset" => {
+                out.env.extend(next);
+                i += 1;
+            }
+            "-C" | "--chdir" => {
+                out.chdir = next;
+                i += 1;
+            }
+            "-S" | "--split-string" => {
+                out.script = Some(args[i + 1..].join(" "));
+                return Some(out);
+            }
+            _ if a.starts_with("--unset=") => out.env.push(a["--unset=".len()..].to_owned()),
+            _ if a.starts_with("--chdir=") => out.chdir = Some(a["--chdir=".len()..].to_owned()),
+            _ if a.starts_with("-u") && a.len() > 2 => out.env.push(a[2..].to_owned()),
+            _ if a.starts_with("-C") && a.len() > 2 => out.chdir = Some(a[2..].to_owned()),
+            _ if a.starts_with("-S") && a.len() > 2 => {
+                let mut script = vec![a[2..].to_owned()];
+                script.extend(args[i + 1..].iter().cloned());
+                out.script = Some(script.join(" "));
+                return Some(out);
+            }
+            _ if a.starts_with('-') && a.len() > 1 && !a.starts_with("--") => {
+                if a[1..].contains('i') {
+                    out.env.push("(all)".to_owned());
+                }
+            }
+            _ if a.starts_with("--") => {}
+            _ => match a.split_once('=') {
+                Some((name, _)) if !name.is_empty() => out.env.push(name.to_owned()),
+                _ => break,
+            },
+        }
+        i += 1;
+    }
+    out.argv = args.get(i..).unwrap_or_default().to_vec();
+    // `env` alone prints the environment; `env -u X` alone still changes nothing that runs.
+    (!out.argv.is_empty() || !out.env.is_empty()).then_some(out)
+}
+
+/// The script a shell runs: `bash -c SCRIPT` (options parsed as bash parses its own).
+pub fn shell_script(args: &[String]) -> Option<String> {
+    let (dash_c, rest) = shell_options(args);
+    match rest.first() {
+        Some(script) if dash_c => Some(script.clone()),
+        _ => None,
+    }
+}
+
+/// A shell's `-c` flag, and the arguments after its options.
+pub fn shell_options(args: &[String]) -> (bool, &[String]) {
+    let mut dash_c = false;
+    let mut i = 0;
+    while i < args.len() {
+        let a = args[i].as_str();
+        if a == "--" || a == "-" {
+            i += 1;
+            break;
+        }
+        if matches!(a, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
+            i += 2;
+            continue;
+        }
+        if a == "--command" {
+            dash_c = true;
+            i += 1;
+            continue;
+        }
+        if a.starts_with("--") {
+            i += 1;
+            continue;
+        }
+        match a.strip_prefix(['-', '+']) {
+            Some(cluster) if !cluster.is_empty() => {
+                dash_c |= cluster.contains('c') && a.starts_with('-');
+                // `-o opt` inside a cluster (`-eo pipefail`) takes the next word.
+                if cluster.ends_with('o') || cluster.ends_with('O') {
+                    i += 1;
+                }
+            }
+            _ => break,
+        }
+        i += 1;
+    }
+    (dash_c, args.get(i..).unwrap_or_default())
+}
