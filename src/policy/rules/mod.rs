@@ -2,14 +2,15 @@
 
 use std::collections::BTreeMap;
 
-use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::{Regex, RegexSet};
 use serde::Deserialize;
+
+mod patterns;
 
 use super::extract::{CommandFacts, Facts};
 use super::paths::{ResolvedPath, Where};
 use super::PolicyError;
 use crate::protocol::EventType;
+use patterns::{PathCond, Patterns};
 
 /// A policy file as written.
 #[derive(Debug, Deserialize)]
@@ -190,119 +191,6 @@ pub struct Rule {
     url: Option<UrlCond>,
     pub matches: Vec<Example>,
     pub no_match: Vec<Example>,
-}
-
-/// Globs (one set) and `re:` regexes, any of which may match.
-#[derive(Debug)]
-struct Patterns {
-    globs: GlobSet,
-    /// One automaton for all of them: far less memory than a `Regex` each.
-    regexes: Option<RegexSet>,
-}
-
-impl Patterns {
-    fn compile(rule: &str, list: &[String], paths: bool) -> Result<Patterns, PolicyError> {
-        let mut globs = GlobSetBuilder::new();
-        let mut regexes = Vec::new();
-        let invalid = |message: String| PolicyError::InvalidRule {
-            rule: rule.to_owned(),
-            message,
-        };
-        for p in list {
-            if let Some(re) = p.strip_prefix("re:") {
-                Regex::new(re).map_err(|e| invalid(format!("bad regex {p:?}: {e}")))?;
-                regexes.push(re.to_owned());
-                continue;
-            }
-            let mut variants = vec![p.as_str()];
-            // `dir/**` also names `dir` itself, which is what people mean by it.
-            if let Some(dir) = p.strip_suffix("/**").filter(|_| paths) {
-                variants.push(dir);
-            }
-            for v in variants {
-                let glob = GlobBuilder::new(v)
-                    .literal_separator(paths)
-                    .backslash_escape(true)
-                    .build()
-                    .map_err(|e| invalid(format!("bad glob {p:?}: {e}")))?;
-                globs.add(glob);
-            }
-        }
-        let globs = globs
-            .build()
-            .map_err(|e| invalid(format!("bad globs: {e}")))?;
-        let regexes = if regexes.is_empty() {
-            None
-        } else {
-            Some(RegexSet::new(&regexes).map_err(|e| invalid(format!("bad regexes: {e}")))?)
-        };
-        Ok(Patterns { globs, regexes })
-    }
-
-    fn is_match(&self, s: &str) -> bool {
-        self.globs.is_match(s) || self.regex_match(s)
-    }
-
-    fn regex_match(&self, s: &str) -> bool {
-        self.regexes.as_ref().is_some_and(|r| r.is_match(s))
-    }
-}
-
-/// A compiled path condition: globs on the absolute path, `~/` globs on the home-relative one.
-#[derive(Debug)]
-struct PathCond {
-    abs: Patterns,
-    tilde: Patterns,
-    wheres: Vec<Where>,
-    not_abs: Patterns,
-    not_tilde: Patterns,
-}
-
-impl PathCond {
-    fn compile(rule: &str, raw: &RawPathCond) -> Result<PathCond, PolicyError> {
-        let (glob, wheres, not) = match raw {
-            RawPathCond::Globs(g) => (g.as_slice(), &[][..], &[][..]),
-            RawPathCond::Table { glob, wheres, not } => {
-                (glob.as_slice(), wheres.as_slice(), not.as_slice())
-            }
-        };
-        let split = |list: &[String]| -> Result<(Patterns, Patterns), PolicyError> {
-            let (tilde, abs): (Vec<String>, Vec<String>) =
-                list.iter().cloned().partition(|p| p.starts_with('~'));
-            Ok((
-                Patterns::compile(rule, &abs, true)?,
-                Patterns::compile(rule, &tilde, true)?,
-            ))
-        };
-        let (abs, tilde) = split(glob)?;
-        let (not_abs, not_tilde) = split(not)?;
-        Ok(PathCond {
-            abs,
-            tilde,
-            wheres: wheres.to_vec(),
-            not_abs,
-            not_tilde,
-        })
-    }
-
-    fn is_match(&self, p: &ResolvedPath, f: &Facts) -> bool {
-        let abs = p.abs.to_string_lossy();
-        let tilde = p.tilde.as_deref();
-        let hit = |abs_set: &Patterns, tilde_set: &Patterns| {
-            abs_set.is_match(&abs)
-                || tilde.is_some_and(|t| tilde_set.is_match(t) || abs_set.regex_match(t))
-        };
-        let positive = hit(&self.abs, &self.tilde)
-            || self
-                .wheres
-                .iter()
-                .any(|w| w.holds(p, &f.workspace, &f.home, &f.wrapper));
-        positive && !hit(&self.not_abs, &self.not_tilde)
-    }
-
-    fn any(&self, paths: &[ResolvedPath], f: &Facts) -> bool {
-        paths.iter().any(|p| self.is_match(p, f))
-    }
 }
 
 #[derive(Debug)]
