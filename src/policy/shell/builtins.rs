@@ -111,110 +111,10 @@ impl Walker<'_> {
     /// Builtins that change the shell's state, or run text as commands.
     fn builtin(&mut self, cmd: &mut Command, ctx: &mut Ctx) -> Result<Vec<Nested>, ShellError> {
         let mut follow = Vec::new();
-        let names = |args: &[String]| -> Vec<String> {
-            args.iter()
-                .filter(|a| !a.starts_with(['-', '+']))
-                .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n).to_owned())
-                .collect()
-        };
         match cmd.program.as_str() {
-            "cd" | "pushd" => {
-                let target = cmd.args.iter().find(|a| !a.starts_with('-') || *a == "-");
-                let old = ctx.cwd.clone();
-                let next = match target.map(String::as_str) {
-                    None => Some(self.resolver.home.clone()),
-                    Some("-") => ctx.oldpwd.clone(),
-                    Some(dir) if is_unknown(dir) => None,
-                    Some(dir) => Some(self.cd_target(dir, ctx)),
-                };
-                if cmd.program == "pushd" {
-                    ctx.dirs.push(old.clone());
-                }
-                match next {
-                    Some(dir) => ctx.cwd = dir,
-                    None => ctx.cwd_known = false,
-                }
-                ctx.oldpwd = Some(old);
-            }
-            "popd" => {
-                let old = ctx.cwd.clone();
-                match ctx.dirs.pop() {
-                    Some(dir) => ctx.cwd = dir,
-                    None => ctx.cwd_known = false,
-                }
-                ctx.oldpwd = Some(old);
-            }
-            "export" | "declare" | "typeset" | "local" | "readonly" => {
-                // `declare -n REF=NAME`: assigning REF later assigns NAME.
-                let nameref = cmd
-                    .args
-                    .iter()
-                    .any(|a| a.starts_with('-') && a.contains('n') && cmd.program != "export");
-                if nameref {
-                    let targets: Vec<String> = cmd
-                        .args
-                        .iter()
-                        .filter_map(|a| a.split_once('=').map(|(_, t)| t.to_owned()))
-                        .collect();
-                    cmd.env.extend(targets);
-                }
-                for a in cmd.args.iter().filter(|a| !a.starts_with(['-', '+'])) {
-                    let (name, value) = match a.split_once('=') {
-                        Some((n, v)) => (n, Some(v.to_owned()).filter(|v| !is_unknown(v))),
-                        None => (a.as_str(), ctx.vars.get(a.as_str()).cloned().flatten()),
-                    };
-                    cmd.env.push(name.to_owned());
-                    ctx.vars.insert(name.to_owned(), value);
-                }
-            }
-            "unset" => {
-                for n in names(&cmd.args) {
-                    ctx.vars.insert(n.clone(), Some(String::new()));
-                    cmd.env.push(n);
-                }
-            }
-            "read" | "mapfile" | "readarray" | "getopts" => {
-                let mut skip = false;
-                let mut ops = Vec::new();
-                for a in &cmd.args {
-                    if skip {
-                        skip = false;
-                    } else if matches!(
-                        a.as_str(),
-                        "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" | "-C" | "-c" | "-O" | "-s"
-                    ) {
-                        skip = cmd.program != "mapfile" || a != "-t";
-                    } else if a == "-a" {
-                    } else if !a.starts_with('-') {
-                        ops.push(a.clone());
-                    }
-                }
-                if cmd.program == "getopts" && !ops.is_empty() {
-                    ops.remove(0);
-                }
-                if ops.is_empty() {
-                    ops.push(
-                        if cmd.program == "read" {
-                            "REPLY"
-                        } else {
-                            "MAPFILE"
-                        }
-                        .to_owned(),
-                    );
-                }
-                for n in ops {
-                    ctx.vars.insert(n.clone(), None);
-                    cmd.env.push(n);
-                }
-            }
-            "printf" => {
-                if let Some(pos) = cmd.args.iter().position(|a| a == "-v") {
-                    if let Some(n) = cmd.args.get(pos + 1) {
-                        ctx.vars.insert(n.clone(), None);
-                        cmd.env.push(n.clone());
-                    }
-                }
-            }
+            "cd" | "pushd" | "popd" => self.change_dir(cmd, ctx),
+            "export" | "declare" | "typeset" | "local" | "readonly" | "unset" | "read"
+            | "mapfile" | "readarray" | "getopts" | "printf" => assignments(cmd, ctx),
             "trap" => {
                 let action = cmd.args.iter().find(|a| *a != "--").cloned();
                 if let Some(action) = action.filter(|a| !a.starts_with('-')) {
@@ -240,6 +140,31 @@ impl Walker<'_> {
             _ => {}
         }
         Ok(follow)
+    }
+
+    /// `cd`, `pushd`, `popd`: the cwd of what follows (unknown after an unknown target).
+    fn change_dir(&self, cmd: &Command, ctx: &mut Ctx) {
+        let old = ctx.cwd.clone();
+        let next = if cmd.program == "popd" {
+            ctx.dirs.pop()
+        } else {
+            let target = cmd.args.iter().find(|a| !a.starts_with('-') || *a == "-");
+            let next = match target.map(String::as_str) {
+                None => Some(self.resolver.home.clone()),
+                Some("-") => ctx.oldpwd.clone(),
+                Some(dir) if is_unknown(dir) => None,
+                Some(dir) => Some(self.cd_target(dir, ctx)),
+            };
+            if cmd.program == "pushd" {
+                ctx.dirs.push(old.clone());
+            }
+            next
+        };
+        match next {
+            Some(dir) => ctx.cwd = dir,
+            None => ctx.cwd_known = false,
+        }
+        ctx.oldpwd = Some(old);
     }
 
     /// Text the shell will run as commands (`eval`, `trap`): parsed when it is known,
@@ -336,4 +261,87 @@ fn git(cmd: &mut Command) -> Vec<Nested> {
         }
     }
     out
+}
+
+/// Builtins that assign or unset shell variables: each name is an edit of the environment
+/// (for rules), and its value, when known, is remembered for what follows.
+fn assignments(cmd: &mut Command, ctx: &mut Ctx) {
+    match cmd.program.as_str() {
+        "export" | "declare" | "typeset" | "local" | "readonly" => {
+            // `declare -n REF=NAME`: assigning REF later assigns NAME.
+            let nameref = cmd.program != "export"
+                && cmd
+                    .args
+                    .iter()
+                    .any(|a| a.starts_with('-') && a.contains('n'));
+            if nameref {
+                let targets: Vec<String> = cmd
+                    .args
+                    .iter()
+                    .filter_map(|a| a.split_once('=').map(|(_, t)| t.to_owned()))
+                    .collect();
+                cmd.env.extend(targets);
+            }
+            for a in cmd.args.iter().filter(|a| !a.starts_with(['-', '+'])) {
+                let (name, value) = match a.split_once('=') {
+                    Some((n, v)) => (n, Some(v.to_owned()).filter(|v| !is_unknown(v))),
+                    None => (a.as_str(), ctx.vars.get(a.as_str()).cloned().flatten()),
+                };
+                cmd.env.push(name.to_owned());
+                ctx.vars.insert(name.to_owned(), value);
+            }
+        }
+        "unset" => {
+            let names: Vec<String> = cmd
+                .args
+                .iter()
+                .filter(|a| !a.starts_with(['-', '+']))
+                .map(|a| a.split_once('=').map_or(a.as_str(), |(n, _)| n).to_owned())
+                .collect();
+            for n in names {
+                ctx.vars.insert(n.clone(), Some(String::new()));
+                cmd.env.push(n);
+            }
+        }
+        "printf" => {
+            if let Some(pos) = cmd.args.iter().position(|a| a == "-v") {
+                if let Some(n) = cmd.args.get(pos + 1) {
+                    ctx.vars.insert(n.clone(), None);
+                    cmd.env.push(n.clone());
+                }
+            }
+        }
+        _ => {
+            // read, mapfile, readarray, getopts: the names after their options.
+            let mut skip = false;
+            let mut ops = Vec::new();
+            for a in &cmd.args {
+                if skip {
+                    skip = false;
+                } else if matches!(
+                    a.as_str(),
+                    "-p" | "-d" | "-n" | "-N" | "-t" | "-u" | "-i" | "-C" | "-c" | "-O" | "-s"
+                ) {
+                    skip = cmd.program != "mapfile" || a != "-t";
+                } else if !a.starts_with('-') {
+                    ops.push(a.clone());
+                }
+            }
+            if cmd.program == "getopts" && !ops.is_empty() {
+                ops.remove(0);
+            }
+            if ops.is_empty() {
+                let default = if cmd.program == "read" {
+                    "REPLY"
+                } else {
+                    "MAPFILE"
+                };
+                ops.push(default.to_owned());
+            }
+            for n in ops {
+                ctx.vars.insert(n.clone(), None);
+                cmd.env.push(n);
+            }
+        }
+    }
 }
