@@ -16,7 +16,9 @@
 //! - [`run`]: one wrapped run, start to finish; [`report`]: what is said at its end.
 //! - [`child`]: spawning the agent, process groups, signals, the guardian, the whole process
 //!   tree (subreaper), exit codes.
-//! - [`protocol`]: AHP 2.4 wire types and strict decision parsing.
+//! - [`jsonrpc`]: JSON-RPC 2.0 messages (string or number ids) and the one bounded
+//!   newline codec every line reader uses.
+//! - [`protocol`]: AHP 2.4 wire types, AHP's string-id rule and strict decision parsing.
 //! - [`transport`]: stdio, Unix socket, HTTP and WebSocket links to a harness.
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
 //! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
@@ -39,6 +41,7 @@ pub mod config;
 pub mod control;
 pub mod decide;
 pub mod frameworks;
+pub mod jsonrpc;
 pub mod policy;
 pub mod protocol;
 pub mod report;

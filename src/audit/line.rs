@@ -184,31 +184,17 @@ pub fn is_crash_debris(bytes: &[u8]) -> bool {
     bytes.is_empty() || bytes[0] == b'{' || bytes.iter().all(|&b| b == 0)
 }
 
-/// What [`read_line`] found.
-#[derive(Debug, PartialEq, Eq)]
-pub enum Read {
-    /// End of file, nothing read.
-    Eof,
-    /// A line ended by `\n` (not included in the buffer).
-    Complete,
-    /// Bytes up to the end of the file without a final `\n`.
-    Partial,
-    /// A line longer than [`MAX_LINE`]; the buffer holds its first bytes.
-    TooLong,
-}
+/// What [`read_line`] found: a whole line, a clean end, a line cut by the end of the file, or
+/// one longer than [`MAX_LINE`] (the buffer then holds its first bytes).
+pub use crate::jsonrpc::framing::Read;
 
-/// Reads one line into `buf` (cleared first), reading no more than [`MAX_LINE`] + 1 bytes.
+/// Reads one line into `buf` (cleared first) with the crate's one line framing, reading no
+/// more than [`MAX_LINE`] + 1 bytes. The `\n` of a whole line is dropped; a `\r` stays, as
+/// it is part of what the chain covers.
 pub fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Read> {
-    buf.clear();
-    let mut limited = io::Read::take(&mut *reader, MAX_LINE as u64 + 1);
-    limited.read_until(b'\n', buf)?;
-    Ok(match buf.last() {
-        None => Read::Eof,
-        Some(b'\n') => {
-            buf.pop();
-            Read::Complete
-        }
-        Some(_) if buf.len() > MAX_LINE => Read::TooLong,
-        Some(_) => Read::Partial,
-    })
+    let read = crate::jsonrpc::framing::read_line(reader, MAX_LINE, buf)?;
+    if read == Read::Line {
+        buf.pop();
+    }
+    Ok(read)
 }

@@ -1,5 +1,9 @@
 //! The audit log: append-only, hash-chained JSON lines, one record per event and decision.
 //!
+//! Owns: the log file, its chain and keys, verification and summaries. Must not touch: what
+//! is decided (it records verdicts, never makes them); lines are read with the crate's one
+//! line framing (`crate::jsonrpc::framing`).
+//!
 //! # Line format
 //!
 //! Each line is one JSON object in *canonical* form (see [`chain::canonical`]: keys sorted

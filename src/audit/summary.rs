@@ -319,7 +319,7 @@ pub fn summary(path: &Path) -> Result<Summary, AuditError> {
         })?;
         match read {
             Read::Eof => return Ok(summary),
-            Read::Complete | Read::Partial | Read::TooLong => {
+            Read::Line | Read::Cut | Read::TooLong => {
                 match serde_json::from_slice::<AuditRecord>(&buf) {
                     Ok(record) => summary.add(&record),
                     Err(_) => summary.unreadable_lines += 1,

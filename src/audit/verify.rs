@@ -299,7 +299,7 @@ fn walk_to(
             Ok(read) => read,
             Err(e) => return problem(ProblemKind::Io(e.to_string())),
         };
-        offset += buf.len() as u64 + u64::from(read == Read::Complete);
+        offset += buf.len() as u64 + u64::from(read == Read::Line);
         let parsed = match read {
             Read::Eof => {
                 *end = (line_no, here);
@@ -310,7 +310,7 @@ fn walk_to(
                 });
             }
             Read::TooLong => return problem(ProblemKind::TooLong),
-            Read::Partial => {
+            Read::Cut => {
                 let (line, start) = debris.map_or((line_no, here), |d| (d.line, d.offset));
                 return Some(Problem {
                     line,
@@ -320,7 +320,7 @@ fn walk_to(
                     },
                 });
             }
-            Read::Complete => match line::parse(&buf) {
+            Read::Line => match line::parse(&buf) {
                 Ok(parsed) => parsed,
                 Err(LineError::NotJson) => {
                     debris.get_or_insert(Debris {
@@ -401,7 +401,7 @@ fn check_key(parsed: &Parsed, signer: &Signer, first: bool) -> Option<ProblemKin
 
 /// Whether a record with `seq` appears in the rest of the file (to tell a move from a loss).
 fn seq_follows(reader: &mut impl BufRead, buf: &mut Vec<u8>, seq: u64) -> bool {
-    while let Ok(Read::Complete) = line::read_line(reader, buf) {
+    while let Ok(Read::Line) = line::read_line(reader, buf) {
         if line::parse(buf).is_ok_and(|p| p.seq == seq) {
             return true;
         }

@@ -1,5 +1,9 @@
 //! The AHP client: one actor owns the link, the handshake, pending requests and batching;
 //! callers hold a cheap handle and get a decision or a [`Fault`] that names the cause.
+//!
+//! Owns: request/response matching, deadlines, reconnects, batching. Must not touch: the
+//! wire below a whole message (`transport`, `jsonrpc`), or what a decision means for the
+//! agent (`decide`).
 
 mod actor;
 mod handshake;

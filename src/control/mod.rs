@@ -2,6 +2,11 @@
 //! abstract Unix socket (Linux; a path in a 0700 directory elsewhere), a per-run token,
 //! and peer credentials checked both ways: the parent checks the shim's uid (and records
 //! whether it comes from the agent's tree), the shim checks that the wrapper's pid answers.
+//!
+//! Owns: that socket, its framing ([`wire`]) and both of its ends. Must not touch: what a
+//! hook call means (the hook service answers it) or line framing of its own: header lines
+//! are read with the crate's one line framing (`crate::jsonrpc`), blocking on the hook side
+//! so that the hook executable stays free of tokio.
 
 pub mod endpoint;
 pub mod relay;

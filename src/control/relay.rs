@@ -4,7 +4,7 @@
 //! parsing, one connection. Whatever goes wrong, it answers in the framework's own deny
 //! form (fail closed) rather than letting the agent proceed.
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{BufReader, Read, Write};
 use std::os::fd::AsFd;
 use std::os::unix::ffi::OsStrExt;
 use std::path::PathBuf;
@@ -15,6 +15,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use super::{endpoint, wire};
 use super::{ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
 use crate::frameworks::{self, HookContext, Rendered};
+use crate::jsonrpc::framing::{self, LineError};
 use crate::protocol::Verdict;
 
 /// Exit code when the framework itself is unknown (no deny form to render).
@@ -105,22 +106,21 @@ fn relay(framework: &str, hook: &str, cwd: &std::path::Path) -> Result<Rendered,
         }
         _ => format!("the wrapper's answer broke off: {e}"),
     };
-    let read = (&mut reader)
-        .take(wire::MAX_HEADER as u64)
-        .read_until(b'\n', &mut line);
-    if let Some(why) = std::str::from_utf8(&line)
-        .ok()
-        .and_then(wire::parse_refusal)
-    {
+    let read = framing::read_line(&mut reader, wire::MAX_HEADER, &mut line);
+    // Even a cut line may be a refusal: the parent closes right after it.
+    if let Some(why) = framing::text(&line).ok().and_then(wire::parse_refusal) {
         return Err(format!("the wrapper answered \"refused: {why}\""));
     }
     sent?;
-    read.map_err(timed_out)?;
-    if line.last() != Some(&b'\n') {
-        return Err("the wrapper closed the connection without an answer".into());
+    match read.map_err(timed_out)?.check(wire::MAX_HEADER) {
+        Ok(true) => {}
+        Ok(false) | Err(LineError::Cut) => {
+            return Err("the wrapper closed the connection without an answer".into())
+        }
+        Err(e) => return Err(format!("the wrapper answered with {e}")),
     }
-    let line = String::from_utf8(line).map_err(|_| "the wrapper's answer is garbled")?;
-    let (exit_code, out_len, err_len) = wire::parse_response_header(&line)?;
+    let line = framing::text(&line).map_err(|_| "the wrapper's answer is garbled")?;
+    let (exit_code, out_len, err_len) = wire::parse_response_header(line)?;
     let mut stdout = vec![0; out_len];
     let mut stderr = vec![0; err_len];
     reader.read_exact(&mut stdout).map_err(timed_out)?;

@@ -11,13 +11,17 @@ use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use futures_util::StreamExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::unix::{OwnedReadHalf, OwnedWriteHalf};
 use tokio::net::{UnixListener, UnixStream};
+use tokio_util::codec::FramedRead;
 
 use super::endpoint::{self, TakenOver, Watched};
 use super::wire;
 use crate::child::tree;
 use crate::frameworks::Rendered;
+use crate::jsonrpc::{Frame, LineCodec};
 
 /// How long a shim may take to send its whole request once connected.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
@@ -209,6 +213,13 @@ async fn refuse(mut stream: UnixStream, why: &str) {
     let _ = stream.write_all(wire::refusal(why).as_bytes()).await;
 }
 
+/// One shim's request: its header, working directory and hook payload.
+struct Request {
+    header: wire::RequestHeader,
+    cwd: Vec<u8>,
+    payload: Vec<u8>,
+}
+
 async fn connection<H: HookHandler>(
     stream: UnixStream,
     token: &str,
@@ -216,41 +227,13 @@ async fn connection<H: HookHandler>(
     peer: Peer,
 ) -> Result<(), String> {
     let (read, mut write) = stream.into_split();
-    let mut reader = BufReader::new(read);
-    let request = tokio::time::timeout(REQUEST_TIMEOUT, async {
-        let mut line = Vec::new();
-        (&mut reader)
-            .take(wire::MAX_HEADER as u64)
-            .read_until(b'\n', &mut line)
-            .await
-            .map_err(|e| format!("reading a request: {e}"))?;
-        let line = String::from_utf8(line).map_err(|_| "a request header that is not UTF-8")?;
-        let header = wire::parse_request_header(&line)?;
-        if !wire::same_secret(&header.token, token) {
-            let _ = write
-                .write_all(wire::refusal("wrong token").as_bytes())
-                .await;
-            // Take what the shim still sends, so that it reads the refusal rather than
-            // failing on a broken pipe.
-            let rest = header.cwd_len as u64 + header.payload_len as u64;
-            let _ = tokio::io::copy(&mut (&mut reader).take(rest), &mut tokio::io::sink()).await;
-            return Err("refused a request with a wrong token".to_owned());
-        }
-        let mut cwd = vec![0; header.cwd_len];
-        reader
-            .read_exact(&mut cwd)
-            .await
-            .map_err(|e| format!("reading a request: {e}"))?;
-        let mut payload = vec![0; header.payload_len];
-        reader
-            .read_exact(&mut payload)
-            .await
-            .map_err(|e| format!("reading a request: {e}"))?;
-        Ok::<_, String>((header, cwd, payload))
-    })
-    .await
-    .map_err(|_| "a shim did not send its request in time".to_owned())??;
-    let (header, cwd, payload) = request;
+    let Request {
+        header,
+        cwd,
+        payload,
+    } = tokio::time::timeout(REQUEST_TIMEOUT, read_request(read, &mut write, token))
+        .await
+        .map_err(|_| "a shim did not send its request in time".to_owned())??;
     let cwd = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&cwd));
     let rendered = handler
         .handle(header.framework, header.hook, cwd, payload, peer)
@@ -269,6 +252,54 @@ async fn connection<H: HookHandler>(
         .await
         .map_err(|e| format!("answering a shim: {e}"))?;
     Ok(())
+}
+
+/// Reads one request: the header line through the shared line codec, then the bytes the
+/// header announces (the first of which may already sit in the codec's buffer). A wrong
+/// token is refused on `write`.
+async fn read_request(
+    read: OwnedReadHalf,
+    write: &mut OwnedWriteHalf,
+    token: &str,
+) -> Result<Request, String> {
+    let mut lines = FramedRead::new(read, LineCodec::new(wire::MAX_HEADER));
+    let line = match lines.next().await {
+        Some(Ok(frame)) => frame
+            .and_then(Frame::whole)
+            .map_err(|e| format!("a bad request header ({e})"))?,
+        Some(Err(e)) => return Err(format!("reading a request: {e}")),
+        None => return Err("a shim closed the connection before its request".into()),
+    };
+    let text = line
+        .text()
+        .map_err(|_| "a request header that is not UTF-8")?;
+    let header = wire::parse_request_header(text)?;
+    let parts = lines.into_parts();
+    let buffered: &[u8] = &parts.read_buf;
+    let mut body = buffered.chain(parts.io);
+    if !wire::same_secret(&header.token, token) {
+        let _ = write
+            .write_all(wire::refusal("wrong token").as_bytes())
+            .await;
+        // Take what the shim still sends, so that it reads the refusal rather than
+        // failing on a broken pipe.
+        let rest = header.cwd_len as u64 + header.payload_len as u64;
+        let _ = tokio::io::copy(&mut (&mut body).take(rest), &mut tokio::io::sink()).await;
+        return Err("refused a request with a wrong token".to_owned());
+    }
+    let mut cwd = vec![0; header.cwd_len];
+    body.read_exact(&mut cwd)
+        .await
+        .map_err(|e| format!("reading a request: {e}"))?;
+    let mut payload = vec![0; header.payload_len];
+    body.read_exact(&mut payload)
+        .await
+        .map_err(|e| format!("reading a request: {e}"))?;
+    Ok(Request {
+        header,
+        cwd,
+        payload,
+    })
 }
 
 #[cfg(test)]

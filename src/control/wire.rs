@@ -9,7 +9,8 @@
 
 /// Protocol tag on both header lines.
 pub const TAG: &str = "AHPW/1";
-/// Longest header line accepted.
+/// Longest header line accepted (without its `\n`); both ends read it with the shared line
+/// framing (`crate::jsonrpc`).
 pub const MAX_HEADER: usize = 1024;
 /// Largest hook payload accepted (tool outputs can be big).
 pub const MAX_PAYLOAD: usize = 16 * 1024 * 1024;

@@ -1,15 +1,20 @@
-//! The JSON-RPC 2.0 envelope as AHP uses it: string ids, requests, notifications, responses.
+//! The JSON-RPC 2.0 envelope as AHP uses it, over [`crate::jsonrpc`]: our ids are strings,
+//! a harness answering with any other id breaks the protocol, and its replies are parsed
+//! strictly (a duplicate key is malformed).
 
-use serde_json::{json, Value};
+use serde_json::Value;
+
+pub use crate::jsonrpc::RpcError;
+use crate::jsonrpc::{self as rpc, Id, Message, MessageError};
 
 /// A request (expects an answer with the same string id).
 pub fn request(id: &str, method: &str, params: &Value) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params}).to_string()
+    rpc::request(id, method, params)
 }
 
 /// A notification (no id, no answer).
 pub fn notification(method: &str, params: &Value) -> String {
-    json!({"jsonrpc": "2.0", "method": method, "params": params}).to_string()
+    rpc::notification(method, params)
 }
 
 /// One message received from a harness, classified.
@@ -21,15 +26,7 @@ pub enum Inbound {
         outcome: Result<Value, RpcError>,
     },
     /// A request or notification from the harness to us (we serve none yet).
-    Call { method: String, id: Option<Value> },
-}
-
-/// A JSON-RPC error object returned by the harness.
-#[derive(Debug, Clone, PartialEq, thiserror::Error)]
-#[error("JSON-RPC error {code}: {message}")]
-pub struct RpcError {
-    pub code: i64,
-    pub message: String,
+    Call { method: String, id: Option<Id> },
 }
 
 /// Why a frame from the harness is not a valid JSON-RPC 2.0 message for AHP.
@@ -41,6 +38,8 @@ pub enum FrameError {
     NotJsonRpc,
     #[error("a response with a non-string id {0} (AHP ids are strings)")]
     NonStringId(String),
+    #[error("a call with an id that is neither a string nor a number ({0})")]
+    InvalidCallId(String),
     #[error("a response without an id")]
     MissingId,
     #[error("a response with neither result nor error")]
@@ -54,39 +53,35 @@ pub enum FrameError {
 pub fn parse_inbound(frame: &str) -> Result<Inbound, FrameError> {
     // Strict: a duplicate key (`"decision"` twice) is malformed, never "the last one wins".
     let v: Value = super::strict::from_str(frame).map_err(|e| FrameError::Json(e.to_string()))?;
-    let obj = v.as_object().ok_or(FrameError::NotJsonRpc)?;
-    if obj.get("jsonrpc").and_then(Value::as_str) != Some("2.0") {
-        return Err(FrameError::NotJsonRpc);
-    }
-    if let Some(method) = obj.get("method").and_then(Value::as_str) {
-        return Ok(Inbound::Call {
-            method: method.to_owned(),
-            id: obj.get("id").cloned(),
-        });
-    }
-    let id = match obj.get("id") {
-        Some(Value::String(s)) => s.clone(),
-        Some(Value::Null) | None => return Err(FrameError::MissingId),
-        Some(other) => return Err(FrameError::NonStringId(other.to_string())),
-    };
-    let outcome = match (obj.get("result"), obj.get("error")) {
-        (Some(r), None | Some(Value::Null)) => Ok(r.clone()),
-        (None | Some(Value::Null), Some(e)) if !e.is_null() => Err(RpcError {
-            code: e.get("code").and_then(Value::as_i64).unwrap_or(0),
-            message: e
-                .get("message")
-                .and_then(Value::as_str)
-                .unwrap_or("(no message)")
-                .to_owned(),
-        }),
-        (Some(_), Some(_)) => return Err(FrameError::BothResultAndError),
-        _ => return Err(FrameError::NeitherResultNorError),
-    };
-    Ok(Inbound::Response { id, outcome })
+    let is_call = v.get("method").is_some_and(Value::is_string);
+    let message = rpc::classify(v).map_err(|e| match e {
+        MessageError::NotJsonRpc => FrameError::NotJsonRpc,
+        MessageError::InvalidId(id) if is_call => FrameError::InvalidCallId(id),
+        MessageError::InvalidId(id) => FrameError::NonStringId(id),
+        MessageError::MissingId => FrameError::MissingId,
+        MessageError::NeitherResultNorError => FrameError::NeitherResultNorError,
+        MessageError::BothResultAndError => FrameError::BothResultAndError,
+    })?;
+    Ok(match message {
+        Message::Request { id, method, .. } => Inbound::Call {
+            method,
+            id: Some(id),
+        },
+        Message::Notification { method, .. } => Inbound::Call { method, id: None },
+        Message::Response {
+            id: Id::Str(id),
+            outcome,
+        } => Inbound::Response { id, outcome },
+        Message::Response { id: Id::Num(n), .. } => {
+            return Err(FrameError::NonStringId(n.to_string()))
+        }
+    })
 }
 
 #[cfg(test)]
 mod tests {
+    use serde_json::json;
+
     use super::*;
 
     #[test]

@@ -1,4 +1,9 @@
 //! AHP 2.4 wire types: event types and their blocking split, events, and strictly parsed decisions.
+//!
+//! Owns: what AHP adds to JSON-RPC — its methods' payloads, its rule that our ids are strings
+//! (a harness answering with a numeric id breaks the protocol, [`jsonrpc`]), and strict JSON
+//! (a duplicate key is malformed). Must not touch: framing or transports (generic JSON-RPC
+//! and the line codec are `crate::jsonrpc`), or what a decision leads to (`decide`).
 
 mod decision;
 pub mod jsonrpc;

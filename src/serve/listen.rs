@@ -10,13 +10,15 @@ use axum::extract::State;
 use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use futures_util::{SinkExt, StreamExt};
-use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader};
+use tokio::io::AsyncWriteExt;
 use tokio_tungstenite::tungstenite::handshake::server::{
     ErrorResponse, Request, Response as WsResponse,
 };
 use tokio_tungstenite::tungstenite::Message;
+use tokio_util::codec::FramedRead;
 
 use super::Engine;
+use crate::jsonrpc::LineCodec;
 
 /// Where `serve` listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -131,29 +133,24 @@ pub async fn serve(
     }
 }
 
-/// Newline-delimited JSON on one stream; answers in order of arrival.
+/// Newline-delimited JSON on one stream; answers in order of arrival. A client that sends
+/// a line over the limit is dropped; a line that is not UTF-8 is skipped.
 async fn lines<R, W>(engine: Arc<Engine>, read: R, mut write: W)
 where
     R: tokio::io::AsyncRead + Unpin,
     W: tokio::io::AsyncWrite + Unpin,
 {
-    let mut reader = BufReader::new(read);
-    let mut line = Vec::new();
-    loop {
-        line.clear();
-        match (&mut reader)
-            .take(MAX_MESSAGE as u64 + 1)
-            .read_until(b'\n', &mut line)
-            .await
-        {
-            Ok(0) | Err(_) => return,
-            Ok(_) => {}
-        }
-        if line.len() > MAX_MESSAGE {
-            tracing::warn!("serve: dropped a client sending a message over {MAX_MESSAGE} bytes");
-            return;
-        }
-        let Ok(text) = std::str::from_utf8(&line) else {
+    let mut frames = FramedRead::new(read, LineCodec::new(MAX_MESSAGE));
+    while let Some(next) = frames.next().await {
+        let frame = match next {
+            Ok(Ok(frame)) => frame,
+            Ok(Err(e)) => {
+                tracing::warn!("serve: dropped a client that sent {e}");
+                return;
+            }
+            Err(_) => return,
+        };
+        let Ok(text) = frame.text() else {
             continue;
         };
         if text.trim().is_empty() {

@@ -1,5 +1,10 @@
 //! `ahp-wrap serve`: the embedded policy engine as a standalone AHP 2.4 harness, so that
 //! many wrappers (or any AHP client) share one policy and one audit log.
+//!
+//! Owns: the listeners (stdio, Unix socket, HTTP, WebSocket) and answering AHP methods with
+//! the embedded engine. Must not touch: the policy itself (`policy/`, reached through
+//! `decide`), or framing of its own: stream listeners read lines through the shared codec
+//! ([`crate::jsonrpc::LineCodec`]).
 
 mod listen;
 
@@ -10,6 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::decide::Embedded;
+use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
 use crate::session::Auditor;
 
@@ -33,7 +39,10 @@ impl Engine {
     pub async fn handle(&self, text: &str) -> Option<String> {
         let msg: Value = match serde_json::from_str(text) {
             Ok(v) => v,
-            Err(e) => return Some(error(Value::Null, -32700, &format!("Parse error: {e}"))),
+            Err(e) => {
+                let message = format!("Parse error: {e}");
+                return Some(jsonrpc::error_response(&Value::Null, -32700, &message));
+            }
         };
         let id = msg.get("id").cloned();
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
@@ -51,8 +60,8 @@ impl Engine {
         };
         let id = id?;
         Some(match result {
-            Ok(r) => json!({"jsonrpc": "2.0", "id": id, "result": r}).to_string(),
-            Err((code, message)) => error(id, code, &message),
+            Ok(r) => jsonrpc::response(&id, &r),
+            Err((code, message)) => jsonrpc::error_response(&id, code, &message),
         })
     }
 
@@ -166,8 +175,4 @@ impl Engine {
             tracing::error!("audit log: {e}");
         }
     }
-}
-
-fn error(id: Value, code: i64, message: &str) -> String {
-    json!({"jsonrpc": "2.0", "id": id, "error": {"code": code, "message": message}}).to_string()
 }

@@ -1,5 +1,10 @@
 //! Harness transports: one file per kind, all presenting the same message link.
 //!
+//! Owns: reaching a harness (spawning a stdio one, connecting, HTTP/WebSocket auth) and
+//! carrying whole messages both ways. Must not touch: what a message means (JSON-RPC
+//! classification is `jsonrpc`/`protocol`, deadlines and fail mode are `client`); stream
+//! links read lines only through the shared codec ([`crate::jsonrpc::LineCodec`]).
+//!
 //! A [`Link`] carries whole JSON-RPC messages as text. Stream transports (stdio, Unix
 //! socket, WebSocket) keep one connection; HTTP posts one message per request and feeds the
 //! response bodies back into the same inbox, so the client above never knows the difference.
@@ -167,62 +172,32 @@ async fn pump_lines<R>(reader: R, max: usize, tx: &mpsc::Sender<Incoming>) -> Op
 where
     R: tokio::io::AsyncRead + Unpin,
 {
-    use tokio::io::AsyncBufReadExt;
+    use futures_util::StreamExt;
 
-    let mut reader = tokio::io::BufReader::with_capacity(64 * 1024, reader);
-    let mut line: Vec<u8> = Vec::new();
-    let mut oversized = false;
+    let codec = crate::jsonrpc::LineCodec::new(max);
+    let mut frames = tokio_util::codec::FramedRead::with_capacity(reader, codec, 64 * 1024);
     loop {
-        let buf = match reader.fill_buf().await {
-            Ok(buf) => buf,
-            Err(e) => return Some(format!("read error: {e}")),
-        };
-        let at_eof = buf.is_empty();
-        let newline = buf.iter().position(|&b| b == b'\n');
-        let take = newline.unwrap_or(buf.len());
-        if !oversized {
-            if line.len() + take > max {
-                oversized = true;
-                line = Vec::new();
-            } else {
-                line.extend_from_slice(&buf[..take]);
+        let msg = match frames.next().await {
+            None => return Some("end of stream".into()),
+            Some(Err(e)) => return Some(format!("read error: {e}")),
+            Some(Ok(Err(e))) => Incoming::Violation(e.to_string()),
+            Some(Ok(Ok(frame))) if frame.is_blank() => continue,
+            Some(Ok(Ok(frame))) => {
+                if frame.is_cut() {
+                    // Taken as it is (a whole message is judged by its JSON); the end of
+                    // the stream follows.
+                    tracing::debug!("the harness ended its last frame without a newline");
+                }
+                match frame.text() {
+                    Ok(s) => Incoming::Frame(s.to_owned()),
+                    Err(e) => Incoming::Violation(e.to_string()),
+                }
             }
-        }
-        let consumed = newline.map_or(take, |i| i + 1);
-        reader.consume(consumed);
-        if newline.is_none() && !at_eof {
-            continue;
-        }
-        let msg = if oversized {
-            Some(Incoming::Violation(format!(
-                "a frame over the {max}-byte limit"
-            )))
-        } else {
-            frame(&line)
         };
-        oversized = false;
-        line.clear();
-        if let Some(msg) = msg {
-            if tx.send(msg).await.is_err() {
-                return None;
-            }
-        }
-        if at_eof {
-            return Some("end of stream".into());
+        if tx.send(msg).await.is_err() {
+            return None;
         }
     }
-}
-
-/// One line as a frame: blank lines are skipped, a trailing CR is dropped.
-fn frame(line: &[u8]) -> Option<Incoming> {
-    let line = line.strip_suffix(b"\r").unwrap_or(line);
-    if line.iter().all(u8::is_ascii_whitespace) {
-        return None;
-    }
-    Some(match std::str::from_utf8(line) {
-        Ok(s) => Incoming::Frame(s.to_owned()),
-        Err(_) => Incoming::Violation("a frame that is not valid UTF-8".into()),
-    })
 }
 
 #[cfg(test)]

@@ -11,6 +11,7 @@ use tokio::time::Instant;
 
 use super::handshake::parse_handshake;
 use super::{ClientConfig, Command, Fault, LinkState, Negotiated};
+use crate::jsonrpc::Id;
 use crate::protocol::jsonrpc::{self, Inbound};
 use crate::protocol::Event;
 use crate::transport::{self, ConnectError, HarnessSpec, Incoming, Link, Outgoing};
@@ -318,13 +319,12 @@ impl Actor {
                 },
                 Ok(Inbound::Call { method, id }) => {
                     tracing::warn!(%method, "the harness called a method; ahp-wrap serves none");
-                    if let Some(Value::String(id)) = id {
-                        let text = serde_json::json!({
-                            "jsonrpc": "2.0",
-                            "id": id,
-                            "error": {"code": -32601, "message": "Method not found"},
-                        })
-                        .to_string();
+                    if let Some(Id::Str(id)) = id {
+                        let text = crate::jsonrpc::error_response(
+                            &Value::String(id),
+                            -32601,
+                            "Method not found",
+                        );
                         self.send(Outgoing { id: None, text }).await;
                     }
                 }
