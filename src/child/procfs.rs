@@ -146,19 +146,45 @@ impl Sampler {
 }
 
 fn read_all() -> Option<HashMap<i32, Stat>> {
+    use std::io::Read;
     let mut out = HashMap::new();
+    // One buffer for every file, and no size query: a sweep runs at every run's end, so its
+    // syscalls count (open, one read, close per process).
+    let mut buf = Vec::with_capacity(1024);
+    let mut path = String::with_capacity(32);
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
+        let name = entry.file_name();
+        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
             continue;
         };
-        let Ok(text) = std::fs::read_to_string(entry.path().join("stat")) else {
+        path.clear();
+        path.push_str("/proc/");
+        path.push_str(name.to_str().unwrap_or_default());
+        path.push_str("/stat");
+        let Ok(mut file) = std::fs::File::open(&path) else {
             continue;
         };
-        if let Some(st) = parse_stat(&text) {
+        buf.clear();
+        buf.resize(1024, 0);
+        let mut len = 0;
+        // A stat line fits in one read nearly always; read on only when the buffer filled.
+        loop {
+            match file.read(&mut buf[len..]) {
+                Ok(0) => break,
+                Ok(n) => {
+                    len += n;
+                    if len < buf.len() {
+                        break;
+                    }
+                    buf.resize(buf.len() * 2, 0);
+                }
+                Err(_) => break,
+            }
+        }
+        let Ok(text) = std::str::from_utf8(&buf[..len]) else {
+            continue;
+        };
+        if let Some(st) = parse_stat(text) {
             out.insert(pid, st);
         }
     }

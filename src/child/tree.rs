@@ -175,6 +175,10 @@ impl Tracker {
         if let Some(dir) = &dir {
             cgroup::kill_and_remove(dir);
         }
+        if ended == 0 {
+            // The sweep found nothing of the agent's tree, not even a zombie: nothing to reap.
+            return 0;
+        }
         if let Some(table) = procfs::processes() {
             for pid in adopted_and_agent(&table, me) {
                 // The agent is reaped by whoever waits for it (its exit status is ours).
