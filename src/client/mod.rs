@@ -49,6 +49,21 @@ pub enum Fault {
     Decision(#[from] DecisionError),
     #[error("the request failed: {0}")]
     Transport(String),
+    /// The harness turned our credentials down: the same words as `Transport`, but a
+    /// reconnect cannot help, so the handshake fails for good.
+    #[error("the request failed: {0}")]
+    Refused(String),
+}
+
+impl Fault {
+    /// A request that did not get through: refused credentials, or anything else.
+    fn failed(reason: String, refused: bool) -> Fault {
+        if refused {
+            Fault::Refused(reason)
+        } else {
+            Fault::Transport(reason)
+        }
+    }
 }
 
 /// Settings of the client that do not come from the harness.

@@ -43,8 +43,13 @@ pub(super) fn connect(url: &url::Url, cfg: &LinkConfig) -> Result<Link, ConnectE
                 let incoming = match (result, msg.id) {
                     (Ok(None), _) => return,
                     (Ok(Some(frame)), _) => frame,
-                    (Err(reason), Some(id)) => Incoming::Failed { id, reason },
-                    (Err(reason), None) => {
+                    (Err(e), Some(id)) => Incoming::Failed {
+                        id,
+                        reason: e.reason,
+                        refused: e.refused,
+                    },
+                    (Err(e), None) => {
+                        let reason = e.reason;
                         tracing::warn!("harness notification not delivered: {reason}");
                         return;
                     }
@@ -59,21 +64,42 @@ pub(super) fn connect(url: &url::Url, cfg: &LinkConfig) -> Result<Link, ConnectE
     })
 }
 
+/// Why one POST failed; `refused` when the harness turned our credentials down.
+struct ExchangeError {
+    reason: String,
+    refused: bool,
+}
+
+impl From<String> for ExchangeError {
+    fn from(reason: String) -> ExchangeError {
+        ExchangeError {
+            reason,
+            refused: false,
+        }
+    }
+}
+
 /// One POST: `Ok(None)` for an empty answer (a notification's 202/204), a frame or a
 /// violation for a body, `Err` when the message did not get through.
-async fn exchange(req: reqwest::RequestBuilder, max: usize) -> Result<Option<Incoming>, String> {
-    let mut resp = req
-        .send()
-        .await
-        .map_err(|e| format!("cannot reach the harness: {}", crate::error_chain(&e)))?;
+async fn exchange(
+    req: reqwest::RequestBuilder,
+    max: usize,
+) -> Result<Option<Incoming>, ExchangeError> {
+    let mut resp = req.send().await.map_err(|e| {
+        ExchangeError::from(format!(
+            "cannot reach the harness: {}",
+            crate::error_chain(&e)
+        ))
+    })?;
     let status = resp.status();
     if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
-        return Err(format!(
-            "the harness refused our credentials (HTTP {status})"
-        ));
+        return Err(ExchangeError {
+            reason: format!("the harness refused our credentials (HTTP {status})"),
+            refused: true,
+        });
     }
     if !status.is_success() {
-        return Err(format!("the harness answered HTTP {status}"));
+        return Err(format!("the harness answered HTTP {status}").into());
     }
     if resp.content_length().is_some_and(|n| n > max as u64) {
         return Ok(Some(Incoming::Violation(format!(

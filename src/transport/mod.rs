@@ -134,8 +134,13 @@ pub enum Incoming {
     /// The harness broke the framing (oversized frame, invalid UTF-8, binary frame); the
     /// link is still usable.
     Violation(String),
-    /// Request `id` could not be delivered or answered (HTTP only).
-    Failed { id: String, reason: String },
+    /// Request `id` could not be delivered or answered (HTTP only); `refused` when the
+    /// harness turned our credentials down (retrying cannot help).
+    Failed {
+        id: String,
+        reason: String,
+        refused: bool,
+    },
     /// The link is gone, and why.
     Closed(String),
 }

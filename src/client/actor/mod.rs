@@ -193,7 +193,7 @@ impl Actor {
         self.handshake_due = None;
         let negotiated = match outcome {
             Ok(result) => parse_handshake(&result),
-            Err(Fault::Transport(why)) if !why.contains("credentials") => {
+            Err(Fault::Transport(why)) => {
                 self.link = None;
                 return self.link_down(why);
             }
@@ -331,11 +331,15 @@ impl Actor {
                 Err(e) => self.violation(e.to_string()),
             },
             Incoming::Violation(what) => self.violation(what),
-            Incoming::Failed { id, reason } => match self.pending.remove(&id) {
+            Incoming::Failed {
+                id,
+                reason,
+                refused,
+            } => match self.pending.remove(&id) {
                 Some(Pending::Caller(reply)) => {
-                    let _ = reply.send(Err(Fault::Transport(reason)));
+                    let _ = reply.send(Err(Fault::failed(reason, refused)));
                 }
-                Some(Pending::Handshake) => self.on_handshake(Err(Fault::Transport(reason))),
+                Some(Pending::Handshake) => self.on_handshake(Err(Fault::failed(reason, refused))),
                 Some(Pending::Batch) => {
                     tracing::warn!("a batch of notifications was lost: {reason}")
                 }
