@@ -40,10 +40,35 @@ pub fn processes() -> Option<HashMap<i32, Stat>> {
     read_all()
 }
 
-/// One process's entry, if it exists.
+/// One process's entry, if it exists. Runs per hook call (the sender's ancestry), so it
+/// reads the file the way a sweep does: one open, one read, no size query.
 pub fn stat(pid: i32) -> Option<Stat> {
-    let text = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    parse_stat(&text)
+    let mut buf = Vec::new();
+    read_stat(&format!("/proc/{pid}/stat"), &mut buf)
+}
+
+/// Reads and parses one `/proc/<pid>/stat` into `buf` (reused across calls). A stat line
+/// fits in one read nearly always; it reads on only when the buffer filled.
+fn read_stat(path: &str, buf: &mut Vec<u8>) -> Option<Stat> {
+    use std::io::Read;
+    let mut file = std::fs::File::open(path).ok()?;
+    buf.clear();
+    buf.resize(1024, 0);
+    let mut len = 0;
+    loop {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => {
+                len += n;
+                if len < buf.len() {
+                    break;
+                }
+                buf.resize(buf.len() * 2, 0);
+            }
+            Err(_) => return None,
+        }
+    }
+    parse_stat(std::str::from_utf8(&buf[..len]).ok()?)
 }
 
 /// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
@@ -146,45 +171,20 @@ impl Sampler {
 }
 
 fn read_all() -> Option<HashMap<i32, Stat>> {
-    use std::io::Read;
     let mut out = HashMap::new();
-    // One buffer for every file, and no size query: a sweep runs at every run's end, so its
-    // syscalls count (open, one read, close per process).
+    // One buffer for every file: a sweep runs at every run's end, so its syscalls count.
     let mut buf = Vec::with_capacity(1024);
     let mut path = String::with_capacity(32);
     for entry in std::fs::read_dir("/proc").ok()?.flatten() {
         let name = entry.file_name();
-        let Some(pid) = name.to_str().and_then(|s| s.parse::<i32>().ok()) else {
+        let Some(name) = name.to_str().filter(|s| s.parse::<i32>().is_ok()) else {
             continue;
         };
         path.clear();
         path.push_str("/proc/");
-        path.push_str(name.to_str().unwrap_or_default());
+        path.push_str(name);
         path.push_str("/stat");
-        let Ok(mut file) = std::fs::File::open(&path) else {
-            continue;
-        };
-        buf.clear();
-        buf.resize(1024, 0);
-        let mut len = 0;
-        // A stat line fits in one read nearly always; read on only when the buffer filled.
-        loop {
-            match file.read(&mut buf[len..]) {
-                Ok(0) => break,
-                Ok(n) => {
-                    len += n;
-                    if len < buf.len() {
-                        break;
-                    }
-                    buf.resize(buf.len() * 2, 0);
-                }
-                Err(_) => break,
-            }
-        }
-        let Ok(text) = std::str::from_utf8(&buf[..len]) else {
-            continue;
-        };
-        if let Some(st) = parse_stat(text) {
+        if let (Ok(pid), Some(st)) = (name.parse(), read_stat(&path, &mut buf)) {
             out.insert(pid, st);
         }
     }
