@@ -228,6 +228,33 @@ while [ ! -s {d}/plain ] || [ ! -s {d}/setsid ] || [ ! -s {d}/orphan ] || [ ! -s
     vec!["sh".into(), "-c".into(), script]
 }
 
+/// The wrapper running [`escaping_agent`], once its descendants are all in place.
+fn start_escaping(dir: &std::path::Path, then: &str) -> std::process::Child {
+    let wrapper = wrap()
+        .args(escaping_agent(dir, then))
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    assert!(wait_until(
+        || dir.join("ready").exists(),
+        Duration::from_secs(20)
+    ));
+    wrapper
+}
+
+/// Leaves nothing behind whatever an assertion says (SIGKILL to each).
+fn kill_all(pids: &[i32]) {
+    for &p in pids {
+        let _ = Command::new("kill")
+            .args(["-9", &p.to_string()])
+            .stderr(Stdio::null())
+            .status();
+    }
+}
+
 fn pid_in(dir: &std::path::Path, name: &str) -> Option<i32> {
     read(dir, name).trim().parse().ok()
 }
@@ -240,18 +267,7 @@ fn ppid(pid: i32) -> Option<i32> {
 #[test]
 fn no_escaped_descendant_survives_a_killed_wrapper() {
     let dir = tempfile::tempdir().unwrap();
-    let mut wrapper = wrap()
-        .args(escaping_agent(dir.path(), "touch ready; wait; sleep 300"))
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_until(
-        || dir.path().join("ready").exists(),
-        Duration::from_secs(20)
-    ));
+    let mut wrapper = start_escaping(dir.path(), "touch ready; wait; sleep 300");
     let names = ["agent", "plain", "setsid", "orphan", "bare"];
     let pids: Vec<i32> = names
         .iter()
@@ -277,12 +293,7 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
     let killed = Instant::now();
     let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
     let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
-    for &p in &pids {
-        let _ = Command::new("kill")
-            .args(["-9", &p.to_string()])
-            .stderr(Stdio::null())
-            .status();
-    }
+    kill_all(&pids);
     assert!(
         gone,
         "still alive {:?} after the wrapper's SIGKILL: {left:?}",
@@ -295,26 +306,12 @@ fn an_orphan_adopted_just_before_the_wrapper_is_killed_is_ended_too() {
     // No time for the wrapper to report the orphan to the guardian: the guardian finds it
     // by the run's mark in its environment (or, where there is one, in the agent's cgroup).
     let dir = tempfile::tempdir().unwrap();
-    let mut wrapper = wrap()
-        .args(escaping_agent(dir.path(), "touch ready; sleep 300"))
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    assert!(wait_until(
-        || dir.path().join("ready").exists(),
-        Duration::from_secs(20)
-    ));
+    let mut wrapper = start_escaping(dir.path(), "touch ready; sleep 300");
     wrapper.kill().unwrap();
     wrapper.wait().unwrap();
     let orphan = pid_in(dir.path(), "orphan").unwrap();
     let gone = wait_until(|| !alive(orphan), Duration::from_secs(3));
-    let _ = Command::new("kill")
-        .args(["-9", &orphan.to_string()])
-        .stderr(Stdio::null())
-        .status();
+    kill_all(&[orphan]);
     assert!(gone, "the orphan {orphan} survived the wrapper's SIGKILL");
 }
 
@@ -341,12 +338,7 @@ fn no_escaped_descendant_survives_the_agents_exit() {
         .collect();
     let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
     let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
-    for &p in &pids {
-        let _ = Command::new("kill")
-            .args(["-9", &p.to_string()])
-            .stderr(Stdio::null())
-            .status();
-    }
+    kill_all(&pids);
     assert!(
         gone,
         "still alive {:?} after the agent's exit: {left:?}",

@@ -120,25 +120,21 @@ fn disguised_session(wrapped: bool) -> (bool, bool, bool, usize) {
     let o = outside.display();
     // `rm -rf OUTSIDE`, base64-encoded, so no word of it is visible in the command.
     let encoded = {
-        const ALPHABET: &[u8] = b"ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
-        let input = format!("rm -rf {o}\n");
-        let mut out = String::new();
-        for chunk in input.as_bytes().chunks(3) {
-            let b = [
-                chunk[0],
-                *chunk.get(1).unwrap_or(&0),
-                *chunk.get(2).unwrap_or(&0),
-            ];
-            let n = (u32::from(b[0]) << 16) | (u32::from(b[1]) << 8) | u32::from(b[2]);
-            for i in 0..4 {
-                if i <= chunk.len() {
-                    out.push(ALPHABET[(n >> (18 - 6 * i) & 63) as usize] as char);
-                } else {
-                    out.push('=');
-                }
-            }
-        }
-        out
+        let out = std::process::Command::new("base64")
+            .args(["-w", "0"])
+            .stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped())
+            .spawn()
+            .and_then(|mut c| {
+                use std::io::Write;
+                c.stdin
+                    .take()
+                    .unwrap()
+                    .write_all(format!("rm -rf {o}\n").as_bytes())?;
+                c.wait_with_output()
+            })
+            .unwrap();
+        String::from_utf8(out.stdout).unwrap()
     };
     let attempts = [
         "c=cat; $c ~/.ss?/id_*".to_owned(),

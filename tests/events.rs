@@ -26,18 +26,7 @@ fn events_of(agent: &str, extra: &[&str]) -> (Option<i32>, Vec<Value>) {
             .args(["--", "sh", "-c", agent]),
         Duration::from_secs(60),
     );
-    let events = read(dir.path(), "harness.jsonl")
-        .lines()
-        .map(|l| serde_json::from_str::<Value>(l).unwrap())
-        .flat_map(|m| match m["method"].as_str() {
-            Some("ahp/event") => vec![m["params"].clone()],
-            Some("ahp/batch") => m["params"]["events"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default(),
-            _ => vec![],
-        })
-        .collect();
+    let events = harness_events(dir.path());
     (out.status.code(), events)
 }
 

@@ -29,28 +29,6 @@ fn harness(dir: &Path) -> String {
     )
 }
 
-fn json_lines(dir: &Path, name: &str) -> Vec<Value> {
-    read(dir, name)
-        .lines()
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
-
-/// Every event the harness received (single or batched).
-fn harness_events(dir: &Path) -> Vec<Value> {
-    json_lines(dir, "harness.jsonl")
-        .into_iter()
-        .flat_map(|m| match m["method"].as_str() {
-            Some("ahp/event") => vec![m["params"].clone()],
-            Some("ahp/batch") => m["params"]["events"]
-                .as_array()
-                .cloned()
-                .unwrap_or_default(),
-            _ => vec![],
-        })
-        .collect()
-}
-
 /// An agent that starts the impostor, waits until it has tried, then asks the hook about
 /// BLOCK_ME (see [`gated_agent`]), and stops the impostor.
 fn hijacking_agent(dir: &Path) -> Vec<String> {

@@ -62,3 +62,27 @@ exit {exit_code}"#,
 pub fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_default()
 }
+
+/// The JSON lines of `dir/name` (none when it does not exist).
+pub fn json_lines(dir: &Path, name: &str) -> Vec<serde_json::Value> {
+    read(dir, name)
+        .lines()
+        .filter(|l| !l.trim().is_empty())
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect()
+}
+
+/// Every event a scripted harness logged to `dir/harness.jsonl`, single or batched.
+pub fn harness_events(dir: &Path) -> Vec<serde_json::Value> {
+    json_lines(dir, "harness.jsonl")
+        .into_iter()
+        .flat_map(|m| match m["method"].as_str() {
+            Some("ahp/event") => vec![m["params"].clone()],
+            Some("ahp/batch") => m["params"]["events"]
+                .as_array()
+                .cloned()
+                .unwrap_or_default(),
+            _ => vec![],
+        })
+        .collect()
+}
