@@ -33,10 +33,8 @@ pub enum Mode {
 pub struct Embedded {
     policy: std::sync::OnceLock<Policy>,
     workspace: Option<std::path::PathBuf>,
-    /// The wrapper's own files for this run, protected by the policy's `wrapper` rules.
-    wrapper: std::sync::OnceLock<Vec<std::path::PathBuf>>,
-    /// The wrapper's own processes (itself, its guardian), for `wrapper_pid` rules.
-    pids: std::sync::OnceLock<Vec<u32>>,
+    /// This run's own files and processes, protected by the policy's `wrapper` rules.
+    protected: std::sync::OnceLock<crate::policy::Protected>,
     pub mode: Mode,
 }
 
@@ -56,8 +54,7 @@ impl Embedded {
         Embedded {
             policy: std::sync::OnceLock::from(policy),
             workspace: None,
-            wrapper: std::sync::OnceLock::new(),
-            pids: std::sync::OnceLock::new(),
+            protected: std::sync::OnceLock::new(),
             mode,
         }
     }
@@ -68,25 +65,15 @@ impl Embedded {
         Embedded {
             policy: std::sync::OnceLock::new(),
             workspace,
-            wrapper: std::sync::OnceLock::new(),
-            pids: std::sync::OnceLock::new(),
+            protected: std::sync::OnceLock::new(),
             mode,
         }
     }
 
-    /// Names this run's own files (executables, run directory) for the policy to protect.
-    /// Set once, before the agent starts.
-    pub fn protect(&self, paths: Vec<std::path::PathBuf>) {
-        let canonical = paths
-            .into_iter()
-            .map(|p| std::fs::canonicalize(&p).unwrap_or(p))
-            .collect();
-        let _ = self.wrapper.set(canonical);
-    }
-
-    /// Names this run's own processes for the policy to protect. Set once.
-    pub fn protect_pids(&self, pids: Vec<u32>) {
-        let _ = self.pids.set(pids);
+    /// Names this run's own files (executables, run directory) and processes (the wrapper,
+    /// its guardian) for the policy to protect. Set once, before the agent starts.
+    pub fn protect(&self, protected: crate::policy::Protected) {
+        let _ = self.protected.set(protected);
     }
 
     fn policy(&self) -> &Policy {
@@ -101,9 +88,7 @@ impl Embedded {
 
     /// Evaluates one event under the mode.
     pub fn decide(&self, event: &Event) -> EmbeddedDecision {
-        let wrapper = self.wrapper.get().map_or(&[][..], Vec::as_slice);
-        let pids = self.pids.get().map_or(&[][..], Vec::as_slice);
-        let d = self.policy().evaluate_protecting(event, wrapper, pids);
+        let d = self.policy().evaluate_with(event, self.protected.get());
         let source = match &d.rule {
             Some(rule) => format!("policy:{rule}"),
             None => "policy".to_owned(),

@@ -19,6 +19,7 @@ use crate::control::{ControlServer, RunDir, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCK
 use crate::decide::{Decider, Embedded, FailMode, Harness};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::policy::Policy;
+use crate::policy::Protected;
 use crate::protocol::EventType;
 use crate::session::{Auditor, Session};
 
@@ -223,14 +224,16 @@ async fn supervise(
     let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
     let hook_exe = hook_executable(&self_exe);
     if let Harness::Embedded(e) = &harness {
-        e.protect(vec![
-            self_exe.clone(),
-            self_exe.with_file_name("ahp-wrap-hook"),
-            run_dir.path().to_owned(),
-        ]);
-        let mut pids = vec![std::process::id()];
-        pids.extend(guardian.as_ref().map(|g| g.pid() as u32));
-        e.protect_pids(pids);
+        let pids =
+            std::iter::once(std::process::id()).chain(guardian.as_ref().map(|g| g.pid() as u32));
+        e.protect(Protected::new(
+            [
+                self_exe.clone(),
+                self_exe.with_file_name("ahp-wrap-hook"),
+                run_dir.path().to_owned(),
+            ],
+            pids,
+        ));
     }
     let mut cmd = AgentCommand {
         program: cfg.program.clone(),

@@ -25,7 +25,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 use ahp_wrap::frameworks::{self, HookContext};
-use ahp_wrap::policy::Policy;
+use ahp_wrap::policy::{Policy, Protected};
 use ahp_wrap::protocol::{now_rfc3339, Event};
 use serde_json::{json, Map, Value};
 
@@ -318,17 +318,19 @@ fn write(path: &Path, text: &str) {
 
 /// The policy under test. The one place that says how the embedded default is configured.
 fn policy(sb: &Sandbox) -> Policy {
-    // As a real run builds it: the wrapper's executables and run directory are protected.
     Policy::default_policy()
         .with_home(&sb.home)
         .with_workspace(&sb.ws)
-        .with_wrapper_paths([
-            sb.bin.join("ahp-wrap"),
-            sb.bin.join("ahp-wrap-hook"),
-            sb.run.clone(),
-        ])
-        // The wrapper's and its guardian's pids, as a real run protects them.
-        .with_wrapper_pids([4242, 4243])
+        // The wrapper's executables, run directory, and its and its guardian's pids, as a
+        // real run protects them.
+        .protecting(Protected::new(
+            [
+                sb.bin.join("ahp-wrap"),
+                sb.bin.join("ahp-wrap-hook"),
+                sb.run.clone(),
+            ],
+            [4242, 4243],
+        ))
 }
 
 // --- Cases -------------------------------------------------------------------------------

@@ -59,8 +59,11 @@ pub const EXAMPLE_WRAPPER: [&str; 3] = [
 /// The pids examples pretend the wrapper and its guardian have.
 pub const EXAMPLE_WRAPPER_PIDS: [u32; 2] = [4242, 4243];
 
-fn example_wrapper() -> Vec<PathBuf> {
-    EXAMPLE_WRAPPER.iter().map(PathBuf::from).collect()
+fn example_protected() -> super::Protected {
+    super::Protected {
+        paths: EXAMPLE_WRAPPER.iter().map(PathBuf::from).collect(),
+        pids: EXAMPLE_WRAPPER_PIDS.to_vec(),
+    }
 }
 
 fn resolver() -> Resolver {
@@ -84,8 +87,7 @@ pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
         for (example, should_match) in cases {
             count += 1;
             let (event, shown) = event_of(example);
-            let mut facts = extract::facts(&event, &resolver, None, &example_wrapper());
-            facts.wrapper_pids = EXAMPLE_WRAPPER_PIDS.to_vec();
+            let facts = extract::facts(&event, &resolver, None, example_protected());
             if rule.is_match(&facts) != should_match {
                 failures.push(ExampleFailure {
                     rule: rule.id.clone(),

@@ -98,10 +98,41 @@ pub struct Policy {
     resolver: Resolver,
     /// The workspace, when the caller knows it better than the event's cwd.
     workspace_root: Option<PathBuf>,
-    /// The wrapper's own files, protected by rules with `where = ["wrapper"]`.
-    wrapper: Vec<PathBuf>,
-    /// The wrapper's own processes, for rules with `wrapper_pid = true`.
-    wrapper_pids: Vec<u32>,
+    /// The wrapper's own files and processes.
+    protected: Protected,
+}
+
+/// What of the wrapper itself the policy protects: its files (executables, run directory,
+/// control socket: rules with `where = ["wrapper"]`) and its processes (itself, its
+/// guardian: rules with `wrapper_pid = true`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Protected {
+    pub paths: Vec<PathBuf>,
+    pub pids: Vec<u32>,
+}
+
+impl Protected {
+    /// `paths` (canonicalised where they exist) and `pids`.
+    pub fn new(
+        paths: impl IntoIterator<Item = PathBuf>,
+        pids: impl IntoIterator<Item = u32>,
+    ) -> Protected {
+        Protected {
+            paths: paths
+                .into_iter()
+                .map(|p| std::fs::canonicalize(&p).unwrap_or_else(|_| paths::normalise(&p)))
+                .collect(),
+            pids: pids.into_iter().collect(),
+        }
+    }
+
+    /// Both together.
+    fn and(&self, other: &Protected) -> Protected {
+        Protected {
+            paths: self.paths.iter().chain(&other.paths).cloned().collect(),
+            pids: self.pids.iter().chain(&other.pids).copied().collect(),
+        }
+    }
 }
 
 impl Default for Policy {
@@ -123,8 +154,7 @@ impl Policy {
                 follow_symlinks: true,
             },
             workspace_root: None,
-            wrapper: Vec::new(),
-            wrapper_pids: Vec::new(),
+            protected: Protected::default(),
         }
     }
 
@@ -196,20 +226,9 @@ impl Policy {
         self
     }
 
-    /// Protects the wrapper's own files (its executables, run directory and control
-    /// socket): rules with `where = ["wrapper"]` match them and anything inside them.
-    pub fn with_wrapper_paths(mut self, paths: impl IntoIterator<Item = PathBuf>) -> Policy {
-        self.wrapper = paths
-            .into_iter()
-            .map(|p| std::fs::canonicalize(&p).unwrap_or_else(|_| paths::normalise(&p)))
-            .collect();
-        self
-    }
-
-    /// Protects the wrapper's own processes: rules with `wrapper_pid = true` match a command
-    /// that signals one of them (or every process, `kill -1`).
-    pub fn with_wrapper_pids(mut self, pids: impl IntoIterator<Item = u32>) -> Policy {
-        self.wrapper_pids = pids.into_iter().collect();
+    /// Protects the wrapper's own files and processes (see [`Protected`]).
+    pub fn protecting(mut self, protected: Protected) -> Policy {
+        self.protected = protected;
         self
     }
 
@@ -232,34 +251,25 @@ impl Policy {
     /// (block > escalate > defer > modify > explicit allow > no opinion; ties go to the
     /// rule written first).
     pub fn evaluate(&self, event: &Event) -> PolicyDecision {
-        self.evaluate_with(event, &[])
+        self.evaluate_with(event, None)
     }
 
-    /// [`Policy::evaluate`], with `wrapper` protected as well as the policy's own
-    /// [`Policy::with_wrapper_paths`] (a run names its files after the policy is built).
-    pub fn evaluate_with(&self, event: &Event, wrapper: &[PathBuf]) -> PolicyDecision {
-        self.evaluate_protecting(event, wrapper, &[])
-    }
-
-    /// [`Policy::evaluate_with`], also protecting the processes `pids`.
-    pub fn evaluate_protecting(
-        &self,
-        event: &Event,
-        wrapper: &[PathBuf],
-        pids: &[u32],
-    ) -> PolicyDecision {
+    /// [`Policy::evaluate`], also protecting `run`'s files and processes (a run knows
+    /// them only after the policy is built).
+    pub fn evaluate_with(&self, event: &Event, run: Option<&Protected>) -> PolicyDecision {
         if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
             return PolicyDecision::no_opinion();
         }
-        let mut protected = self.wrapper.clone();
-        protected.extend_from_slice(wrapper);
-        let mut facts = extract::facts(
+        let protected = match run {
+            Some(run) => self.protected.and(run),
+            None => self.protected.clone(),
+        };
+        let facts = extract::facts(
             event,
             &self.resolver,
             self.workspace_root.as_deref(),
-            &protected,
+            protected,
         );
-        facts.wrapper_pids = self.wrapper_pids.iter().chain(pids).copied().collect();
         let mut best: Option<(u8, PolicyDecision)> = None;
         let mut propose = |rank: u8, decision: PolicyDecision| {
             if best.as_ref().map_or(true, |(r, _)| rank > *r) {

@@ -17,6 +17,7 @@ use serde_json::Value;
 use super::paths::{ResolvedPath, Resolver};
 use super::semantics;
 use super::shell::{self, Command};
+use super::Protected;
 use crate::protocol::{Event, EventType};
 
 /// Argument keys that hold a shell command line (string) or argv (array).
@@ -81,10 +82,8 @@ pub struct Facts {
     pub tool: Option<String>,
     pub workspace: PathBuf,
     pub home: PathBuf,
-    /// The wrapper's own files (executables, run directory), for `where = ["wrapper"]`.
-    pub wrapper: Vec<PathBuf>,
-    /// The wrapper's own processes, for `wrapper_pid = true`.
-    pub wrapper_pids: Vec<u32>,
+    /// The wrapper's own files and processes.
+    pub protected: Protected,
     pub shell: Vec<ShellSource>,
     pub commands: Vec<CommandFacts>,
     /// Files read by file tools or by any shell command.
@@ -121,7 +120,7 @@ pub fn facts(
     event: &Event,
     resolver: &Resolver,
     workspace_root: Option<&Path>,
-    wrapper: &[PathBuf],
+    protected: Protected,
 ) -> Facts {
     let payload = &event.payload;
     let cwd_raw = event_cwd(event)
@@ -144,8 +143,7 @@ pub fn facts(
         tool,
         workspace,
         home: resolver.home.clone(),
-        wrapper: wrapper.to_vec(),
-        wrapper_pids: Vec::new(),
+        protected,
         shell: Vec::new(),
         commands: Vec::new(),
         reads: Vec::new(),

@@ -259,7 +259,7 @@ impl CommandCond {
                 .map_or(true, |p| !cmd.via.iter().any(|v| p.is_match(v)))
             && self
                 .wrapper_pid
-                .map_or(true, |w| w == signals_wrapper(&cmd.args, &f.wrapper_pids))
+                .map_or(true, |w| w == signals_wrapper(&cmd.args, &f.protected.pids))
     }
 }
 

@@ -116,7 +116,7 @@ impl PathCond {
             || self
                 .wheres
                 .iter()
-                .any(|w| w.holds(p, &f.workspace, &f.home, &f.wrapper));
+                .any(|w| w.holds(p, &f.workspace, &f.home, &f.protected.paths));
         positive && !hit(&self.not_abs, &self.not_tilde)
     }
 
