@@ -79,3 +79,27 @@ fn observe_blocks_nothing_and_records_what_it_would_have_blocked() {
         o.markdown
     );
 }
+
+/// Asks the wrapper's hook about `command` (the agent's shell has already put real values
+/// in it) and appends the hook's exit code to `rc`.
+const ASK: &str = r#"ask() { printf '{"event_type":"pre_action","payload":{"tool_name":"Bash","arguments":{"command":"%s"}}}' "$1" | "$AHP_WRAP_BIN" hook generic pre_action >/dev/null 2>&1; echo $? >> rc; }"#;
+
+#[test]
+fn a_real_run_protects_the_wrappers_own_pid_and_executables() {
+    // The run names them to the policy only when it starts: the pid of the wrapper (the
+    // agent's parent here) and the hook executable's path, as literal values.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "cd '{}'; {ASK}; ask \"kill -9 $PPID\"; ask \"rm -f $AHP_WRAP_HOOK_BIN\"; ask \"kill -9 $$\"; ask \"rm -f /tmp/some-other-file\"",
+        dir.path().display()
+    );
+    let out = run(
+        Command::new(wrap_bin()).args(["--", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let rc: Vec<String> = read(dir.path(), "rc").lines().map(str::to_owned).collect();
+    // The wrapper's pid and its hook executable: blocked (the generic hook exits 2); another
+    // pid and another file: allowed.
+    assert_eq!(rc, ["2", "2", "0", "0"], "{}", show(&out));
+}
