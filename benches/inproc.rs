@@ -13,13 +13,14 @@ use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::Duration;
 
+use ahp_wrap::audit::Auditor;
 use ahp_wrap::audit::{AuditLog, AuditRecord};
 use ahp_wrap::client::{Client, ClientConfig};
-use ahp_wrap::control::HookHandler;
-use ahp_wrap::decide::{Decider, Embedded, FailMode, Harness, Mode};
+use ahp_wrap::control::{Handler, Kind, Request};
+use ahp_wrap::gate::{Decider, Embedded, FailMode, Gate, Harness, Mode};
+use ahp_wrap::intercept::hooks::HookService;
 use ahp_wrap::policy::Policy;
 use ahp_wrap::protocol::{Event, EventType};
-use ahp_wrap::session::{Auditor, Session};
 use ahp_wrap::transport::{AuthScheme, HarnessSpec, LinkConfig};
 use criterion::{BatchSize, Criterion, Throughput};
 use serde_json::json;
@@ -240,42 +241,40 @@ fn hook_benches(c: &mut Criterion) {
         PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("shims/claude-code/samples/PreToolUse.json"),
     )
     .expect("sample payload");
-    let session = Arc::new(Session {
-        session_id: "3f1c2a9e-0000-4000-8000-000000000000".into(),
-        agent_id: "claude-code-bench".into(),
-        depth: 0,
-        parent_session: None,
-        decider: Decider {
-            harness: Harness::Embedded(Arc::new(Embedded::new(
-                Policy::default_policy(),
-                Mode::Enforce,
-            ))),
-            fail_mode: FailMode::Closed,
-            timeout: Duration::from_secs(10),
-            asker: None,
-        },
-        audit: Auditor::default(),
-        interactive: false,
-        events: Default::default(),
-        hooks_called: Default::default(),
-        framework_session: Default::default(),
-    });
+    let decider = Decider {
+        harness: Harness::Embedded(Arc::new(Embedded::new(
+            Policy::default_policy(),
+            Mode::Enforce,
+        ))),
+        fail_mode: FailMode::Closed,
+        timeout: Duration::from_secs(10),
+        asker: None,
+    };
+    let gate = Gate::new(
+        "3f1c2a9e-0000-4000-8000-000000000000".into(),
+        "claude-code-bench".into(),
+        0,
+        decider,
+        Auditor::default(),
+    );
+    let service = HookService::new(Arc::new(gate), false);
     let cwd = PathBuf::from("/tmp");
     let mut g = c.benchmark_group("hook");
     g.bench_function("parent_handle_embedded", |b| {
         b.iter_batched(
             || payload.clone(),
             |p| {
-                rt.block_on(session.handle(
-                    "claude-code".into(),
-                    "PreToolUse".into(),
-                    cwd.clone(),
-                    p,
-                    ahp_wrap::control::Peer {
+                rt.block_on(service.handle(Request {
+                    kind: Kind::Hook,
+                    scope: "claude-code".into(),
+                    name: "PreToolUse".into(),
+                    cwd: cwd.clone(),
+                    payload: p,
+                    peer: ahp_wrap::control::Peer {
                         pid: std::process::id() as i32,
                         descends_from_agent: true,
                     },
-                ))
+                }))
             },
             BatchSize::SmallInput,
         )

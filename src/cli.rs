@@ -6,7 +6,7 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand};
 
 use crate::config::SummaryWhen;
-use crate::decide::{FailMode, Mode};
+use crate::gate::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
 /// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.

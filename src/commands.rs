@@ -6,24 +6,20 @@ use crate::audit::{self, load_key, KEY_ENV};
 use serde_json::Value;
 
 use crate::cli::{AuditCommand, PolicyCommand, ServeArgs};
-use crate::decide::Embedded;
+use crate::exit::{self, Exit};
+use crate::gate::Embedded;
 use crate::policy::Policy;
 use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
 
-/// Exit code of a check that found a problem.
-pub const EXIT_PROBLEM: u8 = 1;
-/// Exit code when the command itself cannot run.
-pub const EXIT_ERROR: u8 = 2;
-
-pub fn audit(cmd: AuditCommand) -> u8 {
+pub fn audit(cmd: AuditCommand) -> Exit {
     match cmd {
         AuditCommand::Verify { path, key_file } => {
             let key = match load_key(key_file.as_deref(), std::env::var(KEY_ENV).ok()) {
                 Ok(k) => k,
                 Err(e) => {
                     eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                    return EXIT_ERROR;
+                    return Exit::Error;
                 }
             };
             // The commit head this machine keeps for the log, if any (see audit::head).
@@ -31,24 +27,21 @@ pub fn audit(cmd: AuditCommand) -> u8 {
                 .map(|dir| audit::head::head_path(&dir, &path))
                 .and_then(|p| audit::head::read(&p));
             let report = audit::verify_with_head(&path, key.as_deref(), head.as_ref());
-            print!("{}", report.to_text());
-            report.outcome() as u8
+            exit::print(&report.to_text());
+            Exit::Status(report.outcome() as u8)
         }
         AuditCommand::Summary { path, markdown } => match audit::summary(&path) {
             Ok(s) => {
-                print!(
-                    "{}",
-                    if markdown {
-                        s.to_markdown()
-                    } else {
-                        s.to_text()
-                    }
-                );
-                0
+                exit::print(&if markdown {
+                    s.to_markdown()
+                } else {
+                    s.to_text()
+                });
+                Exit::OK
             }
             Err(e) => {
                 eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                EXIT_ERROR
+                Exit::Error
             }
         },
     }
@@ -62,26 +55,26 @@ pub fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
     }
 }
 
-pub fn policy(cmd: PolicyCommand) -> u8 {
+pub fn policy(cmd: PolicyCommand) -> Exit {
     match cmd {
         PolicyCommand::Default => {
-            print!("{}", Policy::default_toml());
-            0
+            exit::print(Policy::default_toml());
+            Exit::OK
         }
         PolicyCommand::Check { file } => match Policy::load(&file) {
             Ok(p) => {
                 let report = p.check().expect("load checked the examples");
-                println!(
-                    "{}: {} rules, {} examples passed",
+                exit::print(&format!(
+                    "{}: {} rules, {} examples passed\n",
                     file.display(),
                     report.rules,
                     report.examples
-                );
-                0
+                ));
+                Exit::OK
             }
             Err(e) => {
                 eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                EXIT_PROBLEM
+                Exit::Problem
             }
         },
         PolicyCommand::Eval { file } => {
@@ -89,26 +82,26 @@ pub fn policy(cmd: PolicyCommand) -> u8 {
                 Ok(p) => p,
                 Err(e) => {
                     eprintln!("ahp-wrap: {e}");
-                    return EXIT_ERROR;
+                    return Exit::Error;
                 }
             };
             let mut input = String::new();
             if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
                 eprintln!("ahp-wrap: cannot read stdin: {e}");
-                return EXIT_ERROR;
+                return Exit::Error;
             }
             let event = match event_from_json(&input) {
                 Ok(e) => e,
                 Err(e) => {
                     eprintln!("ahp-wrap: {e}");
-                    return EXIT_ERROR;
+                    return Exit::Error;
                 }
             };
             let d = policy.evaluate(&event);
             let mut out = d.verdict.to_json();
             out["rule"] = d.rule.map(Value::String).unwrap_or(Value::Null);
-            println!("{out}");
-            0
+            exit::print(&format!("{out}\n"));
+            Exit::OK
         }
     }
 }
@@ -134,19 +127,19 @@ fn event_from_json(text: &str) -> Result<Event, String> {
     serde_json::from_value(v).map_err(|e| format!("not an AHP event: {e}"))
 }
 
-pub fn serve(args: ServeArgs) -> u8 {
+pub fn serve(args: ServeArgs) -> Exit {
     let listen = match Listen::parse(&args.listen) {
         Ok(l) => l,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
-            return EXIT_ERROR;
+            return Exit::Error;
         }
     };
     let policy = match load_policy(args.policy.as_deref()) {
         Ok(p) => p,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
-            return EXIT_ERROR;
+            return Exit::Error;
         }
     };
     let runtime = match tokio::runtime::Builder::new_multi_thread()
@@ -157,19 +150,20 @@ pub fn serve(args: ServeArgs) -> u8 {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ahp-wrap: cannot start the runtime: {e}");
-            return EXIT_ERROR;
+            return Exit::Error;
         }
     };
     runtime.block_on(async move {
-        let audit =
-            match crate::run::open_audit(args.audit_log.as_deref(), args.audit_key_file.as_deref())
-            {
-                Ok(a) => a,
-                Err(e) => {
-                    eprintln!("ahp-wrap: {e}");
-                    return EXIT_ERROR;
-                }
-            };
+        let audit = match crate::audit::Auditor::open(
+            args.audit_log.as_deref(),
+            args.audit_key_file.as_deref(),
+        ) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("ahp-wrap: {e}");
+                return Exit::Error;
+            }
+        };
         let engine = Arc::new(Engine {
             embedded: Arc::new(Embedded::new(policy, args.mode)),
             audit,
@@ -188,10 +182,10 @@ pub fn serve(args: ServeArgs) -> u8 {
         )
         .await
         {
-            Ok(()) => 0,
+            Ok(()) => Exit::OK,
             Err(e) => {
                 eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                EXIT_ERROR
+                Exit::Error
             }
         }
     })

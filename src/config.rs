@@ -5,8 +5,8 @@ use std::path::PathBuf;
 use std::time::Duration;
 
 use crate::cli::RunArgs;
-use crate::decide::{FailMode, Mode};
 use crate::frameworks::{self, Framework};
+use crate::gate::{FailMode, Mode};
 use crate::transport::{HarnessSpec, LinkConfig, SpecError};
 
 /// The agent's depth (0 for a top-level agent), in the agent's environment.
@@ -63,7 +63,7 @@ pub struct Config {
     pub summary: SummaryWhen,
     pub summary_md: Option<PathBuf>,
     pub ask_timeout: Duration,
-    /// Exit with [`crate::run::EXIT_NO_HOOKS`] when the agent never called a hook.
+    /// Exit with [`crate::exit::Exit::NoHooks`] when the agent never called a hook.
     pub require_hooks: bool,
 }
 

@@ -13,7 +13,8 @@
 //! ```
 //!
 //! - [`cli`], [`config`]: the command line, then a validated configuration.
-//! - [`run`]: one wrapped run, start to finish; [`report`]: what is said at its end.
+//! - [`run`]: one wrapped run, as phases (prepare, spawn, supervise, finish), and its private
+//!   run directory; [`report`]: what is said at its end; [`exit`]: every exit code.
 //! - [`child`]: spawning the agent, process groups, signals, the guardian, the whole process
 //!   tree (subreaper), exit codes.
 //! - [`jsonrpc`]: JSON-RPC 2.0 messages (string or number ids) and the one bounded
@@ -21,9 +22,12 @@
 //! - [`protocol`]: AHP 2.4 wire types, AHP's string-id rule and strict decision parsing.
 //! - [`transport`]: stdio, Unix socket, HTTP and WebSocket links to a harness.
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
-//! - [`decide`]: from an event to a final verdict (defer, escalate, fail mode).
-//! - [`session`]: the run as the harness sees it, and the hook service.
-//! - [`control`]: the control socket (parent side) and the hook process's relay (hook side).
+//! - [`gate`]: the one place an event becomes an enforced [`gate::Decision`] (harness or
+//!   embedded policy, defer, escalate, fail mode, durable audit before enforcement).
+//! - [`intercept`]: the ways a run reaches into the agent (today its hook system:
+//!   [`intercept::hooks`]), each adding to the agent's command and feeding the gate.
+//! - [`control`]: the control socket: request kinds, the parent's server, and the one
+//!   blocking client every process calling in from the agent uses.
 //! - [`frameworks`]: one shim per agent framework (injection, mapping, rendering); each
 //!   shim's code, samples and README live in `shims/<name>/` (see `shims/README.md`), and a
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
@@ -39,15 +43,16 @@ pub mod client;
 pub mod commands;
 pub mod config;
 pub mod control;
-pub mod decide;
+pub mod exit;
 pub mod frameworks;
+pub mod gate;
+pub mod intercept;
 pub mod jsonrpc;
 pub mod policy;
 pub mod protocol;
 pub mod report;
 pub mod run;
 pub mod serve;
-pub mod session;
 pub mod termlog;
 pub mod transport;
 

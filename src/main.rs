@@ -1,12 +1,13 @@
-//! Entry point: parse, run, map to an exit code.
+//! Entry point: parse, run, and turn the outcome into an exit code, in one place.
 
 use std::process::ExitCode;
 
 use ahp_wrap::cli::{Cli, Command};
 use ahp_wrap::commands;
 use ahp_wrap::config::Config;
-use ahp_wrap::control::relay;
-use ahp_wrap::run::{self, EXIT_WRAPPER};
+use ahp_wrap::exit::Exit;
+use ahp_wrap::intercept::hooks::relay;
+use ahp_wrap::run;
 use ahp_wrap::termlog;
 use clap::Parser;
 
@@ -21,33 +22,34 @@ fn main() -> ExitCode {
         }
     }
     let cli = Cli::parse();
-    match cli.command {
-        Some(Command::Hook { framework, hook }) => hook_exit(relay::run_hook(&framework, &hook)),
-        Some(Command::Audit { command }) => ExitCode::from(commands::audit(command)),
-        Some(Command::Policy { command }) => ExitCode::from(commands::policy(command)),
-        Some(Command::Serve(args)) => {
-            if let Err(e) = termlog::init(&args.log, None, false) {
-                eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(&e));
-                return ExitCode::from(commands::EXIT_ERROR);
-            }
-            ExitCode::from(commands::serve(args))
+    let exit = match cli.command {
+        Some(Command::Hook { framework, hook }) => {
+            return hook_exit(relay::run_hook(&framework, &hook))
         }
-        None => {
-            if let Err(e) = termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true) {
-                eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(&e));
-                return ExitCode::from(EXIT_WRAPPER);
-            }
-            match Config::from_args(cli.run) {
-                Ok(cfg) => ExitCode::from(run::run(cfg)),
-                Err(e) => {
-                    eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(&e));
-                    ExitCode::from(EXIT_WRAPPER)
-                }
-            }
-        }
-    }
+        Some(Command::Audit { command }) => commands::audit(command),
+        Some(Command::Policy { command }) => commands::policy(command),
+        Some(Command::Serve(args)) => match termlog::init(&args.log, None, false) {
+            Ok(_) => commands::serve(args),
+            Err(e) => fail(&e, Exit::Error),
+        },
+        None => match termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true) {
+            Err(e) => fail(&e, Exit::Wrapper),
+            Ok(_) => match Config::from_args(cli.run) {
+                Ok(cfg) => run::run(cfg),
+                Err(e) => fail(&e, Exit::Wrapper),
+            },
+        },
+    };
+    exit.into()
 }
 
+/// Says why on stderr, and exits with `exit`.
+fn fail(e: &dyn std::error::Error, exit: Exit) -> Exit {
+    eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(e));
+    exit
+}
+
+/// A hook process exits with what its framework's contract renders.
 fn hook_exit(code: i32) -> ExitCode {
     ExitCode::from(u8::try_from(code).unwrap_or(1))
 }

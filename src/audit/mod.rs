@@ -73,6 +73,7 @@
 //! - [`head`]: the commit head a clean close leaves outside the log.
 //! - `summary`: [`Summary`], built while appending or read back with [`summary()`].
 
+mod auditor;
 pub mod chain;
 pub mod head;
 mod line;
@@ -91,6 +92,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use auditor::{decided, notified, Auditor};
 pub use chain::Alg;
 pub use summary::{summary, Blocked, Summary};
 pub use verify::{verify, verify_with_head, Outcome, Problem, ProblemKind, Recovery, VerifyReport};

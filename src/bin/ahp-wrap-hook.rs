@@ -9,7 +9,7 @@ fn main() -> ExitCode {
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.as_slice() {
         [cmd, framework, hook] if cmd == "hook" => {
-            ahp_wrap::control::relay::run_hook(framework, hook)
+            ahp_wrap::intercept::hooks::relay::run_hook(framework, hook)
         }
         _ => {
             eprintln!("usage: ahp-wrap-hook hook <FRAMEWORK> <HOOK>");

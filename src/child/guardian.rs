@@ -67,9 +67,9 @@ impl Guardian {
         self.pipe.try_clone().ok()
     }
 
-    /// Watches `target`: a pid, or minus a process group id.
-    pub fn watch(&mut self, target: i32) {
-        let _ = writeln!(self.pipe, "watch {target}");
+    /// Watches `target`, sent as `kill(2)` takes it (a pid, or minus a process group id).
+    pub fn watch(&mut self, target: super::ChildId) {
+        let _ = writeln!(self.pipe, "watch {}", target.kill_target());
     }
 
     /// Removes `dir` (the run directory) if the wrapper dies without doing it. The path is

@@ -7,19 +7,12 @@ pub mod procfs;
 pub mod signals;
 pub mod tree;
 
-use std::ffi::OsStr;
-use std::os::unix::process::ExitStatusExt;
+use std::ffi::{CStr, OsStr};
+use std::os::fd::RawFd;
 use std::path::PathBuf;
-use std::process::ExitStatus;
 
+use crate::exit::Exit;
 use crate::frameworks::AgentCommand;
-
-/// Exit code when the agent program does not exist (as a shell says it).
-pub const EXIT_NOT_FOUND: u8 = 127;
-/// Exit code when the agent program cannot be executed.
-pub const EXIT_NOT_EXECUTABLE: u8 = 126;
-/// Base of the exit code for death by signal N (128 + N).
-pub const EXIT_SIGNAL_BASE: u8 = 128;
 
 /// Where the agent lives among process groups. This is the one place that decides it.
 ///
@@ -58,29 +51,75 @@ pub enum SpawnError {
 
 impl SpawnError {
     /// The exit code a shell would give.
-    pub fn exit_code(&self) -> u8 {
+    pub fn exit(&self) -> Exit {
         match self {
-            SpawnError::NotFound(_) => EXIT_NOT_FOUND,
-            SpawnError::NotExecutable(..) => EXIT_NOT_EXECUTABLE,
+            SpawnError::NotFound(_) => Exit::NotFound,
+            SpawnError::NotExecutable(..) => Exit::NotExecutable,
         }
     }
+}
+
+/// What signals for the agent go to, and what the guardian watches: the agent alone, or
+/// its whole process group (whose id is the agent's pid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildId {
+    Process(i32),
+    Group(i32),
+}
+
+impl ChildId {
+    /// The agent's pid either way.
+    pub fn pid(self) -> i32 {
+        match self {
+            ChildId::Process(pid) | ChildId::Group(pid) => pid,
+        }
+    }
+
+    /// As `kill(2)` takes it: a pid, or minus a process group id.
+    pub fn kill_target(self) -> i32 {
+        match self {
+            ChildId::Process(pid) => pid,
+            ChildId::Group(pgid) => -pgid,
+        }
+    }
+
+    /// The inverse of [`ChildId::kill_target`]; `None` for 0 (nobody).
+    pub fn from_kill_target(target: i32) -> Option<ChildId> {
+        match target {
+            0 => None,
+            t if t < 0 => Some(ChildId::Group(-t)),
+            t => Some(ChildId::Process(t)),
+        }
+    }
+}
+
+/// How the agent's stdin and stdout are wired (stderr is always inherited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stdio {
+    /// Ours, inherited: pass-through is byte-exact and the terminal stays the agent's.
+    #[default]
+    Inherit,
+    /// Pipes to us, for an interceptor that sits in the agent's stream (a proxy).
+    Piped,
+}
+
+/// Everything [`spawn`] needs besides the command.
+#[derive(Debug, Clone, Copy)]
+pub struct SpawnOptions<'a> {
+    pub group: GroupPolicy,
+    pub stdio: Stdio,
+    /// Our environment variables the agent must not inherit.
+    pub remove_env: &'a [&'a str],
+    /// The guardian's pipe: the agent registers itself there before it runs.
+    pub guardian_fd: Option<RawFd>,
+    /// A `cgroup.procs` path the agent joins before it runs.
+    pub cgroup: Option<&'a CStr>,
 }
 
 /// The running agent.
 pub struct Agent {
     pub child: tokio::process::Child,
-    pub pid: i32,
-    pub policy: GroupPolicy,
-}
-
-impl Agent {
-    /// What signals for the agent are sent to: its pid, or its whole group.
-    pub fn signal_target(&self) -> i32 {
-        match self.policy {
-            GroupPolicy::Foreground => self.pid,
-            GroupPolicy::OwnGroup => -self.pid,
-        }
-    }
+    pub id: ChildId,
 }
 
 /// Finds the agent program as a shell would: a name with a slash is a path, anything
@@ -98,17 +137,8 @@ pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, Spa
     which::which_in(program, path_var, cwd).map_err(|_| SpawnError::NotFound(shown))
 }
 
-/// Starts the agent with our stdio (inherited, so pass-through is byte-exact and the
-/// terminal stays the agent's) and the extra environment. `guardian` is the guardian's
-/// pipe: the agent registers itself there before it runs; and it joins `cgroup` (a
-/// `cgroup.procs` path) before it runs, when given.
-pub fn spawn(
-    cmd: &AgentCommand,
-    policy: GroupPolicy,
-    remove_env: &[&str],
-    guardian_fd: Option<std::os::fd::RawFd>,
-    cgroup: Option<&std::ffi::CStr>,
-) -> Result<Agent, SpawnError> {
+/// Starts the agent with the extra environment, wired as `opts` says.
+pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnError> {
     let path_var = cmd
         .env
         .iter()
@@ -120,18 +150,22 @@ pub fn spawn(
     let shown = cmd.program.to_string_lossy().into_owned();
     let mut c = tokio::process::Command::new(&path);
     c.arg0(&cmd.program).args(&cmd.args);
-    for key in remove_env {
+    for key in opts.remove_env {
         c.env_remove(key);
     }
     for (k, v) in &cmd.env {
         c.env(k, v);
     }
-    if policy == GroupPolicy::OwnGroup {
+    if opts.stdio == Stdio::Piped {
+        c.stdin(std::process::Stdio::piped())
+            .stdout(std::process::Stdio::piped());
+    }
+    let group = opts.group == GroupPolicy::OwnGroup;
+    if group {
         c.process_group(0);
     }
-    if guardian_fd.is_some() || cgroup.is_some() {
-        let group = policy == GroupPolicy::OwnGroup;
-        let procs = cgroup.map(std::ffi::CStr::to_owned);
+    if opts.guardian_fd.is_some() || opts.cgroup.is_some() {
+        let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup.map(CStr::to_owned));
         // SAFETY: `join` and `announce` are async-signal-safe, as a pre-exec hook must be.
         unsafe {
             c.pre_exec(move || {
@@ -151,18 +185,12 @@ pub fn spawn(
         _ => SpawnError::NotExecutable(shown.clone(), e),
     })?;
     let pid = child.id().expect("a just-spawned child has a pid") as i32;
-    Ok(Agent { child, pid, policy })
-}
-
-/// The agent's end as our exit code: its own code, or 128 + N for death by signal N.
-pub fn exit_code(status: ExitStatus) -> u8 {
-    if let Some(code) = status.code() {
-        code as u8
-    } else if let Some(sig) = status.signal() {
-        EXIT_SIGNAL_BASE.saturating_add(sig as u8)
+    let id = if group {
+        ChildId::Group(pid)
     } else {
-        1
-    }
+        ChildId::Process(pid)
+    };
+    Ok(Agent { child, id })
 }
 
 #[cfg(test)]
@@ -170,14 +198,14 @@ mod tests {
     use super::*;
 
     #[test]
-    fn exit_codes_map_codes_and_signals() {
-        assert_eq!(exit_code(ExitStatus::from_raw(0)), 0);
-        assert_eq!(exit_code(ExitStatus::from_raw(3 << 8)), 3);
-        assert_eq!(exit_code(ExitStatus::from_raw(255 << 8)), 255);
-        assert_eq!(exit_code(ExitStatus::from_raw(9)), 137);
-        assert_eq!(exit_code(ExitStatus::from_raw(15)), 143);
-        // A core dump flag does not change the signal number.
-        assert_eq!(exit_code(ExitStatus::from_raw(11 | 0x80)), 139);
+    fn a_child_id_is_a_pid_or_a_group_and_round_trips_through_kill_targets() {
+        assert_eq!(ChildId::Process(42).kill_target(), 42);
+        assert_eq!(ChildId::Group(42).kill_target(), -42);
+        assert_eq!(ChildId::Group(42).pid(), 42);
+        for id in [ChildId::Process(7), ChildId::Group(7)] {
+            assert_eq!(ChildId::from_kill_target(id.kill_target()), Some(id));
+        }
+        assert_eq!(ChildId::from_kill_target(0), None);
     }
 
     #[test]

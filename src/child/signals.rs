@@ -64,8 +64,9 @@ impl Forwarder {
         }
     }
 
-    /// From now on, signals go to `target` (a pid, or minus a process group id).
-    pub fn set_target(&self, target: i32) {
+    /// From now on, signals go to `target`.
+    pub fn set_target(&self, target: super::ChildId) {
+        let target = target.kill_target();
         self.target.store(target, Ordering::SeqCst);
         if let Some(sig) = self.early_signal() {
             if let Ok(sig) = Signal::try_from(sig) {

@@ -1,11 +1,10 @@
-//! The parent side of the control socket: accept shim connections, note who sent each
-//! (pid, and whether it comes from the agent's tree), and answer each with what the hook
-//! service renders, or with a refusal that says why.
+//! The parent side of the control socket: accept connections, note who sent each (pid,
+//! and whether it comes from the agent's tree), and answer each with what the run's
+//! [`Handler`] says, or with a refusal that says why.
 
 use std::ffi::OsString;
 use std::future::Future;
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Arc;
@@ -20,67 +19,12 @@ use tokio_util::codec::FramedRead;
 use super::endpoint::{self, TakenOver, Watched};
 use super::wire;
 use crate::child::tree;
-use crate::frameworks::Rendered;
 use crate::jsonrpc::{Frame, LineCodec};
 
 /// How long a shim may take to send its whole request once connected.
 const REQUEST_TIMEOUT: Duration = Duration::from_secs(10);
 /// How often a path socket is checked for having been removed or replaced.
 const WATCH_EVERY: Duration = Duration::from_millis(200);
-
-/// A private (0700) directory for one run, removed when dropped.
-#[derive(Debug)]
-pub struct RunDir {
-    path: PathBuf,
-}
-
-impl RunDir {
-    /// Creates a fresh private directory under `$XDG_RUNTIME_DIR` or the temp dir.
-    ///
-    /// As root, a base that only root can write to comes first (`$XDG_RUNTIME_DIR`, then
-    /// `/run`): some agents read a configuration file only when nobody else could have
-    /// written to it or to any directory above it (Gemini CLI's system settings), which a
-    /// world-writable `/tmp` never passes. A framework can rely on that with
-    /// [`only_root_can_write`].
-    pub fn create() -> io::Result<RunDir> {
-        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
-            .map(PathBuf::from)
-            .filter(|p| p.is_dir());
-        let root_only = nix::unistd::geteuid().is_root().then(|| {
-            runtime_dir
-                .iter()
-                .map(PathBuf::as_path)
-                .chain([Path::new("/run")])
-                .find(|p| p.is_dir() && only_root_can_write(p))
-                .map(Path::to_path_buf)
-        });
-        let base = root_only
-            .flatten()
-            .or(runtime_dir)
-            .unwrap_or_else(std::env::temp_dir);
-        let path = base.join(format!("ahp-wrap-{}", crate::random_hex(8)));
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(RunDir { path })
-    }
-
-    pub fn path(&self) -> &Path {
-        &self.path
-    }
-}
-
-/// Whether `path` and every directory above it are owned by root and writable by no one
-/// else (no group or other write bit).
-pub fn only_root_can_write(path: &Path) -> bool {
-    use std::os::unix::fs::MetadataExt;
-    path.ancestors()
-        .all(|p| std::fs::metadata(p).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0))
-}
-
-impl Drop for RunDir {
-    fn drop(&mut self) {
-        let _ = std::fs::remove_dir_all(&self.path);
-    }
-}
 
 /// The process that sent a hook call, as the kernel vouches for it (`SO_PEERCRED`).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -93,16 +37,23 @@ pub struct Peer {
     pub descends_from_agent: bool,
 }
 
-/// Something that answers one hook call.
-pub trait HookHandler: Send + Sync + 'static {
-    fn handle(
-        &self,
-        framework: String,
-        hook: String,
-        cwd: PathBuf,
-        payload: Vec<u8>,
-        peer: Peer,
-    ) -> impl Future<Output = Rendered> + Send;
+/// One request that passed the checks (user, token, sizes).
+#[derive(Debug)]
+pub struct Request {
+    pub kind: wire::Kind,
+    /// A framework's name, or an interceptor's.
+    pub scope: String,
+    /// A hook, a command or an event name.
+    pub name: String,
+    /// The calling process's working directory.
+    pub cwd: PathBuf,
+    pub payload: Vec<u8>,
+    pub peer: Peer,
+}
+
+/// What answers the run's requests.
+pub trait Handler: Send + Sync + 'static {
+    fn handle(&self, request: Request) -> impl Future<Output = wire::Answer> + Send;
 }
 
 /// Where the agent's pid goes once it runs, for the peer check.
@@ -128,8 +79,8 @@ pub struct ControlServer {
 impl ControlServer {
     /// Listens on an abstract socket, or on `control.sock` inside `dir` where there is
     /// none (see [`super::endpoint`]).
-    pub fn bind(dir: &RunDir) -> io::Result<ControlServer> {
-        let bound = endpoint::bind(dir.path())?;
+    pub fn bind(dir: &Path) -> io::Result<ControlServer> {
+        let bound = endpoint::bind(dir)?;
         bound.listener.set_nonblocking(true)?;
         Ok(ControlServer {
             address: bound.address,
@@ -153,7 +104,7 @@ impl ControlServer {
 
     /// Serves connections until the future is dropped. Returns only if the path socket was
     /// removed or replaced: then hooks can no longer reach us and the run must end.
-    pub async fn serve<H: HookHandler>(self, handler: Arc<H>) -> TakenOver {
+    pub async fn serve<H: Handler>(self, handler: Arc<H>) -> TakenOver {
         let token: Arc<str> = self.token.into();
         let uid = nix::unistd::geteuid().as_raw();
         let me = std::process::id() as i32;
@@ -213,21 +164,21 @@ async fn refuse(mut stream: UnixStream, why: &str) {
     let _ = stream.write_all(wire::refusal(why).as_bytes()).await;
 }
 
-/// One shim's request: its header, working directory and hook payload.
-struct Request {
+/// One request as read: its header, working directory and payload.
+struct Raw {
     header: wire::RequestHeader,
     cwd: Vec<u8>,
     payload: Vec<u8>,
 }
 
-async fn connection<H: HookHandler>(
+async fn connection<H: Handler>(
     stream: UnixStream,
     token: &str,
     handler: &H,
     peer: Peer,
 ) -> Result<(), String> {
     let (read, mut write) = stream.into_split();
-    let Request {
+    let Raw {
         header,
         cwd,
         payload,
@@ -236,7 +187,14 @@ async fn connection<H: HookHandler>(
         .map_err(|_| "a shim did not send its request in time".to_owned())??;
     let cwd = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&cwd));
     let rendered = handler
-        .handle(header.framework, header.hook, cwd, payload, peer)
+        .handle(Request {
+            kind: header.kind,
+            scope: header.scope,
+            name: header.name,
+            cwd,
+            payload,
+            peer,
+        })
         .await;
     let head = wire::response_header(
         rendered.exit_code,
@@ -261,7 +219,7 @@ async fn read_request(
     read: OwnedReadHalf,
     write: &mut OwnedWriteHalf,
     token: &str,
-) -> Result<Request, String> {
+) -> Result<Raw, String> {
     let mut lines = FramedRead::new(read, LineCodec::new(wire::MAX_HEADER));
     let line = match lines.next().await {
         Some(Ok(frame)) => frame
@@ -295,26 +253,9 @@ async fn read_request(
     body.read_exact(&mut payload)
         .await
         .map_err(|e| format!("reading a request: {e}"))?;
-    Ok(Request {
+    Ok(Raw {
         header,
         cwd,
         payload,
     })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn only_root_can_write_checks_every_ancestor() {
-        // /tmp is world-writable (sticky), so nothing below it passes.
-        assert!(!only_root_can_write(&std::env::temp_dir().join("x")));
-        assert!(!only_root_can_write(Path::new("/nonexistent/dir")));
-        let dir = RunDir::create().unwrap();
-        assert_eq!(
-            only_root_can_write(dir.path()),
-            nix::unistd::geteuid().is_root() && !dir.path().starts_with(std::env::temp_dir()),
-        );
-    }
 }

@@ -1,11 +1,17 @@
-//! The control socket's private framing: a header line, then raw bytes. Shims never parse
-//! JSON; the parent does.
+//! The control socket's private framing: a header line, then raw bytes. The processes that
+//! call in never parse JSON; the parent does.
 //!
 //! ```text
-//! request:  AHPW/1 <token> <framework> <hook> <cwd-len> <payload-len>\n<cwd><payload>
+//! request:  AHPW/1 <token> <kind> <scope> <name> <cwd-len> <payload-len>\n<cwd><payload>
 //! response: AHPW/1 <exit-code> <stdout-len> <stderr-len>\n<stdout><stderr>
 //! refusal:  AHPW/1 refused: <why>\n   (then the parent closes the connection)
 //! ```
+//!
+//! A request's [`Kind`] says what is asked: a framework's hook call (`hook`, scope = the
+//! framework, name = the hook), a command about to be executed (`exec`, scope = the
+//! interceptor, name = the command), or an event a plug-in sends on its own (`event`,
+//! scope = the framework, name = the event). The answer is always what the calling
+//! process prints and how it exits.
 
 /// Protocol tag on both header lines.
 pub const TAG: &str = "AHPW/1";
@@ -19,14 +25,52 @@ pub const MAX_CWD: usize = 4096;
 /// Largest rendered answer accepted by a shim.
 pub const MAX_ANSWER: usize = 16 * 1024 * 1024;
 
+/// What a request asks.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    /// An agent framework's hook call, to be answered in that framework's contract.
+    Hook,
+    /// A command about to be executed (a PATH shim's), to be allowed, changed or refused.
+    Exec,
+    /// An event a plug-in inside the agent sends on its own.
+    Event,
+}
+
+impl Kind {
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Kind::Hook => "hook",
+            Kind::Exec => "exec",
+            Kind::Event => "event",
+        }
+    }
+
+    pub fn parse(s: &str) -> Option<Kind> {
+        [Kind::Hook, Kind::Exec, Kind::Event]
+            .into_iter()
+            .find(|k| k.as_str() == s)
+    }
+}
+
 /// A parsed request header.
 #[derive(Debug, PartialEq, Eq)]
 pub struct RequestHeader {
     pub token: String,
-    pub framework: String,
-    pub hook: String,
+    pub kind: Kind,
+    /// Who the request is for: a framework's name, or an interceptor's.
+    pub scope: String,
+    /// What is asked about: a hook, a command or an event name.
+    pub name: String,
     pub cwd_len: usize,
     pub payload_len: usize,
+}
+
+/// What the calling process prints and how it exits.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Answer {
+    pub stdout: Vec<u8>,
+    pub stderr: Vec<u8>,
+    pub exit_code: i32,
 }
 
 /// Names of frameworks and hooks are plain words, so the header stays unambiguous.
@@ -39,24 +83,27 @@ pub fn is_word(s: &str) -> bool {
 
 pub fn request_header(
     token: &str,
-    framework: &str,
-    hook: &str,
+    kind: Kind,
+    scope: &str,
+    name: &str,
     cwd_len: usize,
     payload_len: usize,
 ) -> String {
-    format!("{TAG} {token} {framework} {hook} {cwd_len} {payload_len}\n")
+    let kind = kind.as_str();
+    format!("{TAG} {token} {kind} {scope} {name} {cwd_len} {payload_len}\n")
 }
 
 pub fn parse_request_header(line: &str) -> Result<RequestHeader, String> {
     let parts: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
-    let [tag, token, framework, hook, cwd_len, payload_len] = parts[..] else {
+    let [tag, token, kind, scope, name, cwd_len, payload_len] = parts[..] else {
         return Err("malformed request header".into());
     };
     if tag != TAG {
         return Err(format!("unknown protocol tag {tag:?}"));
     }
-    if !is_word(framework) || !is_word(hook) {
-        return Err("invalid framework or hook name".into());
+    let kind = Kind::parse(kind).ok_or_else(|| format!("unknown request kind {kind:?}"))?;
+    if !is_word(scope) || !is_word(name) {
+        return Err("invalid scope or name".into());
     }
     let cwd_len: usize = cwd_len.parse().map_err(|_| "bad cwd length")?;
     let payload_len: usize = payload_len.parse().map_err(|_| "bad payload length")?;
@@ -68,8 +115,9 @@ pub fn parse_request_header(line: &str) -> Result<RequestHeader, String> {
     }
     Ok(RequestHeader {
         token: token.to_owned(),
-        framework: framework.to_owned(),
-        hook: hook.to_owned(),
+        kind,
+        scope: scope.to_owned(),
+        name: name.to_owned(),
         cwd_len,
         payload_len,
     })
@@ -127,21 +175,28 @@ mod tests {
 
     #[test]
     fn headers_round_trip_and_reject_junk() {
-        let h = request_header("tok", "claude-code", "PreToolUse", 4, 10);
+        let h = request_header("tok", Kind::Hook, "claude-code", "PreToolUse", 4, 10);
         assert_eq!(
             parse_request_header(&h).unwrap(),
             RequestHeader {
                 token: "tok".into(),
-                framework: "claude-code".into(),
-                hook: "PreToolUse".into(),
+                kind: Kind::Hook,
+                scope: "claude-code".into(),
+                name: "PreToolUse".into(),
                 cwd_len: 4,
                 payload_len: 10
             }
         );
-        assert!(parse_request_header("AHPW/1 t f h 1").is_err());
-        assert!(parse_request_header("AHPW/2 t f h 1 1").is_err());
-        assert!(parse_request_header("AHPW/1 t f/x h 1 1").is_err());
-        assert!(parse_request_header(&request_header("t", "f", "h", 1, MAX_PAYLOAD + 1)).is_err());
+        for kind in [Kind::Hook, Kind::Exec, Kind::Event] {
+            let h = request_header("t", kind, "s", "n", 0, 0);
+            assert_eq!(parse_request_header(&h).unwrap().kind, kind);
+        }
+        assert!(parse_request_header("AHPW/1 t hook f h 1").is_err());
+        assert!(parse_request_header("AHPW/2 t hook f h 1 1").is_err());
+        assert!(parse_request_header("AHPW/1 t hook f/x h 1 1").is_err());
+        assert!(parse_request_header("AHPW/1 t spawn f h 1 1").is_err());
+        let big = request_header("t", Kind::Hook, "f", "h", 1, MAX_PAYLOAD + 1);
+        assert!(parse_request_header(&big).is_err());
         assert_eq!(
             parse_response_header(&response_header(2, 5, 6)).unwrap(),
             (2, 5, 6)

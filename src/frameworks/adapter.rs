@@ -3,7 +3,7 @@
 //! A shim (`shims/<name>/src/`, and `generic.rs` here) maps one agent's hook contract to
 //! AHP and back. It gets the [`Framework`] trait and its types, the AHP [`Verdict`] and
 //! [`EventType`], the shared helpers ([`shared`]) and the few services listed below — and
-//! nothing else of the core: not the client, the control socket, the session or the policy.
+//! nothing else of the core: not the client, the control socket, the gate or the policy.
 //! What a shim needs from the core is added here, by name, where a reviewer sees it.
 //!
 //! # One crate, and a test that enforces the rule
@@ -27,7 +27,7 @@ pub use crate::protocol::{EventType, Verdict};
 
 /// Whether `path` and every directory above it are owned by root and writable by no one
 /// else: where some agents (Gemini) trust a system settings file.
-pub use crate::control::only_root_can_write;
+pub use crate::run::only_root_can_write;
 
 /// A fresh per-run nonce for hook commands and file names (16 hex digits).
 pub fn run_nonce() -> String {
@@ -40,7 +40,7 @@ pub mod testing {
     pub use super::super::detect;
     pub use super::super::shared::output::testing::*;
     pub use crate::control::wire::is_word;
-    pub use crate::control::RunDir;
+    pub use crate::run::RunDir;
 }
 
 #[cfg(test)]

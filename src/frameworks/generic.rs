@@ -31,6 +31,20 @@ impl Framework for Generic {
         Ok(())
     }
 
+    fn injects_hooks(&self) -> bool {
+        false
+    }
+
+    fn start_notice(&self, shown: &str) -> Option<String> {
+        Some(format!(
+            "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
+             it sends itself with `ahp-wrap hook generic <event>` are supervised; its commands, file \
+             and network access are NOT intercepted. To supervise it: wrap a supported agent \
+             (claude, codex, gemini, qwen, copilot), have it call `ahp-wrap hook generic pre_action` \
+             before each action (shims/generic/README.md), or name its framework with --framework"
+        ))
+    }
+
     fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
         let shape = |why: String| FrameworkError::Shape {
             framework: "generic",

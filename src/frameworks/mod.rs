@@ -45,7 +45,7 @@ pub struct RunContext {
     pub self_exe: PathBuf,
     /// A private (0700) directory for this run, removed at exit: for generated settings.
     /// As root it lies, where the machine allows, under directories only root can write
-    /// (`crate::control::only_root_can_write`), never under a world-writable `/tmp`.
+    /// (`crate::run::only_root_can_write`), never under a world-writable `/tmp`.
     pub run_dir: PathBuf,
     /// How long a hook may wait for the wrapper, in milliseconds. A framework registers a
     /// hook timeout longer than this, so that the wrapper always answers first.
@@ -140,6 +140,27 @@ pub trait Framework: Send + Sync + 'static {
     fn native_ask(&self, cx: &HookContext<'_>) -> bool {
         let _ = cx;
         false
+    }
+
+    /// Whether the agent has a hook system the shim injects into. Without one (`generic`),
+    /// only the events the agent sends itself are supervised: the run says so before the
+    /// agent starts ([`Framework::start_notice`]) and when it never called a hook.
+    fn injects_hooks(&self) -> bool {
+        true
+    }
+
+    /// What the person must know before the agent starts, if anything (`shown` is the
+    /// agent's command as typed).
+    fn start_notice(&self, shown: &str) -> Option<String> {
+        let _ = shown;
+        None
+    }
+
+    /// After an interactive run: how to resume the agent's session `framework_session`
+    /// under the wrapper, when the agent's own exit hint would resume it unsupervised.
+    fn resume_hint(&self, framework_session: &str) -> Option<String> {
+        let _ = framework_session;
+        None
     }
 }
 

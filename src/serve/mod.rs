@@ -3,7 +3,7 @@
 //!
 //! Owns: the listeners (stdio, Unix socket, HTTP, WebSocket) and answering AHP methods with
 //! the embedded engine. Must not touch: the policy itself (`policy/`, reached through
-//! `decide`), or framing of its own: stream listeners read lines through the shared codec
+//! the gate's [`Embedded`]), or framing of its own: stream listeners read lines through the shared codec
 //! ([`crate::jsonrpc::LineCodec`]).
 
 mod listen;
@@ -14,10 +14,10 @@ use std::sync::Arc;
 
 use serde_json::{json, Value};
 
-use crate::decide::Embedded;
+use crate::audit::Auditor;
+use crate::gate::Embedded;
 use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
-use crate::session::Auditor;
 
 /// Limits advertised in the handshake.
 #[derive(Debug, Clone)]
@@ -152,16 +152,8 @@ impl Engine {
     }
 
     async fn decide(&self, event: &Event) -> Value {
-        let start = std::time::Instant::now();
         let d = self.embedded.decide(event);
-        let record = crate::session::audit_record(
-            event,
-            None,
-            &d.verdict,
-            d.note.clone(),
-            d.source.clone(),
-            start.elapsed(),
-        );
+        let record = crate::audit::decided(event, None, &d, None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
@@ -170,7 +162,7 @@ impl Engine {
     }
 
     async fn notified(&self, event: &Event) {
-        let record = crate::session::notification_record(event, None);
+        let record = crate::audit::notified(event, None, None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }

@@ -93,6 +93,18 @@ impl Framework for ClaudeCode {
         map::map(cx, payload)
     }
 
+    /// Claude's own exit hint (`claude --resume <id>`) resumes the session unsupervised.
+    fn resume_hint(&self, framework_session: &str) -> Option<String> {
+        let id = framework_session;
+        let id_is_plain = id.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'-');
+        id_is_plain.then(|| {
+            format!(
+                "to resume this session supervised: ahp-wrap -- claude --resume {id} \
+                 (`claude --resume {id}` alone runs it without ahp-wrap)"
+            )
+        })
+    }
+
     fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
         render::render(cx, event, verdict)
     }

@@ -1,0 +1,119 @@
+//! The run's side of the audit log: records built from events and decisions, written
+//! durably and in order, and the run's summary.
+
+use std::sync::{Arc, Mutex};
+
+use super::{AuditLog, AuditPeer, AuditRecord, Summary};
+use crate::gate::Decision;
+use crate::protocol::{Event, Verdict};
+
+/// Writes audit records, durably and in order, and keeps the run's summary. Without an
+/// audit file it still counts (for the summary), at no I/O cost.
+#[derive(Clone)]
+pub struct Auditor {
+    log: Arc<Mutex<AuditLog>>,
+    durable: bool,
+}
+
+impl Default for Auditor {
+    fn default() -> Auditor {
+        Auditor::new(AuditLog::without_file())
+    }
+}
+
+impl Auditor {
+    pub fn new(log: AuditLog) -> Auditor {
+        Auditor {
+            durable: log.path().is_some(),
+            log: Arc::new(Mutex::new(log)),
+        }
+    }
+
+    /// Opens the audit log at `path` (keyed by `key_file` or the key in the environment),
+    /// or a file-less one that only keeps the summary.
+    pub fn open(
+        path: Option<&std::path::Path>,
+        key_file: Option<&std::path::Path>,
+    ) -> Result<Auditor, String> {
+        let Some(path) = path else {
+            return Ok(Auditor::default());
+        };
+        let key = super::load_key(key_file, std::env::var(super::KEY_ENV).ok())
+            .map_err(|e| crate::error_chain(&e))?;
+        let heads = super::head::default_dir();
+        let log = AuditLog::open_with_heads(path, key, heads.as_deref())
+            .map_err(|e| crate::error_chain(&e))?;
+        Ok(Auditor::new(log))
+    }
+
+    /// Appends one record; returns once it is durable.
+    pub async fn record(&self, record: AuditRecord) -> Result<(), String> {
+        let log = self.log.clone();
+        let append = move || {
+            log.lock()
+                .map_err(|_| "the audit log lock is poisoned".to_owned())?
+                .append(&record)
+                .map_err(|e| crate::error_chain(&e))
+        };
+        if !self.durable {
+            return append();
+        }
+        // fdatasync blocks: keep it off the runtime's thread.
+        tokio::task::spawn_blocking(append)
+            .await
+            .map_err(|e| format!("the audit task failed: {e}"))?
+    }
+
+    /// What has been recorded so far.
+    pub fn summary(&self) -> Summary {
+        self.log
+            .lock()
+            .map(|l| l.summary().clone())
+            .unwrap_or_default()
+    }
+}
+
+/// The record of a decided event. The decision's note is the reason when the verdict has
+/// none (the fail mode's cause, or what observe mode did not enforce).
+pub fn decided(
+    event: &Event,
+    framework_session: Option<String>,
+    decision: &Decision,
+    peer: Option<AuditPeer>,
+) -> AuditRecord {
+    let reason = match decision.verdict.reason() {
+        Some(r) => Some(r.to_owned()),
+        None => decision.note.clone(),
+    };
+    AuditRecord {
+        ts: event.timestamp.clone(),
+        session: event.session_id.clone(),
+        framework_session,
+        agent: event.agent_id.clone(),
+        depth: event.depth,
+        event_type: event.event_type.as_str().to_owned(),
+        payload: event.payload.clone(),
+        decision: decision.verdict.name().to_owned(),
+        reason,
+        source: decision.by.to_string(),
+        latency_us: decision.latency.as_micros() as u64,
+        peer,
+    }
+}
+
+/// The record of a notification.
+pub fn notified(
+    event: &Event,
+    framework_session: Option<String>,
+    peer: Option<AuditPeer>,
+) -> AuditRecord {
+    let none = Decision::new(
+        Verdict::no_opinion(),
+        crate::gate::DecidedBy::Harness,
+        std::time::Duration::ZERO,
+    );
+    AuditRecord {
+        decision: "notified".to_owned(),
+        ..decided(event, framework_session, &none, peer)
+    }
+}

@@ -1,0 +1,149 @@
+//! The calling side of the control socket, blocking (no async runtime), shared by every
+//! process that calls in: the hook executable today, PATH shims and plug-in relays next.
+//! It reaches the wrapper named in its environment, makes sure the listener *is* that
+//! wrapper before anything leaves, and reads the answer within a deadline.
+
+use std::io::{BufReader, Read, Write};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use super::wire::{self, Answer, Kind};
+use super::{endpoint, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
+use crate::jsonrpc::framing::{self, LineError};
+
+/// Budget when the wrapper did not say.
+const DEFAULT_BUDGET_MS: u64 = 30_000;
+
+/// The wrapper as the environment names it, and how long a call may take.
+pub struct Caller {
+    socket: std::ffi::OsString,
+    token: String,
+    /// The wrapper's pid; read when needed, so that an unreachable socket is named first.
+    parent: Option<i32>,
+    /// Milliseconds a call may take, start to answer.
+    pub budget_ms: u64,
+    /// When the time runs out (counted from [`Caller::from_env`]).
+    pub deadline: Instant,
+}
+
+impl Caller {
+    /// Reads the wrapper's address, token, pid and time budget from the environment.
+    pub fn from_env() -> Result<Caller, String> {
+        let budget_ms = std::env::var(ENV_BUDGET)
+            .ok()
+            .and_then(|v| v.parse().ok())
+            .unwrap_or(DEFAULT_BUDGET_MS);
+        let deadline = Instant::now() + Duration::from_millis(budget_ms);
+        let socket = std::env::var_os(ENV_SOCKET)
+            .ok_or("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")?;
+        let token = std::env::var(ENV_TOKEN)
+            .map_err(|_| "the hook has no wrapper token (AHP_WRAP_TOKEN is not set)")?;
+        let parent = std::env::var(ENV_PARENT_PID)
+            .ok()
+            .and_then(|v| v.parse().ok());
+        Ok(Caller {
+            socket,
+            token,
+            parent,
+            budget_ms,
+            deadline,
+        })
+    }
+
+    /// The time left before the deadline; an error once it has passed.
+    pub fn left(&self) -> Result<Duration, String> {
+        let left = self.deadline.saturating_duration_since(Instant::now());
+        if left.is_zero() {
+            Err("the hook's time ran out".into())
+        } else {
+            Ok(left)
+        }
+    }
+
+    /// Sends one request and waits for its answer. An error names the cause (unreachable,
+    /// refused, timed out, garbled), for the caller's own fail-closed answer.
+    pub fn call(
+        &self,
+        kind: Kind,
+        scope: &str,
+        name: &str,
+        cwd: &Path,
+        payload: &[u8],
+    ) -> Result<Answer, String> {
+        if !wire::is_word(name) {
+            return Err(format!(
+                "the {} name {name:?} is not a plain word",
+                kind.as_str()
+            ));
+        }
+        let cwd = cwd.as_os_str().as_bytes();
+        let mut stream = endpoint::connect(&self.socket).map_err(|e| {
+            format!(
+                "the wrapper cannot be reached at {}: {e}",
+                PathBuf::from(&self.socket).display()
+            )
+        })?;
+        // Before the payload leaves: whoever answers must be the wrapper itself.
+        let parent = self
+            .parent
+            .ok_or("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")?;
+        endpoint::check_listener(&stream, parent)?;
+        let header = wire::request_header(&self.token, kind, scope, name, cwd.len(), payload.len());
+        stream
+            .set_write_timeout(Some(self.left()?))
+            .map_err(|e| e.to_string())?;
+        let mut request = Vec::with_capacity(header.len() + cwd.len() + payload.len());
+        request.extend_from_slice(header.as_bytes());
+        request.extend_from_slice(cwd);
+        request.extend_from_slice(payload);
+        // On failure, a refusal may still be waiting to be read: it names the cause better.
+        let sent = stream
+            .write_all(&request)
+            .map_err(|e| format!("the wrapper did not take the hook call: {e}"));
+        stream
+            .set_read_timeout(Some(self.left()?))
+            .map_err(|e| e.to_string())?;
+        self.read_answer(BufReader::new(stream), sent)
+    }
+
+    /// Reads the answer (or a refusal) after the request was sent, or failed to be.
+    fn read_answer(
+        &self,
+        mut reader: BufReader<std::os::unix::net::UnixStream>,
+        sent: Result<(), String>,
+    ) -> Result<Answer, String> {
+        let budget = self.budget_ms;
+        let timed_out = |e: std::io::Error| match e.kind() {
+            std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
+                format!("the wrapper gave no answer within {budget} ms")
+            }
+            _ => format!("the wrapper's answer broke off: {e}"),
+        };
+        let mut line = Vec::new();
+        let read = framing::read_line(&mut reader, wire::MAX_HEADER, &mut line);
+        // Even a cut line may be a refusal: the parent closes right after it.
+        if let Some(why) = framing::text(&line).ok().and_then(wire::parse_refusal) {
+            return Err(format!("the wrapper answered \"refused: {why}\""));
+        }
+        sent?;
+        match read.map_err(timed_out)?.check(wire::MAX_HEADER) {
+            Ok(true) => {}
+            Ok(false) | Err(LineError::Cut) => {
+                return Err("the wrapper closed the connection without an answer".into())
+            }
+            Err(e) => return Err(format!("the wrapper answered with {e}")),
+        }
+        let line = framing::text(&line).map_err(|_| "the wrapper's answer is garbled")?;
+        let (exit_code, out_len, err_len) = wire::parse_response_header(line)?;
+        let mut stdout = vec![0; out_len];
+        let mut stderr = vec![0; err_len];
+        reader.read_exact(&mut stdout).map_err(timed_out)?;
+        reader.read_exact(&mut stderr).map_err(timed_out)?;
+        Ok(Answer {
+            stdout,
+            stderr,
+            exit_code,
+        })
+    }
+}

@@ -1,0 +1,76 @@
+//! The one decision type that flows out of the gate.
+
+use std::fmt;
+use std::time::Duration;
+
+use crate::protocol::Verdict;
+
+/// Who gave a verdict.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum DecidedBy {
+    /// The embedded policy; the rule that matched, if one did.
+    Policy(Option<String>),
+    /// A harness over a transport.
+    Harness,
+    /// A person at the wrapper's terminal.
+    Person,
+    /// The fail mode, because no valid decision arrived.
+    FailMode,
+}
+
+impl fmt::Display for DecidedBy {
+    /// As the audit log's `source` field writes it: `policy:<rule>`, `policy`, `harness`,
+    /// `person` or `fail-mode`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            DecidedBy::Policy(Some(rule)) => write!(f, "policy:{rule}"),
+            DecidedBy::Policy(None) => f.write_str("policy"),
+            DecidedBy::Harness => f.write_str("harness"),
+            DecidedBy::Person => f.write_str("person"),
+            DecidedBy::FailMode => f.write_str("fail-mode"),
+        }
+    }
+}
+
+/// The gate's final answer for one event: what to enforce, who decided it, and why it is
+/// not the decider's own verdict when it is not.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decision {
+    pub verdict: Verdict,
+    pub by: DecidedBy,
+    /// Why the verdict differs from what the decider said: the fail mode's cause, or what
+    /// observe mode did not enforce. Recorded as the audit reason when the verdict has none.
+    pub note: Option<String>,
+    /// From the event's arrival to the final verdict (re-asks and a person's answer
+    /// included).
+    pub latency: Duration,
+}
+
+impl Decision {
+    /// A decision with no note, taken in `latency`.
+    pub fn new(verdict: Verdict, by: DecidedBy, latency: Duration) -> Decision {
+        Decision {
+            verdict,
+            by,
+            note: None,
+            latency,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn who_decided_is_written_as_the_audit_log_has_always_written_it() {
+        assert_eq!(
+            DecidedBy::Policy(Some("no-rm".into())).to_string(),
+            "policy:no-rm"
+        );
+        assert_eq!(DecidedBy::Policy(None).to_string(), "policy");
+        assert_eq!(DecidedBy::Harness.to_string(), "harness");
+        assert_eq!(DecidedBy::Person.to_string(), "person");
+        assert_eq!(DecidedBy::FailMode.to_string(), "fail-mode");
+    }
+}

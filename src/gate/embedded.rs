@@ -1,0 +1,99 @@
+//! The embedded harness: the policy engine, in the mode it runs in.
+
+use std::path::PathBuf;
+use std::sync::OnceLock;
+use std::time::Instant;
+
+use super::decision::{DecidedBy, Decision};
+use crate::policy::{Policy, Protected};
+use crate::protocol::{Event, Verdict};
+
+/// How the embedded policy is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Decisions are enforced.
+    Enforce,
+    /// Nothing is blocked or changed; what would have been is recorded.
+    Observe,
+}
+
+/// The embedded harness: a policy and the mode it runs in.
+pub struct Embedded {
+    policy: OnceLock<Policy>,
+    workspace: Option<PathBuf>,
+    /// This run's own files and processes, protected by the policy's `wrapper` rules.
+    protected: OnceLock<Protected>,
+    pub mode: Mode,
+}
+
+impl Embedded {
+    /// An embedded harness with this policy.
+    pub fn new(policy: Policy, mode: Mode) -> Embedded {
+        Embedded {
+            policy: OnceLock::from(policy),
+            workspace: None,
+            protected: OnceLock::new(),
+            mode,
+        }
+    }
+
+    /// The compiled-in default policy, with `workspace` as the workspace root; it is built
+    /// on the first event, so that a run with no hook calls never pays for it.
+    pub fn default_policy(workspace: Option<PathBuf>, mode: Mode) -> Embedded {
+        Embedded {
+            policy: OnceLock::new(),
+            workspace,
+            protected: OnceLock::new(),
+            mode,
+        }
+    }
+
+    /// Names this run's own files (executables, run directory) and processes (the wrapper,
+    /// its guardian) for the policy to protect. Set once, before the agent starts.
+    pub fn protect(&self, protected: Protected) {
+        let _ = self.protected.set(protected);
+    }
+
+    fn policy(&self) -> &Policy {
+        self.policy.get_or_init(|| {
+            let p = Policy::default_policy();
+            match &self.workspace {
+                Some(ws) => p.with_workspace(ws),
+                None => p,
+            }
+        })
+    }
+
+    /// Evaluates one event under the mode. In observe mode a verdict that would act
+    /// becomes no opinion, and the note says what would have happened.
+    pub fn decide(&self, event: &Event) -> Decision {
+        let start = Instant::now();
+        let d = self.policy().evaluate_with(event, self.protected.get());
+        let by = DecidedBy::Policy(d.rule);
+        let acts = !matches!(
+            &d.verdict,
+            Verdict::Allow {
+                modified_payload: None,
+                ..
+            }
+        );
+        if self.mode == Mode::Observe && acts {
+            let why = d
+                .verdict
+                .reason()
+                .map(|r| format!(": {r}"))
+                .unwrap_or_default();
+            return Decision {
+                verdict: Verdict::no_opinion(),
+                by,
+                note: Some(format!(
+                    "{}{}{why}",
+                    crate::audit::OBSERVE_PREFIX,
+                    d.verdict.name()
+                )),
+                latency: start.elapsed(),
+            };
+        }
+        Decision::new(d.verdict, by, start.elapsed())
+    }
+}

@@ -1,0 +1,138 @@
+//! The gate: the one place that turns an AHP event into an enforced verdict.
+//!
+//! Owns: who answers ([`Harness`]: the embedded policy or a harness over a transport), the
+//! re-asks on `defer`, `escalate` to a person, the fail mode, and the rule that a decision
+//! is durable in the audit log before it is enforced. Every interceptor (hooks today; stream
+//! proxies and PATH shims next) builds its events here and gets one [`Decision`] back.
+//!
+//! Must not touch: how an event reaches us or how a verdict is rendered to the agent (that
+//! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
+//! (`audit/`).
+
+mod decision;
+mod embedded;
+mod resolve;
+
+pub use decision::{DecidedBy, Decision};
+pub use embedded::{Embedded, Mode};
+pub use resolve::{Decider, FailMode, Harness};
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use serde_json::{Map, Value};
+use tokio::time::Instant;
+
+use crate::audit::{AuditPeer, Auditor};
+use crate::protocol::{now_rfc3339, Event, EventType};
+
+/// Where an event came from, for the audit record.
+#[derive(Debug, Clone, Default)]
+pub struct Origin {
+    /// The agent's own session id, when it reported one.
+    pub framework_session: Option<String>,
+    /// The process that sent it (a hook's), as the kernel vouches for it.
+    pub peer: Option<AuditPeer>,
+}
+
+/// One wrapped run as the harness sees it: its ids and depth, who decides, and the audit
+/// log every event goes through.
+pub struct Gate {
+    pub session_id: String,
+    pub agent_id: String,
+    pub depth: u32,
+    pub decider: Decider,
+    pub audit: Auditor,
+    /// Events seen so far (for heartbeats and the session end).
+    events: AtomicU64,
+}
+
+impl Gate {
+    pub fn new(
+        session_id: String,
+        agent_id: String,
+        depth: u32,
+        decider: Decider,
+        audit: Auditor,
+    ) -> Gate {
+        Gate {
+            session_id,
+            agent_id,
+            depth,
+            decider,
+            audit,
+            events: AtomicU64::new(0),
+        }
+    }
+
+    /// How many events this run has sent or decided.
+    pub fn events_seen(&self) -> u64 {
+        self.events.load(Ordering::Relaxed)
+    }
+
+    /// An event of this run.
+    pub fn event(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> Event {
+        Event {
+            event_type,
+            session_id: self.session_id.clone(),
+            agent_id: self.agent_id.clone(),
+            timestamp: now_rfc3339(),
+            depth: self.depth,
+            payload,
+            context: None,
+            metadata: (!metadata.is_empty()).then_some(metadata),
+        }
+    }
+
+    /// Sends a notification to the harness and audits it.
+    pub async fn notify(&self, event: Event, origin: Origin) {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let record = crate::audit::notified(&event, origin.framework_session, origin.peer);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
+        if let Harness::Remote(client) = &self.decider.harness {
+            client.notify(event);
+        }
+    }
+
+    /// [`Gate::notify`] for an event built from its parts, with no origin (the wrapper's
+    /// own events: session start and end, errors, heartbeats).
+    pub async fn say(&self, event_type: EventType, payload: Value) {
+        let event = self.event(event_type, payload, Map::new());
+        self.notify(event, Origin::default()).await;
+    }
+
+    /// Decides a blocking event and makes its audit record durable before returning it.
+    /// `native_ask` says whether the interceptor can ask the person itself (then
+    /// `escalate` comes back for it to render).
+    pub async fn decide(&self, event: &Event, native_ask: bool, origin: Origin) -> Decision {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let decision = self.decider.resolve(event, native_ask).await;
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session.clone(),
+            &decision,
+            origin.peer,
+        );
+        let Err(e) = self.audit.record(record).await else {
+            return decision;
+        };
+        tracing::error!("audit log: {e}");
+        // A decision that cannot be recorded is not enforced as given.
+        let mut failed = self.fail(format!("the audit log cannot be written ({e})"));
+        failed.latency = std::time::Duration::ZERO;
+        let record = crate::audit::decided(event, origin.framework_session, &failed, origin.peer);
+        let _ = self.audit.record(record).await;
+        failed
+    }
+
+    /// The fail mode's decision, with `cause` in the reason.
+    pub fn fail(&self, cause: String) -> Decision {
+        self.decider.fail(cause, Instant::now())
+    }
+}

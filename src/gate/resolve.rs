@@ -1,0 +1,182 @@
+//! From an event to a final verdict: ask the harness, re-ask on `defer`, take `escalate`
+//! to a person, and apply the fail mode with a reason that names the cause.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::time::Instant;
+
+use super::decision::{DecidedBy, Decision};
+use super::embedded::Embedded;
+use crate::ask::Asker;
+use crate::client::{Client, Fault};
+use crate::protocol::{parse_decision, Event, Verdict};
+
+/// What happens when no valid decision arrives in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailMode {
+    /// Block the action (the default).
+    Closed,
+    /// Let the action proceed, as if the harness had no opinion.
+    Open,
+}
+
+impl FailMode {
+    /// As the command line spells it.
+    pub fn name(self) -> &'static str {
+        match self {
+            FailMode::Closed => "closed",
+            FailMode::Open => "open",
+        }
+    }
+}
+
+/// Who answers.
+#[derive(Clone)]
+pub enum Harness {
+    /// The embedded policy engine.
+    Embedded(Arc<Embedded>),
+    /// A harness over a transport.
+    Remote(Client),
+}
+
+/// The smallest pause between two asks after a `defer`, so that `retry_after_ms: 0`
+/// cannot spin.
+const MIN_RETRY: Duration = Duration::from_millis(10);
+
+/// Decides blocking events.
+#[derive(Clone)]
+pub struct Decider {
+    pub harness: Harness,
+    pub fail_mode: FailMode,
+    /// The deadline for one event, start to final decision (re-asks included).
+    pub timeout: Duration,
+    /// A person at a terminal, when there is one.
+    pub asker: Option<Asker>,
+}
+
+/// One answer of the harness, before `defer` and `escalate` are dealt with.
+struct Answer {
+    verdict: Verdict,
+    by: DecidedBy,
+    note: Option<String>,
+}
+
+impl Decider {
+    /// Resolves one blocking event. `native_ask` says whether the interceptor can ask the
+    /// user itself, in which case `escalate` is returned for it to render.
+    pub async fn resolve(&self, event: &Event, native_ask: bool) -> Decision {
+        let start = Instant::now();
+        let deadline = start + self.timeout;
+        loop {
+            let answer = match self.ask(event, deadline).await {
+                Ok(a) => a,
+                Err(fault) => return self.fail(fault.to_string(), start),
+            };
+            match answer.verdict {
+                Verdict::Defer {
+                    retry_after_ms,
+                    reason,
+                } => {
+                    let wait = Duration::from_millis(retry_after_ms).max(MIN_RETRY);
+                    if Instant::now() + wait >= deadline {
+                        let why = reason.map(|r| format!(": {r}")).unwrap_or_default();
+                        let cause = format!(
+                            "the harness deferred (retry after {retry_after_ms} ms{why}) past the {} ms deadline",
+                            self.timeout.as_millis()
+                        );
+                        return self.fail(cause, start);
+                    }
+                    tokio::time::sleep(wait).await;
+                }
+                Verdict::Escalate { reason, target } if !native_ask => {
+                    return self
+                        .escalate(event, &reason, target.as_deref(), start)
+                        .await;
+                }
+                verdict => {
+                    return Decision {
+                        verdict,
+                        by: answer.by,
+                        note: answer.note,
+                        latency: start.elapsed(),
+                    }
+                }
+            }
+        }
+    }
+
+    /// One ask of whoever answers.
+    async fn ask(&self, event: &Event, deadline: Instant) -> Result<Answer, Fault> {
+        match &self.harness {
+            Harness::Embedded(embedded) => {
+                let d = embedded.decide(event);
+                Ok(Answer {
+                    verdict: d.verdict,
+                    by: d.by,
+                    note: d.note,
+                })
+            }
+            Harness::Remote(client) => {
+                let result = client.event(event, deadline).await?;
+                let verdict = parse_decision(event.event_type, &result)?;
+                Ok(Answer {
+                    verdict,
+                    by: DecidedBy::Harness,
+                    note: None,
+                })
+            }
+        }
+    }
+
+    /// Takes an escalation to the person at the terminal, or to the fail mode without one.
+    async fn escalate(
+        &self,
+        event: &Event,
+        reason: &str,
+        target: Option<&str>,
+        start: Instant,
+    ) -> Decision {
+        let Some(asker) = &self.asker else {
+            let cause = format!(
+                "the harness escalated ({reason}) and no person can answer here (no terminal)"
+            );
+            return self.fail(cause, start);
+        };
+        let verdict = match asker.ask(event, reason, target).await {
+            Ok(true) => Verdict::Allow {
+                explicit: true,
+                modified_payload: None,
+                extra: Default::default(),
+            },
+            Ok(false) => Verdict::Block {
+                reason: format!("declined at the terminal ({reason})"),
+            },
+            Err(e) => {
+                let cause =
+                    format!("the harness escalated ({reason}) and the terminal prompt failed: {e}");
+                return self.fail(cause, start);
+            }
+        };
+        Decision::new(verdict, DecidedBy::Person, start.elapsed())
+    }
+
+    /// The fail mode's verdict, with the cause in the reason.
+    pub fn fail(&self, cause: String, start: Instant) -> Decision {
+        let verdict = match self.fail_mode {
+            FailMode::Closed => Verdict::Block {
+                reason: format!("ahp-wrap blocked this because {cause} (fail mode: closed)"),
+            },
+            FailMode::Open => {
+                tracing::warn!("allowing because {cause} (fail mode: open)");
+                Verdict::no_opinion()
+            }
+        };
+        Decision {
+            verdict,
+            by: DecidedBy::FailMode,
+            note: Some(cause),
+            latency: start.elapsed(),
+        }
+    }
+}

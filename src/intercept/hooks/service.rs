@@ -1,0 +1,204 @@
+//! The hook service: the parent's answer to one hook call — the framework's mapping, the
+//! gate's decision, the framework's rendering — and what the run learns from hook calls
+//! (which hooks were called, the agent's own session id).
+
+use std::collections::BTreeSet;
+use std::path::PathBuf;
+use std::sync::{Arc, Mutex};
+
+use serde_json::{json, Map, Value};
+
+use crate::audit::AuditPeer;
+use crate::control::{Answer, Handler, Kind, Peer, Request};
+use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
+use crate::gate::{Gate, Origin};
+use crate::protocol::{EventType, Verdict};
+
+/// Answers hook calls for one run.
+pub struct HookService {
+    gate: Arc<Gate>,
+    /// Whether a person can answer on a terminal.
+    interactive: bool,
+    /// The names of the hooks the agent has called so far.
+    called: Mutex<BTreeSet<String>>,
+    /// The agent's own session id, as its hooks last reported it (for the exit hint).
+    framework_session: Mutex<Option<String>>,
+}
+
+impl HookService {
+    pub fn new(gate: Arc<Gate>, interactive: bool) -> HookService {
+        HookService {
+            gate,
+            interactive,
+            called: Mutex::default(),
+            framework_session: Mutex::default(),
+        }
+    }
+
+    /// Whether a person can answer on a terminal.
+    pub fn interactive(&self) -> bool {
+        self.interactive
+    }
+
+    /// Whether the agent has called the hook named `hook` in this run.
+    pub fn called(&self, hook: &str) -> bool {
+        self.called.lock().is_ok_and(|c| c.contains(hook))
+    }
+
+    /// Whether the agent has called any hook in this run.
+    pub fn any_called(&self) -> bool {
+        self.called.lock().is_ok_and(|c| !c.is_empty())
+    }
+
+    /// The agent's own session id, as its hooks last reported it.
+    pub fn framework_session(&self) -> Option<String> {
+        self.framework_session.lock().ok()?.clone()
+    }
+
+    /// Answers one hook call of `framework`.
+    async fn hook(
+        &self,
+        framework: String,
+        hook: String,
+        cwd: PathBuf,
+        payload: Vec<u8>,
+        peer: Peer,
+    ) -> Rendered {
+        let origin = |framework_session| Origin {
+            framework_session,
+            peer: Some(AuditPeer {
+                pid: peer.pid,
+                descends_from_agent: peer.descends_from_agent,
+            }),
+        };
+        if !peer.descends_from_agent {
+            tracing::warn!(
+                pid = peer.pid,
+                "a {framework} {hook} hook call with the run's token came from outside the \
+                 agent's process tree; it is audited as such"
+            );
+        }
+        self.note_called(&hook);
+        let Some(fw) = frameworks::find(&framework) else {
+            return unknown_framework(&framework);
+        };
+        let cx = HookContext {
+            hook: &hook,
+            cwd: &cwd,
+            interactive: self.interactive,
+        };
+        let mapped = match fw.map(&cx, &payload) {
+            Ok(Some(m)) => m,
+            Ok(None) => return fw.render(&cx, None, &Verdict::no_opinion()),
+            Err(e) => return self.not_understood(fw, &cx, e, origin(None)).await,
+        };
+        self.note_framework_session(&mapped);
+        let metadata = metadata(&framework, &hook, &mapped, peer);
+        let event = self
+            .gate
+            .event(mapped.event_type, mapped.payload.clone(), metadata);
+        let origin = origin(mapped.framework_session.clone());
+        if mapped.event_type.is_blocking() {
+            let decision = self.gate.decide(&event, fw.native_ask(&cx), origin).await;
+            fw.render(&cx, Some(&mapped), &decision.verdict)
+        } else {
+            self.gate.notify(event, origin).await;
+            fw.render(&cx, Some(&mapped), &Verdict::no_opinion())
+        }
+    }
+
+    fn note_called(&self, hook: &str) {
+        if let Ok(mut called) = self.called.lock() {
+            if !called.contains(hook) {
+                called.insert(hook.to_owned());
+            }
+        }
+    }
+
+    fn note_framework_session(&self, mapped: &Mapped) {
+        if let (Some(fs), Ok(mut last)) = (&mapped.framework_session, self.framework_session.lock())
+        {
+            if last.as_ref() != Some(fs) {
+                *last = Some(fs.clone());
+            }
+        }
+    }
+
+    /// A payload the framework's mapping rejected: an error event, and the fail mode.
+    async fn not_understood(
+        &self,
+        fw: &dyn Framework,
+        cx: &HookContext<'_>,
+        e: frameworks::FrameworkError,
+        origin: Origin,
+    ) -> Rendered {
+        let (framework, hook) = (fw.name(), cx.hook);
+        let message = format!("the {framework} {hook} hook payload was not understood: {e}");
+        let error = self.gate.event(
+            EventType::Error,
+            json!({"source": "shim", "framework": framework, "hook": hook, "message": message}),
+            Map::new(),
+        );
+        self.gate.notify(error, origin).await;
+        let decision = self.gate.fail(message);
+        fw.render(cx, None, &decision.verdict)
+    }
+}
+
+/// The event's metadata: where it came from, and a warning flag when the caller is not the
+/// agent's own process.
+fn metadata(framework: &str, hook: &str, mapped: &Mapped, peer: Peer) -> Map<String, Value> {
+    let mut metadata = Map::new();
+    metadata.insert("framework".into(), framework.into());
+    metadata.insert("hook".into(), hook.into());
+    if let Some(fs) = &mapped.framework_session {
+        metadata.insert("framework_session_id".into(), fs.clone().into());
+    }
+    if !peer.descends_from_agent {
+        // The harness should know too: this call is not the agent's own.
+        metadata.insert(
+            "sender".into(),
+            json!({"pid": peer.pid, "descends_from_agent": false}),
+        );
+    }
+    metadata
+}
+
+fn unknown_framework(framework: &str) -> Rendered {
+    Rendered {
+        stdout: Vec::new(),
+        stderr: format!("ahp-wrap: unknown framework {framework:?}; blocking\n").into_bytes(),
+        exit_code: 2,
+    }
+}
+
+impl Handler for HookService {
+    async fn handle(&self, request: Request) -> Answer {
+        let rendered = match request.kind {
+            Kind::Hook => {
+                self.hook(
+                    request.scope,
+                    request.name,
+                    request.cwd,
+                    request.payload,
+                    request.peer,
+                )
+                .await
+            }
+            kind => Rendered {
+                stdout: Vec::new(),
+                stderr: format!(
+                    "ahp-wrap: this run serves no {} requests; blocking\n",
+                    kind.as_str()
+                )
+                .into_bytes(),
+                exit_code: 126,
+            },
+        };
+        Answer {
+            stdout: rendered.stdout,
+            stderr: rendered.stderr,
+            exit_code: rendered.exit_code,
+        }
+    }
+}

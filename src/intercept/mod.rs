@@ -1,0 +1,70 @@
+//! Interceptors: the ways a run reaches into an agent it did not write. Each one adds what
+//! the agent needs to reach it (environment, arguments, files in the run directory), says
+//! how the agent's stdio is wired, starts its own tasks once the agent runs, and reports at
+//! the end. Every event an interceptor sees goes through the gate (`crate::gate`).
+//!
+//! - [`hooks`]: the agent's own hook system calls `ahp-wrap hook <framework> <hook>`,
+//!   which relays over the control socket to the hook service.
+//! - `proxy/` (next): sitting in the agent's JSON-RPC stdio stream (ACP agents, MCP
+//!   servers).
+//! - `pathshim/` (next): commands the agent runs by name, caught first on its `PATH`.
+//!
+//! Owns: the list and its life cycle. Must not touch: the decision (the gate's), spawning
+//! or reaping the agent (`child/`, driven by `run/`), or a framework's hook contract
+//! (`frameworks/`).
+
+pub mod hooks;
+
+use std::future::Future;
+use std::pin::Pin;
+
+use tokio::sync::mpsc;
+
+use crate::child::{ChildId, Stdio};
+use crate::exit::Exit;
+use crate::frameworks::{AgentCommand, RunContext};
+
+/// An interceptor that can no longer do its job sends why: the run then ends the agent,
+/// because whatever it does next would not be supervised.
+pub type Alarm = mpsc::UnboundedSender<String>;
+
+/// How the agent's run ended, for the interceptors' reports.
+#[derive(Debug, Clone)]
+pub struct End<'a> {
+    /// The agent's command as typed.
+    pub shown: &'a str,
+    /// The exit code so far.
+    pub exit: Exit,
+    /// `--require-hooks`.
+    pub require_hooks: bool,
+}
+
+/// What an interceptor reports when the run ends.
+#[derive(Debug, Default)]
+pub struct Report {
+    /// For the person, repeated after the agent's screen is gone.
+    pub notes: Vec<String>,
+    /// The run's exit code, when the interceptor overrides it.
+    pub exit: Option<Exit>,
+}
+
+/// One way of intercepting the agent.
+pub trait Interceptor: Send {
+    /// Adds to the agent's command line and environment what it needs to reach this
+    /// interceptor. An error stops the run before the agent starts.
+    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String>;
+
+    /// How this interceptor needs the agent's stdio.
+    fn stdio(&self) -> Stdio {
+        Stdio::Inherit
+    }
+
+    /// Starts this interceptor's tasks once the agent runs as `agent`.
+    fn start(&mut self, agent: ChildId, alarm: Alarm);
+
+    /// Stops the tasks and reports, once the agent has ended.
+    fn finish<'a>(
+        &'a mut self,
+        end: &'a End<'a>,
+    ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>>;
+}

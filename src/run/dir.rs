@@ -1,0 +1,78 @@
+//! The run directory: a private (0700) directory for one run's generated files (agent
+//! settings, hook plug-ins, a path control socket where no abstract one exists), removed
+//! when the run ends.
+
+use std::io;
+use std::os::unix::fs::DirBuilderExt;
+use std::path::{Path, PathBuf};
+
+/// A private (0700) directory for one run, removed when dropped.
+#[derive(Debug)]
+pub struct RunDir {
+    path: PathBuf,
+}
+
+impl RunDir {
+    /// Creates a fresh private directory under `$XDG_RUNTIME_DIR` or the temp dir.
+    ///
+    /// As root, a base that only root can write to comes first (`$XDG_RUNTIME_DIR`, then
+    /// `/run`): some agents read a configuration file only when nobody else could have
+    /// written to it or to any directory above it (Gemini CLI's system settings), which a
+    /// world-writable `/tmp` never passes. A framework can rely on that with
+    /// [`only_root_can_write`].
+    pub fn create() -> io::Result<RunDir> {
+        let runtime_dir = std::env::var_os("XDG_RUNTIME_DIR")
+            .map(PathBuf::from)
+            .filter(|p| p.is_dir());
+        let root_only = nix::unistd::geteuid().is_root().then(|| {
+            runtime_dir
+                .iter()
+                .map(PathBuf::as_path)
+                .chain([Path::new("/run")])
+                .find(|p| p.is_dir() && only_root_can_write(p))
+                .map(Path::to_path_buf)
+        });
+        let base = root_only
+            .flatten()
+            .or(runtime_dir)
+            .unwrap_or_else(std::env::temp_dir);
+        let path = base.join(format!("ahp-wrap-{}", crate::random_hex(8)));
+        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
+        Ok(RunDir { path })
+    }
+
+    pub fn path(&self) -> &Path {
+        &self.path
+    }
+}
+
+/// Whether `path` and every directory above it are owned by root and writable by no one
+/// else (no group or other write bit).
+pub fn only_root_can_write(path: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    path.ancestors()
+        .all(|p| std::fs::metadata(p).is_ok_and(|m| m.uid() == 0 && m.mode() & 0o022 == 0))
+}
+
+impl Drop for RunDir {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.path);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_root_can_write_checks_every_ancestor() {
+        // /tmp is world-writable (sticky), so nothing below it passes.
+        assert!(!only_root_can_write(&std::env::temp_dir().join("x")));
+        assert!(!only_root_can_write(Path::new("/nonexistent/dir")));
+        let dir = RunDir::create().unwrap();
+        assert_eq!(
+            only_root_can_write(dir.path()),
+            nix::unistd::geteuid().is_root() && !dir.path().starts_with(std::env::temp_dir()),
+        );
+    }
+}

@@ -1,0 +1,141 @@
+//! One wrapped run, start to finish, as phases: **prepare** (the gate: harness, audit log;
+//! the run directory; each interceptor's additions to the agent's command), **spawn**,
+//! **supervise** (the agent's tree, heartbeats, interceptors' alarms) and **finish** (end
+//! events, interceptors' reports, the summary). The run's resources are held by one value
+//! whose `Drop` cleans up whatever path the run takes out.
+//!
+//! Owns: the order of the phases and the exit code. Must not touch: how an event is decided
+//! (`gate/`), how the agent is reached (`intercept/`), or process mechanics (`child/`).
+
+pub mod dir;
+mod phases;
+mod prepare;
+mod supervise;
+
+pub use dir::{only_root_can_write, RunDir};
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::ask::Asker;
+use crate::child::guardian::Guardian;
+use crate::child::signals::Forwarder;
+use crate::child::tree;
+use crate::child::GroupPolicy;
+use crate::config::Config;
+use crate::exit::Exit;
+use crate::gate::{Gate, Harness};
+use crate::intercept::Interceptor;
+
+/// Extra time a hook waits beyond the parent's own deadline, so the parent answers first.
+const HOOK_MARGIN: Duration = Duration::from_secs(2);
+
+/// Runs the agent under the harness; returns how we exit.
+pub fn run(cfg: Config) -> Exit {
+    // Fork the guardian while we are still single-threaded.
+    let guardian = match Guardian::spawn() {
+        Ok(g) => Some(g),
+        Err(e) => {
+            tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");
+            None
+        }
+    };
+    // Orphans of the agent's tree come back to us, so that none outlives the run.
+    match tree::become_subreaper() {
+        Ok(()) => tracing::debug!("the wrapper is a child subreaper"),
+        Err(e) => tracing::debug!("the wrapper is no child subreaper ({e})"),
+    }
+    let group = GroupPolicy::detect();
+    let forwarder = match Forwarder::install(group) {
+        Ok(f) => f,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot install signal handlers: {e}");
+            return Exit::Wrapper;
+        }
+    };
+    let runtime = match tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+    {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("ahp-wrap: cannot start the runtime: {e}");
+            return Exit::Wrapper;
+        }
+    };
+    let process = Process {
+        group,
+        forwarder,
+        guardian,
+    };
+    runtime.block_on(run_async(cfg, process))
+}
+
+/// What the run set up before its runtime: where the agent lives among process groups,
+/// the signal forwarder, and the guardian.
+struct Process {
+    group: GroupPolicy,
+    forwarder: Forwarder,
+    guardian: Option<Guardian>,
+}
+
+async fn run_async(cfg: Config, process: Process) -> Exit {
+    let asker = match process.group {
+        GroupPolicy::Foreground => Asker::for_terminal(cfg.ask_timeout),
+        GroupPolicy::OwnGroup => None,
+    };
+    let interactive = asker.is_some();
+    let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), asker).await {
+        Ok(g) => g,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return Exit::Wrapper;
+        }
+    };
+    let mut run = Run {
+        cfg: &cfg,
+        gate: gate.clone(),
+        interactive,
+        shown: cfg.program.to_string_lossy().into_owned(),
+        notes: Vec::new(),
+    };
+    let exit = run.agent(process, &limits).await;
+    // Finish: the harness link, then what the person reads.
+    if let Harness::Remote(client) = &gate.decider.harness {
+        client.close(Duration::from_secs(2)).await;
+    }
+    crate::report::report(&cfg, &gate.audit, &run.notes).await;
+    exit
+}
+
+/// The run once the gate exists.
+struct Run<'a> {
+    cfg: &'a Config,
+    gate: Arc<Gate>,
+    interactive: bool,
+    /// The agent's command as typed.
+    shown: String,
+    /// What the person must read after the agent's screen is gone (see `report`).
+    notes: Vec<String>,
+}
+
+/// What the run holds while the agent may run; dropping it cleans up on every path: the
+/// forwarder stops (the agent's pid may be reused), interceptors' tasks stop (their own
+/// `Drop`), and the run directory is removed. The guardian, if still held, is dropped
+/// without release: it then ends whatever of the agent is left.
+struct Held<'a> {
+    forwarder: &'a Forwarder,
+    guardian: Option<Guardian>,
+    interceptors: Vec<Box<dyn Interceptor>>,
+    /// The agent's cgroup until the tree tracker takes it.
+    cgroup: Option<crate::child::cgroup::Cgroup>,
+    run_dir: RunDir,
+}
+
+impl Drop for Held<'_> {
+    fn drop(&mut self) {
+        self.forwarder.clear_target();
+        self.interceptors.clear();
+        tracing::debug!("run directory {} removed", self.run_dir.path().display());
+    }
+}

@@ -1,0 +1,304 @@
+//! The phases of a run once the gate exists: prepare, spawn, supervise, finish.
+
+use std::ffi::OsString;
+use std::path::{Path, PathBuf};
+use std::time::Instant;
+
+use serde_json::{json, Value};
+use tokio::sync::mpsc;
+
+use super::{prepare::Limits, Held, Process, Run, RunDir, HOOK_MARGIN};
+use crate::child::guardian::Guardian;
+use crate::child::tree::{self, Tracker};
+use crate::child::{self, Agent, GroupPolicy, SpawnOptions, Stdio};
+use crate::config::{ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::exit::Exit;
+use crate::frameworks::{AgentCommand, RunContext};
+use crate::gate::Harness;
+use crate::intercept::hooks::Hooks;
+use crate::intercept::End;
+use crate::policy::Protected;
+use crate::protocol::EventType;
+
+impl Run<'_> {
+    /// Prepare, spawn, supervise and finish the agent; returns the exit code.
+    pub(super) async fn agent(&mut self, process: Process, limits: &Limits) -> Exit {
+        let started = Instant::now();
+        if self.cfg.depth > limits.max_depth {
+            let message = format!(
+                "refusing to start {}: it would run at sub-agent depth {}, past {} {}",
+                self.shown, self.cfg.depth, limits.depth_source, limits.max_depth
+            );
+            eprintln!("ahp-wrap: {message}");
+            let payload = json!({"source": "wrapper", "message": message});
+            self.gate.say(EventType::Error, payload).await;
+            return Exit::Wrapper;
+        }
+        let run_dir = match RunDir::create() {
+            Ok(d) => d,
+            Err(e) => {
+                eprintln!("ahp-wrap: cannot create a private run directory: {e}");
+                return Exit::Wrapper;
+            }
+        };
+        let Process {
+            group,
+            forwarder,
+            mut guardian,
+        } = process;
+        if let Some(g) = guardian.as_mut() {
+            g.clean_up(run_dir.path());
+            g.mark(&format!("{ENV_SESSION}={}", self.gate.session_id));
+        }
+        let mut held = Held {
+            forwarder: &forwarder,
+            guardian,
+            interceptors: Vec::new(),
+            cgroup: None,
+            run_dir,
+        };
+        let cmd = match self.prepare(&mut held, limits) {
+            Ok(cmd) => cmd,
+            Err(e) => {
+                eprintln!("ahp-wrap: {e}");
+                return Exit::Wrapper;
+            }
+        };
+        let mut agent = match self.spawn(&mut held, &cmd, group).await {
+            Ok(agent) => agent,
+            Err(exit) => return exit,
+        };
+        let exit = self.supervise(&mut held, &mut agent).await;
+        let exit = self.finish(&mut held, exit).await;
+        let payload = json!({
+            "exit_code": exit.code(),
+            "duration_ms": started.elapsed().as_millis() as u64,
+            "total_events_processed": self.gate.events_seen(),
+        });
+        self.gate.say(EventType::SessionEnd, payload).await;
+        exit
+    }
+
+    /// Prepare: protects the run's own files and processes, lets each interceptor add to
+    /// the agent's command, and says what the person must know before the agent starts.
+    fn prepare(&mut self, held: &mut Held<'_>, limits: &Limits) -> Result<AgentCommand, String> {
+        let ask_budget = if self.interactive {
+            self.cfg.ask_timeout
+        } else {
+            std::time::Duration::ZERO
+        };
+        let hook_budget = limits.timeout + ask_budget + HOOK_MARGIN;
+        let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
+        let run = RunContext {
+            self_exe: hook_executable(&self_exe),
+            run_dir: held.run_dir.path().to_owned(),
+            hook_budget_ms: hook_budget.as_millis() as u64,
+            interactive: self.interactive,
+        };
+        self.protect(&self_exe, held);
+        held.interceptors.push(Box::new(Hooks::new(
+            self.cfg.framework,
+            self.gate.clone(),
+            self.interactive,
+            self_exe,
+        )));
+        let mut cmd = AgentCommand {
+            program: self.cfg.program.clone(),
+            args: self.cfg.args.clone(),
+            ..AgentCommand::default()
+        };
+        for interceptor in &mut held.interceptors {
+            interceptor.prepare(&run, &mut cmd)?;
+        }
+        let env = |k: &str, v: String| (OsString::from(k), OsString::from(v));
+        let mut ours = vec![
+            env(ENV_DEPTH, self.cfg.depth.to_string()),
+            env(ENV_SESSION, self.gate.session_id.clone()),
+        ];
+        ours.append(&mut cmd.env);
+        cmd.env = ours;
+        self.say_before_start(&cmd);
+        Ok(cmd)
+    }
+
+    /// Names the run's own executables, run directory and processes to the embedded
+    /// policy, which protects them from the agent.
+    fn protect(&self, self_exe: &Path, held: &Held<'_>) {
+        let Harness::Embedded(e) = &self.gate.decider.harness else {
+            return;
+        };
+        let pids = std::iter::once(std::process::id())
+            .chain(held.guardian.as_ref().map(|g| g.pid() as u32));
+        e.protect(Protected::new(
+            [
+                self_exe.to_owned(),
+                self_exe.with_file_name("ahp-wrap-hook"),
+                held.run_dir.path().to_owned(),
+            ],
+            pids,
+        ));
+    }
+
+    /// Said now, before the agent may take the screen (warnings again at exit).
+    fn say_before_start(&mut self, cmd: &AgentCommand) {
+        for w in &cmd.warnings {
+            eprintln!("ahp-wrap: warning: {w}");
+            self.notes.push(format!("warning: {w}"));
+        }
+        if let Some(notice) = self.cfg.framework.start_notice(&self.shown) {
+            eprintln!("ahp-wrap: {notice}");
+        }
+        let log = crate::termlog::sink();
+        if let (true, Some(path)) = (log.default_file, &log.path) {
+            eprintln!(
+                "ahp-wrap: the terminal is the agent's: ahp-wrap's log goes to {} (warnings are repeated at exit)",
+                path.display()
+            );
+        }
+    }
+
+    /// Spawn: starts the agent as the interceptors need its stdio, and tells the signal
+    /// forwarder and the guardian about it. A failure is said and audited.
+    async fn spawn(
+        &mut self,
+        held: &mut Held<'_>,
+        cmd: &AgentCommand,
+        group: GroupPolicy,
+    ) -> Result<Agent, Exit> {
+        let stdio = if held.interceptors.iter().any(|i| i.stdio() == Stdio::Piped) {
+            Stdio::Piped
+        } else {
+            Stdio::Inherit
+        };
+        let cgroup = child::cgroup::Cgroup::create()
+            .inspect_err(|e| tracing::debug!("no cgroup for the agent: {e}"))
+            .ok();
+        let procs = cgroup.as_ref().map(|c| c.procs_path());
+        let opts = SpawnOptions {
+            group,
+            stdio,
+            remove_env: &SECRET_ENV,
+            guardian_fd: held.guardian.as_ref().map(Guardian::fd),
+            cgroup: procs,
+        };
+        let agent = match child::spawn(cmd, opts) {
+            Ok(a) => a,
+            Err(e) => {
+                eprintln!("ahp-wrap: {e}");
+                let exit = e.exit();
+                let payload = json!({"source": "agent", "message": e.to_string()});
+                self.gate.say(EventType::Error, payload).await;
+                let payload = json!({"exit_code": exit.code(), "reason": "spawn_failed"});
+                self.gate.say(EventType::SessionEnd, payload).await;
+                if let Some(g) = held.guardian.take() {
+                    g.release();
+                }
+                return Err(exit);
+            }
+        };
+        held.forwarder.set_target(agent.id);
+        if let Some(g) = held.guardian.as_mut() {
+            g.watch(agent.id);
+        }
+        held.cgroup = cgroup;
+        Ok(agent)
+    }
+}
+
+impl Run<'_> {
+    /// Supervise: starts the interceptors, announces the session, and waits for the agent
+    /// to end while its tree is tracked; then ends what it left behind and releases the
+    /// guardian. Returns the agent's exit code (or the wrapper's, after an alarm).
+    async fn supervise(&mut self, held: &mut Held<'_>, agent: &mut Agent) -> Exit {
+        let (alarm, alarms) = mpsc::unbounded_channel();
+        for interceptor in &mut held.interceptors {
+            interceptor.start(agent.id, alarm.clone());
+        }
+        drop(alarm);
+        self.gate
+            .say(EventType::SessionStart, self.start_payload(agent.id.pid()))
+            .await;
+        let link = held.guardian.as_ref().and_then(Guardian::link);
+        let mut tree = Tracker::new(agent.id.pid(), link, held.cgroup.take());
+        let (status, alarmed) = super::supervise::until_exit(
+            &mut agent.child,
+            &mut tree,
+            &self.gate,
+            self.cfg.heartbeat,
+            alarms,
+        )
+        .await;
+        held.forwarder.clear_target();
+        let left = tree.end(tree::LEFTOVER_GRACE);
+        if left > 0 {
+            tracing::debug!("ended {left} process(es) the agent left behind");
+        }
+        if let Some(g) = held.guardian.take() {
+            g.release();
+        }
+        match status {
+            Ok(_) if alarmed => Exit::Wrapper,
+            Ok(status) => {
+                if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+                    let message = format!("the agent was killed by signal {sig}");
+                    let payload = json!({"source": "agent", "message": message, "signal": sig});
+                    self.gate.say(EventType::Error, payload).await;
+                }
+                Exit::of_status(status)
+            }
+            Err(e) => {
+                eprintln!("ahp-wrap: lost track of the agent: {e}");
+                Exit::Wrapper
+            }
+        }
+    }
+
+    /// The `session_start` payload.
+    fn start_payload(&self, pid: i32) -> Value {
+        let cfg = self.cfg;
+        let command: Vec<String> = std::iter::once(&cfg.program)
+            .chain(&cfg.args)
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        let cwd = std::env::current_dir().map(|d| d.display().to_string());
+        let mut payload = json!({
+            "framework": cfg.framework.name(),
+            "command": command,
+            "pid": pid,
+            "cwd": cwd.unwrap_or_default(),
+            "interactive": self.interactive,
+        });
+        if let Some(parent) = &cfg.parent_session {
+            payload["parent_session_id"] = Value::String(parent.clone());
+        }
+        payload
+    }
+
+    /// Finish: each interceptor reports (notes for the person; an exit code that overrides
+    /// the agent's), in the order they were prepared.
+    async fn finish(&mut self, held: &mut Held<'_>, mut exit: Exit) -> Exit {
+        for interceptor in &mut held.interceptors {
+            let end = End {
+                shown: &self.shown,
+                exit,
+                require_hooks: self.cfg.require_hooks,
+            };
+            let report = interceptor.finish(&end).await;
+            self.notes.extend(report.notes);
+            exit = report.exit.unwrap_or(exit);
+        }
+        exit
+    }
+}
+
+/// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
+/// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
+/// Both take `hook <framework> <hook>`.
+fn hook_executable(self_exe: &Path) -> PathBuf {
+    use std::os::unix::fs::PermissionsExt;
+    let sibling = self_exe.with_file_name("ahp-wrap-hook");
+    match sibling.metadata() {
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => sibling,
+        _ => self_exe.to_owned(),
+    }
+}

@@ -1,0 +1,112 @@
+//! The first phase of a run: who answers (the embedded policy or a harness, and what it
+//! negotiated), the audit log, and the gate built from them.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use crate::ask::Asker;
+use crate::audit::Auditor;
+use crate::client::{Client, ClientConfig};
+use crate::config::Config;
+use crate::gate::{Decider, Embedded, Gate, Harness};
+use crate::policy::Policy;
+
+/// What the harness negotiated, or our own limits where it said nothing.
+pub struct Limits {
+    /// The deadline for one event.
+    pub timeout: Duration,
+    pub max_depth: u32,
+    /// Where `max_depth` comes from, for the refusal message.
+    pub depth_source: &'static str,
+}
+
+/// The run's ids, as the harness sees them.
+pub struct Ids {
+    pub session: String,
+    pub agent: String,
+}
+
+impl Ids {
+    pub fn new(cfg: &Config) -> Ids {
+        Ids {
+            session: uuid::Uuid::new_v4().to_string(),
+            agent: format!("{}-{}", cfg.framework.name(), uuid::Uuid::new_v4().simple()),
+        }
+    }
+}
+
+/// Builds the gate: the harness (started and waited for, within the event deadline), the
+/// audit log, and the person at the terminal. An error has been said on stderr.
+pub async fn gate(
+    cfg: &Config,
+    ids: Ids,
+    asker: Option<Asker>,
+) -> Result<(Arc<Gate>, Limits), String> {
+    let (harness, limits) = harness(cfg, &ids).await?;
+    let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())?;
+    let decider = Decider {
+        harness,
+        fail_mode: cfg.fail_mode,
+        timeout: limits.timeout,
+        asker,
+    };
+    let gate = Gate::new(ids.session, ids.agent, cfg.depth, decider, audit);
+    Ok((Arc::new(gate), limits))
+}
+
+/// The harness, and the limits it negotiated.
+async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
+    let mut limits = Limits {
+        timeout: cfg.timeout,
+        max_depth: cfg.max_depth,
+        depth_source: "--max-depth",
+    };
+    let Some(spec) = &cfg.harness else {
+        return Ok((Harness::Embedded(Arc::new(embedded(cfg)?)), limits));
+    };
+    let client = Client::start(
+        spec.clone(),
+        ClientConfig {
+            link: cfg.link.clone(),
+            session_id: ids.session.clone(),
+            agent_id: ids.agent.clone(),
+            framework: cfg.framework.name().to_owned(),
+            framework_version: env!("CARGO_PKG_VERSION").to_owned(),
+            batch_window: Duration::from_millis(20),
+        },
+    );
+    match client.wait_ready(cfg.timeout).await {
+        Ok(n) => {
+            if let Some(ms) = n.timeout_ms {
+                limits.timeout = cfg.timeout.min(Duration::from_millis(ms));
+            }
+            if let Some(d) = n.max_depth {
+                limits.max_depth = d;
+                limits.depth_source = "the harness's max_depth";
+            }
+        }
+        Err(why) => eprintln!(
+            "ahp-wrap: warning: the harness {} is not ready ({why}); blocking events follow the fail mode ({}) until it is",
+            spec.describe(),
+            cfg.fail_mode.name()
+        ),
+    }
+    Ok((Harness::Remote(client), limits))
+}
+
+/// The embedded harness: `--policy FILE`, or the default policy, with the current
+/// directory as the workspace.
+fn embedded(cfg: &Config) -> Result<Embedded, String> {
+    let Some(file) = &cfg.policy else {
+        return Ok(Embedded::default_policy(
+            std::env::current_dir().ok(),
+            cfg.mode,
+        ));
+    };
+    let policy = Policy::load(file).map_err(|e| crate::error_chain(&e))?;
+    let policy = match std::env::current_dir() {
+        Ok(ws) => policy.with_workspace(ws),
+        Err(_) => policy,
+    };
+    Ok(Embedded::new(policy, cfg.mode))
+}

@@ -1,0 +1,62 @@
+//! The supervise phase: while the agent runs, keep its whole process tree in view, send
+//! heartbeats, and end the agent when an interceptor can no longer supervise it.
+
+use std::time::Duration;
+
+use serde_json::json;
+use tokio::sync::mpsc;
+
+use crate::child::procfs::Sampler;
+use crate::child::tree::{self, Tracker};
+use crate::gate::Gate;
+use crate::protocol::EventType;
+
+/// Far enough in the future to mean "never" for a heartbeat that is off.
+const NEVER: Duration = Duration::from_secs(3600 * 24 * 365);
+
+/// Waits for the agent to end. Returns its status, and whether an interceptor raised an
+/// alarm (its cause has been said).
+pub async fn until_exit(
+    child: &mut tokio::process::Child,
+    tree: &mut Tracker,
+    gate: &Gate,
+    heartbeat: Option<Duration>,
+    mut alarms: mpsc::UnboundedReceiver<String>,
+) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    let pid = child.id().map_or(0, |p| p as i32);
+    let mut tree_tick =
+        tokio::time::interval_at(tokio::time::Instant::now() + tree::TICK, tree::TICK);
+    let mut sampler = Sampler::new(pid);
+    let beat = heartbeat.unwrap_or(NEVER);
+    let mut beats = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
+    let mut alarmed = false;
+    loop {
+        tokio::select! {
+            status = child.wait() => return (status, alarmed),
+            _ = tree_tick.tick() => tree.tick(),
+            Some(cause) = alarms.recv(), if !alarmed => {
+                tracing::debug!("ending the agent: {cause}");
+                alarmed = true;
+                tree.end(tree::LEFTOVER_GRACE);
+            }
+            _ = beats.tick(), if heartbeat.is_some() => heartbeat_event(gate, &mut sampler).await,
+        }
+    }
+}
+
+/// One heartbeat: uptime, events so far, and the agent's CPU and memory where known.
+async fn heartbeat_event(gate: &Gate, sampler: &mut Sampler) {
+    let s = sampler.sample();
+    let mut payload = json!({
+        "uptime_ms": s.uptime_ms,
+        "total_events_processed": gate.events_seen(),
+        "current_state": "running",
+    });
+    if let Some(cpu) = s.cpu_percent {
+        payload["cpu_percent"] = json!(cpu);
+    }
+    if let Some(mem) = s.memory_bytes {
+        payload["memory_bytes"] = json!(mem);
+    }
+    gate.say(EventType::Heartbeat, payload).await;
+}
