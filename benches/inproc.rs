@@ -16,7 +16,7 @@ use std::time::Duration;
 use ahp_wrap::audit::Auditor;
 use ahp_wrap::audit::{AuditLog, AuditRecord};
 use ahp_wrap::client::{Client, ClientConfig};
-use ahp_wrap::control::{Handler, Kind, Request};
+use ahp_wrap::control::{Kind, Request};
 use ahp_wrap::gate::{Decider, Embedded, FailMode, Gate, Harness, Mode};
 use ahp_wrap::intercept::hooks::HookService;
 use ahp_wrap::policy::Policy;

@@ -17,12 +17,15 @@ pub mod hooks;
 
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
 use crate::child::{ChildId, Stdio};
+use crate::control::{Answer, Handler, Kind, Request};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
+use hooks::HookService;
 
 /// An interceptor that can no longer do its job sends why: the run then ends the agent,
 /// because whatever it does next would not be supervised.
@@ -59,12 +62,43 @@ pub trait Interceptor: Send {
         Stdio::Inherit
     }
 
-    /// Starts this interceptor's tasks once the agent runs as `agent`.
-    fn start(&mut self, agent: ChildId, alarm: Alarm);
+    /// Registers what answers this interceptor's requests on the control socket.
+    fn serve(&self, router: &mut Router) {
+        let _ = router;
+    }
+
+    /// Starts this interceptor's own tasks once the agent runs as `agent`.
+    fn start(&mut self, agent: ChildId, alarm: Alarm) {
+        let _ = (agent, alarm);
+    }
 
     /// Stops the tasks and reports, once the agent has ended.
     fn finish<'a>(
         &'a mut self,
         end: &'a End<'a>,
     ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>>;
+}
+
+/// Answers the control socket's requests by kind, with the services the interceptors
+/// registered; a kind nobody serves is refused with a reason.
+#[derive(Default, Clone)]
+pub struct Router {
+    pub hooks: Option<Arc<HookService>>,
+}
+
+impl Handler for Router {
+    async fn handle(&self, request: Request) -> Answer {
+        match (request.kind, &self.hooks) {
+            (Kind::Hook, Some(hooks)) => hooks.handle(request).await,
+            (kind, _) => Answer {
+                stdout: Vec::new(),
+                stderr: format!(
+                    "ahp-wrap: this run serves no {} requests; blocking\n",
+                    kind.as_str()
+                )
+                .into_bytes(),
+                exit_code: 126,
+            },
+        }
+    }
 }

@@ -7,6 +7,7 @@
 //! Owns: the order of the phases and the exit code. Must not touch: how an event is decided
 //! (`gate/`), how the agent is reached (`intercept/`), or process mechanics (`child/`).
 
+mod control;
 pub mod dir;
 mod phases;
 mod prepare;
@@ -127,6 +128,8 @@ struct Held<'a> {
     forwarder: &'a Forwarder,
     guardian: Option<Guardian>,
     interceptors: Vec<Box<dyn Interceptor>>,
+    /// The control socket, from the prepare phase on.
+    control: Option<control::Control>,
     /// The agent's cgroup until the tree tracker takes it.
     cgroup: Option<crate::child::cgroup::Cgroup>,
     run_dir: RunDir,

@@ -7,6 +7,7 @@ use std::time::Instant;
 use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
+use super::control::Control;
 use super::{prepare::Limits, Held, Process, Run, RunDir, HOOK_MARGIN};
 use crate::child::guardian::Guardian;
 use crate::child::tree::{self, Tracker};
@@ -16,7 +17,7 @@ use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Harness;
 use crate::intercept::hooks::Hooks;
-use crate::intercept::End;
+use crate::intercept::{End, Router};
 use crate::policy::Protected;
 use crate::protocol::EventType;
 
@@ -54,6 +55,7 @@ impl Run<'_> {
             forwarder: &forwarder,
             guardian,
             interceptors: Vec::new(),
+            control: None,
             cgroup: None,
             run_dir,
         };
@@ -96,11 +98,11 @@ impl Run<'_> {
             interactive: self.interactive,
         };
         self.protect(&self_exe, held);
+        let control = Control::bind(held.run_dir.path())?;
         held.interceptors.push(Box::new(Hooks::new(
             self.cfg.framework,
             self.gate.clone(),
             self.interactive,
-            self_exe,
         )));
         let mut cmd = AgentCommand {
             program: self.cfg.program.clone(),
@@ -110,13 +112,20 @@ impl Run<'_> {
         for interceptor in &mut held.interceptors {
             interceptor.prepare(&run, &mut cmd)?;
         }
-        let env = |k: &str, v: String| (OsString::from(k), OsString::from(v));
-        let mut ours = vec![
-            env(ENV_DEPTH, self.cfg.depth.to_string()),
-            env(ENV_SESSION, self.gate.session_id.clone()),
-        ];
+        let env =
+            |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
+        // Ours first: an interceptor's own variables come after, as the agent reads them.
+        let mut ours = control.env(run.hook_budget_ms);
+        ours.extend([
+            env(ENV_DEPTH, &self.cfg.depth.to_string()),
+            env(ENV_SESSION, &self.gate.session_id),
+            env("AHP_WRAP_FRAMEWORK", &self.cfg.framework.name()),
+            env("AHP_WRAP_BIN", &self_exe),
+            env("AHP_WRAP_HOOK_BIN", &run.self_exe),
+        ]);
         ours.append(&mut cmd.env);
         cmd.env = ours;
+        held.control = Some(control);
         self.say_before_start(&cmd);
         Ok(cmd)
     }
@@ -211,8 +220,13 @@ impl Run<'_> {
     /// guardian. Returns the agent's exit code (or the wrapper's, after an alarm).
     async fn supervise(&mut self, held: &mut Held<'_>, agent: &mut Agent) -> Exit {
         let (alarm, alarms) = mpsc::unbounded_channel();
+        let mut router = Router::default();
         for interceptor in &mut held.interceptors {
+            interceptor.serve(&mut router);
             interceptor.start(agent.id, alarm.clone());
+        }
+        if let Some(control) = held.control.as_mut() {
+            control.start(agent.id, router, self.gate.clone(), alarm.clone());
         }
         drop(alarm);
         self.gate
@@ -277,6 +291,11 @@ impl Run<'_> {
     /// Finish: each interceptor reports (notes for the person; an exit code that overrides
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut Held<'_>, mut exit: Exit) -> Exit {
+        if let Some(control) = held.control.as_mut() {
+            if control.finish(&self.gate).await {
+                exit = Exit::Wrapper;
+            }
+        }
         for interceptor in &mut held.interceptors {
             let end = End {
                 shown: &self.shown,

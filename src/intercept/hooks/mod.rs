@@ -10,19 +10,13 @@
 pub mod relay;
 pub mod service;
 
-use std::ffi::OsString;
 use std::future::Future;
-use std::path::PathBuf;
 use std::pin::Pin;
 use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Alarm, End, Interceptor, Report};
-use crate::child::ChildId;
-use crate::control::{
-    AgentSlot, ControlServer, TakenOver, Watched, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN,
-};
+use super::{End, Interceptor, Report, Router};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, Framework, RunContext};
 use crate::gate::Gate;
@@ -34,86 +28,32 @@ pub struct Hooks {
     framework: &'static dyn Framework,
     gate: Arc<Gate>,
     service: Arc<HookService>,
-    /// The executable `ahp-wrap` itself, for `AHP_WRAP_BIN`.
-    self_exe: PathBuf,
-    server: Option<ControlServer>,
-    agent: AgentSlot,
-    watched: Option<Watched>,
-    task: Option<tokio::task::JoinHandle<()>>,
-    /// Set once the control socket was reported taken over.
-    taken: Arc<std::sync::atomic::AtomicBool>,
     /// A hook the agent calls in every session once the injection works.
     expect_hook: Option<String>,
 }
 
 impl Hooks {
-    pub fn new(
-        framework: &'static dyn Framework,
-        gate: Arc<Gate>,
-        interactive: bool,
-        self_exe: PathBuf,
-    ) -> Hooks {
+    pub fn new(framework: &'static dyn Framework, gate: Arc<Gate>, interactive: bool) -> Hooks {
         Hooks {
             framework,
             service: Arc::new(HookService::new(gate.clone(), interactive)),
             gate,
-            self_exe,
-            server: None,
-            agent: AgentSlot::default(),
-            watched: None,
-            task: None,
-            taken: Default::default(),
             expect_hook: None,
         }
-    }
-
-    /// The hook service (what the run learned from hook calls).
-    pub fn service(&self) -> &Arc<HookService> {
-        &self.service
     }
 }
 
 impl Interceptor for Hooks {
     fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String> {
-        let control = ControlServer::bind(&run.run_dir)
-            .map_err(|e| format!("cannot listen on the control socket: {e}"))?;
         self.framework
             .prepare(run, cmd)
             .map_err(|e| e.to_string())?;
         self.expect_hook = cmd.expect_hook.clone();
-        let env =
-            |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());
-        let mut ours = vec![
-            env(ENV_SOCKET, &control.address),
-            env(ENV_PARENT_PID, &std::process::id().to_string()),
-            env(ENV_TOKEN, &control.token),
-            env(ENV_BUDGET, &run.hook_budget_ms.to_string()),
-            env("AHP_WRAP_FRAMEWORK", &self.framework.name()),
-            env("AHP_WRAP_BIN", &self.self_exe),
-            env("AHP_WRAP_HOOK_BIN", &run.self_exe),
-        ];
-        // Ours first: a framework's own variables come after, as the agent reads them.
-        ours.append(&mut cmd.env);
-        cmd.env = ours;
-        self.agent = control.agent_slot();
-        self.watched = control.watched();
-        self.server = Some(control);
         Ok(())
     }
 
-    fn start(&mut self, agent: ChildId, alarm: Alarm) {
-        self.agent.set(agent.pid());
-        let Some(server) = self.server.take() else {
-            return;
-        };
-        let (service, gate, taken) = (self.service.clone(), self.gate.clone(), self.taken.clone());
-        self.task = Some(tokio::spawn(async move {
-            // Returns only when a path socket was removed or replaced (see control::endpoint).
-            let lost = server.serve(service).await;
-            taken.store(true, std::sync::atomic::Ordering::SeqCst);
-            taken_over(&gate, &lost).await;
-            let _ = alarm.send(lost.to_string());
-        }));
+    fn serve(&self, router: &mut Router) {
+        router.hooks = Some(self.service.clone());
     }
 
     fn finish<'a>(
@@ -121,25 +61,8 @@ impl Interceptor for Hooks {
         end: &'a End<'a>,
     ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>> {
         Box::pin(async move {
-            if let Some(task) = self.task.take() {
-                task.abort();
-            }
             let mut report = Report::default();
-            let was_taken = self.taken.load(std::sync::atomic::Ordering::SeqCst);
-            if let Some(Err(lost)) = self
-                .watched
-                .as_ref()
-                .filter(|_| !was_taken)
-                .map(Watched::check)
-            {
-                // The agent may have ended between two checks.
-                taken_over(&self.gate, &lost).await;
-                report.exit = Some(Exit::Wrapper);
-            }
-            if was_taken {
-                report.exit = Some(Exit::Wrapper);
-            }
-            let code = report.exit.unwrap_or(end.exit).code();
+            let code = end.exit.code();
             if let Some(hook) = self.expect_hook.as_deref() {
                 self.unsupervised_warning(end.shown, hook, code).await;
             }
@@ -210,21 +133,4 @@ impl Hooks {
         self.gate.say(EventType::Error, payload).await;
         Some(format!("WARNING: {message}"))
     }
-}
-
-impl Drop for Hooks {
-    fn drop(&mut self) {
-        if let Some(task) = self.task.take() {
-            task.abort();
-        }
-    }
-}
-
-/// Says loudly (on stderr, to the harness and in the audit) that the control socket was
-/// removed or replaced: the agent's hooks can no longer reach us, so the run must end.
-async fn taken_over(gate: &Gate, taken: &TakenOver) {
-    eprintln!("ahp-wrap: ERROR: {taken}");
-    let payload =
-        json!({"source": "wrapper", "message": taken.to_string(), "control_socket": taken.path});
-    gate.say(EventType::Error, payload).await;
 }

@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use crate::audit::AuditPeer;
-use crate::control::{Answer, Handler, Kind, Peer, Request};
+use crate::control::{Answer, Peer, Request};
 use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
 use crate::gate::{Gate, Origin};
 use crate::protocol::{EventType, Verdict};
@@ -172,29 +172,18 @@ fn unknown_framework(framework: &str) -> Rendered {
     }
 }
 
-impl Handler for HookService {
-    async fn handle(&self, request: Request) -> Answer {
-        let rendered = match request.kind {
-            Kind::Hook => {
-                self.hook(
-                    request.scope,
-                    request.name,
-                    request.cwd,
-                    request.payload,
-                    request.peer,
-                )
-                .await
-            }
-            kind => Rendered {
-                stdout: Vec::new(),
-                stderr: format!(
-                    "ahp-wrap: this run serves no {} requests; blocking\n",
-                    kind.as_str()
-                )
-                .into_bytes(),
-                exit_code: 126,
-            },
-        };
+impl HookService {
+    /// Answers a hook request from the control socket.
+    pub async fn handle(&self, request: Request) -> Answer {
+        let rendered = self
+            .hook(
+                request.scope,
+                request.name,
+                request.cwd,
+                request.payload,
+                request.peer,
+            )
+            .await;
         Answer {
             stdout: rendered.stdout,
             stderr: rendered.stderr,
