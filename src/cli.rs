@@ -242,6 +242,16 @@ pub struct RunArgs {
     #[arg(long)]
     pub require_hooks: bool,
 
+    /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
+    /// PATH shims on for any framework (they are on by default for generic and path).
+    #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
+    pub intercept: Vec<String>,
+
+    /// Do not shim these commands (comma-separated; repeatable), or with no value, no
+    /// PATH shims at all.
+    #[arg(long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
+    pub no_intercept: Option<Vec<String>>,
+
     /// The agent command and its arguments (after --).
     #[arg(
         trailing_var_arg = true,

@@ -65,6 +65,8 @@ pub struct Config {
     pub ask_timeout: Duration,
     /// Exit with [`crate::exit::Exit::NoHooks`] when the agent never called a hook.
     pub require_hooks: bool,
+    /// The commands intercepted through PATH shims; empty: no PATH shims.
+    pub path_shims: std::collections::BTreeSet<String>,
 }
 
 impl Config {
@@ -122,8 +124,30 @@ impl Config {
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
+            path_shims: path_shims(framework, &args.intercept, args.no_intercept.as_deref()),
         })
     }
+}
+
+/// Which commands the run shims on the agent's `PATH`: the default set for a framework
+/// that asks for it (agents without hooks), plus `--intercept` (which turns shims on for any
+/// framework), minus `--no-intercept` (or, with no value, every one).
+fn path_shims(
+    framework: &dyn Framework,
+    intercept: &[String],
+    no_intercept: Option<&[String]>,
+) -> std::collections::BTreeSet<String> {
+    let without = no_intercept.unwrap_or_default();
+    if no_intercept.is_some_and(<[String]>::is_empty) {
+        return Default::default();
+    }
+    let mut set = if framework.path_shims() {
+        crate::intercept::pathshim::commands(&[], without)
+    } else {
+        Default::default()
+    };
+    set.extend(intercept.iter().filter(|c| !without.contains(c)).cloned());
+    set
 }
 
 impl std::fmt::Debug for Config {

@@ -7,11 +7,20 @@ use ahp_wrap::commands;
 use ahp_wrap::config::Config;
 use ahp_wrap::exit::Exit;
 use ahp_wrap::intercept::hooks::relay;
+use ahp_wrap::intercept::pathshim;
 use ahp_wrap::run;
 use ahp_wrap::termlog;
 use clap::Parser;
 
 fn main() -> ExitCode {
+    // Started as a command in a run's PATH shim directory (when there is no small hook
+    // executable next to us): ask the wrapper, then run it or not.
+    if let Some(name) = pathshim::exec::invoked_as(true) {
+        return hook_exit(pathshim::exec::run(
+            &name,
+            std::env::args_os().skip(1).collect(),
+        ));
+    }
     // The hook path runs on every tool call: skip clap and logging set-up for it.
     let mut raw = std::env::args_os();
     if raw.len() == 4 && raw.nth(1).is_some_and(|a| a == "hook") {

@@ -47,6 +47,44 @@ pub fn stat(pid: i32) -> Option<Stat> {
     read_stat(&format!("/proc/{pid}/stat"), &mut buf)
 }
 
+/// A process's command line, each argument lossily decoded and the whole capped at
+/// [`CMDLINE_CAP`] bytes; `None` when it cannot be read.
+pub fn cmdline(pid: i32) -> Option<Vec<String>> {
+    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
+    let raw = &raw[..raw.len().min(CMDLINE_CAP)];
+    Some(
+        raw.split(|&b| b == 0)
+            .filter(|a| !a.is_empty())
+            .map(|a| String::from_utf8_lossy(a).into_owned())
+            .collect(),
+    )
+}
+
+/// Most bytes of a command line [`cmdline`] reads.
+pub const CMDLINE_CAP: usize = 2048;
+
+/// The chain of processes from `pid` up to `agent` (both included), nearest first, each as
+/// its pid and command line. It stops at the agent, at `me`, at pid 1, or after 64 steps;
+/// the agent is absent when `pid` does not descend from it.
+pub fn ancestry(pid: i32, agent: i32, me: i32) -> Vec<(i32, Vec<String>)> {
+    let mut chain = Vec::new();
+    let mut cur = pid;
+    for _ in 0..64 {
+        if cur <= 1 || cur == me {
+            break;
+        }
+        chain.push((cur, cmdline(cur).unwrap_or_default()));
+        if cur == agent {
+            break;
+        }
+        match stat(cur) {
+            Some(st) => cur = st.ppid,
+            None => break,
+        }
+    }
+    chain
+}
+
 /// Reads and parses one `/proc/<pid>/stat` into `buf` (reused across calls). A stat line
 /// fits in one read nearly always; it reads on only when the buffer filled.
 fn read_stat(path: &str, buf: &mut Vec<u8>) -> Option<Stat> {
@@ -249,6 +287,36 @@ mod tests {
         let path = std::env::var("PATH").unwrap();
         assert!(with_env(&table, format!("PATH={path}").as_bytes()).contains(&me));
         assert!(!with_env(&table, b"AHP_WRAP_NO_SUCH_ENTRY=x").contains(&me));
+    }
+
+    #[test]
+    fn ancestry_climbs_from_a_process_to_the_agent() {
+        // sh (the "agent") runs sleep; the chain from sleep stops at sh.
+        let mut agent = std::process::Command::new("sh")
+            .args(["-c", "sleep 5 & wait"])
+            .spawn()
+            .unwrap();
+        let agent_pid = agent.id() as i32;
+        let me = std::process::id() as i32;
+        let sleeper = (0..200)
+            .find_map(|_| {
+                std::thread::sleep(std::time::Duration::from_millis(10));
+                let table = processes()?;
+                table
+                    .iter()
+                    .find(|(_, st)| st.ppid == agent_pid)
+                    .map(|(pid, _)| *pid)
+            })
+            .expect("sleep started");
+        let chain = ancestry(sleeper, agent_pid, me);
+        let _ = agent.kill();
+        let _ = agent.wait();
+        let pids: Vec<i32> = chain.iter().map(|(p, _)| *p).collect();
+        assert_eq!(pids, [sleeper, agent_pid]);
+        assert_eq!(chain[0].1, ["sleep", "5"]);
+        assert_eq!(chain[1].1[0], "sh");
+        // Not below the agent: climbs to the wrapper (here: this test) and stops.
+        assert!(ancestry(me, agent_pid, me).is_empty());
     }
 
     #[test]

@@ -35,6 +35,10 @@ impl Framework for Generic {
         false
     }
 
+    fn path_shims(&self) -> bool {
+        true
+    }
+
     fn start_notice(&self, shown: &str) -> Option<String> {
         Some(format!(
             "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
@@ -94,6 +98,40 @@ impl Framework for Generic {
                 exit_code: 0,
             },
         }
+    }
+}
+
+/// `--framework path`: an agent reached through PATH shims only. Its own calls of
+/// `ahp-wrap hook path <event>`, if it makes any, are read as generic ones.
+pub struct PathOnly;
+
+impl Framework for PathOnly {
+    fn name(&self) -> &'static str {
+        "path"
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    fn prepare(&self, _run: &RunContext, _cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        Ok(())
+    }
+
+    fn injects_hooks(&self) -> bool {
+        false
+    }
+
+    fn path_shims(&self) -> bool {
+        true
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        Generic.map(cx, payload)
+    }
+
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        Generic.render(cx, event, verdict)
     }
 }
 

@@ -149,6 +149,12 @@ pub trait Framework: Send + Sync + 'static {
         true
     }
 
+    /// Whether commands the agent runs by name are intercepted through PATH shims by
+    /// default (`--intercept` turns them on for any framework, `--no-intercept` off).
+    fn path_shims(&self) -> bool {
+        false
+    }
+
     /// What the person must know before the agent starts, if anything (`shown` is the
     /// agent's command as typed).
     fn start_notice(&self, shown: &str) -> Option<String> {
@@ -165,6 +171,7 @@ pub trait Framework: Send + Sync + 'static {
 }
 
 static GENERIC: generic::Generic = generic::Generic;
+static PATH: generic::PathOnly = generic::PathOnly;
 static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
@@ -172,8 +179,16 @@ static QWEN: qwen::Qwen = qwen::Qwen;
 static COPILOT: copilot::Copilot = copilot::Copilot;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 6] {
-    [&GENERIC, &CLAUDE_CODE, &CODEX, &GEMINI, &QWEN, &COPILOT]
+pub fn all() -> [&'static dyn Framework; 7] {
+    [
+        &GENERIC,
+        &PATH,
+        &CLAUDE_CODE,
+        &CODEX,
+        &GEMINI,
+        &QWEN,
+        &COPILOT,
+    ]
 }
 
 /// The framework called `name`.

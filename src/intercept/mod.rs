@@ -7,13 +7,15 @@
 //!   which relays over the control socket to the hook service.
 //! - `proxy/` (next): sitting in the agent's JSON-RPC stdio stream (ACP agents, MCP
 //!   servers).
-//! - `pathshim/` (next): commands the agent runs by name, caught first on its `PATH`.
+//! - [`pathshim`]: commands the agent runs by name, caught first on its `PATH` (for
+//!   agents without hooks, and in addition to hooks where asked).
 //!
 //! Owns: the list and its life cycle. Must not touch: the decision (the gate's), spawning
 //! or reaping the agent (`child/`, driven by `run/`), or a framework's hook contract
 //! (`frameworks/`).
 
 pub mod hooks;
+pub mod pathshim;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -40,6 +42,8 @@ pub struct End<'a> {
     pub exit: Exit,
     /// `--require-hooks`.
     pub require_hooks: bool,
+    /// Commands asked about through PATH shims during the run.
+    pub execs: u64,
 }
 
 /// What an interceptor reports when the run ends.
@@ -76,7 +80,10 @@ pub trait Interceptor: Send {
     fn finish<'a>(
         &'a mut self,
         end: &'a End<'a>,
-    ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>>;
+    ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>> {
+        let _ = end;
+        Box::pin(async { Report::default() })
+    }
 }
 
 /// Answers the control socket's requests by kind, with the services the interceptors
@@ -84,13 +91,15 @@ pub trait Interceptor: Send {
 #[derive(Default, Clone)]
 pub struct Router {
     pub hooks: Option<Arc<HookService>>,
+    pub exec: Option<Arc<pathshim::ExecService>>,
 }
 
 impl Handler for Router {
     async fn handle(&self, request: Request) -> Answer {
-        match (request.kind, &self.hooks) {
-            (Kind::Hook, Some(hooks)) => hooks.handle(request).await,
-            (kind, _) => Answer {
+        match (request.kind, &self.hooks, &self.exec) {
+            (Kind::Hook, Some(hooks), _) => hooks.handle(request).await,
+            (Kind::Exec, _, Some(exec)) => exec.handle(request).await,
+            (kind, ..) => Answer {
                 stdout: Vec::new(),
                 stderr: format!(
                     "ahp-wrap: this run serves no {} requests; blocking\n",

@@ -17,6 +17,7 @@ use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Harness;
 use crate::intercept::hooks::Hooks;
+use crate::intercept::pathshim::PathShims;
 use crate::intercept::{End, Router};
 use crate::policy::Protected;
 use crate::protocol::EventType;
@@ -104,6 +105,11 @@ impl Run<'_> {
             self.gate.clone(),
             self.interactive,
         )));
+        if !self.cfg.path_shims.is_empty() {
+            let shims = PathShims::new(self.cfg.path_shims.clone(), self.gate.clone());
+            self.execs = Some(shims.service().clone());
+            held.interceptors.push(Box::new(shims));
+        }
         let mut cmd = AgentCommand {
             program: self.cfg.program.clone(),
             args: self.cfg.args.clone(),
@@ -154,7 +160,15 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
-        if let Some(notice) = self.cfg.framework.start_notice(&self.shown) {
+        if !self.cfg.path_shims.is_empty() {
+            let list: Vec<&str> = self.cfg.path_shims.iter().map(String::as_str).collect();
+            eprintln!(
+                "ahp-wrap: note: commands run by name are checked through PATH shims ({}); \
+                 a program run by absolute path, a shell builtin or an interpreter's own exec \
+                 is not (see README, PATH shims)",
+                list.join(", ")
+            );
+        } else if let Some(notice) = self.cfg.framework.start_notice(&self.shown) {
             eprintln!("ahp-wrap: {notice}");
         }
         let log = crate::termlog::sink();
@@ -301,6 +315,7 @@ impl Run<'_> {
                 shown: &self.shown,
                 exit,
                 require_hooks: self.cfg.require_hooks,
+                execs: self.execs.as_ref().map_or(0, |e| e.answered()),
             };
             let report = interceptor.finish(&end).await;
             self.notes.extend(report.notes);

@@ -113,7 +113,11 @@ impl Hooks {
     /// the note for the exit summary. Said for an agent whose framework injects no hooks
     /// (nothing else could have supervised it) and, with `--require-hooks`, for any.
     async fn no_hooks(&self, end: &End<'_>, code: u8) -> Option<String> {
-        if self.service.any_called() || (self.framework.injects_hooks() && !end.require_hooks) {
+        // Without hooks of its own, commands checked through PATH shims were supervision.
+        let supervised_otherwise = !self.framework.injects_hooks() && end.execs > 0;
+        if self.service.any_called()
+            || (!end.require_hooks && (self.framework.injects_hooks() || supervised_otherwise))
+        {
             return None;
         }
         let mut message = format!(

@@ -1,0 +1,171 @@
+//! The shim side: what a command in the shim directory does when the agent runs it. It
+//! runs inside the small hook executable (no async runtime, no JSON): it sends the argv and
+//! the watched environment to the wrapper, then executes what the answer allows, or says
+//! why not and exits 126. Whatever goes wrong before an answer, the command does not run.
+
+use std::ffi::{OsStr, OsString};
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
+use std::os::unix::fs::MetadataExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+
+use super::{ENV_DIR, SCOPE, WATCHED_ENV};
+use crate::control::client::Caller;
+use crate::control::Kind;
+
+/// Exit code of a refused command, as a shell says "cannot execute".
+pub const EXIT_REFUSED: i32 = 126;
+/// Names under which the executable is itself, never a shim.
+const OUR_NAMES: &[&str] = &["ahp-wrap", "ahp-wrap-hook"];
+
+/// The command this process was started as, if it was started through a PATH shim: the
+/// file name the kernel executed (`AT_EXECFN`, whatever `argv[0]` says) when that is not
+/// one of our own names. `strict` (for the main `ahp-wrap` binary, which users may rename)
+/// also asks that the file lie in this run's shim directory.
+pub fn invoked_as(strict: bool) -> Option<String> {
+    // SAFETY: getauxval only reads the process's auxiliary vector.
+    let execfn = unsafe { nix::libc::getauxval(nix::libc::AT_EXECFN) } as *const nix::libc::c_char;
+    if execfn.is_null() {
+        return None;
+    }
+    // SAFETY: AT_EXECFN points at the NUL-terminated file name passed to execve.
+    let execfn = unsafe { std::ffi::CStr::from_ptr(execfn) };
+    let path = Path::new(OsStr::from_bytes(execfn.to_bytes()));
+    let name = path.file_name()?.to_str()?;
+    if OUR_NAMES.contains(&name) {
+        return None;
+    }
+    if strict {
+        let dir = std::env::var_os(ENV_DIR)?;
+        if !same_dir(path.parent()?, Path::new(&dir)) {
+            return None;
+        }
+    }
+    Some(name.to_owned())
+}
+
+fn same_dir(a: &Path, b: &Path) -> bool {
+    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+}
+
+/// Runs the shimmed command `name` with `args` (without argv[0]); returns only on refusal
+/// or failure, with the exit code.
+pub fn run(name: &str, args: Vec<OsString>) -> i32 {
+    let refuse = |why: &str| {
+        eprintln!("ahp-wrap: {name}: {why}");
+        EXIT_REFUSED
+    };
+    let mut argv: Vec<OsString> = Vec::with_capacity(args.len() + 1);
+    argv.push(OsString::from(name));
+    argv.extend(args);
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    let caller = match Caller::from_env() {
+        Ok(c) => c,
+        Err(why) => return refuse(&format!("not run, because {why} (PATH shims fail closed)")),
+    };
+    let answer = match caller.call(Kind::Exec, SCOPE, name, &cwd, &encode(&argv)) {
+        Ok(a) => a,
+        Err(why) => return refuse(&format!("not run, because {why} (PATH shims fail closed)")),
+    };
+    if answer.exit_code != 0 {
+        use std::io::Write;
+        let _ = std::io::stderr().write_all(&answer.stderr);
+        return answer.exit_code;
+    }
+    let argv = if answer.stdout.is_empty() {
+        argv
+    } else {
+        match decode_items(&answer.stdout) {
+            Some(items) if !items.is_empty() => items,
+            _ => return refuse("not run: the wrapper's changed command is garbled"),
+        }
+    };
+    exec(&argv).unwrap_or_else(|why| refuse(&why))
+}
+
+/// Executes `argv` (a name is looked up on `PATH`, skipping the shim directory and any
+/// file that is this executable), keeping the environment. Returns only on failure.
+fn exec(argv: &[OsString]) -> Result<i32, String> {
+    let program = &argv[0];
+    let path = if program.as_bytes().contains(&b'/') {
+        PathBuf::from(program)
+    } else {
+        real_program(program)
+            .ok_or_else(|| format!("{}: command not found", program.to_string_lossy()))?
+    };
+    let err = std::process::Command::new(&path)
+        .arg0(program)
+        .args(&argv[1..])
+        .exec();
+    Err(format!("cannot execute {}: {err}", path.display()))
+}
+
+/// The real program `name` on `PATH`: the first executable file of that name that is not
+/// in the shim directory and is not this executable (so a shim never runs itself, even
+/// through another run's shim directory).
+fn real_program(name: &OsStr) -> Option<PathBuf> {
+    use std::os::unix::fs::PermissionsExt;
+    let path = std::env::var_os("PATH")?;
+    let shim_dir = std::env::var_os(ENV_DIR).map(PathBuf::from);
+    let me = std::fs::metadata("/proc/self/exe").ok();
+    std::env::split_paths(&path)
+        .filter(|dir| !dir.as_os_str().is_empty())
+        .filter(|dir| !shim_dir.as_deref().is_some_and(|s| same_dir(dir, s)))
+        .map(|dir| dir.join(name))
+        .find(|candidate| {
+            let Ok(m) = std::fs::metadata(candidate) else {
+                return false;
+            };
+            let is_me = me
+                .as_ref()
+                .is_some_and(|me| me.dev() == m.dev() && me.ino() == m.ino());
+            m.is_file() && m.permissions().mode() & 0o111 != 0 && !is_me
+        })
+}
+
+/// The request payload: the argv, then the watched environment variables (`NAME=value`,
+/// or `NAME` alone when unset), each item NUL-terminated, after a first item that counts
+/// the argv.
+pub fn encode(argv: &[OsString]) -> Vec<u8> {
+    let mut out = Vec::new();
+    let mut item = |bytes: &[u8]| {
+        out.extend_from_slice(bytes);
+        out.push(0);
+    };
+    item(argv.len().to_string().as_bytes());
+    for arg in argv {
+        item(arg.as_bytes());
+    }
+    for name in WATCHED_ENV {
+        match std::env::var_os(name) {
+            Some(v) => {
+                let mut kv = OsString::from(name);
+                kv.push("=");
+                kv.push(v);
+                item(kv.as_bytes());
+            }
+            None => item(name.as_bytes()),
+        }
+    }
+    out
+}
+
+/// NUL-terminated items; `None` when the last one is not terminated.
+pub fn decode_items(bytes: &[u8]) -> Option<Vec<OsString>> {
+    let body = bytes.strip_suffix(&[0])?;
+    Some(
+        body.split(|&b| b == 0)
+            .map(|item| OsString::from_vec(item.to_vec()))
+            .collect(),
+    )
+}
+
+/// An answer that runs `argv` instead of what was asked.
+pub fn encode_argv(argv: &[String]) -> Vec<u8> {
+    let mut out = Vec::new();
+    for arg in argv {
+        out.extend_from_slice(arg.as_bytes());
+        out.push(0);
+    }
+    out
+}
