@@ -4,11 +4,13 @@
 //! A program not in the table is assumed to read its operands, which only matters for words
 //! that name a protected asset: an unknown program's arguments are not all file reads.
 
+mod shells;
 mod table;
 mod wrappers;
 
+pub use shells::{shell_options, shell_script};
 pub use table::{spec_of, SHELLS};
-pub use wrappers::{shell_options, shell_script, unwrap};
+pub use wrappers::unwrap;
 
 use super::shell::{program_name, Command};
 use table::Operands::{Copy, Modify, Name, PatternThenRead, Read};
