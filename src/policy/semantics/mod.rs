@@ -9,6 +9,7 @@ mod table;
 mod wrappers;
 
 pub use shells::{shell_options, shell_script};
+use table::value_options;
 pub use table::{spec_of, SHELLS};
 pub use wrappers::unwrap;
 
@@ -126,107 +127,6 @@ fn option_inputs(cmd: &Command) -> Vec<&str> {
         prev = a;
     }
     out
-}
-
-/// Options whose value is something other than a file to read.
-fn value_options(program: &str) -> &'static [&'static str] {
-    match program {
-        "curl" => &[
-            "-o",
-            "--output",
-            "-H",
-            "--header",
-            "-X",
-            "--request",
-            "-u",
-            "--user",
-            "-A",
-            "-e",
-            "-x",
-            "-w",
-            "-m",
-            "--max-time",
-            "--connect-timeout",
-            "-K",
-            "--config",
-            "--data-urlencode",
-            "-d",
-            "--data",
-            "--data-binary",
-            "--data-raw",
-            "-F",
-            "--form",
-            "-T",
-            "--upload-file",
-        ],
-        "wget" => &[
-            "-O",
-            "--output-document",
-            "-P",
-            "--directory-prefix",
-            "-o",
-            "--output-file",
-            "--header",
-            "-U",
-            "--user-agent",
-            "--post-data",
-            "--post-file",
-            "--body-file",
-        ],
-        "openssl" => &[
-            "-out",
-            "-keyout",
-            "-in",
-            "-inkey",
-            "-key",
-            "-subj",
-            "-days",
-            "-newkey",
-            "-passin",
-            "-passout",
-            "-config",
-            "-extensions",
-            "-addext",
-            "-infiles",
-            "-name",
-            "-certfile",
-            "-CA",
-            "-CAkey",
-            "-set_serial",
-        ],
-        "ssh" | "scp" | "ssh-keygen" => &[
-            "-i", "-F", "-o", "-p", "-P", "-l", "-J", "-c", "-f", "-C", "-t", "-b", "-N", "-S",
-        ],
-        "grep" | "egrep" | "fgrep" | "rg" => &[
-            "-e",
-            "-f",
-            "--regexp",
-            "--file",
-            "-m",
-            "-A",
-            "-B",
-            "-C",
-            "--max-count",
-            "-g",
-            "--glob",
-            "-t",
-            "--type",
-            "--include",
-            "--exclude",
-        ],
-        "tar" => &[
-            "-f",
-            "--file",
-            "-C",
-            "--directory",
-            "-T",
-            "--files-from",
-            "-X",
-            "--exclude-from",
-        ],
-        "git" => &["-C", "-c", "--git-dir", "--work-tree"],
-        _ => &[],
-    }
 }
 
 /// The operands of a command with the values of its value-taking options removed.
