@@ -231,12 +231,7 @@ pub fn recursive(cmd: &Command) -> bool {
 
 /// Files the command may create, modify or delete.
 pub fn writes(cmd: &Command) -> Vec<String> {
-    let mut out: Vec<String> = cmd
-        .redirects
-        .iter()
-        .filter(|r| r.writes)
-        .map(|r| r.target.clone())
-        .collect();
+    let mut out = redirect_writes(cmd);
     if cmd.wrapper {
         return out;
     }
@@ -247,21 +242,63 @@ pub fn writes(cmd: &Command) -> Vec<String> {
         out.extend(ops.iter().map(|o| o.to_string()));
     }
     if spec.operands == Copy {
-        if let Some(dest) = destination(cmd) {
-            // The destination may be a directory: then each source lands inside it.
-            for src in ops.iter().filter(|o| **o != dest) {
-                out.push(format!(
-                    "{}/{}",
-                    dest.trim_end_matches('/'),
-                    program_name(src)
-                ));
-                if program == "mv" {
-                    out.push(src.to_string()); // moved away: changed where it was
-                }
-            }
-            out.push(dest.to_owned());
+        out.extend(copy_writes(cmd, &ops));
+    }
+    out.extend(option_outputs(cmd));
+    // Unpacking writes into the directory (`tar -x -C DIR`, `unzip -d DIR`): mark it as a
+    // tree, so that a rule on files inside it matches.
+    if matches!(program, "tar" | "bsdtar" | "unzip") {
+        if unpacks(cmd) {
+            let dirs: Vec<String> = out
+                .iter()
+                .map(|d| format!("{}/*", d.trim_end_matches('/')))
+                .collect();
+            out.extend(dirs);
+        } else {
+            out = redirect_writes(cmd);
         }
     }
+    if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
+        out.push("/var/spool/cron/crontabs/user".to_owned());
+    }
+    out
+}
+
+/// The targets of the command's writing redirections (`> FILE`, `>> FILE`).
+fn redirect_writes(cmd: &Command) -> Vec<String> {
+    cmd.redirects
+        .iter()
+        .filter(|r| r.writes)
+        .map(|r| r.target.clone())
+        .collect()
+}
+
+/// What a copy-like command writes: its destination, each source inside it (the destination
+/// may be a directory), and for `mv` each source moved away.
+fn copy_writes(cmd: &Command, ops: &[&str]) -> Vec<String> {
+    let Some(dest) = destination(cmd) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for src in ops.iter().filter(|o| **o != dest) {
+        out.push(format!(
+            "{}/{}",
+            dest.trim_end_matches('/'),
+            program_name(src)
+        ));
+        if cmd.program == "mv" {
+            out.push(src.to_string()); // moved away: changed where it was
+        }
+    }
+    out.push(dest.to_owned());
+    out
+}
+
+/// Values of options that name a file or directory to write: `curl -o`, `dd of=`,
+/// `tar -C`, `--output=`.
+fn option_outputs(cmd: &Command) -> Vec<String> {
+    let program = cmd.program.as_str();
+    let mut out = Vec::new();
     let mut prev = "";
     for a in &cmd.args {
         match (program, prev) {
@@ -282,39 +319,21 @@ pub fn writes(cmd: &Command) -> Vec<String> {
         }
         prev = a;
     }
-    // Unpacking writes into the directory (`tar -x -C DIR`, `unzip -d DIR`): mark it as a
-    // tree, so that a rule on files inside it matches.
-    if matches!(program, "tar" | "bsdtar" | "unzip") {
-        let extract = program == "unzip"
-            || cmd.args.iter().any(|a| {
-                a == "--extract"
-                    || a == "--get"
-                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
-                    || (!a.starts_with('-')
-                        && a.contains('x')
-                        && a.len() <= 6
-                        && a.chars().all(|c| c.is_ascii_alphabetic()))
-            });
-        if extract {
-            let dirs: Vec<String> = out
-                .iter()
-                .map(|d| format!("{}/*", d.trim_end_matches('/')))
-                .collect();
-            out.extend(dirs);
-        } else {
-            out.clear();
-            out.extend(
-                cmd.redirects
-                    .iter()
-                    .filter(|r| r.writes)
-                    .map(|r| r.target.clone()),
-            );
-        }
-    }
-    if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
-        out.push("/var/spool/cron/crontabs/user".to_owned());
-    }
     out
+}
+
+/// Whether an archiver extracts (`unzip`, `tar -x`, `tar xzf`, `--extract`).
+fn unpacks(cmd: &Command) -> bool {
+    cmd.program == "unzip"
+        || cmd.args.iter().any(|a| {
+            a == "--extract"
+                || a == "--get"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
+                || (!a.starts_with('-')
+                    && a.contains('x')
+                    && a.len() <= 6
+                    && a.chars().all(|c| c.is_ascii_alphabetic()))
+        })
 }
 
 /// Paths the command removes as whole trees: `rm -r`, `find -delete`, `rsync --delete`,
