@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 
 use super::shell::UNKNOWN;
-use calls::compiled;
+use calls::{compiled, Compiled};
 
 /// An interpreter language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -196,6 +196,7 @@ pub fn scan(code: &str, lang: Lang) -> Scan {
     out
 }
 
+/// Scans `code` into `out`; `depth` counts the evaluations it is nested in.
 fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
     const MAX_DEPTH: usize = 4;
     if depth > MAX_DEPTH {
@@ -205,8 +206,26 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
     let c = compiled(lang);
     out.reads
         .extend(whole_literals(code).into_iter().filter(|s| pathlike(s)));
+    command_calls(code, lang, &c.shell, out);
+    if matches!(lang, Lang::Perl | Lang::Ruby | Lang::Php) {
+        backtick_commands(code, out);
+    }
+    if lang == Lang::Awk {
+        awk_pipes_and_redirects(code, out);
+    }
+    eval_calls(code, lang, &c.eval, out, depth);
+    file_calls(code, c, out);
+    open_for_writing(code, out);
+    let runs = c.shell.is_match(code) || c.eval.is_match(code);
+    if runs && DECODE.is_match(code) {
+        out.dynamic = Some("inline code decodes text and runs it".to_owned());
+    }
+}
 
-    for m in c.shell.find_iter(code) {
+/// Calls that run a command: a literal command line is a shell command, a literal list (or
+/// several literal arguments) an argv; anything else is a command built at run time.
+fn command_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan) {
+    for m in calls.find_iter(code) {
         let args = call_args(code, m.end());
         if !first_is_literal(args) {
             out.dynamic = Some("inline code runs a command built at run time".to_owned());
@@ -230,35 +249,44 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
             out.shell.push(first);
         }
     }
-    if matches!(lang, Lang::Perl | Lang::Ruby | Lang::Php) {
-        static BACKTICK: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"`([^`]*)`").expect("valid regex"));
-        for cap in BACKTICK.captures_iter(code) {
-            let text = &cap[1];
-            if text.contains(['$', '#', '{']) {
-                out.dynamic = Some("inline code runs a command built at run time".to_owned());
-            } else {
-                out.shell.push(text.to_owned());
-            }
+}
+
+/// Perl's, Ruby's and PHP's `` `cmd` ``: a shell command (built at run time when it
+/// interpolates).
+fn backtick_commands(code: &str, out: &mut Scan) {
+    static BACKTICK: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"`([^`]*)`").expect("valid regex"));
+    for cap in BACKTICK.captures_iter(code) {
+        let text = &cap[1];
+        if text.contains(['$', '#', '{']) {
+            out.dynamic = Some("inline code runs a command built at run time".to_owned());
+        } else {
+            out.shell.push(text.to_owned());
         }
     }
-    if lang == Lang::Awk {
-        // `"cmd" | getline`, `print | "cmd"`: a command string.
-        static AWK_PIPE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#).expect("valid regex")
-        });
-        for cap in AWK_PIPE.captures_iter(code) {
-            if let Some(m) = cap.get(1).or_else(|| cap.get(2)) {
-                out.shell.push(m.as_str().to_owned());
-            }
-        }
-        static AWK_REDIRECT: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r#">>?\s*"([^"]*)""#).expect("valid regex"));
-        for cap in AWK_REDIRECT.captures_iter(code) {
-            out.writes.push(cap[1].to_owned());
+}
+
+/// awk's `"cmd" | getline` and `print | "cmd"` (shell commands) and `print > "file"` (writes).
+fn awk_pipes_and_redirects(code: &str, out: &mut Scan) {
+    static AWK_PIPE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#).expect("valid regex")
+    });
+    for cap in AWK_PIPE.captures_iter(code) {
+        if let Some(m) = cap.get(1).or_else(|| cap.get(2)) {
+            out.shell.push(m.as_str().to_owned());
         }
     }
-    for m in c.eval.find_iter(code) {
+    static AWK_REDIRECT: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#">>?\s*"([^"]*)""#).expect("valid regex"));
+    for cap in AWK_REDIRECT.captures_iter(code) {
+        out.writes.push(cap[1].to_owned());
+    }
+}
+
+/// Calls that evaluate code of the same language: a literal is scanned one level deeper;
+/// anything else is code built at run time.
+fn eval_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan, depth: usize) {
+    for m in calls.find_iter(code) {
         let args = call_args(code, m.end());
         if first_is_literal(args) {
             for lit in literals(args).into_iter().take(1) {
@@ -268,6 +296,10 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
             out.dynamic = Some("inline code evaluates code built at run time".to_owned());
         }
     }
+}
+
+/// Calls that delete trees, modify or write files: their literal paths (unknown when none).
+fn file_calls(code: &str, c: &Compiled, out: &mut Scan) {
     for (re, deletes) in [
         (&c.delete_tree, true),
         (&c.modify, false),
@@ -290,11 +322,6 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
                 out.writes.push(l);
             }
         }
-    }
-    open_for_writing(code, out);
-    let runs = c.shell.is_match(code) || c.eval.is_match(code);
-    if runs && DECODE.is_match(code) {
-        out.dynamic = Some("inline code decodes text and runs it".to_owned());
     }
 }
 
