@@ -70,44 +70,21 @@ pub(super) fn inspect_tail(file: &File, path: &Path) -> Result<Tail, AuditError>
 /// `Ok(None)` means the window starts too late to tell.
 fn scan_tail(buf: &[u8], base: u64, len: u64) -> Result<Option<Tail>, String> {
     let whole_file = base == 0;
-    let line_start = |end: usize| match buf[..end].iter().rposition(|&b| b == b'\n') {
-        Some(i) => Some(i + 1),
-        None if whole_file => Some(0),
-        None => None,
-    };
     let mut damage: Option<Damage> = None;
-    let mut add_damage = |start: usize, partial: bool| {
-        let d = damage.get_or_insert(Damage {
-            offset: 0,
-            len: 0,
-            lines: 0,
-            partial,
-        });
-        d.offset = base + start as u64;
-        d.len = len - d.offset;
-        d.lines += 1;
-        d.lines
-    };
     // `end` is always just past a newline (or 0): the end of the lines still to look at.
     let mut end = buf.len();
     if buf.last().is_some_and(|&b| b != b'\n') {
-        let Some(start) = line_start(end) else {
+        let Some(start) = line_start(buf, end, whole_file) else {
             return Ok(None);
         };
         if let Ok(parsed) = line::parse(&buf[start..]) {
             // A crash that lost only the newline: the record itself is whole.
-            return Ok(Some(Tail {
-                next_seq: parsed.seq + 1,
-                prev: parsed.hash,
-                last: Some((parsed.alg, parsed.kid)),
-                unterminated: true,
-                damage: None,
-            }));
+            return Ok(Some(Tail::after(parsed, true, None)));
         }
         if !line::is_crash_debris(&buf[start..]) {
             return Err("the last line is incomplete and not crash debris".into());
         }
-        add_damage(start, true);
+        add_damage(&mut damage, base + start as u64, len, true);
         end = start;
     }
     loop {
@@ -115,40 +92,81 @@ fn scan_tail(buf: &[u8], base: u64, len: u64) -> Result<Option<Tail>, String> {
             if !whole_file {
                 return Ok(None);
             }
-            return Ok(Some(Tail {
-                next_seq: 0,
-                prev: GENESIS.to_owned(),
-                last: None,
-                unterminated: false,
-                damage,
-            }));
+            return Ok(Some(Tail::empty(damage)));
         }
-        let Some(start) = line_start(end - 1) else {
+        let Some(start) = line_start(buf, end - 1, whole_file) else {
             return Ok(None);
         };
         let text = &buf[start..end - 1];
         match line::parse(text) {
-            Ok(parsed) => {
-                return Ok(Some(Tail {
-                    next_seq: parsed.seq + 1,
-                    prev: parsed.hash,
-                    last: Some((parsed.alg, parsed.kid)),
-                    unterminated: false,
-                    damage,
-                }))
-            }
+            Ok(parsed) => return Ok(Some(Tail::after(parsed, false, damage))),
             Err(LineError::NotJson) if line::is_crash_debris(text) => {
-                if add_damage(start, false) > MAX_DEBRIS_LINES {
+                if add_damage(&mut damage, base + start as u64, len, false) > MAX_DEBRIS_LINES {
                     return Err("too many damaged lines at the end".into());
                 }
                 end = start;
             }
-            Err(LineError::NotJson) => return Err("its last line is not JSON".into()),
-            Err(LineError::NotRecord(why)) => return Err(format!("last record: {why}")),
-            Err(LineError::NonCanonical) => {
-                return Err("its last record is not in canonical form (edited?)".into())
-            }
+            Err(e) => return Err(refusal(e)),
         }
+    }
+}
+
+impl Tail {
+    /// The chain after the last record, `parsed`.
+    fn after(parsed: line::Parsed, unterminated: bool, damage: Option<Damage>) -> Tail {
+        Tail {
+            next_seq: parsed.seq + 1,
+            prev: parsed.hash,
+            last: Some((parsed.alg, parsed.kid)),
+            unterminated,
+            damage,
+        }
+    }
+
+    /// The chain of a file with no record: at its start.
+    fn empty(damage: Option<Damage>) -> Tail {
+        Tail {
+            next_seq: 0,
+            prev: GENESIS.to_owned(),
+            last: None,
+            unterminated: false,
+            damage,
+        }
+    }
+}
+
+/// Where the line that ends at `end` starts in `buf`; `None` when it may start before the
+/// window (which then starts too late to tell).
+fn line_start(buf: &[u8], end: usize, whole_file: bool) -> Option<usize> {
+    match buf[..end].iter().rposition(|&b| b == b'\n') {
+        Some(i) => Some(i + 1),
+        None if whole_file => Some(0),
+        None => None,
+    }
+}
+
+/// Extends the damage back to the debris line at `offset` (the file is `len` bytes long);
+/// `partial` says whether the file ends without a newline, when it is the first. Returns how
+/// many lines the damage spans now.
+fn add_damage(damage: &mut Option<Damage>, offset: u64, len: u64, partial: bool) -> u64 {
+    let d = damage.get_or_insert(Damage {
+        offset: 0,
+        len: 0,
+        lines: 0,
+        partial,
+    });
+    d.offset = offset;
+    d.len = len - d.offset;
+    d.lines += 1;
+    d.lines
+}
+
+/// Why a last line that is neither a record nor crash debris makes the file no audit log.
+fn refusal(e: LineError) -> String {
+    match e {
+        LineError::NotJson => "its last line is not JSON".into(),
+        LineError::NotRecord(why) => format!("last record: {why}"),
+        LineError::NonCanonical => "its last record is not in canonical form (edited?)".into(),
     }
 }
 
