@@ -67,7 +67,8 @@
 //!
 //! - [`chain`]: canonical encoding, hashes, key ids.
 //! - `line`: encoding and parsing one line.
-//! - `writer`: [`AuditLog`], tail inspection and recovery.
+//! - `writer`: [`AuditLog`], appends and crash recovery.
+//! - `tail`: reading back the end of a log: where the chain stands, and crash debris.
 //! - [`redact`]: secret redaction, applied to the payload and reason before writing.
 //! - `verify`: [`verify()`] and its [`VerifyReport`], [`Outcome`] (the exit code).
 //! - [`head`]: the commit head a clean close leaves outside the log.
@@ -79,6 +80,7 @@ pub mod head;
 mod line;
 pub mod redact;
 mod summary;
+mod tail;
 mod verify;
 mod writer;
 

@@ -268,123 +268,188 @@ fn walk(
     head: Option<&Head>,
     report: &mut VerifyReport,
 ) -> (Option<Problem>, (u64, u64)) {
-    let mut end = (0, 0);
-    let problem = walk_to(reader, signer, head, report, &mut end);
-    (problem, end)
-}
-
-fn walk_to(
-    reader: &mut impl BufRead,
-    signer: &Signer,
-    head: Option<&Head>,
-    report: &mut VerifyReport,
-    end: &mut (u64, u64),
-) -> Option<Problem> {
-    let mut buf = Vec::new();
-    let (mut line_no, mut offset) = (0u64, 0u64);
-    let mut expected_seq = 0u64;
-    let mut prev = GENESIS.to_owned();
-    let mut debris: Option<Debris> = None;
+    let mut walk = Walk::new();
     loop {
-        line_no += 1;
-        let here = offset;
-        let problem = |kind| {
-            Some(Problem {
-                line: line_no,
-                offset: here,
-                kind,
-            })
+        let parsed = match walk.next_line(reader) {
+            Step::Record(parsed) => parsed,
+            Step::Debris => continue,
+            Step::Stop(problem) => return (problem, walk.end),
         };
-        let read = match line::read_line(reader, &mut buf) {
-            Ok(read) => read,
-            Err(e) => return problem(ProblemKind::Io(e.to_string())),
-        };
-        offset += buf.len() as u64 + u64::from(read == Read::Line);
-        let parsed = match read {
-            Read::Eof => {
-                *end = (line_no, here);
-                return debris.map(|d| Problem {
-                    line: d.line,
-                    offset: d.offset,
-                    kind: ProblemKind::Malformed("not JSON, and no recovery record follows".into()),
-                });
-            }
-            Read::TooLong => return problem(ProblemKind::TooLong),
-            Read::Cut => {
-                let (line, start) = debris.map_or((line_no, here), |d| (d.line, d.offset));
-                return Some(Problem {
-                    line,
-                    offset: start,
-                    kind: ProblemKind::Truncated {
-                        bytes: offset - start,
-                    },
-                });
-            }
-            Read::Line => match line::parse(&buf) {
-                Ok(parsed) => parsed,
-                Err(LineError::NotJson) => {
-                    debris.get_or_insert(Debris {
-                        line: line_no,
-                        offset: here,
-                    });
-                    continue;
-                }
-                Err(LineError::NotRecord(why)) => return problem(ProblemKind::Malformed(why)),
-                Err(LineError::NonCanonical) => return problem(ProblemKind::NonCanonical),
-            },
-        };
-        if let Some(kind) = check_key(&parsed, signer, report.records == 0) {
-            return problem(kind);
+        if let Some(kind) = walk.check(&parsed, reader, signer, head, report.records == 0) {
+            return (Some(walk.problem(kind)), walk.end);
         }
-        if parsed.seq != expected_seq {
-            let kind = if parsed.seq > expected_seq && !seq_follows(reader, &mut buf, expected_seq)
-            {
-                ProblemKind::Dropped {
-                    expected: expected_seq,
-                    found: parsed.seq,
-                }
-            } else {
-                ProblemKind::Reordered {
-                    expected: expected_seq,
-                    found: parsed.seq,
-                }
-            };
-            return problem(kind);
-        }
-        if parsed.prev != prev {
-            return problem(ProblemKind::ChainBroken);
-        }
-        if !signer.check(&parsed.hashed, &parsed.hash) {
-            return problem(ProblemKind::HashMismatch);
-        }
-        if head.is_some_and(|h| h.seq == parsed.seq && h.hash != parsed.hash) {
-            return problem(ProblemKind::CommittedChanged { seq: parsed.seq });
-        }
-        // A valid record: any debris before it must be exactly what it says it recovered.
-        match (debris.take(), line::recovery_region(&parsed)) {
-            (None, None) => {}
-            (Some(d), Some((at, len))) if at == d.offset && at + len == here => {
-                report.recoveries.push(Recovery {
-                    line: line_no,
-                    damaged_offset: at,
-                    damaged_bytes: len,
-                });
-            }
-            (Some(d), _) => {
-                return Some(Problem {
-                    line: d.line,
-                    offset: d.offset,
-                    kind: ProblemKind::CutInTheMiddle,
-                })
-            }
-            (None, Some(_)) => return problem(ProblemKind::RecoveryMismatch),
+        if let Some(problem) = walk.explain_debris(&parsed, report) {
+            return (Some(problem), walk.end);
         }
         if report.records == 0 {
             report.alg = Some(parsed.alg);
         }
         report.records += 1;
-        expected_seq += 1;
-        prev = parsed.hash;
+        walk.expected_seq += 1;
+        walk.prev = parsed.hash;
+    }
+}
+
+/// What one line of the log is to the walk.
+enum Step {
+    /// A record, to check against the chain.
+    Record(Parsed),
+    /// A line that is not JSON: debris, which a recovery record must explain.
+    Debris,
+    /// The walk stops here: the end of the log, or its first problem.
+    Stop(Option<Problem>),
+}
+
+/// Where a walk along the chain is: the line being read, and what the next record must be.
+struct Walk {
+    buf: Vec<u8>,
+    /// The 1-based number of the line being read.
+    line_no: u64,
+    /// Where the line being read starts.
+    here: u64,
+    /// Where the next line starts.
+    offset: u64,
+    expected_seq: u64,
+    /// The hash the next record's `prev` must be.
+    prev: String,
+    /// The first debris line since the last record.
+    debris: Option<Debris>,
+    /// The line and offset of the end of the log, once reached.
+    end: (u64, u64),
+}
+
+impl Walk {
+    /// A walk at the start of the log.
+    fn new() -> Walk {
+        Walk {
+            buf: Vec::new(),
+            line_no: 0,
+            here: 0,
+            offset: 0,
+            expected_seq: 0,
+            prev: GENESIS.to_owned(),
+            debris: None,
+            end: (0, 0),
+        }
+    }
+
+    /// A problem at the line being read.
+    fn problem(&self, kind: ProblemKind) -> Problem {
+        Problem {
+            line: self.line_no,
+            offset: self.here,
+            kind,
+        }
+    }
+
+    /// Reads the next line: a record, debris, or where the walk stops (the end of the log,
+    /// a cut, a line too long or not a record).
+    fn next_line(&mut self, reader: &mut impl BufRead) -> Step {
+        self.line_no += 1;
+        self.here = self.offset;
+        let read = match line::read_line(reader, &mut self.buf) {
+            Ok(read) => read,
+            Err(e) => return Step::Stop(Some(self.problem(ProblemKind::Io(e.to_string())))),
+        };
+        self.offset += self.buf.len() as u64 + u64::from(read == Read::Line);
+        match read {
+            Read::Eof => {
+                self.end = (self.line_no, self.here);
+                Step::Stop(self.debris.take().map(|d| Problem {
+                    line: d.line,
+                    offset: d.offset,
+                    kind: ProblemKind::Malformed("not JSON, and no recovery record follows".into()),
+                }))
+            }
+            Read::TooLong => Step::Stop(Some(self.problem(ProblemKind::TooLong))),
+            Read::Cut => {
+                let (line, start) = self
+                    .debris
+                    .take()
+                    .map_or((self.line_no, self.here), |d| (d.line, d.offset));
+                Step::Stop(Some(Problem {
+                    line,
+                    offset: start,
+                    kind: ProblemKind::Truncated {
+                        bytes: self.offset - start,
+                    },
+                }))
+            }
+            Read::Line => match line::parse(&self.buf) {
+                Ok(parsed) => Step::Record(parsed),
+                Err(LineError::NotJson) => {
+                    self.debris.get_or_insert(Debris {
+                        line: self.line_no,
+                        offset: self.here,
+                    });
+                    Step::Debris
+                }
+                Err(LineError::NotRecord(why)) => {
+                    Step::Stop(Some(self.problem(ProblemKind::Malformed(why))))
+                }
+                Err(LineError::NonCanonical) => {
+                    Step::Stop(Some(self.problem(ProblemKind::NonCanonical)))
+                }
+            },
+        }
+    }
+
+    /// Checks a record against the chain: its key, its place, its link to the previous
+    /// record, its hash, and the record a commit head acknowledged.
+    fn check(
+        &mut self,
+        parsed: &Parsed,
+        reader: &mut impl BufRead,
+        signer: &Signer,
+        head: Option<&Head>,
+        first: bool,
+    ) -> Option<ProblemKind> {
+        if let Some(kind) = check_key(parsed, signer, first) {
+            return Some(kind);
+        }
+        let expected = self.expected_seq;
+        if parsed.seq != expected {
+            let found = parsed.seq;
+            return Some(
+                if found > expected && !seq_follows(reader, &mut self.buf, expected) {
+                    ProblemKind::Dropped { expected, found }
+                } else {
+                    ProblemKind::Reordered { expected, found }
+                },
+            );
+        }
+        if parsed.prev != self.prev {
+            return Some(ProblemKind::ChainBroken);
+        }
+        if !signer.check(&parsed.hashed, &parsed.hash) {
+            return Some(ProblemKind::HashMismatch);
+        }
+        if head.is_some_and(|h| h.seq == parsed.seq && h.hash != parsed.hash) {
+            return Some(ProblemKind::CommittedChanged { seq: parsed.seq });
+        }
+        None
+    }
+
+    /// A valid record: any debris before it must be exactly what it says it recovered
+    /// (recorded in `report`); a problem otherwise.
+    fn explain_debris(&mut self, parsed: &Parsed, report: &mut VerifyReport) -> Option<Problem> {
+        match (self.debris.take(), line::recovery_region(parsed)) {
+            (None, None) => None,
+            (Some(d), Some((at, len))) if at == d.offset && at + len == self.here => {
+                report.recoveries.push(Recovery {
+                    line: self.line_no,
+                    damaged_offset: at,
+                    damaged_bytes: len,
+                });
+                None
+            }
+            (Some(d), _) => Some(Problem {
+                line: d.line,
+                offset: d.offset,
+                kind: ProblemKind::CutInTheMiddle,
+            }),
+            (None, Some(_)) => Some(self.problem(ProblemKind::RecoveryMismatch)),
+        }
     }
 }
 

@@ -12,6 +12,7 @@
 
 use std::io::{Read, Write};
 use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::PathBuf;
 use std::time::Duration;
 
 use nix::fcntl::OFlag;
@@ -95,7 +96,24 @@ impl Guardian {
     }
 }
 
+/// The guardian's life: detached, it takes orders until the wrapper is gone, then carries
+/// them out.
 fn guard(read: OwnedFd) -> ! {
+    detach(read.as_raw_fd());
+    let orders = Orders::read(std::fs::File::from(read));
+    orders.carry_out();
+    exit_now()
+}
+
+/// Ends the guardian at once.
+fn exit_now() -> ! {
+    // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
+    // forked copy may run.
+    unsafe { libc::_exit(0) }
+}
+
+/// Leaves the terminal's session and every file but the pipe (`keep`).
+fn detach(keep: std::os::fd::RawFd) {
     // Leave the terminal's session so that Ctrl-C or a hangup cannot take us out, and
     // hold no stdio open: a reader of the wrapper's output must see EOF when it exits.
     let _ = nix::unistd::setsid();
@@ -108,95 +126,116 @@ fn guard(read: OwnedFd) -> ! {
             let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
         }
     }
-    let keep = read.as_raw_fd();
     for fd in 3..1024 {
         if fd != keep {
             let _ = nix::unistd::close(fd);
         }
     }
-    let mut pipe = std::fs::File::from(read);
-    let mut target = 0i32;
-    // Processes to end with their tree, by pid and start time (a reused pid is not ours).
-    let mut roots: Vec<(i32, u64)> = Vec::new();
-    let mut clean_up: Option<std::path::PathBuf> = None;
-    let mut group_dir: Option<std::path::PathBuf> = None;
-    let mut mark: Option<String> = None;
-    let mut buf = Vec::new();
-    let mut chunk = [0u8; 256];
-    loop {
-        match pipe.read(&mut chunk) {
-            Ok(0) => break,
-            Ok(n) => buf.extend_from_slice(&chunk[..n]),
-            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-            Err(_) => break,
-        }
-        while let Some(i) = buf.iter().position(|&b| b == b'\n') {
-            let line: Vec<u8> = buf.drain(..=i).collect();
-            let line = String::from_utf8_lossy(&line);
-            let line = line.trim();
-            if line == "release" {
-                // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
-                // forked copy may run.
-                unsafe { libc::_exit(0) }
+}
+
+/// What the wrapper told the guardian to end and remove should it die.
+#[derive(Default)]
+struct Orders {
+    /// The agent: a pid, or minus its process group id (0 until it registers).
+    target: i32,
+    /// Processes to end with their tree, by pid and start time (a reused pid is not ours).
+    roots: Vec<(i32, u64)>,
+    /// The run directory to remove.
+    clean_up: Option<PathBuf>,
+    /// The agent's cgroup.
+    group_dir: Option<PathBuf>,
+    /// The environment entry that marks the agent's tree.
+    mark: Option<String>,
+}
+
+impl Orders {
+    /// Reads orders, one a line, until the pipe ends (the wrapper is gone); exits at once on
+    /// `release`.
+    fn read(mut pipe: std::fs::File) -> Orders {
+        let mut orders = Orders::default();
+        let mut buf = Vec::new();
+        let mut chunk = [0u8; 256];
+        loop {
+            match pipe.read(&mut chunk) {
+                Ok(0) => break,
+                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                Err(_) => break,
             }
-            if let Some(t) = line
-                .strip_prefix("watch ")
-                .and_then(|t| t.parse::<i32>().ok())
-            {
-                target = t;
-                if let Some(st) = procfs::stat(t.abs()) {
-                    roots.push((t.abs(), st.start));
-                }
-            }
-            if let Some((pid, start)) = line.strip_prefix("root ").and_then(|r| r.split_once(' ')) {
-                if let (Ok(pid), Ok(start)) = (pid.parse(), start.parse()) {
-                    roots.push((pid, start));
-                }
-            }
-            if let Some(entry) = line.strip_prefix("mark ") {
-                mark = Some(entry.to_owned());
-            }
-            if let Some(dir) = line.strip_prefix("cgroup ") {
-                group_dir = Some(dir.into());
-            }
-            if let Some(dir) = line.strip_prefix("rundir ") {
-                clean_up = Some(dir.into());
+            while let Some(i) = buf.iter().position(|&b| b == b'\n') {
+                let line: Vec<u8> = buf.drain(..=i).collect();
+                orders.take(String::from_utf8_lossy(&line).trim());
             }
         }
+        orders
     }
-    // Once, not in every round below: reading every environment is the costly part.
-    if let (Some(entry), Some(table)) = (&mark, procfs::processes()) {
-        for pid in procfs::with_env(&table, entry.as_bytes()) {
-            roots.push((pid, table[&pid].start));
+
+    /// Takes one order: `release`, `watch <target>`, `root <pid> <start>`, `mark <entry>`,
+    /// `cgroup <dir>`, `rundir <dir>`.
+    fn take(&mut self, line: &str) {
+        if line == "release" {
+            exit_now()
+        }
+        if let Some(t) = line
+            .strip_prefix("watch ")
+            .and_then(|t| t.parse::<i32>().ok())
+        {
+            self.target = t;
+            if let Some(st) = procfs::stat(t.abs()) {
+                self.roots.push((t.abs(), st.start));
+            }
+        }
+        if let Some((pid, start)) = line.strip_prefix("root ").and_then(|r| r.split_once(' ')) {
+            if let (Ok(pid), Ok(start)) = (pid.parse(), start.parse()) {
+                self.roots.push((pid, start));
+            }
+        }
+        if let Some(entry) = line.strip_prefix("mark ") {
+            self.mark = Some(entry.to_owned());
+        }
+        if let Some(dir) = line.strip_prefix("cgroup ") {
+            self.group_dir = Some(dir.into());
+        }
+        if let Some(dir) = line.strip_prefix("rundir ") {
+            self.clean_up = Some(dir.into());
         }
     }
-    if target != 0 || !roots.is_empty() || group_dir.is_some() {
-        let group = (target < 0).then_some(target);
-        tree::take_down(
-            |table| {
-                let mut from: Vec<i32> = roots
-                    .iter()
-                    .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == *start))
-                    .map(|&(pid, _)| pid)
-                    .collect();
-                from.extend(group_dir.iter().flat_map(|d| cgroup::members(d)));
-                from
-            },
-            group,
-            GRACE,
-        );
+
+    /// Ends the agent's tree (with the marked processes and the cgroup's), removes the
+    /// cgroup, then the run directory.
+    fn carry_out(mut self) {
+        // Once, not in every round below: reading every environment is the costly part.
+        if let (Some(entry), Some(table)) = (&self.mark, procfs::processes()) {
+            for pid in procfs::with_env(&table, entry.as_bytes()) {
+                self.roots.push((pid, table[&pid].start));
+            }
+        }
+        if self.target != 0 || !self.roots.is_empty() || self.group_dir.is_some() {
+            let group = (self.target < 0).then_some(self.target);
+            let (roots, group_dir) = (&self.roots, &self.group_dir);
+            tree::take_down(
+                |table| {
+                    let mut from: Vec<i32> = roots
+                        .iter()
+                        .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == *start))
+                        .map(|&(pid, _)| pid)
+                        .collect();
+                    from.extend(group_dir.iter().flat_map(|d| cgroup::members(d)));
+                    from
+                },
+                group,
+                GRACE,
+            );
+        }
+        if let Some(dir) = self.group_dir {
+            cgroup::kill_and_remove(&dir);
+        }
+        // The run directory (control socket, generated settings) of a wrapper that could not
+        // remove it itself.
+        if let Some(dir) = self.clean_up {
+            let _ = std::fs::remove_dir_all(dir);
+        }
     }
-    if let Some(dir) = group_dir {
-        cgroup::kill_and_remove(&dir);
-    }
-    // The run directory (control socket, generated settings) of a wrapper that could not
-    // remove it itself.
-    if let Some(dir) = clean_up {
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    // SAFETY: _exit only ends the process; no destructors or atexit handlers of the
-    // forked copy may run.
-    unsafe { libc::_exit(0) }
 }
 
 /// Registers the calling process (or its group, when `group` is set) with the guardian on

@@ -211,15 +211,38 @@ pub fn take_down(
     group: Option<i32>,
     grace: Duration,
 ) -> usize {
-    let mut members: HashMap<i32, u64> = HashMap::new();
-    // Finds members not seen before; returns them.
-    let grow = |members: &mut HashMap<i32, u64>| -> (Vec<i32>, usize) {
+    let mut sweep = Sweep {
+        roots,
+        members: HashMap::new(),
+    };
+    sweep.stop_all();
+    if sweep.members.is_empty() && group.is_none() {
+        return 0;
+    }
+    sweep.terminate(group);
+    if !sweep.ended_within(group, grace) {
+        sweep.kill_rest(group);
+    }
+    sweep.members.len()
+}
+
+/// The processes [`take_down`] ends: what `roots` finds in the process table and everything
+/// below, remembered by pid and start time.
+struct Sweep<R> {
+    roots: R,
+    members: HashMap<i32, u64>,
+}
+
+impl<R: Fn(&HashMap<i32, Stat>) -> Vec<i32>> Sweep<R> {
+    /// One look at the process table: adds the members not seen before and returns them
+    /// (zombies aside), with how many members are alive.
+    fn grow(&mut self) -> (Vec<i32>, usize) {
         let Some(table) = procfs::processes() else {
             return (Vec::new(), 0);
         };
-        let mut from = roots(&table);
+        let mut from = (self.roots)(&table);
         from.extend(
-            members
+            self.members
                 .iter()
                 .filter(|(pid, start)| table.get(pid).is_some_and(|st| st.start == **start))
                 .map(|(&pid, _)| pid),
@@ -227,11 +250,12 @@ pub fn take_down(
         let mut new = Vec::new();
         for pid in procfs::descendants(&table, &from) {
             let st = table[&pid];
-            if members.insert(pid, st.start).is_none() && st.state != b'Z' {
+            if self.members.insert(pid, st.start).is_none() && st.state != b'Z' {
                 new.push(pid);
             }
         }
-        let alive = members
+        let alive = self
+            .members
             .iter()
             .filter(|(pid, start)| {
                 table
@@ -240,62 +264,78 @@ pub fn take_down(
             })
             .count();
         (new, alive)
-    };
-    let send = |pid: i32, sig: Signal| {
-        let _ = kill(Pid::from_raw(pid), sig);
-    };
+    }
 
-    for _ in 0..MAX_ROUNDS {
-        let (new, _) = grow(&mut members);
-        if new.is_empty() {
-            break;
-        }
-        for pid in new {
-            send(pid, Signal::SIGSTOP);
-        }
-    }
-    if members.is_empty() && group.is_none() {
-        return 0;
-    }
-    if let Some(g) = group {
-        send(g, Signal::SIGTERM);
-        send(g, Signal::SIGCONT);
-    }
-    for &pid in members.keys() {
-        send(pid, Signal::SIGTERM);
-        send(pid, Signal::SIGCONT);
-    }
-    let until = Instant::now() + grace;
-    loop {
-        std::thread::sleep(POLL);
-        // Whatever they start while handling SIGTERM is ended too.
-        let (new, alive) = grow(&mut members);
-        for pid in new {
-            send(pid, Signal::SIGTERM);
-        }
-        let group_alive = group.is_some_and(|g| kill(Pid::from_raw(g), None).is_ok());
-        if alive == 0 && !group_alive {
-            return members.len();
-        }
-        if Instant::now() >= until {
-            break;
-        }
-    }
-    if let Some(g) = group {
-        send(g, Signal::SIGKILL);
-    }
-    for _ in 0..MAX_ROUNDS {
-        let (_, alive) = grow(&mut members);
-        if alive == 0 {
-            break;
-        }
-        let table = procfs::processes().unwrap_or_default();
-        for (&pid, &start) in &members {
-            if table.get(&pid).is_some_and(|st| st.start == start) {
-                send(pid, Signal::SIGKILL);
+    /// Stops (SIGSTOP) every member, looking again until no new process appears, so that
+    /// none can fork away while we work.
+    fn stop_all(&mut self) {
+        for _ in 0..MAX_ROUNDS {
+            let (new, _) = self.grow();
+            if new.is_empty() {
+                break;
+            }
+            for pid in new {
+                send(pid, Signal::SIGSTOP);
             }
         }
-        std::thread::sleep(POLL);
     }
-    members.len()
+
+    /// Sends SIGTERM, and SIGCONT to receive it, to the group and every member.
+    fn terminate(&self, group: Option<i32>) {
+        if let Some(g) = group {
+            send(g, Signal::SIGTERM);
+            send(g, Signal::SIGCONT);
+        }
+        for &pid in self.members.keys() {
+            send(pid, Signal::SIGTERM);
+            send(pid, Signal::SIGCONT);
+        }
+    }
+
+    /// Waits up to `grace` for every member and the group to end, sending SIGTERM to what
+    /// they start meanwhile; whether they all did.
+    fn ended_within(&mut self, group: Option<i32>, grace: Duration) -> bool {
+        let until = Instant::now() + grace;
+        loop {
+            std::thread::sleep(POLL);
+            // Whatever they start while handling SIGTERM is ended too.
+            let (new, alive) = self.grow();
+            for pid in new {
+                send(pid, Signal::SIGTERM);
+            }
+            let group_alive = group.is_some_and(|g| kill(Pid::from_raw(g), None).is_ok());
+            if alive == 0 && !group_alive {
+                return true;
+            }
+            if Instant::now() >= until {
+                return false;
+            }
+        }
+    }
+
+    /// Sends SIGKILL to the group and to every member still alive, until none is (or
+    /// [`MAX_ROUNDS`] have passed).
+    fn kill_rest(&mut self, group: Option<i32>) {
+        if let Some(g) = group {
+            send(g, Signal::SIGKILL);
+        }
+        for _ in 0..MAX_ROUNDS {
+            let (_, alive) = self.grow();
+            if alive == 0 {
+                break;
+            }
+            let table = procfs::processes().unwrap_or_default();
+            for (&pid, &start) in &self.members {
+                if table.get(&pid).is_some_and(|st| st.start == start) {
+                    send(pid, Signal::SIGKILL);
+                }
+            }
+            std::thread::sleep(POLL);
+        }
+    }
+}
+
+/// Sends `sig` to `pid` (a process, or minus a group), ignoring failure: it may be gone.
+fn send(pid: i32, sig: Signal) {
+    let _ = kill(Pid::from_raw(pid), sig);
 }

@@ -25,31 +25,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             EventType::PrePrompt,
             json!({"prompt": p.require("prompt")?, "stage": "user_prompt", "context": context}),
         ),
-        GeminiEvent::BeforeModel => {
-            let request = p.require("llm_request")?;
-            let messages = request
-                .get("messages")
-                .and_then(Value::as_array)
-                .ok_or_else(|| p.shape("\"llm_request.messages\" is not a list"))?;
-            // The last user message is what is new in this request; the harness gets the
-            // whole conversation too, since a block keeps all of it from the model.
-            let prompt = messages
-                .iter()
-                .rev()
-                .find(|m| m["role"] == "user")
-                .map(|m| m["content"].clone())
-                .unwrap_or(Value::Null);
-            (
-                EventType::PrePrompt,
-                json!({
-                    "prompt": prompt,
-                    "stage": "model_request",
-                    "model": request.get("model").cloned().unwrap_or(Value::Null),
-                    "messages": messages,
-                    "context": context,
-                }),
-            )
-        }
+        GeminiEvent::BeforeModel => (EventType::PrePrompt, model_request(&p, context)?),
         GeminiEvent::AfterAgent => (
             EventType::PostResponse,
             json!({
@@ -69,26 +45,53 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
             }),
         ),
         GeminiEvent::SessionEnd => (EventType::SessionEnd, p.session_end(NAME, context)),
-        GeminiEvent::Notification => (
-            EventType::RunLifecycle,
-            json!({
-                "phase": if p.str("notification_type") == Some("ToolPermission") {
-                    "awaiting_permission"
-                } else {
-                    "notification"
-                },
-                "notification_type": p.field("notification_type"),
-                "message": p.field("message"),
-                "details": p.field("details"),
-                "context": context,
-            }),
-        ),
+        GeminiEvent::Notification => (EventType::RunLifecycle, notification(&p, context)),
     };
     Ok(Some(Mapped {
         event_type,
         payload,
         framework_session: p.session_id(),
     }))
+}
+
+/// `BeforeModel`: the request about to go to the model, as a `model_request` prompt.
+fn model_request(p: &HookPayload<'_>, context: Value) -> Result<Value, FrameworkError> {
+    let request = p.require("llm_request")?;
+    let messages = request
+        .get("messages")
+        .and_then(Value::as_array)
+        .ok_or_else(|| p.shape("\"llm_request.messages\" is not a list"))?;
+    // The last user message is what is new in this request; the harness gets the
+    // whole conversation too, since a block keeps all of it from the model.
+    let prompt = messages
+        .iter()
+        .rev()
+        .find(|m| m["role"] == "user")
+        .map(|m| m["content"].clone())
+        .unwrap_or(Value::Null);
+    Ok(json!({
+        "prompt": prompt,
+        "stage": "model_request",
+        "model": request.get("model").cloned().unwrap_or(Value::Null),
+        "messages": messages,
+        "context": context,
+    }))
+}
+
+/// `Notification`: a run-lifecycle event, `awaiting_permission` when Gemini asks the user
+/// to allow a tool.
+fn notification(p: &HookPayload<'_>, context: Value) -> Value {
+    json!({
+        "phase": if p.str("notification_type") == Some("ToolPermission") {
+            "awaiting_permission"
+        } else {
+            "notification"
+        },
+        "notification_type": p.field("notification_type"),
+        "message": p.field("message"),
+        "details": p.field("details"),
+        "context": context,
+    })
 }
 
 /// Gemini's `tool_response: {llmContent, returnDisplay, error?}` as an AHP result.

@@ -214,6 +214,35 @@ struct CommandCond {
 }
 
 impl CommandCond {
+    /// Compiles a `[rule.command]` table.
+    fn compile(id: &str, c: &RawCommand) -> Result<CommandCond, PolicyError> {
+        Ok(CommandCond {
+            program: patterns(id, &c.program)?,
+            program_not: patterns(id, &c.program_not)?,
+            args_any: match &c.args_any {
+                None => Vec::new(),
+                Some(ArgsAny::One(l)) => vec![Patterns::compile(id, l, false)?],
+                Some(ArgsAny::All(groups)) => groups
+                    .iter()
+                    .map(|l| Patterns::compile(id, l, false))
+                    .collect::<Result<_, _>>()?,
+            },
+            args_all: patterns(id, &c.args_all)?,
+            operands: path_cond(id, &c.operands)?,
+            reads: path_cond(id, &c.reads)?,
+            writes: path_cond(id, &c.writes)?,
+            env: patterns(id, &c.env)?,
+            fed_by: patterns(id, &c.fed_by)?,
+            deletes: path_cond(id, &c.deletes)?,
+            unknown: c.unknown,
+            dynamic_code: c.dynamic_code,
+            code_matches: patterns(id, &c.code_matches)?,
+            vars: patterns(id, &c.vars)?,
+            via_not: patterns(id, &c.via_not)?,
+            wrapper_pid: c.wrapper_pid,
+        })
+    }
+
     fn is_match(&self, c: &CommandFacts, f: &Facts) -> bool {
         let cmd = &c.cmd;
         let some = |p: &Option<Patterns>, items: &[String]| {
@@ -280,6 +309,17 @@ struct FileCond {
     paths: Option<PathCond>,
 }
 
+impl FileCond {
+    /// Compiles a `[rule.file]` table.
+    fn compile(id: &str, f: &RawFile) -> Result<FileCond, PolicyError> {
+        Ok(FileCond {
+            reads: path_cond(id, &f.reads)?,
+            writes: path_cond(id, &f.writes)?,
+            paths: path_cond(id, &f.paths)?,
+        })
+    }
+}
+
 #[derive(Debug)]
 struct UrlCond {
     hosts: Option<Patterns>,
@@ -287,99 +327,48 @@ struct UrlCond {
     schemes: Option<Patterns>,
 }
 
-impl Rule {
-    /// Compiles a rule as written; every glob and regex is compiled here, once.
-    pub fn compile(raw: RawRule) -> Result<Rule, PolicyError> {
-        let id = raw.id.clone();
-        let invalid = |message: &str| PolicyError::InvalidRule {
-            rule: id.clone(),
-            message: message.to_owned(),
-        };
-        if id.trim().is_empty() {
-            return Err(invalid("the id is empty"));
-        }
-        let pats = |list: &Option<Vec<String>>, paths: bool| {
-            list.as_ref()
-                .map(|l| Patterns::compile(&id, l, paths))
-                .transpose()
-        };
-        let cond =
-            |raw: &Option<RawPathCond>| raw.as_ref().map(|r| PathCond::compile(&id, r)).transpose();
-        let events = match &raw.events {
-            None => vec![EventType::PreAction],
-            Some(names) => names
-                .iter()
-                .map(|n| {
-                    EventType::parse(n).ok_or_else(|| invalid(&format!("unknown event type {n:?}")))
-                })
-                .collect::<Result<_, _>>()?,
-        };
-        let reason = raw.reason.clone().or_else(|| raw.description.clone());
-        let reason = match (raw.decision, reason) {
-            (_, Some(r)) => r,
-            (DecisionKind::Allow | DecisionKind::Modify, None) => String::new(),
-            (_, None) => return Err(invalid("a block, defer or escalate rule needs a reason")),
-        };
-        let rewrite = raw.rewrite.clone().unwrap_or_default();
-        if raw.decision == DecisionKind::Modify
-            && rewrite.command.is_none()
-            && rewrite.set.is_empty()
-        {
-            return Err(invalid("a modify rule needs a rewrite"));
-        }
-        if raw.decision != DecisionKind::Modify && raw.rewrite.is_some() {
-            return Err(invalid("only a modify rule may have a rewrite"));
-        }
-        let command = match &raw.command {
-            None => None,
-            Some(c) => Some(CommandCond {
-                program: pats(&c.program, false)?,
-                program_not: pats(&c.program_not, false)?,
-                args_any: match &c.args_any {
-                    None => Vec::new(),
-                    Some(ArgsAny::One(l)) => vec![Patterns::compile(&id, l, false)?],
-                    Some(ArgsAny::All(groups)) => groups
-                        .iter()
-                        .map(|l| Patterns::compile(&id, l, false))
-                        .collect::<Result<_, _>>()?,
-                },
-                args_all: pats(&c.args_all, false)?,
-                operands: cond(&c.operands)?,
-                reads: cond(&c.reads)?,
-                writes: cond(&c.writes)?,
-                env: pats(&c.env, false)?,
-                fed_by: pats(&c.fed_by, false)?,
-                deletes: cond(&c.deletes)?,
-                unknown: c.unknown,
-                dynamic_code: c.dynamic_code,
-                code_matches: pats(&c.code_matches, false)?,
-                vars: pats(&c.vars, false)?,
-                via_not: pats(&c.via_not, false)?,
-                wrapper_pid: c.wrapper_pid,
-            }),
-        };
-        let file = match &raw.file {
-            None => None,
-            Some(f) => Some(FileCond {
-                reads: cond(&f.reads)?,
-                writes: cond(&f.writes)?,
-                paths: cond(&f.paths)?,
-            }),
-        };
+impl UrlCond {
+    /// Compiles a `[rule.url]` table; hosts and schemes match in lower case.
+    fn compile(id: &str, u: &RawUrl) -> Result<UrlCond, PolicyError> {
         let lower = |l: &Option<Vec<String>>| {
             l.as_ref()
                 .map(|v| v.iter().map(|s| s.to_lowercase()).collect())
         };
-        let url = match &raw.url {
-            None => None,
-            Some(u) => Some(UrlCond {
-                hosts: pats(&lower(&u.hosts), false)?,
-                urls: pats(&u.urls, false)?,
-                schemes: pats(&lower(&u.schemes), false)?,
-            }),
-        };
+        Ok(UrlCond {
+            hosts: patterns(id, &lower(&u.hosts))?,
+            urls: patterns(id, &u.urls)?,
+            schemes: patterns(id, &lower(&u.schemes))?,
+        })
+    }
+}
+
+impl Rule {
+    /// Compiles a rule as written; every glob and regex is compiled here, once.
+    pub fn compile(raw: RawRule) -> Result<Rule, PolicyError> {
+        let id = raw.id.clone();
+        if id.trim().is_empty() {
+            return Err(invalid(&id, "the id is empty"));
+        }
+        let events = compile_events(&id, &raw.events)?;
+        let reason = checked_reason(&id, &raw)?;
+        let rewrite = checked_rewrite(&id, &raw)?;
+        let command = raw
+            .command
+            .as_ref()
+            .map(|c| CommandCond::compile(&id, c))
+            .transpose()?;
+        let file = raw
+            .file
+            .as_ref()
+            .map(|f| FileCond::compile(&id, f))
+            .transpose()?;
+        let url = raw
+            .url
+            .as_ref()
+            .map(|u| UrlCond::compile(&id, u))
+            .transpose()?;
         Ok(Rule {
-            tools: pats(&raw.tools, false)?,
+            tools: patterns(&id, &raw.tools)?,
             id,
             decision: raw.decision,
             reason,
@@ -442,4 +431,63 @@ impl Rule {
         }
         true
     }
+}
+
+/// The error for rule `id` written wrong.
+fn invalid(id: &str, message: &str) -> PolicyError {
+    PolicyError::InvalidRule {
+        rule: id.to_owned(),
+        message: message.to_owned(),
+    }
+}
+
+/// A list of patterns (not paths), compiled if given.
+fn patterns(id: &str, list: &Option<Vec<String>>) -> Result<Option<Patterns>, PolicyError> {
+    list.as_ref()
+        .map(|l| Patterns::compile(id, l, false))
+        .transpose()
+}
+
+/// A path condition, compiled if given.
+fn path_cond(id: &str, raw: &Option<RawPathCond>) -> Result<Option<PathCond>, PolicyError> {
+    raw.as_ref().map(|r| PathCond::compile(id, r)).transpose()
+}
+
+/// The event types a rule applies to: those named, or `pre_action` when none are.
+fn compile_events(id: &str, names: &Option<Vec<String>>) -> Result<Vec<EventType>, PolicyError> {
+    match names {
+        None => Ok(vec![EventType::PreAction]),
+        Some(names) => names
+            .iter()
+            .map(|n| {
+                EventType::parse(n).ok_or_else(|| invalid(id, &format!("unknown event type {n:?}")))
+            })
+            .collect(),
+    }
+}
+
+/// The rule's reason (its description when it has none), required unless it allows or
+/// modifies.
+fn checked_reason(id: &str, raw: &RawRule) -> Result<String, PolicyError> {
+    let reason = raw.reason.clone().or_else(|| raw.description.clone());
+    match (raw.decision, reason) {
+        (_, Some(r)) => Ok(r),
+        (DecisionKind::Allow | DecisionKind::Modify, None) => Ok(String::new()),
+        (_, None) => Err(invalid(
+            id,
+            "a block, defer or escalate rule needs a reason",
+        )),
+    }
+}
+
+/// The rule's rewrite: required of a modify rule, refused on any other.
+fn checked_rewrite(id: &str, raw: &RawRule) -> Result<Rewrite, PolicyError> {
+    let rewrite = raw.rewrite.clone().unwrap_or_default();
+    if raw.decision == DecisionKind::Modify && rewrite.command.is_none() && rewrite.set.is_empty() {
+        return Err(invalid(id, "a modify rule needs a rewrite"));
+    }
+    if raw.decision != DecisionKind::Modify && raw.rewrite.is_some() {
+        return Err(invalid(id, "only a modify rule may have a rewrite"));
+    }
+    Ok(rewrite)
 }

@@ -4,11 +4,14 @@
 //! A program not in the table is assumed to read its operands, which only matters for words
 //! that name a protected asset: an unknown program's arguments are not all file reads.
 
+mod shells;
 mod table;
 mod wrappers;
 
+pub use shells::{shell_options, shell_script};
+use table::value_options;
 pub use table::{spec_of, SHELLS};
-pub use wrappers::{shell_options, shell_script, unwrap};
+pub use wrappers::unwrap;
 
 use super::shell::{program_name, Command};
 use table::Operands::{Copy, Modify, Name, PatternThenRead, Read};
@@ -126,107 +129,6 @@ fn option_inputs(cmd: &Command) -> Vec<&str> {
     out
 }
 
-/// Options whose value is something other than a file to read.
-fn value_options(program: &str) -> &'static [&'static str] {
-    match program {
-        "curl" => &[
-            "-o",
-            "--output",
-            "-H",
-            "--header",
-            "-X",
-            "--request",
-            "-u",
-            "--user",
-            "-A",
-            "-e",
-            "-x",
-            "-w",
-            "-m",
-            "--max-time",
-            "--connect-timeout",
-            "-K",
-            "--config",
-            "--data-urlencode",
-            "-d",
-            "--data",
-            "--data-binary",
-            "--data-raw",
-            "-F",
-            "--form",
-            "-T",
-            "--upload-file",
-        ],
-        "wget" => &[
-            "-O",
-            "--output-document",
-            "-P",
-            "--directory-prefix",
-            "-o",
-            "--output-file",
-            "--header",
-            "-U",
-            "--user-agent",
-            "--post-data",
-            "--post-file",
-            "--body-file",
-        ],
-        "openssl" => &[
-            "-out",
-            "-keyout",
-            "-in",
-            "-inkey",
-            "-key",
-            "-subj",
-            "-days",
-            "-newkey",
-            "-passin",
-            "-passout",
-            "-config",
-            "-extensions",
-            "-addext",
-            "-infiles",
-            "-name",
-            "-certfile",
-            "-CA",
-            "-CAkey",
-            "-set_serial",
-        ],
-        "ssh" | "scp" | "ssh-keygen" => &[
-            "-i", "-F", "-o", "-p", "-P", "-l", "-J", "-c", "-f", "-C", "-t", "-b", "-N", "-S",
-        ],
-        "grep" | "egrep" | "fgrep" | "rg" => &[
-            "-e",
-            "-f",
-            "--regexp",
-            "--file",
-            "-m",
-            "-A",
-            "-B",
-            "-C",
-            "--max-count",
-            "-g",
-            "--glob",
-            "-t",
-            "--type",
-            "--include",
-            "--exclude",
-        ],
-        "tar" => &[
-            "-f",
-            "--file",
-            "-C",
-            "--directory",
-            "-T",
-            "--files-from",
-            "-X",
-            "--exclude-from",
-        ],
-        "git" => &["-C", "-c", "--git-dir", "--work-tree"],
-        _ => &[],
-    }
-}
-
 /// The operands of a command with the values of its value-taking options removed.
 fn plain_operands(cmd: &Command) -> Vec<&str> {
     let takes = value_options(&cmd.program);
@@ -329,12 +231,7 @@ pub fn recursive(cmd: &Command) -> bool {
 
 /// Files the command may create, modify or delete.
 pub fn writes(cmd: &Command) -> Vec<String> {
-    let mut out: Vec<String> = cmd
-        .redirects
-        .iter()
-        .filter(|r| r.writes)
-        .map(|r| r.target.clone())
-        .collect();
+    let mut out = redirect_writes(cmd);
     if cmd.wrapper {
         return out;
     }
@@ -345,21 +242,63 @@ pub fn writes(cmd: &Command) -> Vec<String> {
         out.extend(ops.iter().map(|o| o.to_string()));
     }
     if spec.operands == Copy {
-        if let Some(dest) = destination(cmd) {
-            // The destination may be a directory: then each source lands inside it.
-            for src in ops.iter().filter(|o| **o != dest) {
-                out.push(format!(
-                    "{}/{}",
-                    dest.trim_end_matches('/'),
-                    program_name(src)
-                ));
-                if program == "mv" {
-                    out.push(src.to_string()); // moved away: changed where it was
-                }
-            }
-            out.push(dest.to_owned());
+        out.extend(copy_writes(cmd, &ops));
+    }
+    out.extend(option_outputs(cmd));
+    // Unpacking writes into the directory (`tar -x -C DIR`, `unzip -d DIR`): mark it as a
+    // tree, so that a rule on files inside it matches.
+    if matches!(program, "tar" | "bsdtar" | "unzip") {
+        if unpacks(cmd) {
+            let dirs: Vec<String> = out
+                .iter()
+                .map(|d| format!("{}/*", d.trim_end_matches('/')))
+                .collect();
+            out.extend(dirs);
+        } else {
+            out = redirect_writes(cmd);
         }
     }
+    if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
+        out.push("/var/spool/cron/crontabs/user".to_owned());
+    }
+    out
+}
+
+/// The targets of the command's writing redirections (`> FILE`, `>> FILE`).
+fn redirect_writes(cmd: &Command) -> Vec<String> {
+    cmd.redirects
+        .iter()
+        .filter(|r| r.writes)
+        .map(|r| r.target.clone())
+        .collect()
+}
+
+/// What a copy-like command writes: its destination, each source inside it (the destination
+/// may be a directory), and for `mv` each source moved away.
+fn copy_writes(cmd: &Command, ops: &[&str]) -> Vec<String> {
+    let Some(dest) = destination(cmd) else {
+        return Vec::new();
+    };
+    let mut out = Vec::new();
+    for src in ops.iter().filter(|o| **o != dest) {
+        out.push(format!(
+            "{}/{}",
+            dest.trim_end_matches('/'),
+            program_name(src)
+        ));
+        if cmd.program == "mv" {
+            out.push(src.to_string()); // moved away: changed where it was
+        }
+    }
+    out.push(dest.to_owned());
+    out
+}
+
+/// Values of options that name a file or directory to write: `curl -o`, `dd of=`,
+/// `tar -C`, `--output=`.
+fn option_outputs(cmd: &Command) -> Vec<String> {
+    let program = cmd.program.as_str();
+    let mut out = Vec::new();
     let mut prev = "";
     for a in &cmd.args {
         match (program, prev) {
@@ -380,39 +319,21 @@ pub fn writes(cmd: &Command) -> Vec<String> {
         }
         prev = a;
     }
-    // Unpacking writes into the directory (`tar -x -C DIR`, `unzip -d DIR`): mark it as a
-    // tree, so that a rule on files inside it matches.
-    if matches!(program, "tar" | "bsdtar" | "unzip") {
-        let extract = program == "unzip"
-            || cmd.args.iter().any(|a| {
-                a == "--extract"
-                    || a == "--get"
-                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
-                    || (!a.starts_with('-')
-                        && a.contains('x')
-                        && a.len() <= 6
-                        && a.chars().all(|c| c.is_ascii_alphabetic()))
-            });
-        if extract {
-            let dirs: Vec<String> = out
-                .iter()
-                .map(|d| format!("{}/*", d.trim_end_matches('/')))
-                .collect();
-            out.extend(dirs);
-        } else {
-            out.clear();
-            out.extend(
-                cmd.redirects
-                    .iter()
-                    .filter(|r| r.writes)
-                    .map(|r| r.target.clone()),
-            );
-        }
-    }
-    if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
-        out.push("/var/spool/cron/crontabs/user".to_owned());
-    }
     out
+}
+
+/// Whether an archiver extracts (`unzip`, `tar -x`, `tar xzf`, `--extract`).
+fn unpacks(cmd: &Command) -> bool {
+    cmd.program == "unzip"
+        || cmd.args.iter().any(|a| {
+            a == "--extract"
+                || a == "--get"
+                || (a.starts_with('-') && !a.starts_with("--") && a.contains('x'))
+                || (!a.starts_with('-')
+                    && a.contains('x')
+                    && a.len() <= 6
+                    && a.chars().all(|c| c.is_ascii_alphabetic()))
+        })
 }
 
 /// Paths the command removes as whole trees: `rm -r`, `find -delete`, `rsync --delete`,

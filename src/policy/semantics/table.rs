@@ -240,6 +240,130 @@ pub fn spec_of(program: &str) -> Spec {
         .unwrap_or(spec(Read, false, Never))
 }
 
+/// Options whose value is something other than a file to read, by program.
+const VALUE_OPTIONS: &[(&[&str], &[&str])] = &[
+    (
+        &["curl"],
+        &[
+            "-o",
+            "--output",
+            "-H",
+            "--header",
+            "-X",
+            "--request",
+            "-u",
+            "--user",
+            "-A",
+            "-e",
+            "-x",
+            "-w",
+            "-m",
+            "--max-time",
+            "--connect-timeout",
+            "-K",
+            "--config",
+            "--data-urlencode",
+            "-d",
+            "--data",
+            "--data-binary",
+            "--data-raw",
+            "-F",
+            "--form",
+            "-T",
+            "--upload-file",
+        ],
+    ),
+    (
+        &["wget"],
+        &[
+            "-O",
+            "--output-document",
+            "-P",
+            "--directory-prefix",
+            "-o",
+            "--output-file",
+            "--header",
+            "-U",
+            "--user-agent",
+            "--post-data",
+            "--post-file",
+            "--body-file",
+        ],
+    ),
+    (
+        &["openssl"],
+        &[
+            "-out",
+            "-keyout",
+            "-in",
+            "-inkey",
+            "-key",
+            "-subj",
+            "-days",
+            "-newkey",
+            "-passin",
+            "-passout",
+            "-config",
+            "-extensions",
+            "-addext",
+            "-infiles",
+            "-name",
+            "-certfile",
+            "-CA",
+            "-CAkey",
+            "-set_serial",
+        ],
+    ),
+    (
+        &["ssh", "scp", "ssh-keygen"],
+        &[
+            "-i", "-F", "-o", "-p", "-P", "-l", "-J", "-c", "-f", "-C", "-t", "-b", "-N", "-S",
+        ],
+    ),
+    (
+        &["grep", "egrep", "fgrep", "rg"],
+        &[
+            "-e",
+            "-f",
+            "--regexp",
+            "--file",
+            "-m",
+            "-A",
+            "-B",
+            "-C",
+            "--max-count",
+            "-g",
+            "--glob",
+            "-t",
+            "--type",
+            "--include",
+            "--exclude",
+        ],
+    ),
+    (
+        &["tar"],
+        &[
+            "-f",
+            "--file",
+            "-C",
+            "--directory",
+            "-T",
+            "--files-from",
+            "-X",
+            "--exclude-from",
+        ],
+    ),
+    (&["git"], &["-C", "-c", "--git-dir", "--work-tree"]),
+];
+
+/// Options of `program` whose value is something other than a file to read.
+pub fn value_options(program: &str) -> &'static [&'static str] {
+    VALUE_OPTIONS
+        .iter()
+        .find(|(names, _)| names.contains(&program))
+        .map_or(&[], |(_, options)| options)
+}
+
 /// Shells whose `-c` argument (or stdin, or script operand) is a script.
 pub const SHELLS: &[&str] = &[
     "sh",

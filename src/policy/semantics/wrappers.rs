@@ -1,5 +1,4 @@
-//! Wrappers (`sudo`, `env`, `xargs`, `timeout`, …) and shells: what they run, past their
-//! own options.
+//! Wrappers (`sudo`, `env`, `xargs`, `timeout`, …): what they run, past their own options.
 
 use super::super::shell::{Command, UNKNOWN};
 
@@ -18,51 +17,58 @@ pub struct Unwrapped {
 
 /// If `cmd` runs another command (`sudo rm …`), that command; `None` otherwise.
 pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
-    // (short options taking a value, long options taking a value, positionals before the command)
-    let (short, long, positionals): (&str, &[&str], usize) = match cmd.program.as_str() {
-        "sudo" => {
-            if let Some(u) = sudo_shell(&cmd.args) {
-                return Some(u);
-            }
-            (
-                "ughpCDrtUT",
-                &[
-                    "--user",
-                    "--group",
-                    "--host",
-                    "--prompt",
-                    "--chdir",
-                    "--close-from",
-                ],
-                0,
-            )
+    let args = &cmd.args;
+    match cmd.program.as_str() {
+        "sudo" => sudo_shell(args).or_else(|| after_options(cmd)),
+        "env" => unwrap_env(args),
+        "xargs" => unwrap_xargs(args),
+        "parallel" => Some(unwrap_parallel(args)),
+        "flock" => unwrap_flock(args),
+        "script" => unwrap_script(args),
+        "watch" => unwrap_watch(args),
+        "su" | "runuser" => unwrap_su(args),
+        "exec" if exec_clears_env(args) => unwrap_exec_clean(args),
+        "ahp-wrap" => unwrap_self(args),
+        "tmux" => unwrap_tmux(args),
+        "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv" => {
+            unwrap_package_manager(&cmd.program, args)
         }
+        _ => after_options(cmd),
+    }
+}
+
+/// Short options taking a value, long options taking a value, and how many plain arguments
+/// come before the command.
+type Options = (&'static str, &'static [&'static str], usize);
+
+/// A wrapper that runs the command after its own options (`nice -n 5 CMD`).
+fn after_options(cmd: &Command) -> Option<Unwrapped> {
+    let (short, long, positionals) = wrapper_options(&cmd.program, &cmd.args)?;
+    let start = command_start(&cmd.args, short, long, positionals)?;
+    Some(Unwrapped {
+        argv: cmd.args[start..].to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+/// The options of each wrapper that runs the command after them; `None` for a program that
+/// runs no command (or not with these arguments).
+fn wrapper_options(program: &str, args: &[String]) -> Option<Options> {
+    let has = |flags: &[&str]| args.iter().any(|a| flags.contains(&a.as_str()));
+    Some(match program {
+        "sudo" => (
+            "ughpCDrtUT",
+            &[
+                "--user",
+                "--group",
+                "--host",
+                "--prompt",
+                "--chdir",
+                "--close-from",
+            ],
+            0,
+        ),
         "doas" => ("uC", &[], 0),
-        "env" => return unwrap_env(&cmd.args),
-        "xargs" => return unwrap_xargs(&cmd.args),
-        "parallel" => {
-            let mut argv: Vec<String> = cmd
-                .args
-                .iter()
-                .take_while(|a| *a != ":::" && *a != "::::")
-                .skip_while(|a| a.starts_with('-'))
-                .cloned()
-                .collect();
-            // `::: A B` gives the inputs; `::::` reads them from a file nobody knows now.
-            match cmd.args.iter().position(|a| a == ":::") {
-                Some(i) => argv.extend(
-                    cmd.args[i + 1..]
-                        .iter()
-                        .filter(|a| !a.starts_with(":::"))
-                        .cloned(),
-                ),
-                None => argv.push(UNKNOWN.to_string()),
-            }
-            return Some(Unwrapped {
-                argv,
-                ..Unwrapped::default()
-            });
-        }
         "nohup" | "builtin" | "busybox" | "unbuffer" | "catchsegv" | "proxychains"
         | "proxychains4" | "torsocks" | "firejail" | "fakeroot" | "faketime" => ("", &[], 0),
         "setsid" => ("", &[], 0),
@@ -70,12 +76,9 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         "nice" => ("n", &["--adjustment"], 0),
         "ionice" => ("cnpPu", &["--class", "--classdata"], 0),
         "chrt" => ("", &[], 1),
-        "taskset" if cmd.args.iter().any(|a| a == "-p" || a == "--pid") => return None,
-        "taskset" if cmd.args.iter().any(|a| a == "-c" || a == "--cpu-list") => {
-            ("c", &["--cpu-list"], 0)
-        }
+        "taskset" if has(&["-p", "--pid"]) => return None,
+        "taskset" if has(&["-c", "--cpu-list"]) => ("c", &["--cpu-list"], 0),
         "taskset" => ("", &[], 1),
-        "flock" => return unwrap_flock(&cmd.args),
         "strace" | "ltrace" => (
             "oesSpuIEPXabO",
             &["--output", "--trace", "--signal", "--user"],
@@ -83,31 +86,11 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         ),
         "chroot" => ("", &["--userspec", "--groups"], 1),
         "unshare" | "nsenter" => ("tSGw", &["--target", "--setuid", "--setgid", "--wd"], 0),
-        "script" => return unwrap_script(&cmd.args),
-        "watch" => return unwrap_watch(&cmd.args),
-        "su" => return unwrap_su(&cmd.args),
-        "runuser" => return unwrap_su(&cmd.args),
-        "command" if cmd.args.iter().any(|a| a == "-v" || a == "-V") => return None,
+        "command" if has(&["-v", "-V"]) => return None,
         "command" => ("", &[], 0),
-        // `exec -c CMD` runs CMD with an empty environment.
-        "exec"
-            if cmd
-                .args
-                .iter()
-                .take_while(|a| a.starts_with('-'))
-                .any(|a| a.contains('c')) =>
-        {
-            let start = command_start(&cmd.args, "a", &[], 0)?;
-            return Some(Unwrapped {
-                argv: cmd.args[start..].to_vec(),
-                env: vec!["(all)".to_owned()],
-                ..Unwrapped::default()
-            });
-        }
         "exec" => ("a", &[], 0),
         "time" => ("fo", &["--format", "--output"], 0),
         "stdbuf" => ("ioe", &["--input", "--output", "--error"], 0),
-        "ahp-wrap" => return unwrap_self(&cmd.args),
         // Detached runners: what they run is analysed like any command (a rule also
         // escalates detaching itself).
         "systemd-run" => (
@@ -132,33 +115,76 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         ),
         "screen" => ("SsTcepLlhX", &[], 0),
         "daemonize" => ("aceEiloprptuv", &[], 0),
-        "tmux" => return unwrap_tmux(&cmd.args),
         // Package runners run the named program.
-        "npx" | "bunx" | "uvx" | "pnpx" => ("p", &["--package", "-p", "--from", "--with"], 0),
-        "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv"
-            if matches!(
-                cmd.args.first().map(String::as_str),
-                Some("exec" | "dlx" | "x" | "run" | "tool")
-            ) && !(cmd.program == "npm" && cmd.args.first().is_some_and(|a| a == "run"))
-                && !(cmd.program != "pipx" && cmd.args.first().is_some_and(|a| a == "run")) =>
-        {
-            let rest = &cmd.args[1..];
-            let rest = if cmd.program == "uv" && rest.first().is_some_and(|a| a == "run") {
-                &rest[1..]
-            } else {
-                rest
-            };
-            let start = command_start(rest, "p", &["--package", "-p", "--from", "--with"], 0)?;
-            return Some(Unwrapped {
-                argv: rest[start..].to_vec(),
-                ..Unwrapped::default()
-            });
-        }
+        "npx" | "bunx" | "uvx" | "pnpx" => ("p", PACKAGE_OPTIONS, 0),
         _ => return None,
-    };
-    let start = command_start(&cmd.args, short, long, positionals)?;
+    })
+}
+
+/// Long options of package runners that take a value.
+const PACKAGE_OPTIONS: &[&str] = &["--package", "-p", "--from", "--with"];
+
+/// `parallel CMD ::: A B`: the command with its inputs (unknown when read from a file).
+fn unwrap_parallel(args: &[String]) -> Unwrapped {
+    let mut argv: Vec<String> = args
+        .iter()
+        .take_while(|a| *a != ":::" && *a != "::::")
+        .skip_while(|a| a.starts_with('-'))
+        .cloned()
+        .collect();
+    // `::: A B` gives the inputs; `::::` reads them from a file nobody knows now.
+    match args.iter().position(|a| a == ":::") {
+        Some(i) => argv.extend(
+            args[i + 1..]
+                .iter()
+                .filter(|a| !a.starts_with(":::"))
+                .cloned(),
+        ),
+        None => argv.push(UNKNOWN.to_string()),
+    }
+    Unwrapped {
+        argv,
+        ..Unwrapped::default()
+    }
+}
+
+/// Whether `exec`'s options include `-c` (run with an empty environment).
+fn exec_clears_env(args: &[String]) -> bool {
+    args.iter()
+        .take_while(|a| a.starts_with('-'))
+        .any(|a| a.contains('c'))
+}
+
+/// `exec -c CMD`: CMD, with an empty environment.
+fn unwrap_exec_clean(args: &[String]) -> Option<Unwrapped> {
+    let start = command_start(args, "a", &[], 0)?;
     Some(Unwrapped {
-        argv: cmd.args[start..].to_vec(),
+        argv: args[start..].to_vec(),
+        env: vec!["(all)".to_owned()],
+        ..Unwrapped::default()
+    })
+}
+
+/// `npm exec CMD`, `pnpm dlx CMD`, `uv tool run CMD`, `pipx run CMD`: the package's program
+/// (`npm run`, `uv run` and the like run project scripts, not a named program).
+fn unwrap_package_manager(program: &str, args: &[String]) -> Option<Unwrapped> {
+    let runs = match args.first().map(String::as_str) {
+        Some("exec" | "dlx" | "x" | "tool") => true,
+        Some("run") => program == "pipx",
+        _ => false,
+    };
+    if !runs {
+        return None;
+    }
+    let rest = &args[1..];
+    let rest = if program == "uv" && rest.first().is_some_and(|a| a == "run") {
+        &rest[1..]
+    } else {
+        rest
+    };
+    let start = command_start(rest, "p", PACKAGE_OPTIONS, 0)?;
+    Some(Unwrapped {
+        argv: rest[start..].to_vec(),
         ..Unwrapped::default()
     })
 }
@@ -434,51 +460,4 @@ fn unwrap_env(args: &[String]) -> Option<Unwrapped> {
     out.argv = args.get(i..).unwrap_or_default().to_vec();
     // `env` alone prints the environment; `env -u X` alone still changes nothing that runs.
     (!out.argv.is_empty() || !out.env.is_empty()).then_some(out)
-}
-
-/// The script a shell runs: `bash -c SCRIPT` (options parsed as bash parses its own).
-pub fn shell_script(args: &[String]) -> Option<String> {
-    let (dash_c, rest) = shell_options(args);
-    match rest.first() {
-        Some(script) if dash_c => Some(script.clone()),
-        _ => None,
-    }
-}
-
-/// A shell's `-c` flag, and the arguments after its options.
-pub fn shell_options(args: &[String]) -> (bool, &[String]) {
-    let mut dash_c = false;
-    let mut i = 0;
-    while i < args.len() {
-        let a = args[i].as_str();
-        if a == "--" || a == "-" {
-            i += 1;
-            break;
-        }
-        if matches!(a, "-o" | "+o" | "-O" | "+O" | "--rcfile" | "--init-file") {
-            i += 2;
-            continue;
-        }
-        if a == "--command" {
-            dash_c = true;
-            i += 1;
-            continue;
-        }
-        if a.starts_with("--") {
-            i += 1;
-            continue;
-        }
-        match a.strip_prefix(['-', '+']) {
-            Some(cluster) if !cluster.is_empty() => {
-                dash_c |= cluster.contains('c') && a.starts_with('-');
-                // `-o opt` inside a cluster (`-eo pipefail`) takes the next word.
-                if cluster.ends_with('o') || cluster.ends_with('O') {
-                    i += 1;
-                }
-            }
-            _ => break,
-        }
-        i += 1;
-    }
-    (dash_c, args.get(i..).unwrap_or_default())
 }

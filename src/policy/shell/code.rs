@@ -50,36 +50,61 @@ fn first_operand(args: &[String], with_value: &[&str]) -> Option<usize> {
 /// Where `cmd`'s program text comes from, if it runs one.
 fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
     let args = &cmd.args;
-    let value_of = |flags: &[&str]| -> Option<String> {
-        let mut code = Vec::new();
-        let mut it = args.iter();
-        while let Some(a) = it.next() {
-            if flags.contains(&a.as_str()) {
+    match lang {
+        None => shell_source(cmd),
+        Some(Lang::Python) => python_source(args),
+        Some(Lang::Js) => js_source(cmd),
+        Some(Lang::Perl | Lang::Ruby) => {
+            Some(text_or_file(args, &["-e", "-E"], &["-I", "-M", "-r"]))
+        }
+        Some(Lang::Php) => Some(text_or_file(args, &["-r"], &["-c", "-d"])),
+        Some(Lang::Awk) => awk_source(args),
+    }
+}
+
+/// The code given with one of `flags` (`-e CODE`, `-eCODE`, `-pe CODE`), joined by newlines
+/// when given more than once.
+fn flag_code(args: &[String], flags: &[&str]) -> Option<String> {
+    let mut code = Vec::new();
+    let mut it = args.iter();
+    while let Some(a) = it.next() {
+        if flags.contains(&a.as_str()) {
+            code.extend(it.next().cloned());
+        } else if let Some(f) = flags
+            .iter()
+            .find(|f| f.len() == 2 && a.starts_with(**f) && a.len() > 2 && !a.starts_with("--"))
+        {
+            code.push(a[f.len()..].to_owned());
+        } else if a.starts_with('-')
+            && !a.starts_with("--")
+            && (3..=6).contains(&a.len())
+            && a[1..].chars().all(|c| c.is_ascii_alphabetic())
+        {
+            // A cluster ending in the flag (`-pe CODE`, `-ne CODE`).
+            if flags.iter().any(|f| f.len() == 2 && a.ends_with(&f[1..])) {
                 code.extend(it.next().cloned());
-            } else if let Some(f) = flags
-                .iter()
-                .find(|f| f.len() == 2 && a.starts_with(**f) && a.len() > 2 && !a.starts_with("--"))
-            {
-                code.push(a[f.len()..].to_owned());
-            } else if a.starts_with('-')
-                && !a.starts_with("--")
-                && (3..=6).contains(&a.len())
-                && a[1..].chars().all(|c| c.is_ascii_alphabetic())
-            {
-                // A cluster ending in the flag (`-pe CODE`, `-ne CODE`).
-                if let Some(f) = flags.iter().find(|f| f.len() == 2 && a.ends_with(&f[1..])) {
-                    let _ = f;
-                    code.extend(it.next().cloned());
-                }
             }
         }
-        (!code.is_empty()).then(|| code.join("\n"))
-    };
-    match lang {
-        None if matches!(cmd.program.as_str(), "source" | ".") => {
-            first_operand(args, &[]).map(Source::File)
-        }
-        None if matches!(cmd.program.as_str(), "at" | "batch") => {
+    }
+    (!code.is_empty()).then(|| code.join("\n"))
+}
+
+/// The code given with one of `code_flags`, else the script operand (skipping the values of
+/// `with_value`), else stdin.
+fn text_or_file(args: &[String], code_flags: &[&str], with_value: &[&str]) -> Source {
+    match flag_code(args, code_flags) {
+        Some(c) => Source::Text(c),
+        None => first_operand(args, with_value).map_or(Source::Stdin, Source::File),
+    }
+}
+
+/// A shell's script (`-c TEXT`, a file, or stdin); `source FILE`; `at`'s job (stdin or `-f`).
+fn shell_source(cmd: &Command) -> Option<Source> {
+    let args = &cmd.args;
+    match cmd.program.as_str() {
+        "source" | "." => first_operand(args, &[]).map(Source::File),
+        "at" | "batch" => {
+            // Listing, removing or showing jobs runs nothing.
             if args
                 .iter()
                 .any(|a| a == "-l" || a == "-r" || a == "-d" || a == "-c")
@@ -91,7 +116,7 @@ fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
                 None => Some(Source::Stdin),
             }
         }
-        None => {
+        _ => {
             let (dash_c, rest) = shell_options(args);
             let offset = args.len() - rest.len();
             if dash_c {
@@ -105,63 +130,130 @@ fn source(cmd: &Command, lang: Option<Lang>) -> Option<Source> {
                 _ => Some(Source::Stdin),
             }
         }
-        Some(Lang::Python) => {
-            if let Some(c) = value_of(&["-c"]) {
-                return Some(Source::Text(c));
-            }
-            if args
-                .iter()
-                .any(|a| a == "-m" || (a.starts_with("-m") && a.len() > 2))
-            {
-                return None;
-            }
-            Some(first_operand(args, &["-W", "-X", "-Q"]).map_or(Source::Stdin, Source::File))
+    }
+}
+
+/// `python -c CODE`, `python FILE`, `python` (stdin); `python -m MODULE` runs no text of ours.
+fn python_source(args: &[String]) -> Option<Source> {
+    if let Some(c) = flag_code(args, &["-c"]) {
+        return Some(Source::Text(c));
+    }
+    if args
+        .iter()
+        .any(|a| a == "-m" || (a.starts_with("-m") && a.len() > 2))
+    {
+        return None;
+    }
+    Some(first_operand(args, &["-W", "-X", "-Q"]).map_or(Source::Stdin, Source::File))
+}
+
+/// `node -e CODE`, `node FILE`, `node -` (stdin), `deno eval CODE`.
+fn js_source(cmd: &Command) -> Option<Source> {
+    let args = &cmd.args;
+    if cmd.program == "deno" {
+        return match args.first().map(String::as_str) {
+            Some("eval") => args.get(1).map(|c| Source::Text(c.clone())),
+            _ => None,
+        };
+    }
+    if let Some(c) = flag_code(args, &["-e", "--eval", "-p", "--print"]) {
+        return Some(Source::Text(c));
+    }
+    if args.first().is_some_and(|a| a == "-") || args.iter().all(|a| a.starts_with('-')) {
+        return Some(Source::Stdin);
+    }
+    first_operand(args, &["-r", "--require", "--import", "--loader"]).map(Source::File)
+}
+
+/// An awk program: its first operand (`awk -f FILE` runs a file nobody reads here).
+fn awk_source(args: &[String]) -> Option<Source> {
+    if args.iter().any(|a| a == "-f" || a.starts_with("--file")) {
+        return None;
+    }
+    first_operand(
+        args,
+        &[
+            "-F",
+            "-v",
+            "--assign",
+            "--field-separator",
+            "-i",
+            "--include",
+        ],
+    )
+    .map(|i| Source::Text(args[i].clone()))
+}
+
+/// The program text `cmd` runs, when it can be read now. Otherwise records on `cmd` why not
+/// (code piped, produced or built at run time; the script file it runs) and returns `None`.
+fn program_text(cmd: &mut Command, lang: Option<Lang>) -> Option<String> {
+    let text = match source(cmd, lang)? {
+        Source::Text(t) => t,
+        Source::Stdin => stdin_text(cmd)?,
+        Source::File(i) => file_text(cmd, i)?,
+    };
+    if is_unknown(&text) {
+        if cmd.fed_by.is_empty() {
+            // From a variable: unknown, like a variable program name.
+            cmd.code_unknown = true;
+        } else {
+            cmd.dynamic_code = Some(format!(
+                "`{}` runs code built at run time from other programs' output",
+                cmd.program
+            ));
         }
-        Some(Lang::Js) => {
-            if cmd.program == "deno" {
-                return match args.first().map(String::as_str) {
-                    Some("eval") => args.get(1).map(|c| Source::Text(c.clone())),
-                    _ => None,
-                };
-            }
-            if let Some(c) = value_of(&["-e", "--eval", "-p", "--print"]) {
-                return Some(Source::Text(c));
-            }
-            if args.first().is_some_and(|a| a == "-") || args.iter().all(|a| a.starts_with('-')) {
-                return Some(Source::Stdin);
-            }
-            first_operand(args, &["-r", "--require", "--import", "--loader"]).map(Source::File)
+        return None;
+    }
+    Some(text)
+}
+
+/// The code `cmd` reads on stdin, when it is literal (a here-document or here-string).
+fn stdin_text(cmd: &mut Command) -> Option<String> {
+    match cmd.stdin.clone() {
+        Stdin::Literal(t) => Some(t),
+        Stdin::Data => {
+            cmd.dynamic_code = Some(format!(
+                "`{}` runs code piped from other programs",
+                cmd.program
+            ));
+            None
         }
-        Some(Lang::Perl | Lang::Ruby) => {
-            if let Some(c) = value_of(&["-e", "-E"]) {
-                return Some(Source::Text(c));
-            }
-            Some(first_operand(args, &["-I", "-M", "-r"]).map_or(Source::Stdin, Source::File))
+        Stdin::File(f) => {
+            cmd.dynamic_code = Some(format!("`{}` runs code redirected from {f}", cmd.program));
+            None
         }
-        Some(Lang::Php) => {
-            if let Some(c) = value_of(&["-r"]) {
-                return Some(Source::Text(c));
-            }
-            Some(first_operand(args, &["-c", "-d"]).map_or(Source::Stdin, Source::File))
+        Stdin::Inherited => None,
+    }
+}
+
+/// The code in argument `i`, when it is a process substitution with literal output; a plain
+/// file is recorded as the script `cmd` runs.
+fn file_text(cmd: &mut Command, i: usize) -> Option<String> {
+    // Process substitutions are numbered from the program word.
+    match cmd.procsubs.iter().find(|(at, _)| *at == i + 1) {
+        Some((_, Stdin::Literal(t))) => Some(t.clone()),
+        Some(_) => {
+            cmd.dynamic_code = Some(format!(
+                "`{}` runs code produced by other programs",
+                cmd.program
+            ));
+            None
         }
-        Some(Lang::Awk) => {
-            if args.iter().any(|a| a == "-f" || a.starts_with("--file")) {
-                return None;
-            }
-            first_operand(
-                args,
-                &[
-                    "-F",
-                    "-v",
-                    "--assign",
-                    "--field-separator",
-                    "-i",
-                    "--include",
-                ],
-            )
-            .map(|i| Source::Text(args[i].clone()))
+        None => {
+            cmd.runs = cmd.args.get(i).cloned();
+            None
         }
     }
+}
+
+/// A shell's script, walked as nested shell code (with its positional arguments after
+/// `-c TEXT`).
+fn nested_script(cmd: &Command, text: String) -> Vec<Nested> {
+    let (dash_c, rest) = shell_options(&cmd.args);
+    if dash_c && rest.len() > 1 {
+        return vec![Nested::ScriptArgs(text, rest[1..].to_vec())];
+    }
+    vec![Nested::Script(text)]
 }
 
 impl Walker<'_> {
@@ -178,62 +270,18 @@ impl Walker<'_> {
         let Some(lang) = language(&cmd.program) else {
             return Ok(Vec::new());
         };
-        let text = match source(cmd, lang) {
-            None => return Ok(Vec::new()),
-            Some(Source::Text(t)) => t,
-            Some(Source::Stdin) => match cmd.stdin.clone() {
-                Stdin::Literal(t) => t,
-                Stdin::Data => {
-                    cmd.dynamic_code = Some(format!(
-                        "`{}` runs code piped from other programs",
-                        cmd.program
-                    ));
-                    return Ok(Vec::new());
-                }
-                Stdin::File(f) => {
-                    cmd.dynamic_code =
-                        Some(format!("`{}` runs code redirected from {f}", cmd.program));
-                    return Ok(Vec::new());
-                }
-                Stdin::Inherited => return Ok(Vec::new()),
-            },
-            Some(Source::File(i)) => {
-                // Process substitutions are numbered from the program word.
-                match cmd.procsubs.iter().find(|(at, _)| *at == i + 1) {
-                    Some((_, Stdin::Literal(t))) => t.clone(),
-                    Some(_) => {
-                        cmd.dynamic_code = Some(format!(
-                            "`{}` runs code produced by other programs",
-                            cmd.program
-                        ));
-                        return Ok(Vec::new());
-                    }
-                    None => {
-                        cmd.runs = cmd.args.get(i).cloned();
-                        return Ok(Vec::new());
-                    }
-                }
-            }
-        };
-        if is_unknown(&text) {
-            if cmd.fed_by.is_empty() {
-                // From a variable: unknown, like a variable program name.
-                cmd.code_unknown = true;
-            } else {
-                cmd.dynamic_code = Some(format!(
-                    "`{}` runs code built at run time from other programs' output",
-                    cmd.program
-                ));
-            }
+        let Some(text) = program_text(cmd, lang) else {
             return Ok(Vec::new());
-        }
-        let Some(lang) = lang else {
-            let (dash_c, rest) = shell_options(&cmd.args);
-            if dash_c && rest.len() > 1 {
-                return Ok(vec![Nested::ScriptArgs(text, rest[1..].to_vec())]);
-            }
-            return Ok(vec![Nested::Script(text)]);
         };
+        Ok(match lang {
+            None => nested_script(cmd, text),
+            Some(lang) => self.inline_code(cmd, text, lang),
+        })
+    }
+
+    /// Scans an interpreter's code: records the files it reads, writes and deletes, and
+    /// returns the shell commands and argvs it runs.
+    fn inline_code(&self, cmd: &mut Command, text: String, lang: Lang) -> Vec<Nested> {
         let scan = inline::scan(&text, lang);
         cmd.code = Some(text);
         if let Some(why) = scan.dynamic {
@@ -255,6 +303,6 @@ impl Walker<'_> {
                 .filter(|a| !a.is_empty())
                 .map(|a| Nested::Argv(a.into_iter().map(tilde).collect())),
         );
-        Ok(out)
+        out
     }
 }

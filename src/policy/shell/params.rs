@@ -40,35 +40,33 @@ impl Walker<'_> {
         ctx: &Ctx,
         e: &mut Expanded,
     ) -> Result<Option<String>, ShellError> {
-        use ParameterExpr as P;
-        let name_of = |p: &Parameter| match p {
-            Parameter::Named(n)
-            | Parameter::NamedWithIndex { name: n, .. }
-            | Parameter::NamedWithAllIndices { name: n, .. } => Some(n.clone()),
-            _ => None,
-        };
-        let sub =
-            |w: &mut Self, e: &mut Expanded, text: &str| -> Result<Option<String>, ShellError> {
-                let inner = w.expand_one(text, ctx)?;
-                e.fed.extend(inner.fed.iter().cloned());
-                e.vars.extend(inner.vars.iter().cloned());
-                e.assigned.extend(inner.assigned.iter().cloned());
-                let t = inner.text();
-                Ok((!is_unknown(&t)).then_some(t))
-            };
-        if let P::VariableNames { prefix, .. } = expr {
+        if let ParameterExpr::VariableNames { prefix, .. } = expr {
             // `${!PREFIX*}`: the names of the variables with that prefix, as a name pattern.
             return Ok(Some(format!("{prefix}*")));
         }
         let Some((parameter, indirect)) = target(expr) else {
             return Ok(None);
         };
-        e.vars.extend(name_of(parameter));
+        e.vars.extend(variable_name(parameter));
         let value = if indirect {
             None
         } else {
             self.var(parameter, ctx)
         };
+        self.operate(expr, parameter, value, ctx, e)
+    }
+
+    /// Applies the operator of `expr` (`:-`, `:=`, `:+`, `%`, `#`, `/`, length) to the
+    /// parameter's `value`; `None` when the result is known only at run time.
+    fn operate(
+        &mut self,
+        expr: &ParameterExpr,
+        parameter: &Parameter,
+        value: Option<String>,
+        ctx: &Ctx,
+        e: &mut Expanded,
+    ) -> Result<Option<String>, ShellError> {
+        use ParameterExpr as P;
         let empty_counts = |t: &ParameterTestType| matches!(t, ParameterTestType::UnsetOrNull);
         Ok(match expr {
             P::Parameter { .. } | P::IndicateErrorIfNullOrUnset { .. } => value,
@@ -83,9 +81,9 @@ impl Walker<'_> {
                 ..
             } => {
                 if matches!(expr, P::AssignDefaultValues { .. }) {
-                    e.assigned.extend(name_of(parameter));
+                    e.assigned.extend(variable_name(parameter));
                 }
-                let default = sub(self, e, default_value.as_deref().unwrap_or_default())?;
+                let default = self.operand(default_value.as_deref(), ctx, e)?;
                 match value {
                     Some(v) if !(v.is_empty() && empty_counts(test_type)) => Some(v),
                     Some(_) => default,
@@ -97,7 +95,7 @@ impl Walker<'_> {
                 alternative_value,
                 ..
             } => {
-                let alt = sub(self, e, alternative_value.as_deref().unwrap_or_default())?;
+                let alt = self.operand(alternative_value.as_deref(), ctx, e)?;
                 match value {
                     Some(v) if v.is_empty() && empty_counts(test_type) => Some(String::new()),
                     Some(_) => alt,
@@ -109,7 +107,7 @@ impl Walker<'_> {
             | P::RemoveLargestSuffixPattern { pattern, .. }
             | P::RemoveSmallestPrefixPattern { pattern, .. }
             | P::RemoveLargestPrefixPattern { pattern, .. } => {
-                let pat = sub(self, e, pattern.as_deref().unwrap_or_default())?;
+                let pat = self.operand(pattern.as_deref(), ctx, e)?;
                 match (value, pat) {
                     (Some(v), Some(p)) => remove_pattern(expr, &v, &p),
                     _ => None,
@@ -121,8 +119,8 @@ impl Walker<'_> {
                 match_kind,
                 ..
             } => {
-                let pat = sub(self, e, pattern)?;
-                let rep = sub(self, e, replacement.as_deref().unwrap_or_default())?;
+                let pat = self.operand(Some(pattern), ctx, e)?;
+                let rep = self.operand(replacement.as_deref(), ctx, e)?;
                 match (value, pat, rep) {
                     (Some(v), Some(p), Some(r)) if !p.contains(['*', '?', '[']) => {
                         Some(replace(&v, &p, &r, match_kind))
@@ -132,6 +130,32 @@ impl Walker<'_> {
             }
             _ => None,
         })
+    }
+
+    /// Expands an operator's word (a default value, a pattern; empty when absent), recording
+    /// what it uses in `e`; `None` when its text is known only at run time.
+    fn operand(
+        &mut self,
+        text: Option<&str>,
+        ctx: &Ctx,
+        e: &mut Expanded,
+    ) -> Result<Option<String>, ShellError> {
+        let inner = self.expand_one(text.unwrap_or_default(), ctx)?;
+        e.fed.extend(inner.fed.iter().cloned());
+        e.vars.extend(inner.vars.iter().cloned());
+        e.assigned.extend(inner.assigned.iter().cloned());
+        let t = inner.text();
+        Ok((!is_unknown(&t)).then_some(t))
+    }
+}
+
+/// The variable a parameter names (arrays included); `None` for positional and special ones.
+fn variable_name(p: &Parameter) -> Option<String> {
+    match p {
+        Parameter::Named(n)
+        | Parameter::NamedWithIndex { name: n, .. }
+        | Parameter::NamedWithAllIndices { name: n, .. } => Some(n.clone()),
+        _ => None,
     }
 }
 

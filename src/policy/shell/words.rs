@@ -54,8 +54,9 @@ impl Build {
     }
 }
 
-/// Variable names whose value is a credential; their use in a command is recorded.
 impl Walker<'_> {
+    /// Records a redirection on `cmd`: the file it reads or writes, the programs feeding it,
+    /// and the stdin it gives the command.
     pub(super) fn redirect(
         &mut self,
         r: &ast::IoRedirect,
@@ -63,43 +64,13 @@ impl Walker<'_> {
         cmd: &mut Command,
         stdin: &mut Option<Stdin>,
     ) -> Result<(), ShellError> {
-        use ast::IoFileRedirectKind as K;
         match r {
             ast::IoRedirect::File(fd, kind, target) => match target {
                 ast::IoFileRedirectTarget::Filename(w) => {
-                    let e = self.expand_one(&w.value, ctx)?;
-                    cmd.fed_by.extend(e.fed.iter().cloned());
-                    cmd.vars.extend(e.vars.iter().cloned());
-                    let text = e.text();
-                    let (reads, writes) = match kind {
-                        K::Read => (true, false),
-                        K::Write | K::Append | K::Clobber => (false, true),
-                        K::ReadAndWrite => (true, true),
-                        K::DuplicateInput | K::DuplicateOutput => (false, false),
-                    };
-                    if reads && fd.map_or(true, |f| f == 0) {
-                        *stdin = Some(Stdin::File(text.clone()));
-                    }
-                    if reads || writes {
-                        cmd.redirects.push(Redirect {
-                            target: text,
-                            reads,
-                            writes,
-                        });
-                    }
+                    self.file_redirect(*fd, kind, &w.value, ctx, cmd, stdin)?
                 }
                 ast::IoFileRedirectTarget::ProcessSubstitution(k, sub) => {
-                    let start = self.out.len();
-                    let programs = self.nested(|w| w.list(&sub.list, &mut ctx.clone()))?;
-                    if matches!(k, ast::ProcessSubstitutionKind::Read) {
-                        cmd.fed_by.extend(programs);
-                        if fd.map_or(true, |f| f == 0) {
-                            *stdin = Some(
-                                literal_output(&self.out[start..])
-                                    .map_or(Stdin::Data, Stdin::Literal),
-                            );
-                        }
-                    }
+                    self.procsub_redirect(*fd, k, sub, ctx, cmd, stdin)?
                 }
                 ast::IoFileRedirectTarget::Fd(_) | ast::IoFileRedirectTarget::Duplicate(_) => {}
             },
@@ -117,34 +88,93 @@ impl Walker<'_> {
                 let text = e.text();
                 cmd.fed_by.extend(e.fed);
                 cmd.vars.extend(e.vars);
-                *stdin = Some(if is_unknown(&text) {
-                    Stdin::Data
-                } else {
-                    Stdin::Literal(text)
-                });
+                *stdin = Some(here_stdin(text));
             }
             ast::IoRedirect::HereDocument(_, doc) => {
-                let text = if doc.requires_expansion {
-                    // Only expansions matter here; the body's quotes are literal text.
-                    let pieces = word::parse_heredoc(&doc.doc.value, &options())
-                        .map_err(|e| ShellError(format!("{e}")))?;
-                    let mut b = Build::default();
-                    let mut e = Expanded::default();
-                    self.pieces(&pieces, ctx, &mut b, &mut e, true)?;
-                    cmd.fed_by.extend(e.fed);
-                    cmd.vars.extend(e.vars);
-                    b.text
-                } else {
-                    doc.doc.value.clone()
-                };
-                *stdin = Some(if is_unknown(&text) {
-                    Stdin::Data
-                } else {
-                    Stdin::Literal(text)
-                });
+                let text = self.here_document(doc, ctx, cmd)?;
+                *stdin = Some(here_stdin(text));
             }
         }
         Ok(())
+    }
+
+    /// `< FILE`, `> FILE`, `>> FILE`, `<> FILE`: the file read or written (on fd 0, the
+    /// command's stdin).
+    fn file_redirect(
+        &mut self,
+        fd: Option<ast::IoFd>,
+        kind: &ast::IoFileRedirectKind,
+        target: &str,
+        ctx: &Ctx,
+        cmd: &mut Command,
+        stdin: &mut Option<Stdin>,
+    ) -> Result<(), ShellError> {
+        use ast::IoFileRedirectKind as K;
+        let e = self.expand_one(target, ctx)?;
+        cmd.fed_by.extend(e.fed.iter().cloned());
+        cmd.vars.extend(e.vars.iter().cloned());
+        let text = e.text();
+        let (reads, writes) = match kind {
+            K::Read => (true, false),
+            K::Write | K::Append | K::Clobber => (false, true),
+            K::ReadAndWrite => (true, true),
+            K::DuplicateInput | K::DuplicateOutput => (false, false),
+        };
+        if reads && fd.map_or(true, |f| f == 0) {
+            *stdin = Some(Stdin::File(text.clone()));
+        }
+        if reads || writes {
+            cmd.redirects.push(Redirect {
+                target: text,
+                reads,
+                writes,
+            });
+        }
+        Ok(())
+    }
+
+    /// `< <(…)`, `> >(…)`: walks the substituted commands; a read one feeds the command (its
+    /// stdin on fd 0, literal when its output is known now).
+    fn procsub_redirect(
+        &mut self,
+        fd: Option<ast::IoFd>,
+        kind: &ast::ProcessSubstitutionKind,
+        sub: &ast::SubshellCommand,
+        ctx: &Ctx,
+        cmd: &mut Command,
+        stdin: &mut Option<Stdin>,
+    ) -> Result<(), ShellError> {
+        let start = self.out.len();
+        let programs = self.nested(|w| w.list(&sub.list, &mut ctx.clone()))?;
+        if matches!(kind, ast::ProcessSubstitutionKind::Read) {
+            cmd.fed_by.extend(programs);
+            if fd.map_or(true, |f| f == 0) {
+                *stdin =
+                    Some(literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal));
+            }
+        }
+        Ok(())
+    }
+
+    /// A here-document's text, expanded unless its delimiter was quoted.
+    fn here_document(
+        &mut self,
+        doc: &ast::IoHereDocument,
+        ctx: &Ctx,
+        cmd: &mut Command,
+    ) -> Result<String, ShellError> {
+        if !doc.requires_expansion {
+            return Ok(doc.doc.value.clone());
+        }
+        // Only expansions matter here; the body's quotes are literal text.
+        let pieces = word::parse_heredoc(&doc.doc.value, &options())
+            .map_err(|e| ShellError(format!("{e}")))?;
+        let mut b = Build::default();
+        let mut e = Expanded::default();
+        self.pieces(&pieces, ctx, &mut b, &mut e, true)?;
+        cmd.fed_by.extend(e.fed);
+        cmd.vars.extend(e.vars);
+        Ok(b.text)
     }
 
     /// A word where the shell does no field splitting or globbing (redirect targets,
@@ -252,5 +282,15 @@ impl Walker<'_> {
             }
         }
         Ok(())
+    }
+}
+
+/// The stdin a here-string or here-document gives: its text, or data when that is known
+/// only at run time.
+fn here_stdin(text: String) -> Stdin {
+    if is_unknown(&text) {
+        Stdin::Data
+    } else {
+        Stdin::Literal(text)
     }
 }

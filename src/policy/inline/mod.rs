@@ -8,11 +8,14 @@
 //! What the scan cannot decide is left to the rules (`code_matches`) that look for protected
 //! names in the text, and to an OS sandbox beneath.
 
+mod calls;
+
 use std::sync::LazyLock;
 
 use regex::Regex;
 
 use super::shell::UNKNOWN;
+use calls::{compiled, Compiled};
 
 /// An interpreter language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -64,117 +67,6 @@ static DECODE: LazyLock<Regex> = LazyLock::new(|| {
     Regex::new(r"(?i)b64decode|base64|fromCharCode|\batob\b|unhexlify|fromhex|codecs\.decode|rot13|\bchr\(|\[::-1\]|\bunpack\(|\bpack\(|decodeURIComponent|String\.fromCodePoint|reverse\(\)")
         .expect("valid regex")
 });
-
-/// Call names per language: (runs a shell command, runs a program argv, evaluates code of the
-/// same language, deletes trees, modifies files, writes files).
-struct Calls {
-    shell: &'static str,
-    eval: &'static str,
-    delete_tree: &'static str,
-    modify: &'static str,
-    write: &'static str,
-}
-
-fn calls(lang: Lang) -> &'static Calls {
-    const PY: Calls = Calls {
-        shell: r"\bos\.(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?)|\bsubprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bcommands\.getoutput|\bpty\.spawn|\bsystem|\bpopen",
-        eval: r"\bexec|\beval|\bcompile",
-        delete_tree: r"\bshutil\.rmtree|\bos\.removedirs|\brmtree",
-        modify: r"\bos\.(?:remove|unlink|truncate|rmdir|chmod|rename|replace)|\bunlink|\.unlink|\.rmdir",
-        write: r"\bshutil\.(?:copy\w*|move)|\bos\.(?:link|symlink)|\.write_text|\.write_bytes|\.symlink_to|\.hardlink_to",
-    };
-    const JS: Calls = Calls {
-        shell: r"\bexecSync|\bexec|\bspawnSync|\bspawn|\bexecFileSync|\bexecFile|\bBun\.spawn(?:Sync)?|\bDeno\.run|\bDeno\.Command",
-        eval: r"\beval|\bFunction|\bvm\.runIn\w+|\bnew\s+Function",
-        delete_tree: r"\brmSync|\brmdirSync|\bfs\.rm|\bfs\.promises\.rm|\brimraf|\bDeno\.remove",
-        modify: r"\bunlinkSync|\bunlink|\btruncateSync|\btruncate|\bchmodSync|\brenameSync|\brename",
-        write: r"\bwriteFileSync|\bappendFileSync|\bwriteFile|\bappendFile|\bcreateWriteStream|\bcopyFileSync|\bcopyFile|\bsymlinkSync|\blinkSync|\bcpSync|\bDeno\.writeTextFile|\bBun\.write",
-    };
-    const PERL: Calls = Calls {
-        shell: r"\bsystem|\bexec|\bqx",
-        eval: r"\beval",
-        delete_tree: r"\brmtree|\bremove_tree|\bFile::Path::rmtree",
-        modify: r"\bunlink|\btruncate|\bchmod|\brename|\brmdir",
-        write: r"\bcopy|\bmove|\bsymlink|\blink",
-    };
-    const RUBY: Calls = Calls {
-        shell: r"\bsystem|\bexec|\bspawn|%x|\bIO\.popen|\bOpen3\.\w+|\bKernel\.system",
-        eval: r"\beval|\binstance_eval|\bclass_eval",
-        delete_tree: r"\bFileUtils\.rm_rf|\bFileUtils\.rm_r|\bFileUtils\.remove_dir|\bFileUtils\.remove_entry\w*|\brm_rf",
-        modify: r"\bFile\.(?:delete|unlink|truncate|chmod|rename)|\bFileUtils\.(?:rm|rm_f|mv|chmod)",
-        write: r"\bFile\.(?:write|symlink|link)|\bIO\.write|\bFileUtils\.(?:cp|cp_r|ln_s|ln|install|touch)",
-    };
-    const PHP: Calls = Calls {
-        shell: r"\bsystem|\bexec|\bshell_exec|\bpassthru|\bproc_open|\bpopen|\bpcntl_exec",
-        eval: r"\beval|\bassert|\bcreate_function",
-        delete_tree: r"\brmdir",
-        modify: r"\bunlink|\bchmod|\brename|\bftruncate",
-        write: r"\bfile_put_contents|\bcopy|\bsymlink|\blink|\bfopen",
-    };
-    const AWK: Calls = Calls {
-        shell: r"\bsystem",
-        eval: r"$^",
-        delete_tree: r"$^",
-        modify: r"$^",
-        write: r"$^",
-    };
-    match lang {
-        Lang::Python => &PY,
-        Lang::Js => &JS,
-        Lang::Perl => &PERL,
-        Lang::Ruby => &RUBY,
-        Lang::Php => &PHP,
-        Lang::Awk => &AWK,
-    }
-}
-
-struct Compiled {
-    shell: Regex,
-    eval: Regex,
-    delete_tree: Regex,
-    modify: Regex,
-    write: Regex,
-}
-
-fn compiled(lang: Lang) -> &'static Compiled {
-    static ALL: LazyLock<Vec<(Lang, Compiled)>> = LazyLock::new(|| {
-        [
-            Lang::Python,
-            Lang::Js,
-            Lang::Perl,
-            Lang::Ruby,
-            Lang::Php,
-            Lang::Awk,
-        ]
-        .into_iter()
-        .map(|l| {
-            let c = calls(l);
-            // A call: the name, optional whitespace, then `(` (or a literal right away for the
-            // languages that allow calls without parentheses).
-            // Perl and Ruby also call without parentheses: `system "…"`.
-            let bare = matches!(l, Lang::Perl | Lang::Ruby);
-            let call = |names: &str| {
-                let tail = if bare { r"|\s+['\x22\[]" } else { "" };
-                Regex::new(&format!(r"(?:{names})(?:\s*(?:\(|\{{){tail})")).expect("valid regex")
-            };
-            (
-                l,
-                Compiled {
-                    shell: call(c.shell),
-                    eval: call(c.eval),
-                    delete_tree: call(c.delete_tree),
-                    modify: call(c.modify),
-                    write: call(c.write),
-                },
-            )
-        })
-        .collect()
-    });
-    &ALL.iter()
-        .find(|(l, _)| *l == lang)
-        .expect("every language")
-        .1
-}
 
 /// The literal strings of code, unescaped.
 fn literals(code: &str) -> Vec<String> {
@@ -304,6 +196,7 @@ pub fn scan(code: &str, lang: Lang) -> Scan {
     out
 }
 
+/// Scans `code` into `out`; `depth` counts the evaluations it is nested in.
 fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
     const MAX_DEPTH: usize = 4;
     if depth > MAX_DEPTH {
@@ -313,8 +206,26 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
     let c = compiled(lang);
     out.reads
         .extend(whole_literals(code).into_iter().filter(|s| pathlike(s)));
+    command_calls(code, lang, &c.shell, out);
+    if matches!(lang, Lang::Perl | Lang::Ruby | Lang::Php) {
+        backtick_commands(code, out);
+    }
+    if lang == Lang::Awk {
+        awk_pipes_and_redirects(code, out);
+    }
+    eval_calls(code, lang, &c.eval, out, depth);
+    file_calls(code, c, out);
+    open_for_writing(code, out);
+    let runs = c.shell.is_match(code) || c.eval.is_match(code);
+    if runs && DECODE.is_match(code) {
+        out.dynamic = Some("inline code decodes text and runs it".to_owned());
+    }
+}
 
-    for m in c.shell.find_iter(code) {
+/// Calls that run a command: a literal command line is a shell command, a literal list (or
+/// several literal arguments) an argv; anything else is a command built at run time.
+fn command_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan) {
+    for m in calls.find_iter(code) {
         let args = call_args(code, m.end());
         if !first_is_literal(args) {
             out.dynamic = Some("inline code runs a command built at run time".to_owned());
@@ -338,35 +249,44 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
             out.shell.push(first);
         }
     }
-    if matches!(lang, Lang::Perl | Lang::Ruby | Lang::Php) {
-        static BACKTICK: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"`([^`]*)`").expect("valid regex"));
-        for cap in BACKTICK.captures_iter(code) {
-            let text = &cap[1];
-            if text.contains(['$', '#', '{']) {
-                out.dynamic = Some("inline code runs a command built at run time".to_owned());
-            } else {
-                out.shell.push(text.to_owned());
-            }
+}
+
+/// Perl's, Ruby's and PHP's `` `cmd` ``: a shell command (built at run time when it
+/// interpolates).
+fn backtick_commands(code: &str, out: &mut Scan) {
+    static BACKTICK: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r"`([^`]*)`").expect("valid regex"));
+    for cap in BACKTICK.captures_iter(code) {
+        let text = &cap[1];
+        if text.contains(['$', '#', '{']) {
+            out.dynamic = Some("inline code runs a command built at run time".to_owned());
+        } else {
+            out.shell.push(text.to_owned());
         }
     }
-    if lang == Lang::Awk {
-        // `"cmd" | getline`, `print | "cmd"`: a command string.
-        static AWK_PIPE: LazyLock<Regex> = LazyLock::new(|| {
-            Regex::new(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#).expect("valid regex")
-        });
-        for cap in AWK_PIPE.captures_iter(code) {
-            if let Some(m) = cap.get(1).or_else(|| cap.get(2)) {
-                out.shell.push(m.as_str().to_owned());
-            }
-        }
-        static AWK_REDIRECT: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r#">>?\s*"([^"]*)""#).expect("valid regex"));
-        for cap in AWK_REDIRECT.captures_iter(code) {
-            out.writes.push(cap[1].to_owned());
+}
+
+/// awk's `"cmd" | getline` and `print | "cmd"` (shell commands) and `print > "file"` (writes).
+fn awk_pipes_and_redirects(code: &str, out: &mut Scan) {
+    static AWK_PIPE: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#).expect("valid regex")
+    });
+    for cap in AWK_PIPE.captures_iter(code) {
+        if let Some(m) = cap.get(1).or_else(|| cap.get(2)) {
+            out.shell.push(m.as_str().to_owned());
         }
     }
-    for m in c.eval.find_iter(code) {
+    static AWK_REDIRECT: LazyLock<Regex> =
+        LazyLock::new(|| Regex::new(r#">>?\s*"([^"]*)""#).expect("valid regex"));
+    for cap in AWK_REDIRECT.captures_iter(code) {
+        out.writes.push(cap[1].to_owned());
+    }
+}
+
+/// Calls that evaluate code of the same language: a literal is scanned one level deeper;
+/// anything else is code built at run time.
+fn eval_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan, depth: usize) {
+    for m in calls.find_iter(code) {
         let args = call_args(code, m.end());
         if first_is_literal(args) {
             for lit in literals(args).into_iter().take(1) {
@@ -376,6 +296,10 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
             out.dynamic = Some("inline code evaluates code built at run time".to_owned());
         }
     }
+}
+
+/// Calls that delete trees, modify or write files: their literal paths (unknown when none).
+fn file_calls(code: &str, c: &Compiled, out: &mut Scan) {
     for (re, deletes) in [
         (&c.delete_tree, true),
         (&c.modify, false),
@@ -398,11 +322,6 @@ fn scan_into(code: &str, lang: Lang, out: &mut Scan, depth: usize) {
                 out.writes.push(l);
             }
         }
-    }
-    open_for_writing(code, out);
-    let runs = c.shell.is_match(code) || c.eval.is_match(code);
-    if runs && DECODE.is_match(code) {
-        out.dynamic = Some("inline code decodes text and runs it".to_owned());
     }
 }
 
