@@ -41,6 +41,7 @@ pub mod config;
 pub mod control;
 pub mod decide;
 pub mod frameworks;
+pub mod intercept;
 pub mod jsonrpc;
 pub mod policy;
 pub mod protocol;
