@@ -2,7 +2,7 @@
 //! stdin/stdout) and a server we spawned (its stdin/stdout), holding the frames a protocol
 //! intercepts until a [`Gate`] has decided on them.
 //!
-//! Owns: the generic engine ([`pump`]: framing, byte-exact pass-through, per-direction
+//! Owns: the generic engine (`pump.rs`: framing, byte-exact pass-through, per-direction
 //! order, request/response matching by id in each direction, how the proxy ends), the
 //! [`Protocol`] interface a JSON-RPC protocol implements to say what is intercepted, the MCP
 //! mapping ([`mcp`]), and the small [`Gate`] trait the proxy asks. Must not touch: the

@@ -203,7 +203,8 @@ impl<P: Protocol, G: Gate> Engine<'_, P, G> {
         if let Value::Array(items) = &value {
             return self.batch(dir, &frame, items).await;
         }
-        let risky = self.would_hold(dir, &value);
+        // Only a call `classify` will refuse needs this look (it builds the gate's event).
+        let risky = malformed_call(&value) && self.would_hold(dir, &value);
         match classify(value) {
             Ok(Message::Request { id, method, params }) => {
                 self.call(dir, frame, Some(id), method, params).await
@@ -466,6 +467,16 @@ impl<P: Protocol, G: Gate> Engine<'_, P, G> {
         }
         left.len()
     }
+}
+
+/// Whether `value` names a method but is not a call `classify` accepts (no `"jsonrpc":
+/// "2.0"`, or an id that is neither a string nor a number).
+fn malformed_call(value: &Value) -> bool {
+    let bad_id = value
+        .get("id")
+        .is_some_and(|id| !(id.is_string() || id.is_number()));
+    value.get("method").is_some_and(Value::is_string)
+        && (bad_id || value.get("jsonrpc").and_then(Value::as_str) != Some("2.0"))
 }
 
 /// The message in `content` with its `params` replaced, as a frame.

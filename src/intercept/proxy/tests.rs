@@ -278,8 +278,9 @@ async fn calls_that_cannot_be_read_or_batched_are_refused_not_forwarded() {
     let mut rig = Rig::start(ScriptGate::new(vec![], 9), options);
     let huge = call(json!(1), "write_file", json!({"content": "x".repeat(300)}));
     let bad_id = "{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"tools/call\",\"params\":{}}\n";
+    let no_version = "{\"id\":4,\"method\":\"tools/call\",\"params\":{}}\n";
     let batch = format!("[{}]\n", call(json!(2), "write_file", json!({})).trim());
-    for bad in [huge.as_str(), bad_id, &batch] {
+    for bad in [huge.as_str(), bad_id, no_version, &batch] {
         rig.client_sends(bad).await;
         let answer = parse(&rig.client_gets().await);
         assert_eq!(answer["id"], Value::Null, "{answer}");
