@@ -5,8 +5,8 @@
 //!
 //! - [`hooks`]: the agent's own hook system calls `ahp-wrap hook <framework> <hook>`,
 //!   which relays over the control socket to the hook service.
-//! - `proxy/` (next): sitting in the agent's JSON-RPC stdio stream (ACP agents, MCP
-//!   servers).
+//! - [`proxy`]: sitting in a JSON-RPC stdio stream (MCP servers today, as a library; ACP
+//!   agents next), holding what it intercepts until the gate decides.
 //! - [`pathshim`]: commands the agent runs by name, caught first on its `PATH` (for
 //!   agents without hooks, and in addition to hooks where asked).
 //!
@@ -16,6 +16,7 @@
 
 pub mod hooks;
 pub mod pathshim;
+pub mod proxy;
 
 use std::future::Future;
 use std::pin::Pin;

@@ -1,0 +1,138 @@
+//! The stream proxy: a newline-delimited JSON-RPC proxy between a client (the peer on our
+//! stdin/stdout) and a server we spawned (its stdin/stdout), holding the frames a protocol
+//! intercepts until a [`Decide`] has decided on them.
+//!
+//! Owns: the generic engine (`pump.rs`: framing, byte-exact pass-through, per-direction
+//! order, request/response matching by id in each direction, how the proxy ends), the
+//! [`Protocol`] interface a JSON-RPC protocol implements to say what is intercepted, the MCP
+//! mapping ([`mcp`]), and the small [`Decide`] trait the proxy asks. Must not touch: the
+//! harness client, the policy or the audit log (only the gate does, through its
+//! [`Decide`] implementation below), nor spawning or killing the server (the caller owns
+//! the child).
+//!
+//! ```text
+//!  client ──stdin──▶ ┌───────────── proxy ─────────────┐ ──stdin──▶ server (child)
+//!         ◀─stdout── │ pass-through │ held → Decide ──▶ │ ◀─stdout──
+//!                    └─────────────────────────────────┘   (stderr inherited, untouched)
+//! ```
+
+pub mod mcp;
+mod out;
+mod protocol;
+mod pump;
+
+#[cfg(test)]
+mod tests;
+
+use std::future::Future;
+use std::time::Duration;
+
+use serde_json::{Map, Value};
+
+pub use protocol::{Decided, Held, OnCall, Outcome, Protocol, Tracked};
+pub use pump::{run, Ended, Streams};
+
+use crate::protocol::{EventType, Verdict};
+
+/// What the proxy asks for each intercepted frame (implemented by the run's
+/// [`crate::gate::Gate`], below; by a test double in unit tests only).
+pub trait Decide: Send + Sync + 'static {
+    /// The final verdict on a blocking event: defer, escalate and the fail mode are already
+    /// resolved (an `escalate` or `defer` that still comes back is treated as a block).
+    fn decide(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> impl Future<Output = Verdict> + Send;
+
+    /// Tells the harness (and the audit log) about something that needs no decision.
+    fn notify(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> impl Future<Output = ()> + Send;
+}
+
+/// Which way a frame travels. The *client* is the peer on our stdin/stdout (an agent for
+/// MCP, an editor for ACP); the *server* is the child we spawned.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Direction {
+    /// From the client to the server.
+    ToServer,
+    /// From the server to the client.
+    ToClient,
+}
+
+impl Direction {
+    /// The other way: where the answer to a request travelling this way goes.
+    pub fn back(self) -> Direction {
+        match self {
+            Direction::ToServer => Direction::ToClient,
+            Direction::ToClient => Direction::ToServer,
+        }
+    }
+
+    pub(crate) fn index(self) -> usize {
+        match self {
+            Direction::ToServer => 0,
+            Direction::ToClient => 1,
+        }
+    }
+}
+
+/// How the proxy behaves; [`Options::default`] is what a run uses.
+#[derive(Debug, Clone)]
+pub struct Options {
+    /// The largest frame (content bytes) read in either direction. A larger one from the
+    /// client is refused with a JSON-RPC error (its id cannot be read); a larger one from
+    /// the server ends the proxy, since it cannot be passed on and its id is unknown.
+    pub max_frame: usize,
+    /// Requests awaiting an answer in one direction; past it, a new request is refused with
+    /// a JSON-RPC error (memory stays bounded whatever a peer sends).
+    pub max_in_flight: usize,
+    /// After the client has gone and the server's stdin is closed: how long the server's
+    /// last output is still passed on before the proxy ends.
+    pub drain: Duration,
+}
+
+impl Default for Options {
+    fn default() -> Options {
+        Options {
+            max_frame: 16 * 1024 * 1024,
+            max_in_flight: 4096,
+            drain: Duration::from_secs(2),
+        }
+    }
+}
+
+/// An AHP event for the gate: its type, payload and metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GateEvent {
+    pub event_type: EventType,
+    pub payload: Value,
+    pub metadata: Map<String, Value>,
+}
+
+/// The run's gate as the proxy's decider. The proxy has no native "ask": an `escalate` is
+/// resolved by the gate (a person at the terminal, else the fail mode) before it comes back.
+impl Decide for crate::gate::Gate {
+    async fn decide(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> Verdict {
+        let event = self.event(event_type, payload, metadata);
+        let origin = crate::gate::Origin::default();
+        crate::gate::Gate::decide(self, &event, false, origin)
+            .await
+            .verdict
+    }
+
+    async fn notify(&self, event_type: EventType, payload: Value, metadata: Map<String, Value>) {
+        let event = self.event(event_type, payload, metadata);
+        crate::gate::Gate::notify(self, event, crate::gate::Origin::default()).await;
+    }
+}

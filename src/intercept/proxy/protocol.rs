@@ -1,0 +1,85 @@
+//! What a JSON-RPC protocol tells the proxy engine: which calls are held for the gate, what
+//! a verdict becomes on the wire, and which answers are reported. Owns no I/O and no state
+//! of the engine; a protocol keeps its own (e.g. the version MCP negotiated).
+
+use serde_json::Value;
+
+use super::{Direction, GateEvent};
+use crate::jsonrpc::RpcError;
+use crate::protocol::Verdict;
+
+/// What a protocol says about one call (a request or a notification) travelling one way.
+#[derive(Debug, Clone, PartialEq)]
+pub enum OnCall {
+    /// Pass it on untouched.
+    Pass,
+    /// Pass it on untouched, then tell the gate (no decision).
+    Notify(GateEvent),
+    /// Pass it on untouched, and keep this to see its answer (requests only; for a
+    /// notification it is the same as [`OnCall::Pass`]).
+    Watch(Tracked),
+    /// Hold it, and everything behind it in its direction, until the gate has decided.
+    Hold(Held),
+}
+
+/// A call held for the gate.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Held {
+    /// What the gate is asked.
+    pub event: GateEvent,
+}
+
+/// A forwarded request whose answer the protocol wants to see.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Tracked {
+    pub method: String,
+    /// Whatever the protocol needs when the answer comes (e.g. the pre_action payload).
+    pub note: Value,
+}
+
+/// What a held call becomes.
+#[derive(Debug, Clone, PartialEq)]
+pub enum Outcome {
+    /// Forward the original bytes.
+    Forward,
+    /// Forward it with these `params` instead (the rest of the message unchanged).
+    Rewrite(Value),
+    /// Never forwarded: the sender gets this `result` from us (a notification is dropped).
+    Answer(Value),
+    /// Never forwarded: the sender gets this JSON-RPC error (a notification is dropped).
+    Refuse { code: i64, message: String },
+}
+
+/// A verdict applied: what happens to the call, and what to keep to see its answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Decided {
+    pub outcome: Outcome,
+    pub watch: Option<Tracked>,
+}
+
+/// One JSON-RPC protocol's view of the frames (MCP, later ACP).
+pub trait Protocol: Send + Sync + 'static {
+    /// Who the server is, for messages: "the MCP server filesystem".
+    fn server_label(&self) -> String;
+
+    /// A call travelling `dir`: `request` is false for a notification.
+    fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall;
+
+    /// The gate's verdict on a held call (the same arguments as [`Protocol::call`]).
+    fn decided(
+        &self,
+        dir: Direction,
+        method: &str,
+        params: Option<&Value>,
+        held: &Held,
+        verdict: &Verdict,
+    ) -> Decided;
+
+    /// The answer to a watched request that travelled `dir`; an event to notify, if any.
+    fn answered(
+        &self,
+        dir: Direction,
+        tracked: Tracked,
+        outcome: &Result<Value, RpcError>,
+    ) -> Option<GateEvent>;
+}

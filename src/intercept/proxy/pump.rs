@@ -1,0 +1,494 @@
+//! The engine: two pumps, client → server and server → client, each reading frames with the
+//! crate's bounded [`LineCodec`] and handling them strictly in order; and how the proxy ends.
+//!
+//! Order: a pump handles one frame at a time, so a held frame holds everything behind it in
+//! its direction (requests and notifications alike) until its decision, and nothing is ever
+//! forwarded before its decision. The two directions are independent: the server's output
+//! still flows while a client call waits for the gate. Memory: one frame per direction (at
+//! most `max_frame` bytes) and at most `max_in_flight` request ids per direction; a peer
+//! that does not read is met with backpressure, never a buffer.
+
+use std::collections::HashMap;
+use std::future::Future;
+use std::pin::Pin;
+use std::sync::Mutex;
+
+use futures_util::StreamExt;
+use serde_json::{Map, Value};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio_util::codec::FramedRead;
+
+use super::out::Out;
+use super::{Decide, Direction, Held, OnCall, Options, Outcome, Protocol, Tracked};
+use crate::jsonrpc::{
+    classify, error_response, response, Frame, Id, LineCodec, LineError, Message,
+};
+use crate::protocol::EventType;
+
+/// The JSON-RPC error code of every error the proxy itself answers with (MCP's SDKs use it
+/// for a closed connection; JSON-RPC reserves -32000..-32099 for implementations).
+pub const PROXY_ERROR: i64 = -32000;
+
+/// The four ends the proxy joins. The caller spawns the server (stderr inherited) and owns
+/// it: waiting for it, and killing it if it outlives the proxy.
+pub struct Streams<CR, CW, SR, SW> {
+    /// What the client writes (our stdin).
+    pub client_in: CR,
+    /// Where the client reads (our stdout).
+    pub client_out: CW,
+    /// The server's stdin.
+    pub server_in: SW,
+    /// The server's stdout.
+    pub server_out: SR,
+}
+
+/// Why the proxy ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Ended {
+    /// The client closed its side (or its last frame was cut off); the server's stdin was
+    /// closed and its remaining output passed on for [`Options::drain`].
+    ClientClosed,
+    /// Reading from or writing to the client failed.
+    ClientFault(String),
+    /// The server closed its stdout; requests it had not answered got an error.
+    ServerClosed,
+    /// The server wrote what cannot be passed on, or its stdin broke; requests it had not
+    /// answered got an error.
+    ServerFault(String),
+    /// The shutdown future completed; requests the server had not answered got an error.
+    Shutdown,
+}
+
+/// Which peer a pump lost, and why when it was not a clean end.
+#[derive(Debug)]
+struct Gone {
+    server: bool,
+    fault: Option<String>,
+}
+
+type Step = Result<(), Gone>;
+
+/// Runs the proxy until one side ends (or `shutdown` completes), then ends the other side:
+/// the client's end closes the server's stdin; the server's end answers every request it
+/// left unanswered with a JSON-RPC error (the fail mode of a proxy: nothing it did not
+/// answer is ever reported as done).
+pub async fn run<P, G, CR, CW, SR, SW>(
+    protocol: &P,
+    gate: &G,
+    streams: Streams<CR, CW, SR, SW>,
+    options: &Options,
+    shutdown: impl Future<Output = ()>,
+) -> Ended
+where
+    P: Protocol,
+    G: Decide,
+    CR: AsyncRead + Unpin + Send,
+    CW: AsyncWrite + Send + 'static,
+    SR: AsyncRead + Unpin + Send,
+    SW: AsyncWrite + Send + 'static,
+{
+    let engine = Engine {
+        protocol,
+        gate,
+        options,
+        outs: [Out::new(streams.server_in), Out::new(streams.client_out)],
+        pending: [Mutex::default(), Mutex::default()],
+    };
+    let to_server = engine.pump(Direction::ToServer, streams.client_in);
+    let to_client = engine.pump(Direction::ToClient, streams.server_out);
+    tokio::pin!(to_server, to_client, shutdown);
+    // Each branch drops the pump(s) it does not finish; a pump dropped in the middle of a
+    // write leaves that way out marked broken (see `Out`), so no frame is ever cut in two.
+    tokio::select! {
+        gone = &mut to_server => match gone {
+            Gone { server: false, fault } => {
+                engine.client_gone(&mut to_client).await;
+                fault.map_or(Ended::ClientClosed, Ended::ClientFault)
+            }
+            Gone { server: true, fault } => engine.server_gone(fault).await,
+        },
+        gone = &mut to_client => match gone {
+            Gone { server: true, fault } => engine.server_gone(fault).await,
+            Gone { server: false, fault } => {
+                engine.outs[Direction::ToServer.index()].close().await;
+                Ended::ClientFault(fault.unwrap_or_else(|| "the client went away".into()))
+            }
+        },
+        () = &mut shutdown => {
+            engine.fail_pending("ahp-wrap is shutting down").await;
+            engine.outs[Direction::ToServer.index()].close().await;
+            Ended::Shutdown
+        }
+    }
+}
+
+/// A request sent one way and not yet answered.
+#[derive(Debug)]
+struct InFlight {
+    id: Id,
+    /// Still waiting for its decision: not forwarded yet.
+    held: bool,
+    tracked: Option<Tracked>,
+}
+
+/// Requests in flight in one direction, keyed by the id as JSON (`1` and `"1"` differ).
+type Pending = Mutex<HashMap<String, InFlight>>;
+
+struct Engine<'a, P, G> {
+    protocol: &'a P,
+    gate: &'a G,
+    options: &'a Options,
+    /// Indexed by [`Direction::index`]: where frames travelling that way are written.
+    outs: [Out; 2],
+    /// Indexed by [`Direction::index`]: requests that travelled that way.
+    pending: [Pending; 2],
+}
+
+impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+    /// Reads frames travelling `dir` and handles each in turn, until a peer is gone.
+    async fn pump(&self, dir: Direction, reader: impl AsyncRead + Unpin) -> Gone {
+        let from_server = dir == Direction::ToClient;
+        let mut frames = FramedRead::new(reader, LineCodec::new(self.options.max_frame));
+        loop {
+            let step = match frames.next().await {
+                None => Err(Gone {
+                    server: from_server,
+                    fault: None,
+                }),
+                Some(Err(e)) => Err(Gone {
+                    server: from_server,
+                    fault: Some(format!("reading failed: {e}")),
+                }),
+                Some(Ok(Err(e))) => self.unreadable(dir, e).await,
+                Some(Ok(Ok(frame))) if frame.is_cut() => self.unreadable(dir, LineError::Cut).await,
+                Some(Ok(Ok(frame))) => self.frame(dir, frame).await,
+            };
+            if let Err(gone) = step {
+                return gone;
+            }
+        }
+    }
+
+    /// A frame that cannot be read whole. From the client: an oversized one is refused (its
+    /// id is unknown, so the error has a null id) and the stream goes on; a cut last frame is
+    /// dropped (never forwarded half-written: a server might still act on it) and ends it.
+    /// From the server: either ends the proxy, since a caller would wait for it forever.
+    async fn unreadable(&self, dir: Direction, e: LineError) -> Step {
+        let from_server = dir == Direction::ToClient;
+        match e {
+            LineError::TooLong { .. } if !from_server => {
+                let line = error_response(
+                    &Value::Null,
+                    PROXY_ERROR,
+                    &format!("ahp-wrap: {e} was not passed on to the server"),
+                );
+                self.answer(Direction::ToClient, line).await
+            }
+            _ => Err(Gone {
+                server: from_server,
+                fault: from_server.then(|| format!("{} wrote {e}", self.protocol.server_label())),
+            }),
+        }
+    }
+
+    /// One whole frame: passed on as it is unless the protocol holds or watches it.
+    async fn frame(&self, dir: Direction, frame: Frame) -> Step {
+        if frame.is_blank() {
+            return self.forward(dir, frame.raw()).await;
+        }
+        let Ok(value) = serde_json::from_slice::<Value>(frame.content()) else {
+            // Not JSON (a banner, a log line): passed on as it is.
+            return self.forward(dir, frame.raw()).await;
+        };
+        if let Value::Array(items) = &value {
+            return self.batch(dir, &frame, items).await;
+        }
+        // Only a call `classify` will refuse needs this look (it builds the gate's event).
+        let risky = malformed_call(&value) && self.would_hold(dir, &value);
+        match classify(value) {
+            Ok(Message::Request { id, method, params }) => {
+                self.call(dir, frame, Some(id), method, params).await
+            }
+            Ok(Message::Notification { method, params }) => {
+                self.call(dir, frame, None, method, params).await
+            }
+            Ok(Message::Response { id, outcome }) => {
+                let answered = self.take_answered(dir.back(), &id);
+                self.forward(dir, frame.raw()).await?;
+                if let Some(tracked) = answered {
+                    if let Some(ev) = self.protocol.answered(dir.back(), tracked, &outcome) {
+                        self.gate
+                            .notify(ev.event_type, ev.payload, ev.metadata)
+                            .await;
+                    }
+                }
+                Ok(())
+            }
+            // Not a JSON-RPC message we can read: passed on, unless the protocol would have
+            // held it (e.g. a tools/call with an object for an id): then it never goes out.
+            Err(e) if risky => {
+                self.refuse(dir, &Value::Null, &format!("ahp-wrap: {e}"))
+                    .await
+            }
+            Err(_) => self.forward(dir, frame.raw()).await,
+        }
+    }
+
+    /// Whether `value` looks like a call the protocol would hold.
+    fn would_hold(&self, dir: Direction, value: &Value) -> bool {
+        let Some(method) = value.get("method").and_then(Value::as_str) else {
+            return false;
+        };
+        let request = value.get("id").is_some();
+        matches!(
+            self.protocol
+                .call(dir, method, value.get("params"), request),
+            OnCall::Hold(_)
+        )
+    }
+
+    /// A batch (JSON-RPC 2.0 allows them; MCP dropped them in 2025-06-18): passed on as it
+    /// is, untracked, unless one of its calls would be held: then all of it is refused.
+    async fn batch(&self, dir: Direction, frame: &Frame, items: &[Value]) -> Step {
+        if items.iter().any(|v| self.would_hold(dir, v)) {
+            let why = "ahp-wrap: a batch holding a call that needs a decision is refused; \
+                       send the calls one by one";
+            return self.refuse(dir, &Value::Null, why).await;
+        }
+        self.forward(dir, frame.raw()).await
+    }
+
+    /// A request (`id` set) or a notification travelling `dir`.
+    async fn call(
+        &self,
+        dir: Direction,
+        frame: Frame,
+        id: Option<Id>,
+        method: String,
+        params: Option<Value>,
+    ) -> Step {
+        let on = self
+            .protocol
+            .call(dir, &method, params.as_ref(), id.is_some());
+        let (tracked, notify) = match on {
+            OnCall::Hold(held) => return self.hold(dir, frame, id, &method, params, held).await,
+            OnCall::Pass => (None, None),
+            OnCall::Watch(t) => (Some(t), None),
+            OnCall::Notify(ev) => (None, Some(ev)),
+        };
+        if let Some(id) = id {
+            if !self.insert(dir, &id, false, tracked) {
+                return self.refuse_busy(dir, &id).await;
+            }
+        }
+        self.forward(dir, frame.raw()).await?;
+        if let Some(ev) = notify {
+            self.gate
+                .notify(ev.event_type, ev.payload, ev.metadata)
+                .await;
+        }
+        Ok(())
+    }
+
+    /// Holds a call until the gate decides, then forwards it, rewritten or not, or answers
+    /// its sender ourselves.
+    async fn hold(
+        &self,
+        dir: Direction,
+        frame: Frame,
+        id: Option<Id>,
+        method: &str,
+        params: Option<Value>,
+        held: Held,
+    ) -> Step {
+        if let Some(id) = &id {
+            // Registered before the decision, so that a proxy ending meanwhile answers it.
+            if !self.insert(dir, id, true, None) {
+                return self.refuse_busy(dir, id).await;
+            }
+        }
+        let ev = held.event.clone();
+        let verdict = self
+            .gate
+            .decide(ev.event_type, ev.payload, ev.metadata)
+            .await;
+        let decided = self
+            .protocol
+            .decided(dir, method, params.as_ref(), &held, &verdict);
+        let id_value = id.as_ref().map_or(Value::Null, Id::to_value);
+        let bytes = match decided.outcome {
+            Outcome::Forward => frame.into_raw().to_vec(),
+            Outcome::Rewrite(params) => match rewrite(frame.content(), params) {
+                Some(bytes) => bytes,
+                None => {
+                    self.forget(dir, id.as_ref());
+                    let why = "ahp-wrap: the call could not be rewritten as decided";
+                    return self.refuse(dir, &id_value, why).await;
+                }
+            },
+            Outcome::Answer(result) => {
+                self.forget(dir, id.as_ref());
+                return match id {
+                    Some(_) => self.answer(dir.back(), response(&id_value, &result)).await,
+                    None => Ok(()),
+                };
+            }
+            Outcome::Refuse { code, message } => {
+                self.forget(dir, id.as_ref());
+                return match id {
+                    Some(_) => {
+                        let line = error_response(&id_value, code, &message);
+                        self.answer(dir.back(), line).await
+                    }
+                    None => Ok(()),
+                };
+            }
+        };
+        if let Some(id) = &id {
+            self.release(dir, id, decided.watch);
+        }
+        self.forward(dir, &bytes).await
+    }
+
+    /// Records a request travelling `dir`; false when `max_in_flight` are already waiting.
+    fn insert(&self, dir: Direction, id: &Id, held: bool, tracked: Option<Tracked>) -> bool {
+        let mut pending = lock(&self.pending[dir.index()]);
+        let key = id.to_string();
+        if pending.contains_key(&key) {
+            // A duplicate id in flight breaks JSON-RPC; the first request keeps it, so that
+            // an answer is never linked to a call it does not answer.
+            tracing::warn!(%id, "a request reused the id of one still in flight");
+            return true;
+        }
+        if pending.len() >= self.options.max_in_flight {
+            return false;
+        }
+        let id = id.clone();
+        pending.insert(key, InFlight { id, held, tracked });
+        true
+    }
+
+    /// A held request was decided and is about to be forwarded.
+    fn release(&self, dir: Direction, id: &Id, tracked: Option<Tracked>) {
+        if let Some(f) = lock(&self.pending[dir.index()]).get_mut(&id.to_string()) {
+            f.held = false;
+            f.tracked = tracked;
+        }
+    }
+
+    fn forget(&self, dir: Direction, id: Option<&Id>) {
+        if let Some(id) = id {
+            lock(&self.pending[dir.index()]).remove(&id.to_string());
+        }
+    }
+
+    /// The request that travelled `dir` with this id, now answered. A held one (not yet
+    /// forwarded, so not answerable by the peer) stays.
+    fn take_answered(&self, dir: Direction, id: &Id) -> Option<Tracked> {
+        let mut pending = lock(&self.pending[dir.index()]);
+        let key = id.to_string();
+        match pending.get(&key) {
+            Some(f) if !f.held => pending.remove(&key).and_then(|f| f.tracked),
+            _ => None,
+        }
+    }
+
+    async fn refuse_busy(&self, dir: Direction, id: &Id) -> Step {
+        let why = format!(
+            "ahp-wrap: more than {} requests in flight; this one was not passed on",
+            self.options.max_in_flight
+        );
+        self.refuse(dir, &id.to_value(), &why).await
+    }
+
+    /// Answers the sender of a frame travelling `dir` with an error; nothing is forwarded.
+    async fn refuse(&self, dir: Direction, id: &Value, why: &str) -> Step {
+        self.answer(dir.back(), error_response(id, PROXY_ERROR, why))
+            .await
+    }
+
+    /// Passes a frame on, the way it travels.
+    async fn forward(&self, dir: Direction, bytes: &[u8]) -> Step {
+        self.outs[dir.index()].send(bytes).await.map_err(|e| Gone {
+            server: dir == Direction::ToServer,
+            fault: Some(format!("writing failed: {e}")),
+        })
+    }
+
+    /// Writes a message of our own (a line without its `\n`) towards `to`.
+    async fn answer(&self, to: Direction, mut line: String) -> Step {
+        line.push('\n');
+        self.forward(to, line.as_bytes()).await
+    }
+
+    /// The client is gone: close the server's stdin and pass on what the server still
+    /// writes, for a while.
+    async fn client_gone(&self, to_client: &mut Pin<&mut impl Future<Output = Gone>>) {
+        self.outs[Direction::ToServer.index()].close().await;
+        let _ = tokio::time::timeout(self.options.drain, to_client).await;
+    }
+
+    /// The server is gone: every request it did not answer gets an error, the harness hears
+    /// of a fault, and its stdin is closed (it may still be running).
+    async fn server_gone(&self, fault: Option<String>) -> Ended {
+        let why = fault
+            .clone()
+            .unwrap_or_else(|| "it closed its output".to_owned());
+        let unanswered = self.fail_pending(&why).await;
+        self.outs[Direction::ToServer.index()].close().await;
+        if fault.is_some() || unanswered > 0 {
+            let mut payload = Map::new();
+            payload.insert("source".into(), "proxy".into());
+            payload.insert("server".into(), self.protocol.server_label().into());
+            payload.insert("message".into(), why.into());
+            payload.insert("unanswered_requests".into(), unanswered.into());
+            self.gate
+                .notify(EventType::Error, Value::Object(payload), Map::new())
+                .await;
+        }
+        fault.map_or(Ended::ServerClosed, Ended::ServerFault)
+    }
+
+    /// Answers every client request still waiting for the server with an error; returns
+    /// how many there were.
+    async fn fail_pending(&self, why: &str) -> usize {
+        let mut left: Vec<InFlight> = lock(&self.pending[Direction::ToServer.index()])
+            .drain()
+            .map(|(_, f)| f)
+            .collect();
+        left.sort_by_key(|f| f.id.to_string());
+        let label = self.protocol.server_label();
+        for f in &left {
+            let message = format!("ahp-wrap: {label} ended before it answered ({why})");
+            let line = error_response(&f.id.to_value(), PROXY_ERROR, &message);
+            if self.answer(Direction::ToClient, line).await.is_err() {
+                break;
+            }
+        }
+        left.len()
+    }
+}
+
+/// Whether `value` names a method but is not a call `classify` accepts (no `"jsonrpc":
+/// "2.0"`, or an id that is neither a string nor a number).
+fn malformed_call(value: &Value) -> bool {
+    let bad_id = value
+        .get("id")
+        .is_some_and(|id| !(id.is_string() || id.is_number()));
+    value.get("method").is_some_and(Value::is_string)
+        && (bad_id || value.get("jsonrpc").and_then(Value::as_str) != Some("2.0"))
+}
+
+/// The message in `content` with its `params` replaced, as a frame.
+fn rewrite(content: &[u8], params: Value) -> Option<Vec<u8>> {
+    let mut message: Map<String, Value> = serde_json::from_slice(content).ok()?;
+    message.insert("params".into(), params);
+    let mut bytes = serde_json::to_vec(&message).ok()?;
+    bytes.push(b'\n');
+    Some(bytes)
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    // The maps hold no invariant a panic could break halfway.
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}
