@@ -33,6 +33,10 @@ pub struct Cli {
 pub enum Command {
     /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
     Serve(ServeArgs),
+    /// Run an MCP server behind a supervising proxy: put `ahp-wrap mcp -- <server command>`
+    /// where a client's MCP configuration names the server. Every `tools/call` is decided
+    /// before the server sees it; everything else passes through unchanged.
+    Mcp(McpArgs),
     /// Print, check or try out policy files.
     Policy {
         #[command(subcommand)]
@@ -141,6 +145,16 @@ pub struct ServeArgs {
         value_name = "FILTER"
     )]
     pub log: String,
+}
+
+#[derive(Debug, Args)]
+pub struct McpArgs {
+    /// The server's name in tool names (`mcp__<name>__<tool>`, as agents name MCP tools):
+    /// use the name the client's configuration gives it (default: the command's file name).
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    #[command(flatten)]
+    pub run: RunArgs,
 }
 
 #[derive(Debug, Args)]

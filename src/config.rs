@@ -40,6 +40,8 @@ pub enum ConfigError {
     ZeroTimeout,
     #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
     Depth(String),
+    #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
+    McpName(String),
 }
 
 /// A run, validated.
@@ -67,6 +69,45 @@ pub struct Config {
     pub require_hooks: bool,
     /// The commands intercepted through PATH shims; empty: no PATH shims.
     pub path_shims: std::collections::BTreeSet<String>,
+    /// A stream proxy between our stdio and the agent's, instead of its hooks.
+    pub proxy: Option<Proxy>,
+}
+
+/// A stream proxy a run puts between our stdio and the agent's.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Proxy {
+    /// The agent is an MCP server, named `name` in tool names.
+    Mcp { name: String },
+}
+
+impl Config {
+    /// What runs, as events and ids name it: the framework, or the proxied protocol.
+    pub fn kind(&self) -> &'static str {
+        match &self.proxy {
+            Some(Proxy::Mcp { .. }) => "mcp",
+            None => self.framework.name(),
+        }
+    }
+
+    /// An MCP server behind the proxy: PATH shims only where `--intercept` asks for them.
+    pub fn for_mcp(args: crate::cli::McpArgs) -> Result<Config, ConfigError> {
+        let explicit = args.run.intercept.clone();
+        let no = args.run.no_intercept.clone();
+        let mut cfg = Config::from_args(args.run)?;
+        let name = match args.name {
+            Some(n) => n,
+            None => std::path::Path::new(&cfg.program)
+                .file_name()
+                .map(|f| f.to_string_lossy().into_owned())
+                .unwrap_or_else(|| "server".into()),
+        };
+        if !crate::control::wire::is_word(&name) {
+            return Err(ConfigError::McpName(name));
+        }
+        cfg.path_shims = path_shims(false, &explicit, no.as_deref());
+        cfg.proxy = Some(Proxy::Mcp { name });
+        Ok(cfg)
+    }
 }
 
 impl Config {
@@ -124,16 +165,17 @@ impl Config {
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
-            path_shims: path_shims(framework, &args.intercept, args.no_intercept.as_deref()),
+            path_shims: path_shims(framework.path_shims(), &args.intercept, args.no_intercept.as_deref()),
+            proxy: None,
         })
     }
 }
 
-/// Which commands the run shims on the agent's `PATH`: the default set for a framework
-/// that asks for it (agents without hooks), plus `--intercept` (which turns shims on for any
+/// Which commands the run shims on the agent's `PATH`: the default set when `by_default`
+/// (a framework without hooks), plus `--intercept` (which turns shims on for any
 /// framework), minus `--no-intercept` (or, with no value, every one).
 fn path_shims(
-    framework: &dyn Framework,
+    by_default: bool,
     intercept: &[String],
     no_intercept: Option<&[String]>,
 ) -> std::collections::BTreeSet<String> {
@@ -141,7 +183,7 @@ fn path_shims(
     if no_intercept.is_some_and(<[String]>::is_empty) {
         return Default::default();
     }
-    let mut set = if framework.path_shims() {
+    let mut set = if by_default {
         crate::intercept::pathshim::commands(&[], without)
     } else {
         Default::default()

@@ -41,6 +41,16 @@ fn main() -> ExitCode {
             Ok(_) => commands::serve(args),
             Err(e) => fail(&e, Exit::Error),
         },
+        Some(Command::Mcp(args)) => {
+            // Our stdout is the client's JSON-RPC stream: the log never goes there.
+            match termlog::init(&args.run.log, args.run.log_file.as_deref(), false) {
+                Err(e) => fail(&e, Exit::Wrapper),
+                Ok(_) => match Config::for_mcp(args) {
+                    Ok(cfg) => run::run(cfg),
+                    Err(e) => fail(&e, Exit::Wrapper),
+                },
+            }
+        }
         None => match termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true) {
             Err(e) => fail(&e, Exit::Wrapper),
             Ok(_) => match Config::from_args(cli.run) {

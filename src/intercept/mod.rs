@@ -24,15 +24,24 @@ use std::sync::Arc;
 
 use tokio::sync::mpsc;
 
-use crate::child::{ChildId, Stdio};
+use crate::child::{Agent, Stdio};
 use crate::control::{Answer, Handler, Kind, Request};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
 use hooks::HookService;
 
-/// An interceptor that can no longer do its job sends why: the run then ends the agent,
-/// because whatever it does next would not be supervised.
-pub type Alarm = mpsc::UnboundedSender<String>;
+/// Why an interceptor asks the run to end the agent.
+#[derive(Debug, Clone)]
+pub struct Stop {
+    pub why: String,
+    /// Whether supervision failed (the run then exits with the wrapper's code, 125), as
+    /// opposed to a normal end of the conversation (a proxy's client hung up).
+    pub failed: bool,
+}
+
+/// How an interceptor asks the run to end the agent: when it can no longer do its job
+/// (whatever the agent does next would not be supervised), or when its peer is gone.
+pub type Alarm = mpsc::UnboundedSender<Stop>;
 
 /// How the agent's run ended, for the interceptors' reports.
 #[derive(Debug, Clone)]
@@ -72,8 +81,9 @@ pub trait Interceptor: Send {
         let _ = router;
     }
 
-    /// Starts this interceptor's own tasks once the agent runs as `agent`.
-    fn start(&mut self, agent: ChildId, alarm: Alarm) {
+    /// Starts this interceptor's own tasks once the agent runs (its piped stdio, if this
+    /// interceptor asked for it, is there to take).
+    fn start(&mut self, agent: &mut Agent, alarm: Alarm) {
         let _ = (agent, alarm);
     }
 

@@ -14,7 +14,7 @@ use crate::control::{
     AgentSlot, ControlServer, TakenOver, Watched, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN,
 };
 use crate::gate::Gate;
-use crate::intercept::{Alarm, Router};
+use crate::intercept::{Alarm, Router, Stop};
 use crate::protocol::EventType;
 
 /// The control socket of one run.
@@ -70,7 +70,10 @@ impl Control {
             let lost = server.serve(Arc::new(router)).await;
             taken.store(true, Ordering::SeqCst);
             taken_over(&gate, &lost).await;
-            let _ = alarm.send(lost.to_string());
+            let _ = alarm.send(Stop {
+                why: lost.to_string(),
+                failed: true,
+            });
         }));
     }
 

@@ -12,12 +12,13 @@ use super::{prepare::Limits, Held, Process, Run, RunDir, HOOK_MARGIN};
 use crate::child::guardian::Guardian;
 use crate::child::tree::{self, Tracker};
 use crate::child::{self, Agent, GroupPolicy, SpawnOptions, Stdio};
-use crate::config::{ENV_DEPTH, ENV_SESSION, SECRET_ENV};
+use crate::config::{Proxy, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Harness;
 use crate::intercept::hooks::Hooks;
 use crate::intercept::pathshim::PathShims;
+use crate::intercept::proxy::StreamProxy;
 use crate::intercept::{End, Router};
 use crate::policy::Protected;
 use crate::protocol::EventType;
@@ -100,11 +101,18 @@ impl Run<'_> {
         };
         self.protect(&self_exe, held);
         let control = Control::bind(held.run_dir.path())?;
-        held.interceptors.push(Box::new(Hooks::new(
-            self.cfg.framework,
-            self.gate.clone(),
-            self.interactive,
-        )));
+        match &self.cfg.proxy {
+            None => held.interceptors.push(Box::new(Hooks::new(
+                self.cfg.framework,
+                self.gate.clone(),
+                self.interactive,
+            ))),
+            Some(Proxy::Mcp { name }) => {
+                let cwd = std::env::current_dir().ok();
+                let mcp = crate::intercept::proxy::mcp::Mcp::new(name.clone(), cwd);
+                held.interceptors.push(Box::new(StreamProxy::new(mcp, self.gate.clone())));
+            }
+        }
         if !self.cfg.path_shims.is_empty() {
             let shims = PathShims::new(self.cfg.path_shims.clone(), self.gate.clone());
             self.execs = Some(shims.service().clone());
@@ -125,7 +133,7 @@ impl Run<'_> {
         ours.extend([
             env(ENV_DEPTH, &self.cfg.depth.to_string()),
             env(ENV_SESSION, &self.gate.session_id),
-            env("AHP_WRAP_FRAMEWORK", &self.cfg.framework.name()),
+            env("AHP_WRAP_FRAMEWORK", &self.cfg.kind()),
             env("AHP_WRAP_BIN", &self_exe),
             env("AHP_WRAP_HOOK_BIN", &run.self_exe),
         ]);
@@ -160,15 +168,20 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
-        if !self.cfg.path_shims.is_empty() {
+        let notice = if !self.cfg.path_shims.is_empty() {
             let list: Vec<&str> = self.cfg.path_shims.iter().map(String::as_str).collect();
-            eprintln!(
-                "ahp-wrap: note: commands run by name are checked through PATH shims ({}); \
-                 a program run by absolute path, a shell builtin or an interpreter's own exec \
-                 is not (see README, PATH shims)",
+            Some(format!(
+                "note: commands run by name are checked through PATH shims ({}); a program run \
+                 by absolute path, a shell builtin or an interpreter's own exec is not (see \
+                 README, PATH shims)",
                 list.join(", ")
-            );
-        } else if let Some(notice) = self.cfg.framework.start_notice(&self.shown) {
+            ))
+        } else if self.cfg.proxy.is_none() {
+            self.cfg.framework.start_notice(&self.shown)
+        } else {
+            None
+        };
+        if let Some(notice) = notice {
             eprintln!("ahp-wrap: {notice}");
         }
         let log = crate::termlog::sink();
@@ -237,7 +250,7 @@ impl Run<'_> {
         let mut router = Router::default();
         for interceptor in &mut held.interceptors {
             interceptor.serve(&mut router);
-            interceptor.start(agent.id, alarm.clone());
+            interceptor.start(agent, alarm.clone());
         }
         if let Some(control) = held.control.as_mut() {
             control.start(agent.id, router, self.gate.clone(), alarm.clone());
@@ -248,7 +261,7 @@ impl Run<'_> {
             .await;
         let link = held.guardian.as_ref().and_then(Guardian::link);
         let mut tree = Tracker::new(agent.id.pid(), link, held.cgroup.take());
-        let (status, alarmed) = super::supervise::until_exit(
+        let (status, stopped) = super::supervise::until_exit(
             &mut agent.child,
             &mut tree,
             &self.gate,
@@ -265,7 +278,7 @@ impl Run<'_> {
             g.release();
         }
         match status {
-            Ok(_) if alarmed => Exit::Wrapper,
+            Ok(_) if stopped.as_ref().is_some_and(|s| s.failed) => Exit::Wrapper,
             Ok(status) => {
                 if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
                     let message = format!("the agent was killed by signal {sig}");
@@ -290,7 +303,7 @@ impl Run<'_> {
             .collect();
         let cwd = std::env::current_dir().map(|d| d.display().to_string());
         let mut payload = json!({
-            "framework": cfg.framework.name(),
+            "framework": cfg.kind(),
             "command": command,
             "pid": pid,
             "cwd": cwd.unwrap_or_default(),

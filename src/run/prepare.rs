@@ -30,7 +30,7 @@ impl Ids {
     pub fn new(cfg: &Config) -> Ids {
         Ids {
             session: uuid::Uuid::new_v4().to_string(),
-            agent: format!("{}-{}", cfg.framework.name(), uuid::Uuid::new_v4().simple()),
+            agent: format!("{}-{}", cfg.kind(), uuid::Uuid::new_v4().simple()),
         }
     }
 }
@@ -70,7 +70,7 @@ async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
             link: cfg.link.clone(),
             session_id: ids.session.clone(),
             agent_id: ids.agent.clone(),
-            framework: cfg.framework.name().to_owned(),
+            framework: cfg.kind().to_owned(),
             framework_version: env!("CARGO_PKG_VERSION").to_owned(),
             batch_window: Duration::from_millis(20),
         },

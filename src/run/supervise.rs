@@ -9,34 +9,35 @@ use tokio::sync::mpsc;
 use crate::child::procfs::Sampler;
 use crate::child::tree::{self, Tracker};
 use crate::gate::Gate;
+use crate::intercept::Stop;
 use crate::protocol::EventType;
 
 /// Far enough in the future to mean "never" for a heartbeat that is off.
 const NEVER: Duration = Duration::from_secs(3600 * 24 * 365);
 
-/// Waits for the agent to end. Returns its status, and whether an interceptor raised an
-/// alarm (its cause has been said).
+/// Waits for the agent to end. Returns its status, and the first stop an interceptor asked
+/// for (its cause has been said, or is normal).
 pub async fn until_exit(
     child: &mut tokio::process::Child,
     tree: &mut Tracker,
     gate: &Gate,
     heartbeat: Option<Duration>,
-    mut alarms: mpsc::UnboundedReceiver<String>,
-) -> (std::io::Result<std::process::ExitStatus>, bool) {
+    mut alarms: mpsc::UnboundedReceiver<Stop>,
+) -> (std::io::Result<std::process::ExitStatus>, Option<Stop>) {
     let pid = child.id().map_or(0, |p| p as i32);
     let mut tree_tick =
         tokio::time::interval_at(tokio::time::Instant::now() + tree::TICK, tree::TICK);
     let mut sampler = Sampler::new(pid);
     let beat = heartbeat.unwrap_or(NEVER);
     let mut beats = tokio::time::interval_at(tokio::time::Instant::now() + beat, beat);
-    let mut alarmed = false;
+    let mut stopped: Option<Stop> = None;
     loop {
         tokio::select! {
-            status = child.wait() => return (status, alarmed),
+            status = child.wait() => return (status, stopped),
             _ = tree_tick.tick() => tree.tick(),
-            Some(cause) = alarms.recv(), if !alarmed => {
-                tracing::debug!("ending the agent: {cause}");
-                alarmed = true;
+            Some(stop) = alarms.recv(), if stopped.is_none() => {
+                tracing::debug!("ending the agent: {}", stop.why);
+                stopped = Some(stop);
                 tree.end(tree::LEFTOVER_GRACE);
             }
             _ = beats.tick(), if heartbeat.is_some() => heartbeat_event(gate, &mut sampler).await,

@@ -119,8 +119,8 @@ impl Interceptor for PathShims {
         router.exec = Some(self.service.clone());
     }
 
-    fn start(&mut self, agent: crate::child::ChildId, _alarm: super::Alarm) {
-        self.service.agent_is(agent.pid());
+    fn start(&mut self, agent: &mut crate::child::Agent, _alarm: super::Alarm) {
+        self.service.agent_is(agent.id.pid());
     }
 }
 

@@ -16,6 +16,7 @@
 //!                    └─────────────────────────────────┘   (stderr inherited, untouched)
 //! ```
 
+mod interceptor;
 pub mod mcp;
 mod out;
 mod protocol;
@@ -30,6 +31,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use protocol::{Decided, Held, OnCall, Outcome, Protocol, Tracked};
+pub use interceptor::StreamProxy;
 pub use pump::{run, Ended, Streams};
 
 use crate::protocol::{EventType, Verdict};
