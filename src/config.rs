@@ -165,7 +165,11 @@ impl Config {
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
-            path_shims: path_shims(framework.path_shims(), &args.intercept, args.no_intercept.as_deref()),
+            path_shims: path_shims(
+                framework.path_shims(),
+                &args.intercept,
+                args.no_intercept.as_deref(),
+            ),
             proxy: None,
         })
     }

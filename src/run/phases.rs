@@ -110,7 +110,8 @@ impl Run<'_> {
             Some(Proxy::Mcp { name }) => {
                 let cwd = std::env::current_dir().ok();
                 let mcp = crate::intercept::proxy::mcp::Mcp::new(name.clone(), cwd);
-                held.interceptors.push(Box::new(StreamProxy::new(mcp, self.gate.clone())));
+                held.interceptors
+                    .push(Box::new(StreamProxy::new(mcp, self.gate.clone())));
             }
         }
         if !self.cfg.path_shims.is_empty() {

@@ -86,7 +86,9 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
             };
             match tokio::time::timeout(Duration::from_secs(5), task).await {
                 Ok(Ok(Ended::ClientFault(why) | Ended::ServerFault(why))) => {
-                    report.notes.push(format!("the proxied stream ended badly: {why}"));
+                    report
+                        .notes
+                        .push(format!("the proxied stream ended badly: {why}"));
                 }
                 Ok(Ok(_)) => {}
                 Ok(Err(e)) => report.notes.push(format!("the proxy failed: {e}")),

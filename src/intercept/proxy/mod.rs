@@ -30,8 +30,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-pub use protocol::{Decided, Held, OnCall, Outcome, Protocol, Tracked};
 pub use interceptor::StreamProxy;
+pub use protocol::{Decided, Held, OnCall, Outcome, Protocol, Tracked};
 pub use pump::{run, Ended, Streams};
 
 use crate::protocol::{EventType, Verdict};
