@@ -26,6 +26,8 @@ pub mod copilot;
 #[path = "../../shims/gemini/src/mod.rs"]
 pub mod gemini;
 pub mod generic;
+#[path = "../../shims/opencode/src/mod.rs"]
+pub mod opencode;
 #[path = "../../shims/qwen/src/mod.rs"]
 pub mod qwen;
 pub mod shared;
@@ -170,10 +172,19 @@ static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
 static QWEN: qwen::Qwen = qwen::Qwen;
 static COPILOT: copilot::Copilot = copilot::Copilot;
+static OPENCODE: opencode::OpenCode = opencode::OpenCode;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 6] {
-    [&GENERIC, &CLAUDE_CODE, &CODEX, &GEMINI, &QWEN, &COPILOT]
+pub fn all() -> [&'static dyn Framework; 7] {
+    [
+        &GENERIC,
+        &CLAUDE_CODE,
+        &CODEX,
+        &GEMINI,
+        &QWEN,
+        &COPILOT,
+        &OPENCODE,
+    ]
 }
 
 /// The framework called `name`.
