@@ -196,3 +196,35 @@ fn a_blocked_prompt_never_reaches_the_model() {
         "the user was not told why",
     );
 }
+
+#[test]
+fn a_rewritten_prompt_is_what_the_model_gets() {
+    if agents::skip("opencode") {
+        return;
+    }
+    let (world, _) = world();
+    let llm = FakeLlm::start(world.dir.path(), json!([{"text": "All done."}]));
+    let harness = world.harness(json!({"rules": [
+        {"event": "pre_prompt", "decision": {"decision": "modify",
+         "modified_payload": {"prompt": "the rewritten task R-5150"}}}
+    ]}));
+    let r = world.wrapped(
+        &llm,
+        &["--harness", &harness],
+        "the original task O-2323",
+        &[],
+    );
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    let bodies: Vec<String> = llm.requests().iter().map(|q| text(&q["body"])).collect();
+    r.check(
+        llm.main_bodies().len() == 1 && text(&llm.main_bodies()[0]).contains("R-5150"),
+        &format!("the model did not get the rewritten prompt: {bodies:?}"),
+    );
+    r.check(
+        bodies.iter().all(|b| !b.contains("O-2323")),
+        &format!("the original prompt reached the model server: {bodies:?}"),
+    );
+}
