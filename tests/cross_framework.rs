@@ -1,6 +1,6 @@
 //! One policy governs every framework: the same policy file gives the same decision for the
-//! same shell commands in Claude Code, Codex and Gemini CLI (the real CLIs), shown by what
-//! ran on disk and what did not.
+//! same shell commands in Claude Code, Codex, Gemini CLI and OpenCode (the real CLIs), shown
+//! by what ran on disk and what did not.
 
 #[path = "support/agents.rs"]
 #[allow(dead_code)] // what every agent suite shares; each uses a part
@@ -158,4 +158,35 @@ fn gemini_cli_follows_the_policy() {
         "the model got the reason: {first}"
     );
     check("gemini", &world.ws(), &r.stdout());
+}
+
+#[test]
+fn opencode_follows_the_policy() {
+    if agents::skip("opencode") {
+        return;
+    }
+    let world = llm::World::new(llm::Agent::OpenCode);
+    let policy = policy_file(world.dir.path());
+    let [(block, ..), (allow, ..)] = commands(&world.ws());
+    let fake = llm::FakeLlm::start(
+        world.dir.path(),
+        json!([
+            llm::shell_tool("bash", &block),
+            llm::shell_tool("bash", &allow),
+            {"text": "done"}
+        ]),
+    );
+    let r = world.wrapped(
+        &fake,
+        &["--policy", policy.to_str().unwrap()],
+        "make the markers",
+        &[],
+    );
+    let results = fake.tool_results();
+    let first = results.first().map(|r| r.to_string()).unwrap_or_default();
+    assert!(
+        first.contains("forbids creating forbidden-"),
+        "the model got the reason: {first}"
+    );
+    check("opencode", &world.ws(), &r.stdout());
 }

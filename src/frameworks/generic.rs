@@ -44,7 +44,7 @@ impl Framework for Generic {
             "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
              it sends itself with `ahp-wrap hook generic <event>` are supervised; its commands, file \
              and network access are NOT intercepted. To supervise it: wrap a supported agent \
-             (claude, codex, gemini, qwen, copilot), have it call `ahp-wrap hook generic pre_action` \
+             (claude, codex, gemini, qwen, copilot, opencode), have it call `ahp-wrap hook generic pre_action` \
              before each action (shims/generic/README.md), or name its framework with --framework"
         ))
     }

@@ -26,6 +26,8 @@ pub mod copilot;
 #[path = "../../shims/gemini/src/mod.rs"]
 pub mod gemini;
 pub mod generic;
+#[path = "../../shims/opencode/src/mod.rs"]
+pub mod opencode;
 #[path = "../../shims/qwen/src/mod.rs"]
 pub mod qwen;
 pub mod shared;
@@ -177,9 +179,10 @@ static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
 static QWEN: qwen::Qwen = qwen::Qwen;
 static COPILOT: copilot::Copilot = copilot::Copilot;
+static OPENCODE: opencode::OpenCode = opencode::OpenCode;
 
 /// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 7] {
+pub fn all() -> [&'static dyn Framework; 8] {
     [
         &GENERIC,
         &PATH,
@@ -188,6 +191,7 @@ pub fn all() -> [&'static dyn Framework; 7] {
         &GEMINI,
         &QWEN,
         &COPILOT,
+        &OPENCODE,
     ]
 }
 

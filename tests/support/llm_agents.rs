@@ -1,5 +1,5 @@
-//! Helpers for the end-to-end tests on the real Gemini CLI, Qwen Code and Copilot CLI: the pinned
-//! binaries, the scripted fake model server (`fake_llm.py`: Gemini `generateContent` /
+//! Helpers for the end-to-end tests on the real Gemini CLI, Qwen Code, Copilot CLI and OpenCode:
+//! the pinned binaries, the scripted fake model server (`fake_llm.py`: Gemini `generateContent` /
 //! `streamGenerateContent` and OpenAI Chat Completions), the scripted harness, and one
 //! test's private world (HOME, settings, workspace). The rest is in `agents.rs`, which the
 //! test crate loads beside this file.
@@ -23,6 +23,7 @@ pub enum Agent {
     Gemini,
     Qwen,
     Copilot,
+    OpenCode,
 }
 
 impl Agent {
@@ -31,6 +32,7 @@ impl Agent {
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
             Agent::Copilot => "copilot",
+            Agent::OpenCode => "opencode",
         }
     }
 
@@ -39,6 +41,7 @@ impl Agent {
             Agent::Gemini => include_str!("../gemini/VERSION").trim(),
             Agent::Qwen => include_str!("../qwen/VERSION").trim(),
             Agent::Copilot => include_str!("../copilot/VERSION").trim(),
+            Agent::OpenCode => include_str!("../opencode/VERSION").trim(),
         }
     }
 
@@ -93,11 +96,33 @@ impl FakeLlm {
     }
 }
 
-/// A scripted turn in which the model runs one shell command (both CLIs call the tool
-/// `run_shell_command`).
+/// A scripted turn in which the model runs one shell command (Gemini CLI and Qwen Code call
+/// the tool `run_shell_command`).
 pub fn shell(command: &str) -> Value {
-    json!({"tool_calls": [{"name": "run_shell_command",
+    shell_tool("run_shell_command", command)
+}
+
+/// A scripted turn in which the model runs one shell command with the tool `tool`.
+pub fn shell_tool(tool: &str, command: &str) -> Value {
+    json!({"tool_calls": [{"name": tool,
         "args": {"command": command, "description": "test step"}}]})
+}
+
+/// OpenCode's user config: the fake model server as an OpenAI-compatible provider, its URL
+/// taken from `OPENCODE_TEST_BASE_URL` (OpenCode substitutes `{env:…}`), no sharing.
+fn opencode_user_config() -> Value {
+    json!({
+        "$schema": "https://opencode.ai/config.json",
+        "provider": {"fake": {
+            "npm": "@ai-sdk/openai-compatible",
+            "name": "Fake",
+            "options": {"baseURL": "{env:OPENCODE_TEST_BASE_URL}", "apiKey": "dummy"},
+            "models": {"gpt-fake": {"name": "gpt-fake", "tool_call": true}}
+        }},
+        "model": "fake/gpt-fake",
+        "autoupdate": false,
+        "share": "disabled"
+    })
 }
 
 /// One test's private world: HOME with the agent's user settings, a workspace, the harness.
@@ -131,20 +156,25 @@ impl World {
                 "telemetry": {"enabled": false},
                 "general": {"disableAutoUpdate": true}
             }),
+            // The provider lives in the user's own config: a run that reaches the fake model
+            // proves that the user's config still loads beside ours.
+            Agent::OpenCode => opencode_user_config(),
             // Copilot needs no settings: offline mode and the provider are environment.
             Agent::Copilot => return world,
         });
         world
     }
 
-    /// The agent's user settings file (`~/.gemini/settings.json`, `~/.qwen/settings.json`).
+    /// The agent's user settings file (`~/.gemini/settings.json`, `~/.qwen/settings.json`,
+    /// `~/.config/opencode/opencode.json`).
     pub fn user_settings_file(&self) -> PathBuf {
-        let dir = match self.agent {
-            Agent::Gemini => ".gemini",
-            Agent::Qwen => ".qwen",
-            Agent::Copilot => ".copilot",
-        };
-        self.dir.path().join("home").join(dir).join("settings.json")
+        let home = self.dir.path().join("home");
+        match self.agent {
+            Agent::Gemini => home.join(".gemini/settings.json"),
+            Agent::Qwen => home.join(".qwen/settings.json"),
+            Agent::Copilot => home.join(".copilot/settings.json"),
+            Agent::OpenCode => home.join(".config/opencode/opencode.json"),
+        }
     }
 
     pub fn user_settings(&self, settings: Value) {
@@ -197,8 +227,17 @@ impl World {
                     .env("COPILOT_PROVIDER_TYPE", "openai")
                     .env("COPILOT_MODEL", "gpt-fake");
             }
+            Agent::OpenCode => {
+                // npm offline: OpenCode's background install of its plugin package into the
+                // config dirs fails at once instead of reaching the registry.
+                cmd.args(["run", prompt])
+                    .env("OPENCODE_TEST_BASE_URL", format!("{base}/v1"))
+                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
+                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
+                    .env("npm_config_offline", "true");
+            }
         }
-        if self.agent != Agent::Copilot {
+        if matches!(self.agent, Agent::Gemini | Agent::Qwen) {
             cmd.args(["--output-format", "json"]);
         }
         for (k, v) in env {

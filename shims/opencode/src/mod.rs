@@ -1,0 +1,93 @@
+//! The `opencode` shim: OpenCode's plugin hooks, reached through a plugin of ours that is
+//! written into the run directory and added for one run through `OPENCODE_CONFIG_CONTENT`.
+//!
+//! Everything OpenCode-specific lives in this folder (`shims/opencode/`): injection and the
+//! plugin (`config.rs`, `plugin.js`), payload mapping (`map.rs`), rendering (`render.rs`),
+//! real payloads (`samples/`) and the README. Checked on the real CLI by
+//! `tests/opencode_e2e.rs`.
+//!
+//! Must not touch: anything outside `crate::frameworks::adapter` (enforced by a test
+//! there), the user's own config files and plugins (our plugin lives in the run directory and
+//! reaches OpenCode through its environment only), and any decision: this shim speaks the
+//! plugin's contract, the wrapper decides.
+
+mod config;
+mod map;
+mod render;
+
+use crate::frameworks::adapter::{
+    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext, Shim, Verdict,
+};
+
+/// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
+pub const NAME: &str = "opencode";
+
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = Shim {
+    framework: NAME,
+    agent: "OpenCode",
+};
+
+hook_events! {
+    /// What our plugin relays, by OpenCode's own names (in the order OpenCode fires them in
+    /// a simple run): its plugin hooks and the bus events we pass on. The plugin hooks every
+    /// tool, so none takes a matcher.
+    pub enum OpenCodeEvent {
+        SessionCreated = "session.created",
+        ChatMessage = "chat.message",
+        ToolExecuteBefore = "tool.execute.before",
+        ToolExecuteAfter = "tool.execute.after",
+        SessionIdle = "session.idle",
+        SessionError = "session.error",
+        SessionDeleted = "session.deleted",
+    }
+}
+
+pub struct OpenCode;
+
+impl Framework for OpenCode {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+
+    fn executables(&self) -> &'static [&'static str] {
+        &["opencode"]
+    }
+
+    fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+        config::prepare(run, cmd)
+    }
+
+    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+        map::map(cx, payload)
+    }
+
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+        render::render(cx, event, verdict)
+    }
+
+    // `native_ask` stays false: a plugin hook can only let a call through, change it or
+    // refuse it. OpenCode's own permission prompt comes later, inside the tool (see the
+    // README), so escalate goes to the wrapper (terminal, else the fail mode).
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::path::Path;
+
+    #[test]
+    fn event_names_round_trip_and_opencode_is_detected() {
+        for event in OpenCodeEvent::ALL {
+            assert!(crate::frameworks::adapter::testing::is_word(event.name()));
+            assert_eq!(OpenCodeEvent::parse(event.name()), Some(event));
+            assert!(!event.is_tool_event());
+        }
+        assert_eq!(OpenCodeEvent::parse("permission.ask"), None);
+        assert_eq!(
+            crate::frameworks::adapter::testing::detect(Path::new("/x/opencode")).name(),
+            NAME
+        );
+    }
+}
