@@ -7,6 +7,7 @@
 #[allow(dead_code)] // what every agent suite shares; each uses a part
 mod agents;
 #[path = "support/claude_code.rs"]
+#[allow(dead_code)] // the Claude Code helpers; this suite drives MCP tools, not Bash
 mod support;
 
 use std::path::{Path, PathBuf};
