@@ -89,7 +89,7 @@ impl Decoder for LineCodec {
 
     fn decode(&mut self, buf: &mut BytesMut) -> std::io::Result<Option<Self::Item>> {
         if self.discarding {
-            match buf.iter().position(|&b| b == NEWLINE) {
+            match memchr::memchr(NEWLINE, buf) {
                 Some(at) => {
                     buf.advance(at + 1);
                     self.discarding = false;
@@ -102,9 +102,7 @@ impl Decoder for LineCodec {
         }
         // The same bound as the blocking reader: look at no more than `limit + 1` bytes.
         let window = buf.len().min(self.limit.saturating_add(1));
-        let found = buf[self.searched.min(window)..window]
-            .iter()
-            .position(|&b| b == NEWLINE);
+        let found = memchr::memchr(NEWLINE, &buf[self.searched.min(window)..window]);
         if let Some(at) = found {
             let end = self.searched + at + 1;
             self.searched = 0;

@@ -62,8 +62,8 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
         let (gate, options) = (self.gate.clone(), self.options.clone());
         self.task = Some(tokio::spawn(async move {
             let streams = Streams {
-                client_in: tokio::io::stdin(),
-                client_out: tokio::io::stdout(),
+                client_in: super::stdio::stdin(),
+                client_out: super::stdio::stdout(),
                 server_in,
                 server_out,
             };
@@ -100,15 +100,19 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
 }
 
 /// Once the proxy ended: a client that hung up leaves the server a moment to exit by
-/// itself; a fault ends the agent at once, as a failure.
+/// itself (the timer runs apart, so that a server that exits at once ends the run at once);
+/// a fault ends the agent now.
 async fn after(ended: &Ended, alarm: Alarm) {
     let stop = match ended {
         Ended::ClientClosed => {
-            tokio::time::sleep(EXIT_GRACE).await;
-            Stop {
-                why: "the client hung up and the server did not exit".into(),
-                failed: false,
-            }
+            tokio::spawn(async move {
+                tokio::time::sleep(EXIT_GRACE).await;
+                let _ = alarm.send(Stop {
+                    why: "the client hung up and the server did not exit".into(),
+                    failed: false,
+                });
+            });
+            return;
         }
         Ended::ClientFault(why) => Stop {
             why: format!("the client's side failed: {why}"),

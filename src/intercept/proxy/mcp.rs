@@ -158,6 +158,10 @@ impl Protocol for Mcp {
         format!("the MCP server {:?}", self.server)
     }
 
+    fn intercepts(&self, dir: Direction, method: &str) -> bool {
+        dir == Direction::ToServer && matches!(method, TOOLS_CALL | INITIALIZE)
+    }
+
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall {
         match (dir, method) {
             // A tools/call without an id (not valid MCP) is held too: a lenient server

@@ -21,6 +21,7 @@ pub mod mcp;
 mod out;
 mod protocol;
 mod pump;
+mod stdio;
 
 #[cfg(test)]
 mod tests;

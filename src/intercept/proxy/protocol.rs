@@ -62,6 +62,14 @@ pub trait Protocol: Send + Sync + 'static {
     /// Who the server is, for messages: "the MCP server filesystem".
     fn server_label(&self) -> String;
 
+    /// Whether a call of `method` travelling `dir` may be held or watched. `false` lets the
+    /// engine pass such calls on after a light look (method and id only); the default,
+    /// `true`, always takes the full look.
+    fn intercepts(&self, dir: Direction, method: &str) -> bool {
+        let _ = (dir, method);
+        true
+    }
+
     /// A call travelling `dir`: `request` is false for a notification.
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall;
 

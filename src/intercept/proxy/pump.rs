@@ -11,6 +11,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::pin::Pin;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
 use futures_util::StreamExt;
@@ -93,6 +94,7 @@ where
         options,
         outs: [Out::new(streams.server_in), Out::new(streams.client_out)],
         pending: [Mutex::default(), Mutex::default()],
+        batching: [AtomicBool::new(false), AtomicBool::new(false)],
     };
     let to_server = engine.pump(Direction::ToServer, streams.client_in);
     let to_client = engine.pump(Direction::ToClient, streams.server_out);
@@ -142,13 +144,19 @@ struct Engine<'a, P, G> {
     outs: [Out; 2],
     /// Indexed by [`Direction::index`]: requests that travelled that way.
     pending: [Pending; 2],
+    /// Indexed by [`Direction::index`]: whether the frame being handled has more read
+    /// behind it, so that passing it on may be queued (see [`Out::queue`]).
+    batching: [AtomicBool; 2],
 }
 
 impl<P: Protocol, G: Decide> Engine<'_, P, G> {
     /// Reads frames travelling `dir` and handles each in turn, until a peer is gone.
     async fn pump(&self, dir: Direction, reader: impl AsyncRead + Unpin) -> Gone {
         let from_server = dir == Direction::ToClient;
-        let mut frames = FramedRead::new(reader, LineCodec::new(self.options.max_frame));
+        // Large reads: a stream of small frames costs one system call per buffer, not per
+        // frame.
+        let codec = LineCodec::new(self.options.max_frame);
+        let mut frames = FramedRead::with_capacity(reader, codec, READ_CAPACITY);
         loop {
             let step = match frames.next().await {
                 None => Err(Gone {
@@ -161,7 +169,19 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
                 }),
                 Some(Ok(Err(e))) => self.unreadable(dir, e).await,
                 Some(Ok(Ok(frame))) if frame.is_cut() => self.unreadable(dir, LineError::Cut).await,
-                Some(Ok(Ok(frame))) => self.frame(dir, frame).await,
+                Some(Ok(Ok(frame))) => {
+                    // More whole frames already read: pass-through ones may be written
+                    // together, once these are handled.
+                    let more = memchr_newline(frames.read_buffer());
+                    self.batching[dir.index()].store(more, Ordering::Relaxed);
+                    self.frame(dir, frame).await
+                }
+            };
+            let step = match step {
+                Ok(()) if !self.batching[dir.index()].load(Ordering::Relaxed) => {
+                    self.flush(dir).await
+                }
+                step => step,
             };
             if let Err(gone) = step {
                 return gone;
@@ -195,6 +215,9 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
     async fn frame(&self, dir: Direction, frame: Frame) -> Step {
         if frame.is_blank() {
             return self.forward(dir, frame.raw()).await;
+        }
+        if let Some(step) = self.light(dir, &frame).await {
+            return step;
         }
         let Ok(value) = serde_json::from_slice::<Value>(frame.content()) else {
             // Not JSON (a banner, a log line): passed on as it is.
@@ -232,6 +255,42 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
             }
             Err(_) => self.forward(dir, frame.raw()).await,
         }
+    }
+
+    /// The light look at a frame the protocol has no interest in: its method and id only,
+    /// read without building the message. `None` leaves the frame to the full look (not a
+    /// plain object, a duplicate key, a call the protocol intercepts, an answer it watches).
+    async fn light(&self, dir: Direction, frame: &Frame) -> Option<Step> {
+        let peek: Peek = serde_json::from_slice(frame.content()).ok()?;
+        let id = match &peek.id {
+            Some(v) => Some(Id::from_value(v)?),
+            None => None,
+        };
+        match (peek.method.as_deref(), id) {
+            (Some(method), _) if self.protocol.intercepts(dir, method) => None,
+            (Some(_), None) => Some(self.forward(dir, frame.raw()).await),
+            (Some(_), Some(id)) => {
+                if !self.insert(dir, &id, false, None) {
+                    return Some(self.refuse_busy(dir, &id).await);
+                }
+                Some(self.forward(dir, frame.raw()).await)
+            }
+            (None, Some(id)) if peek.result.is_some() != peek.error.is_some() => {
+                if self.watched(dir.back(), &id) {
+                    return None;
+                }
+                let _ = self.take_answered(dir.back(), &id);
+                Some(self.forward(dir, frame.raw()).await)
+            }
+            (None, _) => None,
+        }
+    }
+
+    /// Whether the request that travelled `dir` with this id is watched by the protocol.
+    fn watched(&self, dir: Direction, id: &Id) -> bool {
+        lock(&self.pending[dir.index()])
+            .get(&id.to_string())
+            .is_some_and(|f| f.tracked.is_some())
     }
 
     /// Whether `value` looks like a call the protocol would hold.
@@ -301,6 +360,8 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
         params: Option<Value>,
         held: Held,
     ) -> Step {
+        // What was passed on before this call goes out now, not after its decision.
+        self.flush(dir).await?;
         if let Some(id) = &id {
             // Registered before the decision, so that a proxy ending meanwhile answers it.
             if !self.insert(dir, id, true, None) {
@@ -409,7 +470,21 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
 
     /// Passes a frame on, the way it travels.
     async fn forward(&self, dir: Direction, bytes: &[u8]) -> Step {
-        self.outs[dir.index()].send(bytes).await.map_err(|e| Gone {
+        let out = &self.outs[dir.index()];
+        let written = if self.batching[dir.index()].load(Ordering::Relaxed) {
+            out.queue(bytes).await
+        } else {
+            out.send(bytes).await
+        };
+        written.map_err(|e| Gone {
+            server: dir == Direction::ToServer,
+            fault: Some(format!("writing failed: {e}")),
+        })
+    }
+
+    /// Writes what was queued towards `dir`.
+    async fn flush(&self, dir: Direction) -> Step {
+        self.outs[dir.index()].flush().await.map_err(|e| Gone {
             server: dir == Direction::ToServer,
             fault: Some(format!("writing failed: {e}")),
         })
@@ -491,4 +566,27 @@ fn rewrite(content: &[u8], params: Value) -> Option<Vec<u8>> {
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
     // The maps hold no invariant a panic could break halfway.
     m.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Whether `buf` holds a newline: another whole frame is already read.
+fn memchr_newline(buf: &[u8]) -> bool {
+    memchr::memchr(b'\n', buf).is_some()
+}
+
+/// How much one read of a peer's stream asks for.
+const READ_CAPACITY: usize = 64 * 1024;
+
+/// What the light look reads of a frame: the method and id, and whether it has a result or
+/// an error. Anything else is skipped without being built; a duplicate of these keys fails
+/// the look (the full look then decides, as a peer would read it: the last one wins).
+#[derive(serde::Deserialize)]
+struct Peek<'a> {
+    #[serde(borrow, default)]
+    method: Option<std::borrow::Cow<'a, str>>,
+    #[serde(default)]
+    id: Option<Value>,
+    #[serde(default)]
+    result: Option<serde::de::IgnoredAny>,
+    #[serde(default)]
+    error: Option<serde::de::IgnoredAny>,
 }

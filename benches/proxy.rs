@@ -1,0 +1,254 @@
+//! The MCP stream proxy's figures (`ahp-wrap mcp -- <server>`), each against the same
+//! server without the proxy, interleaved run by run:
+//!
+//! - pass-through: 256 MiB of non-intercepted JSON-RPC notifications (1 KiB lines) written
+//!   into the proxy in front of `cat` (which sends them back, so every line crosses the
+//!   proxy twice) and read back, first byte out to last;
+//! - an intercepted call: `tools/call` one at a time to a server that answers at once (this
+//!   binary's responder role), the embedded policy deciding each, p50 and p95;
+//! - memory: the proxy's peak RSS (VmHWM) after 1 GiB streamed through it.
+//!
+//! Run through `bench/run.sh` (with `--write`, the table goes into BENCHMARKS.md); alone:
+//! `cargo bench --bench proxy [-- --quick]`. Under `cargo test` it does nothing.
+
+mod support;
+
+use std::io::{BufRead, BufReader, Read, Write};
+use std::process::{Child, Command, Stdio};
+use std::time::Instant;
+
+const AHP_WRAP: &str = env!("CARGO_BIN_EXE_ahp-wrap");
+const BEGIN: &str = "<!-- bench:proxy:begin -->";
+const END: &str = "<!-- bench:proxy:end -->";
+/// argv[1] that turns this binary into an MCP server answering every request at once.
+const ROLE_RESPONDER: &str = "__ahp_bench_mcp_responder";
+
+fn main() {
+    if std::env::args().nth(1).as_deref() == Some(ROLE_RESPONDER) {
+        return responder();
+    }
+    if !support::benchmarking() {
+        return;
+    }
+    let args: Vec<String> = std::env::args().collect();
+    let quick = args.iter().any(|a| a == "--quick");
+    let write = args
+        .iter()
+        .position(|a| a == "--write")
+        .and_then(|i| args.get(i + 1).cloned());
+    let mut rows = Vec::new();
+    eprintln!("proxy pass-through…");
+    rows.push(passthrough(if quick { 3 } else { 7 }));
+    eprintln!("proxy intercepted calls…");
+    rows.extend(intercepted(if quick { 200 } else { 1000 }));
+    eprintln!("proxy memory over 1 GiB…");
+    rows.push(memory(if quick { 256 << 20 } else { 1 << 30 }));
+    let mut table = String::from(
+        "| Figure | ahp-wrap mcp | Baseline (same run) | Overhead | Target | Meets |\n|---|---|---|---|---|---|\n",
+    );
+    for r in &rows {
+        table.push_str(r);
+        table.push('\n');
+    }
+    println!("\n{table}");
+    if let Some(path) = write {
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        let block = format!("{BEGIN}\n{table}{END}");
+        let new = match (text.find(BEGIN), text.find(END)) {
+            (Some(b), Some(e)) if b < e => {
+                format!("{}{block}{}", &text[..b], &text[e + END.len()..])
+            }
+            _ => format!("{text}\n{block}\n"),
+        };
+        std::fs::write(&path, new).expect("write the results");
+        eprintln!("proxy results written to {path}");
+    }
+}
+
+/// A server that answers every request with a small tool result, and ignores the rest.
+fn responder() {
+    let stdin = std::io::stdin();
+    let mut out = std::io::stdout().lock();
+    for line in stdin.lock().lines() {
+        let Ok(line) = line else { break };
+        let Ok(msg) = serde_json::from_str::<serde_json::Value>(&line) else {
+            continue;
+        };
+        if let Some(id) = msg.get("id") {
+            let answer = serde_json::json!({"jsonrpc": "2.0", "id": id,
+                "result": {"content": [{"type": "text", "text": "ok"}]}});
+            let _ = writeln!(out, "{answer}");
+            let _ = out.flush();
+        }
+    }
+}
+
+fn proxied(server: &[&str]) -> Command {
+    let mut cmd = Command::new(AHP_WRAP);
+    cmd.args(["mcp", "--name", "bench", "--summary", "never", "--"])
+        .args(server);
+    cmd
+}
+
+fn spawn(mut cmd: Command) -> Child {
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("spawn")
+}
+
+/// One notification line of about 1 KiB.
+fn frame() -> Vec<u8> {
+    let data = "a".repeat(1000);
+    let mut line =
+        format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"{data}"}}}}"#)
+            .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Streams `size` bytes of frames through `child` and back; returns MB/s (first byte out to
+/// last) and, before closing its stdin, the VmHWM of the child in KiB.
+fn stream(mut child: Child, size: usize) -> (f64, u64) {
+    let frame = frame();
+    let count = size / frame.len();
+    let total = count * frame.len();
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = child.stdout.take().expect("piped");
+    let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
+    let writer = std::thread::spawn(move || {
+        let mut chunk = Vec::with_capacity(64 * frame.len());
+        for _ in 0..64 {
+            chunk.extend_from_slice(&frame);
+        }
+        let mut left = count;
+        while left > 0 {
+            let n = left.min(64);
+            stdin.write_all(&chunk[..n * frame.len()]).expect("write");
+            left -= n;
+        }
+        // Keep stdin open until the reader has everything back (then measure memory).
+        let _ = done_rx.recv();
+        drop(stdin);
+    });
+    let mut buf = vec![0u8; 256 << 10];
+    let (mut got, mut first, mut last) = (0, None, Instant::now());
+    while got < total {
+        let n = stdout.read(&mut buf).expect("read");
+        assert!(n > 0, "the stream ended after {got} of {total} bytes");
+        if first.is_none() {
+            first = Some((Instant::now(), n));
+        }
+        got += n;
+        last = Instant::now();
+    }
+    let hwm = vm_hwm(child.id());
+    let _ = done_tx.send(());
+    writer.join().expect("writer");
+    let _ = child.wait();
+    let (t0, n0) = first.expect("some output");
+    ((total - n0) as f64 / (last - t0).as_secs_f64() / 1e6, hwm)
+}
+
+fn vm_hwm(pid: u32) -> u64 {
+    std::fs::read_to_string(format!("/proc/{pid}/status"))
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("VmHWM:"))
+                .and_then(|v| v.split_whitespace().next()?.parse().ok())
+        })
+        .unwrap_or(0)
+}
+
+fn passthrough(n: usize) -> String {
+    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        bare.push(stream(spawn(command(&["cat"])), 256 << 20).0);
+        ours.push(stream(spawn(proxied(&["cat"])), 256 << 20).0);
+    }
+    let (w, b) = (support::median(&mut ours), support::median(&mut bare));
+    let meets = if w >= 0.95 * b { "yes" } else { "**no**" };
+    format!(
+        "| Pass-through of non-intercepted frames (256 MiB of 1 KiB notifications, there and back through `cat`, median of {n}) | {w:.0} MB/s | `cat` {b:.0} MB/s | {:.0} % | ≥ 95 % | {meets} |",
+        100.0 * w / b
+    )
+}
+
+fn command(argv: &[&str]) -> Command {
+    let mut cmd = Command::new(argv[0]);
+    cmd.args(&argv[1..]);
+    cmd
+}
+
+/// `calls` sequential `tools/call` round trips; nanoseconds each.
+fn round_trips(child: &mut Child, calls: usize) -> Vec<u64> {
+    let mut stdin = child.stdin.take().expect("piped");
+    let mut stdout = BufReader::new(child.stdout.take().expect("piped"));
+    let mut times = Vec::with_capacity(calls);
+    let mut line = String::new();
+    for i in 0..calls {
+        let call = format!(
+            r#"{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"read_file","arguments":{{"path":"src/lib.rs"}}}}}}"#
+        );
+        let t = Instant::now();
+        writeln!(stdin, "{call}").expect("write");
+        stdin.flush().expect("flush");
+        line.clear();
+        stdout.read_line(&mut line).expect("read");
+        times.push(t.elapsed().as_nanos() as u64);
+        assert!(line.contains("\"result\""), "not a result: {line}");
+    }
+    drop(stdin);
+    let _ = child.wait();
+    times
+}
+
+fn intercepted(calls: usize) -> Vec<String> {
+    let me = std::env::current_exe().expect("current exe");
+    let me = me.to_str().expect("utf-8 path");
+    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+    // Interleaved in rounds, so load swings hit both alike.
+    for _ in 0..5 {
+        bare.extend(round_trips(
+            &mut spawn(command(&[me, ROLE_RESPONDER])),
+            calls / 5,
+        ));
+        ours.extend(round_trips(
+            &mut spawn(proxied(&[me, ROLE_RESPONDER])),
+            calls / 5,
+        ));
+    }
+    let ms = |ns: u64| format!("{:.3} ms", ns as f64 / 1e6);
+    let mut rows = Vec::new();
+    for (p, target) in [(0.5, Some(1_000_000u64)), (0.95, None)] {
+        let (o, b) = (
+            support::percentile(&mut ours, p),
+            support::percentile(&mut bare, p),
+        );
+        let added = o.saturating_sub(b);
+        let (t, meets) = match target {
+            Some(t) => ("< +1 ms", if added < t { "yes" } else { "**no**" }),
+            None => ("—", "—"),
+        };
+        rows.push(format!(
+            "| Intercepted `tools/call` round trip p{:.0}, embedded policy ({calls} calls) | {} | direct {} | +{} | {t} | {meets} |",
+            p * 100.0,
+            ms(o),
+            ms(b),
+            ms(added)
+        ));
+    }
+    rows
+}
+
+fn memory(size: usize) -> String {
+    let (_, hwm) = stream(spawn(proxied(&["cat"])), size);
+    let mib = hwm as f64 / 1024.0;
+    let meets = if mib < 64.0 { "yes" } else { "**no**" };
+    format!(
+        "| Peak RSS of `ahp-wrap mcp` after {} MiB streamed through it | {mib:.1} MiB | — | — | bounded (< 64 MiB) | {meets} |",
+        size >> 20
+    )
+}
