@@ -5,7 +5,7 @@
 //! Owns: the generic engine (`pump.rs`: framing, byte-exact pass-through, per-direction
 //! order, request/response matching by id in each direction, how the proxy ends), the
 //! [`Protocol`] interface a JSON-RPC protocol implements to say what is intercepted, the MCP
-//! mapping ([`mcp`]), the ACP mapping (`acp`), and the small [`Decide`] trait the proxy
+//! mapping ([`mcp`]), the ACP mapping ([`acp`]), and the small [`Decide`] trait the proxy
 //! asks. Must not touch: the
 //! harness client, the policy or the audit log (only the gate does, through its
 //! [`Decide`] implementation below), nor spawning or killing the server (the caller owns
@@ -17,6 +17,7 @@
 //!                    └─────────────────────────────────┘   (stderr inherited, untouched)
 //! ```
 
+pub mod acp;
 pub mod mcp;
 mod out;
 mod protocol;
