@@ -120,6 +120,7 @@ impl Mcp {
                 method: TOOLS_CALL.into(),
                 note: payload,
             }),
+            notices: Vec::new(),
         }
     }
 
@@ -150,6 +151,7 @@ fn refused(text: String) -> Decided {
     Decided {
         outcome: Outcome::Answer(Mcp::tool_error(&text)),
         watch: None,
+        notices: Vec::new(),
     }
 }
 
@@ -166,13 +168,11 @@ impl Protocol for Mcp {
         match (dir, method) {
             // A tools/call without an id (not valid MCP) is held too: a lenient server
             // might run it, and only a decision may let it through.
-            (Direction::ToServer, TOOLS_CALL) => OnCall::Hold(Held {
-                event: GateEvent {
-                    event_type: EventType::PreAction,
-                    payload: self.pre_action(params),
-                    metadata: self.metadata(),
-                },
-            }),
+            (Direction::ToServer, TOOLS_CALL) => OnCall::Hold(Held::new(GateEvent {
+                event_type: EventType::PreAction,
+                payload: self.pre_action(params),
+                metadata: self.metadata(),
+            })),
             (Direction::ToServer, INITIALIZE) if request => OnCall::Watch(Tracked {
                 method: INITIALIZE.into(),
                 note: Value::Null,

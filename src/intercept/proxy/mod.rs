@@ -5,7 +5,8 @@
 //! Owns: the generic engine (`pump.rs`: framing, byte-exact pass-through, per-direction
 //! order, request/response matching by id in each direction, how the proxy ends), the
 //! [`Protocol`] interface a JSON-RPC protocol implements to say what is intercepted, the MCP
-//! mapping ([`mcp`]), and the small [`Decide`] trait the proxy asks. Must not touch: the
+//! mapping ([`mcp`]), the ACP mapping ([`acp`]), and the small [`Decide`] trait the proxy
+//! asks. Must not touch: the
 //! harness client, the policy or the audit log (only the gate does, through its
 //! [`Decide`] implementation below), nor spawning or killing the server (the caller owns
 //! the child).
@@ -16,6 +17,7 @@
 //!                    └─────────────────────────────────┘   (stderr inherited, untouched)
 //! ```
 
+pub mod acp;
 mod interceptor;
 pub mod mcp;
 mod out;
@@ -32,7 +34,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use interceptor::StreamProxy;
-pub use protocol::{Decided, Held, OnCall, Outcome, Protocol, Tracked};
+pub use protocol::{Decided, Held, Notice, OnCall, Outcome, Protocol, Tracked};
 pub use pump::{run, Ended, Streams};
 
 use crate::protocol::{EventType, Verdict};
@@ -48,6 +50,19 @@ pub trait Decide: Send + Sync + 'static {
         payload: Value,
         metadata: Map<String, Value>,
     ) -> impl Future<Output = Verdict> + Send;
+
+    /// The verdict on a blocking event whose call has its own way to ask a person (ACP's
+    /// permission request, which goes on to the editor): defer and the fail mode are
+    /// resolved, but an `escalate` comes back, meaning "let the person decide there".
+    /// By default the same as [`Decide::decide`].
+    fn decide_native(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> impl Future<Output = Verdict> + Send {
+        self.decide(event_type, payload, metadata)
+    }
 
     /// Tells the harness (and the audit log) about something that needs no decision.
     fn notify(
@@ -118,8 +133,9 @@ pub struct GateEvent {
     pub metadata: Map<String, Value>,
 }
 
-/// The run's gate as the proxy's decider. The proxy has no native "ask": an `escalate` is
-/// resolved by the gate (a person at the terminal, else the fail mode) before it comes back.
+/// The run's gate as the proxy's decider. [`Decide::decide`] has no native "ask": an
+/// `escalate` is resolved by the gate (a person at the terminal, else the fail mode) before
+/// it comes back; [`Decide::decide_native`] lets it come back.
 impl Decide for crate::gate::Gate {
     async fn decide(
         &self,
@@ -127,15 +143,34 @@ impl Decide for crate::gate::Gate {
         payload: Value,
         metadata: Map<String, Value>,
     ) -> Verdict {
-        let event = self.event(event_type, payload, metadata);
-        let origin = crate::gate::Origin::default();
-        crate::gate::Gate::decide(self, &event, false, origin)
-            .await
-            .verdict
+        gate_decide(self, event_type, payload, metadata, false).await
+    }
+
+    async fn decide_native(
+        &self,
+        event_type: EventType,
+        payload: Value,
+        metadata: Map<String, Value>,
+    ) -> Verdict {
+        gate_decide(self, event_type, payload, metadata, true).await
     }
 
     async fn notify(&self, event_type: EventType, payload: Value, metadata: Map<String, Value>) {
         let event = self.event(event_type, payload, metadata);
         crate::gate::Gate::notify(self, event, crate::gate::Origin::default()).await;
     }
+}
+
+async fn gate_decide(
+    gate: &crate::gate::Gate,
+    event_type: EventType,
+    payload: Value,
+    metadata: Map<String, Value>,
+    native_ask: bool,
+) -> Verdict {
+    let event = gate.event(event_type, payload, metadata);
+    let origin = crate::gate::Origin::default();
+    crate::gate::Gate::decide(gate, &event, native_ask, origin)
+        .await
+        .verdict
 }

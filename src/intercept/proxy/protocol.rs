@@ -27,6 +27,20 @@ pub enum OnCall {
 pub struct Held {
     /// What the gate is asked.
     pub event: GateEvent,
+    /// The protocol has its own way to ask a person (ACP's permission request goes on to
+    /// the editor): the gate is asked with [`super::Decide::decide_native`], and an
+    /// `escalate` may come back.
+    pub native_ask: bool,
+}
+
+impl Held {
+    /// A call the gate decides alone (an `escalate` is resolved before it comes back).
+    pub fn new(event: GateEvent) -> Held {
+        Held {
+            event,
+            native_ask: false,
+        }
+    }
 }
 
 /// A forwarded request whose answer the protocol wants to see.
@@ -50,14 +64,26 @@ pub enum Outcome {
     Refuse { code: i64, message: String },
 }
 
+/// A notification the proxy writes on its own before a held call's outcome (e.g. ACP: the
+/// reason of a refusal, shown to the editor).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Notice {
+    /// Which way it travels.
+    pub to: Direction,
+    pub method: String,
+    pub params: Value,
+}
+
 /// A verdict applied: what happens to the call, and what to keep to see its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decided {
     pub outcome: Outcome,
     pub watch: Option<Tracked>,
+    /// Written, in order, before the outcome.
+    pub notices: Vec<Notice>,
 }
 
-/// One JSON-RPC protocol's view of the frames (MCP, later ACP).
+/// One JSON-RPC protocol's view of the frames (MCP, ACP).
 pub trait Protocol: Send + Sync + 'static {
     /// Who the server is, for messages: "the MCP server filesystem".
     fn server_label(&self) -> String;

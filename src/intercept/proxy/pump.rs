@@ -22,7 +22,7 @@ use tokio_util::codec::FramedRead;
 use super::out::Out;
 use super::{Decide, Direction, Held, OnCall, Options, Outcome, Protocol, Tracked};
 use crate::jsonrpc::{
-    classify, error_response, response, Frame, Id, LineCodec, LineError, Message,
+    classify, error_response, notification, response, Frame, Id, LineCodec, LineError, Message,
 };
 use crate::protocol::EventType;
 
@@ -369,13 +369,21 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
             }
         }
         let ev = held.event.clone();
-        let verdict = self
-            .gate
-            .decide(ev.event_type, ev.payload, ev.metadata)
-            .await;
+        let verdict = if held.native_ask {
+            let (t, p, m) = (ev.event_type, ev.payload, ev.metadata);
+            self.gate.decide_native(t, p, m).await
+        } else {
+            self.gate
+                .decide(ev.event_type, ev.payload, ev.metadata)
+                .await
+        };
         let decided = self
             .protocol
             .decided(dir, method, params.as_ref(), &held, &verdict);
+        for n in &decided.notices {
+            self.answer(n.to, notification(&n.method, &n.params))
+                .await?;
+        }
         let id_value = id.as_ref().map_or(Value::Null, Id::to_value);
         let bytes = match decided.outcome {
             Outcome::Forward => frame.into_raw().to_vec(),

@@ -1,0 +1,212 @@
+//! The ACP stream proxy between real peers: an editor built on the official ACP client
+//! library (`@agentclientprotocol/sdk`, pinned, installed by tests/acp/setup.sh; it writes
+//! files and runs commands for real) and the real Gemini CLI in `--acp` mode (pinned,
+//! tests/gemini/setup.sh) driven by the scripted fake model server, with the run's gate
+//! deciding. Each point is proven by what is on disk, what the editor saw, and the audit log.
+//!
+//! Gemini CLI 0.61 in ACP mode writes files through the editor (`fs/write_text_file`, after
+//! reading them with `fs/read_text_file`) but runs shell commands itself, after a
+//! `session/request_permission`; it never calls `terminal/create`, so a command is stopped
+//! at its permission request here (the `terminal/create` mapping has unit tests).
+
+#[path = "support/acp.rs"]
+mod acp;
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
+#[path = "support/llm_agents.rs"]
+#[allow(dead_code)] // each test crate uses a different part of the helpers
+mod support;
+
+use std::path::Path;
+
+use acp::{session, Decides};
+use ahp_wrap::intercept::proxy::Ended;
+use serde_json::{json, Value};
+use support::{shell, Agent, FakeLlm, World};
+
+const PROMPT: &str = "please do the task";
+
+/// Writes to files named secret* are blocked, by a file tool or a shell command alike; a
+/// command that creates `explicit-marker` is explicitly allowed.
+const POLICY: &str = r#"
+[[rule]]
+id = "acp-no-secrets"
+decision = "block"
+reason = "files named secret* are off limits (rule acp-1)"
+tools = ["acp__*"]
+file.writes = ["**/secret*"]
+
+[[rule]]
+id = "acp-explicit"
+decision = "allow"
+tools = ["acp__execute"]
+file.writes = ["**/explicit-marker"]
+"#;
+
+fn write_file(path: &Path, content: &str) -> Value {
+    json!({"tool_calls": [{"name": "write_file",
+        "args": {"file_path": path.display().to_string(), "content": content}}]})
+}
+
+fn skip() -> bool {
+    agents::skip("acp") || agents::skip("gemini")
+}
+
+fn audit(world: &World) -> Vec<Value> {
+    agents::read_jsonl(&world.dir.path().join("audit.jsonl"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_the_rest() {
+    if skip() {
+        return;
+    }
+    let world = World::new(Agent::Gemini);
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            write_file(&ws.join("secret.txt"), "hello"),
+            write_file(&ws.join("notes.txt"), "hello"),
+            shell(&format!("touch {}", ws.join("secret-marker").display())),
+            shell(&format!("touch {}", ws.join("allowed-marker").display())),
+            {"text": "All done."}
+        ]),
+    );
+    let s = session(&world, &llm, Decides::Policy(POLICY), "allow", &[PROMPT]).await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+
+    assert!(
+        !ws.join("secret.txt").exists(),
+        "the blocked write reached disk; {log}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello"),
+        "{log}"
+    );
+    assert!(
+        !ws.join("secret-marker").exists(),
+        "the blocked command ran; {log}"
+    );
+    assert!(
+        ws.join("allowed-marker").exists(),
+        "the allowed command did not run; {log}"
+    );
+
+    // The editor never got the blocked write nor the blocked command's permission request;
+    // it was asked about the command the harness had no opinion on, and said yes.
+    let writes: Vec<Value> = s.saw("write").iter().map(|w| w["path"].clone()).collect();
+    assert_eq!(writes, [json!(ws.join("notes.txt"))], "{log}");
+    let asked: Vec<Value> = s
+        .saw("permission")
+        .iter()
+        .map(|p| p["toolCall"]["title"].clone())
+        .collect();
+    assert_eq!(asked.len(), 1, "{log}");
+    assert!(
+        asked[0].as_str().unwrap().contains("allowed-marker"),
+        "{log}"
+    );
+    // The person sees why, in the session; the turn itself ended normally.
+    assert!(s.messages().contains("(rule acp-1)"), "{log}");
+    assert_eq!(
+        s.saw("stop"),
+        [json!({"kind": "stop", "stopReason": "end_turn"})],
+        "{log}"
+    );
+    assert_eq!(s.ended, Ended::ClientClosed, "the editor ended the session");
+
+    // The audit log: both blocks decided by the rule, the finished tool calls reported.
+    let records = audit(&world);
+    let blocked: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event_type"] == "pre_action" && r["decision"] == "block")
+        .collect();
+    let tools: Vec<&str> = blocked
+        .iter()
+        .map(|r| r["payload"]["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(
+        tools,
+        ["acp__write_text_file", "acp__execute"],
+        "{records:#?}"
+    );
+    assert!(records.iter().any(|r| r["event_type"] == "post_action"
+        && r["payload"]["tool_name"] == "acp__execute"
+        && r["payload"]["result"]["status"] == "success"));
+    assert!(records
+        .iter()
+        .any(|r| r["event_type"] == "pre_prompt" && r["payload"]["prompt"] == PROMPT));
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_the_person() {
+    if skip() {
+        return;
+    }
+    let world = World::new(Agent::Gemini);
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            shell(&format!("touch {}", ws.join("explicit-marker").display())),
+            shell(&format!("touch {}", ws.join("asked-marker").display())),
+            {"text": "All done."}
+        ]),
+    );
+    // The editor's person says no to everything.
+    let s = session(&world, &llm, Decides::Policy(POLICY), "reject", &[PROMPT]).await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+    assert!(
+        ws.join("explicit-marker").exists(),
+        "the explicitly allowed command did not run; {log}"
+    );
+    assert!(
+        !ws.join("asked-marker").exists(),
+        "the person's no was overridden; {log}"
+    );
+    let asked: Vec<Value> = s
+        .saw("permission")
+        .iter()
+        .map(|p| p["toolCall"]["title"].clone())
+        .collect();
+    assert_eq!(asked.len(), 1, "{log}");
+    assert!(asked[0].as_str().unwrap().contains("asked-marker"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
+    if skip() {
+        return;
+    }
+    let world = World::new(Agent::Gemini);
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([shell(&format!("touch {}", ws.join("marker").display())), {"text": "done"}]),
+    );
+    let s = session(&world, &llm, Decides::HarnessDown, "allow", &[PROMPT]).await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+    assert_eq!(
+        s.saw("stop"),
+        [json!({"kind": "stop", "stopReason": "refusal"})],
+        "{log}"
+    );
+    assert!(
+        s.messages().contains("[ahp-wrap]"),
+        "the editor was not told why; {log}"
+    );
+    assert!(llm.main_bodies().is_empty(), "the prompt reached the model");
+    assert!(!ws.join("marker").exists());
+    let records = audit(&world);
+    assert!(
+        records
+            .iter()
+            .any(|r| r["event_type"] == "pre_prompt" && r["decision"] == "block"),
+        "{records:#?}"
+    );
+}

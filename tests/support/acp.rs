@@ -1,0 +1,219 @@
+//! What tests/acp_proxy.rs runs: a real ACP agent (Gemini CLI in `--acp` mode, against the
+//! scripted fake model server), a real editor built on the official ACP client library
+//! (`acp_editor.mjs`), and the proxy in-process between them with a real gate.
+
+use std::path::PathBuf;
+use std::process::Stdio;
+use std::sync::Arc;
+use std::time::Duration;
+
+use ahp_wrap::audit::{AuditLog, Auditor};
+use ahp_wrap::client::{Client, ClientConfig};
+use ahp_wrap::gate::{Decider, Embedded, FailMode, Gate, Harness, Mode};
+use ahp_wrap::intercept::proxy::acp::Acp;
+use ahp_wrap::intercept::proxy::{run, Ended, Options, Streams};
+use ahp_wrap::policy::Policy;
+use ahp_wrap::transport::{AuthScheme, HarnessSpec, LinkConfig};
+use serde_json::{json, Value};
+use tokio::process::Command;
+
+use crate::agents;
+use crate::support::{Agent, FakeLlm, World};
+
+/// The time limit of one editor session (the machine may be busy).
+const LIMIT: Duration = Duration::from_secs(120);
+
+/// The directory holding `node_modules/@agentclientprotocol/sdk`, or a failure that says
+/// how to install it.
+fn sdk_dir() -> PathBuf {
+    let dir = agents::root().join("tests/.cache/acp");
+    assert!(
+        dir.join("node_modules/@agentclientprotocol/sdk/package.json")
+            .exists(),
+        "the ACP client library is not installed under {}: run tests/acp/setup.sh first (it \
+         installs the pinned @agentclientprotocol/sdk from the npm registry), or set {}=acp \
+         to skip these tests on purpose",
+        dir.display(),
+        agents::SKIP_ENV,
+    );
+    dir
+}
+
+/// What decides: the embedded policy (this rules file), or a harness nobody listens on.
+pub enum Decides<'a> {
+    Policy(&'a str),
+    HarnessDown,
+}
+
+/// A run's gate for `world`: fail mode closed, no person at a terminal, an audit log.
+fn gate(world: &World, decides: Decides) -> Arc<Gate> {
+    let harness = match decides {
+        Decides::Policy(rules) => {
+            let policy = Policy::from_toml_str(rules)
+                .unwrap()
+                .with_workspace(world.ws().canonicalize().unwrap());
+            Harness::Embedded(Arc::new(Embedded::new(policy, Mode::Enforce)))
+        }
+        Decides::HarnessDown => Harness::Remote(Client::start(
+            HarnessSpec::Unix(world.dir.path().join("nobody-listens.sock")),
+            ClientConfig {
+                link: LinkConfig {
+                    token: None,
+                    auth: AuthScheme::Bearer,
+                    max_frame: 1 << 20,
+                },
+                session_id: "acp-test".into(),
+                agent_id: "acp-editor".into(),
+                framework: "acp".into(),
+                framework_version: "0".into(),
+                batch_window: Duration::from_millis(20),
+            },
+        )),
+    };
+    let log = AuditLog::open(&world.dir.path().join("audit.jsonl"), None).unwrap();
+    let decider = Decider {
+        harness,
+        fail_mode: FailMode::Closed,
+        timeout: Duration::from_secs(5),
+        asker: None,
+    };
+    let gate = Gate::new(
+        "acp-test".into(),
+        "acp-editor".into(),
+        0,
+        decider,
+        Auditor::new(log),
+    );
+    Arc::new(gate)
+}
+
+/// What one editor session left behind.
+pub struct Session {
+    /// Everything the editor saw, in order (see acp_editor.mjs).
+    pub editor: Vec<Value>,
+    pub ended: Ended,
+}
+
+impl Session {
+    pub fn saw(&self, kind: &str) -> Vec<Value> {
+        self.editor
+            .iter()
+            .filter(|e| e["kind"] == kind)
+            .cloned()
+            .collect()
+    }
+
+    /// The text of every agent message the editor showed.
+    pub fn messages(&self) -> String {
+        self.saw("update")
+            .iter()
+            .filter(|u| u["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["update"]["content"]["text"].as_str().map(str::to_owned))
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+}
+
+/// Gemini CLI in ACP mode, in the workspace, offline, against `llm`. File edits are
+/// approved by the agent itself (`auto_edit`), so that they reach the editor as
+/// `fs/write_text_file`; shell commands still ask for permission.
+fn gemini(world: &World, llm: &FakeLlm) -> Command {
+    let mut cmd = std::process::Command::new(Agent::Gemini.bin());
+    agents::offline(&mut cmd, world);
+    cmd.args(["--acp", "-m", "gemini-2.5-flash", "--skip-trust"])
+        .args(["--approval-mode", "auto_edit"])
+        .env("GEMINI_API_KEY", "dummy")
+        .env(
+            "GOOGLE_GEMINI_BASE_URL",
+            format!("http://127.0.0.1:{}", llm.port),
+        )
+        .env("GEMINI_CLI_NO_RELAUNCH", "true")
+        .env("GEMINI_TELEMETRY_ENABLED", "false")
+        .env("NO_PROXY", "*")
+        .env("TERM", "dumb")
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(world.dir.path().join("gemini.stderr")).unwrap(),
+        ));
+    let mut cmd = Command::from(cmd);
+    cmd.kill_on_drop(true);
+    cmd
+}
+
+/// The editor, whose scripted person answers every permission request `person` ("allow"
+/// or "reject"), sending `prompts` in one session.
+fn editor(world: &World, person: &str, prompts: &[&str]) -> Command {
+    let config = world.dir.path().join("editor.json");
+    let ws = world.ws().canonicalize().unwrap();
+    let c = json!({"sdk": sdk_dir(), "cwd": ws, "log": world.dir.path().join("editor.jsonl"),
+                   "prompts": prompts, "person": person});
+    std::fs::write(&config, c.to_string()).unwrap();
+    let script = agents::root().join("tests/support/acp_editor.mjs");
+    let mut cmd = Command::new("node");
+    cmd.arg(script)
+        .arg(config)
+        .current_dir(ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(world.dir.path().join("editor.stderr")).unwrap(),
+        ))
+        .kill_on_drop(true);
+    cmd
+}
+
+/// One editor session through the proxy: the editor runs its prompts to the end.
+pub async fn session(
+    world: &World,
+    llm: &FakeLlm,
+    decides: Decides<'_>,
+    person: &str,
+    prompts: &[&str],
+) -> Session {
+    let gate = gate(world, decides);
+    let mut agent = gemini(world, llm)
+        .spawn()
+        .expect("cannot start gemini --acp");
+    let mut ed = editor(world, person, prompts)
+        .spawn()
+        .expect("cannot start node");
+    let streams = Streams {
+        client_in: ed.stdout.take().unwrap(),
+        client_out: ed.stdin.take().unwrap(),
+        server_in: agent.stdin.take().unwrap(),
+        server_out: agent.stdout.take().unwrap(),
+    };
+    let acp = Acp::new("gemini", Some(world.ws().canonicalize().unwrap()));
+    let proxy = tokio::spawn(async move {
+        run(
+            &acp,
+            &*gate,
+            streams,
+            &Options::default(),
+            std::future::pending(),
+        )
+        .await
+    });
+    let status = tokio::time::timeout(LIMIT, ed.wait()).await;
+    let read =
+        |name: &str| std::fs::read_to_string(world.dir.path().join(name)).unwrap_or_default();
+    let status = status.unwrap_or_else(|_| {
+        panic!(
+            "the editor session did not end in time; editor stderr:\n{}\ngemini stderr:\n{}",
+            read("editor.stderr"),
+            read("gemini.stderr")
+        )
+    });
+    assert!(
+        status.as_ref().is_ok_and(|s| s.success()),
+        "the editor failed ({status:?}); its stderr:\n{}",
+        read("editor.stderr")
+    );
+    let ended = tokio::time::timeout(LIMIT, proxy).await.unwrap().unwrap();
+    let _ = agent.kill().await;
+    Session {
+        editor: agents::read_jsonl(&world.dir.path().join("editor.jsonl")),
+        ended,
+    }
+}
