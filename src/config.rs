@@ -78,13 +78,20 @@ pub struct Config {
 pub enum Proxy {
     /// The agent is an MCP server, named `name` in tool names.
     Mcp { name: String },
+    /// The agent speaks the Agent Client Protocol to an editor on our stdio
+    /// (`--framework acp`).
+    Acp,
 }
+
+/// The `--framework` value that puts the ACP stream proxy in front of the agent.
+pub const ACP: &str = "acp";
 
 impl Config {
     /// What runs, as events and ids name it: the framework, or the proxied protocol.
     pub fn kind(&self) -> &'static str {
         match &self.proxy {
             Some(Proxy::Mcp { .. }) => "mcp",
+            Some(Proxy::Acp) => ACP,
             None => self.framework.name(),
         }
     }
@@ -114,7 +121,10 @@ impl Config {
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
         let mut agent = args.agent.into_iter();
         let program = agent.next().ok_or(ConfigError::NoAgent)?;
+        let acp = args.framework.as_deref() == Some(ACP);
         let framework = match &args.framework {
+            // An ACP agent is reached through its stream, not through hooks.
+            Some(name) if name == ACP => frameworks::find("generic").expect("generic exists"),
             Some(name) => frameworks::find(name).ok_or_else(|| {
                 let known: Vec<&str> = frameworks::all().iter().map(|f| f.name()).collect();
                 ConfigError::UnknownFramework(name.clone(), known.join(", "))
@@ -166,11 +176,11 @@ impl Config {
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
             path_shims: path_shims(
-                framework.path_shims(),
+                framework.path_shims() && !acp,
                 &args.intercept,
                 args.no_intercept.as_deref(),
             ),
-            proxy: None,
+            proxy: acp.then_some(Proxy::Acp),
         })
     }
 }

@@ -210,3 +210,44 @@ async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
         "{records:#?}"
     );
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_command_line_puts_the_proxy_where_the_editor_expects_the_agent() {
+    if skip() {
+        return;
+    }
+    let world = World::new(Agent::Gemini);
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            write_file(&ws.join("secret.txt"), "hello"),
+            write_file(&ws.join("notes.txt"), "hello"),
+            {"text": "All done."}
+        ]),
+    );
+    let policy = world.dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let audit_log = world.dir.path().join("audit.jsonl");
+    let wrapper = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    let editor = acp::session_through_the_cli(&world, &llm, &wrapper, "allow", &[PROMPT]).await;
+    assert!(
+        !ws.join("secret.txt").exists(),
+        "the blocked write reached the disk: {editor:#?}"
+    );
+    assert!(
+        ws.join("notes.txt").exists(),
+        "the allowed write did not: {editor:#?}"
+    );
+    let blocked: Vec<Value> = audit(&world)
+        .into_iter()
+        .filter(|r| r["decision"] == "block")
+        .collect();
+    assert_eq!(blocked.len(), 1, "{blocked:#?}");
+    assert_eq!(blocked[0]["payload"]["tool_name"], "acp__write_text_file");
+}

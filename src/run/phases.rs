@@ -113,6 +113,12 @@ impl Run<'_> {
                 held.interceptors
                     .push(Box::new(StreamProxy::new(mcp, self.gate.clone())));
             }
+            Some(Proxy::Acp) => {
+                let cwd = std::env::current_dir().ok();
+                let acp = crate::intercept::proxy::acp::Acp::new(self.shown.clone(), cwd);
+                held.interceptors
+                    .push(Box::new(StreamProxy::new(acp, self.gate.clone())));
+            }
         }
         if !self.cfg.path_shims.is_empty() {
             let shims = PathShims::new(self.cfg.path_shims.clone(), self.gate.clone());

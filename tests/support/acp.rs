@@ -217,3 +217,72 @@ pub async fn session(
         ended,
     }
 }
+
+/// One editor session with the agent run as `ahp-wrap --framework acp <wrapper> -- gemini
+/// --acp …`, as an editor configured with that command would run it; returns what the
+/// editor saw.
+pub async fn session_through_the_cli(
+    world: &World,
+    llm: &FakeLlm,
+    wrapper: &[&str],
+    person: &str,
+    prompts: &[&str],
+) -> Vec<Value> {
+    let agent = gemini(world, llm);
+    let std = agent.as_std();
+    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    cmd.args(["--framework", "acp"])
+        .args(wrapper)
+        .arg("--")
+        .arg(std.get_program())
+        .args(std.get_args())
+        .current_dir(world.ws());
+    for (k, v) in std.get_envs() {
+        match v {
+            Some(v) => cmd.env(k, v),
+            None => cmd.env_remove(k),
+        };
+    }
+    cmd.stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::from(
+            std::fs::File::create(world.dir.path().join("wrapper.stderr")).unwrap(),
+        ));
+    let mut wrapped = Command::from(cmd)
+        .kill_on_drop(true)
+        .spawn()
+        .expect("ahp-wrap");
+    let mut ed = editor(world, person, prompts).spawn().expect("node");
+    let (mut e_out, mut e_in) = (ed.stdout.take().unwrap(), ed.stdin.take().unwrap());
+    let (mut w_out, mut w_in) = (
+        wrapped.stdout.take().unwrap(),
+        wrapped.stdin.take().unwrap(),
+    );
+    let up = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut e_out, &mut w_in).await;
+    });
+    let down = tokio::spawn(async move {
+        let _ = tokio::io::copy(&mut w_out, &mut e_in).await;
+    });
+    let read =
+        |name: &str| std::fs::read_to_string(world.dir.path().join(name)).unwrap_or_default();
+    let status = tokio::time::timeout(LIMIT, ed.wait())
+        .await
+        .unwrap_or_else(|_| {
+            panic!(
+                "the editor did not end in time; ahp-wrap said:\n{}",
+                read("wrapper.stderr")
+            )
+        });
+    assert!(
+        status.as_ref().is_ok_and(|s| s.success()),
+        "the editor failed ({status:?}); its stderr:\n{}\nahp-wrap's:\n{}",
+        read("editor.stderr"),
+        read("wrapper.stderr")
+    );
+    let _ = up.await;
+    let exit = tokio::time::timeout(LIMIT, wrapped.wait()).await;
+    assert!(exit.is_ok(), "ahp-wrap did not end after the editor left");
+    down.abort();
+    agents::read_jsonl(&world.dir.path().join("editor.jsonl"))
+}

@@ -10,7 +10,6 @@
 
 use std::collections::HashMap;
 use std::future::Future;
-use std::pin::Pin;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Mutex;
 
@@ -19,12 +18,15 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 
+mod endings;
+mod inflight;
+mod light;
+
 use super::out::Out;
 use super::{Decide, Direction, Held, OnCall, Options, Outcome, Protocol, Tracked};
 use crate::jsonrpc::{
     classify, error_response, notification, response, Frame, Id, LineCodec, LineError, Message,
 };
-use crate::protocol::EventType;
 
 /// The JSON-RPC error code of every error the proxy itself answers with (MCP's SDKs use it
 /// for a closed connection; JSON-RPC reserves -32000..-32099 for implementations).
@@ -257,42 +259,6 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
         }
     }
 
-    /// The light look at a frame the protocol has no interest in: its method and id only,
-    /// read without building the message. `None` leaves the frame to the full look (not a
-    /// plain object, a duplicate key, a call the protocol intercepts, an answer it watches).
-    async fn light(&self, dir: Direction, frame: &Frame) -> Option<Step> {
-        let peek: Peek = serde_json::from_slice(frame.content()).ok()?;
-        let id = match &peek.id {
-            Some(v) => Some(Id::from_value(v)?),
-            None => None,
-        };
-        match (peek.method.as_deref(), id) {
-            (Some(method), _) if self.protocol.intercepts(dir, method) => None,
-            (Some(_), None) => Some(self.forward(dir, frame.raw()).await),
-            (Some(_), Some(id)) => {
-                if !self.insert(dir, &id, false, None) {
-                    return Some(self.refuse_busy(dir, &id).await);
-                }
-                Some(self.forward(dir, frame.raw()).await)
-            }
-            (None, Some(id)) if peek.result.is_some() != peek.error.is_some() => {
-                if self.watched(dir.back(), &id) {
-                    return None;
-                }
-                let _ = self.take_answered(dir.back(), &id);
-                Some(self.forward(dir, frame.raw()).await)
-            }
-            (None, _) => None,
-        }
-    }
-
-    /// Whether the request that travelled `dir` with this id is watched by the protocol.
-    fn watched(&self, dir: Direction, id: &Id) -> bool {
-        lock(&self.pending[dir.index()])
-            .get(&id.to_string())
-            .is_some_and(|f| f.tracked.is_some())
-    }
-
     /// Whether `value` looks like a call the protocol would hold.
     fn would_hold(&self, dir: Direction, value: &Value) -> bool {
         let Some(method) = value.get("method").and_then(Value::as_str) else {
@@ -419,49 +385,6 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
         self.forward(dir, &bytes).await
     }
 
-    /// Records a request travelling `dir`; false when `max_in_flight` are already waiting.
-    fn insert(&self, dir: Direction, id: &Id, held: bool, tracked: Option<Tracked>) -> bool {
-        let mut pending = lock(&self.pending[dir.index()]);
-        let key = id.to_string();
-        if pending.contains_key(&key) {
-            // A duplicate id in flight breaks JSON-RPC; the first request keeps it, so that
-            // an answer is never linked to a call it does not answer.
-            tracing::warn!(%id, "a request reused the id of one still in flight");
-            return true;
-        }
-        if pending.len() >= self.options.max_in_flight {
-            return false;
-        }
-        let id = id.clone();
-        pending.insert(key, InFlight { id, held, tracked });
-        true
-    }
-
-    /// A held request was decided and is about to be forwarded.
-    fn release(&self, dir: Direction, id: &Id, tracked: Option<Tracked>) {
-        if let Some(f) = lock(&self.pending[dir.index()]).get_mut(&id.to_string()) {
-            f.held = false;
-            f.tracked = tracked;
-        }
-    }
-
-    fn forget(&self, dir: Direction, id: Option<&Id>) {
-        if let Some(id) = id {
-            lock(&self.pending[dir.index()]).remove(&id.to_string());
-        }
-    }
-
-    /// The request that travelled `dir` with this id, now answered. A held one (not yet
-    /// forwarded, so not answerable by the peer) stays.
-    fn take_answered(&self, dir: Direction, id: &Id) -> Option<Tracked> {
-        let mut pending = lock(&self.pending[dir.index()]);
-        let key = id.to_string();
-        match pending.get(&key) {
-            Some(f) if !f.held => pending.remove(&key).and_then(|f| f.tracked),
-            _ => None,
-        }
-    }
-
     async fn refuse_busy(&self, dir: Direction, id: &Id) -> Step {
         let why = format!(
             "ahp-wrap: more than {} requests in flight; this one was not passed on",
@@ -503,53 +426,6 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
         line.push('\n');
         self.forward(to, line.as_bytes()).await
     }
-
-    /// The client is gone: close the server's stdin and pass on what the server still
-    /// writes, for a while.
-    async fn client_gone(&self, to_client: &mut Pin<&mut impl Future<Output = Gone>>) {
-        self.outs[Direction::ToServer.index()].close().await;
-        let _ = tokio::time::timeout(self.options.drain, to_client).await;
-    }
-
-    /// The server is gone: every request it did not answer gets an error, the harness hears
-    /// of a fault, and its stdin is closed (it may still be running).
-    async fn server_gone(&self, fault: Option<String>) -> Ended {
-        let why = fault
-            .clone()
-            .unwrap_or_else(|| "it closed its output".to_owned());
-        let unanswered = self.fail_pending(&why).await;
-        self.outs[Direction::ToServer.index()].close().await;
-        if fault.is_some() || unanswered > 0 {
-            let mut payload = Map::new();
-            payload.insert("source".into(), "proxy".into());
-            payload.insert("server".into(), self.protocol.server_label().into());
-            payload.insert("message".into(), why.into());
-            payload.insert("unanswered_requests".into(), unanswered.into());
-            self.gate
-                .notify(EventType::Error, Value::Object(payload), Map::new())
-                .await;
-        }
-        fault.map_or(Ended::ServerClosed, Ended::ServerFault)
-    }
-
-    /// Answers every client request still waiting for the server with an error; returns
-    /// how many there were.
-    async fn fail_pending(&self, why: &str) -> usize {
-        let mut left: Vec<InFlight> = lock(&self.pending[Direction::ToServer.index()])
-            .drain()
-            .map(|(_, f)| f)
-            .collect();
-        left.sort_by_key(|f| f.id.to_string());
-        let label = self.protocol.server_label();
-        for f in &left {
-            let message = format!("ahp-wrap: {label} ended before it answered ({why})");
-            let line = error_response(&f.id.to_value(), PROXY_ERROR, &message);
-            if self.answer(Direction::ToClient, line).await.is_err() {
-                break;
-            }
-        }
-        left.len()
-    }
 }
 
 /// Whether `value` names a method but is not a call `classify` accepts (no `"jsonrpc":
@@ -583,18 +459,3 @@ fn memchr_newline(buf: &[u8]) -> bool {
 
 /// How much one read of a peer's stream asks for.
 const READ_CAPACITY: usize = 64 * 1024;
-
-/// What the light look reads of a frame: the method and id, and whether it has a result or
-/// an error. Anything else is skipped without being built; a duplicate of these keys fails
-/// the look (the full look then decides, as a peer would read it: the last one wins).
-#[derive(serde::Deserialize)]
-struct Peek<'a> {
-    #[serde(borrow, default)]
-    method: Option<std::borrow::Cow<'a, str>>,
-    #[serde(default)]
-    id: Option<Value>,
-    #[serde(default)]
-    result: Option<serde::de::IgnoredAny>,
-    #[serde(default)]
-    error: Option<serde::de::IgnoredAny>,
-}

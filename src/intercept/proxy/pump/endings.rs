@@ -1,0 +1,61 @@
+//! How the proxy ends: the client gone (the server's stdin closed, its last output passed
+//! on for a while), the server gone (every call it left open answered with an error).
+
+use std::future::Future;
+use std::pin::Pin;
+
+use serde_json::{Map, Value};
+
+use super::{lock, Ended, Engine, Gone, InFlight, PROXY_ERROR};
+use crate::intercept::proxy::{Decide, Direction, Protocol};
+use crate::jsonrpc::error_response;
+use crate::protocol::EventType;
+
+impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+    /// The client is gone: close the server's stdin and pass on what the server still
+    /// writes, for a while.
+    pub(super) async fn client_gone(&self, to_client: &mut Pin<&mut impl Future<Output = Gone>>) {
+        self.outs[Direction::ToServer.index()].close().await;
+        let _ = tokio::time::timeout(self.options.drain, to_client).await;
+    }
+
+    /// The server is gone: every request it did not answer gets an error, the harness hears
+    /// of a fault, and its stdin is closed (it may still be running).
+    pub(super) async fn server_gone(&self, fault: Option<String>) -> Ended {
+        let why = fault
+            .clone()
+            .unwrap_or_else(|| "it closed its output".to_owned());
+        let unanswered = self.fail_pending(&why).await;
+        self.outs[Direction::ToServer.index()].close().await;
+        if fault.is_some() || unanswered > 0 {
+            let mut payload = Map::new();
+            payload.insert("source".into(), "proxy".into());
+            payload.insert("server".into(), self.protocol.server_label().into());
+            payload.insert("message".into(), why.into());
+            payload.insert("unanswered_requests".into(), unanswered.into());
+            self.gate
+                .notify(EventType::Error, Value::Object(payload), Map::new())
+                .await;
+        }
+        fault.map_or(Ended::ServerClosed, Ended::ServerFault)
+    }
+
+    /// Answers every client request still waiting for the server with an error; returns
+    /// how many there were.
+    pub(super) async fn fail_pending(&self, why: &str) -> usize {
+        let mut left: Vec<InFlight> = lock(&self.pending[Direction::ToServer.index()])
+            .drain()
+            .map(|(_, f)| f)
+            .collect();
+        left.sort_by_key(|f| f.id.to_string());
+        let label = self.protocol.server_label();
+        for f in &left {
+            let message = format!("ahp-wrap: {label} ended before it answered ({why})");
+            let line = error_response(&f.id.to_value(), PROXY_ERROR, &message);
+            if self.answer(Direction::ToClient, line).await.is_err() {
+                break;
+            }
+        }
+        left.len()
+    }
+}
