@@ -5,8 +5,9 @@
 //!
 //! - [`hooks`]: the agent's own hook system calls `ahp-wrap hook <framework> <hook>`,
 //!   which relays over the control socket to the hook service.
-//! - [`proxy`]: sitting in a JSON-RPC stdio stream (MCP servers today, as a library; ACP
-//!   agents next), holding what it intercepts until the gate decides.
+//! - [`proxy`]: sitting in the agent's JSON-RPC stdio stream (`ahp-wrap mcp` for MCP
+//!   servers, `--framework acp` for ACP agents), holding what it intercepts until the gate
+//!   decides.
 //! - [`pathshim`]: commands the agent runs by name, caught first on its `PATH` (for
 //!   agents without hooks, and in addition to hooks where asked).
 //!
