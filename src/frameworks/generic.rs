@@ -39,13 +39,19 @@ impl Framework for Generic {
         true
     }
 
-    fn start_notice(&self, shown: &str) -> Option<String> {
+    fn start_notice(&self, shown: &str, path_shims: bool) -> Option<String> {
+        let seen = if path_shims {
+            "and the commands it runs by name that delete, move or send data (PATH shims); \
+             its other commands, its file and network access are NOT intercepted"
+        } else {
+            "its commands, file and network access are NOT intercepted"
+        };
         Some(format!(
             "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
-             it sends itself with `ahp-wrap hook generic <event>` are supervised; its commands, file \
-             and network access are NOT intercepted. To supervise it: wrap a supported agent \
-             (claude, codex, gemini, qwen, copilot, opencode), have it call `ahp-wrap hook generic pre_action` \
-             before each action (shims/generic/README.md), or name its framework with --framework"
+             it sends itself with `ahp-wrap hook generic <event>` are supervised, {seen}. To \
+             supervise it: wrap a supported agent (claude, codex, gemini, qwen, copilot, \
+             opencode), have it call `ahp-wrap hook generic pre_action` before each action \
+             (shims/generic/README.md), or name its framework with --framework"
         ))
     }
 

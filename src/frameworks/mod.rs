@@ -159,8 +159,10 @@ pub trait Framework: Send + Sync + 'static {
 
     /// What the person must know before the agent starts, if anything (`shown` is the
     /// agent's command as typed).
-    fn start_notice(&self, shown: &str) -> Option<String> {
-        let _ = shown;
+    /// `path_shims` says whether commands run by name are checked through PATH shims in
+    /// this run.
+    fn start_notice(&self, shown: &str, path_shims: bool) -> Option<String> {
+        let _ = (shown, path_shims);
         None
     }
 

@@ -175,21 +175,20 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
-        let notice = if !self.cfg.path_shims.is_empty() {
+        let path_shims = !self.cfg.path_shims.is_empty();
+        if self.cfg.proxy.is_none() {
+            if let Some(notice) = self.cfg.framework.start_notice(&self.shown, path_shims) {
+                eprintln!("ahp-wrap: {notice}");
+            }
+        }
+        if path_shims {
             let list: Vec<&str> = self.cfg.path_shims.iter().map(String::as_str).collect();
-            Some(format!(
-                "note: commands run by name are checked through PATH shims ({}); a program run \
-                 by absolute path, a shell builtin or an interpreter's own exec is not (see \
-                 README, PATH shims)",
+            eprintln!(
+                "ahp-wrap: note: commands run by name are checked through PATH shims ({}); a \
+                 program run by absolute path, a shell builtin or an interpreter's own exec is \
+                 not (see README, PATH shims)",
                 list.join(", ")
-            ))
-        } else if self.cfg.proxy.is_none() {
-            self.cfg.framework.start_notice(&self.shown)
-        } else {
-            None
-        };
-        if let Some(notice) = notice {
-            eprintln!("ahp-wrap: {notice}");
+            );
         }
         let log = crate::termlog::sink();
         if let (true, Some(path)) = (log.default_file, &log.path) {
