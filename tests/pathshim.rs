@@ -144,16 +144,9 @@ fn the_event_names_the_processes_that_ran_the_command() {
 /// A scripted stdio harness answering every `exec` with `decision`.
 fn harness(dir: &Path, decision: Value) -> String {
     let rules = serde_json::json!({
-        "log": dir.join("harness.jsonl"),
         "rules": [{"event": "pre_action", "contains": "\"exec\"", "decision": decision}],
     });
-    let file = dir.join("rules.json");
-    std::fs::write(&file, rules.to_string()).unwrap();
-    format!(
-        "stdio:python3 '{}' '{}'",
-        support("script_harness.py").display(),
-        file.display()
-    )
+    script_harness(dir, rules)
 }
 
 #[test]

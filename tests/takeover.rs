@@ -16,17 +16,10 @@ const BLOCKED: &str = r#"{"event_type":"pre_action","payload":{"tool_name":"bash
 /// A scripted harness that blocks BLOCK_ME and logs every message to `dir/harness.jsonl`.
 fn harness(dir: &Path) -> String {
     let rules = serde_json::json!({
-        "log": dir.join("harness.jsonl"),
         "rules": [{"event": "pre_action", "contains": "BLOCK_ME",
                    "decision": {"decision": "block", "reason": "the harness blocks BLOCK_ME"}}],
     });
-    let file = dir.join("rules.json");
-    std::fs::write(&file, rules.to_string()).unwrap();
-    format!(
-        "stdio:python3 '{}' '{}'",
-        support("script_harness.py").display(),
-        file.display()
-    )
+    script_harness(dir, rules)
 }
 
 /// An agent that starts the impostor, waits until it has tried, then asks the hook about

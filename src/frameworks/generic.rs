@@ -14,11 +14,21 @@ use crate::frameworks::adapter::{
 /// Exit code of a blocked generic hook.
 pub const EXIT_BLOCK: i32 = 2;
 
-pub struct Generic;
+/// The generic shim, under one of its two names: `generic` (the default for an agent of
+/// no known framework), or `path` (`--framework path`: the same, without the start notice,
+/// for an agent one knows is reached through PATH shims only).
+pub struct Generic {
+    name: &'static str,
+}
+
+impl Generic {
+    pub const GENERIC: Generic = Generic { name: "generic" };
+    pub const PATH: Generic = Generic { name: "path" };
+}
 
 impl Framework for Generic {
     fn name(&self) -> &'static str {
-        "generic"
+        self.name
     }
 
     fn executables(&self) -> &'static [&'static str] {
@@ -40,6 +50,9 @@ impl Framework for Generic {
     }
 
     fn start_notice(&self, shown: &str, path_shims: bool) -> Option<String> {
+        if self.name != "generic" {
+            return None;
+        }
         let seen = if path_shims {
             "and the commands it runs by name that delete, move or send data (PATH shims); \
              its other commands, its file and network access are NOT intercepted"
@@ -107,40 +120,6 @@ impl Framework for Generic {
     }
 }
 
-/// `--framework path`: an agent reached through PATH shims only. Its own calls of
-/// `ahp-wrap hook path <event>`, if it makes any, are read as generic ones.
-pub struct PathOnly;
-
-impl Framework for PathOnly {
-    fn name(&self) -> &'static str {
-        "path"
-    }
-
-    fn executables(&self) -> &'static [&'static str] {
-        &[]
-    }
-
-    fn prepare(&self, _run: &RunContext, _cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-        Ok(())
-    }
-
-    fn injects_hooks(&self) -> bool {
-        false
-    }
-
-    fn path_shims(&self) -> bool {
-        true
-    }
-
-    fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-        Generic.map(cx, payload)
-    }
-
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
-        Generic.render(cx, event, verdict)
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -156,7 +135,7 @@ mod tests {
 
     #[test]
     fn maps_event_type_from_payload_or_hook() {
-        let m = Generic
+        let m = Generic::GENERIC
             .map(
                 &cx(),
                 br#"{"event_type":"pre_prompt","payload":{"prompt":"hi"}}"#,
@@ -165,15 +144,20 @@ mod tests {
             .unwrap();
         assert_eq!(m.event_type, EventType::PrePrompt);
         assert_eq!(m.payload, json!({"prompt": "hi"}));
-        let m = Generic.map(&cx(), br#"{"payload":{}}"#).unwrap().unwrap();
+        let m = Generic::GENERIC
+            .map(&cx(), br#"{"payload":{}}"#)
+            .unwrap()
+            .unwrap();
         assert_eq!(m.event_type, EventType::PreAction);
-        assert!(Generic.map(&cx(), br#"{"event_type":"nope"}"#).is_err());
-        assert!(Generic.map(&cx(), b"not json").is_err());
+        assert!(Generic::GENERIC
+            .map(&cx(), br#"{"event_type":"nope"}"#)
+            .is_err());
+        assert!(Generic::GENERIC.map(&cx(), b"not json").is_err());
     }
 
     #[test]
     fn renders_block_with_exit_2_and_reason_on_stderr() {
-        let r = Generic.render(
+        let r = Generic::GENERIC.render(
             &cx(),
             None,
             &Verdict::Block {
@@ -184,7 +168,7 @@ mod tests {
         assert_eq!(r.stderr, b"no\n");
         let v: Value = serde_json::from_slice(&r.stdout).unwrap();
         assert_eq!(v, json!({"decision": "block", "reason": "no"}));
-        let r = Generic.render(&cx(), None, &Verdict::no_opinion());
+        let r = Generic::GENERIC.render(&cx(), None, &Verdict::no_opinion());
         assert_eq!(r.exit_code, 0);
     }
 }

@@ -174,8 +174,8 @@ pub trait Framework: Send + Sync + 'static {
     }
 }
 
-static GENERIC: generic::Generic = generic::Generic;
-static PATH: generic::PathOnly = generic::PathOnly;
+static GENERIC: generic::Generic = generic::Generic::GENERIC;
+static PATH: generic::Generic = generic::Generic::PATH;
 static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;

@@ -86,3 +86,16 @@ pub fn harness_events(dir: &Path) -> Vec<serde_json::Value> {
         })
         .collect()
 }
+
+/// The scripted stdio harness (`tests/support/script_harness.py`) with these `rules` (a
+/// JSON object; its `log` is set to `dir/harness.jsonl`), as a `--harness` spec.
+pub fn script_harness(dir: &Path, mut rules: serde_json::Value) -> String {
+    rules["log"] = dir.join("harness.jsonl").display().to_string().into();
+    let file = dir.join("rules.json");
+    std::fs::write(&file, rules.to_string()).unwrap();
+    format!(
+        "stdio:python3 '{}' '{}'",
+        support("script_harness.py").display(),
+        file.display()
+    )
+}
