@@ -1,9 +1,12 @@
 #!/usr/bin/env bash
 # Every benchmark, one table: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]
+#                                         [--pathshim]
 #
 #   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
 #   --write     also write the table into BENCHMARKS.md's results block
 #   --compare   also time another build's hook process in the same run (before/after)
+#   --pathshim  only the PATH-shim rows (a command through its shim under --framework path,
+#               against the bare command), no criterion; --write puts them in their own block
 #
 # Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
 # harness client, audit log, the parent's share of a hook), then the whole-process benches
@@ -18,17 +21,22 @@ export CRITERION_HOME=${CRITERION_HOME:-$target/criterion}
 export AHP_BENCH_TMPDIR=${AHP_BENCH_TMPDIR:-$target}
 mkdir -p "$AHP_BENCH_TMPDIR"
 
-quick=() write=() crit=() compare=()
+quick=() write=() crit=() compare=() only=()
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=(--quick) crit=(--warm-up-time 1 --measurement-time 1) ;;
     --write) write=(--write BENCHMARKS.md) ;;
     --compare) compare=(--compare "$(realpath "${2:?--compare needs a path}")"); shift ;;
-    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]" >&2; exit 2 ;;
+    --pathshim) only=(--only pathshim) ;;
+    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim]" >&2; exit 2 ;;
   esac
   shift
 done
 
+if [ ${#only[@]} -gt 0 ]; then
+  exec cargo bench --locked --bench wrapper -- "${only[@]}" ${quick[@]+"${quick[@]}"} \
+    ${write[@]+"${write[@]}"}
+fi
 cargo bench --locked --bench inproc --bench wrapper --no-run
 log=$target/bench-inproc.log
 echo "in-process benches (criterion; full output in $log)…" >&2

@@ -4,7 +4,8 @@
 //!
 //! Run through `bench/run.sh` (which runs the criterion benches first, so their figures join
 //! the table); alone: `cargo bench --bench wrapper -- [--quick] [--write BENCHMARKS.md]`.
-//! Under `cargo test` it does nothing.
+//! `--only pathshim` runs only the PATH-shim rows, written into their own block (what
+//! `bench/run.sh --pathshim` does). Under `cargo test` it does nothing.
 
 mod support;
 
@@ -19,12 +20,17 @@ const AHP_WRAP: &str = env!("CARGO_BIN_EXE_ahp-wrap");
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const BEGIN: &str = "<!-- bench:results:begin -->";
 const END: &str = "<!-- bench:results:end -->";
+/// The block `--only pathshim` writes.
+const PATHSHIM_BEGIN: &str = "<!-- bench:pathshim:begin -->";
+const PATHSHIM_END: &str = "<!-- bench:pathshim:end -->";
 
 struct Opts {
     quick: bool,
     write: Option<PathBuf>,
     /// Another `ahp-wrap` build whose hook process is timed in the same run (before/after).
     compare: Option<PathBuf>,
+    /// Only the PATH-shim rows (`--only pathshim`).
+    pathshim_only: bool,
 }
 
 fn opts() -> Opts {
@@ -33,12 +39,14 @@ fn opts() -> Opts {
         quick: false,
         write: None,
         compare: None,
+        pathshim_only: false,
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
             "--write" => o.write = args.next().map(PathBuf::from),
             "--compare" => o.compare = args.next().map(PathBuf::from),
+            "--only" => o.pathshim_only = args.next().as_deref() == Some("pathshim"),
             _ => {}
         }
     }
@@ -109,23 +117,32 @@ fn main() {
     let mut rows = Vec::new();
     let scratch = tempfile::tempdir().expect("temp dir");
 
-    eprintln!("hook latency: {calls} calls per program, interleaved…");
-    hook_rows(&mut rows, calls, scratch.path(), o.compare.as_deref());
-    eprintln!("start-up…");
-    startup_rows(&mut rows, if o.quick { 50 } else { 200 });
-    eprintln!("pass-through…");
-    passthrough_rows(&mut rows, if o.quick { 3 } else { 7 });
-    criterion_rows(&mut rows);
+    let (begin, end) = if o.pathshim_only {
+        eprintln!("PATH shim exec latency: {calls} calls per program, interleaved…");
+        pathshim_rows(&mut rows, calls, scratch.path());
+        (PATHSHIM_BEGIN, PATHSHIM_END)
+    } else {
+        eprintln!("hook latency: {calls} calls per program, interleaved…");
+        hook_rows(&mut rows, calls, scratch.path(), o.compare.as_deref());
+        eprintln!("PATH shim exec latency…");
+        pathshim_rows(&mut rows, calls, scratch.path());
+        eprintln!("start-up…");
+        startup_rows(&mut rows, if o.quick { 50 } else { 200 });
+        eprintln!("pass-through…");
+        passthrough_rows(&mut rows, if o.quick { 3 } else { 7 });
+        criterion_rows(&mut rows);
+        (BEGIN, END)
+    };
 
     let table = render(&rows);
     let machine = machine();
     println!("\n{machine}\n\n{table}");
     if let Some(path) = o.write {
         let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let block = format!("{BEGIN}\n{machine}\n\n{table}{END}");
-        let new = match (text.find(BEGIN), text.find(END)) {
+        let block = format!("{begin}\n{machine}\n\n{table}{end}");
+        let new = match (text.find(begin), text.find(end)) {
             (Some(b), Some(e)) if b < e => {
-                format!("{}{block}{}", &text[..b], &text[e + END.len()..])
+                format!("{}{block}{}", &text[..b], &text[e + end.len()..])
             }
             _ => format!("{text}\n{block}\n"),
         };
@@ -134,8 +151,10 @@ fn main() {
     }
 }
 
-/// Runs the driver under `ahp-wrap <extra> -- <driver>`; returns its report.
+/// Runs the driver under `ahp-wrap --framework <framework> <extra> -- <driver>`, in `dir`;
+/// returns its report.
 fn drive(
+    framework: &str,
     extra: &[String],
     programs: &str,
     calls: usize,
@@ -150,7 +169,7 @@ fn drive(
         cmd.env("AHP_BENCH_ALT_BIN", alt);
     }
     let status = cmd
-        .args(["--framework", "claude-code", "--summary", "never"])
+        .args(["--framework", framework, "--summary", "never"])
         .args(extra)
         .arg("--")
         .arg(&me)
@@ -167,6 +186,7 @@ fn drive(
         )
         .env("AHP_BENCH_PYTHON", python_exe())
         .env("AHP_BENCH_OUT", &out)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .status()
         .expect("run ahp-wrap");
@@ -214,7 +234,7 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
     ];
     let mut python = None;
     for (i, (name, extra, programs)) in runs.into_iter().enumerate() {
-        let mut r = drive(&extra, programs, calls, dir, compare);
+        let mut r = drive("claude-code", &extra, programs, calls, dir, compare);
         let mut t = r.samples.remove("true").expect("true samples");
         let mut h = r.samples.remove("hook").expect("hook samples");
         if let Some(mut p) = r.samples.remove("python") {
@@ -292,6 +312,46 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
             );
         }
     }
+}
+
+/// PATH shims: a command run through its shim under `--framework path` (the hook process,
+/// an `exec` request, the embedded policy's decision, then the real program), against the
+/// same program run directly, interleaved call by call.
+fn pathshim_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path) {
+    let programs = "cp,cp-shim,git,git-shim,git-shim-alone,true-env";
+    let r = drive("path", &[], programs, calls, dir, None);
+    let mut samples = r.samples;
+    for (name, what) in [("cp", "`cp` of a 1 KiB file"), ("git", "`git --version`")] {
+        let mut bare = samples.remove(name).expect("bare samples");
+        let mut shim = samples
+            .remove(&format!("{name}-shim"))
+            .expect("shim samples");
+        for p in [50.0, 95.0] {
+            let (s, b) = (percentile(&mut shim, p), percentile(&mut bare, p));
+            let add = s as f64 - b as f64;
+            let mut r = row(
+                &format!("PATH shim exec p{p}, embedded policy: {what}"),
+                ms(s as f64),
+                format!("bare {what} {}", ms(b as f64)),
+                format!("+{}", ms(add)),
+            );
+            if p == 50.0 {
+                r = r.target("< +1 ms", add < 1e6);
+            }
+            rows.push(r);
+        }
+    }
+    let mut alone = samples
+        .remove("git-shim-alone")
+        .expect("shim-alone samples");
+    let mut env = samples.remove("true-env").expect("true-env samples");
+    let (a50, e50) = (percentile(&mut alone, 50.0), percentile(&mut env, 50.0));
+    rows.push(row(
+        "PATH shim process alone p50 (no wrapper to ask: its refusal), via `env`",
+        ms(a50 as f64),
+        format!("`env /bin/true` {}", ms(e50 as f64)),
+        format!("+{}", ms(a50 as f64 - e50 as f64)),
+    ));
 }
 
 /// The Python interpreter itself, not a launcher in front of it (a pyenv shim is a shell
@@ -552,8 +612,14 @@ fn machine() -> String {
                 .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
         })
         .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
+    // The machine may be shared: how busy it was, as the figures were taken.
+    let load = std::fs::read_to_string("/proc/loadavg")
+        .ok()
+        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" / "))
+        .unwrap_or_else(|| "unknown".into());
     format!(
-        "Measured {} on {cpu}, {cores} cores, {mem_gib:.0} GiB, {}; {}; release build of {}.",
+        "Measured {} on {cpu}, {cores} cores, {mem_gib:.0} GiB, {}, load average {load} \
+         (1/5/15 min, at the end); {}; release build of {}.",
         out("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
         out("uname", &["-sr"]),
         out("rustc", &["-V"]),

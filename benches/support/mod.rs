@@ -165,6 +165,21 @@ pub fn hook_driver() {
                 "AHP_WRAP_SOCKET".into(),
                 "/bin/true".into(),
             ],
+            // PATH shims (under `--framework path`): the real program by its path, and the
+            // same call through its entry in the shim directory (what `cp` by name finds).
+            "cp" => [vec![real_program("cp")], copy_args()].concat(),
+            "cp-shim" => [vec![shim("cp")], copy_args()].concat(),
+            "git" => vec![real_program("git"), "--version".into()],
+            "git-shim" => vec![shim("git"), "--version".into()],
+            // The shim without a wrapper to ask: its fail-closed refusal, no round trip and
+            // no program run (the shim process's own cost, against `true-env`).
+            "git-shim-alone" => vec![
+                "/usr/bin/env".into(),
+                "-u".into(),
+                "AHP_WRAP_SOCKET".into(),
+                shim("git"),
+                "--version".into(),
+            ],
             other => panic!("unknown program {other}"),
         }
     };
@@ -173,6 +188,10 @@ pub fn hook_driver() {
         for k in 0..programs.len() {
             let name = &programs[(round + k) % programs.len()];
             let (ns, stdout, status) = time_call(&argv(name), &payload);
+            // A refused or failed command would time the refusal, not the command.
+            if ["cp", "cp-shim", "git", "git-shim"].contains(&name.as_str()) {
+                assert_eq!(status, 0, "{:?} failed (exit {status})", argv(name));
+            }
             if name == "hook" && report.hook_stdout.is_empty() && round == 0 {
                 report.hook_stdout = String::from_utf8_lossy(&stdout).into_owned();
                 report.hook_status = status;
@@ -186,6 +205,34 @@ pub fn hook_driver() {
     report.parent_hwm_kib = hwm;
     report.parent_rss_kib = rss;
     std::fs::write(out, serde_json::to_vec(&report).expect("serializes")).expect("write report");
+}
+
+/// The shim directory's entry for `name` (the driver runs under `--framework path`).
+fn shim(name: &str) -> String {
+    let dir = std::env::var("AHP_WRAP_PATHSHIM_DIR").expect("run under PATH shims");
+    format!("{dir}/{name}")
+}
+
+/// The real `name` on `PATH`, past the shim directory.
+fn real_program(name: &str) -> String {
+    let shims = std::env::var_os("AHP_WRAP_PATHSHIM_DIR").unwrap_or_default();
+    let path = std::env::var_os("PATH").unwrap_or_default();
+    std::env::split_paths(&path)
+        .filter(|d| d.as_os_str() != shims)
+        .map(|d| d.join(name))
+        .find(|p| p.is_file())
+        .unwrap_or_else(|| panic!("no {name} on PATH"))
+        .display()
+        .to_string()
+}
+
+/// A copy of a small (1 KiB) file in the working directory (the driver's `cp` calls).
+fn copy_args() -> Vec<String> {
+    const SMALL: &str = "small.txt";
+    if !Path::new(SMALL).exists() {
+        std::fs::write(SMALL, "0123456789abcde\n".repeat(64)).expect("write the small file");
+    }
+    vec![SMALL.into(), "copy.txt".into()]
 }
 
 fn nix_getppid() -> u32 {

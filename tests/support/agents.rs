@@ -47,7 +47,8 @@ pub fn skip(setup: &str) -> bool {
 
 /// An agent CLI installed by `tests/<setup>/setup.sh` into
 /// `tests/.cache/agents/<setup>-<version>/<exe>`, or a failure that says how to install it.
-/// `what` names the CLI and `package` what the setup script installs, for that message.
+/// `what` names the CLI and `package` what the setup script installs and from where, for
+/// that message.
 pub fn installed_bin(setup: &str, version: &str, exe: &str, what: &str, package: &str) -> PathBuf {
     let bin = root()
         .join("tests/.cache/agents")
@@ -56,7 +57,7 @@ pub fn installed_bin(setup: &str, version: &str, exe: &str, what: &str, package:
     assert!(
         bin.exists(),
         "the {what} {version} is not installed at {}: run tests/{setup}/setup.sh first \
-         (it installs {package} from the npm registry), or set {SKIP_ENV}={setup} to skip \
+         (it installs {package}), or set {SKIP_ENV}={setup} to skip \
          its tests on purpose",
         bin.display()
     );
@@ -85,6 +86,18 @@ impl FakeServer {
     /// Starts `server` with these scripted `turns`; its files in `dir` are named after
     /// `name`. `what` names the server in failures.
     pub fn start(server: &str, what: &str, dir: &Path, name: &str, turns: Value) -> FakeServer {
+        FakeServer::start_script(server, what, dir, name, json!({ "turns": turns }))
+    }
+
+    /// [`FakeServer::start`] with a whole script: the turns and the server's other settings
+    /// (`main_if`, `side_text`, … as the server's docstring lists them).
+    pub fn start_script(
+        server: &str,
+        what: &str,
+        dir: &Path,
+        name: &str,
+        script_json: Value,
+    ) -> FakeServer {
         let script = dir.join(format!("{name}-script.json"));
         let log = dir.join(format!("{name}-requests.jsonl"));
         let port_file = dir.join(format!("{name}-port"));
@@ -92,7 +105,7 @@ impl FakeServer {
             !log.exists(),
             "the {what} {name:?} was already started here"
         );
-        std::fs::write(&script, json!({ "turns": turns }).to_string()).unwrap();
+        std::fs::write(&script, script_json.to_string()).unwrap();
         let proc = Command::new("python3")
             .arg(root().join("tests/support").join(server))
             .arg("--script")

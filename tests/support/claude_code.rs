@@ -27,7 +27,7 @@ pub fn claude_bin() -> PathBuf {
         VERSION.trim(),
         "claude",
         "Claude Code CLI",
-        "@anthropic-ai/claude-code",
+        "@anthropic-ai/claude-code from the npm registry",
     )
 }
 

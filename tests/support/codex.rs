@@ -27,7 +27,7 @@ pub fn codex_bin() -> PathBuf {
         VERSION.trim(),
         "codex",
         "Codex CLI",
-        "@openai/codex",
+        "@openai/codex from the npm registry",
     )
 }
 

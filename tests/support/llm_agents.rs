@@ -48,7 +48,13 @@ impl Agent {
     /// The installed CLI, or a failure that says how to install it.
     pub fn bin(self) -> PathBuf {
         let what = format!("{} CLI", self.dir());
-        agents::installed_bin(self.dir(), self.version(), self.dir(), &what, "it")
+        agents::installed_bin(
+            self.dir(),
+            self.version(),
+            self.dir(),
+            &what,
+            "it from the npm registry",
+        )
     }
 }
 

@@ -44,8 +44,12 @@ pub fn invoked_as(strict: bool) -> Option<String> {
     Some(name.to_owned())
 }
 
+/// Whether `a` and `b` name the same directory: the same spelling, or the same inode (two
+/// `stat` calls, where resolving each path would cost one `readlink` per component).
 fn same_dir(a: &Path, b: &Path) -> bool {
-    a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(x), Ok(y)) if x == y)
+    a == b
+        || matches!((std::fs::metadata(a), std::fs::metadata(b)),
+            (Ok(x), Ok(y)) if x.is_dir() && x.dev() == y.dev() && x.ino() == y.ino())
 }
 
 /// Runs the shimmed command `name` with `args` (without argv[0]); returns only on refusal
@@ -104,23 +108,28 @@ fn exec(argv: &[OsString]) -> Result<i32, String> {
 /// in the shim directory and is not this executable (so a shim never runs itself, even
 /// through another run's shim directory).
 fn real_program(name: &OsStr) -> Option<PathBuf> {
-    use std::os::unix::fs::PermissionsExt;
     let path = std::env::var_os("PATH")?;
     let shim_dir = std::env::var_os(ENV_DIR).map(PathBuf::from);
     let me = std::fs::metadata("/proc/self/exe").ok();
     std::env::split_paths(&path)
         .filter(|dir| !dir.as_os_str().is_empty())
-        .filter(|dir| !shim_dir.as_deref().is_some_and(|s| same_dir(dir, s)))
-        .map(|dir| dir.join(name))
-        .find(|candidate| {
-            let Ok(m) = std::fs::metadata(candidate) else {
-                return false;
-            };
-            let is_me = me
-                .as_ref()
-                .is_some_and(|me| me.dev() == m.dev() && me.ino() == m.ino());
-            m.is_file() && m.permissions().mode() & 0o111 != 0 && !is_me
+        .find_map(|dir| {
+            let candidate = dir.join(name);
+            let m = std::fs::metadata(&candidate).ok()?;
+            let usable = is_program(&m, me.as_ref())
+                // Every entry of the shim directory is this executable; the directory is
+                // compared only for a real file found there (rare: one stat more each).
+                && !shim_dir.as_deref().is_some_and(|s| same_dir(&dir, s));
+            usable.then_some(candidate)
         })
+}
+
+/// Whether a file found on `PATH` is a program to run: an executable file that is not
+/// this executable (`me`).
+fn is_program(m: &std::fs::Metadata, me: Option<&std::fs::Metadata>) -> bool {
+    use std::os::unix::fs::PermissionsExt;
+    let is_me = me.is_some_and(|me| me.dev() == m.dev() && me.ino() == m.ino());
+    m.is_file() && m.permissions().mode() & 0o111 != 0 && !is_me
 }
 
 /// The request payload: the argv, then the watched environment variables (`NAME=value`,
@@ -168,4 +177,39 @@ pub fn encode_argv(argv: &[String]) -> Vec<u8> {
         out.push(0);
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_same_directory_is_recognized_however_it_is_spelled() {
+        let base = tempfile::tempdir().unwrap();
+        let (a, b) = (base.path().join("a"), base.path().join("b"));
+        std::fs::create_dir(&a).unwrap();
+        std::fs::create_dir(&b).unwrap();
+        std::os::unix::fs::symlink(&a, base.path().join("link")).unwrap();
+        assert!(same_dir(&a, &a));
+        assert!(same_dir(&a, &base.path().join("link")));
+        assert!(same_dir(&a, &b.join("../a")));
+        assert!(!same_dir(&a, &b));
+        assert!(!same_dir(&a, &base.path().join("missing")));
+    }
+
+    #[test]
+    fn a_program_is_an_executable_file_that_is_not_this_one() {
+        use std::os::unix::fs::PermissionsExt;
+        let dir = tempfile::tempdir().unwrap();
+        let (prog, data) = (dir.path().join("prog"), dir.path().join("data"));
+        std::fs::write(&prog, "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(&prog, std::fs::Permissions::from_mode(0o755)).unwrap();
+        std::fs::write(&data, "").unwrap();
+        let meta = |p: &Path| std::fs::metadata(p).unwrap();
+        assert!(is_program(&meta(&prog), None));
+        assert!(is_program(&meta(&prog), Some(&meta(&data))));
+        assert!(!is_program(&meta(&prog), Some(&meta(&prog))), "itself");
+        assert!(!is_program(&meta(&data), None), "not executable");
+        assert!(!is_program(&meta(dir.path()), None), "a directory");
+    }
 }
