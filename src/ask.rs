@@ -1,4 +1,7 @@
 //! Asking a person on the controlling terminal, for `escalate` decisions.
+//!
+//! Owns: the terminal prompt and its time limit. Must not touch: what the answer means (the
+//! gate turns it into a decision) or the agent's own use of the terminal outside a prompt.
 
 use std::io::{Read, Write};
 use std::os::fd::AsFd;

@@ -1,4 +1,7 @@
 //! The command line, as clap sees it. [`crate::config`] turns it into a validated config.
+//!
+//! Owns: options, their help and defaults. Must not touch: validation or any behaviour
+//! (that is `config` and the modules it configures).
 
 use std::ffi::OsString;
 use std::path::PathBuf;

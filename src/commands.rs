@@ -1,4 +1,7 @@
 //! The subcommands other than running an agent: `serve`, `policy …`, `audit …`.
+//!
+//! Owns: what each prints and its exit code. Must not touch: the run (`run/`), or the
+//! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
 
 use std::sync::Arc;
 

@@ -1,4 +1,7 @@
 //! The validated configuration of one wrapped run, built before any I/O.
+//!
+//! Owns: turning options into a checked `Config` (framework, harness, PATH shims, proxy).
+//! Must not touch: anything that runs; it opens no file and no socket.
 
 use std::ffi::OsString;
 use std::path::PathBuf;

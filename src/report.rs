@@ -1,5 +1,8 @@
 //! What the person reads at the end of a run: the summary, the notes, and the warnings held
 //! back while the agent had the terminal.
+//!
+//! Owns: the end-of-run text. Must not touch: deciding anything, or the audit log's contents
+//! (it reads the summary the auditor kept).
 
 use crate::audit::Auditor;
 use crate::config::{Config, SummaryWhen};

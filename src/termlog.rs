@@ -7,6 +7,8 @@
 //! stdout is one) nothing of ours is written to it: the log goes to `--log-file`, by default
 //! a file in the user's state directory named before the agent starts, and the warnings
 //! and errors are also kept (a bounded number) to be printed at exit, after the summary.
+//!
+//! Owns: the log sink and the held warnings. Must not touch: the agent's stdio, ever.
 
 use std::collections::VecDeque;
 use std::fs::{File, OpenOptions};

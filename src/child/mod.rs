@@ -1,5 +1,9 @@
 //! The agent as our child: where it is found, which process group it lives in, how its
 //! end becomes our exit code.
+//!
+//! Owns: spawning (options and a stdio plan), process groups, the typed child id, signals,
+//! the guardian, the whole process tree and /proc. Must not touch: events or decisions (it
+//! knows nothing of AHP), or what an interceptor does with the agent's stdio.
 
 pub mod cgroup;
 pub mod guardian;

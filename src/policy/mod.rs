@@ -1,5 +1,9 @@
 //! The embedded default harness: a rule engine over AHP events, configured by a TOML policy.
 //!
+//! Owns: the rules, the analysis of what an event does (shell, paths, inline code) and the
+//! default policy. Must not touch: I/O beyond reading the file system it reasons about, the
+//! audit log, or how a verdict is enforced (the gate and the interceptors do that).
+//!
 //! # Layout
 //!
 //! ```text
