@@ -379,6 +379,45 @@ fn finished_tool_calls_are_post_actions_and_the_rest_passes() {
 }
 
 #[test]
+fn a_finished_update_is_the_tool_call_its_earlier_updates_described() {
+    // codex-acp 0.16: the kind, title and input come with the `tool_call` (or the permission
+    // request); the update that finishes it says only how it went.
+    let a = acp();
+    let start = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call",
+        "toolCallId": "p1", "kind": "edit", "title": "Edit /ws/a.txt", "status": "in_progress",
+        "rawInput": {"changes": {"/ws/a.txt": {"type": "add", "content": "hi"}}}}});
+    assert_eq!(
+        a.call(TO_EDITOR, "session/update", Some(&start), false),
+        OnCall::Pass
+    );
+    let done = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update",
+        "toolCallId": "p1", "status": "completed", "rawOutput": {"success": true}}});
+    let OnCall::Notify(ev) = a.call(TO_EDITOR, "session/update", Some(&done), false) else {
+        panic!("a finished tool call is a post_action")
+    };
+    assert_eq!(ev.payload["tool_name"], "acp__edit");
+    assert_eq!(ev.payload["acp"]["title"], "Edit /ws/a.txt");
+    assert_eq!(
+        ev.payload["arguments"]["changes"]["/ws/a.txt"]["type"],
+        "add"
+    );
+    assert_eq!(ev.payload["result"]["output"], json!({"success": true}));
+
+    // A command whose permission request came first, its `tool_call` too.
+    let ask = permission_params(json!({"toolCallId": "x1", "kind": "execute",
+        "title": "touch m", "rawInput": {"command": ["/bin/bash", "-lc", "touch m"]}}));
+    held(&a, TO_EDITOR, "session/request_permission", &ask);
+    let done = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update",
+        "toolCallId": "x1", "status": "failed"}});
+    let OnCall::Notify(ev) = a.call(TO_EDITOR, "session/update", Some(&done), false) else {
+        panic!("a failed tool call is a post_action")
+    };
+    assert_eq!(ev.payload["tool_name"], "acp__execute");
+    assert_eq!(ev.payload["arguments"]["command"][2], "touch m");
+    assert_eq!(ev.payload["result"]["status"], "error");
+}
+
+#[test]
 fn a_session_s_working_directory_is_the_context_of_its_calls() {
     let a = acp();
     let new = json!({"cwd": "/projects/p", "mcpServers": []});
