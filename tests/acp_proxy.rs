@@ -10,6 +10,7 @@
 //! at its permission request here (the `terminal/create` mapping has unit tests).
 
 #[path = "support/acp.rs"]
+#[allow(dead_code)] // what the ACP suites share; each drives its own agent
 mod acp;
 #[path = "support/agents.rs"]
 #[allow(dead_code)] // what every agent suite shares; each uses a part
@@ -20,7 +21,7 @@ mod support;
 
 use std::path::Path;
 
-use acp::{session, Decides};
+use acp::{session, AcpAgent, Decides};
 use ahp_wrap::intercept::proxy::Ended;
 use serde_json::{json, Value};
 use support::{shell, Agent, FakeLlm, World};
@@ -74,7 +75,15 @@ async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_
             {"text": "All done."}
         ]),
     );
-    let s = session(&world, &llm, Decides::Policy(POLICY), "allow", &[PROMPT]).await;
+    let s = session(
+        &world,
+        AcpAgent::Gemini,
+        &llm,
+        Decides::Policy(POLICY),
+        "allow",
+        &[PROMPT],
+    )
+    .await;
     let log = format!("the editor saw: {:#?}", s.editor);
 
     assert!(
@@ -159,7 +168,15 @@ async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_th
         ]),
     );
     // The editor's person says no to everything.
-    let s = session(&world, &llm, Decides::Policy(POLICY), "reject", &[PROMPT]).await;
+    let s = session(
+        &world,
+        AcpAgent::Gemini,
+        &llm,
+        Decides::Policy(POLICY),
+        "reject",
+        &[PROMPT],
+    )
+    .await;
     let log = format!("the editor saw: {:#?}", s.editor);
     assert!(
         ws.join("explicit-marker").exists(),
@@ -189,7 +206,15 @@ async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
         world.dir.path(),
         json!([shell(&format!("touch {}", ws.join("marker").display())), {"text": "done"}]),
     );
-    let s = session(&world, &llm, Decides::HarnessDown, "allow", &[PROMPT]).await;
+    let s = session(
+        &world,
+        AcpAgent::Gemini,
+        &llm,
+        Decides::HarnessDown,
+        "allow",
+        &[PROMPT],
+    )
+    .await;
     let log = format!("the editor saw: {:#?}", s.editor);
     assert_eq!(
         s.saw("stop"),
@@ -235,7 +260,9 @@ async fn the_command_line_puts_the_proxy_where_the_editor_expects_the_agent() {
         "--audit-log",
         audit_log.to_str().unwrap(),
     ];
-    let editor = acp::session_through_the_cli(&world, &llm, &wrapper, "allow", &[PROMPT]).await;
+    let editor =
+        acp::session_through_the_cli(&world, AcpAgent::Gemini, &llm, &wrapper, "allow", &[PROMPT])
+            .await;
     assert!(
         !ws.join("secret.txt").exists(),
         "the blocked write reached the disk: {editor:#?}"

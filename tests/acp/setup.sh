@@ -2,7 +2,8 @@
 # Installs the pinned official ACP client library (tests/acp/package.json, locked by
 # package-lock.json: @agentclientprotocol/sdk and its zod peer, at the locked versions) from
 # the npm registry into tests/.cache/acp-<hash>/ for the editor of tests/acp_proxy.rs
-# (tests/support/acp_editor.mjs). The agent is the Gemini CLI of tests/gemini/setup.sh.
+# (tests/support/acp_editor.mjs) and tests/acp_codex.rs. The agents are the Gemini CLI of
+# tests/gemini/setup.sh and codex-acp of tests/codex-acp/setup.sh.
 # Idempotent: when the library is there, it does nothing.
 #
 # Usage: tests/acp/setup.sh        (prints the directory holding node_modules/)

@@ -1,6 +1,7 @@
-//! What tests/acp_proxy.rs runs: a real ACP agent (Gemini CLI in `--acp` mode, against the
-//! scripted fake model server), a real editor built on the official ACP client library
-//! (`acp_editor.mjs`), and the proxy in-process between them with a real gate.
+//! What tests/acp_proxy.rs and tests/acp_codex.rs run: a real ACP agent ([`AcpAgent`]: Gemini
+//! CLI in `--acp` mode, or Zed's codex-acp, against the scripted fake model server), a real
+//! editor built on the official ACP client library (`acp_editor.mjs`), and the proxy between
+//! them with a real gate: in-process, or as `ahp-wrap --framework acp`.
 
 use std::path::PathBuf;
 use std::process::Stdio;
@@ -17,8 +18,8 @@ use ahp_wrap::transport::{AuthScheme, HarnessSpec, LinkConfig};
 use serde_json::{json, Value};
 use tokio::process::Command;
 
-use crate::agents;
-use crate::support::{Agent, FakeLlm, World};
+use crate::agents::{self, TestDir};
+use crate::support::{Agent, FakeLlm};
 
 /// The time limit of one editor session (the machine may be busy).
 const LIMIT: Duration = Duration::from_secs(120);
@@ -46,7 +47,7 @@ pub enum Decides<'a> {
 }
 
 /// A run's gate for `world`: fail mode closed, no person at a terminal, an audit log.
-fn gate(world: &World, decides: Decides) -> Arc<Gate> {
+fn gate(world: &TestDir, decides: Decides) -> Arc<Gate> {
     let harness = match decides {
         Decides::Policy(rules) => {
             let policy = Policy::from_toml_str(rules)
@@ -114,10 +115,50 @@ impl Session {
     }
 }
 
-/// Gemini CLI in ACP mode, in the workspace, offline, against `llm`. File edits are
-/// approved by the agent itself (`auto_edit`), so that they reach the editor as
-/// `fs/write_text_file`; shell commands still ask for permission.
-fn gemini(world: &World, llm: &FakeLlm) -> Command {
+/// The ACP agents these suites drive, each offline against the scripted fake model server
+/// (`fake_llm.py`, which speaks Gemini's API and OpenAI's Responses API).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AcpAgent {
+    /// Gemini CLI in `--acp` mode (tests/gemini/setup.sh).
+    Gemini,
+    /// Zed's ACP adapter for Codex, `codex-acp` (tests/codex-acp/setup.sh).
+    CodexAcp,
+}
+
+impl AcpAgent {
+    /// Its name: the setup that installs it, and the agent the proxy names in its log.
+    pub fn name(self) -> &'static str {
+        match self {
+            AcpAgent::Gemini => "gemini",
+            AcpAgent::CodexAcp => "codex-acp",
+        }
+    }
+
+    /// The agent's command, in the workspace, offline, against `llm`; its stderr goes to
+    /// `agent.stderr` in the test's directory.
+    fn command(self, world: &TestDir, llm: &FakeLlm) -> Command {
+        let mut cmd = match self {
+            AcpAgent::Gemini => gemini(world, llm),
+            AcpAgent::CodexAcp => codex_acp(world, llm),
+        };
+        cmd.stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::from(
+                std::fs::File::create(world.dir.path().join("agent.stderr")).unwrap(),
+            ));
+        let mut cmd = Command::from(cmd);
+        cmd.kill_on_drop(true);
+        cmd
+    }
+}
+
+/// The pinned codex-acp version (installed by tests/codex-acp/setup.sh).
+const CODEX_ACP_VERSION: &str = include_str!("../codex-acp/VERSION");
+
+/// Gemini CLI in ACP mode. File edits are approved by the agent itself (`auto_edit`), so
+/// that they reach the editor as `fs/write_text_file`; shell commands still ask for
+/// permission.
+fn gemini(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
     let mut cmd = std::process::Command::new(Agent::Gemini.bin());
     agents::offline(&mut cmd, world);
     cmd.args(["--acp", "-m", "gemini-2.5-flash", "--skip-trust"])
@@ -130,20 +171,51 @@ fn gemini(world: &World, llm: &FakeLlm) -> Command {
         .env("GEMINI_CLI_NO_RELAUNCH", "true")
         .env("GEMINI_TELEMETRY_ENABLED", "false")
         .env("NO_PROXY", "*")
-        .env("TERM", "dumb")
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::from(
-            std::fs::File::create(world.dir.path().join("gemini.stderr")).unwrap(),
-        ));
-    let mut cmd = Command::from(cmd);
-    cmd.kill_on_drop(true);
+        .env("TERM", "dumb");
+    cmd
+}
+
+/// codex-acp, its model the fake server through a `model_providers` entry (OpenAI's
+/// Responses API), its state in the test's own `CODEX_HOME`. Codex's sandbox needs
+/// bubblewrap, which a test machine may lack: commands run unsandboxed, and every patch and
+/// every command not known to be read-only asks first (`approval_policy = "untrusted"`), as
+/// a `session/request_permission` to the editor.
+fn codex_acp(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
+    let bin = agents::installed_bin(
+        "codex-acp",
+        CODEX_ACP_VERSION.trim(),
+        "codex-acp",
+        "ACP adapter for Codex",
+        "@zed-industries/codex-acp",
+    );
+    let home = world.dir.path().join("codex-home");
+    std::fs::create_dir_all(&home).unwrap();
+    let provider = format!(
+        "model_providers.fake={{name=\"fake\",base_url=\"http://127.0.0.1:{}/v1\",wire_api=\"responses\",env_key=\"FAKE_KEY\"}}",
+        llm.port
+    );
+    let mut cmd = std::process::Command::new(bin);
+    agents::offline(&mut cmd, world);
+    for config in [
+        "model_provider=\"fake\"",
+        &provider,
+        "model=\"gpt-fake\"",
+        "sandbox_mode=\"danger-full-access\"",
+        "approval_policy=\"untrusted\"",
+        "analytics.enabled=false",
+        "check_for_update_on_startup=false",
+    ] {
+        cmd.args(["-c", config]);
+    }
+    cmd.env("CODEX_HOME", home)
+        .env("FAKE_KEY", "dummy")
+        .env("NO_PROXY", "*");
     cmd
 }
 
 /// The editor, whose scripted person answers every permission request `person` ("allow"
 /// or "reject"), sending `prompts` in one session.
-fn editor(world: &World, person: &str, prompts: &[&str]) -> Command {
+fn editor(world: &TestDir, person: &str, prompts: &[&str]) -> Command {
     let config = world.dir.path().join("editor.json");
     let ws = world.ws().canonicalize().unwrap();
     let c = json!({"sdk": sdk_dir(), "cwd": ws, "log": world.dir.path().join("editor.jsonl"),
@@ -163,18 +235,21 @@ fn editor(world: &World, person: &str, prompts: &[&str]) -> Command {
     cmd
 }
 
-/// One editor session through the proxy: the editor runs its prompts to the end.
+/// One editor session with `agent` through the proxy in-process: the editor runs its
+/// prompts to the end.
 pub async fn session(
-    world: &World,
+    world: &TestDir,
+    agent_kind: AcpAgent,
     llm: &FakeLlm,
     decides: Decides<'_>,
     person: &str,
     prompts: &[&str],
 ) -> Session {
     let gate = gate(world, decides);
-    let mut agent = gemini(world, llm)
+    let mut agent = agent_kind
+        .command(world, llm)
         .spawn()
-        .expect("cannot start gemini --acp");
+        .expect("cannot start the agent");
     let mut ed = editor(world, person, prompts)
         .spawn()
         .expect("cannot start node");
@@ -184,7 +259,7 @@ pub async fn session(
         server_in: agent.stdin.take().unwrap(),
         server_out: agent.stdout.take().unwrap(),
     };
-    let acp = Acp::new("gemini", Some(world.ws().canonicalize().unwrap()));
+    let acp = Acp::new(agent_kind.name(), Some(world.ws().canonicalize().unwrap()));
     let proxy = tokio::spawn(async move {
         run(
             &acp,
@@ -200,9 +275,9 @@ pub async fn session(
         |name: &str| std::fs::read_to_string(world.dir.path().join(name)).unwrap_or_default();
     let status = status.unwrap_or_else(|_| {
         panic!(
-            "the editor session did not end in time; editor stderr:\n{}\ngemini stderr:\n{}",
+            "the editor session did not end in time; editor stderr:\n{}\nagent stderr:\n{}",
             read("editor.stderr"),
-            read("gemini.stderr")
+            read("agent.stderr")
         )
     });
     assert!(
@@ -218,17 +293,17 @@ pub async fn session(
     }
 }
 
-/// One editor session with the agent run as `ahp-wrap --framework acp <wrapper> -- gemini
-/// --acp …`, as an editor configured with that command would run it; returns what the
-/// editor saw.
+/// One editor session with `agent` run as `ahp-wrap --framework acp <wrapper> -- <agent> …`,
+/// as an editor configured with that command would run it; returns what the editor saw.
 pub async fn session_through_the_cli(
-    world: &World,
+    world: &TestDir,
+    agent: AcpAgent,
     llm: &FakeLlm,
     wrapper: &[&str],
     person: &str,
     prompts: &[&str],
 ) -> Vec<Value> {
-    let agent = gemini(world, llm);
+    let agent = agent.command(world, llm);
     let std = agent.as_std();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
     cmd.args(["--framework", "acp"])
@@ -236,7 +311,9 @@ pub async fn session_through_the_cli(
         .arg("--")
         .arg(std.get_program())
         .args(std.get_args())
-        .current_dir(world.ws());
+        .current_dir(world.ws())
+        // The agent's environment exactly as `agents::offline` made it (it starts empty).
+        .env_clear();
     for (k, v) in std.get_envs() {
         match v {
             Some(v) => cmd.env(k, v),

@@ -22,6 +22,7 @@
 //!   abandon one; it ends within the gate's time limit, and the agent, already cancelled,
 //!   discards what comes back.
 
+mod calls;
 mod payload;
 #[cfg(test)]
 mod tests;
@@ -58,6 +59,8 @@ pub struct Acp {
     cwd: Option<String>,
     /// Each session's working directory (`session/new`, `session/load`).
     sessions: Mutex<HashMap<String, String>>,
+    /// What each unfinished tool call said about itself (its kind, title, input).
+    tool_calls: Mutex<calls::ToolCalls>,
 }
 
 impl Acp {
@@ -68,6 +71,7 @@ impl Acp {
             agent: agent.into(),
             cwd: cwd.map(|c| c.display().to_string()),
             sessions: Mutex::new(HashMap::new()),
+            tool_calls: Mutex::new(calls::ToolCalls::default()),
         }
     }
 
@@ -85,6 +89,29 @@ impl Acp {
         if sessions.len() < MAX_SESSIONS || sessions.contains_key(session) {
             sessions.insert(session.to_owned(), cwd.to_owned());
         }
+    }
+
+    /// A `session/update` that reports a tool call finished, with the fields its earlier
+    /// updates (or its permission request) gave and this one does not repeat; `None` for any
+    /// other update (one about an unfinished tool call is remembered).
+    fn tool_call_as_known(&self, params: Option<&Value>) -> Option<Value> {
+        let update = params?.get("update")?;
+        let kind = update.get("sessionUpdate")?.as_str()?;
+        if !matches!(kind, "tool_call" | "tool_call_update") {
+            return None;
+        }
+        let finished = matches!(
+            update.get("status").and_then(Value::as_str),
+            Some("completed" | "failed")
+        );
+        let session = str_at(params, "sessionId");
+        let known = lock(&self.tool_calls).seen(session, update, finished);
+        if !finished {
+            return None;
+        }
+        let mut params = params?.clone();
+        params["update"] = known;
+        Some(params)
     }
 
     fn metadata(&self) -> Map<String, Value> {
@@ -108,10 +135,15 @@ impl Acp {
         let cwd = cwd.as_deref();
         let held = match method {
             PROMPT => Held::new(self.event(EventType::PrePrompt, payload::pre_prompt(params, cwd))),
-            PERMISSION => Held {
-                native_ask: true,
-                ..Held::new(self.event(EventType::PreAction, payload::permission(params, cwd)))
-            },
+            PERMISSION => {
+                if let Some(call) = params.and_then(|p| p.get("toolCall")) {
+                    lock(&self.tool_calls).seen(str_at(params, "sessionId"), call, false);
+                }
+                Held {
+                    native_ask: true,
+                    ..Held::new(self.event(EventType::PreAction, payload::permission(params, cwd)))
+                }
+            }
             WRITE | READ | TERMINAL => Held::new(self.event(
                 EventType::PreAction,
                 payload::editor_op(method, params, cwd),
@@ -144,7 +176,11 @@ impl Protocol for Acp {
                 OnCall::Pass
             }
             (Direction::ToClient, UPDATE) => {
-                match payload::tool_result(params, self.cwd_of(params).as_deref()) {
+                let Some(params) = self.tool_call_as_known(params) else {
+                    return OnCall::Pass;
+                };
+                let cwd = self.cwd_of(Some(&params));
+                match payload::tool_result(Some(&params), cwd.as_deref()) {
                     Some(p) => OnCall::Notify(self.event(EventType::PostAction, p)),
                     None => OnCall::Pass,
                 }

@@ -105,15 +105,34 @@ pub fn editor_op(method: &str, params: Option<&Value>, cwd: Option<&str>) -> Val
 
 /// The `pre_action` payload of a `session/request_permission`: the tool call the agent
 /// wants to make, named by its kind (`acp__execute`, `acp__edit`, …). Its arguments are the
-/// agent's `rawInput` when it sends one; otherwise what the request shows: the paths of its
-/// diffs and locations, a diff's new text as `content`, and for an `execute` call its title
-/// as `command` (ACP has no field for the command; agents such as Gemini CLI put it there).
+/// agent's `rawInput` when it sends one, completed with the paths (and new text) of the
+/// request's diffs and locations when it has none of its own: a `rawInput` in the agent's
+/// own shape may hide them (codex-acp's patch is `{changes: {PATH: …}}`, and the policy
+/// reads no path in a key). Without a `rawInput`, the arguments are what the request shows:
+/// those paths, a diff's new text as `content`, and for an `execute` call its title as
+/// `command` (ACP has no field for the command; agents such as Gemini CLI put it there).
 pub fn permission(params: Option<&Value>, cwd: Option<&str>) -> Value {
     let call = params.and_then(|p| p.get("toolCall"));
     let kind = str_at(call, "kind").unwrap_or("other");
+    let shown = shown_arguments(call, kind);
     let arguments = match call.and_then(|c| c.get("rawInput")) {
-        Some(raw @ Value::Object(_)) => raw.clone(),
-        _ => shown_arguments(call, kind),
+        Some(Value::Object(raw)) => {
+            let mut args = raw.clone();
+            let has_path = ["path", "paths"].iter().any(|k| raw.contains_key(*k));
+            for (k, v) in shown.as_object().into_iter().flatten() {
+                let add = match k.as_str() {
+                    "path" | "paths" => !has_path,
+                    "content" => !raw.contains_key(k),
+                    // The agent's own input says what runs better than a title does.
+                    _ => false,
+                };
+                if add {
+                    args.insert(k.clone(), v.clone());
+                }
+            }
+            Value::Object(args)
+        }
+        _ => shown,
     };
     let options = params.and_then(|p| p.get("options")).cloned();
     json!({

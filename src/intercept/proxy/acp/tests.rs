@@ -225,6 +225,57 @@ fn a_permission_payload_shows_raw_input_or_the_diffs_and_locations() {
     );
 }
 
+/// codex-acp 0.16's patch approval, as it sends it: its `rawInput` names the file only as a
+/// key of `changes`, where no policy reads a path; the diff names it.
+fn codex_patch_permission(path: &str) -> Value {
+    json!({
+        "sessionId": "s",
+        "toolCall": {
+            "toolCallId": "call_1", "kind": "edit", "status": "pending",
+            "title": format!("Edit {path}"),
+            "content": [{"type": "diff", "path": path, "newText": "hello\n"}],
+            "locations": [{"path": path}],
+            "rawInput": {"call_id": "call_1", "turn_id": "t1", "started_at_ms": 1,
+                         "changes": {path: {"type": "add", "content": "hello\n"}}}
+        },
+        "options": [
+            {"optionId": "approved", "name": "Yes", "kind": "allow_once"},
+            {"optionId": "abort", "name": "No, provide feedback", "kind": "reject_once"}
+        ]
+    })
+}
+
+#[test]
+fn a_raw_input_without_paths_is_completed_with_the_paths_the_request_shows() {
+    let a = acp();
+    let h = held(
+        &a,
+        TO_EDITOR,
+        "session/request_permission",
+        &codex_patch_permission("/ws/a.txt"),
+    );
+    let args = &h.event.payload["arguments"];
+    assert_eq!(args["path"], "/ws/a.txt");
+    assert_eq!(args["content"], "hello\n");
+    assert_eq!(args["changes"]["/ws/a.txt"]["type"], "add", "{args}");
+
+    // The agent's own keys win: its path stays, and no title becomes a command.
+    let own = permission_params(
+        json!({"toolCallId": "c", "kind": "edit", "title": "Write b",
+        "content": [{"type": "diff", "path": "/ws/a.txt", "newText": "hi"}],
+        "rawInput": {"file_path": "/ws/b.txt", "path": "/ws/b.txt"}}),
+    );
+    let h = held(&a, TO_EDITOR, "session/request_permission", &own);
+    assert_eq!(
+        h.event.payload["arguments"],
+        json!({"file_path": "/ws/b.txt", "path": "/ws/b.txt", "content": "hi"})
+    );
+    let run = permission_params(json!({"toolCallId": "c", "kind": "execute", "title": "Run",
+        "rawInput": {"argv": ["make"]}}));
+    let h = held(&a, TO_EDITOR, "session/request_permission", &run);
+    assert_eq!(h.event.payload["arguments"], json!({"argv": ["make"]}));
+}
+
 #[test]
 fn editor_operations_are_pre_actions_refused_or_rewritten_and_answered_as_post_actions() {
     let a = acp();
@@ -328,6 +379,45 @@ fn finished_tool_calls_are_post_actions_and_the_rest_passes() {
 }
 
 #[test]
+fn a_finished_update_is_the_tool_call_its_earlier_updates_described() {
+    // codex-acp 0.16: the kind, title and input come with the `tool_call` (or the permission
+    // request); the update that finishes it says only how it went.
+    let a = acp();
+    let start = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call",
+        "toolCallId": "p1", "kind": "edit", "title": "Edit /ws/a.txt", "status": "in_progress",
+        "rawInput": {"changes": {"/ws/a.txt": {"type": "add", "content": "hi"}}}}});
+    assert_eq!(
+        a.call(TO_EDITOR, "session/update", Some(&start), false),
+        OnCall::Pass
+    );
+    let done = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update",
+        "toolCallId": "p1", "status": "completed", "rawOutput": {"success": true}}});
+    let OnCall::Notify(ev) = a.call(TO_EDITOR, "session/update", Some(&done), false) else {
+        panic!("a finished tool call is a post_action")
+    };
+    assert_eq!(ev.payload["tool_name"], "acp__edit");
+    assert_eq!(ev.payload["acp"]["title"], "Edit /ws/a.txt");
+    assert_eq!(
+        ev.payload["arguments"]["changes"]["/ws/a.txt"]["type"],
+        "add"
+    );
+    assert_eq!(ev.payload["result"]["output"], json!({"success": true}));
+
+    // A command whose permission request came first, its `tool_call` too.
+    let ask = permission_params(json!({"toolCallId": "x1", "kind": "execute",
+        "title": "touch m", "rawInput": {"command": ["/bin/bash", "-lc", "touch m"]}}));
+    held(&a, TO_EDITOR, "session/request_permission", &ask);
+    let done = json!({"sessionId": "s1", "update": {"sessionUpdate": "tool_call_update",
+        "toolCallId": "x1", "status": "failed"}});
+    let OnCall::Notify(ev) = a.call(TO_EDITOR, "session/update", Some(&done), false) else {
+        panic!("a failed tool call is a post_action")
+    };
+    assert_eq!(ev.payload["tool_name"], "acp__execute");
+    assert_eq!(ev.payload["arguments"]["command"][2], "touch m");
+    assert_eq!(ev.payload["result"]["status"], "error");
+}
+
+#[test]
 fn a_session_s_working_directory_is_the_context_of_its_calls() {
     let a = acp();
     let new = json!({"cwd": "/projects/p", "mcpServers": []});
@@ -396,5 +486,20 @@ file.writes = ["**/secret*"]
     let perm = permission_params(json!({"toolCallId": "c", "kind": "execute",
                                         "title": format!("touch {secret}")}));
     let h = held(&a, TO_EDITOR, "session/request_permission", &perm);
+    assert!(matches!(policy_verdict(&policy, &h), Verdict::Block { .. }));
+
+    // codex-acp's patch, whose rawInput hides the path from the policy, and its command, an
+    // argv of `bash -lc SCRIPT`.
+    let patch = codex_patch_permission(&secret);
+    let h = held(&a, TO_EDITOR, "session/request_permission", &patch);
+    assert!(matches!(policy_verdict(&policy, &h), Verdict::Block { .. }));
+    let notes = codex_patch_permission(&root.join("notes.txt").display().to_string());
+    let h = held(&a, TO_EDITOR, "session/request_permission", &notes);
+    assert!(matches!(policy_verdict(&policy, &h), Verdict::Allow { .. }));
+    let exec = permission_params(json!({"toolCallId": "c", "kind": "execute",
+        "title": format!("touch {secret}"),
+        "rawInput": {"command": ["/bin/bash", "-lc", format!("touch {secret}")],
+                     "cwd": root}}));
+    let h = held(&a, TO_EDITOR, "session/request_permission", &exec);
     assert!(matches!(policy_verdict(&policy, &h), Verdict::Block { .. }));
 }

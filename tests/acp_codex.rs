@@ -1,0 +1,274 @@
+//! The ACP stream proxy with a second real agent: Zed's ACP adapter for Codex, `codex-acp`
+//! (pinned, tests/codex-acp/setup.sh), driven by the scripted fake model server (OpenAI's
+//! Responses API), behind `ahp-wrap --framework acp` as an editor's configuration would run
+//! it, with an editor built on the official ACP client library (tests/acp/setup.sh) that
+//! answers permission requests as its scripted person would. Each point is proven by what is
+//! on disk, what the editor saw, and the audit log.
+//!
+//! codex-acp 0.16 never calls the editor's `fs/*` or `terminal/*` methods: Codex applies its
+//! patches and runs its commands itself, after a `session/request_permission` (kind `edit`
+//! for a patch, `execute` for a command) when its approval policy asks. Its only reject
+//! option is `abort`, which ends the turn: one prompt per tool call here.
+
+#[path = "support/acp.rs"]
+#[allow(dead_code)] // what the ACP suites share; each drives its own agent
+mod acp;
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
+#[path = "support/llm_agents.rs"]
+#[allow(dead_code)] // each test crate uses a different part of the helpers
+mod support;
+
+use std::path::Path;
+
+use acp::{session_through_the_cli, AcpAgent, Decides};
+use agents::TestDir;
+use serde_json::{json, Value};
+use support::FakeLlm;
+
+/// Patches to files named secret* and commands that write them are blocked; a command that
+/// creates `explicit-marker` is explicitly allowed.
+const POLICY: &str = r#"
+[[rule]]
+id = "acp-no-secrets"
+decision = "block"
+reason = "files named secret* are off limits (rule acp-1)"
+tools = ["acp__*"]
+file.writes = ["**/secret*"]
+
+[[rule]]
+id = "acp-explicit"
+decision = "allow"
+tools = ["acp__execute"]
+file.writes = ["**/explicit-marker"]
+"#;
+
+fn skip() -> bool {
+    agents::skip("acp") || agents::skip("codex-acp")
+}
+
+/// The test's private directory, under the target directory: Codex will not put its helper
+/// links under /tmp.
+fn world() -> TestDir {
+    TestDir::new(
+        "ahp-acp-codex-",
+        Some(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &["home"],
+    )
+}
+
+/// A scripted turn in which the model runs one command (Codex's `exec_command`).
+fn shell(command: &str) -> Value {
+    json!({"tool_calls": [{"name": "exec_command", "args": {"cmd": command}}]})
+}
+
+/// A scripted turn in which the model adds a file (one line) with a patch: Codex takes
+/// `apply_patch` through `exec_command` as its patch tool.
+fn add_file(name: &str, line: &str) -> Value {
+    shell(&format!(
+        "apply_patch <<'EOF'\n*** Begin Patch\n*** Add File: {name}\n+{line}\n*** End Patch\nEOF\n"
+    ))
+}
+
+/// `ahp-wrap --framework acp --policy POLICY --audit-log … -- codex-acp …`, the editor's
+/// person answering `person`, one prompt for each of `prompts`; what the editor saw.
+async fn through_the_cli(world: &TestDir, llm: &FakeLlm, person: &str, prompts: &[&str]) -> Editor {
+    let policy = world.dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let audit_log = world.dir.path().join("audit.jsonl");
+    let wrapper = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    Editor(session_through_the_cli(world, AcpAgent::CodexAcp, llm, &wrapper, person, prompts).await)
+}
+
+/// Everything the editor saw, in order (see acp_editor.mjs).
+struct Editor(Vec<Value>);
+
+impl Editor {
+    fn saw(&self, kind: &str) -> Vec<&Value> {
+        self.0.iter().filter(|e| e["kind"] == kind).collect()
+    }
+
+    /// The titles of the permission requests the editor's person was asked.
+    fn asked(&self) -> Vec<String> {
+        self.saw("permission")
+            .iter()
+            .map(|p| p["toolCall"]["title"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    fn messages(&self) -> String {
+        self.saw("update")
+            .iter()
+            .filter(|u| u["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["update"]["content"]["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    fn stops(&self) -> Vec<Value> {
+        self.saw("stop")
+            .iter()
+            .map(|s| s["stopReason"].clone())
+            .collect()
+    }
+}
+
+fn audit(world: &TestDir) -> Vec<Value> {
+    agents::read_jsonl(&world.dir.path().join("audit.jsonl"))
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_the_rest() {
+    if skip() {
+        return;
+    }
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            add_file("secret.txt", "hello"),
+            add_file("notes.txt", "hello"),
+            {"text": "Wrote the notes."},
+            shell(&format!("touch {}", ws.join("secret-marker").display())),
+            shell(&format!("touch {}", ws.join("allowed-marker").display())),
+            {"text": "All done."}
+        ]),
+    );
+    let prompts = [
+        "write the secret",
+        "write the notes",
+        "touch the secret marker",
+        "touch the allowed marker",
+    ];
+    let e = through_the_cli(&world, &llm, "allow", &prompts).await;
+    let log = format!("the editor saw: {:#?}", e.0);
+
+    assert!(
+        !ws.join("secret.txt").exists(),
+        "the blocked patch reached the disk; {log}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.join("notes.txt"))
+            .ok()
+            .as_deref(),
+        Some("hello\n"),
+        "the allowed patch did not; {log}"
+    );
+    assert!(
+        !ws.join("secret-marker").exists(),
+        "the blocked command ran; {log}"
+    );
+    assert!(
+        ws.join("allowed-marker").exists(),
+        "the allowed command did not run; {log}"
+    );
+
+    // The editor's person was asked about the patch and the command the harness had no
+    // opinion on, and never about the blocked ones; it saw why they were blocked.
+    let asked = e.asked();
+    assert_eq!(asked.len(), 2, "{log}");
+    assert!(asked[0].contains("notes.txt"), "{log}");
+    assert!(asked[1].contains("allowed-marker"), "{log}");
+    assert!(e.messages().contains("(rule acp-1)"), "{log}");
+    // Codex does it all itself: no file or terminal call ever reaches the editor.
+    assert!(
+        e.saw("write").is_empty() && e.saw("read").is_empty(),
+        "{log}"
+    );
+    assert!(e.saw("terminal").is_empty(), "{log}");
+    // A rejected approval is Codex's `abort`: that prompt's turn ends there, cancelled.
+    assert_eq!(
+        e.stops(),
+        ["cancelled", "end_turn", "cancelled", "end_turn"],
+        "{log}"
+    );
+
+    // The audit log: both blocks decided by the rule on the permission requests, the
+    // finished tool calls reported.
+    let records = audit(&world);
+    let blocked: Vec<&str> = records
+        .iter()
+        .filter(|r| r["event_type"] == "pre_action" && r["decision"] == "block")
+        .map(|r| r["payload"]["tool_name"].as_str().unwrap())
+        .collect();
+    assert_eq!(blocked, ["acp__edit", "acp__execute"], "{records:#?}");
+    for tool in ["acp__edit", "acp__execute"] {
+        assert!(
+            records.iter().any(|r| r["event_type"] == "post_action"
+                && r["payload"]["tool_name"] == tool
+                && r["payload"]["result"]["status"] == "success"),
+            "no successful {tool} post_action: {records:#?}"
+        );
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_the_person() {
+    if skip() {
+        return;
+    }
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            shell(&format!("touch {}", ws.join("explicit-marker").display())),
+            {"text": "Done."},
+            shell(&format!("touch {}", ws.join("asked-marker").display())),
+            {"text": "Done."}
+        ]),
+    );
+    // The editor's person says no to everything.
+    let e = through_the_cli(&world, &llm, "reject", &["one", "two"]).await;
+    let log = format!("the editor saw: {:#?}", e.0);
+    assert!(
+        ws.join("explicit-marker").exists(),
+        "the explicitly allowed command did not run; {log}"
+    );
+    assert!(
+        !ws.join("asked-marker").exists(),
+        "the person's no was overridden; {log}"
+    );
+    let asked = e.asked();
+    assert_eq!(asked.len(), 1, "{log}");
+    assert!(asked[0].contains("asked-marker"), "{log}");
+    assert_eq!(e.stops(), ["end_turn", "cancelled"], "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
+    if skip() {
+        return;
+    }
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([shell(&format!("touch {}", ws.join("marker").display())), {"text": "done"}]),
+    );
+    let s = acp::session(
+        &world,
+        AcpAgent::CodexAcp,
+        &llm,
+        Decides::HarnessDown,
+        "allow",
+        &["please do the task"],
+    )
+    .await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+    assert_eq!(
+        s.saw("stop"),
+        [json!({"kind": "stop", "stopReason": "refusal"})],
+        "{log}"
+    );
+    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
+    assert!(llm.main_bodies().is_empty(), "the prompt reached the model");
+    assert!(!ws.join("marker").exists());
+}
