@@ -26,6 +26,8 @@ mod calls;
 mod payload;
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_policy;
 
 use std::collections::HashMap;
 use std::sync::Mutex;
