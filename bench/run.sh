@@ -11,7 +11,8 @@
 # Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
 # harness client, audit log, the parent's share of a hook), then the whole-process benches
 # (benches/wrapper.rs: hook calls, start-up, memory, pass-through), which print the table
-# with the criterion figures folded in. Never part of `cargo test`.
+# with the criterion figures folded in, then the stream proxy's (benches/proxy.rs) into their
+# own block. Never part of `cargo test`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 target=${CARGO_TARGET_DIR:-target}
@@ -37,10 +38,12 @@ if [ ${#only[@]} -gt 0 ]; then
   exec cargo bench --locked --bench wrapper -- "${only[@]}" ${quick[@]+"${quick[@]}"} \
     ${write[@]+"${write[@]}"}
 fi
-cargo bench --locked --bench inproc --bench wrapper --no-run
+cargo bench --locked --bench inproc --bench wrapper --bench proxy --no-run
 log=$target/bench-inproc.log
 echo "in-process benches (criterion; full output in $log)…" >&2
 cargo bench --locked --bench inproc -- ${crit[@]+"${crit[@]}"} >"$log"
 grep -E '^[a-z_]+/[a-z_]+ +time:|^[a-z_]+/[a-z_]+$|^ +time:' "$log" >&2 || true
 cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"} \
   ${compare[@]+"${compare[@]}"}
+# The MCP stream proxy: pass-through, an intercepted call, memory over a long stream.
+cargo bench --locked --bench proxy -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}
