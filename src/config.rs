@@ -129,7 +129,8 @@ impl Config {
             // An ACP agent is reached through its stream, not through hooks.
             Some(name) if name == ACP => frameworks::find("generic").expect("generic exists"),
             Some(name) => frameworks::find(name).ok_or_else(|| {
-                let known: Vec<&str> = frameworks::all().iter().map(|f| f.name()).collect();
+                let mut known: Vec<&str> = frameworks::all().iter().map(|f| f.name()).collect();
+                known.push(ACP);
                 ConfigError::UnknownFramework(name.clone(), known.join(", "))
             })?,
             None => frameworks::detect(std::path::Path::new(&program)),
