@@ -1,0 +1,59 @@
+//! The subcommands' exits as a script sees them: a reader that went away does not make
+//! ahp-wrap panic, and each outcome has its documented code.
+
+mod common;
+
+use std::os::fd::OwnedFd;
+use std::process::{Command, Stdio};
+
+use common::*;
+
+/// Runs `ahp-wrap <args>` with its stdout a pipe whose reading end is already closed, as
+/// `ahp-wrap policy default | head -0` leaves it; returns its exit code and stderr.
+fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
+    let (read, write): (OwnedFd, OwnedFd) = nix::unistd::pipe().unwrap();
+    drop(read);
+    let out = Command::new(wrap_bin())
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::from(write))
+        .stderr(Stdio::piped())
+        .output()
+        .unwrap();
+    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+#[test]
+fn a_closed_stdout_is_not_a_panic() {
+    // The default policy (33 KiB) is written in one go: every byte meets the closed pipe.
+    let (code, stderr) = with_stdout_closed(&["policy", "default"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+    let dir = tempfile::tempdir().unwrap();
+    let policy = dir.path().join("p.toml");
+    std::fs::write(&policy, "").unwrap();
+    let (code, stderr) = with_stdout_closed(&["policy", "check", policy.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
+#[test]
+fn each_outcome_has_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.toml");
+    std::fs::write(&bad, "[[rule]]\nid = 3\n").unwrap();
+    let code = |args: &[&str]| {
+        Command::new(wrap_bin())
+            .args(args)
+            .output()
+            .unwrap()
+            .status
+            .code()
+    };
+    // A check that finds a problem: 1; a command that cannot run: 2; the wrapper refusing
+    // to run: 125; a missing agent: 127.
+    assert_eq!(code(&["policy", "check", bad.to_str().unwrap()]), Some(1));
+    assert_eq!(code(&["audit", "summary", "/nonexistent/audit.jsonl"]), Some(2));
+    assert_eq!(code(&["--framework", "nope", "--", "true"]), Some(125));
+    assert_eq!(code(&["--", "/nonexistent/agent"]), Some(127));
+}
