@@ -1,0 +1,100 @@
+//! How `ahp-wrap mcp` ends, through the real command line: a client that hangs up lets the
+//! server exit by itself (and ends one that does not, after a short grace), and a server that
+//! breaks the stream gets its open calls answered with an error and the run failed.
+
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; this one uses the skip rule
+mod agents;
+mod common;
+
+use std::io::{BufRead, BufReader, Write};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use common::process::run_with_input;
+use common::*;
+
+const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
+
+fn mcp(server: &[&str]) -> Command {
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["mcp", "--name", "t", "--summary", "never", "--"])
+        .args(server);
+    cmd
+}
+
+#[test]
+fn a_client_that_hangs_up_lets_the_server_exit_by_itself() {
+    if agents::skip("mcp") {
+        return;
+    }
+    let js = server_js();
+    let dir = tempfile::tempdir().unwrap();
+    let input = format!("{INITIALIZE}\n");
+    let run = run_with_input(
+        &mut mcp(&["node", &js, dir.path().to_str().unwrap()]),
+        input.as_bytes(),
+        Duration::from_secs(60),
+    );
+    run.check(
+        run.output.status.code() == Some(0),
+        "the server's own exit code",
+    );
+    run.check(
+        run.stdout().contains(r#""id":1"#),
+        "the initialize answer came back",
+    );
+    // The server exits on EOF: nothing waits for the grace.
+    run.check(run.elapsed < Duration::from_secs(10), "ended promptly");
+}
+
+#[test]
+fn a_server_that_ignores_the_hang_up_is_ended_after_the_grace() {
+    let run = run_with_input(&mut mcp(&["sleep", "60"]), b"", Duration::from_secs(60));
+    // SIGTERM after the 2 s grace: 128 + 15, long before sleep would end.
+    run.check(run.output.status.code() == Some(143), "ended by SIGTERM");
+    run.check(
+        run.elapsed < Duration::from_secs(15),
+        "ended after the grace",
+    );
+}
+
+#[test]
+fn a_server_that_breaks_the_stream_fails_the_open_call_and_the_run() {
+    // A line over the 16 MiB frame limit, then silence: it cannot be passed on.
+    let flood = "head -c 17000000 /dev/zero | tr '\\0' a; sleep 60";
+    let mut child = mcp(&["sh", "-c", flood])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let start = Instant::now();
+    let mut stdin = child.stdin.take().unwrap();
+    writeln!(stdin, "{INITIALIZE}").unwrap();
+    let mut answer = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut answer)
+        .unwrap();
+    let status = child.wait().unwrap();
+    drop(stdin);
+    assert!(
+        answer.contains(r#""id":1"#) && answer.contains("-32000"),
+        "{answer}"
+    );
+    assert_eq!(status.code(), Some(125), "the run fails: {answer}");
+    assert!(start.elapsed() < Duration::from_secs(30));
+}
+
+/// The installed filesystem server (tests/mcp/setup.sh).
+fn server_js() -> String {
+    let js = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join(
+        "tests/.cache/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    );
+    assert!(
+        js.exists(),
+        "{} is missing: run tests/mcp/setup.sh",
+        js.display()
+    );
+    js.display().to_string()
+}
