@@ -251,3 +251,21 @@ fn a_shim_outside_a_run_refuses_to_run_anything() {
         show(&out)
     );
 }
+
+#[test]
+fn an_exec_request_in_a_run_without_path_shims_is_refused() {
+    // The agent makes its own entry (a link named rm to the hook executable) in a run that
+    // serves no exec requests: the control socket refuses it, and rm does not run.
+    let ws = tempfile::tempdir().unwrap();
+    std::fs::create_dir(ws.path().join("victim")).unwrap();
+    let script = r#"ln -s "$AHP_WRAP_HOOK_BIN" ./rm; ./rm -rf victim 2> err; echo $? > rc"#;
+    let out = agent(ws.path(), &["--no-intercept"], script);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(read(ws.path(), "rc").trim(), "126", "{}", show(&out));
+    assert!(ws.path().join("victim").exists(), "rm ran");
+    assert!(
+        read(ws.path(), "err").contains("serves no exec requests"),
+        "{}",
+        read(ws.path(), "err")
+    );
+}

@@ -20,7 +20,10 @@ fn with_stdout_closed(args: &[&str]) -> (Option<i32>, String) {
         .stderr(Stdio::piped())
         .output()
         .unwrap();
-    (out.status.code(), String::from_utf8_lossy(&out.stderr).into_owned())
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }
 
 #[test]
@@ -53,7 +56,10 @@ fn each_outcome_has_its_code() {
     // A check that finds a problem: 1; a command that cannot run: 2; the wrapper refusing
     // to run: 125; a missing agent: 127.
     assert_eq!(code(&["policy", "check", bad.to_str().unwrap()]), Some(1));
-    assert_eq!(code(&["audit", "summary", "/nonexistent/audit.jsonl"]), Some(2));
+    assert_eq!(
+        code(&["audit", "summary", "/nonexistent/audit.jsonl"]),
+        Some(2)
+    );
     assert_eq!(code(&["--framework", "nope", "--", "true"]), Some(125));
     assert_eq!(code(&["--", "/nonexistent/agent"]), Some(127));
 }
