@@ -150,25 +150,7 @@ async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_
     let e = through_the_cli(&world, &llm, "allow", &prompts).await;
     let log = format!("the editor saw: {:#?}", e.0);
 
-    assert!(
-        !ws.join("secret.txt").exists(),
-        "the blocked patch reached the disk; {log}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(ws.join("notes.txt"))
-            .ok()
-            .as_deref(),
-        Some("hello\n"),
-        "the allowed patch did not; {log}"
-    );
-    assert!(
-        !ws.join("secret-marker").exists(),
-        "the blocked command ran; {log}"
-    );
-    assert!(
-        ws.join("allowed-marker").exists(),
-        "the allowed command did not run; {log}"
-    );
+    acp::assert_blocked_and_allowed(&ws, "hello\n", &log);
 
     // The editor's person was asked about the patch and the command the harness had no
     // opinion on, and never about the blocked ones; it saw why they were blocked.

@@ -86,25 +86,7 @@ async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_
     .await;
     let log = format!("the editor saw: {:#?}", s.editor);
 
-    assert!(
-        !ws.join("secret.txt").exists(),
-        "the blocked write reached disk; {log}"
-    );
-    assert_eq!(
-        std::fs::read_to_string(ws.join("notes.txt"))
-            .ok()
-            .as_deref(),
-        Some("hello"),
-        "{log}"
-    );
-    assert!(
-        !ws.join("secret-marker").exists(),
-        "the blocked command ran; {log}"
-    );
-    assert!(
-        ws.join("allowed-marker").exists(),
-        "the allowed command did not run; {log}"
-    );
+    acp::assert_blocked_and_allowed(&ws, "hello", &log);
 
     // The editor never got the blocked write nor the blocked command's permission request;
     // it was asked about the command the harness had no opinion on, and said yes.

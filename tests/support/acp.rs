@@ -363,3 +363,28 @@ pub async fn session_through_the_cli(
     down.abort();
     agents::read_jsonl(&world.dir.path().join("editor.jsonl"))
 }
+
+/// What every ACP scenario checks on disk, in the workspace `ws`: the blocked write
+/// (`secret.txt`) and the blocked command (`secret-marker`) did not happen; the allowed write
+/// left `notes` in `notes.txt` and the allowed command made `allowed-marker`. `log` is what
+/// the editor saw, shown on failure.
+pub fn assert_blocked_and_allowed(ws: &std::path::Path, notes: &str, log: &str) {
+    assert!(
+        !ws.join("secret.txt").exists(),
+        "the blocked write reached the disk; {log}"
+    );
+    let written = std::fs::read_to_string(ws.join("notes.txt")).ok();
+    assert_eq!(
+        written.as_deref(),
+        Some(notes),
+        "the allowed write did not; {log}"
+    );
+    assert!(
+        !ws.join("secret-marker").exists(),
+        "the blocked command ran; {log}"
+    );
+    assert!(
+        ws.join("allowed-marker").exists(),
+        "the allowed command did not run; {log}"
+    );
+}
