@@ -50,18 +50,11 @@ fn main() {
         table.push_str(r);
         table.push('\n');
     }
-    println!("\n{table}");
+    let machine = support::table::machine(env!("CARGO_MANIFEST_DIR"));
+    println!("\n{machine}\n\n{table}");
     if let Some(path) = write {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let block = format!("{BEGIN}\n{table}{END}");
-        let new = match (text.find(BEGIN), text.find(END)) {
-            (Some(b), Some(e)) if b < e => {
-                format!("{}{block}{}", &text[..b], &text[e + END.len()..])
-            }
-            _ => format!("{text}\n{block}\n"),
-        };
-        std::fs::write(&path, new).expect("write the results");
-        eprintln!("proxy results written to {path}");
+        let body = format!("{machine}\n\n{table}");
+        support::table::write_block(std::path::Path::new(&path), BEGIN, END, &body);
     }
 }
 

@@ -14,6 +14,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use support::table::{machine, ms, per_sec, render, row, us, write_block, Row};
 use support::{median, percentile, proc_mem, DriverReport};
 
 const AHP_WRAP: &str = env!("CARGO_BIN_EXE_ahp-wrap");
@@ -53,61 +54,6 @@ fn opts() -> Opts {
     o
 }
 
-/// One row of the table.
-struct Row {
-    figure: String,
-    ours: String,
-    baseline: String,
-    overhead: String,
-    target: String,
-    /// `Some(true)` meets the target, `Some(false)` misses it, `None` has none.
-    meets: Option<bool>,
-}
-
-fn row(figure: &str, ours: String, baseline: String, overhead: String) -> Row {
-    Row {
-        figure: figure.to_owned(),
-        ours,
-        baseline,
-        overhead,
-        target: "—".to_owned(),
-        meets: None,
-    }
-}
-
-impl Row {
-    fn target(mut self, target: &str, meets: bool) -> Row {
-        self.target = target.to_owned();
-        self.meets = Some(meets);
-        self
-    }
-}
-
-fn ms(ns: f64) -> String {
-    format!("{:.2} ms", ns / 1e6)
-}
-
-fn us(ns: f64) -> String {
-    if ns < 1e3 {
-        format!("{ns:.0} ns")
-    } else {
-        format!("{:.1} µs", ns / 1e3)
-    }
-}
-
-fn per_sec(n: f64) -> String {
-    let n = n.round() as u64;
-    let s = n.to_string();
-    let mut out = String::new();
-    for (i, ch) in s.chars().enumerate() {
-        if i > 0 && (s.len() - i) % 3 == 0 {
-            out.push(',');
-        }
-        out.push(ch);
-    }
-    format!("{out} /s")
-}
-
 fn main() {
     if support::dispatch_role() || !support::benchmarking() {
         return;
@@ -135,19 +81,10 @@ fn main() {
     };
 
     let table = render(&rows);
-    let machine = machine();
+    let machine = machine(MANIFEST_DIR);
     println!("\n{machine}\n\n{table}");
     if let Some(path) = o.write {
-        let text = std::fs::read_to_string(&path).unwrap_or_default();
-        let block = format!("{begin}\n{machine}\n\n{table}{end}");
-        let new = match (text.find(begin), text.find(end)) {
-            (Some(b), Some(e)) if b < e => {
-                format!("{}{block}{}", &text[..b], &text[e + end.len()..])
-            }
-            _ => format!("{text}\n{block}\n"),
-        };
-        std::fs::write(&path, new).expect("write the results");
-        eprintln!("results written to {}", path.display());
+        write_block(&path, begin, end, &format!("{machine}\n\n{table}"));
     }
 }
 
@@ -566,63 +503,4 @@ fn criterion_rows(rows: &mut Vec<Row>) {
             "—".into(),
         ));
     }
-}
-
-fn render(rows: &[Row]) -> String {
-    let mut s = String::from(
-        "| Figure | ahp-wrap | Baseline (same run) | Overhead | Target | Meets |\n|---|---|---|---|---|---|\n",
-    );
-    for r in rows {
-        let meets = match r.meets {
-            Some(true) => "yes",
-            Some(false) => "**no**",
-            None => "—",
-        };
-        s.push_str(&format!(
-            "| {} | {} | {} | {} | {} | {} |\n",
-            r.figure, r.ours, r.baseline, r.overhead, r.target, meets
-        ));
-    }
-    s
-}
-
-fn machine() -> String {
-    let cpu = std::fs::read_to_string("/proc/cpuinfo")
-        .ok()
-        .and_then(|c| {
-            c.lines()
-                .find_map(|l| l.strip_prefix("model name"))
-                .map(|l| l.trim_start_matches([' ', '\t', ':']).to_owned())
-        })
-        .unwrap_or_else(|| "unknown CPU".into());
-    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
-    let out = |cmd: &str, args: &[&str]| {
-        Command::new(cmd)
-            .args(args)
-            .output()
-            .ok()
-            .map(|o| String::from_utf8_lossy(&o.stdout).trim().to_owned())
-            .unwrap_or_default()
-    };
-    let mem_gib = std::fs::read_to_string("/proc/meminfo")
-        .ok()
-        .and_then(|m| {
-            m.lines()
-                .find_map(|l| l.strip_prefix("MemTotal:"))
-                .and_then(|v| v.split_whitespace().next()?.parse::<f64>().ok())
-        })
-        .map_or(0.0, |kib| kib / 1024.0 / 1024.0);
-    // The machine may be shared: how busy it was, as the figures were taken.
-    let load = std::fs::read_to_string("/proc/loadavg")
-        .ok()
-        .map(|l| l.split_whitespace().take(3).collect::<Vec<_>>().join(" / "))
-        .unwrap_or_else(|| "unknown".into());
-    format!(
-        "Measured {} on {cpu}, {cores} cores, {mem_gib:.0} GiB, {}, load average {load} \
-         (1/5/15 min, at the end); {}; release build of {}.",
-        out("date", &["-u", "+%Y-%m-%d %H:%M UTC"]),
-        out("uname", &["-sr"]),
-        out("rustc", &["-V"]),
-        out("git", &["-C", MANIFEST_DIR, "rev-parse", "--short", "HEAD"]),
-    )
 }

@@ -5,19 +5,17 @@
 #[path = "support/agents.rs"]
 #[allow(dead_code)] // what every agent suite shares; this one uses the skip rule
 mod agents;
-mod common;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::process::run_with_input;
-use common::*;
+use agents::run_with_input;
 
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 fn mcp(server: &[&str]) -> Command {
-    let mut cmd = Command::new(wrap_bin());
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
     cmd.args(["mcp", "--name", "t", "--summary", "never", "--"])
         .args(server);
     cmd

@@ -6,6 +6,8 @@
 
 #![allow(dead_code)] // each bench uses its own part
 
+pub mod table;
+
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
 use std::process::{Command, Stdio};
