@@ -121,3 +121,25 @@ fn the_no_hooks_warning_is_audited_and_in_the_markdown_summary() {
     let md = std::fs::read_to_string(&md).unwrap();
     assert!(md.contains("NOTHING it did was supervised"), "{md}");
 }
+
+#[test]
+fn a_generic_agent_whose_commands_went_through_path_shims_is_not_called_unsupervised() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::write(dir.path().join("junk"), "x").unwrap();
+    let agent = vec![
+        "sh".to_owned(),
+        "-c".to_owned(),
+        format!("rm '{}'", dir.path().join("junk").display()),
+    ];
+    let out = wrapped(&[], &agent);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(!dir.path().join("junk").exists(), "the allowed rm ran");
+    assert!(
+        !stderr(&out).contains("NOTHING it did was supervised"),
+        "its rm was supervised: {}",
+        show(&out)
+    );
+    // --require-hooks still asks for hooks: a PATH shim is not one.
+    let out = wrapped(&["--require-hooks"], &agent);
+    assert_eq!(out.status.code(), Some(122), "{}", show(&out));
+}

@@ -53,8 +53,9 @@ pub struct End<'a> {
     pub exit: Exit,
     /// `--require-hooks`.
     pub require_hooks: bool,
-    /// Commands asked about through PATH shims during the run.
-    pub execs: u64,
+    /// Actions the run's other interceptors asked the gate about (an interceptor that saw
+    /// none of its own may still have had the agent supervised by another).
+    pub answered_elsewhere: u64,
 }
 
 /// What an interceptor reports when the run ends.
@@ -86,6 +87,11 @@ pub trait Interceptor: Send {
     /// interceptor asked for it, is there to take).
     fn start(&mut self, agent: &mut Agent, alarm: Alarm) {
         let _ = (agent, alarm);
+    }
+
+    /// How many of the agent's actions this interceptor has asked the gate about so far.
+    fn answered(&self) -> u64 {
+        0
     }
 
     /// Stops the tasks and reports, once the agent has ended.

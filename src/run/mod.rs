@@ -99,7 +99,6 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         interactive,
         shown: cfg.program.to_string_lossy().into_owned(),
         notes: Vec::new(),
-        execs: None,
     };
     let exit = run.agent(process, &limits).await;
     // Finish: the harness link, then what the person reads.
@@ -119,8 +118,6 @@ struct Run<'a> {
     shown: String,
     /// What the person must read after the agent's screen is gone (see `report`).
     notes: Vec<String>,
-    /// The PATH shims' service, when the run has them (for the end-of-run checks).
-    execs: Option<Arc<crate::intercept::pathshim::ExecService>>,
 }
 
 /// What the run holds while the agent may run; dropping it cleans up on every path: the

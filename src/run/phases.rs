@@ -122,7 +122,6 @@ impl Run<'_> {
         }
         if !self.cfg.path_shims.is_empty() {
             let shims = PathShims::new(self.cfg.path_shims.clone(), self.gate.clone());
-            self.execs = Some(shims.service().clone());
             held.interceptors.push(Box::new(shims));
         }
         let mut cmd = AgentCommand {
@@ -329,12 +328,14 @@ impl Run<'_> {
                 exit = Exit::Wrapper;
             }
         }
-        for interceptor in &mut held.interceptors {
+        let answered: Vec<u64> = held.interceptors.iter().map(|i| i.answered()).collect();
+        let total: u64 = answered.iter().sum();
+        for (interceptor, own) in held.interceptors.iter_mut().zip(answered) {
             let end = End {
                 shown: &self.shown,
                 exit,
                 require_hooks: self.cfg.require_hooks,
-                execs: self.execs.as_ref().map_or(0, |e| e.answered()),
+                answered_elsewhere: total - own,
             };
             let report = interceptor.finish(&end).await;
             self.notes.extend(report.notes);

@@ -114,7 +114,7 @@ impl Hooks {
     /// (nothing else could have supervised it) and, with `--require-hooks`, for any.
     async fn no_hooks(&self, end: &End<'_>, code: u8) -> Option<String> {
         // Without hooks of its own, commands checked through PATH shims were supervision.
-        let supervised_otherwise = !self.framework.injects_hooks() && end.execs > 0;
+        let supervised_otherwise = !self.framework.injects_hooks() && end.answered_elsewhere > 0;
         if self.service.any_called()
             || (!end.require_hooks && (self.framework.injects_hooks() || supervised_otherwise))
         {

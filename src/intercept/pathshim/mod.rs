@@ -83,13 +83,6 @@ impl PathShims {
     }
 }
 
-impl PathShims {
-    /// The service answering this run's `exec` requests.
-    pub fn service(&self) -> &Arc<ExecService> {
-        &self.service
-    }
-}
-
 impl Interceptor for PathShims {
     fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String> {
         let dir = run.run_dir.join("bin");
@@ -117,6 +110,10 @@ impl Interceptor for PathShims {
 
     fn serve(&self, router: &mut Router) {
         router.exec = Some(self.service.clone());
+    }
+
+    fn answered(&self) -> u64 {
+        self.service.answered()
     }
 
     fn start(&mut self, agent: &mut crate::child::Agent, _alarm: super::Alarm) {
