@@ -68,36 +68,8 @@ fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_home_is_kept()
     std::fs::write(real.join("hooks/user.json"), user_hook.to_string()).unwrap();
     let hooks_before = snapshot(&real.join("hooks"));
 
-    let (blocked, allowed) = (
-        world.ws().join("blocked-marker"),
-        world.ws().join("allowed-marker"),
-    );
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([
-            bash(&format!("touch {} && echo RAN", blocked.display())),
-            bash(&format!("touch {} && echo OUTPUT-4471", allowed.display())),
-            {"text": "All done."}
-        ]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "contains": "blocked-marker",
-         "decision": {"decision": "block", "reason": "no markers today (rule 7)"}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!blocked.exists(), "the blocked command ran");
-    r.check(allowed.exists(), "the allowed command did not run");
-    let results = llm.tool_results();
-    r.check(
-        results.len() == 2
-            && text(&results[0]).contains("no markers today (rule 7)")
-            && text(&results[1]).contains("OUTPUT-4471"),
-        &format!("the model did not get the reason and the output: {results:?}"),
-    );
+    let (r, llm) = support::one_blocked_one_allowed(&world, bash, PROMPT);
+    support::check_reason_then_output(&r, &llm);
     let pre = world.harness_saw("pre_action");
     r.check(pre.len() == 2, "two pre_actions");
     assert_eq!(pre[0]["payload"]["tool_name"], "bash");

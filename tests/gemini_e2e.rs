@@ -28,29 +28,7 @@ fn a_blocked_command_never_runs_and_an_allowed_one_does() {
         return;
     }
     let world = World::new(Agent::Gemini);
-    let (blocked, allowed) = (
-        world.ws().join("blocked-marker"),
-        world.ws().join("allowed-marker"),
-    );
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([
-            shell(&format!("touch {} && echo RAN", blocked.display())),
-            shell(&format!("touch {} && echo OUTPUT-4471", allowed.display())),
-            {"text": "All done."}
-        ]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "contains": "blocked-marker",
-         "decision": {"decision": "block", "reason": "no markers today (rule 7)"}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!blocked.exists(), "the blocked command ran");
-    r.check(allowed.exists(), "the allowed command did not run");
+    let (r, llm) = support::one_blocked_one_allowed(&world, shell, PROMPT);
     let results = llm.tool_results();
     r.check(
         results.len() == 2,

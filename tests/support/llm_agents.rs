@@ -257,3 +257,51 @@ impl World {
 pub fn run(cmd: Command) -> Run {
     agents::run_within(cmd, RUN_LIMIT)
 }
+
+/// The first scenario of every agent suite: the model asks, through `call` (the agent's
+/// shell tool), for a command the harness blocks (it names `blocked-marker`) and then for one
+/// the harness has no opinion on. Runs the agent under `ahp-wrap --harness` with `prompt` and
+/// checks on disk that the first never ran and the second did; returns the run and the fake
+/// model for the suite's own checks.
+pub fn one_blocked_one_allowed(
+    world: &World,
+    call: impl Fn(&str) -> Value,
+    prompt: &str,
+) -> (Run, FakeLlm) {
+    let (blocked, allowed) = (
+        world.ws().join("blocked-marker"),
+        world.ws().join("allowed-marker"),
+    );
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            call(&format!("touch {} && echo RAN", blocked.display())),
+            call(&format!("touch {} && echo OUTPUT-4471", allowed.display())),
+            {"text": "All done."}
+        ]),
+    );
+    let harness = world.harness(json!({"rules": [
+        {"event": "pre_action", "contains": "blocked-marker",
+         "decision": {"decision": "block", "reason": "no markers today (rule 7)"}}
+    ]}));
+    let r = world.wrapped(&llm, &["--harness", &harness], prompt, &[]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!blocked.exists(), "the blocked command ran");
+    r.check(allowed.exists(), "the allowed command did not run");
+    (r, llm)
+}
+
+/// What the model must have received in [`one_blocked_one_allowed`]: the harness's reason for
+/// the first command, the output of the second.
+pub fn check_reason_then_output(r: &Run, llm: &FakeLlm) {
+    let results = llm.tool_results();
+    r.check(
+        results.len() == 2
+            && results[0].to_string().contains("no markers today (rule 7)")
+            && results[1].to_string().contains("OUTPUT-4471"),
+        &format!("the model did not get the reason and the output: {results:?}"),
+    );
+}
