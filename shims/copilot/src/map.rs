@@ -107,23 +107,10 @@ fn first_of(p: &HookPayload<'_>, result: &Value, keys: &[&str]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn cx(hook: &str) -> HookContext<'_> {
-        HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        }
-    }
+    use crate::frameworks::adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("shims/copilot/samples")
-            .join(format!("{hook}.json"));
-        map(&cx(hook), &std::fs::read(&path).unwrap())
-            .unwrap()
-            .unwrap()
+        map(&cx(hook), &sample("copilot", hook)).unwrap().unwrap()
     }
 
     #[test]

@@ -141,22 +141,10 @@ fn prompt(p: &HookPayload<'_>, mut context: Value) -> Result<Value, FrameworkErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
-
-    fn cx(hook: &str) -> HookContext<'_> {
-        HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        }
-    }
+    use crate::frameworks::adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("shims/opencode/samples")
-            .join(format!("{hook}.json"));
-        let payload = std::fs::read(&path).unwrap();
-        map(&cx(hook), &payload).unwrap().unwrap()
+        map(&cx(hook), &sample("opencode", hook)).unwrap().unwrap()
     }
 
     #[test]

@@ -119,6 +119,16 @@ pub mod testing {
         }
     }
 
+    /// The recorded payload `shims/<shim>/samples/<name>.json`.
+    pub fn sample(shim: &str, name: &str) -> Vec<u8> {
+        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims")
+            .join(shim)
+            .join("samples")
+            .join(format!("{name}.json"));
+        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+    }
+
     /// What `render` prints on stdout (parsed, if anything) and its exit code.
     pub fn out(render: Render, hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
         let r = render(&cx(hook), None, verdict);
