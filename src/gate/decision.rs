@@ -16,11 +16,14 @@ pub enum DecidedBy {
     Person,
     /// The fail mode, because no valid decision arrived.
     FailMode,
+    /// Nobody: the call's sender cancelled it before a decision arrived, so it was never
+    /// carried out.
+    Cancelled,
 }
 
 impl fmt::Display for DecidedBy {
     /// As the audit log's `source` field writes it: `policy:<rule>`, `policy`, `harness`,
-    /// `person` or `fail-mode`.
+    /// `person`, `fail-mode` or `cancelled`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DecidedBy::Policy(Some(rule)) => write!(f, "policy:{rule}"),
@@ -28,6 +31,7 @@ impl fmt::Display for DecidedBy {
             DecidedBy::Harness => f.write_str("harness"),
             DecidedBy::Person => f.write_str("person"),
             DecidedBy::FailMode => f.write_str("fail-mode"),
+            DecidedBy::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -72,5 +76,6 @@ mod tests {
         assert_eq!(DecidedBy::Harness.to_string(), "harness");
         assert_eq!(DecidedBy::Person.to_string(), "person");
         assert_eq!(DecidedBy::FailMode.to_string(), "fail-mode");
+        assert_eq!(DecidedBy::Cancelled.to_string(), "cancelled");
     }
 }
