@@ -99,12 +99,20 @@ pub trait Protocol: Send + Sync + 'static {
     /// Who the server is, for messages: "the MCP server filesystem".
     fn server_label(&self) -> String;
 
-    /// Whether a call of `method` travelling `dir` may be held or watched. `false` lets the
-    /// engine pass such calls on after a light look (method and id only); the default,
-    /// `true`, always takes the full look.
+    /// Every method whose calls travelling `dir` the protocol may hold, watch, notify or
+    /// cancel by (anything [`Protocol::call`] may answer with other than [`OnCall::Pass`]).
+    /// `None`, the default, means "any": every frame takes the full look. With a list, a
+    /// frame that names none of them and has no id is passed on after a byte scan alone.
+    fn methods(&self, dir: Direction) -> Option<&'static [&'static str]> {
+        let _ = dir;
+        None
+    }
+
+    /// Whether a call of `method` travelling `dir` may be held or watched (see
+    /// [`Protocol::methods`]). `false` lets the engine pass such calls on after a light
+    /// look (method and id only).
     fn intercepts(&self, dir: Direction, method: &str) -> bool {
-        let _ = (dir, method);
-        true
+        self.methods(dir).map_or(true, |m| m.contains(&method))
     }
 
     /// A call travelling `dir`: `request` is false for a notification.

@@ -170,6 +170,13 @@ impl Protocol for Acp {
         format!("the ACP agent {:?}", self.agent)
     }
 
+    fn methods(&self, dir: Direction) -> Option<&'static [&'static str]> {
+        Some(match dir {
+            Direction::ToServer => &[PROMPT, NEW_SESSION, LOAD_SESSION, CANCEL],
+            Direction::ToClient => &[PERMISSION, WRITE, READ, TERMINAL, UPDATE],
+        })
+    }
+
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall {
         match (dir, method) {
             // Held with or without an id: a lenient peer might act on a call that is not

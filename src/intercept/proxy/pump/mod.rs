@@ -99,6 +99,10 @@ where
         pending: [Mutex::default(), Mutex::default()],
         batching: [AtomicBool::new(false), AtomicBool::new(false)],
         cancels: cancel::Cancels::default(),
+        quick: [
+            light::Quick::new(protocol.methods(Direction::ToServer)),
+            light::Quick::new(protocol.methods(Direction::ToClient)),
+        ],
     };
     let to_server = engine.pump(Direction::ToServer, streams.client_in);
     let to_client = engine.pump(Direction::ToClient, streams.server_out);
@@ -153,6 +157,8 @@ struct Engine<'a, P, G> {
     batching: [AtomicBool; 2],
     /// Held calls a peer may still cancel, by scope.
     cancels: cancel::Cancels,
+    /// Indexed by [`Direction::index`]: the byte scan that passes frames unparsed.
+    quick: [Option<light::Quick>; 2],
 }
 
 impl<P: Protocol, G: Decide> Engine<'_, P, G> {
