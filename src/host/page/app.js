@@ -138,7 +138,7 @@ function answer(s, req, approved, card) {
       turnId: req.turnId,
       toolCallId: req.toolCall.toolCallId,
       approved,
-      ...(approved ? { confirmed: "user-action" } : { reason: "denied", reasonMessage: "denied on the approvals page" }),
+      ...(approved ? { confirmed: "user-action" } : { reason: "denied" }),
     },
   });
   card.querySelector(".sent").textContent = approved ? "Approved; waiting for the agent…" : "Denied; waiting for the agent…";
