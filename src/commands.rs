@@ -173,54 +173,62 @@ pub fn serve(args: ServeArgs) -> Exit {
         );
         return Exit::Error;
     }
-    runtime.block_on(async move {
-        let audit = match crate::audit::Auditor::open(
-            args.audit_log.as_deref(),
-            args.audit_key_file.as_deref(),
-        ) {
-            Ok(a) => a,
+    runtime.block_on(serve_async(args, listen, policy, host_options))
+}
+
+/// `serve` once its options are checked: the audit log, the host, the engine, the listener.
+async fn serve_async(
+    args: ServeArgs,
+    listen: Listen,
+    policy: Policy,
+    host_options: Option<crate::host::HostOptions>,
+) -> Exit {
+    let audit = match crate::audit::Auditor::open(
+        args.audit_log.as_deref(),
+        args.audit_key_file.as_deref(),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return Exit::Error;
+        }
+    };
+    let embedded = Arc::new(Embedded::new(policy, args.mode));
+    let host = match &host_options {
+        None => None,
+        Some(options) => match start_host(options, &listen).await {
+            Ok(h) => Some(h),
             Err(e) => {
                 eprintln!("ahp-wrap: {e}");
                 return Exit::Error;
             }
-        };
-        let embedded = Arc::new(Embedded::new(policy, args.mode));
-        let host = match &host_options {
-            None => None,
-            Some(options) => match start_host(options, &listen).await {
-                Ok(h) => Some(h),
-                Err(e) => {
-                    eprintln!("ahp-wrap: {e}");
-                    return Exit::Error;
-                }
-            },
-        };
-        let approvals = host.clone().map(|host| Decider {
-            harness: Harness::Embedded(embedded.clone()),
-            fail_mode: args.fail_mode,
-            timeout: approval_timeout(args.approval_timeout, args.timeout),
-            asker: Some(host as Arc<dyn Approver>),
-        });
-        let engine = Arc::new(Engine {
-            embedded,
-            audit,
-            advertised: Advertised {
-                timeout_ms: args.timeout,
-                batch_size: args.batch_size.max(1),
-                max_depth: args.max_depth,
-            },
-            approvals,
-        });
-        let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
-        let token = args.token.filter(|t| !t.is_empty());
-        match crate::serve::serve(engine, listen, token, host, announce).await {
-            Ok(()) => Exit::OK,
-            Err(e) => {
-                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                Exit::Error
-            }
+        },
+    };
+    let approvals = host.clone().map(|host| Decider {
+        harness: Harness::Embedded(embedded.clone()),
+        fail_mode: args.fail_mode,
+        timeout: approval_timeout(args.approval_timeout, args.timeout),
+        asker: Some(host as Arc<dyn Approver>),
+    });
+    let engine = Arc::new(Engine {
+        embedded,
+        audit,
+        advertised: Advertised {
+            timeout_ms: args.timeout,
+            batch_size: args.batch_size.max(1),
+            max_depth: args.max_depth,
+        },
+        approvals,
+    });
+    let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
+    let token = args.token.filter(|t| !t.is_empty());
+    match crate::serve::serve(engine, listen, token, host, announce).await {
+        Ok(()) => Exit::OK,
+        Err(e) => {
+            eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+            Exit::Error
         }
-    })
+    }
 }
 
 /// How long an escalation waits for a person: `--approval-timeout`, else a second less

@@ -21,7 +21,11 @@ const AUTH_REQUIRED: i32 = -32007;
 const NOT_FOUND: i32 = -32008;
 
 async fn client(serve: &Serve) -> Client {
-    let transport = WebSocketTransport::connect(&serve.host()).await.unwrap();
+    client_of(&serve.host()).await
+}
+
+async fn client_of(endpoint: &str) -> Client {
+    let transport = WebSocketTransport::connect(endpoint).await.unwrap();
     let client = Client::connect(transport, ClientConfig::default())
         .await
         .unwrap();
@@ -112,7 +116,9 @@ async fn finished(mut child: Child) -> (std::process::ExitStatus, String) {
         for _ in 0..600 {
             if let Some(status) = child.try_wait().unwrap() {
                 let mut err = String::new();
-                std::io::Read::read_to_string(child.stderr.as_mut().unwrap(), &mut err).unwrap();
+                if let Some(stderr) = child.stderr.as_mut() {
+                    std::io::Read::read_to_string(stderr, &mut err).unwrap();
+                }
                 return (status, err);
             }
             std::thread::sleep(Duration::from_millis(100));
@@ -308,4 +314,95 @@ async fn no_answer_before_the_deadline_falls_to_the_fail_mode() {
     assert_eq!(decided[0]["decision"], "block");
     assert_eq!(decided[0]["source"], "fail-mode");
     alice.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_single_wrapper_publishes_its_own_session_with_host_listen() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(&dir);
+    let (child, endpoint, stderr) = approvals::hosted_touch(dir.path(), &ws);
+    let alice = client_of(&endpoint).await;
+    let listed: Result<Value, _> = alice
+        .request("listSessions", json!({"channel": "ahp-root://"}))
+        .await;
+    assert_eq!(refused(listed), AUTH_REQUIRED);
+    authenticate(&alice, ALICE).await.unwrap();
+    let (summary, req) = pending(&alice).await;
+    assert_eq!(summary["_meta"]["framework"], "generic");
+    assert_eq!(req["toolCall"]["_meta"]["rule"], RULE);
+    let (chat, yes) = confirm(&req, true);
+    alice.dispatch(chat, yes).await.unwrap();
+    let (status, _) = finished(child).await;
+    let said = stderr.join().unwrap();
+    assert!(status.success(), "{status}\n{said}");
+    assert!(
+        ws.join("approval-marker").exists(),
+        "the approved command did not run"
+    );
+    let audit = std::fs::read_to_string(dir.path().join("run-audit.jsonl")).unwrap();
+    let decided: Vec<Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+        .filter(|r| r["event_type"] == "pre_action")
+        .collect();
+    assert_eq!(decided.len(), 1, "{audit}");
+    assert_eq!(decided[0]["decision"], "allow");
+    let source = decided[0]["source"].as_str().unwrap();
+    assert!(source.starts_with("person:alice@127.0.0.1:"), "{source}");
+    alice.shutdown().await;
+}
+
+/// A one-shot HTTP receiver on 127.0.0.1: its URL, and the body of the first POST.
+fn webhook_receiver() -> (String, std::sync::mpsc::Receiver<String>) {
+    use std::io::{BufRead, BufReader, Read, Write};
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/hook", listener.local_addr().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let (stream, _) = listener.accept().unwrap();
+        let mut reader = BufReader::new(stream.try_clone().unwrap());
+        let mut length = 0;
+        loop {
+            let mut line = String::new();
+            reader.read_line(&mut line).unwrap();
+            if line.trim().is_empty() {
+                break;
+            }
+            if let Some((k, v)) = line.split_once(':') {
+                if k.eq_ignore_ascii_case("content-length") {
+                    length = v.trim().parse().unwrap();
+                }
+            }
+        }
+        let mut body = vec![0; length];
+        reader.read_exact(&mut body).unwrap();
+        let mut stream = stream;
+        let _ =
+            stream.write_all(b"HTTP/1.1 200 OK\r\ncontent-length: 0\r\nconnection: close\r\n\r\n");
+        let _ = tx.send(String::from_utf8(body).unwrap());
+    });
+    (url, rx)
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn each_escalation_is_posted_to_the_webhook_with_a_link_to_the_page() {
+    let dir = tempfile::tempdir().unwrap();
+    let ws = workspace(&dir);
+    let (url, posted) = webhook_receiver();
+    let page = "https://approvals.example.test/";
+    let extra = ["--timeout", "60000", "--approval-timeout", "1"];
+    let hook = ["--notify-webhook", url.as_str(), "--public-url", page];
+    let serve = Serve::start(dir.path(), &[&extra[..], &hook[..]].concat());
+    let wrapper = approvals::wrapped_touch(&serve, &ws);
+    let body = tokio::task::spawn_blocking(move || posted.recv_timeout(Duration::from_secs(30)))
+        .await
+        .unwrap()
+        .expect("the webhook was posted");
+    let body: Value = serde_json::from_str(&body).unwrap();
+    let text = body["text"].as_str().unwrap();
+    for part in ["approval-marker", REASON, RULE, page, "generic"] {
+        assert!(text.contains(part), "{part:?} not in {text}");
+    }
+    let (status, _) = finished(wrapper).await;
+    assert!(!status.success(), "an unanswered escalation ran");
 }

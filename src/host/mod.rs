@@ -277,3 +277,6 @@ fn event_key(event: &Event) -> String {
         event.session_id, event.timestamp, event.payload
     )
 }
+
+#[cfg(test)]
+mod tests;

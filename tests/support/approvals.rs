@@ -145,3 +145,48 @@ pub fn wrapped_touch(serve: &Serve, ws: &Path) -> Child {
         .spawn()
         .unwrap()
 }
+
+/// `ahp-wrap --host-listen http://127.0.0.1:0 … --intercept touch -- sh -c 'touch
+/// approval-marker'` in `ws`, with the embedded policy of [`write_files`] and an audit log
+/// in `dir`: the run's own gate publishes its session. Returns the run and its host's
+/// WebSocket endpoint (read from what it says on stderr; the rest of stderr is returned by
+/// the reader thread).
+pub fn hosted_touch(dir: &Path, ws: &Path) -> (Child, String, std::thread::JoinHandle<String>) {
+    let (policy, tokens) = write_files(dir);
+    let mut child = Command::new(wrap_bin())
+        .args(["--host-listen", "http://127.0.0.1:0", "--timeout", "60000"])
+        .arg("--host-token-file")
+        .arg(&tokens)
+        .arg("--policy")
+        .arg(&policy)
+        .arg("--audit-log")
+        .arg(dir.join("run-audit.jsonl"))
+        .args(["--intercept", "touch", "--summary", "never"])
+        .args(["--", "sh", "-c", "touch approval-marker"])
+        .current_dir(ws)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut said = String::new();
+    let mut page = None;
+    for line in lines.by_ref() {
+        let line = line.unwrap();
+        said.push_str(&format!("{line}\n"));
+        if let Some(rest) = line.strip_prefix("ahp-wrap: approvals page on ") {
+            page = rest.split_whitespace().next().map(str::to_owned);
+            break;
+        }
+    }
+    let page = page.unwrap_or_else(|| panic!("the wrapper did not start its host:\n{said}"));
+    let rest = std::thread::spawn(move || {
+        for line in lines.map_while(Result::ok) {
+            said.push_str(&format!("{line}\n"));
+        }
+        said
+    });
+    let host = format!("{}host", page.replacen("http://", "ws://", 1));
+    (child, host, rest)
+}
