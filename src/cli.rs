@@ -175,11 +175,8 @@ pub struct HostArgs {
     /// A client token, NAME=TOKEN[:SCOPE,...] (repeatable; TOKEN at least 16 characters).
     /// SCOPE: approve (the default: see and answer), view (see only), cwd=DIR (only
     /// sessions in DIR or below). NAME is what the audit log records as who answered.
-    #[arg(
-        long = "host-token",
-        value_name = "NAME=TOKEN[:SCOPE,...]",
-        hide_env_values = true
-    )]
+    /// Prefer --host-token-file: a command line is visible to other users.
+    #[arg(long = "host-token", value_name = "NAME=TOKEN[:SCOPE,...]")]
     pub host_tokens: Vec<String>,
 
     /// A file of client tokens, one NAME=TOKEN[:SCOPE,...] per line (# comments).

@@ -164,6 +164,16 @@ pub fn serve(args: ServeArgs) -> Exit {
             return Exit::Error;
         }
     };
+    if args
+        .approval_timeout
+        .is_some_and(|s| s.saturating_mul(1000) >= args.timeout)
+    {
+        eprintln!(
+            "ahp-wrap: --approval-timeout must be shorter than --timeout ({} ms), the deadline wrappers are given",
+            args.timeout
+        );
+        return Exit::Error;
+    }
     if host_options.is_some()
         && !matches!(listen, Listen::Http(_))
         && args.host.host_listen.is_none()

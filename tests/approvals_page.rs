@@ -200,7 +200,7 @@ async fn no_click_before_the_deadline_falls_to_the_fail_mode() {
     if skipped() {
         return;
     }
-    let scene = scene("4");
+    let scene = scene("8");
     let mut page = scene.page().await;
     let agent = scene.agent();
     the_card_shows_the_escalation(&mut page, &scene, "unanswered").await;

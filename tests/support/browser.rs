@@ -89,6 +89,14 @@ impl Browser {
 
     /// One DevTools command (on the page's session when `page`); its result.
     async fn call(&mut self, method: &str, params: Value, page: bool) -> Value {
+        match self.try_call(method, params, page).await {
+            Ok(v) => v,
+            Err(e) => panic!("{method}: {e}"),
+        }
+    }
+
+    /// [`Browser::call`], with DevTools' error as an `Err`.
+    async fn try_call(&mut self, method: &str, params: Value, page: bool) -> Result<Value, Value> {
         self.next += 1;
         let id = self.next;
         let mut msg = json!({"id": id, "method": method, "params": params});
@@ -105,24 +113,37 @@ impl Browser {
             };
             let v: Value = serde_json::from_str(&text).unwrap();
             if v["id"] == id {
-                assert!(v.get("error").is_none(), "{method}: {}", v["error"]);
-                return v["result"].clone();
+                return match v.get("error") {
+                    Some(e) => Err(e.clone()),
+                    None => Ok(v["result"].clone()),
+                };
             }
         }
     }
 
     /// The value of a JavaScript expression in the page.
     pub async fn eval(&mut self, expression: &str) -> Value {
-        let params = json!({"expression": expression, "returnByValue": true, "awaitPromise": true});
-        let r = self.call("Runtime.evaluate", params, true).await;
-        assert!(r.get("exceptionDetails").is_none(), "{expression}: {r}");
-        r["result"]["value"].clone()
+        match self.try_eval(expression).await {
+            Ok(v) => v,
+            Err(e) => panic!("{expression}: {e}"),
+        }
     }
 
-    /// Evaluates `expression` until it is true, or fails after `limit`.
+    /// [`Browser::eval`], with an exception (or a page still loading) as an `Err`.
+    async fn try_eval(&mut self, expression: &str) -> Result<Value, Value> {
+        let params = json!({"expression": expression, "returnByValue": true, "awaitPromise": true});
+        let r = self.try_call("Runtime.evaluate", params, true).await?;
+        match r.get("exceptionDetails") {
+            Some(e) => Err(e.clone()),
+            None => Ok(r["result"]["value"].clone()),
+        }
+    }
+
+    /// Evaluates `expression` until it is true (a page still loading is not yet true), or
+    /// fails after `limit`.
     pub async fn wait_for(&mut self, expression: &str, limit: Duration) {
         let start = Instant::now();
-        while self.eval(expression).await != json!(true) {
+        while self.try_eval(expression).await != Ok(json!(true)) {
             assert!(
                 start.elapsed() < limit,
                 "the page never showed: {expression}"
