@@ -406,3 +406,67 @@ async fn each_escalation_is_posted_to_the_webhook_with_a_link_to_the_page() {
     let (status, _) = finished(wrapper).await;
     assert!(!status.success(), "an unanswered escalation ran");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn wrappers_on_a_websocket_link_share_one_approvals_endpoint() {
+    let dir = tempfile::tempdir().unwrap();
+    let serve = Serve::start_ws(dir.path(), &["--timeout", "60000"]);
+    assert!(serve.harness().starts_with("ws://"), "{}", serve.harness());
+    let alice = signed_in(&serve, ALICE).await;
+    let (one, two) = (dir.path().join("one"), dir.path().join("two"));
+    for ws in [&one, &two] {
+        std::fs::create_dir_all(ws).unwrap();
+    }
+    // The first also runs an ordinary touch while its escalation waits: on the same link,
+    // it is answered at once.
+    let script = "touch approval-marker & sleep 0.5; touch free-file; wait";
+    let first = approvals::wrapped(&serve, &one, script);
+    let second = approvals::wrapped_touch(&serve, &two);
+    // Both wait at once on the one serve.
+    let mut waiting = Vec::new();
+    for _ in 0..300 {
+        waiting.clear();
+        for s in sessions(&alice).await {
+            let uri = s["resource"].as_str().unwrap().to_owned();
+            let (sub, _events) = alice.subscribe(uri.clone()).await.unwrap();
+            let state = serde_json::to_value(sub.snapshot.unwrap().state).unwrap();
+            if let Some(req) = state["inputNeeded"].as_array().and_then(|a| a.first()) {
+                waiting.push((s["_meta"]["cwd"].as_str().unwrap().to_owned(), req.clone()));
+            }
+            alice.unsubscribe(uri).await.unwrap();
+        }
+        if waiting.len() == 2 {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(waiting.len(), 2, "{waiting:?}\n{}", serve.log());
+    for _ in 0..100 {
+        if one.join("free-file").exists() {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert!(
+        one.join("free-file").exists(),
+        "a pending escalation held up its link"
+    );
+    for (cwd, req) in &waiting {
+        let approve = cwd.ends_with("/one");
+        let (chat, action) = confirm(req, approve);
+        alice.dispatch(chat, action).await.unwrap();
+    }
+    let (status, err) = finished(first).await;
+    assert!(status.success(), "{status}\n{err}");
+    let (status, _) = finished(second).await;
+    assert!(!status.success());
+    assert!(
+        one.join("approval-marker").exists(),
+        "the approved command did not run"
+    );
+    assert!(
+        !two.join("approval-marker").exists(),
+        "the denied command ran"
+    );
+    alice.shutdown().await;
+}

@@ -261,6 +261,17 @@ impl Inner {
         (sid, id)
     }
 
+    /// Tells the root channel that a session's status changed (it waits for a person, or
+    /// no longer does).
+    fn status_changed(&mut self, tx: &broadcast::Sender<Outgoing>, sid: &str) {
+        let Some(s) = self.sessions.get(sid) else {
+            return;
+        };
+        let (cwd, status) = (s.cwd.clone(), s.status());
+        let changed = json!({"session": state::session_uri(sid), "changes": {"status": status}});
+        self.emit(tx, ROOT, &cwd, "root/sessionSummaryChanged", changed);
+    }
+
     fn call(&mut self, sid: &str, id: &str) -> Option<&mut Call> {
         self.sessions
             .get_mut(sid)?

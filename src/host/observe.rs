@@ -47,6 +47,7 @@ impl Host {
             );
             let set = json!({"type": "session/inputNeededSet", "request": request});
             inner.action(&self.tx, &session_uri(&sid), &cwd, set);
+            inner.status_changed(&self.tx, &sid);
             inner.escalated.insert(event_key(e.event), id.clone());
             inner.waiting.insert(
                 id.clone(),
@@ -85,6 +86,7 @@ impl Host {
         let cwd = inner.sessions[sid].cwd.clone();
         let removed = json!({"type": "session/inputNeededRemoved", "id": id});
         inner.action(&self.tx, &session_uri(sid), &cwd, removed);
+        inner.status_changed(&self.tx, sid);
         let status = match answer {
             Answer::Allow { .. } => CallStatus::Running {
                 confirmed: "user-action",

@@ -5,7 +5,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use ahp_types::actions::ActionEnvelope;
-use ahp_types::notifications::{SessionAddedParams, SessionRemovedParams};
+use ahp_types::notifications::{
+    SessionAddedParams, SessionRemovedParams, SessionSummaryChangedParams,
+};
 use ahp_types::state::{ChatState, RootState, SessionState};
 use serde_json::{json, Value};
 
@@ -58,6 +60,11 @@ fn parse(text: &str) -> String {
             let _: SessionAddedParams = serde_json::from_value(params).expect(text);
             "root/sessionAdded".into()
         }
+        "root/sessionSummaryChanged" => {
+            let p: SessionSummaryChangedParams = serde_json::from_value(params).expect(text);
+            assert!(p.changes.status.is_some());
+            "root/sessionSummaryChanged".into()
+        }
         "root/sessionRemoved" => {
             let _: SessionRemovedParams = serde_json::from_value(params).expect(text);
             "root/sessionRemoved".into()
@@ -92,7 +99,9 @@ async fn a_session_with_an_answered_escalation_is_all_in_the_wire_types() {
         "chat/toolCallStart",
         "chat/toolCallReady",
         "session/inputNeededSet",
+        "root/sessionSummaryChanged",
         "session/inputNeededRemoved",
+        "root/sessionSummaryChanged",
         "chat/toolCallConfirmed",
         "chat/toolCallComplete",
         "chat/turnComplete",

@@ -49,20 +49,39 @@ pub fn write_files(dir: &Path) -> (PathBuf, PathBuf) {
 /// `ahp-wrap serve --listen http://127.0.0.1:0` with the approvals host on.
 pub struct Serve {
     child: Child,
-    /// `http://127.0.0.1:PORT`
+    /// The page's address, `http://127.0.0.1:PORT`
     pub base: String,
+    /// The AHP 2.4 harness endpoint wrappers use.
+    harness: String,
     pub audit: PathBuf,
     log: Arc<Mutex<String>>,
 }
 
 impl Serve {
-    /// Serve with the files of [`write_files`] in `dir`, an audit log there, and `extra`.
+    /// Serve with the files of [`write_files`] in `dir`, an audit log there, and `extra`;
+    /// harness and host on one HTTP address.
     pub fn start(dir: &Path, extra: &[&str]) -> Serve {
+        Serve::start_on(dir, &["--listen", "http://127.0.0.1:0"], extra)
+    }
+
+    /// [`Serve::start`] with the harness on WebSocket and the host on its own address.
+    pub fn start_ws(dir: &Path, extra: &[&str]) -> Serve {
+        let listen = [
+            "--listen",
+            "ws://127.0.0.1:0",
+            "--host-listen",
+            "http://127.0.0.1:0",
+        ];
+        Serve::start_on(dir, &listen, extra)
+    }
+
+    fn start_on(dir: &Path, listen: &[&str], extra: &[&str]) -> Serve {
         let (policy, tokens) = write_files(dir);
         let audit = dir.join("serve-audit.jsonl");
         let mut child = Command::new(wrap_bin())
-            .args(["serve", "--listen", "http://127.0.0.1:0", "--log", "info"])
-            .arg("--policy")
+            .arg("serve")
+            .args(listen)
+            .args(["--log", "info", "--policy"])
             .arg(&policy)
             .arg("--host-token-file")
             .arg(&tokens)
@@ -76,16 +95,21 @@ impl Serve {
             .unwrap();
         let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
         let log = Arc::new(Mutex::new(String::new()));
-        let mut base = None;
+        let (mut harness, mut page) = (None, None);
         for line in lines.by_ref() {
             let line = line.unwrap();
             log.lock().unwrap().push_str(&format!("{line}\n"));
+            if let Some(a) = line.strip_prefix("ahp-wrap serve: approvals page on ") {
+                page = Some(a.trim_end_matches('/').to_owned());
+            }
             if let Some(a) = line.strip_prefix("ahp-wrap serve: listening on ") {
-                base = Some(a.trim_end_matches("/ahp").to_owned());
+                harness = Some(a.to_owned());
                 break;
             }
         }
-        let base = base.unwrap_or_else(|| panic!("serve did not start:\n{}", log.lock().unwrap()));
+        let harness =
+            harness.unwrap_or_else(|| panic!("serve did not start:\n{}", log.lock().unwrap()));
+        let base = page.unwrap_or_else(|| harness.trim_end_matches("/ahp").to_owned());
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
@@ -95,13 +119,14 @@ impl Serve {
         Serve {
             child,
             base,
+            harness,
             audit,
             log,
         }
     }
 
     pub fn harness(&self) -> String {
-        format!("{}/ahp", self.base)
+        self.harness.clone()
     }
 
     /// The Agent Host Protocol endpoint.
@@ -134,10 +159,15 @@ impl Drop for Serve {
 /// `ahp-wrap --harness <serve> --intercept touch -- sh -c 'touch approval-marker'` in
 /// `ws`: the PATH shim asks serve, whose policy escalates. Started, not waited for.
 pub fn wrapped_touch(serve: &Serve, ws: &Path) -> Child {
+    wrapped(serve, ws, "touch approval-marker")
+}
+
+/// `ahp-wrap --harness <serve> --intercept touch -- sh -c <script>` in `ws`.
+pub fn wrapped(serve: &Serve, ws: &Path, script: &str) -> Child {
     Command::new(wrap_bin())
         .args(["--harness", &serve.harness(), "--timeout", "60000"])
         .args(["--intercept", "touch", "--summary", "never"])
-        .args(["--", "sh", "-c", "touch approval-marker"])
+        .args(["--", "sh", "-c", script])
         .current_dir(ws)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
