@@ -173,3 +173,35 @@ fn a_token_limited_to_a_directory_sees_only_sessions_there() {
     assert_eq!(listed[0]["resource"], "ahp-session:/s-2");
     assert!(host.snapshot("ahp-session:/s-1", &carol).is_none());
 }
+
+#[test]
+fn a_client_is_refused_until_it_authenticates_and_on_a_version_we_do_not_speak() {
+    let host = Host::new(Tokens::load(&[ALICE.into()], None).unwrap(), None);
+    let mut c = wire::Connection::new(host, "127.0.0.1:9".into());
+    let ask = |c: &mut wire::Connection, method: &str, params: Value| -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": 1, "method": method, "params": params});
+        serde_json::from_str(&c.handle(&msg.to_string()).unwrap()).unwrap()
+    };
+    let root = json!({"channel": ROOT});
+    let old = json!({"channel": ROOT, "protocolVersions": ["0.1.0"], "clientId": "c"});
+    let refused = ask(&mut c, "initialize", old);
+    assert_eq!(refused["error"]["code"], -32005, "{refused}");
+    let ok = json!({"channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": "c"});
+    assert_eq!(
+        ask(&mut c, "initialize", ok)["result"]["protocolVersion"],
+        "1.0.0"
+    );
+    let early = ask(&mut c, "subscribe", root.clone());
+    assert_eq!(early["error"]["code"], -32007, "{early}");
+    assert_eq!(
+        early["error"]["data"]["resources"][0]["resource"],
+        wire::RESOURCE
+    );
+    let auth = json!({"channel": ROOT, "resource": wire::RESOURCE, "token": "0123456789abcdef"});
+    assert!(ask(&mut c, "authenticate", auth)["result"].is_object());
+    let snap = ask(&mut c, "subscribe", root);
+    assert!(
+        snap["result"]["snapshot"]["state"]["agents"].is_array(),
+        "{snap}"
+    );
+}

@@ -10,8 +10,12 @@ use std::collections::HashMap;
 use std::sync::Arc;
 
 use ahp_types::actions::StateAction;
-use ahp_types::commands::{AuthenticateParams, DispatchActionParams, SubscribeParams};
-use ahp_types::errors::ahp_error_codes::{AUTH_REQUIRED, NOT_FOUND, PERMISSION_DENIED};
+use ahp_types::commands::{
+    AuthenticateParams, DispatchActionParams, InitializeParams, SubscribeParams,
+};
+use ahp_types::errors::ahp_error_codes::{
+    AUTH_REQUIRED, NOT_FOUND, PERMISSION_DENIED, UNSUPPORTED_PROTOCOL_VERSION,
+};
 use serde_json::{json, Value};
 
 use super::{Host, Outgoing, Token};
@@ -55,7 +59,7 @@ impl Connection {
         let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
         let params = msg.get("params").cloned().unwrap_or(Value::Null);
         let result = match method {
-            "initialize" => Ok(self.initialize()),
+            "initialize" => Self::initialize(params),
             "ping" => Ok(json!({})),
             "authenticate" => self.authenticate(params),
             "subscribe" => self.subscribe(params),
@@ -88,13 +92,24 @@ impl Connection {
         (out.seq > from && token.sees(&out.cwd)).then(|| out.text.clone())
     }
 
-    fn initialize(&self) -> Value {
-        json!({
-            "protocolVersion": ahp_types::PROTOCOL_VERSION,
+    /// The version both speak. Snapshots come with `subscribe`, after `authenticate`.
+    fn initialize(params: Value) -> Result<Value, Failure> {
+        let p: InitializeParams = serde_json::from_value(params)
+            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        let version = ahp_types::negotiate_protocol_version(&p.protocol_versions)
+            .map_err(|e| (-32602, e, None))?
+            .ok_or_else(|| {
+                let data = json!({"supportedVersions": ahp_types::SUPPORTED_PROTOCOL_VERSIONS});
+                let offered = p.protocol_versions.join(", ");
+                let message = format!("Unsupported protocol version: {offered}");
+                (UNSUPPORTED_PROTOCOL_VERSION as i64, message, Some(data))
+            })?;
+        Ok(json!({
+            "protocolVersion": version,
             "serverSeq": 0,
             "serverInfo": {"name": "ahp-wrap", "version": env!("CARGO_PKG_VERSION")},
             "snapshots": [],
-        })
+        }))
     }
 
     fn resource() -> Value {
