@@ -41,16 +41,21 @@ impl Asker {
         reason: &str,
         target: Option<&str>,
     ) -> Result<bool, String> {
-        let _one_at_a_time = self.lock.lock().await;
+        // Held by the prompt itself: if this ask is abandoned (its call was cancelled), the
+        // next one still waits until the terminal is free.
+        let one_at_a_time = self.lock.clone().lock_owned().await;
         let mut question = format!("\r\nahp-wrap: the harness asks a person to decide: {reason}");
         if let Some(t) = target {
             question.push_str(&format!(" (for {t})"));
         }
         question.push_str(&format!("\r\n  {}\r\nAllow it? [y/N] ", describe(event)));
         let timeout = self.timeout;
-        tokio::task::spawn_blocking(move || prompt(&question, timeout))
-            .await
-            .map_err(|e| format!("the prompt task failed: {e}"))?
+        tokio::task::spawn_blocking(move || {
+            let _one_at_a_time = one_at_a_time;
+            prompt(&question, timeout)
+        })
+        .await
+        .map_err(|e| format!("the prompt task failed: {e}"))?
     }
 }
 

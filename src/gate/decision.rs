@@ -18,11 +18,14 @@ pub enum DecidedBy {
     Person(Option<Answerer>),
     /// The fail mode, because no valid decision arrived.
     FailMode,
+    /// Nobody: the call's sender cancelled it before a decision arrived, so it was never
+    /// carried out.
+    Cancelled,
 }
 
 impl fmt::Display for DecidedBy {
     /// As the audit log's `source` field writes it: `policy:<rule>`, `policy`, `harness`,
-    /// `person` (the terminal), `person:<who>@<from>` or `fail-mode`.
+    /// `person` (the terminal), `person:<who>@<from>`, `fail-mode` or `cancelled`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DecidedBy::Policy(Some(rule)) => write!(f, "policy:{rule}"),
@@ -31,6 +34,7 @@ impl fmt::Display for DecidedBy {
             DecidedBy::Person(None) => f.write_str("person"),
             DecidedBy::Person(Some(a)) => write!(f, "person:{}@{}", a.who, a.from),
             DecidedBy::FailMode => f.write_str("fail-mode"),
+            DecidedBy::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -83,5 +87,6 @@ mod tests {
             "person:alice@10.0.0.7:5123"
         );
         assert_eq!(DecidedBy::FailMode.to_string(), "fail-mode");
+        assert_eq!(DecidedBy::Cancelled.to_string(), "cancelled");
     }
 }

@@ -139,6 +139,28 @@ impl Gate {
         failed
     }
 
+    /// Records that the decision on `event` was abandoned, because the call's sender
+    /// cancelled it first (`why`): the call was not carried out, which the record says as a
+    /// block by [`DecidedBy::Cancelled`], taken after `waited`.
+    pub async fn abandoned(
+        &self,
+        event: &Event,
+        why: String,
+        waited: std::time::Duration,
+        origin: Origin,
+    ) {
+        let decision = Decision {
+            verdict: crate::protocol::Verdict::Block { reason: why },
+            by: DecidedBy::Cancelled,
+            note: None,
+            latency: waited,
+        };
+        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
+    }
+
     /// The fail mode's decision, with `cause` in the reason.
     pub fn fail(&self, cause: String) -> Decision {
         self.decider.fail(cause, Instant::now())
