@@ -8,6 +8,9 @@ use super::{event_key, Host, Waiting};
 use crate::gate::{Answer, Approver, BoxFuture, DecidedBy, Decision, Escalation};
 use crate::protocol::{Event, EventType, Verdict};
 
+/// How long a session may stay silent before it is taken for ended.
+const QUIET: std::time::Duration = std::time::Duration::from_secs(300);
+
 impl Approver for Host {
     fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Answer> {
         Box::pin(self.wait_for_person(e))
@@ -125,8 +128,12 @@ impl Host {
     /// An event the gate saw, with its decision if it was blocking.
     fn seen(&self, event: &Event, decision: Option<&Decision>) {
         let mut inner = self.lock();
+        self.sweep(&mut inner);
+        if let Some(s) = inner.sessions.get_mut(&event.session_id) {
+            s.last_seen = std::time::Instant::now();
+        }
         match event.event_type {
-            EventType::SessionEnd => self.ended(&mut inner, event),
+            EventType::SessionEnd => self.ended(&mut inner, &event.session_id),
             EventType::PreAction => {
                 let Some(d) = decision else { return };
                 let (sid, id) = match inner.escalated.remove(&event_key(event)) {
@@ -192,13 +199,26 @@ impl Host {
         inner.action(&self.tx, &chat_uri(&sid), &cwd, a);
     }
 
+    /// Sessions that sent nothing for [`QUIET`] and wait for nobody are taken for ended
+    /// (their wrapper died without `session_end`; heartbeats come every 30 s by default).
+    fn sweep(&self, inner: &mut super::Inner) {
+        let quiet: Vec<String> = inner
+            .sessions
+            .values()
+            .filter(|s| s.last_seen.elapsed() > QUIET && !s.calls.iter().any(|c| c.waiting))
+            .map(|s| s.id.clone())
+            .collect();
+        for sid in quiet {
+            self.ended(inner, &sid);
+        }
+    }
+
     /// The session is over: its waiting escalations get no answer, it leaves the catalogue.
-    fn ended(&self, inner: &mut super::Inner, event: &Event) {
-        let sid = &event.session_id;
+    fn ended(&self, inner: &mut super::Inner, sid: &str) {
         let Some(s) = inner.sessions.remove(sid) else {
             return;
         };
-        inner.waiting.retain(|_, w| &w.session != sid);
+        inner.waiting.retain(|_, w| w.session != sid);
         let done = json!({"type": "chat/turnComplete", "turnId": TURN});
         inner.action(&self.tx, &chat_uri(sid), &s.cwd, done);
         let gone = json!({"session": session_uri(sid)});

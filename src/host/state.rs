@@ -68,6 +68,8 @@ pub struct Session {
     pub command: String,
     pub modified: String,
     pub calls: Vec<Call>,
+    /// When its last event arrived (a wrapper that died without `session_end` goes quiet).
+    pub last_seen: std::time::Instant,
 }
 
 impl Session {
@@ -112,6 +114,7 @@ impl Session {
             command,
             modified: event.timestamp.clone(),
             calls: Vec::new(),
+            last_seen: std::time::Instant::now(),
         }
     }
 

@@ -205,3 +205,18 @@ fn a_client_is_refused_until_it_authenticates_and_on_a_version_we_do_not_speak()
         "{snap}"
     );
 }
+
+#[test]
+fn a_session_silent_for_long_leaves_the_catalogue_at_the_next_event() {
+    let host = Host::new(Tokens::load(&[ALICE.into()], None).unwrap(), None);
+    let alice = token(&host, "0123456789abcdef");
+    host.observe(&event(EventType::SessionStart, json!({"cwd": "/w"})), None);
+    let long_ago = std::time::Instant::now().checked_sub(Duration::from_secs(301));
+    host.lock().sessions.get_mut("s-1").unwrap().last_seen = long_ago.unwrap();
+    let mut other = event(EventType::SessionStart, json!({"cwd": "/v"}));
+    other.session_id = "s-2".into();
+    host.observe(&other, None);
+    let listed = host.list(&alice);
+    assert_eq!(listed.len(), 1);
+    assert_eq!(listed[0]["resource"], "ahp-session:/s-2");
+}
