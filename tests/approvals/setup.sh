@@ -17,7 +17,13 @@ fi
 sudo=""
 [ "$(id -u)" -eq 0 ] || sudo="sudo"
 export DEBIAN_FRONTEND=noninteractive
-$sudo apt-get update -qq >&2
-$sudo apt-get install -y -qq --no-install-recommends chromium >&2
+log=$(mktemp)
+if ! { $sudo apt-get update -qq && $sudo apt-get install -y -qq --no-install-recommends chromium; } >"$log" 2>&1; then
+    cat "$log" >&2
+    rm -f "$log"
+    echo "tests/approvals/setup.sh: could not install chromium with apt-get" >&2
+    exit 1
+fi
+rm -f "$log"
 "$bin" --headless --no-sandbox --version >/dev/null
 echo "$bin"
