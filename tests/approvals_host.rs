@@ -110,6 +110,28 @@ fn confirm(req: &Value, approved: bool) -> (String, StateAction) {
     (chat, StateAction::ChatToolCallConfirmed(action))
 }
 
+/// Carol's token does not reach this directory: she sees no session and cannot subscribe
+/// to it; Bob may watch but his approval does nothing.
+async fn others_cannot_answer(
+    carol: &Client,
+    bob: &Client,
+    summary: &Value,
+    req: &Value,
+    ws: &std::path::Path,
+) {
+    assert!(sessions(carol).await.is_empty());
+    let hidden = carol
+        .subscribe(summary["resource"].as_str().unwrap().into())
+        .await;
+    assert_eq!(refused(hidden), NOT_FOUND);
+    assert_eq!(sessions(bob).await.len(), 1);
+    let (chat, yes) = confirm(req, true);
+    bob.dispatch(chat, yes).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    let marker = ws.join("approval-marker");
+    assert!(!marker.exists(), "a view-only token approved");
+}
+
 /// Waits for the wrapper, at most a minute.
 async fn finished(mut child: Child) -> (std::process::ExitStatus, String) {
     tokio::task::spawn_blocking(move || {
@@ -198,21 +220,8 @@ async fn the_first_authorised_answer_approves_and_the_audit_log_names_who() {
     assert_eq!(req["toolCall"]["_meta"]["rule"], RULE);
     assert_eq!(req["toolCall"]["_meta"]["reason"], REASON);
 
-    // Carol's token does not reach this directory: she sees no session and cannot
-    // subscribe to it; Bob may watch but his approval does nothing.
-    assert!(sessions(&carol).await.is_empty());
-    let hidden = carol
-        .subscribe(summary["resource"].as_str().unwrap().into())
-        .await;
-    assert_eq!(refused(hidden), NOT_FOUND);
-    assert_eq!(sessions(&bob).await.len(), 1);
+    others_cannot_answer(&carol, &bob, &summary, &req, &ws).await;
     let (chat, yes) = confirm(&req, true);
-    bob.dispatch(chat.clone(), yes.clone()).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
-    assert!(
-        !ws.join("approval-marker").exists(),
-        "a view-only token approved"
-    );
 
     // Alice's answer is the first that counts; her later denial changes nothing.
     let (chat_sub, mut chat_events) = alice.subscribe(chat.clone()).await.unwrap();
