@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use crate::gate::{Answer, Approver, BoxFuture, Escalation};
 use crate::protocol::Event;
 
 /// Prompts on `/dev/tty`, one question at a time.
@@ -55,6 +56,24 @@ impl Asker {
         })
         .await
         .map_err(|e| format!("the prompt task failed: {e}"))?
+    }
+}
+
+impl Approver for Asker {
+    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Answer> {
+        Box::pin(async move {
+            match self.ask(e.event, e.reason, e.target).await {
+                Ok(true) => Answer::Allow { by: None },
+                Ok(false) => Answer::Deny {
+                    by: None,
+                    reason: format!("declined at the terminal ({})", e.reason),
+                },
+                Err(why) => Answer::Unanswered(format!(
+                    "the harness escalated ({}) and the terminal prompt failed: {why}",
+                    e.reason
+                )),
+            }
+        })
     }
 }
 

@@ -140,6 +140,19 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub batch_size: usize,
 
+    /// With the approvals host on: seconds a person has to answer an escalation before it
+    /// falls to --fail-mode (default: 1 s less than --timeout, so that the wrapper hears
+    /// the answer before its own deadline).
+    #[arg(long, value_name = "SECS")]
+    pub approval_timeout: Option<u64>,
+
+    /// With the approvals host on: what an escalation nobody answered in time becomes.
+    #[arg(long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    #[command(flatten)]
+    pub host: HostArgs,
+
     /// Log filter.
     #[arg(
         long,
@@ -148,6 +161,36 @@ pub struct ServeArgs {
         value_name = "FILTER"
     )]
     pub log: String,
+}
+
+/// The Agent Host Protocol host: live sessions and pending escalations, answered from the
+/// approvals page or any Agent Host Protocol client. It is on when tokens are given.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HostArgs {
+    /// Serve the approvals page (at /) and the Agent Host Protocol endpoint (ws://ADDR/host)
+    /// on http://ADDR. `serve --listen http://ADDR` serves them on its own address too.
+    #[arg(long, value_name = "http://ADDR")]
+    pub host_listen: Option<String>,
+
+    /// A client token, NAME=TOKEN[:SCOPE,...] (repeatable; TOKEN at least 16 characters).
+    /// SCOPE: approve (the default: see and answer), view (see only), cwd=DIR (only
+    /// sessions in DIR or below). NAME is what the audit log records as who answered.
+    /// Prefer --host-token-file: a command line is visible to other users.
+    #[arg(long = "host-token", value_name = "NAME=TOKEN[:SCOPE,...]")]
+    pub host_tokens: Vec<String>,
+
+    /// A file of client tokens, one NAME=TOKEN[:SCOPE,...] per line (# comments).
+    #[arg(long, value_name = "PATH")]
+    pub host_token_file: Option<PathBuf>,
+
+    /// Post each escalation to this URL as Slack-compatible JSON ({"text": ...}).
+    #[arg(long, value_name = "URL")]
+    pub notify_webhook: Option<String>,
+
+    /// The approvals page's address as people reach it, for the webhook's link (default:
+    /// the address it listens on).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
 }
 
 #[derive(Debug, Args)]
@@ -237,6 +280,9 @@ pub struct RunArgs {
     /// Seconds a person has to answer an escalated decision on the terminal.
     #[arg(long, default_value_t = 120, value_name = "SECS")]
     pub ask_timeout: u64,
+
+    #[command(flatten)]
+    pub host: HostArgs,
 
     /// Log filter (error, warn, info, debug, trace, or tracing directives).
     #[arg(

@@ -43,6 +43,12 @@ pub enum ConfigError {
     ZeroTimeout,
     #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
     Depth(String),
+    #[error(
+        "--host-token and --host-token-file need --host-listen http://ADDR (or `ahp-wrap serve`)"
+    )]
+    HostNoListen,
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
 }
@@ -74,6 +80,8 @@ pub struct Config {
     pub path_shims: std::collections::BTreeSet<String>,
     /// A stream proxy between our stdio and the agent's, instead of its hooks.
     pub proxy: Option<Proxy>,
+    /// The Agent Host Protocol host (`--host-listen`): escalations go to its clients.
+    pub host: Option<crate::host::HostOptions>,
 }
 
 /// A stream proxy a run puts between our stdio and the agent's.
@@ -147,6 +155,10 @@ impl Config {
         if args.timeout == 0 {
             return Err(ConfigError::ZeroTimeout);
         }
+        let host = crate::host::HostOptions::from_args(&args.host)?;
+        if host.as_ref().is_some_and(|h| h.listen.is_none()) {
+            return Err(ConfigError::HostNoListen);
+        }
         let depth = match std::env::var(ENV_DEPTH) {
             Ok(v) => v
                 .trim()
@@ -185,6 +197,7 @@ impl Config {
                 args.no_intercept.as_deref(),
             ),
             proxy: acp.then_some(Proxy::Acp),
+            host,
         })
     }
 }

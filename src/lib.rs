@@ -33,6 +33,8 @@
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`host`]: the Agent Host Protocol host: live sessions, tool calls and decisions, and
+//!   pending escalations answered from the approvals page or any client.
 //! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
 
 pub mod ask;
@@ -46,6 +48,7 @@ pub mod control;
 pub mod exit;
 pub mod frameworks;
 pub mod gate;
+pub mod host;
 pub mod intercept;
 pub mod jsonrpc;
 pub mod policy;

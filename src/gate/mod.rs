@@ -9,10 +9,12 @@
 //! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
 //! (`audit/`).
 
+mod approve;
 mod decision;
 mod embedded;
 mod resolve;
 
+pub use approve::{Answer, Answerer, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
 pub use resolve::{Decider, FailMode, Harness};
@@ -95,6 +97,9 @@ impl Gate {
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
+        if let Some(approver) = &self.decider.asker {
+            approver.observe(&event, None);
+        }
         if let Harness::Remote(client) = &self.decider.harness {
             client.notify(event);
         }
@@ -120,6 +125,9 @@ impl Gate {
             origin.peer,
         );
         let Err(e) = self.audit.record(record).await else {
+            if let Some(approver) = &self.decider.asker {
+                approver.observe(event, Some(&decision));
+            }
             return decision;
         };
         tracing::error!("audit log: {e}");
