@@ -21,6 +21,23 @@ impl Approver for Host {
     }
 }
 
+/// Settles an escalation whose wait was dropped before it ended.
+struct Withdrawn<'a> {
+    host: &'a Host,
+    sid: &'a str,
+    id: &'a str,
+    armed: bool,
+}
+
+impl Drop for Withdrawn<'_> {
+    fn drop(&mut self) {
+        if self.armed {
+            let why = Answer::Unanswered("the call was withdrawn before an answer".into());
+            self.host.settle(self.sid, self.id, &why);
+        }
+    }
+}
+
 impl Host {
     async fn wait_for_person(&self, e: Escalation<'_>) -> Answer {
         let (tx, rx) = tokio::sync::oneshot::channel();
@@ -62,6 +79,14 @@ impl Host {
             );
             (sid, id, text)
         };
+        // If this wait is abandoned (the call was cancelled upstream), it still leaves the
+        // page and the pending list.
+        let mut withdrawn = Withdrawn {
+            host: self,
+            sid: &sid,
+            id: &id,
+            armed: true,
+        };
         if let Some(w) = &self.webhook {
             w.post(&text, e.reason, e.rule);
         }
@@ -73,6 +98,7 @@ impl Host {
                 left.as_secs()
             )),
         };
+        withdrawn.armed = false;
         self.settle(&sid, &id, &answer);
         answer
     }

@@ -220,3 +220,26 @@ fn a_session_silent_for_long_leaves_the_catalogue_at_the_next_event() {
     assert_eq!(listed.len(), 1);
     assert_eq!(listed[0]["resource"], "ahp-session:/s-2");
 }
+
+#[tokio::test]
+async fn an_escalation_whose_wait_is_dropped_leaves_the_pending_list() {
+    let host = Host::new(Tokens::load(&[ALICE.into()], None).unwrap(), None);
+    let alice = token(&host, "0123456789abcdef");
+    let start = json!({"framework": "acp", "cwd": "/w", "command": ["agent"]});
+    host.observe(&event(EventType::SessionStart, start), None);
+    let rm = bash("t9", "rm -rf build");
+    let e = Escalation {
+        event: &rm,
+        reason: "a person must decide",
+        target: None,
+        rule: None,
+        deadline: tokio::time::Instant::now() + Duration::from_secs(60),
+    };
+    // The caller gives up long before the deadline (its call was cancelled).
+    let gave_up = tokio::time::timeout(Duration::from_millis(100), host.approve(e)).await;
+    assert!(gave_up.is_err());
+    assert!(host.lock().waiting.is_empty());
+    let (state, _) = host.snapshot("ahp-session:/s-1", &alice).unwrap();
+    let s: SessionState = serde_json::from_value(state).unwrap();
+    assert!(s.input_needed.unwrap_or_default().is_empty());
+}

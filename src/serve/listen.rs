@@ -60,6 +60,8 @@ impl Listen {
 
 /// Largest message accepted from a client.
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Requests of one WebSocket link decided at the same time (see `ws_connection`).
+const MAX_IN_FLIGHT: usize = 256;
 
 /// Serves until the listener fails (or, for stdio, until EOF). `ready` is called with the
 /// bound address once listening (for callers that asked for port 0).
@@ -236,6 +238,9 @@ async fn ws_connection(
     // Each message is answered by its own task, so that one event waiting for a person
     // does not hold up the others on this link; answers go out as they come.
     let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
+    // At most this many requests of one link are decided at once; past it, reading the
+    // link waits (backpressure), so a peer cannot make us hold unbounded work.
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
     let writer = tokio::spawn(async move {
         while let Some(answer) = rx.recv().await {
             if sink.send(Message::Text(answer)).await.is_err() {
@@ -256,8 +261,12 @@ async fn ws_connection(
             }
             continue;
         }
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            break;
+        };
         let (engine, tx) = (engine.clone(), tx.clone());
         tokio::spawn(async move {
+            let _permit = permit;
             if let Some(answer) = engine.handle(&text).await {
                 let _ = tx.send(answer).await;
             }
