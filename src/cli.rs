@@ -199,6 +199,13 @@ pub struct McpArgs {
     /// use the name the client's configuration gives it (default: the command's file name).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+
+    /// Let the run this proxy was started in decide its calls and audit them, over that
+    /// run's control socket (what `--wrap-mcp` writes into the agent's MCP configuration);
+    /// --harness and --policy are then not used. Refused outside a run.
+    #[arg(long)]
+    pub via_run: bool,
+
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -304,6 +311,12 @@ pub struct RunArgs {
     /// during the run (nothing it did was supervised): for CI.
     #[arg(long)]
     pub require_hooks: bool,
+
+    /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
+    /// only (its calls decided and audited by this run), without editing the user's files.
+    /// Claude Code only.
+    #[arg(long)]
+    pub wrap_mcp: bool,
 
     /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
     /// PATH shims on for any framework (they are on by default for generic and path).

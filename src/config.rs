@@ -80,6 +80,10 @@ pub struct Config {
     pub path_shims: std::collections::BTreeSet<String>,
     /// A stream proxy between our stdio and the agent's, instead of its hooks.
     pub proxy: Option<Proxy>,
+    /// `--wrap-mcp`: the agent's stdio MCP servers run behind `ahp-wrap mcp --via-run`.
+    pub wrap_mcp: bool,
+    /// `ahp-wrap mcp --via-run`: the run this one was started in decides.
+    pub via_run: bool,
     /// The Agent Host Protocol host (`--host-listen`): escalations go to its clients.
     pub host: Option<crate::host::HostOptions>,
 }
@@ -124,6 +128,7 @@ impl Config {
         }
         cfg.path_shims = path_shims(false, &explicit, no.as_deref());
         cfg.proxy = Some(Proxy::Mcp { name });
+        cfg.via_run = args.via_run;
         Ok(cfg)
     }
 }
@@ -197,6 +202,8 @@ impl Config {
                 args.no_intercept.as_deref(),
             ),
             proxy: acp.then_some(Proxy::Acp),
+            wrap_mcp: args.wrap_mcp,
+            via_run: false,
             host,
         })
     }

@@ -12,11 +12,13 @@
 mod approve;
 mod decision;
 mod embedded;
+mod parent;
 mod resolve;
 
 pub use approve::{Answer, Answerer, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
+pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
 pub use resolve::{Decider, FailMode, Harness};
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -100,8 +102,10 @@ impl Gate {
         if let Some(approver) = &self.decider.asker {
             approver.observe(&event, None);
         }
-        if let Harness::Remote(client) = &self.decider.harness {
-            client.notify(event);
+        match &self.decider.harness {
+            Harness::Remote(client) => client.notify(event),
+            Harness::Parent(run) => run.notify(&event).await,
+            Harness::Embedded(_) => {}
         }
     }
 

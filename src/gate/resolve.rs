@@ -38,6 +38,8 @@ pub enum Harness {
     Embedded(Arc<Embedded>),
     /// A harness over a transport.
     Remote(Client),
+    /// The run this wrapper was started in (`--via-run`): it decides, and audits.
+    Parent(super::ParentRun),
 }
 
 /// The smallest pause between two asks after a `defer`, so that `retry_after_ms: 0`
@@ -125,6 +127,17 @@ impl Decider {
                     verdict: d.verdict,
                     by: d.by,
                     note: d.note,
+                })
+            }
+            Harness::Parent(run) => {
+                let result = tokio::time::timeout_at(deadline, run.decide(event))
+                    .await
+                    .map_err(|_| Fault::Timeout(self.timeout.as_millis() as u64))??;
+                let verdict = parse_decision(event.event_type, &result)?;
+                Ok(Answer {
+                    verdict,
+                    by: DecidedBy::Harness,
+                    note: Some("decided by the wrapping run".into()),
                 })
             }
             Harness::Remote(client) => {

@@ -60,6 +60,11 @@ async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
         max_depth: cfg.max_depth,
         depth_source: "--max-depth",
     };
+    if cfg.via_run {
+        let run = crate::gate::ParentRun::from_env()
+            .map_err(|e| format!("--via-run: no run to ask ({e})"))?;
+        return Ok((Harness::Parent(run), limits));
+    }
     let Some(spec) = &cfg.harness else {
         return Ok((Harness::Embedded(Arc::new(embedded(cfg)?)), limits));
     };
