@@ -129,6 +129,12 @@ impl Config {
         cfg.path_shims = path_shims(false, &explicit, no.as_deref());
         cfg.proxy = Some(Proxy::Mcp { name });
         cfg.via_run = args.via_run;
+        if cfg.via_run {
+            // The wrapping run decides and audits: a second writer of its log (named by an
+            // inherited AHP_WRAP_AUDIT_LOG, say) would break its chain.
+            cfg.audit_log = None;
+            cfg.harness = None;
+        }
         Ok(cfg)
     }
 }

@@ -207,14 +207,10 @@ fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
     let harness = world.harness(json!({"rules": [{
         "event": "pre_action", "contains_all": ["\"round_trip\"", "secret.txt"],
         "decision": {"decision": "block", "reason": "no secrets through MCP (rule wrap-1)"}}]}));
+    // The log is named in the environment, which the agent and its MCP servers inherit:
+    // only the run may write it.
     let audit_log = world.dir.path().join("run-audit.jsonl");
-    let wrapper = [
-        "--wrap-mcp",
-        "--harness",
-        &harness,
-        "--audit-log",
-        audit_log.to_str().unwrap(),
-    ];
+    let wrapper = ["--wrap-mcp", "--harness", &harness];
     let args = [
         "-p",
         "write the files",
@@ -222,7 +218,8 @@ fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
         "mcp__fs__write_file",
     ];
     let mut cmd = world.command(&api, Some(&wrapper), &args);
-    cmd.env("MCP_TIMEOUT", "30000");
+    cmd.env("MCP_TIMEOUT", "30000")
+        .env("AHP_WRAP_AUDIT_LOG", &audit_log);
     let r = run(cmd);
     r.check(
         r.output.status.code() == Some(0),
@@ -252,6 +249,16 @@ fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
         })
         .collect();
     assert_eq!(proxied, [("block", true), ("allow", true)], "{records:#?}");
+    let verified = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        .args(["audit", "verify"])
+        .arg(&audit_log)
+        .output()
+        .unwrap();
+    assert!(
+        verified.status.success(),
+        "the run's log does not verify: {}",
+        String::from_utf8_lossy(&verified.stdout)
+    );
     let after: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
     assert_eq!(after["mcpServers"], user_config["mcpServers"]);
 }
