@@ -44,6 +44,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod exit;
+pub mod fleet;
 pub mod frameworks;
 pub mod gate;
 pub mod intercept;
