@@ -4,9 +4,9 @@
 //!
 //! Checks, in order: the task names this capability; its declared risk is at most the
 //! capability's ceiling; its data class at most `constraints.max_data_class`; every hazard
-//! it declares is one the capability allows; its input fits the input schema; and the
-//! policy does not block (or escalate: no person answers at L3) the intent, given to it as
-//! the `pre_prompt` event the agent's first prompt would be.
+//! it declares is one the capability allows; its input is an object that fits the input
+//! schema; and the policy does not block (or escalate: no person answers at L3) the
+//! intent, given to it as the `pre_prompt` event the agent's first prompt would be.
 
 use serde_json::json;
 
@@ -51,6 +51,9 @@ pub fn check(cap: &Capability, policy: Option<&L3Policy>, task: &Task) -> Result
             "hazard category {h:?} is not one the capability allows ({})",
             allowed(&cap.constraints.hazards)
         ));
+    }
+    if !task.input.is_object() {
+        return Err("the input must be a JSON object".into());
     }
     if let Some(schema) = &cap.input_schema {
         schema
@@ -154,6 +157,7 @@ hazards = ["network"]
         assert!(refuse(&|t| t.data_class = DataClass::T3).contains("data class"));
         assert!(refuse(&|t| t.hazards = vec!["fire".into()]).contains("\"fire\""));
         assert!(refuse(&|t| t.input = json!({})).contains("$.repo is required"));
+        assert!(refuse(&|t| t.input = json!([1])).contains("a JSON object"));
         assert!(refuse(&|t| t.capability = "other".into()).contains("offers"));
     }
 
