@@ -478,3 +478,35 @@ fn a_bad_capability_file_is_refused_before_connecting() {
         "names the field and file",
     );
 }
+
+#[test]
+fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
+    let Some(broker) = broker() else { return };
+    let f = Fleet::new();
+    let cap = f.capability("frozen", &capability("frozen"));
+    let d = f.dir.path().display();
+    let agent = f.script(
+        "agent.sh",
+        &format!("echo started > {d}/started-$TAG\nsleep 2\necho \"finished by $TAG\"\n"),
+    );
+    let agent = agent.to_str().unwrap();
+    let beat = ["--amqp-heartbeat", "1"];
+    let a = f.worker(broker, &cap, "A", &beat, &[agent]);
+    let r = std::thread::scope(|s| {
+        let submit =
+            s.spawn(|| f.submit(broker, &["--capability", "frozen", "--intent", "x"], LIMIT));
+        wait_file(&f.path("started-A"), Duration::from_secs(60));
+        // A stops answering (its socket stays open): only missed heartbeats tell the broker.
+        unsafe { libc::kill(a.child.id() as i32, libc::SIGSTOP) };
+        let _b = f.worker(broker, &cap, "B", &beat, &[agent]);
+        let r = submit.join().unwrap();
+        unsafe { libc::kill(a.child.id() as i32, libc::SIGCONT) };
+        r
+    });
+    r.check(r.code() == Some(0), "B finishes the task");
+    assert_eq!(r.result()["summary"], "finished by B", "{}", r.result());
+    assert_eq!(r.result()["redelivered"], true);
+    assert!(f.path("started-B").exists());
+    // A, thawed, finds its connection gone and reconnects.
+    a.wait_log("reconnected", Duration::from_secs(60));
+}
