@@ -103,6 +103,8 @@ impl Launcher {
             .env("HCP_CAPABILITY", &task.capability)
             .env("HCP_TASK_INPUT", task.input.to_string())
             .env("HCP_OUTPUT_FILE", &output_file)
+            // The broker's URI may hold its password: not for the agent.
+            .env_remove("AHP_WRAP_AMQP")
             .stdin(if on_stdin {
                 Stdio::piped()
             } else {
