@@ -2,8 +2,9 @@
 //! `rabbitmq-server`, as tests/rabbitmq/setup.sh installs it), with a trivial agent (`true`):
 //!
 //! - latency per task: one task at a time from publish to result (p50, p95), against the
-//!   same supervised run started directly (`ahp-wrap -- true`): the overhead is what the
-//!   broker round trip, the L3 gate, the event stream and the ack add;
+//!   same supervised run started directly (`ahp-wrap --audit-log … -- true`, since the
+//!   worker's runs keep a durable audit log too): the overhead is what the broker round
+//!   trip, the L3 gate, the event stream and the ack add;
 //! - throughput: tasks per second through the broker, K tasks published at once, with one
 //!   worker and with two, against direct runs one after another.
 //!
@@ -133,11 +134,19 @@ fn worker(
     child
 }
 
-/// `ahp-wrap -- true` run directly, as the worker runs it.
+/// `ahp-wrap --audit-log LOG -- true` run directly, as the worker runs it (its runs keep
+/// a durable audit log too: the records it streams as events).
 fn direct() -> Duration {
+    static LOG: std::sync::OnceLock<tempfile::TempDir> = std::sync::OnceLock::new();
+    let log = LOG
+        .get_or_init(|| tempfile::tempdir().unwrap())
+        .path()
+        .join("direct.jsonl");
     let t = Instant::now();
     let ok = Command::new(AHP_WRAP)
-        .args(["--summary", "never", "--", "true"])
+        .args(["--summary", "never", "--audit-log"])
+        .arg(&log)
+        .args(["--", "true"])
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -175,7 +184,7 @@ fn latency_rows(broker: &rabbitmq::Broker, n: usize) -> Vec<Row> {
         out.push(row(
             &format!("HCP task latency, publish to result, {name} (`true`)"),
             ms(a),
-            format!("{} direct `ahp-wrap -- true`", ms(b)),
+            format!("{} direct `ahp-wrap --audit-log … -- true`", ms(b)),
             format!("+{}", ms(a - b)),
         ));
     }

@@ -33,6 +33,9 @@
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from
+//!   a queue and runs each as an ordinary supervised run (a child `ahp-wrap -- <agent>`),
+//!   streaming its audit records as events; `ahp-wrap task submit|abort` is the caller.
 //! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
 
 pub mod ask;

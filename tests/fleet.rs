@@ -160,7 +160,7 @@ fn a_refused_task_never_starts_the_agent() {
         );
     }
     // A message that is no task is answered (refused, with why) and dropped, never run.
-    let reply = raw_task(broker, "refuse", b"{\"type\":\"task\", not json", "raw-1");
+    let reply = fleet::raw_task(broker, "refuse", b"{\"type\":\"task\", not json", "raw-1");
     assert_eq!(reply["status"], "refused", "{reply}");
     assert!(
         reply["reason"]
@@ -184,55 +184,6 @@ fn a_refused_task_never_starts_the_agent() {
         .collect();
     assert_eq!(ran.len(), 1, "only the acceptable task ran: {ran:?}");
     assert_eq!(broker.queue_counts("hcp.task.refuse"), (0, 1));
-}
-
-/// Publishes `body` as a task for `capability` and returns the first reply.
-fn raw_task(broker: &rabbitmq::Broker, capability: &str, body: &[u8], id: &str) -> Value {
-    use futures_util::StreamExt;
-    use lapin::options::*;
-    use lapin::types::FieldTable;
-    rabbitmq::block_on(async {
-        let c = lapin::Connection::connect(&broker.url(), Default::default())
-            .await
-            .unwrap();
-        let ch = c.create_channel().await.unwrap();
-        let private = QueueDeclareOptions {
-            exclusive: true,
-            auto_delete: true,
-            ..Default::default()
-        };
-        let q = ch
-            .queue_declare("".into(), private, FieldTable::default())
-            .await
-            .unwrap();
-        let no_ack = BasicConsumeOptions {
-            no_ack: true,
-            ..Default::default()
-        };
-        let mut replies = ch
-            .basic_consume(q.name().clone(), "t".into(), no_ack, FieldTable::default())
-            .await
-            .unwrap();
-        let props = lapin::BasicProperties::default()
-            .with_reply_to(q.name().clone())
-            .with_correlation_id(id.into());
-        ch.basic_publish(
-            "hcp.tasks".into(),
-            capability.into(),
-            BasicPublishOptions::default(),
-            body,
-            props,
-        )
-        .await
-        .unwrap();
-        let next = tokio::time::timeout(Duration::from_secs(30), replies.next()).await;
-        let d = next.expect("a reply within 30 s").unwrap().unwrap();
-        assert_eq!(
-            d.properties.correlation_id().as_ref().map(|c| c.as_str()),
-            Some(id)
-        );
-        serde_json::from_slice(&d.data).unwrap()
-    })
 }
 
 #[test]
@@ -404,82 +355,6 @@ fn the_runs_ahp_events_reach_the_caller() {
 }
 
 #[test]
-fn a_broker_down_at_start_is_a_clear_error() {
-    let f = Fleet::new();
-    let cap = f.capability("down", &capability("down"));
-    let port = std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port();
-    let url = format!("amqp://127.0.0.1:{port}/%2f");
-    let mut cmd = f.command(&[
-        "worker",
-        "--amqp",
-        &url,
-        "--connect-timeout",
-        "3",
-        "--capability",
-        cap.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(cmd, Duration::from_secs(30));
-    r.check(r.output.status.code() == Some(2), "exit 2");
-    r.check(
-        r.stderr()
-            .contains("cannot connect to the broker at 127.0.0.1:"),
-        "says why",
-    );
-    let mut cmd = f.command(&[
-        "task",
-        "submit",
-        "--amqp",
-        &url,
-        "--connect-timeout",
-        "3",
-        "--capability",
-        "down",
-        "--intent",
-        "x",
-    ]);
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(cmd, Duration::from_secs(30));
-    r.check(r.output.status.code() == Some(2), "exit 2");
-    r.check(
-        r.stderr().contains("cannot connect to the broker"),
-        "says why",
-    );
-}
-
-#[test]
-fn a_bad_capability_file_is_refused_before_connecting() {
-    let f = Fleet::new();
-    let misspelt = capability("bad").replace("risk_ceiling", "risk_cieling");
-    let cap = f.capability("bad", &misspelt);
-    let mut cmd = f.command(&[
-        "worker",
-        "--amqp",
-        "amqp://127.0.0.1:1/%2f",
-        "--capability",
-        cap.to_str().unwrap(),
-        "--",
-        "true",
-    ]);
-    cmd.stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(cmd, Duration::from_secs(30));
-    r.check(r.output.status.code() == Some(2), "exit 2");
-    r.check(
-        r.stderr().contains("risk_cieling") && r.stderr().contains("bad.toml"),
-        "names the field and file",
-    );
-}
-
-#[test]
 fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
     let Some(broker) = broker() else { return };
     let f = Fleet::new();
@@ -509,4 +384,60 @@ fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
     assert!(f.path("started-B").exists());
     // A, thawed, finds its connection gone and reconnects.
     a.wait_log("reconnected", Duration::from_secs(60));
+}
+
+#[test]
+fn a_task_nobody_offers_is_an_error_at_once() {
+    let Some(broker) = broker() else { return };
+    let f = Fleet::new();
+    let r = f.submit(
+        broker,
+        &["--capability", "nobody-offers-this", "--intent", "x"],
+        LIMIT,
+    );
+    r.check(r.code() == Some(2), "exit 2");
+    r.check(
+        r.run
+            .stderr()
+            .contains("no queue takes messages for \"nobody-offers-this\""),
+        "says why",
+    );
+}
+
+#[test]
+fn a_stopping_worker_gives_its_task_back() {
+    let Some(broker) = broker() else { return };
+    let f = Fleet::new();
+    let cap = f.capability("handback", &capability("handback"));
+    let d = f.dir.path().display();
+    let agent = f.script(
+        "agent.sh",
+        &format!("echo $$ > {d}/agent-$TAG.pid\nsleep 2\necho \"finished by $TAG\"\n"),
+    );
+    let agent = agent.to_str().unwrap();
+    let mut a = f.worker(broker, &cap, "A", &[], &[agent]);
+    let r = std::thread::scope(|s| {
+        let submit = s.spawn(|| {
+            f.submit(
+                broker,
+                &["--capability", "handback", "--intent", "x"],
+                LIMIT,
+            )
+        });
+        wait_file(&f.path("agent-A.pid"), Duration::from_secs(60));
+        unsafe { libc::kill(a.child.id() as i32, libc::SIGTERM) };
+        let status = a.child.wait().unwrap();
+        assert_eq!(status.code(), Some(0), "{}", a.log_text());
+        // Given back at once (nacked with requeue), not when a connection times out.
+        assert_eq!(broker.queue_counts("hcp.task.handback"), (1, 0));
+        let _b = f.worker(broker, &cap, "B", &[], &[agent]);
+        submit.join().unwrap()
+    });
+    r.check(r.code() == Some(0), "B finishes the task");
+    assert_eq!(r.result()["summary"], "finished by B");
+    let a_agent = read_pid(&f.path("agent-A.pid"));
+    assert!(
+        wait_gone(a_agent, Duration::from_secs(15)),
+        "A's agent outlived A"
+    );
 }

@@ -45,39 +45,7 @@ fn a_codex_worker_runs_a_task_under_supervision() {
         "codex",
         "name = \"codex\"\ndescription = \"Codex in a workspace\"\nrisk_ceiling = \"R3\"\n",
     );
-    // The worker runs the very command the Codex suite runs, with `{task}` as the prompt.
-    let codex = world.command(&api, None, &[], "{task}");
-    let mut worker = Command::new(fleet::bin());
-    worker
-        .args([
-            "worker",
-            "--amqp",
-            &broker.url(),
-            "--capability",
-            cap.to_str().unwrap(),
-        ])
-        .args(["--harness", &harness, "--"])
-        .arg(codex.get_program())
-        .args(codex.get_args())
-        .current_dir(codex.get_current_dir().unwrap())
-        .env_clear()
-        .stdin(Stdio::null())
-        .stdout(Stdio::null());
-    for (k, v) in codex.get_envs() {
-        if let Some(v) = v {
-            worker.env(k, v);
-        }
-    }
-    let log = f.path("worker.log");
-    worker
-        .env("AHP_WRAP_LOG", "info")
-        .stderr(std::fs::File::create(&log).unwrap());
-    let w = fleet::Worker {
-        child: worker.spawn().unwrap(),
-        log,
-        tag: "codex".into(),
-    };
-    w.wait_log("consuming", Duration::from_secs(60));
+    let w = codex_worker(&world, &api, &f, broker, &cap, &harness);
 
     let r = f.submit(
         broker,
@@ -129,4 +97,49 @@ fn a_codex_worker_runs_a_task_under_supervision() {
         "the harness heard Codex's hook"
     );
     drop(w);
+}
+
+/// `ahp-wrap worker --harness … -- codex exec … {task}`: the very command the Codex suite
+/// runs (its arguments, environment and workspace), with `{task}` as the prompt.
+fn codex_worker(
+    world: &World,
+    api: &FakeApi,
+    f: &fleet::Fleet,
+    broker: &rabbitmq::Broker,
+    cap: &std::path::Path,
+    harness: &str,
+) -> fleet::Worker {
+    let codex = world.command(api, None, &[], "{task}");
+    let mut worker = Command::new(fleet::bin());
+    worker
+        .args([
+            "worker",
+            "--amqp",
+            &broker.url(),
+            "--capability",
+            cap.to_str().unwrap(),
+        ])
+        .args(["--harness", harness, "--"])
+        .arg(codex.get_program())
+        .args(codex.get_args())
+        .current_dir(codex.get_current_dir().unwrap())
+        .env_clear()
+        .stdin(Stdio::null())
+        .stdout(Stdio::null());
+    for (k, v) in codex.get_envs() {
+        if let Some(v) = v {
+            worker.env(k, v);
+        }
+    }
+    let log = f.path("worker.log");
+    worker
+        .env("AHP_WRAP_LOG", "info")
+        .stderr(std::fs::File::create(&log).unwrap());
+    let w = fleet::Worker {
+        child: worker.spawn().unwrap(),
+        log,
+        tag: "codex".into(),
+    };
+    w.wait_log("consuming", Duration::from_secs(60));
+    w
 }

@@ -20,8 +20,10 @@
 //! - [`amqp`]: connecting (heartbeats, timeouts), the topology, confirmed publishing.
 //! - [`events`]: audit records of a run as HCP events.
 //! - [`task_run`]: one task's run: the wrapped agent, its audit tail, abort, output.
-//! - [`worker`]: the worker's loop: consume, gate, run, publish, ack, reconnect.
+//! - [`worker`]: the worker's loop: connect, consume, reconnect with backoff.
+//! - [`handle`]: one delivery: parse, gate, run with its events streamed, result, ack.
 //! - [`submit`]: the caller: submit a task, print its events and result; abort a task.
+//! - [`command`]: the `worker` and `task` subcommands (options, printing, exit codes).
 //!
 //! Owns: everything HCP. Must not touch: how a run is supervised (`run/`), decided
 //! (`gate/`, `policy/`) or audited (`audit/`); it only starts runs and reads their logs.

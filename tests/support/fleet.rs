@@ -243,3 +243,52 @@ pub fn read_pid(path: &Path) -> i32 {
         .parse()
         .unwrap()
 }
+
+/// Publishes `body` as a task for `capability` and returns the first reply.
+pub fn raw_task(broker: &Broker, capability: &str, body: &[u8], id: &str) -> Value {
+    use futures_util::StreamExt;
+    use lapin::options::*;
+    use lapin::types::FieldTable;
+    crate::rabbitmq::block_on(async {
+        let c = lapin::Connection::connect(&broker.url(), Default::default())
+            .await
+            .unwrap();
+        let ch = c.create_channel().await.unwrap();
+        let private = QueueDeclareOptions {
+            exclusive: true,
+            auto_delete: true,
+            ..Default::default()
+        };
+        let q = ch
+            .queue_declare("".into(), private, FieldTable::default())
+            .await
+            .unwrap();
+        let no_ack = BasicConsumeOptions {
+            no_ack: true,
+            ..Default::default()
+        };
+        let mut replies = ch
+            .basic_consume(q.name().clone(), "t".into(), no_ack, FieldTable::default())
+            .await
+            .unwrap();
+        let props = lapin::BasicProperties::default()
+            .with_reply_to(q.name().clone())
+            .with_correlation_id(id.into());
+        ch.basic_publish(
+            "hcp.tasks".into(),
+            capability.into(),
+            BasicPublishOptions::default(),
+            body,
+            props,
+        )
+        .await
+        .unwrap();
+        let next = tokio::time::timeout(Duration::from_secs(30), replies.next()).await;
+        let d = next.expect("a reply within 30 s").unwrap().unwrap();
+        assert_eq!(
+            d.properties.correlation_id().as_ref().map(|c| c.as_str()),
+            Some(id)
+        );
+        serde_json::from_slice(&d.data).unwrap()
+    })
+}
