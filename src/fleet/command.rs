@@ -2,6 +2,7 @@
 //! what they print, and their exit codes.
 
 use std::ffi::OsString;
+use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -114,8 +115,6 @@ fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Exit> {
     };
     Ok((worker, dir))
 }
-
-use std::os::unix::fs::DirBuilderExt;
 
 /// The run options every task's run gets.
 fn wrap_args(a: &WorkerArgs) -> Vec<OsString> {

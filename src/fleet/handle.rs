@@ -187,7 +187,10 @@ async fn run_task(
             .await?;
         return Ok(true);
     }
-    if let Err(reason) = super::l3::check(&w.capability, w.l3.as_ref(), task) {
+    let refused = super::l3::check(&w.capability, w.l3.as_ref(), task)
+        .err()
+        .or_else(|| w.launcher.refuses(task));
+    if let Some(reason) = refused {
         tracing::info!(task = %task.task_id, "refused: {reason}");
         answer
             .result(Status::Refused, None, String::new(), Some(reason), None)

@@ -70,6 +70,22 @@ pub struct Finished {
 }
 
 impl Launcher {
+    /// Why `task`'s intent cannot be given to this agent, if it cannot: an intent that
+    /// would be a whole argument must not be read as an option (`--yolo`), and no
+    /// argument can hold a NUL byte.
+    pub fn refuses(&self, task: &Task) -> Option<String> {
+        if task.intent.contains('\0') {
+            return Some("the intent contains a NUL byte".into());
+        }
+        let whole = self.agent.iter().any(|a| a == PLACEHOLDER);
+        if whole && task.intent.starts_with('-') {
+            return Some(
+                "the intent starts with '-' and would reach the agent as an option".into(),
+            );
+        }
+        None
+    }
+
     /// The agent's arguments for `task`, and whether the intent goes to stdin instead.
     fn agent_args(&self, task: &Task) -> (Vec<OsString>, bool) {
         let mut placed = false;
@@ -278,6 +294,7 @@ pub fn summary_of(bytes: &[u8]) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::fleet::capability::{DataClass, Risk};
 
     fn launcher(agent: &[&str]) -> Launcher {
         Launcher {
@@ -292,18 +309,27 @@ mod tests {
 
     #[test]
     fn the_intent_goes_into_the_placeholder_or_stdin() {
-        let task = Task::new(
-            "c",
-            "fix it",
-            super::super::capability::Risk::R1,
-            super::super::capability::DataClass::T1,
-        );
+        let task = Task::new("c", "fix it", Risk::R1, DataClass::T1);
         let (args, stdin) = launcher(&["claude", "-p", "do: {task}"]).agent_args(&task);
         assert_eq!(args, vec!["claude", "-p", "do: fix it"]);
         assert!(!stdin);
         let (args, stdin) = launcher(&["agent.sh"]).agent_args(&task);
         assert_eq!(args, vec!["agent.sh"]);
         assert!(stdin);
+    }
+
+    #[test]
+    fn an_intent_is_never_an_option() {
+        let mut task = Task::new("c", "--yolo", Risk::R1, DataClass::T1);
+        let whole = launcher(&["codex", "exec", "{task}"]);
+        assert!(whole.refuses(&task).unwrap().contains("option"));
+        assert_eq!(
+            launcher(&["claude", "-p", "do: {task}"]).refuses(&task),
+            None
+        );
+        assert_eq!(launcher(&["agent.sh"]).refuses(&task), None);
+        task.intent = "a\0b".into();
+        assert!(launcher(&["agent.sh"]).refuses(&task).is_some());
     }
 
     #[test]
