@@ -441,3 +441,35 @@ fn a_stopping_worker_gives_its_task_back() {
         "A's agent outlived A"
     );
 }
+
+#[test]
+fn the_workers_policy_can_refuse_every_intent() {
+    let Some(broker) = broker() else { return };
+    let f = Fleet::new();
+    let cap = f.capability("frozen-policy", &capability("frozen-policy"));
+    let policy = f.path("freeze.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\n[[rule]]\nid = \"freeze\"\ndecision = \"block\"\n\
+         reason = \"change freeze until Monday\"\nevents = [\"pre_prompt\"]\n",
+    )
+    .unwrap();
+    let agent = f.script(
+        "agent.sh",
+        &format!("touch {}/ran\n", f.dir.path().display()),
+    );
+    let args = ["--policy", policy.to_str().unwrap()];
+    let _w = f.worker(broker, &cap, "A", &args, &[agent.to_str().unwrap()]);
+    let r = f.submit(
+        broker,
+        &["--capability", "frozen-policy", "--intent", "x"],
+        LIMIT,
+    );
+    r.check(r.code() == Some(121), "refused");
+    let why = r.result()["reason"].as_str().unwrap().to_owned();
+    assert!(
+        why.contains("change freeze until Monday") && why.contains("freeze"),
+        "{why}"
+    );
+    assert!(!f.path("ran").exists(), "the agent ran");
+}
