@@ -64,6 +64,14 @@ impl Target {
             uri: uri.to_owned(),
             why,
         })?;
+        if parsed.scheme == lapin::uri::AMQPScheme::AMQPS {
+            return Err(AmqpError::Uri {
+                uri: uri.to_owned(),
+                why: "amqps:// is not supported: this build has no TLS stack (use amqp:// to a \
+                      local broker, or a TLS tunnel)"
+                    .into(),
+            });
+        }
         parsed.query.heartbeat.get_or_insert(heartbeat_secs);
         parsed
             .query
@@ -194,5 +202,27 @@ pub async fn publish(
         Confirmation::Nack(_) => Err(AmqpError::Nacked(format!(
             "nack for {exchange:?}/{routing_key:?}"
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_get_our_heartbeat_unless_they_say() {
+        let t = Target::parse("amqp://u:secret@h:5673/v", 7, Duration::from_secs(3)).unwrap();
+        assert_eq!(t.uri.query.heartbeat, Some(7));
+        assert_eq!(t.uri.query.connection_timeout, Some(3000));
+        assert!(!t.shown.contains("secret"), "{}", t.shown);
+        let t = Target::parse("amqp://h/v?heartbeat=2", 7, Duration::from_secs(3)).unwrap();
+        assert_eq!(t.uri.query.heartbeat, Some(2));
+    }
+
+    #[test]
+    fn bad_uris_say_why() {
+        let tls = Target::parse("amqps://h/v", 7, Duration::from_secs(3)).unwrap_err();
+        assert!(tls.to_string().contains("no TLS"), "{tls}");
+        assert!(Target::parse("not a uri", 7, Duration::from_secs(3)).is_err());
     }
 }

@@ -203,23 +203,24 @@ fn submit(args: SubmitArgs) -> Exit {
         (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
     };
     let json = args.json;
-    if json {
-        exit::print(&format!(
+    let submitted = || match json {
+        true => exit::print(&format!(
             "{}\n",
             serde_json::json!({"type": "submitted", "task_id": task.task_id})
-        ));
-    } else {
-        exit::print(&format!(
+        )),
+        false => exit::print(&format!(
             "task {} submitted to {}\n",
             task.task_id, task.capability
-        ));
-    }
+        )),
+    };
     let timeout = (args.timeout > 0).then(|| Duration::from_secs(args.timeout));
     let print = |body: &[u8]| match json {
         true => exit::print(&format!("{}\n", String::from_utf8_lossy(body))),
         false => exit::print(&as_text(body)),
     };
-    match rt.block_on(super::submit::submit(&target, &task, timeout, print)) {
+    match rt.block_on(super::submit::submit(
+        &target, &task, timeout, submitted, print,
+    )) {
         Ok(result) => exit_of(&result),
         Err(super::submit::SubmitError::Timeout { task, secs }) => {
             eprintln!("ahp-wrap: no result for task {task} within {secs} s");

@@ -25,12 +25,14 @@ pub enum SubmitError {
     BadReply(String),
 }
 
-/// Submits `task`; calls `on_message` with each reply body (events, then the result) and
-/// returns the result. `timeout` bounds the whole wait.
+/// Submits `task`; calls `on_submitted` once the broker has confirmed it, then
+/// `on_message` with each reply body (events, then the result), and returns the result.
+/// `timeout` bounds the wait for the result.
 pub async fn submit(
     target: &Target,
     task: &Task,
     timeout: Option<Duration>,
+    on_submitted: impl FnOnce(),
     mut on_message: impl FnMut(&[u8]),
 ) -> Result<TaskResult, SubmitError> {
     let conn = target.connect("ahp-wrap task submit").await?;
@@ -61,6 +63,7 @@ pub async fn submit(
     let props = amqp::json_props(&task.task_id, true).with_reply_to(reply.name().clone());
     let body = serde_json::to_vec(task).expect("a task serializes");
     amqp::publish(&ch, TASK_EXCHANGE, &task.capability, &body, props, true).await?;
+    on_submitted();
     let wait = async {
         while let Some(next) = replies.next().await {
             let d = next.map_err(|_| SubmitError::Closed)?;
