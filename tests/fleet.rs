@@ -7,6 +7,7 @@
 #[allow(dead_code)] // what every agent suite shares; this suite uses a part
 mod agents;
 #[path = "support/fleet.rs"]
+#[allow(dead_code)] // shared by the fleet suites; each uses a part
 mod fleet;
 #[path = "support/rabbitmq.rs"]
 #[allow(dead_code)]
@@ -384,24 +385,6 @@ fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
     assert!(f.path("started-B").exists());
     // A, thawed, finds its connection gone and reconnects.
     a.wait_log("reconnected", Duration::from_secs(60));
-}
-
-#[test]
-fn a_task_nobody_offers_is_an_error_at_once() {
-    let Some(broker) = broker() else { return };
-    let f = Fleet::new();
-    let r = f.submit(
-        broker,
-        &["--capability", "nobody-offers-this", "--intent", "x"],
-        LIMIT,
-    );
-    r.check(r.code() == Some(2), "exit 2");
-    r.check(
-        r.run
-            .stderr()
-            .contains("no queue takes messages for \"nobody-offers-this\""),
-        "says why",
-    );
 }
 
 #[test]

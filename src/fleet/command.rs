@@ -218,15 +218,43 @@ fn submit(args: SubmitArgs) -> Exit {
         true => exit::print(&format!("{}\n", String::from_utf8_lossy(body))),
         false => exit::print(&as_text(body)),
     };
-    match rt.block_on(super::submit::submit(
-        &target, &task, timeout, submitted, print,
-    )) {
-        Ok(result) => exit_of(&result),
-        Err(super::submit::SubmitError::Timeout { task, secs }) => {
+    let wait = super::submit::submit(&target, &task, timeout, submitted, print);
+    match rt.block_on(abort_on_ctrl_c(&target, &task.task_id, wait)) {
+        None => Exit::Status(crate::exit::SIGNAL_BASE + libc::SIGINT as u8),
+        Some(Ok(result)) => exit_of(&result),
+        Some(Err(super::submit::SubmitError::Timeout { task, secs })) => {
             eprintln!("ahp-wrap: no result for task {task} within {secs} s");
             Exit::TimedOut
         }
-        Err(e) => error(crate::error_chain(&e)),
+        Some(Err(e)) => error(crate::error_chain(&e)),
+    }
+}
+
+/// Runs `wait`; a first Ctrl-C asks the workers to abort the task (and the wait goes on, for
+/// the `aborted` result), a second one stops waiting (`None`; the task may still run).
+async fn abort_on_ctrl_c<T>(
+    target: &Target,
+    task_id: &str,
+    wait: impl std::future::Future<Output = T>,
+) -> Option<T> {
+    tokio::pin!(wait);
+    let mut asked = false;
+    loop {
+        tokio::select! {
+            done = &mut wait => return Some(done),
+            _ = tokio::signal::ctrl_c() => {
+                if asked {
+                    eprintln!("ahp-wrap: stopped waiting for task {task_id}");
+                    return None;
+                }
+                asked = true;
+                eprintln!("ahp-wrap: aborting task {task_id} (Ctrl-C again: stop waiting)");
+                let why = Some("the caller pressed Ctrl-C".to_owned());
+                if let Err(e) = super::submit::abort(target, task_id, why).await {
+                    eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+                }
+            }
+        }
     }
 }
 

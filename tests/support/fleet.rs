@@ -292,3 +292,24 @@ pub fn raw_task(broker: &Broker, capability: &str, body: &[u8], id: &str) -> Val
         serde_json::from_slice(&d.data).unwrap()
     })
 }
+
+/// Waits for a child spawned with piped output, at most `limit` (then kills it and fails).
+pub fn finish(child: Child, shown: &str, limit: Duration) -> Run {
+    let start = Instant::now();
+    let pid = child.id() as i32;
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        let _ = tx.send(child.wait_with_output());
+    });
+    match rx.recv_timeout(limit) {
+        Ok(output) => Run {
+            output: output.unwrap(),
+            elapsed: start.elapsed(),
+            shown: shown.to_owned(),
+        },
+        Err(_) => {
+            unsafe { libc::kill(pid, libc::SIGKILL) };
+            panic!("{shown} did not finish within {limit:?}");
+        }
+    }
+}
