@@ -1,6 +1,7 @@
-//! The caller, `ahp-wrap task submit`, on a real RabbitMQ (a private broker this test binary
-//! starts): a task nobody offers is an error at once, and Ctrl-C aborts the task (the
-//! agent's tree is gone, on disk and in /proc).
+//! How a task is stopped or refused by the caller's side and the capability's limits, on a
+//! real RabbitMQ (a private broker this test binary starts): a task nobody offers is an
+//! error at once, Ctrl-C at `task submit` aborts the task, and a task past the capability's
+//! time limit is stopped (each time the agent is gone, checked in /proc and on disk).
 
 #[path = "support/agents.rs"]
 #[allow(dead_code)] // what every agent suite shares; this suite uses a part
@@ -85,6 +86,33 @@ fn ctrl_c_at_the_caller_aborts_the_task() {
         r.stdout().contains("the caller pressed Ctrl-C"),
         "the result says why",
     );
+    let agent_pid = read_pid(&f.path("agent.pid"));
+    assert!(
+        wait_gone(agent_pid, Duration::from_secs(15)),
+        "the agent survived"
+    );
+    assert!(!f.path("finished").exists());
+}
+
+#[test]
+fn a_task_past_the_capabilitys_time_limit_is_stopped() {
+    let Some(broker) = broker() else { return };
+    let f = Fleet::new();
+    let cap = f.capability(
+        "limited",
+        "name = \"limited\"\ndescription = \"d\"\nrisk_ceiling = \"R1\"\n\
+         [constraints]\nmax_duration_secs = 1\n",
+    );
+    let d = f.dir.path().display();
+    let agent = f.script(
+        "agent.sh",
+        &format!("echo $$ > {d}/agent.pid\nsleep 60\necho finished > {d}/finished\n"),
+    );
+    let _w = f.worker(broker, &cap, "A", &[], &[agent.to_str().unwrap()]);
+    let r = f.submit(broker, &["--capability", "limited", "--intent", "x"], LIMIT);
+    r.check(r.code() == Some(123), "stopped: aborted");
+    let reason = r.result()["reason"].as_str().unwrap().to_owned();
+    assert!(reason.contains("time limit of 1 s"), "{reason}");
     let agent_pid = read_pid(&f.path("agent.pid"));
     assert!(
         wait_gone(agent_pid, Duration::from_secs(15)),

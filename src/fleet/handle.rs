@@ -37,6 +37,37 @@ enum Stop {
     Lost(String),
 }
 
+/// How a task ended, as its result says.
+struct Ending {
+    status: Status,
+    exit_code: Option<u8>,
+    summary: String,
+    reason: Option<String>,
+    output: Option<serde_json::Value>,
+}
+
+impl Ending {
+    /// A task that never ran.
+    fn unrun(status: Status, reason: String) -> Ending {
+        Ending {
+            status,
+            exit_code: None,
+            summary: String::new(),
+            reason: Some(reason),
+            output: None,
+        }
+    }
+}
+
+/// The connection to the broker is gone (why).
+struct Lost(String);
+
+impl From<AmqpError> for Lost {
+    fn from(e: AmqpError) -> Lost {
+        Lost(crate::error_chain(&e))
+    }
+}
+
 /// Answers one task on its reply queue, with its correlation id.
 struct Answer {
     ch: Channel,
@@ -68,22 +99,15 @@ impl Answer {
         .await
     }
 
-    async fn result(
-        &self,
-        status: Status,
-        code: Option<u8>,
-        summary: String,
-        reason: Option<String>,
-        output: Option<serde_json::Value>,
-    ) -> Result<(), AmqpError> {
+    async fn result(&self, end: Ending) -> Result<(), AmqpError> {
         let result = TaskResult {
             kind: "result".into(),
             task_id: self.task_id.clone(),
-            status,
-            exit_code: code,
-            summary,
-            output,
-            reason,
+            status: end.status,
+            exit_code: end.exit_code,
+            summary: end.summary,
+            output: end.output,
+            reason: end.reason,
             worker: self.worker.clone(),
             redelivered: self.redelivered,
             duration_ms: self.started.elapsed().as_millis() as u64,
@@ -134,13 +158,7 @@ pub async fn delivery(
         Err(e) => {
             tracing::warn!(task = %answer.task_id, "malformed task refused: {e}");
             let refused = answer
-                .result(
-                    Status::Refused,
-                    None,
-                    String::new(),
-                    Some(e.to_string()),
-                    None,
-                )
+                .result(Ending::unrun(Status::Refused, e.to_string()))
                 .await;
             return match refused {
                 Ok(()) => reject(&d).await,
@@ -153,17 +171,7 @@ pub async fn delivery(
     match outcome {
         Ok(true) => ack(&d).await,
         Ok(false) => Outcome::Shutdown,
-        Err(Stopped::Lost(why)) => Outcome::Lost(why),
-    }
-}
-
-enum Stopped {
-    Lost(String),
-}
-
-impl From<AmqpError> for Stopped {
-    fn from(e: AmqpError) -> Stopped {
-        Stopped::Lost(crate::error_chain(&e))
+        Err(Lost(why)) => Outcome::Lost(why),
     }
 }
 
@@ -174,17 +182,10 @@ async fn run_task(
     answer: &mut Answer,
     task: &Task,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, Stopped> {
+) -> Result<bool, Lost> {
     if s.recent_aborts.contains(&task.task_id) {
-        answer
-            .result(
-                Status::Aborted,
-                None,
-                String::new(),
-                Some("aborted by the caller before it started".into()),
-                None,
-            )
-            .await?;
+        let why = "aborted by the caller before it started".to_owned();
+        answer.result(Ending::unrun(Status::Aborted, why)).await?;
         return Ok(true);
     }
     let refused = super::l3::check(&w.capability, w.l3.as_ref(), task)
@@ -193,7 +194,7 @@ async fn run_task(
     if let Some(reason) = refused {
         tracing::info!(task = %task.task_id, "refused: {reason}");
         answer
-            .result(Status::Refused, None, String::new(), Some(reason), None)
+            .result(Ending::unrun(Status::Refused, reason))
             .await?;
         return Ok(true);
     }
@@ -208,22 +209,20 @@ async fn run_task(
         Ok(r) => r,
         Err(e) => {
             let why = format!("cannot start the run: {e}");
-            answer
-                .result(Status::Failed, None, String::new(), Some(why), None)
-                .await?;
+            answer.result(Ending::unrun(Status::Failed, why)).await?;
             return Ok(true);
         }
     };
     let (status, stop) = supervise(w, s, &mut run, answer, shutdown).await;
     let status = match status {
         Ok(st) => st,
-        Err(e) => return Err(Stopped::Lost(format!("lost the run's process: {e}"))),
+        Err(e) => return Err(Lost(format!("lost the run's process: {e}"))),
     };
     let lines = run.new_audit_lines();
     let schema = w.capability.output_schema.as_ref();
     let finished = run.finish(status, schema).await;
     match stop {
-        Some(Stop::Lost(why)) => return Err(Stopped::Lost(why)),
+        Some(Stop::Lost(why)) => return Err(Lost(why)),
         Some(Stop::Shutdown) => return Ok(false),
         _ => {}
     }
@@ -233,15 +232,21 @@ async fn run_task(
         }
     }
     let code = Exit::of_status(finished.status).code();
-    let (st, reason, output) = verdict(code, stop, finished.output);
-    let text = if st == Status::Complete || !finished.stdout.is_empty() {
+    let (status, reason, output) = verdict(code, stop, finished.output);
+    // A failure with nothing on stdout is summed up by what the run said on stderr.
+    let text = if status == Status::Complete || !finished.stdout.is_empty() {
         &finished.stdout
     } else {
         &finished.stderr
     };
-    answer
-        .result(st, Some(code), summary_of(text), reason, output)
-        .await?;
+    let end = Ending {
+        status,
+        exit_code: Some(code),
+        summary: summary_of(text),
+        reason,
+        output,
+    };
+    answer.result(end).await?;
     Ok(true)
 }
 
