@@ -22,10 +22,16 @@ const BEGIN: &str = "<!-- bench:proxy:begin -->";
 const END: &str = "<!-- bench:proxy:end -->";
 /// argv[1] that turns this binary into an MCP server answering every request at once.
 const ROLE_RESPONDER: &str = "__ahp_bench_mcp_responder";
+/// argv[1] that turns this binary into a relay: it runs the rest of its arguments as a
+/// child and copies bytes both ways without looking at them (the floor of any process
+/// placed in a stream).
+const ROLE_RELAY: &str = "__ahp_bench_relay";
 
 fn main() {
-    if std::env::args().nth(1).as_deref() == Some(ROLE_RESPONDER) {
-        return responder();
+    match std::env::args().nth(1).as_deref() {
+        Some(ROLE_RESPONDER) => return responder(),
+        Some(ROLE_RELAY) => return relay(),
+        _ => {}
     }
     if !support::benchmarking() {
         return;
@@ -38,7 +44,7 @@ fn main() {
         .and_then(|i| args.get(i + 1).cloned());
     let mut rows = Vec::new();
     eprintln!("proxy pass-through…");
-    rows.push(passthrough(if quick { 3 } else { 7 }));
+    rows.extend(passthrough(if quick { 3 } else { 7 }));
     eprintln!("proxy intercepted calls…");
     rows.extend(intercepted(if quick { 200 } else { 1000 }));
     eprintln!("proxy memory over 1 GiB…");
@@ -74,6 +80,41 @@ fn responder() {
             let _ = out.flush();
         }
     }
+}
+
+/// Runs argv[2..] and copies our stdin to its stdin and its stdout to our stdout, 64 KiB at
+/// a time, until each side ends.
+fn relay() {
+    let argv: Vec<String> = std::env::args().skip(2).collect();
+    let mut child = Command::new(&argv[0])
+        .args(&argv[1..])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .spawn()
+        .expect("spawn");
+    let mut to_child = child.stdin.take().expect("piped");
+    let mut from_child = child.stdout.take().expect("piped");
+    let up = std::thread::spawn(move || copy(&mut std::io::stdin().lock(), &mut to_child));
+    copy(&mut from_child, &mut std::io::stdout().lock());
+    let _ = up.join();
+    let _ = child.wait();
+}
+
+fn copy(from: &mut impl Read, to: &mut impl Write) {
+    let mut buf = vec![0u8; 64 << 10];
+    loop {
+        match from.read(&mut buf) {
+            Ok(0) | Err(_) => return,
+            Ok(n) if to.write_all(&buf[..n]).is_err() => return,
+            Ok(_) => {}
+        }
+    }
+}
+
+fn relayed(server: &[&str]) -> Command {
+    let mut cmd = Command::new(std::env::current_exe().expect("this bench"));
+    cmd.arg(ROLE_RELAY).args(server);
+    cmd
 }
 
 fn proxied(server: &[&str]) -> Command {
@@ -155,18 +196,32 @@ fn vm_hwm(pid: u32) -> u64 {
         .unwrap_or(0)
 }
 
-fn passthrough(n: usize) -> String {
-    let (mut ours, mut bare) = (Vec::new(), Vec::new());
+/// The pass-through against two baselines, interleaved: the bare pipe to `cat` (no process
+/// in between) and a relay that copies without looking (the same topology as the proxy).
+fn passthrough(n: usize) -> Vec<String> {
+    let (mut ours, mut bare, mut relay) = (Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
         bare.push(stream(spawn(command(&["cat"])), 256 << 20).0);
+        relay.push(stream(spawn(relayed(&["cat"])), 256 << 20).0);
         ours.push(stream(spawn(proxied(&["cat"])), 256 << 20).0);
     }
-    let (w, b) = (support::median(&mut ours), support::median(&mut bare));
-    let meets = if w >= 0.95 * b { "yes" } else { "**no**" };
-    format!(
-        "| Pass-through of non-intercepted frames (256 MiB of 1 KiB notifications, there and back through `cat`, median of {n}) | {w:.0} MB/s | `cat` {b:.0} MB/s | {:.0} % | ≥ 95 % | {meets} |",
-        100.0 * w / b
-    )
+    let w = support::median(&mut ours);
+    let (b, r) = (support::median(&mut bare), support::median(&mut relay));
+    let meets = |base: f64| if w >= 0.95 * base { "yes" } else { "**no**" };
+    let what =
+        format!("256 MiB of 1 KiB notifications, there and back through `cat`, median of {n}");
+    vec![
+        format!(
+            "| Pass-through of non-intercepted frames ({what}), against no process in between | {w:.0} MB/s | `cat` {b:.0} MB/s | {:.0} % | ≥ 95 % | {} |",
+            100.0 * w / b,
+            meets(b)
+        ),
+        format!(
+            "| Pass-through of non-intercepted frames ({what}), against a relay that copies without looking | {w:.0} MB/s | relay {r:.0} MB/s | {:.0} % | ≥ 95 % | {} |",
+            100.0 * w / r,
+            meets(r)
+        ),
+    ]
 }
 
 fn command(argv: &[&str]) -> Command {

@@ -10,6 +10,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
+use crate::gate::{Answer, Approver, BoxFuture, Escalation};
 use crate::protocol::Event;
 
 /// Prompts on `/dev/tty`, one question at a time.
@@ -40,16 +41,39 @@ impl Asker {
         reason: &str,
         target: Option<&str>,
     ) -> Result<bool, String> {
-        let _one_at_a_time = self.lock.lock().await;
+        // Held by the prompt itself: if this ask is abandoned (its call was cancelled), the
+        // next one still waits until the terminal is free.
+        let one_at_a_time = self.lock.clone().lock_owned().await;
         let mut question = format!("\r\nahp-wrap: the harness asks a person to decide: {reason}");
         if let Some(t) = target {
             question.push_str(&format!(" (for {t})"));
         }
         question.push_str(&format!("\r\n  {}\r\nAllow it? [y/N] ", describe(event)));
         let timeout = self.timeout;
-        tokio::task::spawn_blocking(move || prompt(&question, timeout))
-            .await
-            .map_err(|e| format!("the prompt task failed: {e}"))?
+        tokio::task::spawn_blocking(move || {
+            let _one_at_a_time = one_at_a_time;
+            prompt(&question, timeout)
+        })
+        .await
+        .map_err(|e| format!("the prompt task failed: {e}"))?
+    }
+}
+
+impl Approver for Asker {
+    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Answer> {
+        Box::pin(async move {
+            match self.ask(e.event, e.reason, e.target).await {
+                Ok(true) => Answer::Allow { by: None },
+                Ok(false) => Answer::Deny {
+                    by: None,
+                    reason: format!("declined at the terminal ({})", e.reason),
+                },
+                Err(why) => Answer::Unanswered(format!(
+                    "the harness escalated ({}) and the terminal prompt failed: {why}",
+                    e.reason
+                )),
+            }
+        })
     }
 }
 

@@ -12,6 +12,9 @@ use crate::config::SummaryWhen;
 use crate::gate::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
+mod fleet;
+pub use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
+
 /// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.
 ///
 /// Every tool call, prompt and session step of the agent is sent to the harness as an AHP
@@ -66,165 +69,6 @@ pub enum Command {
         /// The hook or event name.
         hook: String,
     },
-}
-
-#[derive(Debug, Subcommand)]
-pub enum TaskCommand {
-    /// Submit a task and print its events and result. Exit codes: 0 complete; the agent's
-    /// code (else 1) when it failed; 121 refused; 123 aborted; 124 no result in time; 2 no
-    /// broker or bad arguments.
-    Submit(SubmitArgs),
-    /// Ask every worker to stop a task (SIGTERM, then SIGKILL to the agent's tree).
-    Abort(AbortArgs),
-}
-
-#[derive(Debug, Args)]
-pub struct AmqpArgs {
-    /// The broker: amqp://[USER:PASS@]HOST[:PORT]/VHOST (`%2f` is the default vhost).
-    #[arg(
-        long,
-        env = "AHP_WRAP_AMQP",
-        hide_env_values = true,
-        value_name = "URI"
-    )]
-    pub amqp: String,
-
-    /// AMQP heartbeat interval asked for, in seconds (unless the URI says `heartbeat=`).
-    #[arg(long, default_value_t = 10, value_name = "SECS")]
-    pub amqp_heartbeat: u16,
-
-    /// Give up on one connection attempt after this many seconds.
-    #[arg(long, default_value_t = 10, value_name = "SECS")]
-    pub connect_timeout: u64,
-
-    /// Log filter.
-    #[arg(
-        long,
-        env = "AHP_WRAP_LOG",
-        default_value = "warn",
-        value_name = "FILTER"
-    )]
-    pub log: String,
-}
-
-#[derive(Debug, Args)]
-pub struct SubmitArgs {
-    #[command(flatten)]
-    pub amqp: AmqpArgs,
-
-    /// The capability (its workers' queue).
-    #[arg(long, value_name = "NAME")]
-    pub capability: String,
-
-    /// What to achieve.
-    #[arg(long, value_name = "TEXT")]
-    pub intent: String,
-
-    /// The task's input (JSON), checked against the capability's input schema.
-    #[arg(long, value_name = "JSON")]
-    pub input: Option<String>,
-
-    /// The risk the task declares (R1 lowest .. R5 highest).
-    #[arg(long, default_value = "R1", value_name = "R1..R5")]
-    pub risk: String,
-
-    /// The data class the task declares (T1 public .. T4 restricted).
-    #[arg(long, default_value = "T1", value_name = "T1..T4")]
-    pub data_class: String,
-
-    /// A hazard category the task declares (repeatable).
-    #[arg(long, value_name = "NAME")]
-    pub hazard: Vec<String>,
-
-    /// The task id (default: a fresh one, printed first).
-    #[arg(long, value_name = "ID")]
-    pub id: Option<String>,
-
-    /// Give up waiting for the result after this many seconds (0: wait as long as it takes).
-    #[arg(long, default_value_t = 0, value_name = "SECS")]
-    pub timeout: u64,
-
-    /// Print every message as a JSON line instead of text.
-    #[arg(long)]
-    pub json: bool,
-}
-
-#[derive(Debug, Args)]
-pub struct AbortArgs {
-    #[command(flatten)]
-    pub amqp: AmqpArgs,
-
-    /// The task to stop.
-    pub task_id: String,
-
-    /// Why (passed on in the task's result).
-    #[arg(long, value_name = "TEXT")]
-    pub reason: Option<String>,
-}
-
-#[derive(Debug, Args)]
-pub struct WorkerArgs {
-    #[command(flatten)]
-    pub amqp: AmqpArgs,
-
-    /// The capability file (TOML: name, description, schemas, risk ceiling, constraints).
-    #[arg(long, value_name = "FILE")]
-    pub capability: PathBuf,
-
-    /// The longest wait between reconnection attempts after the broker is lost, in seconds.
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
-    pub reconnect_max: u64,
-
-    /// Seconds between SIGTERM and SIGKILL when a task's run is stopped.
-    #[arg(long, default_value_t = 5, value_name = "SECS")]
-    pub abort_grace: u64,
-
-    /// The audit log of every task's run (default: one in a temporary directory, removed
-    /// when the worker stops).
-    #[arg(long, value_name = "PATH")]
-    pub audit_log: Option<PathBuf>,
-
-    /// Key for HMAC-signing the audit log (else AHP_WRAP_AUDIT_KEY).
-    #[arg(long, value_name = "PATH")]
-    pub audit_key_file: Option<PathBuf>,
-
-    /// The harness each run asks (as for a run); without it, the embedded policy.
-    #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]
-    pub harness: Option<String>,
-
-    /// Policy file for the embedded harness and for the L3 check of intents.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-
-    /// Embedded policy mode (also for the L3 check of intents).
-    #[arg(long, value_enum, default_value = "enforce")]
-    pub mode: Mode,
-
-    /// What a blocking event gets when no valid decision arrives in time.
-    #[arg(long, value_enum, default_value = "closed")]
-    pub fail_mode: FailMode,
-
-    /// Deadline for one blocking event, in milliseconds.
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
-    pub timeout: u64,
-
-    /// The agent's framework (default: from the agent's executable name).
-    #[arg(long, value_name = "NAME")]
-    pub framework: Option<String>,
-
-    /// Also intercept these commands through PATH shims (as for a run).
-    #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
-    pub intercept: Vec<String>,
-
-    /// The agent command; `{task}` in an argument is replaced by the task's intent, and
-    /// without one the intent is written to the agent's stdin.
-    #[arg(
-        trailing_var_arg = true,
-        allow_hyphen_values = true,
-        value_name = "AGENT",
-        required = true
-    )]
-    pub agent: Vec<OsString>,
 }
 
 #[derive(Debug, Subcommand)]
@@ -307,6 +151,19 @@ pub struct ServeArgs {
     #[arg(long, default_value_t = 100, value_name = "N")]
     pub batch_size: usize,
 
+    /// With the approvals host on: seconds a person has to answer an escalation before it
+    /// falls to --fail-mode (default: 1 s less than --timeout, so that the wrapper hears
+    /// the answer before its own deadline).
+    #[arg(long, value_name = "SECS")]
+    pub approval_timeout: Option<u64>,
+
+    /// With the approvals host on: what an escalation nobody answered in time becomes.
+    #[arg(long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    #[command(flatten)]
+    pub host: HostArgs,
+
     /// Log filter.
     #[arg(
         long,
@@ -317,12 +174,49 @@ pub struct ServeArgs {
     pub log: String,
 }
 
+/// The Agent Host Protocol host: live sessions and pending escalations, answered from the
+/// approvals page or any Agent Host Protocol client. It is on when tokens are given.
+#[derive(Debug, Clone, Default, Args)]
+pub struct HostArgs {
+    /// Serve the approvals page (at /) and the Agent Host Protocol endpoint (ws://ADDR/host)
+    /// on http://ADDR. `serve --listen http://ADDR` serves them on its own address too.
+    #[arg(long, value_name = "http://ADDR")]
+    pub host_listen: Option<String>,
+
+    /// A client token, NAME=TOKEN[:SCOPE,...] (repeatable; TOKEN at least 16 characters).
+    /// SCOPE: approve (the default: see and answer), view (see only), cwd=DIR (only
+    /// sessions in DIR or below). NAME is what the audit log records as who answered.
+    /// Prefer --host-token-file: a command line is visible to other users.
+    #[arg(long = "host-token", value_name = "NAME=TOKEN[:SCOPE,...]")]
+    pub host_tokens: Vec<String>,
+
+    /// A file of client tokens, one NAME=TOKEN[:SCOPE,...] per line (# comments).
+    #[arg(long, value_name = "PATH")]
+    pub host_token_file: Option<PathBuf>,
+
+    /// Post each escalation to this URL as Slack-compatible JSON ({"text": ...}).
+    #[arg(long, value_name = "URL")]
+    pub notify_webhook: Option<String>,
+
+    /// The approvals page's address as people reach it, for the webhook's link (default:
+    /// the address it listens on).
+    #[arg(long, value_name = "URL")]
+    pub public_url: Option<String>,
+}
+
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The server's name in tool names (`mcp__<name>__<tool>`, as agents name MCP tools):
     /// use the name the client's configuration gives it (default: the command's file name).
     #[arg(long, value_name = "NAME")]
     pub name: Option<String>,
+
+    /// Let the run this proxy was started in decide its calls and audit them, over that
+    /// run's control socket (what `--wrap-mcp` writes into the agent's MCP configuration);
+    /// --harness and --policy are then not used. Refused outside a run.
+    #[arg(long)]
+    pub via_run: bool,
+
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -405,6 +299,9 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 120, value_name = "SECS")]
     pub ask_timeout: u64,
 
+    #[command(flatten)]
+    pub host: HostArgs,
+
     /// Log filter (error, warn, info, debug, trace, or tracing directives).
     #[arg(
         long,
@@ -425,6 +322,12 @@ pub struct RunArgs {
     /// during the run (nothing it did was supervised): for CI.
     #[arg(long)]
     pub require_hooks: bool,
+
+    /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
+    /// only (its calls decided and audited by this run), without editing the user's files.
+    /// Claude Code only.
+    #[arg(long)]
+    pub wrap_mcp: bool,
 
     /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
     /// PATH shims on for any framework (they are on by default for generic and path).

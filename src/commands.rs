@@ -4,13 +4,14 @@
 //! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
 
 use std::sync::Arc;
+use std::time::Duration;
 
 use crate::audit::{self, load_key, KEY_ENV};
 use serde_json::Value;
 
 use crate::cli::{AuditCommand, PolicyCommand, ServeArgs};
 use crate::exit::{self, Exit};
-use crate::gate::Embedded;
+use crate::gate::{Approver, Decider, Embedded, Harness};
 use crate::policy::Policy;
 use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
@@ -156,40 +157,128 @@ pub fn serve(args: ServeArgs) -> Exit {
             return Exit::Error;
         }
     };
-    runtime.block_on(async move {
-        let audit = match crate::audit::Auditor::open(
-            args.audit_log.as_deref(),
-            args.audit_key_file.as_deref(),
-        ) {
-            Ok(a) => a,
+    let host_options = match crate::host::HostOptions::from_args(&args.host) {
+        Ok(h) => h,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return Exit::Error;
+        }
+    };
+    if args
+        .approval_timeout
+        .is_some_and(|s| s.saturating_mul(1000) >= args.timeout)
+    {
+        eprintln!(
+            "ahp-wrap: --approval-timeout must be shorter than --timeout ({} ms), the deadline wrappers are given",
+            args.timeout
+        );
+        return Exit::Error;
+    }
+    if host_options.is_some()
+        && !matches!(listen, Listen::Http(_))
+        && args.host.host_listen.is_none()
+    {
+        eprintln!(
+            "ahp-wrap: the approvals host needs --listen http://ADDR or --host-listen http://ADDR"
+        );
+        return Exit::Error;
+    }
+    runtime.block_on(serve_async(args, listen, policy, host_options))
+}
+
+/// `serve` once its options are checked: the audit log, the host, the engine, the listener.
+async fn serve_async(
+    args: ServeArgs,
+    listen: Listen,
+    policy: Policy,
+    host_options: Option<crate::host::HostOptions>,
+) -> Exit {
+    let audit = match crate::audit::Auditor::open(
+        args.audit_log.as_deref(),
+        args.audit_key_file.as_deref(),
+    ) {
+        Ok(a) => a,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return Exit::Error;
+        }
+    };
+    let embedded = Arc::new(Embedded::new(policy, args.mode));
+    let host = match &host_options {
+        None => None,
+        Some(options) => match start_host(options, &listen).await {
+            Ok(h) => Some(h),
             Err(e) => {
                 eprintln!("ahp-wrap: {e}");
                 return Exit::Error;
             }
-        };
-        let engine = Arc::new(Engine {
-            embedded: Arc::new(Embedded::new(policy, args.mode)),
-            audit,
-            advertised: Advertised {
-                timeout_ms: args.timeout,
-                batch_size: args.batch_size.max(1),
-                max_depth: args.max_depth,
-            },
-        });
-        let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
-        match crate::serve::serve(
-            engine,
-            listen,
-            args.token.filter(|t| !t.is_empty()),
-            announce,
-        )
-        .await
-        {
-            Ok(()) => Exit::OK,
-            Err(e) => {
-                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                Exit::Error
-            }
+        },
+    };
+    let approvals = host.clone().map(|host| Decider {
+        harness: Harness::Embedded(embedded.clone()),
+        fail_mode: args.fail_mode,
+        timeout: approval_timeout(args.approval_timeout, args.timeout),
+        asker: Some(host as Arc<dyn Approver>),
+    });
+    let engine = Arc::new(Engine {
+        embedded,
+        audit,
+        advertised: Advertised {
+            timeout_ms: args.timeout,
+            batch_size: args.batch_size.max(1),
+            max_depth: args.max_depth,
+        },
+        approvals,
+    });
+    let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
+    let token = args.token.filter(|t| !t.is_empty());
+    match crate::serve::serve(engine, listen, token, host, announce).await {
+        Ok(()) => Exit::OK,
+        Err(e) => {
+            eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+            Exit::Error
         }
-    })
+    }
+}
+
+/// How long an escalation waits for a person: `--approval-timeout`, else a second less
+/// than the advertised event timeout (so that the wrapper hears the fail mode's answer
+/// before its own deadline).
+fn approval_timeout(secs: Option<u64>, timeout_ms: u64) -> Duration {
+    match secs {
+        Some(s) => Duration::from_secs(s),
+        None => Duration::from_millis(timeout_ms.saturating_sub(1000).max(500)),
+    }
+}
+
+/// The approvals host of `serve`: on `--host-listen` if given (its page announced), and
+/// on the HTTP listener's address too.
+async fn start_host(
+    options: &crate::host::HostOptions,
+    listen: &Listen,
+) -> Result<Arc<crate::host::Host>, String> {
+    let own = match &options.listen {
+        Some(addr) => Some(
+            tokio::net::TcpListener::bind(addr)
+                .await
+                .map_err(|e| format!("cannot listen on {addr}: {e}"))?,
+        ),
+        None => None,
+    };
+    let page = match (&own, listen) {
+        (Some(l), _) => l.local_addr().ok().map(|a| format!("http://{a}/")),
+        (None, Listen::Http(addr)) => Some(format!("http://{addr}/")),
+        _ => None,
+    };
+    let host = options
+        .start(page.clone())
+        .map_err(|e| crate::error_chain(&e))?;
+    if let Some(l) = own {
+        eprintln!(
+            "ahp-wrap serve: approvals page on {}",
+            page.unwrap_or_default()
+        );
+        tokio::spawn(crate::host::serve_on(host.clone(), l));
+    }
+    Ok(host)
 }

@@ -43,6 +43,12 @@ pub enum ConfigError {
     ZeroTimeout,
     #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
     Depth(String),
+    #[error(
+        "--host-token and --host-token-file need --host-listen http://ADDR (or `ahp-wrap serve`)"
+    )]
+    HostNoListen,
+    #[error(transparent)]
+    Host(#[from] crate::host::HostError),
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
 }
@@ -74,6 +80,12 @@ pub struct Config {
     pub path_shims: std::collections::BTreeSet<String>,
     /// A stream proxy between our stdio and the agent's, instead of its hooks.
     pub proxy: Option<Proxy>,
+    /// `--wrap-mcp`: the agent's stdio MCP servers run behind `ahp-wrap mcp --via-run`.
+    pub wrap_mcp: bool,
+    /// `ahp-wrap mcp --via-run`: the run this one was started in decides.
+    pub via_run: bool,
+    /// The Agent Host Protocol host (`--host-listen`): escalations go to its clients.
+    pub host: Option<crate::host::HostOptions>,
 }
 
 /// A stream proxy a run puts between our stdio and the agent's.
@@ -116,6 +128,7 @@ impl Config {
         }
         cfg.path_shims = path_shims(false, &explicit, no.as_deref());
         cfg.proxy = Some(Proxy::Mcp { name });
+        cfg.via_run = args.via_run;
         Ok(cfg)
     }
 }
@@ -146,6 +159,10 @@ impl Config {
         }
         if args.timeout == 0 {
             return Err(ConfigError::ZeroTimeout);
+        }
+        let host = crate::host::HostOptions::from_args(&args.host)?;
+        if host.as_ref().is_some_and(|h| h.listen.is_none()) {
+            return Err(ConfigError::HostNoListen);
         }
         let depth = match std::env::var(ENV_DEPTH) {
             Ok(v) => v
@@ -185,6 +202,9 @@ impl Config {
                 args.no_intercept.as_deref(),
             ),
             proxy: acp.then_some(Proxy::Acp),
+            wrap_mcp: args.wrap_mcp,
+            via_run: false,
+            host,
         })
     }
 }

@@ -260,3 +260,64 @@ async fn the_command_line_puts_the_proxy_where_the_editor_expects_the_agent() {
     assert_eq!(blocked.len(), 1, "{blocked:#?}");
     assert_eq!(blocked[0]["payload"]["tool_name"], "acp__write_text_file");
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_editor_cancelling_cuts_short_a_decision_the_harness_has_not_given() {
+    if skip() {
+        return;
+    }
+    let world = World::new(Agent::Gemini);
+    let ws = world.ws().canonicalize().unwrap();
+    let marker = ws.join("cancelled-marker");
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([shell(&format!("touch {}", marker.display())), {"text": "done"}]),
+    );
+    // The harness never answers about the command: only the editor's cancel can end the
+    // wait before the 60 s deadline.
+    let harness = world.harness(json!({"handshake": {"timeout_ms": 60_000},
+               "rules": [{"event": "pre_action", "contains": "cancelled-marker", "hang": true}]}));
+    let audit_log = world.dir.path().join("audit.jsonl");
+    let wrapper = [
+        "--harness",
+        &harness,
+        "--timeout",
+        "60000",
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    let harness_log = world.events_log();
+    let started = std::time::Instant::now();
+    let editor = acp::cancelled_through_the_cli(
+        &world,
+        AcpAgent::Gemini,
+        &llm,
+        &wrapper,
+        &[PROMPT],
+        (&harness_log, "cancelled-marker"),
+    )
+    .await;
+    let log = format!("the editor saw: {editor:#?}");
+    let saw = |kind: &str| -> Vec<&Value> { editor.iter().filter(|e| e["kind"] == kind).collect() };
+
+    assert_eq!(saw("cancel").len(), 1, "the editor never cancelled; {log}");
+    assert_eq!(
+        saw("stop"),
+        [&json!({"kind": "stop", "stopReason": "cancelled"})],
+        "the turn did not end as cancelled; {log}"
+    );
+    assert!(
+        started.elapsed() < std::time::Duration::from_secs(50),
+        "the session waited for the harness's deadline ({:?})",
+        started.elapsed()
+    );
+    assert!(!marker.exists(), "the cancelled command ran; {log}");
+    assert!(saw("permission").is_empty(), "the editor was asked; {log}");
+    let cut: Vec<Value> = agents::read_jsonl(&audit_log)
+        .into_iter()
+        .filter(|r| r["event_type"] == "pre_action" && r["source"] == "cancelled")
+        .collect();
+    assert_eq!(cut.len(), 1, "{cut:#?}");
+    assert_eq!(cut[0]["decision"], "block");
+    assert!(cut[0]["payload"].to_string().contains("cancelled-marker"));
+}

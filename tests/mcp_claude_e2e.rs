@@ -177,3 +177,81 @@ fn a_harness_that_is_down_fails_the_mcp_call_closed() {
         &format!("the model should get the fail mode's reason: {results:?}"),
     );
 }
+
+/// `ahp-wrap --wrap-mcp -- claude …`: the filesystem server is configured the usual way (the
+/// user scope of Claude's own `.claude.json`), not behind `ahp-wrap mcp`; the run puts it
+/// there for this run only, and the run's own harness decides its calls and the run's audit
+/// log records them. The harness refuses only what the proxy asks about (its payload has
+/// `mcp.round_trip`, the hook's has not), so a refusal proves the proxy asked the run.
+#[test]
+fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
+    if skipped() {
+        return;
+    }
+    let world = World::new();
+    let ws = world.ws().canonicalize().unwrap();
+    let state = world.config_dir().join(".claude.json");
+    let user_config = json!({
+        "hasCompletedOnboarding": true,
+        "mcpServers": {"fs": {"type": "stdio", "command": "node",
+                              "args": [server_js().display().to_string(), ws.display().to_string()]}},
+    });
+    std::fs::write(&state, user_config.to_string()).unwrap();
+    let secret = ws.join("secret.txt");
+    let fine = ws.join("notes.txt");
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([write_file(&secret, "s3cret"), write_file(&fine, "hello"), {"text": "Done."}]),
+    );
+    let harness = world.harness(json!({"rules": [{
+        "event": "pre_action", "contains_all": ["\"round_trip\"", "secret.txt"],
+        "decision": {"decision": "block", "reason": "no secrets through MCP (rule wrap-1)"}}]}));
+    let audit_log = world.dir.path().join("run-audit.jsonl");
+    let wrapper = [
+        "--wrap-mcp",
+        "--harness",
+        &harness,
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    let args = [
+        "-p",
+        "write the files",
+        "--allowedTools",
+        "mcp__fs__write_file",
+    ];
+    let mut cmd = world.command(&api, Some(&wrapper), &args);
+    cmd.env("MCP_TIMEOUT", "30000");
+    let r = run(cmd);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!secret.exists(), "the refused write reached the disk");
+    r.check(
+        std::fs::read_to_string(&fine).ok().as_deref() == Some("hello"),
+        "the allowed write did not reach the disk",
+    );
+    let results = api.tool_results();
+    r.check(
+        results.len() == 2
+            && results[0]["is_error"] == true
+            && results[0].to_string().contains("rule wrap-1"),
+        &format!("the model did not get the refusal: {results:?}"),
+    );
+    // The proxy (depth 1: a wrapper inside the run's agent) asked the run, from inside
+    // the agent's tree; the run's log has it all; the user's file is as it was.
+    let records = agents::read_jsonl(&audit_log);
+    let proxied: Vec<(&str, bool)> = records
+        .iter()
+        .filter(|r| r["event_type"] == "pre_action" && r["depth"] == 1)
+        .map(|r| {
+            let from_agent = r["peer"]["descends_from_agent"] == true;
+            (r["decision"].as_str().unwrap(), from_agent)
+        })
+        .collect();
+    assert_eq!(proxied, [("block", true), ("allow", true)], "{records:#?}");
+    let after: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
+    assert_eq!(after["mcpServers"], user_config["mcpServers"]);
+}

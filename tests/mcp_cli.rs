@@ -96,3 +96,41 @@ fn server_js() -> String {
     );
     js.display().to_string()
 }
+
+/// `--via-run` outside a run, and `--wrap-mcp` for an agent without the support, refuse
+/// before anything starts.
+#[test]
+fn via_run_outside_a_run_and_wrap_mcp_elsewhere_refuse() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = dir.path().join("started");
+    let touch = format!("touch {}", marker.display());
+    let out = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        .args(["mcp", "--via-run", "--name", "t", "--", "sh", "-c", &touch])
+        .env_remove("AHP_WRAP_SOCKET")
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(125), "{stderr}");
+    assert!(stderr.contains("--via-run: no run to ask"), "{stderr}");
+    let script = dir.path().join("agent.sh");
+    std::fs::write(&script, format!("#!/bin/sh\n{touch}\n")).unwrap();
+    std::process::Command::new("chmod")
+        .arg("755")
+        .arg(&script)
+        .status()
+        .unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        .args(["--wrap-mcp", "--framework", "gemini", "--"])
+        .arg(&script)
+        .stdin(Stdio::null())
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_ne!(out.status.code(), Some(0), "{stderr}");
+    assert!(
+        stderr.contains("--wrap-mcp is supported for Claude Code only"),
+        "{stderr}"
+    );
+    assert!(!marker.exists(), "a refused run started its command");
+}

@@ -124,7 +124,8 @@ pub struct AuditRecord {
     pub decision: String,
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
-    /// The rule (embedded policy) or harness that decided, or `fail-mode`.
+    /// Who decided: `policy:<rule>`, `policy`, `harness`, `person`, `fail-mode`, or `cancelled`
+    /// (the call was cancelled by its sender before a decision; see `gate::DecidedBy`).
     pub source: String,
     pub latency_us: u64,
     /// The process that sent a hook's event over the control socket.

@@ -25,6 +25,10 @@ pub use super::{
 };
 pub use crate::protocol::{EventType, Verdict};
 
+/// Whether a name is a plain word (what the control socket accepts as a scope or a name:
+/// an MCP server's name, for `ahp-wrap mcp --name`).
+pub use crate::control::wire::is_word;
+
 /// Whether `path` and every directory above it are owned by root and writable by no one
 /// else: where some agents (Gemini) trust a system settings file.
 pub use crate::run::only_root_can_write;

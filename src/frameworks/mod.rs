@@ -172,6 +172,22 @@ pub trait Framework: Send + Sync + 'static {
         let _ = framework_session;
         None
     }
+
+    /// `--wrap-mcp`: makes the agent start each stdio MCP server it would start behind
+    /// `<wrapper> mcp --via-run --name NAME -- <server>`, for this run only, without
+    /// touching the user's files. By default: not supported.
+    fn wrap_mcp(
+        &self,
+        run: &RunContext,
+        cmd: &mut AgentCommand,
+        wrapper: &std::path::Path,
+    ) -> Result<(), FrameworkError> {
+        let _ = (run, cmd, wrapper);
+        Err(FrameworkError::Prepare {
+            framework: self.name(),
+            why: "--wrap-mcp is supported for Claude Code only".into(),
+        })
+    }
 }
 
 static GENERIC: generic::Generic = generic::Generic::GENERIC;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
+use super::approve::Answerer;
 use crate::protocol::Verdict;
 
 /// Who gave a verdict.
@@ -12,22 +13,28 @@ pub enum DecidedBy {
     Policy(Option<String>),
     /// A harness over a transport.
     Harness,
-    /// A person at the wrapper's terminal.
-    Person,
+    /// A person: at the wrapper's terminal (`None`), or an authenticated client of the
+    /// Agent Host Protocol host (who, and from where).
+    Person(Option<Answerer>),
     /// The fail mode, because no valid decision arrived.
     FailMode,
+    /// Nobody: the call's sender cancelled it before a decision arrived, so it was never
+    /// carried out.
+    Cancelled,
 }
 
 impl fmt::Display for DecidedBy {
     /// As the audit log's `source` field writes it: `policy:<rule>`, `policy`, `harness`,
-    /// `person` or `fail-mode`.
+    /// `person` (the terminal), `person:<who>@<from>`, `fail-mode` or `cancelled`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DecidedBy::Policy(Some(rule)) => write!(f, "policy:{rule}"),
             DecidedBy::Policy(None) => f.write_str("policy"),
             DecidedBy::Harness => f.write_str("harness"),
-            DecidedBy::Person => f.write_str("person"),
+            DecidedBy::Person(None) => f.write_str("person"),
+            DecidedBy::Person(Some(a)) => write!(f, "person:{}@{}", a.who, a.from),
             DecidedBy::FailMode => f.write_str("fail-mode"),
+            DecidedBy::Cancelled => f.write_str("cancelled"),
         }
     }
 }
@@ -70,7 +77,16 @@ mod tests {
         );
         assert_eq!(DecidedBy::Policy(None).to_string(), "policy");
         assert_eq!(DecidedBy::Harness.to_string(), "harness");
-        assert_eq!(DecidedBy::Person.to_string(), "person");
+        assert_eq!(DecidedBy::Person(None).to_string(), "person");
+        let alice = Answerer {
+            who: "alice".into(),
+            from: "10.0.0.7:5123".into(),
+        };
+        assert_eq!(
+            DecidedBy::Person(Some(alice)).to_string(),
+            "person:alice@10.0.0.7:5123"
+        );
         assert_eq!(DecidedBy::FailMode.to_string(), "fail-mode");
+        assert_eq!(DecidedBy::Cancelled.to_string(), "cancelled");
     }
 }

@@ -9,12 +9,16 @@
 //! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
 //! (`audit/`).
 
+mod approve;
 mod decision;
 mod embedded;
+mod parent;
 mod resolve;
 
+pub use approve::{Answer, Answerer, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
+pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
 pub use resolve::{Decider, FailMode, Harness};
 
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -95,8 +99,13 @@ impl Gate {
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
-        if let Harness::Remote(client) = &self.decider.harness {
-            client.notify(event);
+        if let Some(approver) = &self.decider.asker {
+            approver.observe(&event, None);
+        }
+        match &self.decider.harness {
+            Harness::Remote(client) => client.notify(event),
+            Harness::Parent(run) => run.notify(&event).await,
+            Harness::Embedded(_) => {}
         }
     }
 
@@ -120,6 +129,9 @@ impl Gate {
             origin.peer,
         );
         let Err(e) = self.audit.record(record).await else {
+            if let Some(approver) = &self.decider.asker {
+                approver.observe(event, Some(&decision));
+            }
             return decision;
         };
         tracing::error!("audit log: {e}");
@@ -129,6 +141,28 @@ impl Gate {
         let record = crate::audit::decided(event, origin.framework_session, &failed, origin.peer);
         let _ = self.audit.record(record).await;
         failed
+    }
+
+    /// Records that the decision on `event` was abandoned, because the call's sender
+    /// cancelled it first (`why`): the call was not carried out, which the record says as a
+    /// block by [`DecidedBy::Cancelled`], taken after `waited`.
+    pub async fn abandoned(
+        &self,
+        event: &Event,
+        why: String,
+        waited: std::time::Duration,
+        origin: Origin,
+    ) {
+        let decision = Decision {
+            verdict: crate::protocol::Verdict::Block { reason: why },
+            by: DecidedBy::Cancelled,
+            note: None,
+            latency: waited,
+        };
+        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
     }
 
     /// The fail mode's decision, with `cause` in the reason.

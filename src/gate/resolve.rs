@@ -6,9 +6,9 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
+use super::approve::{Answer as Said, Approver, Escalation};
 use super::decision::{DecidedBy, Decision};
 use super::embedded::Embedded;
-use crate::ask::Asker;
 use crate::client::{Client, Fault};
 use crate::protocol::{parse_decision, Event, Verdict};
 
@@ -38,6 +38,8 @@ pub enum Harness {
     Embedded(Arc<Embedded>),
     /// A harness over a transport.
     Remote(Client),
+    /// The run this wrapper was started in (`--via-run`): it decides, and audits.
+    Parent(super::ParentRun),
 }
 
 /// The smallest pause between two asks after a `defer`, so that `retry_after_ms: 0`
@@ -51,8 +53,9 @@ pub struct Decider {
     pub fail_mode: FailMode,
     /// The deadline for one event, start to final decision (re-asks included).
     pub timeout: Duration,
-    /// A person at a terminal, when there is one.
-    pub asker: Option<Asker>,
+    /// Who answers an escalation: a person at the terminal, or the clients of the Agent
+    /// Host Protocol host; `None`: nobody (escalations fall to the fail mode).
+    pub asker: Option<Arc<dyn Approver>>,
 }
 
 /// One answer of the harness, before `defer` and `escalate` are dealt with.
@@ -90,9 +93,18 @@ impl Decider {
                     tokio::time::sleep(wait).await;
                 }
                 Verdict::Escalate { reason, target } if !native_ask => {
-                    return self
-                        .escalate(event, &reason, target.as_deref(), start)
-                        .await;
+                    let rule = match &answer.by {
+                        DecidedBy::Policy(rule) => rule.as_deref(),
+                        _ => None,
+                    };
+                    let escalation = Escalation {
+                        event,
+                        reason: &reason,
+                        target: target.as_deref(),
+                        rule,
+                        deadline,
+                    };
+                    return self.escalate(escalation, start).await;
                 }
                 verdict => {
                     return Decision {
@@ -117,6 +129,17 @@ impl Decider {
                     note: d.note,
                 })
             }
+            Harness::Parent(run) => {
+                let result = tokio::time::timeout_at(deadline, run.decide(event))
+                    .await
+                    .map_err(|_| Fault::Timeout(self.timeout.as_millis() as u64))??;
+                let verdict = parse_decision(event.event_type, &result)?;
+                Ok(Answer {
+                    verdict,
+                    by: DecidedBy::Harness,
+                    note: Some("decided by the wrapping run".into()),
+                })
+            }
             Harness::Remote(client) => {
                 let result = client.event(event, deadline).await?;
                 let verdict = parse_decision(event.event_type, &result)?;
@@ -129,36 +152,28 @@ impl Decider {
         }
     }
 
-    /// Takes an escalation to the person at the terminal, or to the fail mode without one.
-    async fn escalate(
-        &self,
-        event: &Event,
-        reason: &str,
-        target: Option<&str>,
-        start: Instant,
-    ) -> Decision {
+    /// Takes an escalation to whoever can answer it, or to the fail mode without one.
+    async fn escalate(&self, escalation: Escalation<'_>, start: Instant) -> Decision {
+        let reason = escalation.reason.to_owned();
         let Some(asker) = &self.asker else {
             let cause = format!(
                 "the harness escalated ({reason}) and no person can answer here (no terminal)"
             );
             return self.fail(cause, start);
         };
-        let verdict = match asker.ask(event, reason, target).await {
-            Ok(true) => Verdict::Allow {
-                explicit: true,
-                modified_payload: None,
-                extra: Default::default(),
-            },
-            Ok(false) => Verdict::Block {
-                reason: format!("declined at the terminal ({reason})"),
-            },
-            Err(e) => {
-                let cause =
-                    format!("the harness escalated ({reason}) and the terminal prompt failed: {e}");
-                return self.fail(cause, start);
-            }
+        let (verdict, by) = match asker.approve(escalation).await {
+            Said::Allow { by } => (
+                Verdict::Allow {
+                    explicit: true,
+                    modified_payload: None,
+                    extra: Default::default(),
+                },
+                by,
+            ),
+            Said::Deny { by, reason } => (Verdict::Block { reason }, by),
+            Said::Unanswered(cause) => return self.fail(cause, start),
         };
-        Decision::new(verdict, DecidedBy::Person, start.elapsed())
+        Decision::new(verdict, DecidedBy::Person(by), start.elapsed())
     }
 
     /// The fail mode's verdict, with the cause in the reason.

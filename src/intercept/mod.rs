@@ -8,6 +8,7 @@
 //! - [`proxy`]: sitting in the agent's JSON-RPC stdio stream (`ahp-wrap mcp` for MCP
 //!   servers, `--framework acp` for ACP agents), holding what it intercepts until the gate
 //!   decides.
+//! - [`events`]: the events of wrappers started inside the agent (`--wrap-mcp`).
 //! - [`pathshim`]: commands the agent runs by name, caught first on its `PATH` (for
 //!   agents without hooks, and in addition to hooks where asked).
 //!
@@ -15,6 +16,7 @@
 //! or reaping the agent (`child/`, driven by `run/`), or a framework's hook contract
 //! (`frameworks/`).
 
+pub mod events;
 pub mod hooks;
 pub mod pathshim;
 pub mod proxy;
@@ -110,13 +112,15 @@ pub trait Interceptor: Send {
 pub struct Router {
     pub hooks: Option<Arc<HookService>>,
     pub exec: Option<Arc<pathshim::ExecService>>,
+    pub events: Option<Arc<events::EventService>>,
 }
 
 impl Handler for Router {
     async fn handle(&self, request: Request) -> Answer {
-        match (request.kind, &self.hooks, &self.exec) {
-            (Kind::Hook, Some(hooks), _) => hooks.handle(request).await,
-            (Kind::Exec, _, Some(exec)) => exec.handle(request).await,
+        match (request.kind, &self.hooks, &self.exec, &self.events) {
+            (Kind::Hook, Some(hooks), ..) => hooks.handle(request).await,
+            (Kind::Exec, _, Some(exec), _) => exec.handle(request).await,
+            (Kind::Event, .., Some(events)) => events.handle(request).await,
             (kind, ..) => Answer {
                 stdout: Vec::new(),
                 stderr: format!(

@@ -25,7 +25,7 @@ use crate::child::tree;
 use crate::child::GroupPolicy;
 use crate::config::Config;
 use crate::exit::Exit;
-use crate::gate::{Gate, Harness};
+use crate::gate::{Approver, Gate, Harness};
 use crate::intercept::Interceptor;
 
 /// Extra time a hook waits beyond the parent's own deadline, so the parent answers first.
@@ -86,6 +86,17 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         GroupPolicy::OwnGroup => None,
     };
     let interactive = asker.is_some();
+    let asker = match &cfg.host {
+        // The host's clients answer escalations instead of the terminal.
+        Some(options) => match start_host(options).await {
+            Ok(host) => Some(host as Arc<dyn Approver>),
+            Err(e) => {
+                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+                return Exit::Wrapper;
+            }
+        },
+        None => asker.map(|a| Arc::new(a) as Arc<dyn Approver>),
+    };
     let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), asker).await {
         Ok(g) => g,
         Err(e) => {
@@ -107,6 +118,24 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
     }
     crate::report::report(&cfg, &gate.audit, &run.notes).await;
     exit
+}
+
+/// The Agent Host Protocol host of this run (`--host-listen`), listening.
+async fn start_host(
+    options: &crate::host::HostOptions,
+) -> Result<Arc<crate::host::Host>, std::io::Error> {
+    let addr = options.listen.clone().unwrap_or_default();
+    let listener = tokio::net::TcpListener::bind(&addr).await?;
+    let page = format!("http://{}/", listener.local_addr()?);
+    let host = options
+        .start(Some(page.clone()))
+        .map_err(|e| std::io::Error::other(crate::error_chain(&e)))?;
+    eprintln!(
+        "ahp-wrap: approvals page on {page} (Agent Host Protocol: {}host)",
+        page.replacen("http", "ws", 1)
+    );
+    tokio::spawn(crate::host::serve_on(host.clone(), listener));
+    Ok(host)
 }
 
 /// The run once the gate exists.

@@ -120,6 +120,11 @@ impl Run<'_> {
                     .push(Box::new(StreamProxy::new(acp, self.gate.clone())));
             }
         }
+        if self.cfg.wrap_mcp {
+            let wrapped =
+                crate::intercept::events::WrappedMcp::new(self.cfg.framework, self.gate.clone());
+            held.interceptors.push(Box::new(wrapped));
+        }
         if !self.cfg.path_shims.is_empty() {
             let shims = PathShims::new(self.cfg.path_shims.clone(), self.gate.clone());
             held.interceptors.push(Box::new(shims));

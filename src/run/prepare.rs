@@ -4,11 +4,10 @@
 use std::sync::Arc;
 use std::time::Duration;
 
-use crate::ask::Asker;
 use crate::audit::Auditor;
 use crate::client::{Client, ClientConfig};
 use crate::config::Config;
-use crate::gate::{Decider, Embedded, Gate, Harness};
+use crate::gate::{Approver, Decider, Embedded, Gate, Harness};
 use crate::policy::Policy;
 
 /// What the harness negotiated, or our own limits where it said nothing.
@@ -40,7 +39,7 @@ impl Ids {
 pub async fn gate(
     cfg: &Config,
     ids: Ids,
-    asker: Option<Asker>,
+    asker: Option<Arc<dyn Approver>>,
 ) -> Result<(Arc<Gate>, Limits), String> {
     let (harness, limits) = harness(cfg, &ids).await?;
     let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())?;
@@ -61,6 +60,11 @@ async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
         max_depth: cfg.max_depth,
         depth_source: "--max-depth",
     };
+    if cfg.via_run {
+        let run = crate::gate::ParentRun::from_env()
+            .map_err(|e| format!("--via-run: no run to ask ({e})"))?;
+        return Ok((Harness::Parent(run), limits));
+    }
     let Some(spec) = &cfg.harness else {
         return Ok((Harness::Embedded(Arc::new(embedded(cfg)?)), limits));
     };

@@ -60,13 +60,18 @@ impl Listen {
 
 /// Largest message accepted from a client.
 const MAX_MESSAGE: usize = 16 * 1024 * 1024;
+/// Requests of one WebSocket link decided at the same time (see `ws_connection`).
+const MAX_IN_FLIGHT: usize = 256;
 
 /// Serves until the listener fails (or, for stdio, until EOF). `ready` is called with the
 /// bound address once listening (for callers that asked for port 0).
+/// `host`, when given, adds the approvals page and the Agent Host Protocol endpoint to an
+/// HTTP listener.
 pub async fn serve(
     engine: Arc<Engine>,
     listen: Listen,
     token: Option<String>,
+    host: Option<Arc<crate::host::Host>>,
     ready: impl FnOnce(String),
 ) -> Result<(), ListenError> {
     match listen {
@@ -102,11 +107,15 @@ pub async fn serve(
             let local = listener
                 .local_addr()
                 .map_err(|e| ListenError::Bind(addr, e))?;
-            let app = axum::Router::new()
+            let mut app = axum::Router::new()
                 .route("/ahp", axum::routing::post(http_message))
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_MESSAGE))
                 .with_state((engine, token.map(Arc::<str>::from)));
+            if let Some(host) = host {
+                app = app.merge(crate::host::router(host));
+            }
             ready(format!("http://{local}/ahp"));
+            let app = app.into_make_service_with_connect_info::<std::net::SocketAddr>();
             axum::serve(listener, app)
                 .await
                 .map_err(|e| ListenError::Serve("http", e))
@@ -226,14 +235,43 @@ async fn ws_connection(
         return;
     };
     let (mut sink, mut source) = ws.split();
-    while let Some(Ok(msg)) = source.next().await {
-        let Message::Text(text) = msg else {
-            continue;
-        };
-        if let Some(answer) = engine.handle(&text).await {
+    // Each message is answered by its own task, so that one event waiting for a person
+    // does not hold up the others on this link; answers go out as they come.
+    let (tx, mut rx) = tokio::sync::mpsc::channel::<String>(64);
+    // At most this many requests of one link are decided at once; past it, reading the
+    // link waits (backpressure), so a peer cannot make us hold unbounded work.
+    let in_flight = Arc::new(tokio::sync::Semaphore::new(MAX_IN_FLIGHT));
+    let writer = tokio::spawn(async move {
+        while let Some(answer) = rx.recv().await {
             if sink.send(Message::Text(answer)).await.is_err() {
                 return;
             }
         }
+    });
+    while let Some(Ok(msg)) = source.next().await {
+        let Message::Text(text) = msg else {
+            continue;
+        };
+        // Notifications are handled in order (a session's start before its events).
+        let request = serde_json::from_str::<serde_json::Value>(&text)
+            .is_ok_and(|v| v.get("id").is_some_and(|id| !id.is_null()));
+        if !request {
+            if let Some(answer) = engine.handle(&text).await {
+                let _ = tx.send(answer).await;
+            }
+            continue;
+        }
+        let Ok(permit) = in_flight.clone().acquire_owned().await else {
+            break;
+        };
+        let (engine, tx) = (engine.clone(), tx.clone());
+        tokio::spawn(async move {
+            let _permit = permit;
+            if let Some(answer) = engine.handle(&text).await {
+                let _ = tx.send(answer).await;
+            }
+        });
     }
+    drop(tx);
+    let _ = writer.await;
 }

@@ -15,7 +15,7 @@ use std::sync::Arc;
 use serde_json::{json, Value};
 
 use crate::audit::Auditor;
-use crate::gate::Embedded;
+use crate::gate::{Decider, Embedded};
 use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
 
@@ -32,6 +32,9 @@ pub struct Engine {
     pub embedded: Arc<Embedded>,
     pub audit: Auditor,
     pub advertised: Advertised,
+    /// With the approvals host on: the embedded engine behind a decider whose person is
+    /// the host (an escalation waits there for an answer, its deadline, or the fail mode).
+    pub approvals: Option<Decider>,
 }
 
 impl Engine {
@@ -152,11 +155,17 @@ impl Engine {
     }
 
     async fn decide(&self, event: &Event) -> Value {
-        let d = self.embedded.decide(event);
+        let d = match &self.approvals {
+            Some(decider) => decider.resolve(event, false).await,
+            None => self.embedded.decide(event),
+        };
         let record = crate::audit::decided(event, None, &d, None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
+        }
+        if let Some(person) = self.approvals.as_ref().and_then(|d| d.asker.as_ref()) {
+            person.observe(event, Some(&d));
         }
         d.verdict.to_json()
     }
@@ -165,6 +174,9 @@ impl Engine {
         let record = crate::audit::notified(event, None, None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
+        }
+        if let Some(person) = self.approvals.as_ref().and_then(|d| d.asker.as_ref()) {
+            person.observe(event, None);
         }
     }
 }

@@ -3,7 +3,7 @@
 //! editor built on the official ACP client library (`acp_editor.mjs`), and the proxy between
 //! them with a real gate: in-process, or as `ahp-wrap --framework acp`.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::sync::Arc;
 use std::time::Duration;
@@ -214,12 +214,16 @@ fn codex_acp(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
 }
 
 /// The editor, whose scripted person answers every permission request `person` ("allow"
-/// or "reject"), sending `prompts` in one session.
-fn editor(world: &TestDir, person: &str, prompts: &[&str]) -> Command {
+/// or "reject"), sending `prompts` in one session; `more` is merged into its configuration
+/// (e.g. `cancel_when`, see acp_editor.mjs).
+fn editor(world: &TestDir, person: &str, prompts: &[&str], more: Value) -> Command {
     let config = world.dir.path().join("editor.json");
     let ws = world.ws().canonicalize().unwrap();
-    let c = json!({"sdk": sdk_dir(), "cwd": ws, "log": world.dir.path().join("editor.jsonl"),
+    let mut c = json!({"sdk": sdk_dir(), "cwd": ws, "log": world.dir.path().join("editor.jsonl"),
                    "prompts": prompts, "person": person});
+    if let (Some(c), Value::Object(more)) = (c.as_object_mut(), more) {
+        c.extend(more);
+    }
     std::fs::write(&config, c.to_string()).unwrap();
     let script = agents::root().join("tests/support/acp_editor.mjs");
     let mut cmd = Command::new("node");
@@ -250,7 +254,7 @@ pub async fn session(
         .command(world, llm)
         .spawn()
         .expect("cannot start the agent");
-    let mut ed = editor(world, person, prompts)
+    let mut ed = editor(world, person, prompts, Value::Null)
         .spawn()
         .expect("cannot start node");
     let streams = Streams {
@@ -303,6 +307,32 @@ pub async fn session_through_the_cli(
     person: &str,
     prompts: &[&str],
 ) -> Vec<Value> {
+    let ed = editor(world, person, prompts, Value::Null);
+    through_the_cli(world, agent, llm, wrapper, ed).await
+}
+
+/// [`session_through_the_cli`] with an editor whose person says yes to what it is asked but
+/// cancels the turn as soon as `file` holds `text`.
+pub async fn cancelled_through_the_cli(
+    world: &TestDir,
+    agent: AcpAgent,
+    llm: &FakeLlm,
+    wrapper: &[&str],
+    prompts: &[&str],
+    (file, text): (&Path, &str),
+) -> Vec<Value> {
+    let when = json!({"cancel_when": {"file": file, "contains": text}});
+    let ed = editor(world, "allow", prompts, when);
+    through_the_cli(world, agent, llm, wrapper, ed).await
+}
+
+async fn through_the_cli(
+    world: &TestDir,
+    agent: AcpAgent,
+    llm: &FakeLlm,
+    wrapper: &[&str],
+    mut editor: Command,
+) -> Vec<Value> {
     let agent = agent.command(world, llm);
     let std = agent.as_std();
     let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
@@ -329,7 +359,7 @@ pub async fn session_through_the_cli(
         .kill_on_drop(true)
         .spawn()
         .expect("ahp-wrap");
-    let mut ed = editor(world, person, prompts).spawn().expect("node");
+    let mut ed = editor.spawn().expect("node");
     let (mut e_out, mut e_in) = (ed.stdout.take().unwrap(), ed.stdin.take().unwrap());
     let (mut w_out, mut w_in) = (
         wrapped.stdout.take().unwrap(),

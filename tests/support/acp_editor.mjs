@@ -6,7 +6,10 @@
 //
 // Usage: node acp_editor.mjs CONFIG.json
 //   {"sdk": "<dir holding node_modules>", "cwd": "<session cwd>", "log": "<jsonl path>",
-//    "prompts": ["..."], "person": "allow" | "reject"}
+//    "prompts": ["..."], "person": "allow" | "reject",
+//    "cancel_when": {"file": "<path>", "contains": "<text>"}}   (optional)
+// With cancel_when, the person cancels the turn (`session/cancel`) as soon as that file
+// holds that text (e.g. a harness's log shows it is deciding a given call).
 import { spawn } from "node:child_process";
 import { appendFileSync, existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -89,6 +92,17 @@ const app = acp
     log({ kind: "update", update: params.update });
   });
 
+/** Sends `session/cancel` once `when.file` holds `when.contains` (polled). */
+function cancelWhen(agent, sessionId, when) {
+  const timer = setInterval(async () => {
+    const text = existsSync(when.file) ? readFileSync(when.file, "utf8") : "";
+    if (!text.includes(when.contains)) return;
+    clearInterval(timer);
+    log({ kind: "cancel" });
+    await agent.notify(acp.methods.agent.session.cancel, { sessionId });
+  }, 50);
+}
+
 const stream = acp.ndJsonStream(Writable.toWeb(process.stdout), Readable.toWeb(process.stdin));
 await app.connectWith(stream, async (agent) => {
   const init = await agent.request(acp.methods.agent.initialize, {
@@ -97,6 +111,7 @@ await app.connectWith(stream, async (agent) => {
   });
   log({ kind: "initialized", protocolVersion: init.protocolVersion });
   const session = await agent.request(acp.methods.agent.session.new, { cwd: config.cwd, mcpServers: [] });
+  if (config.cancel_when) cancelWhen(agent, session.sessionId, config.cancel_when);
   for (const text of config.prompts) {
     try {
       const r = await agent.request(acp.methods.agent.session.prompt, {

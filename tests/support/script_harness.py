@@ -12,6 +12,7 @@ RULES.json:
   "rules": [                            # first match wins, for blocking events
     {"event": "pre_action",             # optional: event_type to match
      "contains": "touch",               # optional: substring of the JSON-encoded payload
+     "contains_all": ["a", "b"],        # optional: substrings that must all be there
      "decision": {"decision": "block", "reason": "R"}},
     {"contains": "sleep", "hang": true},# never answer this event
     {"event": "pre_action", "exit": true} # exit at once (a harness that crashes)
@@ -48,6 +49,8 @@ def main():
             if "event" in rule and rule["event"] != event.get("event_type"):
                 continue
             if "contains" in rule and rule["contains"] not in text:
+                continue
+            if not all(s in text for s in rule.get("contains_all", [])):
                 continue
             if rule.get("exit"):
                 sys.exit(3)

@@ -11,6 +11,7 @@
 //! the wrapper decides.
 
 mod map;
+mod mcp;
 mod render;
 mod settings;
 
@@ -87,6 +88,15 @@ impl Framework for ClaudeCode {
 
     fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
         settings::prepare(run, cmd)
+    }
+
+    fn wrap_mcp(
+        &self,
+        run: &RunContext,
+        cmd: &mut AgentCommand,
+        wrapper: &std::path::Path,
+    ) -> Result<(), FrameworkError> {
+        mcp::wrap(run, cmd, wrapper)
     }
 
     fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {

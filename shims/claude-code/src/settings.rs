@@ -23,7 +23,7 @@ pub const RESUME_HINT_ENV: &str = "CLAUDE_CODE_RESUME_HINT_COMMAND";
 /// Flags with which Claude would run no hooks at all: a wrapped run refuses them.
 const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
 /// Subcommands that do not start an agent session (and may not accept `--settings`).
-const SUBCOMMANDS: [&str; 9] = [
+pub(super) const SUBCOMMANDS: [&str; 9] = [
     "config",
     "mcp",
     "migrate-installer",

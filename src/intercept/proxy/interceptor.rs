@@ -59,6 +59,8 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
             });
             return;
         };
+        super::stdio::grow_pipe(&server_in);
+        super::stdio::grow_pipe(&server_out);
         let (gate, options) = (self.gate.clone(), self.options.clone());
         self.task = Some(tokio::spawn(async move {
             let streams = Streams {

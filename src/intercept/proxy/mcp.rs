@@ -160,8 +160,11 @@ impl Protocol for Mcp {
         format!("the MCP server {:?}", self.server)
     }
 
-    fn intercepts(&self, dir: Direction, method: &str) -> bool {
-        dir == Direction::ToServer && matches!(method, TOOLS_CALL | INITIALIZE)
+    fn methods(&self, dir: Direction) -> Option<&'static [&'static str]> {
+        Some(match dir {
+            Direction::ToServer => &[TOOLS_CALL, INITIALIZE],
+            Direction::ToClient => &[],
+        })
     }
 
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall {

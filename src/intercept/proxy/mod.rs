@@ -27,6 +27,8 @@ mod stdio;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_cancel;
 
 use std::future::Future;
 use std::time::Duration;
@@ -34,7 +36,7 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use interceptor::StreamProxy;
-pub use protocol::{Decided, Held, Notice, OnCall, Outcome, Protocol, Tracked};
+pub use protocol::{Decided, Held, Notice, OnCall, Outcome, Protocol, Tracked, REQUEST_CANCELLED};
 pub use pump::{run, Ended, Streams};
 
 use crate::protocol::{EventType, Verdict};
@@ -63,6 +65,16 @@ pub trait Decide: Send + Sync + 'static {
     ) -> impl Future<Output = Verdict> + Send {
         self.decide(event_type, payload, metadata)
     }
+
+    /// A blocking event whose decision was abandoned because its sender's peer cancelled
+    /// it (see [`OnCall::Cancel`]) after `waited`: the call was answered as cancelled and
+    /// never forwarded. The audit log must still say so.
+    fn abandoned(
+        &self,
+        event: GateEvent,
+        why: String,
+        waited: Duration,
+    ) -> impl Future<Output = ()> + Send;
 
     /// Tells the harness (and the audit log) about something that needs no decision.
     fn notify(
@@ -153,6 +165,12 @@ impl Decide for crate::gate::Gate {
         metadata: Map<String, Value>,
     ) -> Verdict {
         gate_decide(self, event_type, payload, metadata, true).await
+    }
+
+    async fn abandoned(&self, ev: GateEvent, why: String, waited: Duration) {
+        let event = self.event(ev.event_type, ev.payload, ev.metadata);
+        let origin = crate::gate::Origin::default();
+        crate::gate::Gate::abandoned(self, &event, why, waited, origin).await;
     }
 
     async fn notify(&self, event_type: EventType, payload: Value, metadata: Map<String, Value>) {

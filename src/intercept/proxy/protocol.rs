@@ -8,6 +8,10 @@ use super::{Direction, GateEvent};
 use crate::jsonrpc::RpcError;
 use crate::protocol::Verdict;
 
+/// The JSON-RPC error code of a request cancelled before it was answered (LSP's
+/// `RequestCancelled`, which ACP uses too).
+pub const REQUEST_CANCELLED: i64 = -32800;
+
 /// What a protocol says about one call (a request or a notification) travelling one way.
 #[derive(Debug, Clone, PartialEq)]
 pub enum OnCall {
@@ -20,6 +24,9 @@ pub enum OnCall {
     Watch(Tracked),
     /// Hold it, and everything behind it in its direction, until the gate has decided.
     Hold(Held),
+    /// Pass it on untouched, after cutting short every decision still held in this scope
+    /// (see [`Held::scope`]): each of those calls gets [`Protocol::cancelled`] instead.
+    Cancel(String),
 }
 
 /// A call held for the gate.
@@ -31,6 +38,9 @@ pub struct Held {
     /// the editor): the gate is asked with [`super::Decide::decide_native`], and an
     /// `escalate` may come back.
     pub native_ask: bool,
+    /// What a peer may cancel this call by ([`OnCall::Cancel`]), e.g. its ACP session.
+    /// While the decision is pending, a cancellation of this scope ends the wait.
+    pub scope: Option<String>,
 }
 
 impl Held {
@@ -39,6 +49,7 @@ impl Held {
         Held {
             event,
             native_ask: false,
+            scope: None,
         }
     }
 }
@@ -88,12 +99,20 @@ pub trait Protocol: Send + Sync + 'static {
     /// Who the server is, for messages: "the MCP server filesystem".
     fn server_label(&self) -> String;
 
-    /// Whether a call of `method` travelling `dir` may be held or watched. `false` lets the
-    /// engine pass such calls on after a light look (method and id only); the default,
-    /// `true`, always takes the full look.
+    /// Every method whose calls travelling `dir` the protocol may hold, watch, notify or
+    /// cancel by (anything [`Protocol::call`] may answer with other than [`OnCall::Pass`]).
+    /// `None`, the default, means "any": every frame takes the full look. With a list, a
+    /// frame that names none of them and has no id is passed on after a byte scan alone.
+    fn methods(&self, dir: Direction) -> Option<&'static [&'static str]> {
+        let _ = dir;
+        None
+    }
+
+    /// Whether a call of `method` travelling `dir` may be held or watched (see
+    /// [`Protocol::methods`]). `false` lets the engine pass such calls on after a light
+    /// look (method and id only).
     fn intercepts(&self, dir: Direction, method: &str) -> bool {
-        let _ = (dir, method);
-        true
+        self.methods(dir).map_or(true, |m| m.contains(&method))
     }
 
     /// A call travelling `dir`: `request` is false for a notification.
@@ -108,6 +127,23 @@ pub trait Protocol: Send + Sync + 'static {
         held: &Held,
         verdict: &Verdict,
     ) -> Decided;
+
+    /// What a held call becomes when its scope was cancelled before its decision (the
+    /// same arguments as [`Protocol::decided`]). By default the sender gets a JSON-RPC
+    /// error ([`REQUEST_CANCELLED`]) and nothing is forwarded.
+    fn cancelled(
+        &self,
+        dir: Direction,
+        method: &str,
+        params: Option<&Value>,
+        held: &Held,
+    ) -> Outcome {
+        let _ = (dir, params, held);
+        Outcome::Refuse {
+            code: REQUEST_CANCELLED,
+            message: format!("ahp-wrap: {method} was cancelled before it was decided"),
+        }
+    }
 
     /// The answer to a watched request that travelled `dir`; an event to notify, if any.
     fn answered(

@@ -33,11 +33,25 @@ fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
     tokio::net::UnixStream::from_std(std).ok()
 }
 
+/// The pipe capacity asked for on each pipe the proxy reads or writes: the kernel's default
+/// (64 KiB) makes a busy stream cost one wake-up of each side per 64 KiB; 1 MiB is the
+/// default `/proc/sys/fs/pipe-max-size`. Best effort: a pipe keeps its size if refused.
+const PIPE_CAPACITY: i32 = 1 << 20;
+
+/// Asks for a larger capacity on `fd` when it is a pipe (see [`PIPE_CAPACITY`]).
+pub fn grow_pipe(fd: &impl AsFd) {
+    let _ = nix::fcntl::fcntl(
+        fd.as_fd().as_raw_fd(),
+        nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
+    );
+}
+
 /// Our stdin, as a reader the reactor drives where it can be.
 pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
     if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
         match kind(&fd) {
             Kind::Pipe => {
+                grow_pipe(&fd);
                 let file = std::fs::File::from(fd);
                 if let Ok(rx) = tokio::net::unix::pipe::Receiver::from_file(file) {
                     return Box::pin(rx);
@@ -59,6 +73,7 @@ pub fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
     if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
         match kind(&fd) {
             Kind::Pipe => {
+                grow_pipe(&fd);
                 let file = std::fs::File::from(fd);
                 if let Ok(tx) = tokio::net::unix::pipe::Sender::from_file(file) {
                     return Box::pin(tx);

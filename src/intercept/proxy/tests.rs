@@ -11,19 +11,19 @@ use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
 use super::mcp::Mcp;
-use super::{run, Decide, Ended, Options, Streams};
+use super::{run, Decide, Ended, Options, Protocol, Streams};
 use crate::protocol::{EventType, Verdict};
 
 /// A gate that answers from a script (allow when it runs out) and records what it saw.
 /// Each decision first takes a permit, so a test can hold decisions back.
-struct ScriptGate {
+pub(super) struct ScriptGate {
     verdicts: Mutex<VecDeque<Verdict>>,
-    permits: Semaphore,
+    pub(super) permits: Semaphore,
     seen: Mutex<Vec<(EventType, Value)>>,
 }
 
 impl ScriptGate {
-    fn new(verdicts: Vec<Verdict>, permits: usize) -> Arc<ScriptGate> {
+    pub(super) fn new(verdicts: Vec<Verdict>, permits: usize) -> Arc<ScriptGate> {
         Arc::new(ScriptGate {
             verdicts: Mutex::new(verdicts.into()),
             permits: Semaphore::new(permits),
@@ -31,7 +31,7 @@ impl ScriptGate {
         })
     }
 
-    fn seen(&self, t: EventType) -> Vec<Value> {
+    pub(super) fn seen(&self, t: EventType) -> Vec<Value> {
         let seen = self.seen.lock().unwrap();
         seen.iter()
             .filter(|(et, _)| *et == t)
@@ -48,18 +48,24 @@ impl Decide for Arc<ScriptGate> {
         next.unwrap_or_else(Verdict::no_opinion)
     }
 
+    async fn abandoned(&self, ev: super::GateEvent, why: String, _: Duration) {
+        let mut payload = ev.payload;
+        payload["abandoned"] = why.into();
+        self.seen.lock().unwrap().push((ev.event_type, payload));
+    }
+
     async fn notify(&self, t: EventType, payload: Value, _: Map<String, Value>) {
         self.seen.lock().unwrap().push((t, payload));
     }
 }
 
 /// A proxy between an in-memory client and server.
-struct Rig {
+pub(super) struct Rig {
     client: DuplexStream,
-    from_proxy: BufReader<DuplexStream>,
+    pub(super) from_proxy: BufReader<DuplexStream>,
     server: DuplexStream,
-    to_server: BufReader<DuplexStream>,
-    gate: Arc<ScriptGate>,
+    pub(super) to_server: BufReader<DuplexStream>,
+    pub(super) gate: Arc<ScriptGate>,
     proxy: JoinHandle<Ended>,
 }
 
@@ -67,6 +73,15 @@ const WAIT: Duration = Duration::from_secs(10);
 
 impl Rig {
     fn start(gate: Arc<ScriptGate>, options: Options) -> Rig {
+        Rig::start_with(Mcp::new("fs", None), gate, options)
+    }
+
+    /// A proxy speaking `protocol`.
+    pub(super) fn start_with(
+        protocol: impl Protocol,
+        gate: Arc<ScriptGate>,
+        options: Options,
+    ) -> Rig {
         let (client, client_in) = tokio::io::duplex(1 << 16);
         let (client_out, from_proxy) = tokio::io::duplex(1 << 16);
         let (server_in, to_server) = tokio::io::duplex(1 << 16);
@@ -79,8 +94,7 @@ impl Rig {
                 server_in,
                 server_out,
             };
-            let mcp = Mcp::new("fs", None);
-            run(&mcp, &g, streams, &options, std::future::pending()).await
+            run(&protocol, &g, streams, &options, std::future::pending()).await
         });
         Rig {
             client,
@@ -92,19 +106,19 @@ impl Rig {
         }
     }
 
-    async fn client_sends(&mut self, bytes: &str) {
+    pub(super) async fn client_sends(&mut self, bytes: &str) {
         self.client.write_all(bytes.as_bytes()).await.unwrap();
     }
 
-    async fn server_sends(&mut self, bytes: &str) {
+    pub(super) async fn server_sends(&mut self, bytes: &str) {
         self.server.write_all(bytes.as_bytes()).await.unwrap();
     }
 
-    async fn server_gets(&mut self) -> String {
+    pub(super) async fn server_gets(&mut self) -> String {
         next_line(&mut self.to_server).await
     }
 
-    async fn client_gets(&mut self) -> String {
+    pub(super) async fn client_gets(&mut self) -> String {
         next_line(&mut self.from_proxy).await
     }
 
@@ -116,7 +130,7 @@ impl Rig {
     }
 }
 
-async fn next_line(r: &mut BufReader<DuplexStream>) -> String {
+pub(super) async fn next_line(r: &mut BufReader<DuplexStream>) -> String {
     let mut line = String::new();
     tokio::time::timeout(WAIT, r.read_line(&mut line))
         .await
@@ -126,14 +140,14 @@ async fn next_line(r: &mut BufReader<DuplexStream>) -> String {
 }
 
 /// Whether nothing arrives for a while (a held frame must not).
-async fn stays_quiet(r: &mut BufReader<DuplexStream>) -> bool {
+pub(super) async fn stays_quiet(r: &mut BufReader<DuplexStream>) -> bool {
     let mut line = String::new();
     tokio::time::timeout(Duration::from_millis(200), r.read_line(&mut line))
         .await
         .is_err()
 }
 
-fn parse(line: &str) -> Value {
+pub(super) fn parse(line: &str) -> Value {
     serde_json::from_str(line).unwrap_or_else(|e| panic!("{line:?}: {e}"))
 }
 

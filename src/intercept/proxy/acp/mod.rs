@@ -17,10 +17,13 @@
 //!   `pre_action`. Block: a JSON-RPC error to the agent, the editor never gets it. Modify:
 //!   the editor gets the rewritten request. Their answers become `post_action`s.
 //! - agent → editor `session/update` reporting a finished tool call: `post_action`.
-//! - everything else, `session/cancel` included, passes through byte for byte. A decision
-//!   still pending when the editor cancels is not cut short: the engine has no way to
-//!   abandon one; it ends within the gate's time limit, and the agent, already cancelled,
-//!   discards what comes back.
+//! - editor → agent `session/cancel`: passes through byte for byte, and every decision still
+//!   pending on an agent → editor call of that session is cut short: a permission request
+//!   gets the `cancelled` outcome (what the protocol asks of the editor), a file or terminal
+//!   call a JSON-RPC "request cancelled" error; neither reaches the editor, and the audit
+//!   log records each as blocked by `cancelled`. A `session/prompt` still held cannot be
+//!   cancelled this way: the cancel travels behind it, in order.
+//! - everything else passes through byte for byte.
 
 mod calls;
 mod payload;
@@ -43,6 +46,7 @@ use payload::str_at;
 pub use payload::TOOL_PREFIX;
 
 const PROMPT: &str = "session/prompt";
+const CANCEL: &str = "session/cancel";
 const NEW_SESSION: &str = "session/new";
 const LOAD_SESSION: &str = "session/load";
 const PERMISSION: &str = "session/request_permission";
@@ -135,6 +139,7 @@ impl Acp {
     fn held(&self, method: &str, params: Option<&Value>) -> Option<Held> {
         let cwd = self.cwd_of(params);
         let cwd = cwd.as_deref();
+        let scope = str_at(params, "sessionId").map(str::to_owned);
         let held = match method {
             PROMPT => Held::new(self.event(EventType::PrePrompt, payload::pre_prompt(params, cwd))),
             PERMISSION => {
@@ -143,13 +148,17 @@ impl Acp {
                 }
                 Held {
                     native_ask: true,
+                    scope,
                     ..Held::new(self.event(EventType::PreAction, payload::permission(params, cwd)))
                 }
             }
-            WRITE | READ | TERMINAL => Held::new(self.event(
-                EventType::PreAction,
-                payload::editor_op(method, params, cwd),
-            )),
+            WRITE | READ | TERMINAL => Held {
+                scope,
+                ..Held::new(self.event(
+                    EventType::PreAction,
+                    payload::editor_op(method, params, cwd),
+                ))
+            },
             _ => return None,
         };
         Some(held)
@@ -159,6 +168,13 @@ impl Acp {
 impl Protocol for Acp {
     fn server_label(&self) -> String {
         format!("the ACP agent {:?}", self.agent)
+    }
+
+    fn methods(&self, dir: Direction) -> Option<&'static [&'static str]> {
+        Some(match dir {
+            Direction::ToServer => &[PROMPT, NEW_SESSION, LOAD_SESSION, CANCEL],
+            Direction::ToClient => &[PERMISSION, WRITE, READ, TERMINAL, UPDATE],
+        })
     }
 
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall {
@@ -173,6 +189,10 @@ impl Protocol for Acp {
                 method: NEW_SESSION.into(),
                 note: json!(str_at(params, "cwd")),
             }),
+            (Direction::ToServer, CANCEL) => match str_at(params, "sessionId") {
+                Some(session) => OnCall::Cancel(session.to_owned()),
+                None => OnCall::Pass,
+            },
             (Direction::ToServer, LOAD_SESSION) => {
                 self.remember(str_at(params, "sessionId"), str_at(params, "cwd"));
                 OnCall::Pass
@@ -203,6 +223,25 @@ impl Protocol for Acp {
             PROMPT => prompt_decided(params, verdict),
             PERMISSION => permission_decided(params, verdict),
             _ => op_decided(method, params, held, verdict),
+        }
+    }
+
+    fn cancelled(
+        &self,
+        _dir: Direction,
+        method: &str,
+        _params: Option<&Value>,
+        _held: &Held,
+    ) -> Outcome {
+        match method {
+            // What the protocol asks the editor to answer after its own session/cancel.
+            PERMISSION => Outcome::Answer(json!({"outcome": {"outcome": "cancelled"}})),
+            _ => Outcome::Refuse {
+                code: super::REQUEST_CANCELLED,
+                message: format!(
+                    "ahp-wrap: the editor cancelled the session before {method} was decided"
+                ),
+            },
         }
     }
 

@@ -360,7 +360,8 @@ fn finished_tool_calls_are_post_actions_and_the_rest_passes() {
         "toolCallId": "c1", "status": "in_progress"}});
     for (dir, method, params) in [
         (TO_EDITOR, "session/update", running),
-        (TO_AGENT, "session/cancel", json!({"sessionId": "s1"})),
+        (TO_EDITOR, "session/cancel", json!({"sessionId": "s1"})),
+        (TO_AGENT, "session/cancel", json!({})),
         (TO_AGENT, "initialize", json!({"protocolVersion": 1})),
         (
             TO_AGENT,
@@ -375,6 +376,12 @@ fn finished_tool_calls_are_post_actions_and_the_rest_passes() {
             "{method}"
         );
     }
+    // The editor's cancel passes through and cuts short what its session still waits on.
+    let cancel = json!({"sessionId": "s1"});
+    assert_eq!(
+        a.call(TO_AGENT, "session/cancel", Some(&cancel), false),
+        OnCall::Cancel("s1".into())
+    );
 }
 
 #[test]

@@ -1,6 +1,9 @@
 //! The light look: frames the protocol has no interest in are passed on after reading only
-//! their method and id (nothing built), which is most of a busy stream.
+//! their method and id (nothing built), which is most of a busy stream; and before it, the
+//! byte scan ([`Quick`]) that passes a frame with no id naming none of the protocol's
+//! methods without parsing it at all.
 
+use memchr::memmem::Finder;
 use serde_json::Value;
 
 use super::{lock, Engine, Step};
@@ -12,6 +15,12 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
     /// read without building the message. `None` leaves the frame to the full look (not a
     /// plain object, a duplicate key, a call the protocol intercepts, an answer it watches).
     pub(super) async fn light(&self, dir: Direction, frame: &Frame) -> Option<Step> {
+        if self.quick[dir.index()]
+            .as_ref()
+            .is_some_and(|q| q.passes(frame.content()))
+        {
+            return Some(self.forward(dir, frame.raw()).await);
+        }
         let peek: Peek = serde_json::from_slice(frame.content()).ok()?;
         let id = match &peek.id {
             Some(v) => Some(Id::from_value(v)?),
@@ -58,4 +67,120 @@ struct Peek<'a> {
     result: Option<serde::de::IgnoredAny>,
     #[serde(default)]
     error: Option<serde::de::IgnoredAny>,
+}
+
+/// The byte scan that passes a frame without parsing it: it has no `"id"` (so it is neither
+/// a request nor an answer), names none of the protocol's methods for its direction, and has
+/// no escape that could spell either (`\u`, `\/`). JSON spells a key or a string without
+/// those escapes only with its literal bytes, so such a frame, whatever it is (a
+/// notification the protocol ignores, a log line, not JSON at all), would be passed on as it
+/// is by the full look too. Anything else takes the light look.
+pub(super) struct Quick {
+    id: Finder<'static>,
+    names: Vec<Finder<'static>>,
+}
+
+impl Quick {
+    /// The scan for a direction whose calls of `methods` the protocol may intercept; `None`
+    /// when the protocol does not say which (every frame is looked at).
+    pub(super) fn new(methods: Option<&'static [&'static str]>) -> Option<Quick> {
+        Some(Quick {
+            id: Finder::new(b"\"id\""),
+            names: methods?.iter().map(|m| Finder::new(m.as_bytes())).collect(),
+        })
+    }
+
+    pub(super) fn passes(&self, content: &[u8]) -> bool {
+        if self.id.find(content).is_some() {
+            return false;
+        }
+        let spelled = memchr::memchr_iter(b'\\', content)
+            .any(|i| matches!(content.get(i + 1), Some(b'u' | b'/')));
+        !spelled && !self.names.iter().any(|n| n.find(content).is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Quick;
+
+    #[test]
+    fn only_a_frame_that_cannot_be_a_call_of_interest_or_an_answer_passes_unparsed() {
+        let q = Quick::new(Some(&["tools/call"])).unwrap();
+        let passes = |s: &str| q.passes(s.as_bytes());
+        assert!(passes(
+            r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"a\nb"}}"#
+        ));
+        assert!(passes("a banner, not JSON"));
+        // An id: a request or an answer, matched by id.
+        assert!(!passes(r#"{"jsonrpc":"2.0","id":1,"result":{}}"#));
+        assert!(!passes(r#"{"jsonrpc":"2.0", "id" :1,"method":"ping"}"#));
+        // A method of interest, anywhere, or spelled with escapes.
+        assert!(!passes(r#"{"jsonrpc":"2.0","method":"tools/call"}"#));
+        assert!(!passes(r#"{"jsonrpc":"2.0","method":"tools\/call"}"#));
+        assert!(!passes(r#"{"jsonrpc":"2.0","method":"tools/\u0063all"}"#));
+        assert!(!passes(r#"{"jsonrpc":"2.0","\u0069d":1,"method":"ping"}"#));
+        assert!(!passes(
+            r#"[{"jsonrpc":"2.0","method":"tools/call","params":{}}]"#
+        ));
+        // A protocol that does not list its methods: nothing passes unparsed.
+        assert!(Quick::new(None).is_none());
+    }
+
+    /// A frame the byte scan passes unparsed must be one the protocol would pass anyway: every
+    /// method whose call is anything but `Pass` is in the protocol's list.
+    #[test]
+    fn every_method_a_protocol_acts_on_is_in_its_list() {
+        use crate::intercept::proxy::acp::Acp;
+        use crate::intercept::proxy::mcp::Mcp;
+        use crate::intercept::proxy::{Direction, OnCall, Protocol};
+        use serde_json::json;
+        let methods = [
+            "initialize",
+            "tools/call",
+            "tools/list",
+            "ping",
+            "notifications/cancelled",
+            "notifications/message",
+            "resources/read",
+            "session/prompt",
+            "session/new",
+            "session/load",
+            "session/cancel",
+            "session/request_permission",
+            "session/update",
+            "fs/write_text_file",
+            "fs/read_text_file",
+            "terminal/create",
+            "terminal/output",
+            "authenticate",
+            "session/set_mode",
+        ];
+        let params = json!({"sessionId": "s1", "cwd": "/ws", "name": "x", "arguments": {},
+            "update": {"sessionUpdate": "tool_call_update", "toolCallId": "c", "status": "completed"},
+            "toolCall": {"toolCallId": "c"}, "options": [], "path": "/ws/a", "command": "ls"});
+        let check = |p: &dyn Fn(Direction, &str, bool) -> OnCall,
+                     listed: &dyn Fn(Direction) -> Vec<&'static str>| {
+            for dir in [Direction::ToServer, Direction::ToClient] {
+                for m in methods {
+                    for request in [true, false] {
+                        if p(dir, m, request) != OnCall::Pass {
+                            assert!(
+                                listed(dir).contains(&m),
+                                "{m} ({dir:?}) is acted on but not listed"
+                            );
+                        }
+                    }
+                }
+            }
+        };
+        let mcp = Mcp::new("fs", None);
+        check(&|d, m, r| mcp.call(d, m, Some(&params), r), &|d| {
+            mcp.methods(d).unwrap().to_vec()
+        });
+        let acp = Acp::new("agent", None);
+        check(&|d, m, r| acp.call(d, m, Some(&params), r), &|d| {
+            acp.methods(d).unwrap().to_vec()
+        });
+    }
 }

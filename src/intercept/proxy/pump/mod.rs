@@ -18,12 +18,13 @@ use serde_json::{Map, Value};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio_util::codec::FramedRead;
 
+mod cancel;
 mod endings;
 mod inflight;
 mod light;
 
 use super::out::Out;
-use super::{Decide, Direction, Held, OnCall, Options, Outcome, Protocol, Tracked};
+use super::{Decide, Decided, Direction, Held, OnCall, Options, Outcome, Protocol, Tracked};
 use crate::jsonrpc::{
     classify, error_response, notification, response, Frame, Id, LineCodec, LineError, Message,
 };
@@ -97,6 +98,11 @@ where
         outs: [Out::new(streams.server_in), Out::new(streams.client_out)],
         pending: [Mutex::default(), Mutex::default()],
         batching: [AtomicBool::new(false), AtomicBool::new(false)],
+        cancels: cancel::Cancels::default(),
+        quick: [
+            light::Quick::new(protocol.methods(Direction::ToServer)),
+            light::Quick::new(protocol.methods(Direction::ToClient)),
+        ],
     };
     let to_server = engine.pump(Direction::ToServer, streams.client_in);
     let to_client = engine.pump(Direction::ToClient, streams.server_out);
@@ -149,6 +155,10 @@ struct Engine<'a, P, G> {
     /// Indexed by [`Direction::index`]: whether the frame being handled has more read
     /// behind it, so that passing it on may be queued (see [`Out::queue`]).
     batching: [AtomicBool; 2],
+    /// Held calls a peer may still cancel, by scope.
+    cancels: cancel::Cancels,
+    /// Indexed by [`Direction::index`]: the byte scan that passes frames unparsed.
+    quick: [Option<light::Quick>; 2],
 }
 
 impl<P: Protocol, G: Decide> Engine<'_, P, G> {
@@ -297,6 +307,13 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
             .call(dir, &method, params.as_ref(), id.is_some());
         let (tracked, notify) = match on {
             OnCall::Hold(held) => return self.hold(dir, frame, id, &method, params, held).await,
+            OnCall::Cancel(scope) => {
+                let n = self.cancels.cancel(&scope);
+                if n > 0 {
+                    tracing::info!(%scope, "{method}: {n} pending decision(s) cut short");
+                }
+                (None, None)
+            }
             OnCall::Pass => (None, None),
             OnCall::Watch(t) => (Some(t), None),
             OnCall::Notify(ev) => (None, Some(ev)),
@@ -315,8 +332,8 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
         Ok(())
     }
 
-    /// Holds a call until the gate decides, then forwards it, rewritten or not, or answers
-    /// its sender ourselves.
+    /// Holds a call until the gate decides (or its scope is cancelled first), then
+    /// forwards it, rewritten or not, or answers its sender ourselves.
     async fn hold(
         &self,
         dir: Direction,
@@ -334,18 +351,44 @@ impl<P: Protocol, G: Decide> Engine<'_, P, G> {
                 return self.refuse_busy(dir, id).await;
             }
         }
+        let started = tokio::time::Instant::now();
+        let mut watch = held.scope.as_deref().map(|s| self.cancels.watch(s));
+        let decision = self.ask(&held);
+        let cancelled = async {
+            match watch.as_mut() {
+                Some(w) => w.cancelled().await,
+                None => std::future::pending().await,
+            }
+        };
+        let decided = tokio::select! {
+            verdict = decision => {
+                self.protocol.decided(dir, method, params.as_ref(), &held, &verdict)
+            }
+            () = cancelled => {
+                let outcome = self.protocol.cancelled(dir, method, params.as_ref(), &held);
+                let why = format!("the peer cancelled {method} before it was decided");
+                self.gate.abandoned(held.event.clone(), why, started.elapsed()).await;
+                Decided { outcome, watch: None, notices: Vec::new() }
+            }
+        };
+        drop(watch);
+        self.apply(dir, frame, id, decided).await
+    }
+
+    /// Asks the gate about a held call.
+    async fn ask(&self, held: &Held) -> crate::protocol::Verdict {
         let ev = held.event.clone();
-        let verdict = if held.native_ask {
-            let (t, p, m) = (ev.event_type, ev.payload, ev.metadata);
+        let (t, p, m) = (ev.event_type, ev.payload, ev.metadata);
+        if held.native_ask {
             self.gate.decide_native(t, p, m).await
         } else {
-            self.gate
-                .decide(ev.event_type, ev.payload, ev.metadata)
-                .await
-        };
-        let decided = self
-            .protocol
-            .decided(dir, method, params.as_ref(), &held, &verdict);
+            self.gate.decide(t, p, m).await
+        }
+    }
+
+    /// Carries out what a held call became: forwarded as it is or rewritten, or answered
+    /// by us and never forwarded.
+    async fn apply(&self, dir: Direction, frame: Frame, id: Option<Id>, decided: Decided) -> Step {
         for n in &decided.notices {
             self.answer(n.to, notification(&n.method, &n.params))
                 .await?;

@@ -1,0 +1,80 @@
+//! The host's options, checked before any I/O ([`HostOptions::from_args`]), then the host
+//! they describe ([`HostOptions::start`]: reads the token file, listens).
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use super::auth::{Token, TokenError, Tokens};
+use super::notify::Webhook;
+use super::Host;
+use crate::cli::HostArgs;
+
+/// Why the host options cannot be used.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    #[error("--host-listen {0:?}: expected http://ADDR (like 127.0.0.1:7800)")]
+    Listen(String),
+    #[error("the approvals host needs at least one client token (--host-token or --host-token-file): unauthenticated clients are refused")]
+    NoTokens,
+    #[error(transparent)]
+    Token(#[from] TokenError),
+    #[error("--notify-webhook needs the approvals host (--host-token or --host-token-file)")]
+    WebhookWithoutHost,
+}
+
+/// The host, as asked for.
+#[derive(Debug, Clone)]
+pub struct HostOptions {
+    /// Its own listener (`--host-listen`), as ADDR.
+    pub listen: Option<String>,
+    specs: Vec<String>,
+    file: Option<PathBuf>,
+    webhook: Option<String>,
+    public_url: Option<String>,
+}
+
+impl HostOptions {
+    /// `None` when no host was asked for. Token specifications are checked here; the
+    /// token file is read by [`HostOptions::start`].
+    pub fn from_args(args: &HostArgs) -> Result<Option<HostOptions>, HostError> {
+        let tokens = !args.host_tokens.is_empty() || args.host_token_file.is_some();
+        if !tokens {
+            if args.host_listen.is_some() {
+                return Err(HostError::NoTokens);
+            }
+            if args.notify_webhook.is_some() {
+                return Err(HostError::WebhookWithoutHost);
+            }
+            return Ok(None);
+        }
+        for spec in &args.host_tokens {
+            Token::parse(spec)?;
+        }
+        let listen = match &args.host_listen {
+            None => None,
+            Some(l) => match l.strip_prefix("http://") {
+                Some(a) if !a.is_empty() => Some(a.trim_end_matches('/').to_owned()),
+                _ => return Err(HostError::Listen(l.clone())),
+            },
+        };
+        Ok(Some(HostOptions {
+            listen,
+            specs: args.host_tokens.clone(),
+            file: args.host_token_file.clone(),
+            webhook: args.notify_webhook.clone().filter(|u| !u.is_empty()),
+            public_url: args.public_url.clone(),
+        }))
+    }
+
+    /// The host. `page` is where the page is served, for the webhook's link when no
+    /// --public-url says otherwise.
+    pub fn start(&self, page: Option<String>) -> Result<Arc<Host>, HostError> {
+        let tokens = Tokens::load(&self.specs, self.file.as_deref())?;
+        if tokens.is_empty() {
+            return Err(HostError::NoTokens);
+        }
+        let link = self.public_url.clone().or(page);
+        let webhook = self.webhook.clone().map(|url| Webhook::new(url, link));
+        Ok(Host::new(tokens, webhook))
+    }
+}

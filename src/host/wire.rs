@@ -1,0 +1,221 @@
+//! One client connection: Agent Host Protocol v1 JSON-RPC (initialize, authenticate,
+//! subscribe, unsubscribe, listSessions, ping, dispatchAction), and which pushed messages
+//! it may see.
+//!
+//! Authentication is the spec's: the client sends `authenticate` with a bearer token for
+//! the host's protected resource; `subscribe` and `listSessions` before that are refused
+//! with `AuthRequired` (-32007) and the resource's metadata.
+
+use std::collections::HashMap;
+use std::sync::Arc;
+
+use ahp_types::actions::StateAction;
+use ahp_types::commands::{
+    AuthenticateParams, DispatchActionParams, InitializeParams, SubscribeParams,
+};
+use ahp_types::errors::ahp_error_codes::{
+    AUTH_REQUIRED, NOT_FOUND, PERMISSION_DENIED, UNSUPPORTED_PROTOCOL_VERSION,
+};
+use serde_json::{json, Value};
+
+use super::{Host, Outgoing, Token};
+use crate::jsonrpc;
+
+/// The protected resource clients authenticate for.
+pub const RESOURCE: &str = "ahp-wrap:approvals";
+
+/// One connected client.
+pub struct Connection {
+    host: Arc<Host>,
+    /// Where it connects from (for the audit log).
+    peer: String,
+    token: Option<Token>,
+    /// Subscribed channels, and the sequence number of the snapshot each started from.
+    subscribed: HashMap<String, u64>,
+}
+
+type Failure = (i64, String, Option<Value>);
+
+impl Connection {
+    pub fn new(host: Arc<Host>, peer: String) -> Connection {
+        Connection {
+            host,
+            peer,
+            token: None,
+            subscribed: HashMap::new(),
+        }
+    }
+
+    /// Handles one message; returns the response to send, if any.
+    pub fn handle(&mut self, text: &str) -> Option<String> {
+        let msg: Value = match serde_json::from_str(text) {
+            Ok(v) => v,
+            Err(e) => {
+                let message = format!("Parse error: {e}");
+                return Some(jsonrpc::error_response(&Value::Null, -32700, &message));
+            }
+        };
+        let id = msg.get("id").cloned();
+        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+        let params = msg.get("params").cloned().unwrap_or(Value::Null);
+        let result = match method {
+            "initialize" => Self::initialize(params),
+            "ping" => Ok(json!({})),
+            "authenticate" => self.authenticate(params),
+            "subscribe" => self.subscribe(params),
+            "listSessions" => self.authed().map(|t| json!({"items": self.host.list(t)})),
+            "unsubscribe" => {
+                if let Some(c) = params.get("channel").and_then(Value::as_str) {
+                    self.subscribed.remove(c);
+                }
+                Ok(Value::Null)
+            }
+            "dispatchAction" => self.dispatch(params),
+            "" => Err((-32600, "Invalid Request: no method".into(), None)),
+            other => Err((-32601, format!("Method not found: {other}"), None)),
+        };
+        let id = id?;
+        Some(match result {
+            Ok(r) => jsonrpc::response(&id, &r),
+            Err((code, message, None)) => jsonrpc::error_response(&id, code, &message),
+            Err((code, message, Some(data))) => json!({"jsonrpc": "2.0", "id": id,
+                "error": {"code": code, "message": message, "data": data}})
+            .to_string(),
+        })
+    }
+
+    /// A pushed message, if this client subscribed to its channel after it was taken and
+    /// its token may see the session.
+    pub fn forward(&self, out: &Outgoing) -> Option<Arc<str>> {
+        let token = self.token.as_ref()?;
+        let from = *self.subscribed.get(&out.channel)?;
+        (out.seq > from && token.sees(&out.cwd)).then(|| out.text.clone())
+    }
+
+    /// The version both speak. Snapshots come with `subscribe`, after `authenticate`.
+    fn initialize(params: Value) -> Result<Value, Failure> {
+        let p: InitializeParams = serde_json::from_value(params)
+            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        let version = ahp_types::negotiate_protocol_version(&p.protocol_versions)
+            .map_err(|e| (-32602, e, None))?
+            .ok_or_else(|| {
+                let data = json!({"supportedVersions": ahp_types::SUPPORTED_PROTOCOL_VERSIONS});
+                let offered = p.protocol_versions.join(", ");
+                let message = format!("Unsupported protocol version: {offered}");
+                (UNSUPPORTED_PROTOCOL_VERSION as i64, message, Some(data))
+            })?;
+        Ok(json!({
+            "protocolVersion": version,
+            "serverSeq": 0,
+            "serverInfo": {"name": "ahp-wrap", "version": env!("CARGO_PKG_VERSION")},
+            "snapshots": [],
+        }))
+    }
+
+    fn resource() -> Value {
+        json!({
+            "resource": RESOURCE,
+            "resource_name": "ahp-wrap approvals",
+            "bearer_methods_supported": ["authenticate"],
+            "scopes_supported": ["approve", "view"],
+            "required": true,
+        })
+    }
+
+    fn authed(&self) -> Result<&Token, Failure> {
+        self.token.as_ref().ok_or_else(|| {
+            let data = json!({"resources": [Self::resource()]});
+            (
+                AUTH_REQUIRED as i64,
+                "Authentication required: send authenticate with a bearer token".into(),
+                Some(data),
+            )
+        })
+    }
+
+    fn authenticate(&mut self, params: Value) -> Result<Value, Failure> {
+        let p: AuthenticateParams = serde_json::from_value(params)
+            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        match self.host.tokens.check(&p.token) {
+            Some(t) => {
+                tracing::info!(
+                    "approvals host: {} authenticated from {}",
+                    t.name,
+                    self.peer
+                );
+                self.token = Some(t.clone());
+                self.subscribed.clear();
+                Ok(json!({}))
+            }
+            None => {
+                tracing::warn!("approvals host: a wrong token from {}", self.peer);
+                self.token = None;
+                self.subscribed.clear();
+                let data = json!({"resources": [Self::resource()]});
+                Err((
+                    AUTH_REQUIRED as i64,
+                    "Authentication failed: unknown token".into(),
+                    Some(data),
+                ))
+            }
+        }
+    }
+
+    fn subscribe(&mut self, params: Value) -> Result<Value, Failure> {
+        let p: SubscribeParams = serde_json::from_value(params)
+            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        let token = self.authed()?;
+        let Some((state, seq)) = self.host.snapshot(&p.channel, token) else {
+            return Err((
+                NOT_FOUND as i64,
+                format!("No such channel: {}", p.channel),
+                None,
+            ));
+        };
+        self.subscribed.insert(p.channel.clone(), seq);
+        Ok(json!({"snapshot": {"resource": p.channel, "state": state, "fromSeq": seq}}))
+    }
+
+    /// `dispatchAction`: the one action a client may dispatch here is its answer to a
+    /// pending tool confirmation.
+    fn dispatch(&mut self, params: Value) -> Result<Value, Failure> {
+        let p: DispatchActionParams = serde_json::from_value(params)
+            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        let token = self.authed()?;
+        let StateAction::ChatToolCallConfirmed(a) = p.action else {
+            return Err((
+                PERMISSION_DENIED as i64,
+                "Only chat/toolCallConfirmed may be dispatched here".into(),
+                None,
+            ));
+        };
+        let message = a.reason_message.map(|m| m.as_text().to_owned());
+        let answered = self.host.answer(
+            token,
+            &self.peer,
+            &p.channel,
+            &a.tool_call_id,
+            a.approved,
+            message,
+        );
+        match answered {
+            Ok(()) => {
+                tracing::info!(
+                    "approvals host: {} {} {} from {}",
+                    token.name,
+                    if a.approved { "approved" } else { "denied" },
+                    a.tool_call_id,
+                    self.peer
+                );
+                Ok(Value::Null)
+            }
+            Err(why) => {
+                tracing::warn!(
+                    "approvals host: refused an answer from {}: {why}",
+                    self.peer
+                );
+                Err((PERMISSION_DENIED as i64, why, None))
+            }
+        }
+    }
+}
