@@ -76,7 +76,8 @@ fn main() {
         ));
     }
     for w in &mut workers {
-        let _ = w.kill();
+        // SIGTERM: the worker removes its temporary directory.
+        unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
         let _ = w.wait();
     }
     drop(broker);
@@ -115,6 +116,8 @@ fn worker(
         .arg(cap)
         .args(["--", "true"])
         .env("AHP_WRAP_LOG", "warn")
+        .env("TMPDIR", dir)
+        .env("XDG_STATE_HOME", dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(std::fs::File::create(&log).unwrap())
@@ -144,6 +147,7 @@ fn direct() -> Duration {
         .join("direct.jsonl");
     let t = Instant::now();
     let ok = Command::new(AHP_WRAP)
+        .env("XDG_STATE_HOME", LOG.get().unwrap().path())
         .args(["--summary", "never", "--audit-log"])
         .arg(&log)
         .args(["--", "true"])

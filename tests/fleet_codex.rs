@@ -131,6 +131,7 @@ fn codex_worker(
             worker.env(k, v);
         }
     }
+    worker.env("TMPDIR", f.dir.path());
     let log = f.path("worker.log");
     worker
         .env("AHP_WRAP_LOG", "info")

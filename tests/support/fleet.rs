@@ -53,7 +53,9 @@ impl Fleet {
         p
     }
 
-    /// A command in this test's environment: ours cleared, PATH kept, HOME here.
+    /// A command in this test's environment: ours cleared, PATH kept, HOME and TMPDIR
+    /// here (a worker's temporary directory, left behind when it is SIGKILLed, goes with
+    /// the test's).
     pub fn command(&self, args: &[&str]) -> Command {
         let mut cmd = Command::new(bin());
         cmd.args(args)
@@ -61,6 +63,7 @@ impl Fleet {
             .env_clear()
             .env("PATH", std::env::var_os("PATH").unwrap_or_default())
             .env("HOME", self.path("home"))
+            .env("TMPDIR", self.dir.path())
             .stdin(Stdio::null());
         cmd
     }
@@ -159,7 +162,7 @@ impl Submitted {
     }
 }
 
-/// A worker process; SIGKILLed when dropped (its runs die with it).
+/// A worker process; stopped when dropped (SIGTERM, then SIGKILL after 10 s).
 pub struct Worker {
     pub child: Child,
     pub log: PathBuf,
@@ -197,6 +200,16 @@ impl Worker {
 
 impl Drop for Worker {
     fn drop(&mut self) {
+        if let Ok(None) = self.child.try_wait() {
+            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let start = Instant::now();
+            while let Ok(None) = self.child.try_wait() {
+                if start.elapsed() > Duration::from_secs(10) {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(20));
+            }
+        }
         self.kill();
     }
 }
