@@ -279,7 +279,7 @@ fn read_output(
     Some(Ok(value))
 }
 
-/// The end of `bytes` as text, at most [`SUMMARY_CHARS`] characters, trimmed.
+/// The end of `bytes` as text, at most `SUMMARY_CHARS` characters, trimmed.
 pub fn summary_of(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let text = text.trim();
