@@ -317,3 +317,28 @@ mod tests {
         );
     }
 }
+
+/// A message as a server reads it, leniently: its id (`None` for a notification), method
+/// (empty when there is none) and params (`null` when there are none).
+#[derive(Debug, Clone, PartialEq)]
+pub struct Incoming {
+    pub id: Option<Value>,
+    pub method: String,
+    pub params: Value,
+}
+
+/// Reads one message a server received. Text that is not JSON gets the error answer to
+/// send back (code -32700, null id).
+pub fn incoming(text: &str) -> Result<Incoming, String> {
+    let mut msg: Value = serde_json::from_str(text)
+        .map_err(|e| error_response(&Value::Null, -32700, &format!("Parse error: {e}")))?;
+    let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
+    Ok(Incoming {
+        method: method.to_owned(),
+        id: msg.get("id").cloned(),
+        params: msg
+            .get_mut("params")
+            .map(Value::take)
+            .unwrap_or(Value::Null),
+    })
+}

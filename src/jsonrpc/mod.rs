@@ -17,6 +17,6 @@ pub mod message;
 pub use codec::{Frame, LineCodec};
 pub use framing::LineError;
 pub use message::{
-    classify, error_response, notification, request, response, Id, IdRef, Message, MessageError,
-    RpcError,
+    classify, error_response, incoming, notification, request, response, Id, IdRef, Incoming,
+    Message, MessageError, RpcError,
 };

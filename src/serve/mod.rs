@@ -40,17 +40,11 @@ pub struct Engine {
 impl Engine {
     /// Handles one JSON-RPC message; returns the answer to send, if any.
     pub async fn handle(&self, text: &str) -> Option<String> {
-        let msg: Value = match serde_json::from_str(text) {
-            Ok(v) => v,
-            Err(e) => {
-                let message = format!("Parse error: {e}");
-                return Some(jsonrpc::error_response(&Value::Null, -32700, &message));
-            }
+        let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
+            Ok(m) => m,
+            Err(answer) => return Some(answer),
         };
-        let id = msg.get("id").cloned();
-        let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
-        let params = msg.get("params").cloned().unwrap_or(Value::Null);
-        let result = match method {
+        let result = match method.as_str() {
             "ahp/handshake" => self.handshake(&params),
             "ahp/event" => self.event(params, id.is_some()).await,
             "ahp/batch" => self.batch(params).await,
