@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
 # Every benchmark, one table: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]
-#                                         [--pathshim]
+#                                         [--pathshim] [--fleet]
 #
 #   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
 #   --write     also write the table into BENCHMARKS.md's results block
 #   --compare   also time another build's hook process in the same run (before/after)
 #   --pathshim  only the PATH-shim rows (a command through its shim under --framework path,
 #               against the bare command), no criterion; --write puts them in their own block
+#   --fleet     only the HCP fleet rows (benches/fleet.rs: tasks/s through a private RabbitMQ
+#               broker, latency per task against the same run started directly)
 #
 # Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
 # harness client, audit log, the parent's share of a hook), then the whole-process benches
@@ -22,23 +24,27 @@ export CRITERION_HOME=${CRITERION_HOME:-$target/criterion}
 export AHP_BENCH_TMPDIR=${AHP_BENCH_TMPDIR:-$target}
 mkdir -p "$AHP_BENCH_TMPDIR"
 
-quick=() write=() crit=() compare=() only=()
+quick=() write=() crit=() compare=() only=() fleet=
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=(--quick) crit=(--warm-up-time 1 --measurement-time 1) ;;
     --write) write=(--write BENCHMARKS.md) ;;
     --compare) compare=(--compare "$(realpath "${2:?--compare needs a path}")"); shift ;;
     --pathshim) only=(--only pathshim) ;;
-    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim]" >&2; exit 2 ;;
+    --fleet) fleet=only ;;
+    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim] [--fleet]" >&2; exit 2 ;;
   esac
   shift
 done
 
+if [ "$fleet" = only ]; then
+  exec cargo bench --locked --bench fleet -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}
+fi
 if [ ${#only[@]} -gt 0 ]; then
   exec cargo bench --locked --bench wrapper -- "${only[@]}" ${quick[@]+"${quick[@]}"} \
     ${write[@]+"${write[@]}"}
 fi
-cargo bench --locked --bench inproc --bench wrapper --bench proxy --no-run
+cargo bench --locked --bench inproc --bench wrapper --bench proxy --bench fleet --no-run
 log=$target/bench-inproc.log
 echo "in-process benches (criterion; full output in $log)…" >&2
 cargo bench --locked --bench inproc -- ${crit[@]+"${crit[@]}"} >"$log"
@@ -47,3 +53,5 @@ cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} ${write[@]+"${
   ${compare[@]+"${compare[@]}"}
 # The MCP stream proxy: pass-through, an intercepted call, memory over a long stream.
 cargo bench --locked --bench proxy -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}
+# The HCP fleet on a private RabbitMQ broker (skipped, saying so, when none is installed).
+cargo bench --locked --bench fleet -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}

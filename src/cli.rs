@@ -12,6 +12,9 @@ use crate::config::SummaryWhen;
 use crate::gate::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
+mod fleet;
+pub use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
+
 /// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.
 ///
 /// Every tool call, prompt and session step of the agent is sent to the harness as an AHP
@@ -49,6 +52,14 @@ pub enum Command {
     Audit {
         #[command(subcommand)]
         command: AuditCommand,
+    },
+    /// Be an HCP worker: take tasks of one capability from a RabbitMQ queue and run each
+    /// under supervision (see README, "A fleet of workers").
+    Worker(WorkerArgs),
+    /// Submit HCP tasks to workers, or abort them.
+    Task {
+        #[command(subcommand)]
+        command: TaskCommand,
     },
     /// What an agent's hook system calls: relays the hook payload (stdin) to the wrapper
     /// and prints the decision in the framework's own form.

@@ -16,8 +16,14 @@ pub enum Exit {
     Problem,
     /// A subcommand cannot run (bad arguments, an unreadable file): 2.
     Error,
+    /// An HCP task was refused by the worker's L3 gate: 121.
+    TaskRefused,
     /// `--require-hooks` and the agent never called a hook: 122.
     NoHooks,
+    /// An HCP task was aborted: 123.
+    TaskAborted,
+    /// No answer in the time given (`task submit --timeout`), as `timeout` says it: 124.
+    TimedOut,
     /// The wrapper itself failed or refused to run, as `env` and `timeout` say it: 125.
     Wrapper,
     /// The agent program cannot be executed, as a shell says it: 126.
@@ -38,7 +44,10 @@ impl Exit {
             Exit::Status(code) => code,
             Exit::Problem => 1,
             Exit::Error => 2,
+            Exit::TaskRefused => 121,
             Exit::NoHooks => 122,
+            Exit::TaskAborted => 123,
+            Exit::TimedOut => 124,
             Exit::Wrapper => 125,
             Exit::NotExecutable => 126,
             Exit::NotFound => 127,
@@ -84,7 +93,10 @@ mod tests {
             (Exit::Status(3), 3),
             (Exit::Problem, 1),
             (Exit::Error, 2),
+            (Exit::TaskRefused, 121),
             (Exit::NoHooks, 122),
+            (Exit::TaskAborted, 123),
+            (Exit::TimedOut, 124),
             (Exit::Wrapper, 125),
             (Exit::NotExecutable, 126),
             (Exit::NotFound, 127),

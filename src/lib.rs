@@ -33,6 +33,9 @@
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from
+//!   a queue and runs each as an ordinary supervised run (a child `ahp-wrap -- <agent>`),
+//!   streaming its audit records as events; `ahp-wrap task submit|abort` is the caller.
 //! - [`host`]: the Agent Host Protocol host: live sessions, tool calls and decisions, and
 //!   pending escalations answered from the approvals page or any client.
 //! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
@@ -46,6 +49,7 @@ pub mod commands;
 pub mod config;
 pub mod control;
 pub mod exit;
+pub mod fleet;
 pub mod frameworks;
 pub mod gate;
 pub mod host;

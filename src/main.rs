@@ -6,6 +6,7 @@ use ahp_wrap::cli::{Cli, Command};
 use ahp_wrap::commands;
 use ahp_wrap::config::Config;
 use ahp_wrap::exit::Exit;
+use ahp_wrap::fleet;
 use ahp_wrap::intercept::hooks::relay;
 use ahp_wrap::intercept::pathshim;
 use ahp_wrap::run;
@@ -37,6 +38,11 @@ fn main() -> ExitCode {
         }
         Some(Command::Audit { command }) => commands::audit(command),
         Some(Command::Policy { command }) => commands::policy(command),
+        Some(Command::Worker(args)) => match termlog::init(&args.amqp.log, None, false) {
+            Ok(_) => fleet::command::worker(args),
+            Err(e) => fail(&e, Exit::Error),
+        },
+        Some(Command::Task { command }) => fleet::command::task(command),
         Some(Command::Serve(args)) => match termlog::init(&args.log, None, false) {
             Ok(_) => commands::serve(args),
             Err(e) => fail(&e, Exit::Error),

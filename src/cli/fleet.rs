@@ -1,0 +1,168 @@
+//! The command line of the HCP fleet: `ahp-wrap worker` and `ahp-wrap task submit|abort`
+//! (see [`crate::fleet`]).
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::{Args, Subcommand};
+
+use crate::gate::{FailMode, Mode};
+
+#[derive(Debug, Subcommand)]
+pub enum TaskCommand {
+    /// Submit a task and print its events and result. Exit codes: 0 complete; the agent's
+    /// code (else 1) when it failed; 121 refused; 123 aborted; 124 no result in time; 2 no
+    /// broker or bad arguments.
+    Submit(SubmitArgs),
+    /// Ask every worker to stop a task (SIGTERM, then SIGKILL to the agent's tree).
+    Abort(AbortArgs),
+}
+
+#[derive(Debug, Args)]
+pub struct AmqpArgs {
+    /// The broker: amqp://[USER:PASS@]HOST[:PORT]/VHOST (`%2f` is the default vhost).
+    #[arg(
+        long,
+        env = "AHP_WRAP_AMQP",
+        hide_env_values = true,
+        value_name = "URI"
+    )]
+    pub amqp: String,
+
+    /// AMQP heartbeat interval asked for, in seconds (unless the URI says `heartbeat=`).
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub amqp_heartbeat: u16,
+
+    /// Give up on one connection attempt after this many seconds.
+    #[arg(long, default_value_t = 10, value_name = "SECS")]
+    pub connect_timeout: u64,
+
+    /// Log filter.
+    #[arg(
+        long,
+        env = "AHP_WRAP_LOG",
+        default_value = "warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
+}
+
+#[derive(Debug, Args)]
+pub struct SubmitArgs {
+    #[command(flatten)]
+    pub amqp: AmqpArgs,
+
+    /// The capability (its workers' queue).
+    #[arg(long, value_name = "NAME")]
+    pub capability: String,
+
+    /// What to achieve.
+    #[arg(long, value_name = "TEXT")]
+    pub intent: String,
+
+    /// The task's input (JSON), checked against the capability's input schema.
+    #[arg(long, value_name = "JSON")]
+    pub input: Option<String>,
+
+    /// The risk the task declares (R1 lowest .. R5 highest).
+    #[arg(long, default_value = "R1", value_name = "R1..R5")]
+    pub risk: String,
+
+    /// The data class the task declares (T1 public .. T4 restricted).
+    #[arg(long, default_value = "T1", value_name = "T1..T4")]
+    pub data_class: String,
+
+    /// A hazard category the task declares (repeatable).
+    #[arg(long, value_name = "NAME")]
+    pub hazard: Vec<String>,
+
+    /// The task id (default: a fresh one, printed first).
+    #[arg(long, value_name = "ID")]
+    pub id: Option<String>,
+
+    /// Give up waiting for the result after this many seconds (0: wait as long as it takes).
+    #[arg(long, default_value_t = 0, value_name = "SECS")]
+    pub timeout: u64,
+
+    /// Print every message as a JSON line instead of text.
+    #[arg(long)]
+    pub json: bool,
+}
+
+#[derive(Debug, Args)]
+pub struct AbortArgs {
+    #[command(flatten)]
+    pub amqp: AmqpArgs,
+
+    /// The task to stop.
+    pub task_id: String,
+
+    /// Why (passed on in the task's result).
+    #[arg(long, value_name = "TEXT")]
+    pub reason: Option<String>,
+}
+
+#[derive(Debug, Args)]
+pub struct WorkerArgs {
+    #[command(flatten)]
+    pub amqp: AmqpArgs,
+
+    /// The capability file (TOML: name, description, schemas, risk ceiling, constraints).
+    #[arg(long, value_name = "FILE")]
+    pub capability: PathBuf,
+
+    /// The longest wait between reconnection attempts after the broker is lost, in seconds.
+    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    pub reconnect_max: u64,
+
+    /// Seconds between SIGTERM and SIGKILL when a task's run is stopped.
+    #[arg(long, default_value_t = 5, value_name = "SECS")]
+    pub abort_grace: u64,
+
+    /// The audit log of every task's run (default: one in a temporary directory, removed
+    /// when the worker stops).
+    #[arg(long, value_name = "PATH")]
+    pub audit_log: Option<PathBuf>,
+
+    /// Key for HMAC-signing the audit log (else AHP_WRAP_AUDIT_KEY).
+    #[arg(long, value_name = "PATH")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// The harness each run asks (as for a run); without it, the embedded policy.
+    #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]
+    pub harness: Option<String>,
+
+    /// Policy file for the embedded harness and for the L3 check of intents.
+    #[arg(long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// Embedded policy mode (also for the L3 check of intents).
+    #[arg(long, value_enum, default_value = "enforce")]
+    pub mode: Mode,
+
+    /// What a blocking event gets when no valid decision arrives in time.
+    #[arg(long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    /// Deadline for one blocking event, in milliseconds.
+    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    pub timeout: u64,
+
+    /// The agent's framework (default: from the agent's executable name).
+    #[arg(long, value_name = "NAME")]
+    pub framework: Option<String>,
+
+    /// Also intercept these commands through PATH shims (as for a run).
+    #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
+    pub intercept: Vec<String>,
+
+    /// The agent command; `{task}` in an argument is replaced by the task's intent, and
+    /// without one the intent is written to the agent's stdin.
+    #[arg(
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "AGENT",
+        required = true
+    )]
+    pub agent: Vec<OsString>,
+}

@@ -1,0 +1,228 @@
+//! The AMQP side: connecting (with the heartbeat and connection timeout the URI may not
+//! say), the durable topology, and publishing that waits for the broker's confirm.
+
+use std::time::Duration;
+
+use lapin::options::{
+    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
+    QueueDeclareOptions,
+};
+use lapin::types::FieldTable;
+use lapin::uri::AMQPUri;
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+
+use super::{task_queue, ABORT_EXCHANGE, TASK_EXCHANGE};
+
+/// AMQP delivery mode of messages the broker keeps on disk.
+const PERSISTENT: u8 = 2;
+
+/// Why talking to the broker failed.
+#[derive(Debug, thiserror::Error)]
+pub enum AmqpError {
+    #[error("invalid AMQP URI {uri:?}: {why}")]
+    Uri { uri: String, why: String },
+    #[error("cannot connect to the broker at {at}")]
+    Connect {
+        at: String,
+        #[source]
+        source: lapin::Error,
+    },
+    #[error("no connection to the broker at {at} within {secs} s")]
+    ConnectTimeout { at: String, secs: u64 },
+    #[error("failed to {what}")]
+    Broker {
+        what: String,
+        #[source]
+        source: lapin::Error,
+    },
+    #[error("the broker refused to take the message ({0})")]
+    Nacked(String),
+    #[error("no queue takes messages for {0:?}: no worker of that capability has declared it")]
+    Unroutable(String),
+}
+
+/// Shorthand for a broker call that failed while doing `what`.
+pub fn broker(what: &str) -> impl FnOnce(lapin::Error) -> AmqpError + '_ {
+    move |source| AmqpError::Broker {
+        what: what.to_owned(),
+        source,
+    }
+}
+
+/// Where to connect: the URI, completed with our heartbeat and timeout unless it says.
+#[derive(Debug, Clone)]
+pub struct Target {
+    uri: AMQPUri,
+    /// The URI without its password, for messages.
+    pub shown: String,
+    pub timeout: Duration,
+}
+
+impl Target {
+    pub fn parse(uri: &str, heartbeat_secs: u16, timeout: Duration) -> Result<Target, AmqpError> {
+        let mut parsed: AMQPUri = uri.parse().map_err(|why| AmqpError::Uri {
+            uri: uri.to_owned(),
+            why,
+        })?;
+        if parsed.scheme == lapin::uri::AMQPScheme::AMQPS {
+            return Err(AmqpError::Uri {
+                uri: uri.to_owned(),
+                why: "amqps:// is not supported: this build has no TLS stack (use amqp:// to a \
+                      local broker, or a TLS tunnel)"
+                    .into(),
+            });
+        }
+        parsed.query.heartbeat.get_or_insert(heartbeat_secs);
+        parsed
+            .query
+            .connection_timeout
+            .get_or_insert(timeout.as_millis() as u64);
+        let shown = format!(
+            "{}:{}/{}",
+            parsed.authority.host, parsed.authority.port, parsed.vhost
+        );
+        Ok(Target {
+            uri: parsed,
+            shown,
+            timeout,
+        })
+    }
+
+    /// One connection attempt, bounded by the timeout.
+    pub async fn connect(&self, name: &str) -> Result<Connection, AmqpError> {
+        let props = ConnectionProperties::default().with_connection_name(name.into());
+        let attempt = Connection::connect_uri(self.uri.clone(), props);
+        match tokio::time::timeout(self.timeout, attempt).await {
+            Ok(Ok(c)) => Ok(c),
+            Ok(Err(source)) => Err(AmqpError::Connect {
+                at: self.shown.clone(),
+                source,
+            }),
+            Err(_) => Err(AmqpError::ConnectTimeout {
+                at: self.shown.clone(),
+                secs: self.timeout.as_secs(),
+            }),
+        }
+    }
+}
+
+/// A channel with publisher confirms on.
+pub async fn confirmed_channel(conn: &Connection) -> Result<Channel, AmqpError> {
+    let ch = conn
+        .create_channel()
+        .await
+        .map_err(broker("open a channel"))?;
+    ch.confirm_select(ConfirmSelectOptions::default())
+        .await
+        .map_err(broker("turn publisher confirms on"))?;
+    Ok(ch)
+}
+
+/// Declares the durable task exchange, the capability's durable queue bound to it, and the
+/// abort exchange. Declaring is idempotent: every worker and caller may do it.
+pub async fn declare_topology(ch: &Channel, capability: &str) -> Result<(), AmqpError> {
+    let durable = ExchangeDeclareOptions {
+        durable: true,
+        ..Default::default()
+    };
+    ch.exchange_declare(
+        TASK_EXCHANGE.into(),
+        lapin::ExchangeKind::Direct,
+        durable,
+        FieldTable::default(),
+    )
+    .await
+    .map_err(broker("declare the task exchange"))?;
+    ch.exchange_declare(
+        ABORT_EXCHANGE.into(),
+        lapin::ExchangeKind::Fanout,
+        durable,
+        FieldTable::default(),
+    )
+    .await
+    .map_err(broker("declare the abort exchange"))?;
+    let queue = task_queue(capability);
+    ch.queue_declare(
+        queue.as_str().into(),
+        QueueDeclareOptions {
+            durable: true,
+            ..Default::default()
+        },
+        FieldTable::default(),
+    )
+    .await
+    .map_err(broker("declare the task queue"))?;
+    ch.queue_bind(
+        queue.as_str().into(),
+        TASK_EXCHANGE.into(),
+        capability.into(),
+        QueueBindOptions::default(),
+        FieldTable::default(),
+    )
+    .await
+    .map_err(broker("bind the task queue"))
+}
+
+/// JSON message properties; persistent ones are kept on disk by the broker.
+pub fn json_props(correlation_id: &str, persistent: bool) -> BasicProperties {
+    let props = BasicProperties::default()
+        .with_content_type("application/json".into())
+        .with_correlation_id(correlation_id.into())
+        .with_message_id(crate::random_hex(8).into());
+    if persistent {
+        props.with_delivery_mode(PERSISTENT)
+    } else {
+        props
+    }
+}
+
+/// Publishes and waits for the broker's confirm; a mandatory message nobody routes is an
+/// error ([`AmqpError::Unroutable`]).
+pub async fn publish(
+    ch: &Channel,
+    exchange: &str,
+    routing_key: &str,
+    body: &[u8],
+    props: BasicProperties,
+    mandatory: bool,
+) -> Result<(), AmqpError> {
+    let options = BasicPublishOptions {
+        mandatory,
+        ..Default::default()
+    };
+    let confirm = ch
+        .basic_publish(exchange.into(), routing_key.into(), options, body, props)
+        .await
+        .map_err(broker("publish"))?
+        .await
+        .map_err(broker("get the broker's confirm"))?;
+    match confirm {
+        Confirmation::Ack(None) | Confirmation::NotRequested => Ok(()),
+        Confirmation::Ack(Some(_)) => Err(AmqpError::Unroutable(routing_key.to_owned())),
+        Confirmation::Nack(_) => Err(AmqpError::Nacked(format!(
+            "nack for {exchange:?}/{routing_key:?}"
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn uris_get_our_heartbeat_unless_they_say() {
+        let t = Target::parse("amqp://u:secret@h:5673/v", 7, Duration::from_secs(3)).unwrap();
+        assert_eq!(t.uri.query.heartbeat, Some(7));
+        assert_eq!(t.uri.query.connection_timeout, Some(3000));
+        assert!(!t.shown.contains("secret"), "{}", t.shown);
+        let t = Target::parse("amqp://h/v?heartbeat=2", 7, Duration::from_secs(3)).unwrap();
+        assert_eq!(t.uri.query.heartbeat, Some(2));
+    }
+
+    #[test]
+    fn bad_uris_say_why() {
+        let tls = Target::parse("amqps://h/v", 7, Duration::from_secs(3)).unwrap_err();
+        assert!(tls.to_string().contains("no TLS"), "{tls}");
+        assert!(Target::parse("not a uri", 7, Duration::from_secs(3)).is_err());
+    }
+}
