@@ -246,7 +246,7 @@ pub fn verify_with_head(path: &Path, key: Option<&[u8]>, head: Option<&Head>) ->
         let cut_or_end = report
             .problem
             .as_ref()
-            .map_or(true, |p| matches!(p.kind, ProblemKind::Truncated { .. }));
+            .is_none_or(|p| matches!(p.kind, ProblemKind::Truncated { .. }));
         if report.records <= head.seq && cut_or_end {
             let (line, offset) = report.problem.as_ref().map_or(end, |p| (p.line, p.offset));
             report.problem = Some(Problem {

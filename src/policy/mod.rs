@@ -276,7 +276,7 @@ impl Policy {
         );
         let mut best: Option<(u8, PolicyDecision)> = None;
         let mut propose = |rank: u8, decision: PolicyDecision| {
-            if best.as_ref().map_or(true, |(r, _)| rank > *r) {
+            if best.as_ref().is_none_or(|(r, _)| rank > *r) {
                 best = Some((rank, decision));
             }
         };

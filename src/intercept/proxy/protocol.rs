@@ -112,7 +112,7 @@ pub trait Protocol: Send + Sync + 'static {
     /// [`Protocol::methods`]). `false` lets the engine pass such calls on after a light
     /// look (method and id only).
     fn intercepts(&self, dir: Direction, method: &str) -> bool {
-        self.methods(dir).map_or(true, |m| m.contains(&method))
+        self.methods(dir).is_none_or(|m| m.contains(&method))
     }
 
     /// A call travelling `dir`: `request` is false for a notification.

@@ -247,18 +247,18 @@ impl CommandCond {
         let cmd = &c.cmd;
         let some = |p: &Option<Patterns>, items: &[String]| {
             p.as_ref()
-                .map_or(true, |p| items.iter().any(|i| p.is_match(i)))
+                .is_none_or(|p| items.iter().any(|i| p.is_match(i)))
         };
         let paths = |p: &Option<PathCond>, items: &[ResolvedPath]| {
-            p.as_ref().map_or(true, |p| p.any(items, f))
+            p.as_ref().is_none_or(|p| p.any(items, f))
         };
         self.program
             .as_ref()
-            .map_or(true, |p| p.is_match(&cmd.program))
+            .is_none_or(|p| p.is_match(&cmd.program))
             && self
                 .program_not
                 .as_ref()
-                .map_or(true, |p| !p.is_match(&cmd.program))
+                .is_none_or(|p| !p.is_match(&cmd.program))
             && self
                 .args_any
                 .iter()
@@ -266,29 +266,29 @@ impl CommandCond {
             && self
                 .args_all
                 .as_ref()
-                .map_or(true, |p| cmd.args.iter().all(|a| p.is_match(a)))
+                .is_none_or(|p| cmd.args.iter().all(|a| p.is_match(a)))
             && some(&self.env, &cmd.env)
             && some(&self.fed_by, &cmd.fed_by)
             && paths(&self.operands, &c.operands)
             && paths(&self.reads, &c.reads)
             && paths(&self.writes, &c.writes)
             && paths(&self.deletes, &c.deletes)
-            && self.unknown.map_or(true, |u| u == c.unknown.is_some())
+            && self.unknown.is_none_or(|u| u == c.unknown.is_some())
             && self
                 .dynamic_code
-                .map_or(true, |d| d == cmd.dynamic_code.is_some())
+                .is_none_or(|d| d == cmd.dynamic_code.is_some())
             && self
                 .code_matches
                 .as_ref()
-                .map_or(true, |p| cmd.code.as_deref().is_some_and(|t| p.is_match(t)))
+                .is_none_or(|p| cmd.code.as_deref().is_some_and(|t| p.is_match(t)))
             && some(&self.vars, &cmd.vars)
             && self
                 .via_not
                 .as_ref()
-                .map_or(true, |p| !cmd.via.iter().any(|v| p.is_match(v)))
+                .is_none_or(|p| !cmd.via.iter().any(|v| p.is_match(v)))
             && self
                 .wrapper_pid
-                .map_or(true, |w| w == signals_wrapper(&cmd.args, &f.protected.pids))
+                .is_none_or(|w| w == signals_wrapper(&cmd.args, &f.protected.pids))
     }
 }
 
@@ -405,7 +405,7 @@ impl Rule {
                 None => Vec::new(),
             };
             let ok = |c: &Option<PathCond>, items: &[ResolvedPath]| {
-                c.as_ref().map_or(true, |c| c.any(items, f))
+                c.as_ref().is_none_or(|c| c.any(items, f))
             };
             if !(ok(&fc.reads, &f.reads) && ok(&fc.writes, &f.writes) && ok(&fc.paths, &both)) {
                 return false;
@@ -419,11 +419,9 @@ impl Rule {
                     .unwrap_or_default()
                     .trim_end_matches('.')
                     .to_lowercase();
-                u.hosts.as_ref().map_or(true, |p| p.is_match(&host))
-                    && u.urls.as_ref().map_or(true, |p| p.is_match(url.as_str()))
-                    && u.schemes
-                        .as_ref()
-                        .map_or(true, |p| p.is_match(url.scheme()))
+                u.hosts.as_ref().is_none_or(|p| p.is_match(&host))
+                    && u.urls.as_ref().is_none_or(|p| p.is_match(url.as_str()))
+                    && u.schemes.as_ref().is_none_or(|p| p.is_match(url.scheme()))
             });
             if !hit {
                 return false;

@@ -51,7 +51,7 @@ impl Walker<'_> {
             via.push(cmd.program.clone());
             let inner = Command {
                 cwd_known: cmd.cwd_known
-                    && unwrapped.chdir.as_deref().map_or(true, |d| !is_unknown(d)),
+                    && unwrapped.chdir.as_deref().is_none_or(|d| !is_unknown(d)),
                 cwd: cwd.clone(),
                 fed_by: cmd.fed_by.clone(),
                 stdin: cmd.stdin.clone(),

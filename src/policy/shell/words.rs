@@ -120,7 +120,7 @@ impl Walker<'_> {
             K::ReadAndWrite => (true, true),
             K::DuplicateInput | K::DuplicateOutput => (false, false),
         };
-        if reads && fd.map_or(true, |f| f == 0) {
+        if reads && fd.is_none_or(|f| f == 0) {
             *stdin = Some(Stdin::File(text.clone()));
         }
         if reads || writes {
@@ -148,7 +148,7 @@ impl Walker<'_> {
         let programs = self.nested(|w| w.list(&sub.list, &mut ctx.clone()))?;
         if matches!(kind, ast::ProcessSubstitutionKind::Read) {
             cmd.fed_by.extend(programs);
-            if fd.map_or(true, |f| f == 0) {
+            if fd.is_none_or(|f| f == 0) {
                 *stdin =
                     Some(literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal));
             }
