@@ -54,10 +54,17 @@ pub fn run(cfg: Config) -> Exit {
             return Exit::Wrapper;
         }
     };
-    let runtime = match tokio::runtime::Builder::new_current_thread()
-        .enable_all()
-        .build()
-    {
+    // A stream proxy pumps its two directions on two threads; everything else runs on
+    // this one (the hook path is lighter without a thread pool).
+    let mut builder = match cfg.proxy {
+        Some(_) => {
+            let mut b = tokio::runtime::Builder::new_multi_thread();
+            b.worker_threads(2);
+            b
+        }
+        None => tokio::runtime::Builder::new_current_thread(),
+    };
+    let runtime = match builder.enable_all().build() {
         Ok(rt) => rt,
         Err(e) => {
             eprintln!("ahp-wrap: cannot start the runtime: {e}");

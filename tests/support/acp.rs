@@ -266,10 +266,10 @@ pub async fn session(
     let acp = Acp::new(agent_kind.name(), Some(world.ws().canonicalize().unwrap()));
     let proxy = tokio::spawn(async move {
         run(
-            &acp,
-            &*gate,
+            Arc::new(acp),
+            gate,
             streams,
-            &Options::default(),
+            Options::default(),
             std::future::pending(),
         )
         .await

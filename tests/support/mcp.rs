@@ -196,7 +196,14 @@ impl Proxied {
                 server_in: stdio.1,
                 server_out: stdio.0,
             };
-            run(&mcp, &*gate, streams, &options, std::future::pending()).await
+            run(
+                std::sync::Arc::new(mcp),
+                gate,
+                streams,
+                options,
+                std::future::pending(),
+            )
+            .await
         });
         Proxied {
             client: tokio::io::split(client),

@@ -69,7 +69,14 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
                 server_in,
                 server_out,
             };
-            let ended = run(&protocol, &*gate, streams, &options, std::future::pending()).await;
+            let ended = run(
+                Arc::new(protocol),
+                gate,
+                streams,
+                options,
+                std::future::pending(),
+            )
+            .await;
             after(&ended, alarm).await;
             ended
         }));

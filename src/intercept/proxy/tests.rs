@@ -94,7 +94,14 @@ impl Rig {
                 server_in,
                 server_out,
             };
-            run(&protocol, &g, streams, &options, std::future::pending()).await
+            run(
+                Arc::new(protocol),
+                Arc::new(g),
+                streams,
+                options,
+                std::future::pending(),
+            )
+            .await
         });
         Rig {
             client,

@@ -1,22 +1,24 @@
 //! How the proxy ends: the client gone (the server's stdin closed, its last output passed
 //! on for a while), the server gone (every call it left open answered with an error).
 
-use std::future::Future;
-use std::pin::Pin;
-
 use serde_json::{Map, Value};
 
-use super::{lock, Ended, Engine, Gone, InFlight, PROXY_ERROR};
+use super::{lock, Ended, Engine, InFlight, PROXY_ERROR};
 use crate::intercept::proxy::{Decide, Direction, Protocol};
 use crate::jsonrpc::error_response;
 use crate::protocol::EventType;
 
-impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+impl<P: Protocol, G: Decide> Engine<P, G> {
     /// The client is gone: close the server's stdin and pass on what the server still
     /// writes, for a while.
-    pub(super) async fn client_gone(&self, to_client: &mut Pin<&mut impl Future<Output = Gone>>) {
+    pub(super) async fn client_gone(&self, to_client: &mut super::Pump) {
         self.outs[Direction::ToServer.index()].close().await;
-        let _ = tokio::time::timeout(self.options.drain, to_client).await;
+        if tokio::time::timeout(self.options.drain, to_client.ended())
+            .await
+            .is_err()
+        {
+            to_client.stop().await;
+        }
     }
 
     /// The server is gone: every request it did not answer gets an error, the harness hears

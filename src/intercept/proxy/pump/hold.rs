@@ -7,7 +7,7 @@ use super::{Engine, Step};
 use crate::intercept::proxy::{Decide, Decided, Direction, Held, Outcome, Protocol};
 use crate::jsonrpc::{error_response, notification, response, Frame, Id};
 
-impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+impl<P: Protocol, G: Decide> Engine<P, G> {
     /// Holds a call until the gate decides (or its scope is cancelled first), then
     /// forwards it, rewritten or not, or answers its sender ourselves.
     pub(super) async fn hold(

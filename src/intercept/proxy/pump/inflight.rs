@@ -6,7 +6,7 @@ use super::{lock, Engine, InFlight};
 use crate::intercept::proxy::{Decide, Direction, Protocol, Tracked};
 use crate::jsonrpc::Id;
 
-impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+impl<P: Protocol, G: Decide> Engine<P, G> {
     /// Records a request travelling `dir`; false when `max_in_flight` are already waiting.
     pub(super) fn insert(
         &self,

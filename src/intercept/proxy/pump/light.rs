@@ -10,7 +10,7 @@ use super::{lock, Engine, Step};
 use crate::intercept::proxy::{Decide, Direction, Protocol};
 use crate::jsonrpc::{Frame, Id};
 
-impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+impl<P: Protocol, G: Decide> Engine<P, G> {
     /// The light look at a frame the protocol has no interest in: its method and id only,
     /// read without building the message. `None` leaves the frame to the full look (not a
     /// plain object, a duplicate key, a call the protocol intercepts, an answer it watches).

@@ -11,7 +11,7 @@
 use std::collections::HashMap;
 use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
-use std::sync::Mutex;
+use std::sync::{Arc, Mutex};
 
 use futures_util::StreamExt;
 use serde_json::Value;
@@ -74,23 +74,28 @@ type Step = Result<(), Gone>;
 /// Runs the proxy until one side ends (or `shutdown` completes), then ends the other side:
 /// the client's end closes the server's stdin; the server's end answers every request it
 /// left unanswered with a JSON-RPC error (the fail mode of a proxy: nothing it did not
-/// answer is ever reported as done).
+/// answer is ever reported as done). Each direction is pumped by its own task, so that on
+/// a multi-thread runtime both directions run at once.
 pub async fn run<P, G, CR, CW, SR, SW>(
-    protocol: &P,
-    gate: &G,
+    protocol: Arc<P>,
+    gate: Arc<G>,
     streams: Streams<CR, CW, SR, SW>,
-    options: &Options,
+    options: Options,
     shutdown: impl Future<Output = ()>,
 ) -> Ended
 where
     P: Protocol,
     G: Decide,
-    CR: AsyncRead + Unpin + Send,
+    CR: AsyncRead + Unpin + Send + 'static,
     CW: AsyncWrite + Send + 'static,
-    SR: AsyncRead + Unpin + Send,
+    SR: AsyncRead + Unpin + Send + 'static,
     SW: AsyncWrite + Send + 'static,
 {
-    let engine = Engine {
+    let quick = [
+        light::Quick::new(protocol.methods(Direction::ToServer)),
+        light::Quick::new(protocol.methods(Direction::ToClient)),
+    ];
+    let engine = Arc::new(Engine {
         protocol,
         gate,
         options,
@@ -98,36 +103,85 @@ where
         pending: [Mutex::default(), Mutex::default()],
         batching: [AtomicBool::new(false), AtomicBool::new(false)],
         cancels: cancel::Cancels::default(),
-        quick: [
-            light::Quick::new(protocol.methods(Direction::ToServer)),
-            light::Quick::new(protocol.methods(Direction::ToClient)),
-        ],
-    };
-    let to_server = engine.pump(Direction::ToServer, streams.client_in);
-    let to_client = engine.pump(Direction::ToClient, streams.server_out);
-    tokio::pin!(to_server, to_client, shutdown);
-    // Each branch drops the pump(s) it does not finish; a pump dropped in the middle of a
-    // write leaves that way out marked broken (see `Out`), so no frame is ever cut in two.
+        quick,
+    });
+    let mut to_server = Pump::start(&engine, Direction::ToServer, streams.client_in);
+    let mut to_client = Pump::start(&engine, Direction::ToClient, streams.server_out);
+    tokio::pin!(shutdown);
+    // The pump that is not finished is stopped (a pump stopped in the middle of a write
+    // leaves that way out marked broken, see `Out`, so no frame is ever cut in two) before
+    // the other side is ended, except the server's last output after the client left.
     tokio::select! {
-        gone = &mut to_server => match gone {
+        gone = to_server.ended() => match gone {
             Gone { server: false, fault } => {
                 engine.client_gone(&mut to_client).await;
                 fault.map_or(Ended::ClientClosed, Ended::ClientFault)
             }
-            Gone { server: true, fault } => engine.server_gone(fault).await,
+            Gone { server: true, fault } => {
+                to_client.stop().await;
+                engine.server_gone(fault).await
+            }
         },
-        gone = &mut to_client => match gone {
-            Gone { server: true, fault } => engine.server_gone(fault).await,
+        gone = to_client.ended() => match gone {
+            Gone { server: true, fault } => {
+                to_server.stop().await;
+                engine.server_gone(fault).await
+            }
             Gone { server: false, fault } => {
+                to_server.stop().await;
                 engine.outs[Direction::ToServer.index()].close().await;
                 Ended::ClientFault(fault.unwrap_or_else(|| "the client went away".into()))
             }
         },
         () = &mut shutdown => {
+            to_server.stop().await;
+            to_client.stop().await;
             engine.fail_pending("ahp-wrap is shutting down").await;
             engine.outs[Direction::ToServer.index()].close().await;
             Ended::Shutdown
         }
+    }
+}
+
+/// One direction's pump, as a task of its own; stopped when dropped.
+struct Pump {
+    task: tokio::task::JoinHandle<Gone>,
+}
+
+impl Pump {
+    fn start<P: Protocol, G: Decide>(
+        engine: &Arc<Engine<P, G>>,
+        dir: Direction,
+        reader: impl AsyncRead + Unpin + Send + 'static,
+    ) -> Pump {
+        let engine = engine.clone();
+        Pump {
+            task: tokio::spawn(async move { engine.pump(dir, reader).await }),
+        }
+    }
+
+    /// Waits for the pump to end by itself. A pump that panicked is taken for a server
+    /// fault: every request left open is then answered with an error.
+    async fn ended(&mut self) -> Gone {
+        match (&mut self.task).await {
+            Ok(gone) => gone,
+            Err(e) => Gone {
+                server: true,
+                fault: Some(format!("the proxy's pump failed ({e})")),
+            },
+        }
+    }
+
+    /// Stops the pump and waits until it has.
+    async fn stop(&mut self) {
+        self.task.abort();
+        let _ = (&mut self.task).await;
+    }
+}
+
+impl Drop for Pump {
+    fn drop(&mut self) {
+        self.task.abort();
     }
 }
 
@@ -143,10 +197,10 @@ struct InFlight {
 /// Requests in flight in one direction, keyed by the id as JSON (`1` and `"1"` differ).
 type Pending = Mutex<HashMap<String, InFlight>>;
 
-struct Engine<'a, P, G> {
-    protocol: &'a P,
-    gate: &'a G,
-    options: &'a Options,
+struct Engine<P, G> {
+    protocol: Arc<P>,
+    gate: Arc<G>,
+    options: Options,
     /// Indexed by [`Direction::index`]: where frames travelling that way are written.
     outs: [Out; 2],
     /// Indexed by [`Direction::index`]: requests that travelled that way.
@@ -160,7 +214,7 @@ struct Engine<'a, P, G> {
     quick: [Option<light::Quick>; 2],
 }
 
-impl<P: Protocol, G: Decide> Engine<'_, P, G> {
+impl<P: Protocol, G: Decide> Engine<P, G> {
     /// Reads frames travelling `dir` and handles each in turn, until a peer is gone.
     async fn pump(&self, dir: Direction, reader: impl AsyncRead + Unpin) -> Gone {
         let from_server = dir == Direction::ToClient;
