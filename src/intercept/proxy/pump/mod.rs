@@ -3,8 +3,9 @@
 //!
 //! Order: a pump handles one frame at a time, so a held frame holds everything behind it in
 //! its direction (requests and notifications alike) until its decision, and nothing is ever
-//! forwarded before its decision. The two directions are independent: the server's output
-//! still flows while a client call waits for the gate. Memory: one frame per direction (at
+//! forwarded before its decision. The two directions are independent, each pumped by its
+//! own task (on a multi-thread runtime, at once): the server's output still flows while a
+//! client call waits for the gate. Memory: one frame per direction (at
 //! most `max_frame` bytes) and at most `max_in_flight` request ids per direction; a peer
 //! that does not read is met with backpressure, never a buffer.
 
