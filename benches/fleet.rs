@@ -23,8 +23,7 @@ use std::time::{Duration, Instant};
 use ahp_wrap::fleet::capability::{DataClass, Risk};
 use ahp_wrap::fleet::message::Task;
 use futures_util::StreamExt;
-use lapin::options::{BasicConsumeOptions, ConfirmSelectOptions, QueueDeclareOptions};
-use lapin::types::FieldTable;
+use lapin::options::ConfirmSelectOptions;
 use support::percentile;
 use support::table::{machine, ms, per_sec, row, write_block, Row};
 
@@ -221,25 +220,11 @@ impl Client {
         ch.confirm_select(ConfirmSelectOptions::default())
             .await
             .unwrap();
-        let private = QueueDeclareOptions {
-            exclusive: true,
-            auto_delete: true,
-            ..Default::default()
-        };
-        let q = ch
-            .queue_declare("".into(), private, FieldTable::default())
-            .await
-            .unwrap();
-        let no_ack = BasicConsumeOptions {
-            no_ack: true,
-            ..Default::default()
-        };
-        let replies = ch
-            .basic_consume(q.name().clone(), "r".into(), no_ack, FieldTable::default())
+        let (reply, replies) = ahp_wrap::fleet::amqp::private_queue(&ch, "reply queue", None, "r")
             .await
             .unwrap();
         Client {
-            reply: q.name().to_string(),
+            reply,
             _conn: conn,
             ch,
             replies: tokio::sync::Mutex::new(replies),

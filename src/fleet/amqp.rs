@@ -4,12 +4,12 @@
 use std::time::Duration;
 
 use lapin::options::{
-    BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions, QueueBindOptions,
-    QueueDeclareOptions,
+    BasicConsumeOptions, BasicPublishOptions, ConfirmSelectOptions, ExchangeDeclareOptions,
+    QueueBindOptions, QueueDeclareOptions,
 };
 use lapin::types::FieldTable;
 use lapin::uri::AMQPUri;
-use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties};
+use lapin::{BasicProperties, Channel, Confirmation, Connection, ConnectionProperties, Consumer};
 
 use super::{task_queue, ABORT_EXCHANGE, TASK_EXCHANGE};
 
@@ -116,6 +116,41 @@ pub async fn confirmed_channel(conn: &Connection) -> Result<Channel, AmqpError> 
         .await
         .map_err(broker("turn publisher confirms on"))?;
     Ok(ch)
+}
+
+/// A queue of our own (server-named, exclusive, deleted with us), bound to `exchange` when
+/// one is given, and consumed without acks as `tag`: where replies or aborts come to one
+/// caller or worker. Returns its name and the consumer; `what` names it in errors.
+pub async fn private_queue(
+    ch: &Channel,
+    what: &str,
+    exchange: Option<&str>,
+    tag: &str,
+) -> Result<(String, Consumer), AmqpError> {
+    let private = QueueDeclareOptions {
+        exclusive: true,
+        auto_delete: true,
+        ..Default::default()
+    };
+    let q = ch
+        .queue_declare("".into(), private, FieldTable::default())
+        .await
+        .map_err(broker(&format!("declare the {what}")))?;
+    if let Some(exchange) = exchange {
+        let bind = (QueueBindOptions::default(), FieldTable::default());
+        ch.queue_bind(q.name().clone(), exchange.into(), "".into(), bind.0, bind.1)
+            .await
+            .map_err(broker(&format!("bind the {what}")))?;
+    }
+    let no_ack = BasicConsumeOptions {
+        no_ack: true,
+        ..Default::default()
+    };
+    let consumer = ch
+        .basic_consume(q.name().clone(), tag.into(), no_ack, FieldTable::default())
+        .await
+        .map_err(broker(&format!("consume the {what}")))?;
+    Ok((q.name().to_string(), consumer))
 }
 
 /// Declares the durable task exchange, the capability's durable queue bound to it, and the

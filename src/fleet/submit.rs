@@ -5,7 +5,7 @@
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use lapin::options::{BasicConsumeOptions, ExchangeDeclareOptions, QueueDeclareOptions};
+use lapin::options::ExchangeDeclareOptions;
 use lapin::types::FieldTable;
 
 use super::amqp::{self, broker, AmqpError, Target};
@@ -38,29 +38,8 @@ pub async fn submit(
     let conn = target.connect("ahp-wrap task submit").await?;
     let ch = amqp::confirmed_channel(&conn).await?;
     declare_exchange(&ch, TASK_EXCHANGE, lapin::ExchangeKind::Direct).await?;
-    let private = QueueDeclareOptions {
-        exclusive: true,
-        auto_delete: true,
-        ..Default::default()
-    };
-    let reply = ch
-        .queue_declare("".into(), private, FieldTable::default())
-        .await
-        .map_err(broker("declare the reply queue"))?;
-    let no_ack = BasicConsumeOptions {
-        no_ack: true,
-        ..Default::default()
-    };
-    let mut replies = ch
-        .basic_consume(
-            reply.name().clone(),
-            "replies".into(),
-            no_ack,
-            FieldTable::default(),
-        )
-        .await
-        .map_err(broker("consume the reply queue"))?;
-    let props = amqp::json_props(&task.task_id, true).with_reply_to(reply.name().clone());
+    let (reply, mut replies) = amqp::private_queue(&ch, "reply queue", None, "replies").await?;
+    let props = amqp::json_props(&task.task_id, true).with_reply_to(reply.as_str().into());
     let body = serde_json::to_vec(task).expect("a task serializes");
     amqp::publish(&ch, TASK_EXCHANGE, &task.capability, &body, props, true).await?;
     on_submitted();

@@ -9,9 +9,7 @@ use std::future::Future;
 use std::time::Duration;
 
 use futures_util::StreamExt;
-use lapin::options::{
-    BasicConsumeOptions, BasicNackOptions, BasicQosOptions, QueueBindOptions, QueueDeclareOptions,
-};
+use lapin::options::{BasicConsumeOptions, BasicNackOptions, BasicQosOptions};
 use lapin::types::FieldTable;
 use lapin::{Channel, Connection, Consumer};
 
@@ -188,34 +186,7 @@ async fn abort_consumer(conn: &Connection) -> Result<Consumer, AmqpError> {
         .create_channel()
         .await
         .map_err(broker("open the abort channel"))?;
-    let private = QueueDeclareOptions {
-        exclusive: true,
-        auto_delete: true,
-        ..Default::default()
-    };
-    let q = ch
-        .queue_declare("".into(), private, FieldTable::default())
-        .await
-        .map_err(broker("declare the abort queue"))?;
-    ch.queue_bind(
-        q.name().clone(),
-        ABORT_EXCHANGE.into(),
-        "".into(),
-        QueueBindOptions::default(),
-        FieldTable::default(),
-    )
-    .await
-    .map_err(broker("bind the abort queue"))?;
-    let no_ack = BasicConsumeOptions {
-        no_ack: true,
-        ..Default::default()
-    };
-    ch.basic_consume(
-        q.name().clone(),
-        "aborts".into(),
-        no_ack,
-        FieldTable::default(),
-    )
-    .await
-    .map_err(broker("consume the abort queue"))
+    let (_, aborts) =
+        amqp::private_queue(&ch, "abort queue", Some(ABORT_EXCHANGE), "aborts").await?;
+    Ok(aborts)
 }

@@ -261,31 +261,17 @@ pub fn read_pid(path: &Path) -> i32 {
 pub fn raw_task(broker: &Broker, capability: &str, body: &[u8], id: &str) -> Value {
     use futures_util::StreamExt;
     use lapin::options::*;
-    use lapin::types::FieldTable;
     crate::rabbitmq::block_on(async {
         let c = lapin::Connection::connect(&broker.url(), Default::default())
             .await
             .unwrap();
         let ch = c.create_channel().await.unwrap();
-        let private = QueueDeclareOptions {
-            exclusive: true,
-            auto_delete: true,
-            ..Default::default()
-        };
-        let q = ch
-            .queue_declare("".into(), private, FieldTable::default())
-            .await
-            .unwrap();
-        let no_ack = BasicConsumeOptions {
-            no_ack: true,
-            ..Default::default()
-        };
-        let mut replies = ch
-            .basic_consume(q.name().clone(), "t".into(), no_ack, FieldTable::default())
-            .await
-            .unwrap();
+        let (reply, mut replies) =
+            ahp_wrap::fleet::amqp::private_queue(&ch, "reply queue", None, "t")
+                .await
+                .unwrap();
         let props = lapin::BasicProperties::default()
-            .with_reply_to(q.name().clone())
+            .with_reply_to(reply.as_str().into())
             .with_correlation_id(id.into());
         ch.basic_publish(
             "hcp.tasks".into(),
