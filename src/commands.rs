@@ -214,21 +214,20 @@ async fn serve_async(
             }
         },
     };
-    let approvals = host.clone().map(|host| Decider {
-        harness: Harness::Embedded(embedded.clone()),
+    let decider = Decider {
+        harness: Harness::Embedded(embedded),
         fail_mode: args.fail_mode,
         timeout: approval_timeout(args.approval_timeout, args.timeout),
-        asker: Some(host as Arc<dyn Approver>),
-    });
+        asker: host.clone().map(|host| host as Arc<dyn Approver>),
+    };
     let engine = Arc::new(Engine {
-        embedded,
+        decider,
         audit,
         advertised: Advertised {
             timeout_ms: args.timeout,
             batch_size: args.batch_size.max(1),
             max_depth: args.max_depth,
         },
-        approvals,
     });
     let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
     let token = args.token.filter(|t| !t.is_empty());

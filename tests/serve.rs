@@ -67,6 +67,15 @@ async fn exercise(client: &AhpClient) {
         .await
         .unwrap();
     assert!(matches!(fine, Decision::Allow { .. }), "{fine:?}");
+    // With no approvals host, a person is the wrapper's to ask: the escalation comes back.
+    let asked = client
+        .send_event_decision(
+            EventType::PreAction,
+            json!({"action_type": "tool_call", "tool_name": "Bash", "arguments": {"command": "git reset --hard"}, "context": {"cwd": "/tmp"}}),
+        )
+        .await
+        .unwrap();
+    assert!(matches!(asked, Decision::Escalate { .. }), "{asked:?}");
     // A notification is accepted and audited.
     client
         .send_event(
@@ -88,7 +97,7 @@ fn audited(log: &Path) -> Vec<serde_json::Value> {
 fn check_audit(log: &Path) {
     // Notifications arrive asynchronously: wait a little for the last one.
     for _ in 0..100 {
-        if audited(log).len() >= 3 {
+        if audited(log).len() >= 4 {
             break;
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -98,7 +107,11 @@ fn check_audit(log: &Path) {
         .iter()
         .map(|r| r["decision"].as_str().unwrap())
         .collect();
-    assert_eq!(decisions, ["block", "allow", "notified"], "{records:?}");
+    assert_eq!(
+        decisions,
+        ["block", "allow", "escalate", "notified"],
+        "{records:?}"
+    );
     let out = run(
         Command::new(wrap_bin()).args(["audit", "verify"]).arg(log),
         Duration::from_secs(30),

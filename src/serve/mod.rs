@@ -10,12 +10,10 @@ mod listen;
 
 pub use listen::{serve, Listen, ListenError};
 
-use std::sync::Arc;
-
 use serde_json::{json, Value};
 
 use crate::audit::Auditor;
-use crate::gate::{Decider, Embedded};
+use crate::gate::Decider;
 use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
 
@@ -29,12 +27,12 @@ pub struct Advertised {
 
 /// Answers AHP messages with the embedded engine. Shared by every listener.
 pub struct Engine {
-    pub embedded: Arc<Embedded>,
+    /// The embedded engine. Its person, with the approvals host on, is the host: an
+    /// escalation waits there for an answer, its deadline, or the fail mode. Without one,
+    /// an escalation goes back to the wrapper, whose own person decides.
+    pub decider: Decider,
     pub audit: Auditor,
     pub advertised: Advertised,
-    /// With the approvals host on: the embedded engine behind a decider whose person is
-    /// the host (an escalation waits there for an answer, its deadline, or the fail mode).
-    pub approvals: Option<Decider>,
 }
 
 impl Engine {
@@ -149,16 +147,15 @@ impl Engine {
     }
 
     async fn decide(&self, event: &Event) -> Value {
-        let d = match &self.approvals {
-            Some(decider) => decider.resolve(event, false).await,
-            None => self.embedded.decide(event),
-        };
+        // No person here: an escalation is the wrapper's to take to its own.
+        let escalate_back = self.decider.asker.is_none();
+        let d = self.decider.resolve(event, escalate_back).await;
         let record = crate::audit::decided(event, None, &d, None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
         }
-        if let Some(person) = self.approvals.as_ref().and_then(|d| d.asker.as_ref()) {
+        if let Some(person) = &self.decider.asker {
             person.observe(event, Some(&d));
         }
         d.verdict.to_json()
@@ -169,7 +166,7 @@ impl Engine {
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
-        if let Some(person) = self.approvals.as_ref().and_then(|d| d.asker.as_ref()) {
+        if let Some(person) = &self.decider.asker {
             person.observe(event, None);
         }
     }
