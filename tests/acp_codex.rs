@@ -22,27 +22,10 @@ mod support;
 
 use std::path::Path;
 
-use acp::{session_through_the_cli, AcpAgent, Decides};
+use acp::{session_through_the_cli, AcpAgent, Decides, POLICY};
 use agents::TestDir;
 use serde_json::{json, Value};
 use support::FakeLlm;
-
-/// Patches to files named secret* and commands that write them are blocked; a command that
-/// creates `explicit-marker` is explicitly allowed.
-const POLICY: &str = r#"
-[[rule]]
-id = "acp-no-secrets"
-decision = "block"
-reason = "files named secret* are off limits (rule acp-1)"
-tools = ["acp__*"]
-file.writes = ["**/secret*"]
-
-[[rule]]
-id = "acp-explicit"
-decision = "allow"
-tools = ["acp__execute"]
-file.writes = ["**/explicit-marker"]
-"#;
 
 fn skip() -> bool {
     agents::skip("acp") || agents::skip("codex-acp")

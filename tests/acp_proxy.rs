@@ -21,29 +21,12 @@ mod support;
 
 use std::path::Path;
 
-use acp::{session, AcpAgent, Decides};
+use acp::{session, AcpAgent, Decides, POLICY};
 use ahp_wrap::intercept::proxy::Ended;
 use serde_json::{json, Value};
 use support::{shell, Agent, FakeLlm, World};
 
 const PROMPT: &str = "please do the task";
-
-/// Writes to files named secret* are blocked, by a file tool or a shell command alike; a
-/// command that creates `explicit-marker` is explicitly allowed.
-const POLICY: &str = r#"
-[[rule]]
-id = "acp-no-secrets"
-decision = "block"
-reason = "files named secret* are off limits (rule acp-1)"
-tools = ["acp__*"]
-file.writes = ["**/secret*"]
-
-[[rule]]
-id = "acp-explicit"
-decision = "allow"
-tools = ["acp__execute"]
-file.writes = ["**/explicit-marker"]
-"#;
 
 fn write_file(path: &Path, content: &str) -> Value {
     json!({"tool_calls": [{"name": "write_file",

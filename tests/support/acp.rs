@@ -21,6 +21,23 @@ use tokio::process::Command;
 use crate::agents::{self, TestDir};
 use crate::support::{Agent, FakeLlm};
 
+/// The rules both ACP suites run under: writes to files named secret* are blocked, by a
+/// file tool, a patch or a shell command alike; a command that creates `explicit-marker` is
+/// explicitly allowed.
+pub const POLICY: &str = r#"
+[[rule]]
+id = "acp-no-secrets"
+decision = "block"
+reason = "files named secret* are off limits (rule acp-1)"
+tools = ["acp__*"]
+file.writes = ["**/secret*"]
+
+[[rule]]
+id = "acp-explicit"
+decision = "allow"
+tools = ["acp__execute"]
+file.writes = ["**/explicit-marker"]
+"#;
 /// The time limit of one editor session (the machine may be busy).
 const LIMIT: Duration = Duration::from_secs(120);
 
