@@ -12,10 +12,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{Interceptor, Router};
-use crate::audit::AuditPeer;
 use crate::control::{Answer, Request};
 use crate::frameworks::{AgentCommand, Framework, RunContext};
-use crate::gate::{Gate, Origin, PARENT_SCOPE};
+use crate::gate::{Gate, PARENT_SCOPE};
 use crate::protocol::Event;
 
 /// Answers `event` requests for one run.
@@ -44,13 +43,7 @@ impl EventService {
         if event.event_type.to_string() != request.name {
             return refused("the event's type is not the one its request names");
         }
-        let origin = Origin {
-            framework_session: None,
-            peer: Some(AuditPeer {
-                pid: request.peer.pid,
-                descends_from_agent: request.peer.descends_from_agent,
-            }),
-        };
+        let origin = super::origin(request.peer, None);
         if !event.event_type.is_blocking() {
             self.gate.notify(event, origin).await;
             return answered(b"{}".to_vec());

@@ -31,6 +31,7 @@ use crate::child::{Agent, Stdio};
 use crate::control::{Answer, Handler, Kind, Request};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
+use crate::gate::Origin;
 use hooks::HookService;
 
 /// Why an interceptor asks the run to end the agent.
@@ -103,6 +104,18 @@ pub trait Interceptor: Send {
     ) -> Pin<Box<dyn Future<Output = Report> + Send + 'a>> {
         let _ = end;
         Box::pin(async { Report::default() })
+    }
+}
+
+/// Where a request on the control socket came from, for the audit record: the caller as
+/// the kernel vouches for it, and the agent's own session id when it reported one.
+pub(crate) fn origin(peer: crate::control::Peer, framework_session: Option<String>) -> Origin {
+    Origin {
+        framework_session,
+        peer: Some(crate::audit::AuditPeer {
+            pid: peer.pid,
+            descends_from_agent: peer.descends_from_agent,
+        }),
     }
 }
 

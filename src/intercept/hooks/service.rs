@@ -8,7 +8,6 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::audit::AuditPeer;
 use crate::control::{Answer, Peer, Request};
 use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
 use crate::gate::{Gate, Origin};
@@ -64,13 +63,7 @@ impl HookService {
         payload: Vec<u8>,
         peer: Peer,
     ) -> Rendered {
-        let origin = |framework_session| Origin {
-            framework_session,
-            peer: Some(AuditPeer {
-                pid: peer.pid,
-                descends_from_agent: peer.descends_from_agent,
-            }),
-        };
+        let origin = |framework_session| crate::intercept::origin(peer, framework_session);
         if !peer.descends_from_agent {
             tracing::warn!(
                 pid = peer.pid,

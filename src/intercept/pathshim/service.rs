@@ -10,10 +10,9 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use super::exec::{decode_items, encode_argv, EXIT_REFUSED};
-use crate::audit::AuditPeer;
 use crate::child::procfs;
 use crate::control::{Answer, Request};
-use crate::gate::{Gate, Origin};
+use crate::gate::Gate;
 use crate::protocol::{EventType, Verdict};
 
 /// Answers `exec` requests for one run.
@@ -64,14 +63,7 @@ impl ExecService {
     /// Answers one `exec` request.
     pub async fn handle(&self, request: Request) -> Answer {
         self.answered.fetch_add(1, Ordering::Relaxed);
-        let peer = Some(AuditPeer {
-            pid: request.peer.pid,
-            descends_from_agent: request.peer.descends_from_agent,
-        });
-        let origin = Origin {
-            framework_session: None,
-            peer,
-        };
+        let origin = crate::intercept::origin(request.peer, None);
         let exec = match self.decode(&request.payload) {
             Ok(e) => e,
             Err(why) => {
