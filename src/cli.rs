@@ -42,7 +42,7 @@ pub enum Command {
     /// Run an MCP server behind a supervising proxy: put `ahp-wrap mcp -- <server command>`
     /// where a client's MCP configuration names the server. Every `tools/call` is decided
     /// before the server sees it; everything else passes through unchanged.
-    Mcp(McpArgs),
+    Mcp(Box<McpArgs>),
     /// Print, check or try out policy files.
     Policy {
         #[command(subcommand)]
@@ -55,7 +55,7 @@ pub enum Command {
     },
     /// Be an HCP worker: take tasks of one capability from a RabbitMQ queue and run each
     /// under supervision (see README, "A fleet of workers").
-    Worker(WorkerArgs),
+    Worker(Box<WorkerArgs>),
     /// Submit HCP tasks to workers, or abort them.
     Task {
         #[command(subcommand)]
@@ -221,6 +221,13 @@ pub struct McpArgs {
     pub run: RunArgs,
 }
 
+/// `--floor`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FloorArg {
+    On,
+    Off,
+}
+
 #[derive(Debug, Args)]
 pub struct RunArgs {
     /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
@@ -322,6 +329,22 @@ pub struct RunArgs {
     /// during the run (nothing it did was supervised): for CI.
     #[arg(long)]
     pub require_hooks: bool,
+
+    /// The kernel's floor under the policy (Linux): the agent's whole process tree writes
+    /// only beneath the workspace, the temp directories, its own state and package caches,
+    /// never reads the policy's secrets, and cannot signal the wrapper. `off` runs without
+    /// it (said and audited).
+    #[arg(long, value_enum, default_value = "on", value_name = "ON|OFF")]
+    pub floor: FloorArg,
+
+    /// Exit with code 125 before the agent starts when this kernel cannot enforce every part
+    /// of the floor (for CI).
+    #[arg(long)]
+    pub require_floor: bool,
+
+    /// The workspace the agent may write (default: the current directory).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
 
     /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
     /// only (its calls decided and audited by this run), without editing the user's files.

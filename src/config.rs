@@ -31,6 +31,8 @@ pub enum SummaryWhen {
 /// Why the command line cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    #[error("the workspace {0}: {1}")]
+    Workspace(String, String),
     #[error("no agent command given (usage: ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...)")]
     NoAgent,
     #[error("invalid --harness")]
@@ -86,6 +88,12 @@ pub struct Config {
     pub via_run: bool,
     /// The Agent Host Protocol host (`--host-listen`): escalations go to its clients.
     pub host: Option<crate::host::HostOptions>,
+    /// The kernel's floor under the policy.
+    pub floor: crate::floor::Mode,
+    /// Exit before the agent starts when the floor is not complete here.
+    pub require_floor: bool,
+    /// The workspace: `--workspace`, else the current directory.
+    pub workspace: PathBuf,
 }
 
 /// A stream proxy a run puts between our stdio and the agent's.
@@ -211,6 +219,12 @@ impl Config {
             wrap_mcp: args.wrap_mcp,
             via_run: false,
             host,
+            floor: match args.floor {
+                crate::cli::FloorArg::On => crate::floor::Mode::On,
+                crate::cli::FloorArg::Off => crate::floor::Mode::Off,
+            },
+            require_floor: args.require_floor,
+            workspace: workspace(args.workspace)?,
         })
     }
 }
@@ -246,5 +260,19 @@ impl std::fmt::Debug for Config {
             .field("timeout", &self.timeout)
             .field("depth", &self.depth)
             .finish_non_exhaustive()
+    }
+}
+
+/// `--workspace DIR` (an existing directory, made absolute), else the current directory.
+fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
+    let bad =
+        |d: &std::path::Path, why: String| ConfigError::Workspace(d.display().to_string(), why);
+    match dir {
+        Some(d) => match std::fs::canonicalize(&d) {
+            Ok(abs) if abs.is_dir() => Ok(abs),
+            Ok(_) => Err(bad(&d, "not a directory".into())),
+            Err(e) => Err(bad(&d, e.to_string())),
+        },
+        None => std::env::current_dir().map_err(|e| bad(std::path::Path::new("."), e.to_string())),
     }
 }

@@ -31,6 +31,8 @@
 //! - [`frameworks`]: one shim per agent framework (injection, mapping, rendering); each
 //!   shim's code, samples and README live in `shims/<name>/` (see `shims/README.md`), and a
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
+//! - [`floor`]: the kernel's confinement of the agent's whole process tree (Landlock, a user
+//!   and mount namespace), configured by the policy's `[floor]` section.
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
 //! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from
@@ -50,6 +52,7 @@ pub mod config;
 pub mod control;
 pub mod exit;
 pub mod fleet;
+pub mod floor;
 pub mod frameworks;
 pub mod gate;
 pub mod host;

@@ -39,7 +39,7 @@ fn main() -> ExitCode {
         Some(Command::Audit { command }) => commands::audit(command),
         Some(Command::Policy { command }) => commands::policy(command),
         Some(Command::Worker(args)) => match termlog::init(&args.amqp.log, None, false) {
-            Ok(_) => fleet::command::worker(args),
+            Ok(_) => fleet::command::worker(*args),
             Err(e) => fail(&e, Exit::Error),
         },
         Some(Command::Task { command }) => fleet::command::task(command),
@@ -51,7 +51,7 @@ fn main() -> ExitCode {
             // Our stdout is the client's JSON-RPC stream: the log never goes there.
             match termlog::init(&args.run.log, args.run.log_file.as_deref(), false) {
                 Err(e) => fail(&e, Exit::Wrapper),
-                Ok(_) => match Config::for_mcp(args) {
+                Ok(_) => match Config::for_mcp(*args) {
                     Ok(cfg) => run::run(cfg),
                     Err(e) => fail(&e, Exit::Wrapper),
                 },

@@ -107,8 +107,12 @@ pub enum Stdio {
     Piped,
 }
 
+/// A last step the agent's process takes on itself before `exec` (after joining its cgroup
+/// and announcing itself to the guardian): async-signal-safe, as a pre-exec step must be.
+pub type Confine = std::sync::Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>;
+
 /// Everything [`spawn`] needs besides the command.
-#[derive(Debug, Clone, Copy)]
+#[derive(Clone)]
 pub struct SpawnOptions<'a> {
     pub group: GroupPolicy,
     pub stdio: Stdio,
@@ -118,6 +122,8 @@ pub struct SpawnOptions<'a> {
     pub guardian_fd: Option<RawFd>,
     /// A `cgroup.procs` path the agent joins before it runs.
     pub cgroup: Option<&'a CStr>,
+    /// The confinement the agent applies to itself last (the floor).
+    pub confine: Option<Confine>,
 }
 
 /// The running agent.
@@ -168,9 +174,11 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
     if group {
         c.process_group(0);
     }
-    if opts.guardian_fd.is_some() || opts.cgroup.is_some() {
+    if opts.guardian_fd.is_some() || opts.cgroup.is_some() || opts.confine.is_some() {
         let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup.map(CStr::to_owned));
-        // SAFETY: `join` and `announce` are async-signal-safe, as a pre-exec hook must be.
+        let confine = opts.confine.clone();
+        // SAFETY: `join`, `announce` and the confinement are async-signal-safe, as a
+        // pre-exec hook must be.
         unsafe {
             c.pre_exec(move || {
                 // Into the cgroup first: whatever the agent starts is born inside it.
@@ -180,7 +188,11 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
                 if let Some(fd) = guardian_fd {
                     guardian::announce(fd, group);
                 }
-                Ok(())
+                // Last: the confinement may take away what the steps above need.
+                match &confine {
+                    Some(confine) => confine(),
+                    None => Ok(()),
+                }
             });
         }
     }

@@ -56,6 +56,15 @@ pub struct RunContext {
     pub interactive: bool,
 }
 
+/// What an agent keeps of its own ([`Framework::agent_files`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct AgentFiles {
+    /// Directories the agent writes its state to.
+    pub state: Vec<PathBuf>,
+    /// Files (or directories) beneath them it must never write: settings, hooks.
+    pub protected: Vec<PathBuf>,
+}
+
 /// The agent command, as a framework may amend it before launch.
 #[derive(Debug, Clone, Default)]
 pub struct AgentCommand {
@@ -70,6 +79,9 @@ pub struct AgentCommand {
     /// Warnings for the person (e.g. a setting of theirs that the run overrides): printed
     /// before the agent starts and repeated after it exits, when its screen is gone.
     pub warnings: Vec<String>,
+    /// What this run's injection adds to [`Framework::agent_files`] for the floor (e.g. an
+    /// overlay directory in the run directory that the agent writes to).
+    pub floor: AgentFiles,
 }
 
 /// Where a hook call came from, as far as the framework mapping cares.
@@ -171,6 +183,15 @@ pub trait Framework: Send + Sync + 'static {
     fn resume_hint(&self, framework_session: &str) -> Option<String> {
         let _ = framework_session;
         None
+    }
+
+    /// What the agent keeps of its own, for the floor: the directories it writes its state
+    /// to (sessions, logs, caches), and the files in them it must never write (its settings
+    /// and hooks). `home` is the home directory; a shim reads the agent's own variables
+    /// (e.g. a config-directory override) from the environment.
+    fn agent_files(&self, home: &Path) -> AgentFiles {
+        let _ = home;
+        AgentFiles::default()
     }
 
     /// `--wrap-mcp`: makes the agent start each stdio MCP server it would start behind

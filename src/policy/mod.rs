@@ -94,6 +94,42 @@ pub enum PolicyError {
     Examples(Vec<ExampleFailure>),
 }
 
+/// The floor a policy asks for: its `[floor]` section, each list it leaves out taken from the
+/// default policy's; `None` for the default policy itself. Only that section is read (the
+/// rules are compiled when the first event comes), so that start-up stays cheap.
+pub fn floor_spec(file: Option<&Path>) -> Result<crate::floor::Spec, PolicyError> {
+    #[derive(serde::Deserialize)]
+    struct FloorOnly {
+        floor: Option<crate::floor::Spec>,
+    }
+    let default_text = DEFAULT_TOML
+        .split_once("\n[floor]\n")
+        .map(|(_, rest)| format!("[floor]\n{rest}"))
+        .expect("the default policy ends with its [floor] section");
+    let default: FloorOnly = toml::from_str(&default_text).map_err(|source| PolicyError::Toml {
+        origin: "(default [floor])".into(),
+        source,
+    })?;
+    let default = default
+        .floor
+        .expect("the default policy has a [floor] section");
+    let Some(path) = file else {
+        return Ok(default);
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let own: FloorOnly = toml::from_str(&text).map_err(|source| PolicyError::Toml {
+        origin: path.display().to_string(),
+        source,
+    })?;
+    Ok(match own.floor {
+        Some(spec) => spec.or(&default),
+        None => default,
+    })
+}
+
 /// The embedded policy engine.
 #[derive(Debug)]
 pub struct Policy {

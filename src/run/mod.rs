@@ -9,6 +9,7 @@
 
 mod control;
 pub mod dir;
+pub(crate) mod floor;
 mod phases;
 mod prepare;
 mod supervise;
@@ -168,6 +169,8 @@ struct Held<'a> {
     control: Option<control::Control>,
     /// The agent's cgroup until the tree tracker takes it.
     cgroup: Option<crate::child::cgroup::Cgroup>,
+    /// The floor, from the prepare phase on (`Err`: why there is none).
+    floor: Option<Result<floor::RunFloor, floor::NoFloor>>,
     run_dir: RunDir,
 }
 

@@ -59,6 +59,7 @@ impl Run<'_> {
             interceptors: Vec::new(),
             control: None,
             cgroup: None,
+            floor: None,
             run_dir,
         };
         let cmd = match self.prepare(&mut held, limits) {
@@ -68,6 +69,9 @@ impl Run<'_> {
                 return Exit::Wrapper;
             }
         };
+        if let Err(exit) = self.floor_before_start(&held).await {
+            return exit;
+        }
         let mut agent = match self.spawn(&mut held, &cmd, group).await {
             Ok(agent) => agent,
             Err(exit) => return exit,
@@ -150,6 +154,18 @@ impl Run<'_> {
         ]);
         ours.append(&mut cmd.env);
         cmd.env = ours;
+        let mut own_files = vec![
+            self_exe.clone(),
+            self_exe.with_file_name("ahp-wrap-hook"),
+            held.run_dir.path().to_owned(),
+        ];
+        own_files.extend(self.cfg.audit_log.iter().cloned());
+        held.floor = Some(super::floor::prepare(
+            self.cfg,
+            &mut cmd,
+            held.run_dir.path(),
+            own_files,
+        ));
         held.control = Some(control);
         self.say_before_start(&cmd);
         Ok(cmd)
@@ -226,6 +242,10 @@ impl Run<'_> {
             remove_env: &SECRET_ENV,
             guardian_fd: held.guardian.as_ref().map(Guardian::fd),
             cgroup: procs,
+            confine: match &held.floor {
+                Some(Ok(floor)) => floor.confine.clone(),
+                _ => None,
+            },
         };
         let agent = match child::spawn(cmd, opts) {
             Ok(a) => a,
@@ -325,9 +345,78 @@ impl Run<'_> {
         payload
     }
 
+    /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
+    /// or that there is none; both are audited.
+    async fn floor_before_start(&mut self, held: &Held<'_>) -> Result<(), Exit> {
+        use super::floor::NoFloor;
+        let message = match &held.floor {
+            None => return Ok(()),
+            Some(Err(NoFloor::Off(why))) => {
+                let m = format!(
+                    "the floor is off ({why}): the agent's tree is confined only by what the \
+                     policy sees"
+                );
+                eprintln!("ahp-wrap: warning: {m}");
+                self.notes.push(format!("warning: {m}"));
+                m
+            }
+            Some(Err(NoFloor::Failed(why))) => {
+                let m = format!("cannot set up the floor: {why} (--floor off runs without it)");
+                eprintln!("ahp-wrap: {m}");
+                let payload = json!({"source": "floor", "message": m});
+                self.gate.say(EventType::Error, payload).await;
+                return Err(Exit::Wrapper);
+            }
+            Some(Ok(floor)) if floor.report.complete() => {
+                tracing::debug!("floor: {}", floor.report.enforced.join("; "));
+                return Ok(());
+            }
+            Some(Ok(floor)) => {
+                let gaps = floor.report.gaps.join("; ");
+                if self.cfg.require_floor {
+                    let m = format!("refusing to start (--require-floor): the floor is not complete here: {gaps}");
+                    eprintln!("ahp-wrap: {m}");
+                    let payload = json!({"source": "floor", "message": m});
+                    self.gate.say(EventType::Error, payload).await;
+                    return Err(Exit::Wrapper);
+                }
+                let m = format!("floor: not enforced here: {gaps}");
+                eprintln!("ahp-wrap: warning: {m}");
+                self.notes.push(format!("warning: {m}"));
+                m
+            }
+        };
+        let payload = json!({"source": "floor", "message": message});
+        self.gate.say(EventType::Error, payload).await;
+        Ok(())
+    }
+
+    /// Protected paths that did not exist when the agent started (nothing could be bound
+    /// over them) and exist now: said and audited.
+    async fn floor_after_end(&mut self, held: &Held<'_>) {
+        let Some(Ok(floor)) = &held.floor else {
+            return;
+        };
+        let appeared = floor.plan.appeared();
+        if appeared.is_empty() {
+            return;
+        }
+        let list: Vec<String> = appeared.iter().map(|p| p.display().to_string()).collect();
+        let m = format!(
+            "protected path(s) created during the run (absent at the start, so the floor could \
+             not bind them): {}",
+            list.join(", ")
+        );
+        eprintln!("ahp-wrap: warning: {m}");
+        self.notes.push(format!("warning: {m}"));
+        let payload = json!({"source": "floor", "message": m, "paths": list});
+        self.gate.say(EventType::Error, payload).await;
+    }
+
     /// Finish: each interceptor reports (notes for the person; an exit code that overrides
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut Held<'_>, mut exit: Exit) -> Exit {
+        self.floor_after_end(held).await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;

@@ -16,8 +16,8 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
-    RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    Rendered, RunContext, Shim, Verdict,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook claude-code <Event>`.
@@ -78,6 +78,21 @@ impl HookName {
 pub struct ClaudeCode;
 
 impl Framework for ClaudeCode {
+    fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
+        // Sessions, projects, todos and its own `.claude.json` (with CLAUDE_CONFIG_DIR);
+        // never its settings, hooks or plugins.
+        let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".claude"), std::path::PathBuf::from);
+        AgentFiles {
+            protected: ["settings.json", "settings.local.json", "hooks", "plugins"]
+                .iter()
+                .map(|f| config.join(f))
+                .collect(),
+            state: vec![config],
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

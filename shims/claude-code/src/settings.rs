@@ -306,6 +306,7 @@ mod tests {
             env: Vec::new(),
             expect_hook: None,
             warnings: Vec::new(),
+            ..AgentCommand::default()
         };
         prepare(&run, &mut cmd).unwrap();
         let path = dir.path().join(SETTINGS_FILE);

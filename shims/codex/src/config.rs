@@ -303,6 +303,7 @@ mod tests {
             env: Vec::new(),
             expect_hook: None,
             warnings: Vec::new(),
+            ..AgentCommand::default()
         };
         prepare(&run, &mut cmd).unwrap();
         assert_eq!(cmd.expect_hook.as_deref(), Some("SessionStart"));

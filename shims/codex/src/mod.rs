@@ -18,8 +18,8 @@ mod render;
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
-    RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    Rendered, RunContext, Shim, Verdict,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook codex <Event>`.
@@ -63,6 +63,17 @@ impl CodexEvent {
 pub struct Codex;
 
 impl Framework for Codex {
+    fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
+        // Sessions, logs and history; never its configuration or hooks.
+        let dir = std::env::var_os("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".codex"), std::path::PathBuf::from);
+        AgentFiles {
+            protected: vec![dir.join("config.toml"), dir.join("hooks.json")],
+            state: vec![dir],
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

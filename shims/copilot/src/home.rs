@@ -129,6 +129,9 @@ fn prepare_over(
         &nonce,
     )
     .map_err(|why| SHIM.prepare_error(why))?;
+    // Copilot creates what the real home lacks inside the overlay; our hooks stay ours.
+    cmd.floor.state.push(overlay.clone());
+    cmd.floor.protected.push(overlay.join(HOOKS_DIR));
     cmd.env.push((ENV_HOME.into(), overlay.into()));
     // Copilot fires sessionStart in every session: without it the hooks were not loaded.
     cmd.expect_hook = Some(CopilotEvent::SessionStart.name().to_owned());

@@ -15,8 +15,8 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
-    RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    Rendered, RunContext, Shim, Verdict,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook copilot <event>`.
@@ -46,6 +46,19 @@ hook_events! {
 pub struct Copilot;
 
 impl Framework for Copilot {
+    fn agent_files(&self, user_home: &std::path::Path) -> AgentFiles {
+        // Its session state, logs and config (it writes that itself); never its hooks or
+        // MCP servers.
+        let env = std::env::var(home::ENV_HOME).ok();
+        let Ok(dir) = home::real_home(env.as_deref(), Some(user_home)) else {
+            return AgentFiles::default();
+        };
+        AgentFiles {
+            protected: vec![dir.join(home::HOOKS_DIR), dir.join("mcp-config.json")],
+            state: vec![dir],
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -15,8 +15,8 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
-    RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    Rendered, RunContext, Shim, Verdict,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook gemini <Event>`.
@@ -46,6 +46,15 @@ hook_events! {
 pub struct Gemini;
 
 impl Framework for Gemini {
+    fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
+        // Chats, history and its temp files; never its settings or extensions.
+        let dir = home.join(".gemini");
+        AgentFiles {
+            protected: vec![dir.join("settings.json"), dir.join("extensions")],
+            state: vec![dir],
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -16,8 +16,8 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, Framework, FrameworkError, HookContext, Mapped, Rendered,
-    RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    Rendered, RunContext, Shim, Verdict,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
@@ -47,6 +47,24 @@ hook_events! {
 pub struct OpenCode;
 
 impl Framework for OpenCode {
+    fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
+        // Its data, state and cache directories (XDG); its configuration stays unwritable.
+        let xdg = |var: &str, default: &str| {
+            std::env::var_os(var)
+                .filter(|v| !v.is_empty())
+                .map_or_else(|| home.join(default), std::path::PathBuf::from)
+                .join("opencode")
+        };
+        AgentFiles {
+            state: vec![
+                xdg("XDG_DATA_HOME", ".local/share"),
+                xdg("XDG_STATE_HOME", ".local/state"),
+                xdg("XDG_CACHE_HOME", ".cache"),
+            ],
+            protected: Vec::new(),
+        }
+    }
+
     fn name(&self) -> &'static str {
         NAME
     }

@@ -21,6 +21,11 @@ pub struct RawPolicy {
     pub settings: Settings,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RawRule>,
+    /// The kernel's floor: read on its own by [`crate::policy::floor_spec`]; here only
+    /// checked, so that a policy with a bad `[floor]` does not load.
+    #[serde(default)]
+    #[expect(dead_code, reason = "validated at load; read by floor_spec")]
+    pub floor: Option<crate::floor::Spec>,
 }
 
 /// Policy-wide settings.

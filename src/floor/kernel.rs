@@ -1,0 +1,429 @@
+//! The floor on Linux: what this kernel offers, and the confinement the agent's process
+//! applies to itself between `fork` and `exec`.
+//!
+//! Everything that allocates, opens paths or may fail for a reason worth a sentence is done
+//! in the parent ([`Prepared::new`]); the child ([`Prepared::apply`]) only makes system
+//! calls with what was prepared, as a pre-exec step must (async-signal-safe).
+
+use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use landlock::{
+    AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+
+use super::{FloorError, Plan, Report, ENV_FLOOR};
+
+/// What this kernel offers the floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI version (0: none).
+    pub landlock_abi: i32,
+    /// Whether the agent can be given a user and mount namespace of its own; else why not.
+    pub namespaces: Result<(), String>,
+}
+
+impl Support {
+    /// Asks the kernel (one system call and a few sysctl reads; no process is started).
+    pub fn probe() -> Support {
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+        // returns the ABI version (or an error).
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                1u32,
+            )
+        };
+        Support {
+            landlock_abi: abi.max(0) as i32,
+            namespaces: namespaces_possible(),
+        }
+    }
+
+    /// What a run with `plan` gets from this kernel, and what it lacks.
+    pub fn report(&self, plan: &Plan) -> Report {
+        let mut r = Report::default();
+        if self.landlock_abi < 1 {
+            r.gaps.push(
+                "files: not confined (the kernel offers no Landlock: Linux 5.13 or later with \
+                 Landlock enabled is needed)"
+                    .into(),
+            );
+        } else {
+            r.enforced.push(format!(
+                "files: written only beneath {} directories (the workspace, the temp \
+                 directories, the agent's own state, package caches) (Landlock ABI {})",
+                plan.writable.len(),
+                self.landlock_abi
+            ));
+            if self.landlock_abi < 3 {
+                r.gaps.push(
+                    "files: truncate(2) is not confined (Landlock ABI 3, Linux 6.2, is needed)"
+                        .into(),
+                );
+            }
+            if self.landlock_abi >= 6 {
+                r.enforced.push(
+                    "signals: the agent's tree cannot signal the wrapper or anything outside \
+                     the tree (ptrace neither)"
+                        .into(),
+                );
+            } else {
+                r.gaps.push(
+                    "signals: the agent's tree can signal the wrapper (Landlock ABI 6, Linux \
+                     6.12, is needed; ptrace is still refused)"
+                        .into(),
+                );
+            }
+        }
+        match &self.namespaces {
+            Ok(()) => r.enforced.push(format!(
+                "protected paths: {} bound read-only, {} secret location(s) hidden (user and \
+                 mount namespace)",
+                plan.read_only.len(),
+                plan.hidden.len()
+            )),
+            Err(why) => r.gaps.push(format!(
+                "protected paths beneath writable directories ({}) and secrets ({}) are not \
+                 enforced by the kernel: {why}",
+                plan.read_only.len(),
+                plan.hidden.len()
+            )),
+        }
+        r
+    }
+}
+
+/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying.
+fn namespaces_possible() -> Result<(), String> {
+    if std::env::var_os(ENV_FLOOR).is_some() {
+        return Err(
+            "inherited: this run is inside another run's floor, whose namespace and \
+                    binds hold here too"
+                .into(),
+        );
+    }
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    if read("/proc/sys/user/max_user_namespaces") == Some(0) {
+        return Err("user namespaces are disabled (user.max_user_namespaces = 0)".into());
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if !root && read("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
+        return Err("unprivileged user namespaces are disabled \
+                    (kernel.unprivileged_userns_clone = 0)"
+            .into());
+    }
+    if !root && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == Some(1) {
+        return Err("AppArmor restricts unprivileged user namespaces \
+                    (kernel.apparmor_restrict_unprivileged_userns = 1)"
+            .into());
+    }
+    Ok(())
+}
+
+/// One mount the child makes in its own mount namespace.
+#[derive(Debug)]
+enum Mount {
+    /// `path` bound onto itself, then (`Some(flags)`) remounted read-only with the flags
+    /// its mount already has (a user namespace may not clear them).
+    Bind {
+        path: CString,
+        read_only: Option<libc::c_ulong>,
+    },
+    /// An empty, read-only tmpfs over a directory.
+    Empty { path: CString },
+    /// The empty file `src` bound read-only over a file.
+    EmptyFile {
+        src: CString,
+        path: CString,
+        flags: libc::c_ulong,
+    },
+}
+
+/// The confinement, ready to apply in the agent's process.
+#[derive(Debug)]
+pub struct Prepared {
+    landlock: Option<OwnedFd>,
+    namespaces: Option<Namespaces>,
+}
+
+#[derive(Debug)]
+struct Namespaces {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    mounts: Vec<Mount>,
+}
+
+impl Prepared {
+    /// Builds the Landlock ruleset for `plan` and the namespace steps `support` allows.
+    /// `scratch` is a private directory of the run's (for the empty file bound over secret
+    /// files).
+    pub fn new(plan: &Plan, support: &Support, scratch: &Path) -> Result<Prepared, FloorError> {
+        if support.landlock_abi < 1 {
+            return Err(FloorError::Unsupported);
+        }
+        let landlock = Some(ruleset(plan, ABI::from(support.landlock_abi))?);
+        let namespaces = match support.namespaces {
+            Ok(()) => Some(Namespaces::new(plan, scratch)?),
+            Err(_) => None,
+        };
+        Ok(Prepared {
+            landlock,
+            namespaces,
+        })
+    }
+
+    /// Applies the floor to the calling process. For a pre-exec step: only system calls on
+    /// what [`Prepared::new`] made, and a short static line on stderr when one fails.
+    pub fn apply(&self) -> std::io::Result<()> {
+        if let Some(ns) = &self.namespaces {
+            ns.enter()?;
+        }
+        // SAFETY: plain system calls on values we own.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return fail(b"ahp-wrap: floor: cannot set no_new_privs\n");
+            }
+            if let Some(fd) = &self.landlock {
+                let r = libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32);
+                if r != 0 {
+                    return fail(b"ahp-wrap: floor: landlock_restrict_self failed\n");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// The Landlock ruleset: write access only beneath the plan's writable directories (and to
+/// its device files); no signals out of the domain from ABI 6.
+fn ruleset(plan: &Plan, abi: ABI) -> Result<OwnedFd, FloorError> {
+    let lerr = |e: landlock::RulesetError| FloorError::Ruleset(e.to_string());
+    // Device ioctls are left alone: terminals need them, and they write no file.
+    let handled = AccessFs::from_write(abi) & !AccessFs::IoctlDev & !AccessFs::ResolveUnix;
+    let mut ruleset = Ruleset::default().handle_access(handled).map_err(lerr)?;
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::Signal).map_err(lerr)?;
+    }
+    let mut created = ruleset.create().map_err(lerr)?;
+    let rule = |path: &Path, access| {
+        let fd = PathFd::new(path).map_err(|e| FloorError::Rule {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok::<_, FloorError>(PathBeneath::new(fd, access))
+    };
+    for dir in &plan.writable {
+        created = created.add_rule(rule(dir, handled)?).map_err(lerr)?;
+    }
+    for file in &plan.devices {
+        let access = handled & AccessFs::from_file(abi);
+        created = created.add_rule(rule(file, access)?).map_err(lerr)?;
+    }
+    let fd: Option<OwnedFd> = created.into();
+    fd.ok_or(FloorError::Unsupported)
+}
+
+impl Namespaces {
+    fn new(plan: &Plan, scratch: &Path) -> Result<Namespaces, FloorError> {
+        let uid = nix::unistd::geteuid().as_raw();
+        let gid = nix::unistd::getegid().as_raw();
+        let mut mounts = Vec::new();
+        for dir in &plan.pinned {
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                read_only: None,
+            });
+        }
+        for path in &plan.read_only {
+            mounts.push(Mount::Bind {
+                path: cstring(path)?,
+                read_only: Some(locked_flags(path)),
+            });
+        }
+        let mut empty_file = None;
+        for path in &plan.hidden {
+            if path.is_dir() {
+                mounts.push(Mount::Empty {
+                    path: cstring(path)?,
+                });
+                continue;
+            }
+            let src = match &empty_file {
+                Some(src) => src,
+                None => empty_file.insert(make_empty_file(scratch)?),
+            };
+            mounts.push(Mount::EmptyFile {
+                src: cstring(src)?,
+                path: cstring(path)?,
+                flags: locked_flags(path),
+            });
+        }
+        Ok(Namespaces {
+            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
+            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            mounts,
+        })
+    }
+
+    /// A user namespace (the same uid and gid, mapped to themselves) and a mount namespace,
+    /// with the plan's binds and empty mounts.
+    fn enter(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on values we own; nothing allocates.
+        unsafe {
+            if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+                return fail(b"ahp-wrap: floor: cannot create a user and mount namespace (run with --floor off, or see docs/floor.md)\n");
+            }
+            write_proc(c"/proc/self/setgroups", b"deny")?;
+            write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+            write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+            let none = std::ptr::null::<libc::c_char>();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return fail(b"ahp-wrap: floor: cannot make the mounts private\n");
+            }
+            for m in &self.mounts {
+                let ok = match m {
+                    Mount::Bind { path, read_only } => {
+                        let p = path.as_ptr();
+                        libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
+                            && read_only.is_none_or(|flags| {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            })
+                    }
+                    Mount::Empty { path } => {
+                        let f =
+                            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                        libc::mount(
+                            c"tmpfs".as_ptr(),
+                            path.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            f,
+                            c"size=4k,mode=0555".as_ptr().cast(),
+                        ) == 0
+                    }
+                    Mount::EmptyFile { src, path, flags } => {
+                        let p = path.as_ptr();
+                        libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
+                            && {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            }
+                    }
+                };
+                if !ok {
+                    return fail(b"ahp-wrap: floor: a protecting mount failed\n");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Writes `data` to a /proc file with plain system calls.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return fail(b"ahp-wrap: floor: cannot open a /proc/self map\n");
+    }
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    libc::close(fd);
+    if n != data.len() as isize {
+        return fail(b"ahp-wrap: floor: cannot write a /proc/self map\n");
+    }
+    Ok(())
+}
+
+/// Says `what` on stderr and returns the error in `errno`.
+fn fail(what: &[u8]) -> std::io::Result<()> {
+    let e = std::io::Error::last_os_error();
+    // SAFETY: write(2) of a static buffer.
+    unsafe { libc::write(2, what.as_ptr().cast(), what.len()) };
+    Err(e)
+}
+
+/// The flags of the mount `path` is on that a read-only remount must keep.
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs into a zeroed struct we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let f = st.f_flag;
+    let mut out = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            out |= ms_flag;
+        }
+    }
+    out
+}
+
+fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("floor-empty");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o444)
+        .open(&path)
+        .map_err(|source| FloorError::Prepare {
+            what: "the empty file in",
+            path: dir.display().to_string(),
+            source,
+        })?;
+    Ok(path)
+}
+
+fn cstring(path: &Path) -> Result<CString, FloorError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| FloorError::Prepare {
+        what: "a path with a NUL byte:",
+        path: path.display().to_string(),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn this_kernel_reports_what_it_offers() {
+        let s = Support::probe();
+        let plan = Plan::default();
+        let r = s.report(&plan);
+        assert_eq!(r.enforced.is_empty(), s.landlock_abi < 1);
+        if s.landlock_abi >= 6 && s.namespaces.is_ok() {
+            assert!(r.complete(), "{r:?}");
+        }
+    }
+}

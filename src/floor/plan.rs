@@ -1,0 +1,272 @@
+//! The floor made concrete for one run: which directories may be written, which paths are
+//! bound read-only or hidden, and which protected paths do not exist yet.
+
+use std::fmt;
+use std::path::{Component, Path, PathBuf};
+
+use super::Spec;
+
+/// The temp directories every run may write (and `$TMPDIR`).
+const TEMP: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
+
+/// Device files every program writes (`> /dev/null`) or opens for its terminal.
+const DEVICES: [&str; 7] = [
+    "/dev/null",
+    "/dev/zero",
+    "/dev/full",
+    "/dev/random",
+    "/dev/urandom",
+    "/dev/tty",
+    "/dev/ptmx",
+];
+
+/// What one run's floor starts from.
+#[derive(Debug, Clone, Default)]
+pub struct Context {
+    /// The workspace (`--workspace`, else the current directory).
+    pub workspace: PathBuf,
+    /// The home directory `~` means.
+    pub home: PathBuf,
+    /// Where the agent keeps its own state (declared by its shim).
+    pub agent_state: Vec<PathBuf>,
+    /// Never written besides the spec's `read_only`: the agent's own settings and hooks
+    /// (declared by its shim), the wrapper's files (executables, run directory, audit log).
+    pub protected: Vec<PathBuf>,
+    /// `$TMPDIR`, when set.
+    pub tmpdir: Option<PathBuf>,
+}
+
+/// The floor of one run, every path absolute and (where it exists) canonical.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Plan {
+    /// Directories written beneath (Landlock), and the device files below.
+    pub writable: Vec<PathBuf>,
+    pub devices: Vec<PathBuf>,
+    /// Directories between a writable root and a read-only path, bound onto themselves so
+    /// that they cannot be renamed away (and replaced) while the run lasts.
+    pub pinned: Vec<PathBuf>,
+    /// Bound read-only: protected paths beneath a writable directory.
+    pub read_only: Vec<PathBuf>,
+    /// Mounted over with something empty and read-only: never read.
+    pub hidden: Vec<PathBuf>,
+    /// Protected paths beneath a writable directory that do not exist yet: nothing can be
+    /// bound over them, so the run looks at them again at its end.
+    pub absent: Vec<PathBuf>,
+}
+
+impl Plan {
+    /// The floor `spec` asks for, for the run `cx` describes. Creates the agent's state
+    /// directories and the spec's writable ones when missing and their parent exists (a
+    /// rule needs a directory to hold on to).
+    pub fn new(spec: &Spec, cx: &Context) -> Plan {
+        let ws = canonical(&cx.workspace);
+        let home = canonical(&cx.home);
+        let mut writable = vec![ws.clone()];
+        writable.extend(TEMP.iter().map(PathBuf::from));
+        writable.extend(cx.tmpdir.iter().cloned());
+        writable.push(PathBuf::from("/dev/pts"));
+        for dir in cx.agent_state.iter().chain(&spec.writable(&home, &ws)) {
+            if !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
+                let _ = std::fs::create_dir(dir);
+            }
+            writable.push(dir.clone());
+        }
+        let mut writable: Vec<PathBuf> = writable
+            .iter()
+            .filter(|d| d.is_dir())
+            .map(|d| canonical(d))
+            .collect();
+        dedup(&mut writable);
+        let devices = DEVICES
+            .iter()
+            .map(PathBuf::from)
+            .filter(|d| d.exists())
+            .collect();
+
+        let hidden_all: Vec<PathBuf> = spec
+            .hidden(&home, &ws)
+            .iter()
+            .map(|p| canonical(p))
+            .collect();
+        // Never hide what would hide the work itself.
+        let hidden: Vec<PathBuf> = hidden_all
+            .into_iter()
+            .filter(|h| h.exists() && !writable.iter().any(|w| w.starts_with(h)))
+            .collect();
+
+        let mut read_only = Vec::new();
+        let mut absent = Vec::new();
+        let mut pinned = Vec::new();
+        for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
+            let p = canonical(p);
+            let Some(root) = writable
+                .iter()
+                .filter(|w| p.starts_with(w))
+                .max_by_key(|w| w.as_os_str().len())
+            else {
+                continue; // not writable anyway
+            };
+            if hidden.iter().any(|h| p.starts_with(h)) {
+                continue;
+            }
+            if p.exists() {
+                let mut between = p.parent();
+                while let Some(dir) = between.filter(|d| d != root && d.starts_with(root)) {
+                    pinned.push(dir.to_owned());
+                    between = dir.parent();
+                }
+                read_only.push(p);
+            } else {
+                absent.push(p);
+            }
+        }
+        dedup(&mut read_only);
+        dedup(&mut absent);
+        dedup(&mut pinned);
+        // Shallow first: a directory is pinned before what is bound beneath it.
+        pinned.sort_by_key(|p| p.components().count());
+        Plan {
+            writable,
+            devices,
+            pinned,
+            read_only,
+            hidden,
+            absent,
+        }
+    }
+
+    /// The protected paths that were absent at the start and exist now.
+    pub fn appeared(&self) -> Vec<&Path> {
+        self.absent
+            .iter()
+            .filter(|p| p.symlink_metadata().is_ok())
+            .map(PathBuf::as_path)
+            .collect()
+    }
+}
+
+impl fmt::Display for Plan {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let mut list = |title: &str, paths: &[PathBuf]| -> fmt::Result {
+            writeln!(f, "{title}:")?;
+            if paths.is_empty() {
+                writeln!(f, "  (none)")?;
+            }
+            for p in paths {
+                writeln!(f, "  {}", p.display())?;
+            }
+            Ok(())
+        };
+        list("writable (and everything beneath)", &self.writable)?;
+        list("writable device files", &self.devices)?;
+        list("never written (bound read-only)", &self.read_only)?;
+        list("pinned (cannot be renamed away)", &self.pinned)?;
+        list("never read (hidden)", &self.hidden)?;
+        list(
+            "protected but absent (checked again at the end)",
+            &self.absent,
+        )
+    }
+}
+
+/// `path` with symlinks resolved where it exists; otherwise its longest existing ancestor
+/// resolved and the rest appended, `..` and `.` folded.
+pub fn canonical(path: &Path) -> PathBuf {
+    if let Ok(p) = std::fs::canonicalize(path) {
+        return p;
+    }
+    let mut rest = Vec::new();
+    let mut at = path;
+    while let Some(parent) = at.parent() {
+        if let Some(name) = at.file_name() {
+            rest.push(name.to_owned());
+        }
+        if let Ok(base) = std::fs::canonicalize(parent) {
+            let mut out = base;
+            out.extend(rest.iter().rev());
+            return out;
+        }
+        at = parent;
+    }
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            Component::ParentDir => {
+                out.pop();
+            }
+            Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+fn dedup(v: &mut Vec<PathBuf>) {
+    let mut seen = std::collections::HashSet::new();
+    v.retain(|p| seen.insert(p.clone()));
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn spec(read_only: &[&str], hidden: &[&str]) -> Spec {
+        Spec {
+            enabled: true,
+            writable: Some(vec!["~/.cache".into()]),
+            read_only: Some(read_only.iter().map(|s| s.to_string()).collect()),
+            hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
+        }
+    }
+
+    #[test]
+    fn protected_paths_beneath_writable_ones_are_bound_and_their_parents_pinned() {
+        let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let (home, ws) = (t.path().join("home"), t.path().join("home/ws"));
+        std::fs::create_dir_all(ws.join(".git/hooks")).unwrap();
+        std::fs::create_dir_all(home.join(".ssh")).unwrap();
+        std::fs::write(home.join(".bashrc"), "").unwrap();
+        let cx = Context {
+            workspace: ws.clone(),
+            home: home.clone(),
+            agent_state: vec![home.join(".agent")],
+            ..Context::default()
+        };
+        let plan = Plan::new(
+            &spec(
+                &[".git/hooks", ".mcp.json", "~/.bashrc"],
+                &["~/.ssh", "~/.aws"],
+            ),
+            &cx,
+        );
+        assert!(plan.writable.contains(&ws));
+        assert!(
+            plan.writable.contains(&home.join(".agent")),
+            "state created: {plan}"
+        );
+        assert!(
+            plan.writable.contains(&home.join(".cache")),
+            "cache created: {plan}"
+        );
+        assert_eq!(plan.read_only, vec![ws.join(".git/hooks")]);
+        assert_eq!(plan.pinned, vec![ws.join(".git")]);
+        assert_eq!(plan.absent, vec![ws.join(".mcp.json")]);
+        assert_eq!(plan.hidden, vec![home.join(".ssh")]);
+        assert!(plan.appeared().is_empty());
+        std::fs::write(ws.join(".mcp.json"), "{}").unwrap();
+        assert_eq!(plan.appeared(), vec![ws.join(".mcp.json").as_path()]);
+    }
+
+    #[test]
+    fn a_hidden_path_never_hides_the_workspace() {
+        let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let ws = t.path().join("secret/ws");
+        std::fs::create_dir_all(&ws).unwrap();
+        let cx = Context {
+            workspace: ws,
+            home: t.path().to_owned(),
+            ..Context::default()
+        };
+        assert!(Plan::new(&spec(&[], &["~/secret"]), &cx).hidden.is_empty());
+    }
+}
