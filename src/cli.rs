@@ -77,6 +77,20 @@ pub enum PolicyCommand {
     Default,
     /// Parse and validate a policy file and run its examples.
     Check { file: PathBuf },
+    /// Print the effective floor for this machine and agent: what the kernel enforces and
+    /// lacks, and every path it is told (nothing is created or changed). Exit 0 when the
+    /// floor is complete here, 1 when a part is missing.
+    Floor {
+        /// The policy file (default: the built-in default policy).
+        #[arg(long, value_name = "FILE")]
+        policy: Option<PathBuf>,
+        /// The agent's framework, for its own state and protected files (default: generic).
+        #[arg(long, value_name = "NAME")]
+        framework: Option<String>,
+        /// The workspace (default: the current directory).
+        #[arg(long, value_name = "DIR")]
+        workspace: Option<PathBuf>,
+    },
     /// Read an AHP event (JSON) on stdin; print the decision and the rule that made it.
     Eval {
         /// The policy file (default: the built-in default policy).

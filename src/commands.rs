@@ -59,6 +59,78 @@ pub fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
     }
 }
 
+/// `ahp-wrap policy floor`: the floor a run here would get, printed.
+fn floor(
+    policy: Option<&std::path::Path>,
+    framework: Option<&str>,
+    workspace: Option<std::path::PathBuf>,
+) -> Exit {
+    let spec = match crate::policy::floor_spec(policy) {
+        Ok(s) => s,
+        Err(e) => {
+            eprintln!("ahp-wrap: {}", crate::error_chain(&e));
+            return Exit::Error;
+        }
+    };
+    let framework = match crate::frameworks::find(framework.unwrap_or("generic")) {
+        Some(f) => f,
+        None => {
+            eprintln!(
+                "ahp-wrap: unknown framework {:?}",
+                framework.unwrap_or_default()
+            );
+            return Exit::Error;
+        }
+    };
+    let workspace = workspace
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| "/".into());
+    let home = crate::run::floor::home_dir();
+    let own = framework.agent_files(&home);
+    let cx = crate::floor::Context {
+        workspace,
+        agent_state: own.state,
+        protected: own.protected,
+        tmpdir: std::env::var_os("TMPDIR").map(Into::into),
+        caches: crate::floor::plan::env_caches(),
+        home,
+        create_missing: false,
+    };
+    let plan = crate::floor::Plan::new(&spec, &cx);
+    let mut out = String::new();
+    if !spec.enabled {
+        out.push_str("the policy turns the floor off (enabled = false)\n");
+    }
+    let report = floor_report(&plan);
+    for e in &report.enforced {
+        out.push_str(&format!("enforced: {e}\n"));
+    }
+    for g in &report.gaps {
+        out.push_str(&format!("missing:  {g}\n"));
+    }
+    out.push_str("not built yet: the network (the floor does not confine connections)\n\n");
+    out.push_str(&plan.to_string());
+    exit::print(&out);
+    if report.complete() && spec.enabled {
+        Exit::OK
+    } else {
+        Exit::Problem
+    }
+}
+
+#[cfg(target_os = "linux")]
+fn floor_report(plan: &crate::floor::Plan) -> crate::floor::Report {
+    crate::floor::Support::probe().report(plan)
+}
+
+#[cfg(not(target_os = "linux"))]
+fn floor_report(_plan: &crate::floor::Plan) -> crate::floor::Report {
+    crate::floor::Report {
+        enforced: Vec::new(),
+        gaps: vec!["the floor is Linux-only".into()],
+    }
+}
+
 pub fn policy(cmd: PolicyCommand) -> Exit {
     match cmd {
         PolicyCommand::Default => {
@@ -81,6 +153,11 @@ pub fn policy(cmd: PolicyCommand) -> Exit {
                 Exit::Problem
             }
         },
+        PolicyCommand::Floor {
+            policy,
+            framework,
+            workspace,
+        } => floor(policy.as_deref(), framework.as_deref(), workspace),
         PolicyCommand::Eval { file } => {
             let policy = match load_policy(file.as_deref()) {
                 Ok(p) => p,

@@ -132,11 +132,11 @@ fn namespaces_possible() -> Result<(), String> {
 /// One mount the child makes in its own mount namespace.
 #[derive(Debug)]
 enum Mount {
-    /// `path` bound onto itself, then (`Some(flags)`) remounted read-only with the flags
-    /// its mount already has (a user namespace may not clear them).
+    /// `path` bound onto itself, then (`Some(flags)`) remounted with `flags`: read-only or
+    /// writable, with the flags its mount already has (a user namespace may not clear them).
     Bind {
         path: CString,
-        read_only: Option<libc::c_ulong>,
+        remount: Option<libc::c_ulong>,
     },
     /// An empty, read-only tmpfs over a directory.
     Empty { path: CString },
@@ -240,13 +240,20 @@ impl Namespaces {
         for dir in &plan.pinned {
             mounts.push(Mount::Bind {
                 path: cstring(dir)?,
-                read_only: None,
+                remount: None,
             });
         }
         for path in &plan.read_only {
             mounts.push(Mount::Bind {
                 path: cstring(path)?,
-                read_only: Some(locked_flags(path)),
+                remount: Some(libc::MS_RDONLY | locked_flags(path)),
+            });
+        }
+        for dir in &plan.reopened {
+            // A bind inherits the read-only flag of the mount it is taken from.
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                remount: Some(locked_flags(dir) & !libc::MS_RDONLY),
             });
         }
         let mut empty_file = None;
@@ -298,11 +305,11 @@ impl Namespaces {
             }
             for m in &self.mounts {
                 let ok = match m {
-                    Mount::Bind { path, read_only } => {
+                    Mount::Bind { path, remount } => {
                         let p = path.as_ptr();
                         libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
-                            && read_only.is_none_or(|flags| {
-                                let f = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags;
+                            && remount.is_none_or(|flags| {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | flags;
                                 libc::mount(none, p, none, f, std::ptr::null()) == 0
                             })
                     }

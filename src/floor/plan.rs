@@ -20,6 +20,31 @@ const DEVICES: [&str; 7] = [
     "/dev/ptmx",
 ];
 
+/// Package caches named by the tools' own variables (`$CARGO_HOME/registry`, ...), added
+/// to the policy's `writable` list when set.
+const ENV_CACHES: [(&str, &str); 8] = [
+    ("CARGO_HOME", "registry"),
+    ("CARGO_HOME", "git"),
+    ("GOMODCACHE", ""),
+    ("GOCACHE", ""),
+    ("npm_config_cache", ""),
+    ("PIP_CACHE_DIR", ""),
+    ("UV_CACHE_DIR", ""),
+    ("XDG_CACHE_HOME", ""),
+];
+
+/// The caches [`ENV_CACHES`] names in this environment.
+pub fn env_caches() -> Vec<PathBuf> {
+    ENV_CACHES
+        .iter()
+        .filter_map(|(var, sub)| {
+            let base = std::env::var_os(var).filter(|v| !v.is_empty())?;
+            let base = PathBuf::from(base);
+            base.is_absolute().then(|| base.join(sub))
+        })
+        .collect()
+}
+
 /// What one run's floor starts from.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -34,6 +59,11 @@ pub struct Context {
     pub protected: Vec<PathBuf>,
     /// `$TMPDIR`, when set.
     pub tmpdir: Option<PathBuf>,
+    /// Package caches the environment names ([`env_caches`]).
+    pub caches: Vec<PathBuf>,
+    /// Create the state and cache directories that are missing (a run does; printing the
+    /// floor does not).
+    pub create_missing: bool,
 }
 
 /// The floor of one run, every path absolute and (where it exists) canonical.
@@ -47,6 +77,9 @@ pub struct Plan {
     pub pinned: Vec<PathBuf>,
     /// Bound read-only: protected paths beneath a writable directory.
     pub read_only: Vec<PathBuf>,
+    /// Writable directories beneath a read-only path (an agent's overlay in the run
+    /// directory, when that lies in a temp directory): bound writable again over it.
+    pub reopened: Vec<PathBuf>,
     /// Mounted over with something empty and read-only: never read.
     pub hidden: Vec<PathBuf>,
     /// Protected paths beneath a writable directory that do not exist yet: nothing can be
@@ -65,8 +98,9 @@ impl Plan {
         writable.extend(TEMP.iter().map(PathBuf::from));
         writable.extend(cx.tmpdir.iter().cloned());
         writable.push(PathBuf::from("/dev/pts"));
-        for dir in cx.agent_state.iter().chain(&spec.writable(&home, &ws)) {
-            if !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
+        let listed = spec.writable(&home, &ws);
+        for dir in cx.agent_state.iter().chain(&listed).chain(&cx.caches) {
+            if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
                 let _ = std::fs::create_dir(dir);
             }
             writable.push(dir.clone());
@@ -125,11 +159,17 @@ impl Plan {
         dedup(&mut pinned);
         // Shallow first: a directory is pinned before what is bound beneath it.
         pinned.sort_by_key(|p| p.components().count());
+        let reopened = writable
+            .iter()
+            .filter(|w| read_only.iter().any(|r| w.starts_with(r) && *w != r))
+            .cloned()
+            .collect();
         Plan {
             writable,
             devices,
             pinned,
             read_only,
+            reopened,
             hidden,
             absent,
         }
@@ -161,6 +201,7 @@ impl fmt::Display for Plan {
         list("writable device files", &self.devices)?;
         list("never written (bound read-only)", &self.read_only)?;
         list("pinned (cannot be renamed away)", &self.pinned)?;
+        list("writable again beneath a read-only path", &self.reopened)?;
         list("never read (hidden)", &self.hidden)?;
         list(
             "protected but absent (checked again at the end)",
@@ -230,6 +271,7 @@ mod tests {
             workspace: ws.clone(),
             home: home.clone(),
             agent_state: vec![home.join(".agent")],
+            create_missing: true,
             ..Context::default()
         };
         let plan = Plan::new(
@@ -252,9 +294,28 @@ mod tests {
         assert_eq!(plan.pinned, vec![ws.join(".git")]);
         assert_eq!(plan.absent, vec![ws.join(".mcp.json")]);
         assert_eq!(plan.hidden, vec![home.join(".ssh")]);
+        assert!(plan.reopened.is_empty());
         assert!(plan.appeared().is_empty());
         std::fs::write(ws.join(".mcp.json"), "{}").unwrap();
         assert_eq!(plan.appeared(), vec![ws.join(".mcp.json").as_path()]);
+    }
+
+    #[test]
+    fn a_writable_directory_beneath_a_read_only_one_is_reopened() {
+        let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let run = t.path().join("ws/run");
+        std::fs::create_dir_all(run.join("overlay")).unwrap();
+        let cx = Context {
+            workspace: t.path().join("ws"),
+            home: t.path().to_owned(),
+            agent_state: vec![run.join("overlay")],
+            protected: vec![run.clone()],
+            ..Context::default()
+        };
+        let plan = Plan::new(&spec(&[], &[]), &cx);
+        let run = run.canonicalize().unwrap();
+        assert_eq!(plan.read_only, vec![run.clone()]);
+        assert_eq!(plan.reopened, vec![run.join("overlay")]);
     }
 
     #[test]

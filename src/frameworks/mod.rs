@@ -185,6 +185,13 @@ pub trait Framework: Send + Sync + 'static {
         None
     }
 
+    /// Programs that run this agent without its hooks (its ACP adapter, say): a run of one
+    /// of them (`--framework acp`) keeps the agent's own files on the floor
+    /// ([`Framework::agent_files`], [`floor_owner`]).
+    fn adapters(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// What the agent keeps of its own, for the floor: the directories it writes its state
     /// to (sessions, logs, caches), and the files in them it must never write (its settings
     /// and hooks). `home` is the home directory; a shim reads the agent's own variables
@@ -246,6 +253,20 @@ pub fn detect(program: &Path) -> &'static dyn Framework {
         .into_iter()
         .find(|f| f.executables().contains(&file))
         .unwrap_or(&GENERIC)
+}
+
+/// The framework whose [`Framework::agent_files`] a run of `program` keeps on the floor:
+/// `framework` itself when it has hooks, else the one that names `program` as one of its
+/// executables or adapters (an ACP adapter, an agent run with `--framework generic`).
+pub fn floor_owner(framework: &'static dyn Framework, program: &Path) -> &'static dyn Framework {
+    if framework.injects_hooks() {
+        return framework;
+    }
+    let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
+    all()
+        .into_iter()
+        .find(|f| f.executables().contains(&file) || f.adapters().contains(&file))
+        .unwrap_or(framework)
 }
 
 #[cfg(test)]

@@ -43,7 +43,8 @@ pub(super) fn prepare(
         return Err(NoFloor::Off("the policy's [floor] says enabled = false"));
     }
     let home = home_dir();
-    let own = cfg.framework.agent_files(&home);
+    let owner = crate::frameworks::floor_owner(cfg.framework, std::path::Path::new(&cfg.program));
+    let own = owner.agent_files(&home);
     let cx = Context {
         workspace: cfg.workspace.clone(),
         agent_state: own
@@ -58,6 +59,8 @@ pub(super) fn prepare(
             .chain(protected)
             .collect(),
         tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
+        caches: floor::plan::env_caches(),
+        create_missing: true,
         home,
     };
     let plan = Plan::new(&spec, &cx);

@@ -103,14 +103,11 @@ async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
 fn embedded(cfg: &Config) -> Result<Embedded, String> {
     let Some(file) = &cfg.policy else {
         return Ok(Embedded::default_policy(
-            std::env::current_dir().ok(),
+            Some(cfg.workspace.clone()),
             cfg.mode,
         ));
     };
     let policy = Policy::load(file).map_err(|e| crate::error_chain(&e))?;
-    let policy = match std::env::current_dir() {
-        Ok(ws) => policy.with_workspace(ws),
-        Err(_) => policy,
-    };
+    let policy = policy.with_workspace(&cfg.workspace);
     Ok(Embedded::new(policy, cfg.mode))
 }

@@ -97,6 +97,10 @@ impl Framework for ClaudeCode {
         NAME
     }
 
+    fn adapters(&self) -> &'static [&'static str] {
+        &["claude-agent-acp", "claude-code-acp"]
+    }
+
     fn executables(&self) -> &'static [&'static str] {
         &["claude", "claude.exe"]
     }

@@ -78,6 +78,10 @@ impl Framework for Codex {
         NAME
     }
 
+    fn adapters(&self) -> &'static [&'static str] {
+        &["codex-acp"]
+    }
+
     fn executables(&self) -> &'static [&'static str] {
         &["codex", "codex.js"]
     }

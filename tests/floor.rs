@@ -1,0 +1,328 @@
+//! The floor: a program under the wrapper commits forbidden acts by means no hook and no
+//! PATH shim sees (an absolute path, a copied binary, an interpreter's file API, a
+//! redirection, a script written then run, a Makefile target, an npm script, a setsid'd
+//! grandchild). Each act fails and its target is unchanged, read from the disk; the same act
+//! with `--floor off` does its damage, which shows that each test can fail. Ordinary
+//! development in the workspace keeps working.
+//!
+//! Each test's world lives under the target directory, not under /tmp: the temp directories
+//! are writable on the floor, so a victim there would prove nothing.
+
+mod common;
+
+use std::path::PathBuf;
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+
+/// A workspace, a home with a secret and a start-up file, and a victim outside both.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl World {
+    fn new() -> World {
+        let dir = tempfile::Builder::new()
+            .prefix("floor-")
+            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .unwrap();
+        let root = dir.path().canonicalize().unwrap();
+        for d in ["ws", "home/.ssh", "victim/sub"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        std::fs::write(root.join("home/.ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
+        std::fs::write(root.join("home/.bashrc"), "# rc\n").unwrap();
+        std::fs::write(root.join("victim/file"), "precious\n").unwrap();
+        std::fs::write(root.join("victim/sub/deep"), "precious\n").unwrap();
+        World { _dir: dir, root }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    fn victim(&self) -> PathBuf {
+        self.root.join("victim")
+    }
+
+    /// Whether the victim is whole: both files there with their content.
+    fn victim_intact(&self) -> bool {
+        ["file", "sub/deep"].iter().all(|f| {
+            std::fs::read_to_string(self.victim().join(f)).is_ok_and(|s| s == "precious\n")
+        })
+    }
+
+    /// Runs `script` (sh) as an agent without hooks or PATH shims, in the workspace.
+    fn run(&self, floor: bool, script: &str) -> Output {
+        let mut cmd = Command::new(wrap_bin());
+        cmd.args(["--no-intercept", "--summary", "never"]);
+        if !floor {
+            cmd.args(["--floor", "off"]);
+        }
+        cmd.args(["--", "sh", "-c", script])
+            .current_dir(self.ws())
+            .env("HOME", self.root.join("home"))
+            .env("VICTIM", self.victim())
+            .env_remove("AHP_WRAP_FLOOR");
+        run(&mut cmd, Duration::from_secs(60))
+    }
+}
+
+/// `script` damages the victim without the floor and cannot with it.
+fn destroys_only_without_the_floor(script: &str) {
+    let w = World::new();
+    let out = w.run(true, script);
+    assert!(
+        w.victim_intact(),
+        "the floor let `{script}` through:\n{}",
+        show(&out)
+    );
+    let w = World::new();
+    let out = w.run(false, script);
+    assert!(
+        !w.victim_intact(),
+        "without the floor `{script}` should have done its damage (else this test proves \
+         nothing):\n{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn an_absolute_rm_cannot_delete_outside_the_workspace() {
+    destroys_only_without_the_floor(r#"/bin/rm -rf "$VICTIM""#);
+}
+
+#[test]
+fn a_copied_binary_cannot_delete_outside_the_workspace() {
+    destroys_only_without_the_floor(r#"cp /bin/rm ./zap && ./zap -rf "$VICTIM""#);
+}
+
+#[test]
+fn python_perl_and_node_file_apis_cannot_write_outside_the_workspace() {
+    destroys_only_without_the_floor(
+        r#"python3 -c 'import os,shutil; shutil.rmtree(os.environ["VICTIM"])'"#,
+    );
+    destroys_only_without_the_floor(r#"perl -e 'unlink "$ENV{VICTIM}/file" or die "$!"'"#);
+    destroys_only_without_the_floor(
+        r#"node -e 'require("fs").writeFileSync(process.env.VICTIM + "/file", "gone")'"#,
+    );
+}
+
+#[test]
+fn truncation_by_redirection_leaves_the_file_whole() {
+    destroys_only_without_the_floor(r#": > "$VICTIM/file""#);
+}
+
+#[test]
+fn a_script_written_then_run_cannot_delete_outside_the_workspace() {
+    destroys_only_without_the_floor(
+        r#"printf 'rm -rf "$VICTIM"\n' > clean.sh && chmod +x clean.sh && ./clean.sh"#,
+    );
+}
+
+#[test]
+fn a_makefile_target_cannot_delete_outside_the_workspace() {
+    destroys_only_without_the_floor(
+        r#"printf 'clean:\n\trm -rf "$$VICTIM"\n' > Makefile && make -s clean"#,
+    );
+}
+
+#[test]
+fn an_npm_script_cannot_delete_outside_the_workspace() {
+    destroys_only_without_the_floor(
+        r#"printf '{"name":"x","version":"1.0.0","scripts":{"clean":"rm -rf \\"$VICTIM\\""}}' > package.json && npm run -s clean"#,
+    );
+}
+
+#[test]
+fn a_setsid_grandchild_is_confined_too() {
+    destroys_only_without_the_floor(
+        r#"setsid -f sh -c 'rm -rf "$VICTIM"; touch "$PWD/grandchild-ran"'; for i in $(seq 50); do [ -e grandchild-ran ] && break; sleep 0.1; done"#,
+    );
+}
+
+/// Runs `script` on and off the floor; returns what `check` says of each world.
+fn on_and_off(script: &str, check: impl Fn(&World) -> bool) -> (bool, bool, String) {
+    let w = World::new();
+    let out = w.run(true, script);
+    let on = check(&w);
+    let shown = show(&out);
+    let w = World::new();
+    w.run(false, script);
+    (on, check(&w), shown)
+}
+
+#[test]
+fn secrets_are_not_read() {
+    let stolen = |w: &World| {
+        std::fs::read_to_string(w.ws().join("stolen")).is_ok_and(|s| s.contains("PRIVATE KEY"))
+    };
+    let (on, off, shown) = on_and_off("cat ~/.ssh/id_rsa > stolen", stolen);
+    assert!(!on, "the key was read on the floor:\n{shown}");
+    assert!(off, "without the floor the key should have been read");
+}
+
+#[test]
+fn shell_start_up_files_and_git_hooks_are_not_written() {
+    let rc_changed = |w: &World| {
+        std::fs::read_to_string(w.root.join("home/.bashrc")).is_ok_and(|s| s.contains("evil"))
+    };
+    let (on, off, shown) = on_and_off("echo evil >> ~/.bashrc", rc_changed);
+    assert!(!on, "~/.bashrc was changed on the floor:\n{shown}");
+    assert!(off);
+
+    // Inside the workspace, which is writable: the hook is bound read-only, and the .git
+    // above it cannot be renamed away and replaced.
+    let hook = r#"echo evil > .git/hooks/pre-commit;
+        mv .git .git-old && git init -q . && mkdir -p .git/hooks && echo evil > .git/hooks/pre-commit"#;
+    let hooked = |w: &World| {
+        std::fs::read_to_string(w.ws().join(".git/hooks/pre-commit"))
+            .is_ok_and(|s| s.contains("evil"))
+    };
+    let w = repo();
+    let out = w.run(true, hook);
+    assert!(
+        !hooked(&w),
+        "a git hook was written on the floor:\n{}",
+        show(&out)
+    );
+    assert!(
+        w.ws().join(".git/HEAD").exists() && !w.ws().join(".git-old").exists(),
+        ".git was renamed away on the floor:\n{}",
+        show(&out)
+    );
+    let w = repo();
+    w.run(false, hook);
+    assert!(
+        hooked(&w),
+        "without the floor the hook should have been written"
+    );
+}
+
+/// A world whose workspace is a git repository with a hooks directory.
+fn repo() -> World {
+    let w = World::new();
+    let status = Command::new("git")
+        .args(["init", "-q"])
+        .current_dir(w.ws())
+        .status()
+        .unwrap();
+    assert!(status.success());
+    std::fs::create_dir_all(w.ws().join(".git/hooks")).unwrap();
+    w
+}
+
+#[test]
+fn an_interpreter_cannot_rewrite_the_agents_project_settings() {
+    let script = r#"python3 -c 'open(".claude/settings.json","w").write("{\"hooks\":{}}")'"#;
+    let changed = |w: &World| {
+        std::fs::read_to_string(w.ws().join(".claude/settings.json")).is_ok_and(|s| s != "{}")
+    };
+    let setup = |w: &World| {
+        std::fs::create_dir_all(w.ws().join(".claude")).unwrap();
+        std::fs::write(w.ws().join(".claude/settings.json"), "{}").unwrap();
+    };
+    let w = World::new();
+    setup(&w);
+    let out = w.run(true, script);
+    assert!(
+        !changed(&w),
+        "settings rewritten on the floor:\n{}",
+        show(&out)
+    );
+    let w = World::new();
+    setup(&w);
+    w.run(false, script);
+    assert!(
+        changed(&w),
+        "without the floor the settings should have been rewritten"
+    );
+}
+
+#[test]
+fn the_agent_cannot_kill_the_wrapper() {
+    // On the floor the signal is refused and the run ends with the agent's own code.
+    let w = World::new();
+    let out = w.run(true, "kill -KILL $PPID; exit 7");
+    assert_eq!(out.status.code(), Some(7), "{}", show(&out));
+    let w = World::new();
+    let out = w.run(false, "kill -KILL $PPID; sleep 5; exit 7");
+    assert_eq!(
+        out.status.code(),
+        None,
+        "without the floor the wrapper dies: {}",
+        show(&out)
+    );
+}
+
+#[test]
+fn ordinary_development_in_the_workspace_works() {
+    let w = World::new();
+    let remote = tempfile::tempdir().unwrap();
+    let remote = remote.path().join("remote.git");
+    let script = format!(
+        r#"set -e
+git init -q -b main . && git config user.email a@b.c && git config user.name a
+git init -q --bare '{remote}'
+echo 'print("ok")' > app.py && git add app.py && git commit -qm one
+git remote add origin '{remote}' && git push -q origin main
+python3 -m venv .venv && .venv/bin/python app.py > venv-ran
+cargo init -q --name floorcheck --vcs none crate && cargo build -q --offline --manifest-path crate/Cargo.toml
+./crate/target/debug/floorcheck > built-ran
+printf 'test:\n\techo made > made\n' > Makefile && make -s test
+echo done > all-done"#,
+        remote = remote.display()
+    );
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args([
+        "--no-intercept",
+        "--summary",
+        "never",
+        "--",
+        "sh",
+        "-c",
+        &script,
+    ])
+    .current_dir(w.ws())
+    .env("HOME", w.root.join("home"))
+    .env_remove("AHP_WRAP_FLOOR");
+    // The toolchain stays where it is installed (rustup and cargo find it through these).
+    for var in ["CARGO_HOME", "RUSTUP_HOME"] {
+        if std::env::var_os(var).is_none() {
+            let real = dirs_home().join(if var == "CARGO_HOME" {
+                ".cargo"
+            } else {
+                ".rustup"
+            });
+            cmd.env(var, real);
+        }
+    }
+    let out = run(&mut cmd, Duration::from_secs(240));
+    assert!(w.ws().join("all-done").exists(), "{}", show(&out));
+    assert_eq!(
+        std::fs::read_to_string(w.ws().join("venv-ran")).unwrap(),
+        "ok\n"
+    );
+    assert!(w.ws().join("built-ran").exists());
+    let log = Command::new("git")
+        .args([
+            "--git-dir",
+            &remote.display().to_string(),
+            "log",
+            "--oneline",
+            "main",
+        ])
+        .output()
+        .unwrap();
+    assert!(
+        String::from_utf8_lossy(&log.stdout).contains("one"),
+        "the push did not land: {log:?}"
+    );
+}
+
+/// The home directory of the user running the tests.
+fn dirs_home() -> PathBuf {
+    PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
+}
