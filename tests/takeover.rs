@@ -92,8 +92,11 @@ fn a_replaced_path_socket_fails_the_hook_closed_and_ends_the_run() {
     let audit = dir.path().join("audit.jsonl");
     let out = run(
         Command::new(wrap_bin())
-            // Where no abstract socket exists, the socket is a path an agent can replace.
+            // Where no abstract socket exists, the socket is a path an agent can replace
+            // (off the floor: on it, the run directory cannot be written at all, see
+            // `on_the_floor_the_path_socket_cannot_be_replaced`).
             .env("AHP_WRAP_CONTROL", "path")
+            .args(["--floor", "off"])
             .args(["--harness", &harness(dir.path()), "--audit-log"])
             .arg(&audit)
             .arg("--")
@@ -210,4 +213,23 @@ while [ ! -e done ]; do sleep 0.01; done"#,
         event["metadata"]["sender"]["descends_from_agent"], false,
         "{event}"
     );
+}
+
+#[test]
+fn on_the_floor_the_path_socket_cannot_be_replaced() {
+    let dir = tempfile::tempdir().unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let out = run(
+        Command::new(wrap_bin())
+            .env("AHP_WRAP_CONTROL", "path")
+            .args(["--harness", &harness(dir.path()), "--audit-log"])
+            .arg(&audit)
+            .arg("--")
+            .args(hijacking_agent(dir.path())),
+        Duration::from_secs(60),
+    );
+    let attempt = read(dir.path(), "impostor");
+    assert!(attempt.starts_with("refused"), "{attempt}\n{}", show(&out));
+    assert!(!dir.path().join("ran").exists(), "the blocked command ran");
+    assert_eq!(read(dir.path(), "hook_rc").trim(), "2", "{}", show(&out));
 }

@@ -175,11 +175,16 @@ impl Plan {
         }
     }
 
-    /// The protected paths that were absent at the start and exist now.
+    /// The protected paths that were absent at the start and exist now (an empty
+    /// directory holds nothing and does not count: agents make their own on start).
     pub fn appeared(&self) -> Vec<&Path> {
         self.absent
             .iter()
-            .filter(|p| p.symlink_metadata().is_ok())
+            .filter(|p| match p.symlink_metadata() {
+                Ok(m) if m.is_dir() => std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_some()),
+                Ok(_) => true,
+                Err(_) => false,
+            })
             .map(PathBuf::as_path)
             .collect()
     }
@@ -298,6 +303,11 @@ mod tests {
         assert!(plan.appeared().is_empty());
         std::fs::write(ws.join(".mcp.json"), "{}").unwrap();
         assert_eq!(plan.appeared(), vec![ws.join(".mcp.json").as_path()]);
+        let plan = Plan::new(&spec(&[".claude/hooks"], &[]), &cx);
+        std::fs::create_dir_all(ws.join(".claude/hooks")).unwrap();
+        assert!(plan.appeared().is_empty(), "an empty directory counts");
+        std::fs::write(ws.join(".claude/hooks/x.sh"), "").unwrap();
+        assert_eq!(plan.appeared().len(), 1);
     }
 
     #[test]

@@ -32,13 +32,17 @@ impl RunDir {
                 .find(|p| p.is_dir() && only_root_can_write(p))
                 .map(Path::to_path_buf)
         });
-        let base = root_only
-            .flatten()
-            .or(runtime_dir)
-            .unwrap_or_else(std::env::temp_dir);
-        let path = base.join(format!("ahp-wrap-{}", crate::random_hex(8)));
-        std::fs::DirBuilder::new().mode(0o700).create(&path)?;
-        Ok(RunDir { path })
+        let first = root_only.flatten().or(runtime_dir);
+        // A base we may not write (a run inside another run's floor) gives way to the next.
+        let mut last = None;
+        for base in first.into_iter().chain([std::env::temp_dir()]) {
+            let path = base.join(format!("ahp-wrap-{}", crate::random_hex(8)));
+            match std::fs::DirBuilder::new().mode(0o700).create(&path) {
+                Ok(()) => return Ok(RunDir { path }),
+                Err(e) => last = Some(e),
+            }
+        }
+        Err(last.expect("one base was tried"))
     }
 
     pub fn path(&self) -> &Path {

@@ -64,16 +64,11 @@ pub(super) fn prepare(
         home,
     };
     let plan = Plan::new(&spec, &cx);
-    kernel(cfg, cmd, plan, run_dir)
+    kernel(cmd, plan, run_dir)
 }
 
 #[cfg(target_os = "linux")]
-fn kernel(
-    _cfg: &Config,
-    cmd: &mut AgentCommand,
-    plan: Plan,
-    run_dir: &Path,
-) -> Result<RunFloor, NoFloor> {
+fn kernel(cmd: &mut AgentCommand, plan: Plan, run_dir: &Path) -> Result<RunFloor, NoFloor> {
     let support = floor::Support::probe();
     let report = support.report(&plan);
     if support.landlock_abi < 1 {
@@ -95,12 +90,7 @@ fn kernel(
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kernel(
-    _cfg: &Config,
-    _cmd: &mut AgentCommand,
-    plan: Plan,
-    _run_dir: &Path,
-) -> Result<RunFloor, NoFloor> {
+fn kernel(_cmd: &mut AgentCommand, plan: Plan, _run_dir: &Path) -> Result<RunFloor, NoFloor> {
     let report = Report {
         enforced: Vec::new(),
         gaps: vec!["the floor is Linux-only: files, signals and secrets are not confined by the kernel on this system".into()],

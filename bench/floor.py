@@ -1,0 +1,84 @@
+#!/usr/bin/env python3
+"""The floor's costs, each beside the same run without it, interleaved (A B A B ...).
+
+  bench/floor.py AHP_WRAP [--runs N] [--build-runs M]
+
+- start-up: `ahp-wrap --no-intercept -- true` on the floor against `--floor off`, N times
+  each; prints min / median / max wall ms of each, and the median of the paired differences.
+- build: a small generated crate (`cargo build --offline`, debug, from clean) in a workspace
+  under the target directory, on the floor against `--floor off`, M times each; prints the
+  medians and the ratio.
+Never part of `cargo test`; bench/run.sh --floor runs it on the release binary.
+"""
+import os
+import shutil
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+
+
+def timed(cmd, cwd=None, env=None):
+    t = time.perf_counter()
+    subprocess.run(cmd, cwd=cwd, env=env, stdin=subprocess.DEVNULL,
+                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=True)
+    return (time.perf_counter() - t) * 1000
+
+
+def triple(xs):
+    return f"{min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f}"
+
+
+def main():
+    args = sys.argv[1:]
+    if not args:
+        sys.exit(__doc__)
+    wrap = os.path.abspath(args[0])
+    runs = int(args[args.index("--runs") + 1]) if "--runs" in args else 200
+    build_runs = int(args[args.index("--build-runs") + 1]) if "--build-runs" in args else 5
+    base = [wrap, "--no-intercept", "--summary", "never"]
+
+    on, off = [], []
+    for _ in range(5):
+        timed(base + ["--", "true"])
+    for _ in range(runs):
+        on.append(timed(base + ["--", "true"]))
+        off.append(timed(base + ["--floor", "off", "--", "true"]))
+    diffs = [a - b for a, b in zip(on, off)]
+    print(f"start-up, {runs} pairs (wall ms, min / median / max)")
+    print(f"  floor on   {triple(on)}")
+    print(f"  floor off  {triple(off)}")
+    print(f"  added by the floor (median of pair differences): {statistics.median(diffs):+.2f} ms")
+
+    target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
+    root = tempfile.mkdtemp(prefix="floor-bench-", dir=os.path.abspath(target))
+    try:
+        crate = os.path.join(root, "ws")
+        os.makedirs(os.path.join(crate, "src"))
+        with open(os.path.join(crate, "Cargo.toml"), "w") as f:
+            f.write('[package]\nname = "floorbench"\nversion = "0.1.0"\nedition = "2021"\n')
+        with open(os.path.join(crate, "src", "main.rs"), "w") as f:
+            for i in range(60):
+                f.write(f"mod m{i} {{ pub fn f(x: u64) -> u64 {{ (0..x).map(|v| v * {i} + 1).filter(|v| v % 3 == 0).sum() }} }}\n")
+            f.write("fn main() { let mut s = 0;\n")
+            for i in range(60):
+                f.write(f"  s += m{i}::f({i});\n")
+            f.write("  println!(\"{s}\"); }\n")
+        b_on, b_off = [], []
+        for i in range(build_runs + 1):
+            for floor, out in (([], b_on), (["--floor", "off"], b_off)):
+                shutil.rmtree(os.path.join(crate, "target"), ignore_errors=True)
+                ms = timed(base + floor + ["--", "cargo", "build", "-q", "--offline"], cwd=crate)
+                if i > 0:  # the first pair warms the caches
+                    out.append(ms)
+        print(f"build of a small crate from clean, {build_runs} pairs (wall ms, min / median / max)")
+        print(f"  floor on   {triple(b_on)}")
+        print(f"  floor off  {triple(b_off)}")
+        print(f"  ratio of medians: {statistics.median(b_on) / statistics.median(b_off) * 100:.1f} %")
+    finally:
+        shutil.rmtree(root, ignore_errors=True)
+
+
+if __name__ == "__main__":
+    main()
