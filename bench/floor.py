@@ -8,7 +8,7 @@
 - build: a small generated crate (`cargo build --offline`, debug, from clean) in a workspace
   under the target directory, on the floor against `--floor off`, M times each; prints the
   medians and the ratio.
-Never part of `cargo test`; bench/run.sh --floor runs it on the release binary.
+Never part of `cargo test`. Give it the release binary (`cargo build --release`) on a quiet machine.
 """
 import os
 import shutil
