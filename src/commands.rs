@@ -85,17 +85,7 @@ fn floor(
     let workspace = workspace
         .or_else(|| std::env::current_dir().ok())
         .unwrap_or_else(|| "/".into());
-    let home = crate::run::floor::home_dir();
-    let own = framework.agent_files(&home);
-    let cx = crate::floor::Context {
-        workspace,
-        agent_state: own.state,
-        protected: own.protected,
-        tmpdir: std::env::var_os("TMPDIR").map(Into::into),
-        caches: crate::floor::plan::env_caches(),
-        home,
-        create_missing: false,
-    };
+    let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
     let plan = crate::floor::Plan::new(&spec, &cx);
     let mut out = String::new();
     if !spec.enabled {

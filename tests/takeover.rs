@@ -86,23 +86,29 @@ fn a_replaced_control_socket_does_not_silence_the_harness() {
     assert_eq!(record["peer"]["descends_from_agent"], true, "{record}");
 }
 
-#[test]
-fn a_replaced_path_socket_fails_the_hook_closed_and_ends_the_run() {
+/// The hijacking agent, where no abstract socket exists and the control socket is a path
+/// an agent can try to replace; `args` go before the harness.
+fn hijack_path_socket(args: &[&str]) -> (tempfile::TempDir, std::process::Output) {
     let dir = tempfile::tempdir().unwrap();
     let audit = dir.path().join("audit.jsonl");
     let out = run(
         Command::new(wrap_bin())
-            // Where no abstract socket exists, the socket is a path an agent can replace
-            // (off the floor: on it, the run directory cannot be written at all, see
-            // `on_the_floor_the_path_socket_cannot_be_replaced`).
             .env("AHP_WRAP_CONTROL", "path")
-            .args(["--floor", "off"])
+            .args(args)
             .args(["--harness", &harness(dir.path()), "--audit-log"])
             .arg(&audit)
             .arg("--")
             .args(hijacking_agent(dir.path())),
         Duration::from_secs(60),
     );
+    (dir, out)
+}
+
+#[test]
+fn a_replaced_path_socket_fails_the_hook_closed_and_ends_the_run() {
+    // Off the floor: on it, the run directory cannot be written at all (see
+    // `on_the_floor_the_path_socket_cannot_be_replaced`).
+    let (dir, out) = hijack_path_socket(&["--floor", "off"]);
     let attempt = read(dir.path(), "impostor");
     assert_eq!(attempt.trim(), "listening", "{}", show(&out));
     assert!(!dir.path().join("ran").exists(), "the blocked command ran");
@@ -217,17 +223,7 @@ while [ ! -e done ]; do sleep 0.01; done"#,
 
 #[test]
 fn on_the_floor_the_path_socket_cannot_be_replaced() {
-    let dir = tempfile::tempdir().unwrap();
-    let audit = dir.path().join("audit.jsonl");
-    let out = run(
-        Command::new(wrap_bin())
-            .env("AHP_WRAP_CONTROL", "path")
-            .args(["--harness", &harness(dir.path()), "--audit-log"])
-            .arg(&audit)
-            .arg("--")
-            .args(hijacking_agent(dir.path())),
-        Duration::from_secs(60),
-    );
+    let (dir, out) = hijack_path_socket(&[]);
     let attempt = read(dir.path(), "impostor");
     assert!(attempt.starts_with("refused"), "{attempt}\n{}", show(&out));
     assert!(!dir.path().join("ran").exists(), "the blocked command ran");

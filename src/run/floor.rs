@@ -4,10 +4,15 @@
 
 use std::path::{Path, PathBuf};
 
+use serde_json::json;
+
+use super::{Held, Run};
 use crate::child::Confine;
 use crate::config::Config;
+use crate::exit::Exit;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;
+use crate::protocol::EventType;
 
 /// The floor of one run, once prepared.
 pub(super) struct RunFloor {
@@ -42,27 +47,15 @@ pub(super) fn prepare(
     if !spec.enabled {
         return Err(NoFloor::Off("the policy's [floor] says enabled = false"));
     }
-    let home = home_dir();
-    let owner = crate::frameworks::floor_owner(cfg.framework, std::path::Path::new(&cfg.program));
-    let own = owner.agent_files(&home);
-    let cx = Context {
-        workspace: cfg.workspace.clone(),
-        agent_state: own
-            .state
-            .into_iter()
-            .chain(cmd.floor.state.clone())
-            .collect(),
-        protected: own
-            .protected
-            .into_iter()
-            .chain(cmd.floor.protected.clone())
-            .chain(protected)
-            .collect(),
-        tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
-        caches: floor::plan::env_caches(),
-        create_missing: true,
-        home,
-    };
+    let mut cx = context(
+        cfg.framework,
+        Path::new(&cfg.program),
+        cfg.workspace.clone(),
+    );
+    cx.agent_state.extend(cmd.floor.state.iter().cloned());
+    cx.protected.extend(cmd.floor.protected.iter().cloned());
+    cx.protected.extend(protected);
+    cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
     kernel(cmd, plan, run_dir)
 }
@@ -100,6 +93,96 @@ fn kernel(_cmd: &mut AgentCommand, plan: Plan, _run_dir: &Path) -> Result<RunFlo
         report,
         confine: None,
     })
+}
+
+impl Run<'_> {
+    /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
+    /// or that there is none; both are audited.
+    pub(super) async fn floor_before_start(&mut self, held: &Held<'_>) -> Result<(), Exit> {
+        let message = match &held.floor {
+            None => return Ok(()),
+            Some(Err(NoFloor::Off(why))) => {
+                let m = format!(
+                    "the floor is off ({why}): the agent's tree is confined only by what the \
+                     policy sees"
+                );
+                eprintln!("ahp-wrap: warning: {m}");
+                self.notes.push(format!("warning: {m}"));
+                m
+            }
+            Some(Err(NoFloor::Failed(why))) => {
+                let m = format!("cannot set up the floor: {why} (--floor off runs without it)");
+                eprintln!("ahp-wrap: {m}");
+                let payload = json!({"source": "floor", "message": m});
+                self.gate.say(EventType::Error, payload).await;
+                return Err(Exit::Wrapper);
+            }
+            Some(Ok(floor)) if floor.report.complete() => {
+                tracing::debug!("floor: {}", floor.report.enforced.join("; "));
+                return Ok(());
+            }
+            Some(Ok(floor)) => {
+                let gaps = floor.report.gaps.join("; ");
+                if self.cfg.require_floor {
+                    let m = format!("refusing to start (--require-floor): the floor is not complete here: {gaps}");
+                    eprintln!("ahp-wrap: {m}");
+                    let payload = json!({"source": "floor", "message": m});
+                    self.gate.say(EventType::Error, payload).await;
+                    return Err(Exit::Wrapper);
+                }
+                let m = format!("floor: not enforced here: {gaps}");
+                eprintln!("ahp-wrap: warning: {m}");
+                self.notes.push(format!("warning: {m}"));
+                m
+            }
+        };
+        let payload = json!({"source": "floor", "message": message});
+        self.gate.say(EventType::Error, payload).await;
+        Ok(())
+    }
+
+    /// Protected paths that did not exist when the agent started (nothing could be bound
+    /// over them) and exist now: said and audited.
+    pub(super) async fn floor_after_end(&mut self, held: &Held<'_>) {
+        let Some(Ok(floor)) = &held.floor else {
+            return;
+        };
+        let appeared = floor.plan.appeared();
+        if appeared.is_empty() {
+            return;
+        }
+        let list: Vec<String> = appeared.iter().map(|p| p.display().to_string()).collect();
+        let m = format!(
+            "protected path(s) created during the run (absent at the start, so the floor could \
+             not bind them): {}",
+            list.join(", ")
+        );
+        eprintln!("ahp-wrap: warning: {m}");
+        self.notes.push(format!("warning: {m}"));
+        let payload = json!({"source": "floor", "message": m, "paths": list});
+        self.gate.say(EventType::Error, payload).await;
+    }
+}
+
+/// What a run of `program` under `framework` in `workspace` starts its floor from: the home
+/// directory, the agent's own files (from its shim), `$TMPDIR` and the caches the
+/// environment names. Nothing is created (the caller sets `create_missing`).
+pub(crate) fn context(
+    framework: &'static dyn crate::frameworks::Framework,
+    program: &Path,
+    workspace: PathBuf,
+) -> Context {
+    let home = home_dir();
+    let own = crate::frameworks::floor_owner(framework, program).agent_files(&home);
+    Context {
+        workspace,
+        agent_state: own.state,
+        protected: own.protected,
+        tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
+        caches: floor::plan::env_caches(),
+        home,
+        create_missing: false,
+    }
 }
 
 /// `$HOME`, else the password database's home of our user, else `/`.

@@ -154,11 +154,8 @@ impl Run<'_> {
         ]);
         ours.append(&mut cmd.env);
         cmd.env = ours;
-        let mut own_files = vec![
-            self_exe.clone(),
-            self_exe.with_file_name("ahp-wrap-hook"),
-            held.run_dir.path().to_owned(),
-        ];
+        // The floor protects the audit log as well: the policy has rules of its own for it.
+        let mut own_files = own_files(&self_exe, held);
         own_files.extend(self.cfg.audit_log.iter().cloned());
         held.floor = Some(super::floor::prepare(
             self.cfg,
@@ -179,14 +176,7 @@ impl Run<'_> {
         };
         let pids = std::iter::once(std::process::id())
             .chain(held.guardian.as_ref().map(|g| g.pid() as u32));
-        e.protect(Protected::new(
-            [
-                self_exe.to_owned(),
-                self_exe.with_file_name("ahp-wrap-hook"),
-                held.run_dir.path().to_owned(),
-            ],
-            pids,
-        ));
+        e.protect(Protected::new(own_files(self_exe, held), pids));
     }
 
     /// Said now, before the agent may take the screen (warnings again at exit).
@@ -345,74 +335,6 @@ impl Run<'_> {
         payload
     }
 
-    /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
-    /// or that there is none; both are audited.
-    async fn floor_before_start(&mut self, held: &Held<'_>) -> Result<(), Exit> {
-        use super::floor::NoFloor;
-        let message = match &held.floor {
-            None => return Ok(()),
-            Some(Err(NoFloor::Off(why))) => {
-                let m = format!(
-                    "the floor is off ({why}): the agent's tree is confined only by what the \
-                     policy sees"
-                );
-                eprintln!("ahp-wrap: warning: {m}");
-                self.notes.push(format!("warning: {m}"));
-                m
-            }
-            Some(Err(NoFloor::Failed(why))) => {
-                let m = format!("cannot set up the floor: {why} (--floor off runs without it)");
-                eprintln!("ahp-wrap: {m}");
-                let payload = json!({"source": "floor", "message": m});
-                self.gate.say(EventType::Error, payload).await;
-                return Err(Exit::Wrapper);
-            }
-            Some(Ok(floor)) if floor.report.complete() => {
-                tracing::debug!("floor: {}", floor.report.enforced.join("; "));
-                return Ok(());
-            }
-            Some(Ok(floor)) => {
-                let gaps = floor.report.gaps.join("; ");
-                if self.cfg.require_floor {
-                    let m = format!("refusing to start (--require-floor): the floor is not complete here: {gaps}");
-                    eprintln!("ahp-wrap: {m}");
-                    let payload = json!({"source": "floor", "message": m});
-                    self.gate.say(EventType::Error, payload).await;
-                    return Err(Exit::Wrapper);
-                }
-                let m = format!("floor: not enforced here: {gaps}");
-                eprintln!("ahp-wrap: warning: {m}");
-                self.notes.push(format!("warning: {m}"));
-                m
-            }
-        };
-        let payload = json!({"source": "floor", "message": message});
-        self.gate.say(EventType::Error, payload).await;
-        Ok(())
-    }
-
-    /// Protected paths that did not exist when the agent started (nothing could be bound
-    /// over them) and exist now: said and audited.
-    async fn floor_after_end(&mut self, held: &Held<'_>) {
-        let Some(Ok(floor)) = &held.floor else {
-            return;
-        };
-        let appeared = floor.plan.appeared();
-        if appeared.is_empty() {
-            return;
-        }
-        let list: Vec<String> = appeared.iter().map(|p| p.display().to_string()).collect();
-        let m = format!(
-            "protected path(s) created during the run (absent at the start, so the floor could \
-             not bind them): {}",
-            list.join(", ")
-        );
-        eprintln!("ahp-wrap: warning: {m}");
-        self.notes.push(format!("warning: {m}"));
-        let payload = json!({"source": "floor", "message": m, "paths": list});
-        self.gate.say(EventType::Error, payload).await;
-    }
-
     /// Finish: each interceptor reports (notes for the person; an exit code that overrides
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut Held<'_>, mut exit: Exit) -> Exit {
@@ -437,6 +359,15 @@ impl Run<'_> {
         }
         exit
     }
+}
+
+/// The run's own files: its executables and its run directory.
+fn own_files(self_exe: &Path, held: &Held<'_>) -> Vec<PathBuf> {
+    vec![
+        self_exe.to_owned(),
+        self_exe.with_file_name("ahp-wrap-hook"),
+        held.run_dir.path().to_owned(),
+    ]
 }
 
 /// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
