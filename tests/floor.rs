@@ -326,3 +326,182 @@ echo done > all-done"#,
 fn dirs_home() -> PathBuf {
     PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
 }
+
+/// The wrapper with `args` before `--` and `script` as the agent, in the world's workspace.
+fn wrapped(w: &World, args: &[&str], script: &str) -> Output {
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["--no-intercept", "--summary", "never"])
+        .args(args)
+        .args(["--", "sh", "-c", script])
+        .current_dir(w.ws())
+        .env("HOME", w.root.join("home"))
+        .env("VICTIM", w.victim())
+        .env_remove("AHP_WRAP_FLOOR");
+    run(&mut cmd, Duration::from_secs(60))
+}
+
+/// The audit log's `error` events from the floor.
+fn floor_errors(audit: &std::path::Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(audit)
+        .unwrap_or_default()
+        .lines()
+        .map(|l| serde_json::from_str::<serde_json::Value>(l).unwrap())
+        .filter(|r| r["event_type"] == "error" && r["payload"]["source"] == "floor")
+        .collect()
+}
+
+#[test]
+fn running_without_the_floor_is_said_and_audited() {
+    let w = World::new();
+    let audit = w.root.join("audit.jsonl");
+    let out = wrapped(
+        &w,
+        &["--floor", "off", "--audit-log", audit.to_str().unwrap()],
+        "true",
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("the floor is off"),
+        "{}",
+        show(&out)
+    );
+    let errors = floor_errors(&audit);
+    assert_eq!(errors.len(), 1, "{errors:?}");
+    // On the floor, with everything this kernel offers, nothing is said.
+    let w = World::new();
+    let audit = w.root.join("audit.jsonl");
+    wrapped(&w, &["--audit-log", audit.to_str().unwrap()], "true");
+    let complete = Command::new(wrap_bin())
+        .args(["policy", "floor"])
+        .output()
+        .unwrap();
+    if complete.status.success() {
+        assert!(
+            floor_errors(&audit).is_empty(),
+            "{:?}",
+            floor_errors(&audit)
+        );
+    }
+}
+
+#[test]
+fn require_floor_refuses_to_start_where_a_part_is_missing() {
+    // A run inside another run's floor gets no namespaces of its own: a gap.
+    let w = World::new();
+    let audit = w.root.join("audit.jsonl");
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["--no-intercept", "--require-floor", "--audit-log"])
+        .arg(&audit)
+        .args(["--", "sh", "-c", "touch ran"])
+        .current_dir(w.ws())
+        .env("HOME", w.root.join("home"))
+        .env("AHP_WRAP_FLOOR", "1");
+    let out = run(&mut cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(!w.ws().join("ran").exists(), "the agent started");
+    assert_eq!(floor_errors(&audit).len(), 1);
+    // Without --require-floor the gap is said and the agent runs.
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["--no-intercept", "--", "sh", "-c", "touch ran"])
+        .current_dir(w.ws())
+        .env("HOME", w.root.join("home"))
+        .env("AHP_WRAP_FLOOR", "1");
+    let out = run(&mut cmd, Duration::from_secs(60));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(w.ws().join("ran").exists());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("floor: not enforced here"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+fn a_protected_path_created_during_the_run_is_reported_and_audited() {
+    let w = World::new();
+    let audit = w.root.join("audit.jsonl");
+    let out = wrapped(
+        &w,
+        &["--audit-log", audit.to_str().unwrap()],
+        r#"echo '{"mcpServers":{}}' > .mcp.json"#,
+    );
+    let mcp = w.ws().join(".mcp.json");
+    assert!(mcp.exists(), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains(&mcp.display().to_string()),
+        "{}",
+        show(&out)
+    );
+    let errors = floor_errors(&audit);
+    assert!(
+        errors
+            .iter()
+            .any(|e| e["payload"]["paths"][0] == mcp.display().to_string()),
+        "{errors:?}"
+    );
+}
+
+#[test]
+fn an_mcp_server_behind_ahp_wrap_mcp_is_confined_too() {
+    let mcp = |w: &World, floor: &[&str]| {
+        let mut cmd = Command::new(wrap_bin());
+        cmd.args(["mcp", "--name", "srv"])
+            .args(floor)
+            .args(["--", "sh", "-c", r#"rm -rf "$VICTIM"; cat > /dev/null"#])
+            .current_dir(w.ws())
+            .env("HOME", w.root.join("home"))
+            .env("VICTIM", w.victim())
+            .env_remove("AHP_WRAP_FLOOR");
+        run(&mut cmd, Duration::from_secs(60))
+    };
+    let w = World::new();
+    let out = mcp(&w, &[]);
+    assert!(w.victim_intact(), "{}", show(&out));
+    let w = World::new();
+    mcp(&w, &["--floor", "off"]);
+    assert!(
+        !w.victim_intact(),
+        "without the floor the server should have deleted it"
+    );
+}
+
+#[test]
+fn policy_floor_prints_what_a_run_here_gets() {
+    let w = World::new();
+    let out = Command::new(wrap_bin())
+        .args([
+            "policy",
+            "floor",
+            "--framework",
+            "claude-code",
+            "--workspace",
+        ])
+        .arg(w.ws())
+        .env("HOME", w.root.join("home"))
+        .env_remove("CLAUDE_CONFIG_DIR")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let ws = w.ws().display().to_string();
+    let section = |title: &str| -> Vec<String> {
+        text.split(&format!("{title}:\n"))
+            .nth(1)
+            .unwrap_or("")
+            .lines()
+            .take_while(|l| l.starts_with("  "))
+            .map(|l| l.trim().to_owned())
+            .collect()
+    };
+    assert!(
+        section("writable (and everything beneath)").contains(&ws),
+        "{text}"
+    );
+    assert!(
+        section("never read (hidden)").contains(&w.root.join("home/.ssh").display().to_string()),
+        "{text}"
+    );
+    assert!(text.contains("not built yet: the network"), "{text}");
+    // Printing creates nothing: Claude's state directory is listed only once it exists.
+    assert!(!w.root.join("home/.claude").exists());
+    assert_eq!(out.status.success(), !text.contains("missing:"), "{text}");
+}
