@@ -91,7 +91,7 @@ fn floor(
     if !spec.enabled {
         out.push_str("the policy turns the floor off (enabled = false)\n");
     }
-    let report = floor_report(&plan);
+    let report = crate::floor::report(&plan);
     for e in &report.enforced {
         out.push_str(&format!("enforced: {e}\n"));
     }
@@ -105,19 +105,6 @@ fn floor(
         Exit::OK
     } else {
         Exit::Problem
-    }
-}
-
-#[cfg(target_os = "linux")]
-fn floor_report(plan: &crate::floor::Plan) -> crate::floor::Report {
-    crate::floor::Support::probe().report(plan)
-}
-
-#[cfg(not(target_os = "linux"))]
-fn floor_report(_plan: &crate::floor::Plan) -> crate::floor::Report {
-    crate::floor::Report {
-        enforced: Vec::new(),
-        gaps: vec!["the floor is Linux-only".into()],
     }
 }
 

@@ -162,6 +162,19 @@ fn secrets_are_not_read() {
     let (on, off, shown) = on_and_off("cat ~/.ssh/id_rsa > stolen", stolen);
     assert!(!on, "the key was read on the floor:\n{shown}");
     assert!(off, "without the floor the key should have been read");
+    // Another process's environment (the wrapper's holds this test's HOME).
+    let environ = |w: &World| {
+        std::fs::read_to_string(w.ws().join("environ")).is_ok_and(|s| s.contains("HOME="))
+    };
+    let (on, off, shown) = on_and_off("cat /proc/$PPID/environ > environ", environ);
+    assert!(
+        !on,
+        "the wrapper's environment was read on the floor:\n{shown}"
+    );
+    assert!(
+        off,
+        "without the floor the environment should have been read"
+    );
 }
 
 #[test]

@@ -19,7 +19,7 @@
 //! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
 
 pub mod plan;
-mod spec;
+pub mod spec;
 
 #[cfg(target_os = "linux")]
 mod kernel;
@@ -59,6 +59,26 @@ impl Report {
     /// Whether every part of the floor is in force.
     pub fn complete(&self) -> bool {
         self.gaps.is_empty()
+    }
+}
+
+/// What this machine enforces of `plan`, and what it lacks.
+pub fn report(plan: &Plan) -> Report {
+    #[cfg(target_os = "linux")]
+    {
+        Support::probe().report(plan)
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = plan;
+        Report {
+            enforced: Vec::new(),
+            gaps: vec![
+                "the floor is Linux-only: files, signals and secrets are not confined by \
+                        the kernel on this system"
+                    .into(),
+            ],
+        }
     }
 }
 

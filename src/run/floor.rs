@@ -84,10 +84,7 @@ fn kernel(cmd: &mut AgentCommand, plan: Plan, run_dir: &Path) -> Result<RunFloor
 
 #[cfg(not(target_os = "linux"))]
 fn kernel(_cmd: &mut AgentCommand, plan: Plan, _run_dir: &Path) -> Result<RunFloor, NoFloor> {
-    let report = Report {
-        enforced: Vec::new(),
-        gaps: vec!["the floor is Linux-only: files, signals and secrets are not confined by the kernel on this system".into()],
-    };
+    let report = floor::report(&plan);
     Ok(RunFloor {
         plan,
         report,

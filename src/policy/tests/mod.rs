@@ -2,6 +2,7 @@
 
 mod default_rules;
 mod engine;
+mod floor;
 
 use std::path::{Path, PathBuf};
 
