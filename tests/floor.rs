@@ -54,19 +54,24 @@ impl World {
         })
     }
 
-    /// Runs `script` (sh) as an agent without hooks or PATH shims, in the workspace.
-    fn run(&self, floor: bool, script: &str) -> Output {
+    /// The wrapper with `args` before `--` and `script` (sh) as an agent without hooks or
+    /// PATH shims, in the workspace, outside any floor of the test's own.
+    fn command(&self, args: &[&str], script: &str) -> Command {
         let mut cmd = Command::new(wrap_bin());
-        cmd.args(["--no-intercept", "--summary", "never"]);
-        if !floor {
-            cmd.args(["--floor", "off"]);
-        }
-        cmd.args(["--", "sh", "-c", script])
+        cmd.args(["--no-intercept", "--summary", "never"])
+            .args(args)
+            .args(["--", "sh", "-c", script])
             .current_dir(self.ws())
             .env("HOME", self.root.join("home"))
             .env("VICTIM", self.victim())
             .env_remove("AHP_WRAP_FLOOR");
-        run(&mut cmd, Duration::from_secs(60))
+        cmd
+    }
+
+    /// Runs `script` on the floor or (`floor` false) with `--floor off`.
+    fn run(&self, floor: bool, script: &str) -> Output {
+        let args: &[&str] = if floor { &[] } else { &["--floor", "off"] };
+        run(&mut self.command(args, script), Duration::from_secs(60))
     }
 }
 
@@ -340,17 +345,9 @@ fn dirs_home() -> PathBuf {
     PathBuf::from(std::env::var_os("HOME").expect("HOME is set"))
 }
 
-/// The wrapper with `args` before `--` and `script` as the agent, in the world's workspace.
+/// Runs the wrapper with `args` and `script` (see [`World::command`]).
 fn wrapped(w: &World, args: &[&str], script: &str) -> Output {
-    let mut cmd = Command::new(wrap_bin());
-    cmd.args(["--no-intercept", "--summary", "never"])
-        .args(args)
-        .args(["--", "sh", "-c", script])
-        .current_dir(w.ws())
-        .env("HOME", w.root.join("home"))
-        .env("VICTIM", w.victim())
-        .env_remove("AHP_WRAP_FLOOR");
-    run(&mut cmd, Duration::from_secs(60))
+    run(&mut w.command(args, script), Duration::from_secs(60))
 }
 
 /// The audit log's `error` events from the floor.
@@ -402,24 +399,18 @@ fn require_floor_refuses_to_start_where_a_part_is_missing() {
     // A run inside another run's floor gets no namespaces of its own: a gap.
     let w = World::new();
     let audit = w.root.join("audit.jsonl");
-    let mut cmd = Command::new(wrap_bin());
-    cmd.args(["--no-intercept", "--require-floor", "--audit-log"])
-        .arg(&audit)
-        .args(["--", "sh", "-c", "touch ran"])
-        .current_dir(w.ws())
-        .env("HOME", w.root.join("home"))
-        .env("AHP_WRAP_FLOOR", "1");
-    let out = run(&mut cmd, Duration::from_secs(60));
+    let audit_arg = audit.display().to_string();
+    let nested = |args: &[&str]| {
+        let mut cmd = w.command(args, "touch ran");
+        cmd.env("AHP_WRAP_FLOOR", "1");
+        run(&mut cmd, Duration::from_secs(60))
+    };
+    let out = nested(&["--require-floor", "--audit-log", &audit_arg]);
     assert_eq!(out.status.code(), Some(125), "{}", show(&out));
     assert!(!w.ws().join("ran").exists(), "the agent started");
     assert_eq!(floor_errors(&audit).len(), 1);
     // Without --require-floor the gap is said and the agent runs.
-    let mut cmd = Command::new(wrap_bin());
-    cmd.args(["--no-intercept", "--", "sh", "-c", "touch ran"])
-        .current_dir(w.ws())
-        .env("HOME", w.root.join("home"))
-        .env("AHP_WRAP_FLOOR", "1");
-    let out = run(&mut cmd, Duration::from_secs(60));
+    let out = nested(&[]);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(w.ws().join("ran").exists());
     assert!(
