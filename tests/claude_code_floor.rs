@@ -7,6 +7,8 @@
 #[path = "support/agents.rs"]
 #[allow(dead_code)] // what every agent suite shares; each uses a part
 mod agents;
+#[path = "common/dirs.rs"]
+mod dirs;
 #[path = "support/claude_code.rs"]
 #[allow(dead_code)] // shared with the other Claude Code suites
 mod support;
@@ -19,10 +21,10 @@ use support::{bash, run, FakeApi, World};
 fn attack(floor: &str) -> (bool, String) {
     let world = World::new();
     // Outside the workspace and outside the temp directories (which the floor lets the
-    // agent write): under the target directory.
+    // agent write).
     let keep = tempfile::Builder::new()
         .prefix("claude-floor-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(dirs::outside_temp())
         .unwrap();
     let outside = keep.path().join("important");
     std::fs::create_dir_all(&outside).unwrap();

@@ -26,7 +26,7 @@ impl World {
     fn new() -> World {
         let dir = tempfile::Builder::new()
             .prefix("floor-")
-            .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+            .tempdir_in(outside_temp())
             .unwrap();
         let root = dir.path().canonicalize().unwrap();
         for d in ["ws", "home/.ssh", "victim/sub"] {

@@ -9,6 +9,15 @@ use super::Spec;
 /// The temp directories every run may write (and `$TMPDIR`).
 const TEMP: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
+/// The temp directories of this machine and environment: [`TEMP`] and `$TMPDIR`.
+pub fn temp_dirs() -> Vec<PathBuf> {
+    let tmpdir = std::env::var_os("TMPDIR").filter(|v| !v.is_empty());
+    TEMP.iter()
+        .map(PathBuf::from)
+        .chain(tmpdir.map(PathBuf::from))
+        .collect()
+}
+
 /// Device files every program writes (`> /dev/null`) or opens for its terminal.
 const DEVICES: [&str; 7] = [
     "/dev/null",
@@ -57,8 +66,8 @@ pub struct Context {
     /// Never written besides the spec's `read_only`: the agent's own settings and hooks
     /// (declared by its shim), the wrapper's files (executables, run directory, audit log).
     pub protected: Vec<PathBuf>,
-    /// `$TMPDIR`, when set.
-    pub tmpdir: Option<PathBuf>,
+    /// The temp directories ([`temp_dirs`]).
+    pub temp: Vec<PathBuf>,
     /// Package caches the environment names ([`env_caches`]).
     pub caches: Vec<PathBuf>,
     /// Create the state and cache directories that are missing (a run does; printing the
@@ -95,8 +104,7 @@ impl Plan {
         let ws = canonical(&cx.workspace);
         let home = canonical(&cx.home);
         let mut writable = vec![ws.clone()];
-        writable.extend(TEMP.iter().map(PathBuf::from));
-        writable.extend(cx.tmpdir.iter().cloned());
+        writable.extend(cx.temp.iter().cloned());
         writable.push(PathBuf::from("/dev/pts"));
         let listed = spec.writable(&home, &ws);
         for dir in cx.agent_state.iter().chain(&listed).chain(&cx.caches) {

@@ -175,7 +175,7 @@ pub(crate) fn context(
         workspace,
         agent_state: own.state,
         protected: own.protected,
-        tmpdir: std::env::var_os("TMPDIR").map(PathBuf::from),
+        temp: floor::plan::temp_dirs(),
         caches: floor::plan::env_caches(),
         home,
         create_missing: false,

@@ -7,7 +7,9 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub mod dirs;
 pub mod process;
+pub use dirs::outside_temp;
 pub use process::{run, show};
 
 /// The `ahp-wrap` binary under test.
