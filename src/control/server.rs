@@ -72,6 +72,8 @@ pub struct ControlServer {
     pub address: OsString,
     pub token: String,
     listener: UnixListener,
+    /// The same address in the agent's network namespace, when it has one.
+    extra: Option<UnixListener>,
     watched: Option<Watched>,
     agent: AgentSlot,
 }
@@ -86,9 +88,17 @@ impl ControlServer {
             address: bound.address,
             token: crate::random_hex(32),
             listener: UnixListener::from_std(bound.listener)?,
+            extra: None,
             watched: bound.watched,
             agent: AgentSlot::default(),
         })
+    }
+
+    /// Serves `listener` as well (listening already).
+    pub fn also_listen(&mut self, listener: std::os::unix::net::UnixListener) -> io::Result<()> {
+        listener.set_nonblocking(true)?;
+        self.extra = Some(UnixListener::from_std(listener)?);
+        Ok(())
     }
 
     /// A path socket's identity, to check once more when the run ends (the agent may end
@@ -111,7 +121,7 @@ impl ControlServer {
         let mut watch = tokio::time::interval(WATCH_EVERY);
         loop {
             let stream = tokio::select! {
-                accepted = self.listener.accept() => match accepted {
+                accepted = accept_either(&self.listener, self.extra.as_ref()) => match accepted {
                     Ok((stream, _)) => stream,
                     Err(e) => {
                         tracing::warn!("control socket accept failed: {e}");
@@ -156,6 +166,20 @@ impl ControlServer {
                 }
             });
         }
+    }
+}
+
+/// The next connection on either listener.
+async fn accept_either(
+    first: &UnixListener,
+    second: Option<&UnixListener>,
+) -> io::Result<(tokio::net::UnixStream, tokio::net::unix::SocketAddr)> {
+    match second {
+        None => first.accept().await,
+        Some(second) => tokio::select! {
+            a = first.accept() => a,
+            a = second.accept() => a,
+        },
     }
 }
 

@@ -18,6 +18,9 @@
 //!
 //! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
 
+#[cfg(target_os = "linux")]
+pub mod bridge;
+pub mod hosts;
 pub mod plan;
 pub mod spec;
 
@@ -25,7 +28,7 @@ pub mod spec;
 mod kernel;
 
 #[cfg(target_os = "linux")]
-pub use kernel::{Prepared, Support};
+pub use kernel::{NetPeer, NetReceived, NetRequest, Prepared, Support};
 pub use plan::{Context, Plan};
 pub use spec::Spec;
 

@@ -94,6 +94,15 @@ pub struct Plan {
     /// Protected paths beneath a writable directory that do not exist yet: nothing can be
     /// bound over them, so the run looks at them again at its end.
     pub absent: Vec<PathBuf>,
+    /// The network part (`[floor.net]`), when asked for: whether loopback TCP reaches this
+    /// machine's services.
+    pub net: Option<NetPlan>,
+}
+
+/// The network part of a plan.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct NetPlan {
+    pub loopback: bool,
 }
 
 impl Plan {
@@ -180,6 +189,9 @@ impl Plan {
             reopened,
             hidden,
             absent,
+            net: spec.net.enabled().then(|| NetPlan {
+                loopback: spec.net.loopback(),
+            }),
         }
     }
 
@@ -219,7 +231,16 @@ impl fmt::Display for Plan {
         list(
             "protected but absent (checked again at the end)",
             &self.absent,
-        )
+        )?;
+        match &self.net {
+            Some(net) => writeln!(
+                f,
+                "network: only through the wrapper's egress proxy (each connection asked of \
+                 the gate); this machine's loopback over TCP: {}",
+                if net.loopback { "yes" } else { "no" }
+            ),
+            None => writeln!(f, "network: not confined ([floor.net] enabled = false)"),
+        }
     }
 }
 
@@ -270,6 +291,7 @@ mod tests {
             writable: Some(vec!["~/.cache".into()]),
             read_only: Some(read_only.iter().map(|s| s.to_string()).collect()),
             hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
+            net: Default::default(),
         }
     }
 

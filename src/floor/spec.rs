@@ -20,6 +20,66 @@ pub struct Spec {
     pub read_only: Option<Vec<String>>,
     /// Never read (an empty, read-only file system or file is mounted over them).
     pub hidden: Option<Vec<String>>,
+    /// The network: `[floor.net]`.
+    #[serde(default)]
+    pub net: NetSpec,
+}
+
+/// The `[floor.net]` section: the agent's tree reaches the network only through the
+/// wrapper's egress proxy, which asks the gate about each new connection. A field left out
+/// keeps the default policy's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct NetSpec {
+    /// `false`: the tree keeps the machine's network (said as a gap before the agent starts).
+    pub enabled: Option<bool>,
+    /// Whether the tree may connect to this machine's loopback services (local dev servers,
+    /// a local model server) directly, over TCP. DNS on loopback is never reachable.
+    pub loopback: Option<bool>,
+    /// Hosts the proxy lets through without the `unknown` treatment (besides the agent's own
+    /// model API, which its shim declares): `host`, `*.domain` (its subdomains), an address
+    /// or a network (`10.1.0.0/16`). The gate is still asked.
+    pub allow: Option<Vec<String>>,
+    /// Hosts the proxy always refuses, whatever the gate says (same forms as `allow`).
+    pub deny: Option<Vec<String>>,
+    /// What becomes of a host neither list names: `allow` (ask the gate), `ask` (a person
+    /// answers) or `block`.
+    pub unknown: Option<Unknown>,
+}
+
+/// The treatment of a host neither `allow` nor `deny` names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Unknown {
+    /// The gate decides, as for any tool call.
+    Allow,
+    /// A person answers (the terminal or the approvals page), else the fail mode.
+    Ask,
+    /// Refused.
+    Block,
+}
+
+impl NetSpec {
+    /// `self`, with each field left out taken from `default`.
+    pub fn or(self, default: &NetSpec) -> NetSpec {
+        NetSpec {
+            enabled: self.enabled.or(default.enabled),
+            loopback: self.loopback.or(default.loopback),
+            allow: self.allow.or_else(|| default.allow.clone()),
+            deny: self.deny.or_else(|| default.deny.clone()),
+            unknown: self.unknown.or(default.unknown),
+        }
+    }
+
+    /// Whether the network part of the floor is asked for.
+    pub fn enabled(&self) -> bool {
+        self.enabled.unwrap_or(true)
+    }
+
+    /// Whether loopback TCP reaches this machine's services.
+    pub fn loopback(&self) -> bool {
+        self.loopback.unwrap_or(true)
+    }
 }
 
 fn yes() -> bool {
@@ -34,6 +94,7 @@ impl Spec {
             writable: self.writable.or_else(|| default.writable.clone()),
             read_only: self.read_only.or_else(|| default.read_only.clone()),
             hidden: self.hidden.or_else(|| default.hidden.clone()),
+            net: self.net.or(&default.net),
         }
     }
 
@@ -94,12 +155,23 @@ mod tests {
             writable: Some(vec!["~/.cache".into()]),
             read_only: Some(vec![".git/hooks".into()]),
             hidden: Some(vec!["~/.ssh".into()]),
+            net: NetSpec {
+                allow: Some(vec!["crates.io".into()]),
+                unknown: Some(Unknown::Allow),
+                ..NetSpec::default()
+            },
         };
         let own: Spec = toml::from_str("hidden = [\"~/.secret\"]").unwrap();
         let merged = own.or(&default);
         assert_eq!(merged.hidden, Some(vec!["~/.secret".to_owned()]));
         assert_eq!(merged.writable, default.writable);
         assert!(merged.enabled);
+        assert_eq!(merged.net.allow, default.net.allow);
         assert!(toml::from_str::<Spec>("nope = 1").is_err());
+        let own: Spec = toml::from_str("[net]\nunknown = \"block\"").unwrap();
+        let merged = own.or(&default);
+        assert_eq!(merged.net.unknown, Some(Unknown::Block));
+        assert_eq!(merged.net.allow, default.net.allow);
+        assert!(toml::from_str::<Spec>("[net]\nunknown = \"maybe\"").is_err());
     }
 }

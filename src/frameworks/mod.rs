@@ -201,6 +201,13 @@ pub trait Framework: Send + Sync + 'static {
         AgentFiles::default()
     }
 
+    /// The hosts the agent talks to for its model (and its own service), for the floor's
+    /// egress proxy: they pass the `[floor.net]` `unknown` treatment (the gate still decides).
+    /// `host` or `*.domain`.
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// `--wrap-mcp`: makes the agent start each stdio MCP server it would start behind
     /// `<wrapper> mcp --via-run --name NAME -- <server>`, for this run only, without
     /// touching the user's files. By default: not supported.

@@ -21,11 +21,13 @@ pub enum DecidedBy {
     /// Nobody: the call's sender cancelled it before a decision arrived, so it was never
     /// carried out.
     Cancelled,
+    /// The floor's own rules (`[floor.net]`), which no harness can overrule.
+    Floor,
 }
 
 impl fmt::Display for DecidedBy {
     /// As the audit log's `source` field writes it: `policy:<rule>`, `policy`, `harness`,
-    /// `person` (the terminal), `person:<who>@<from>`, `fail-mode` or `cancelled`.
+    /// `person` (the terminal), `person:<who>@<from>`, `fail-mode`, `cancelled` or `floor`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {
             DecidedBy::Policy(Some(rule)) => write!(f, "policy:{rule}"),
@@ -35,6 +37,7 @@ impl fmt::Display for DecidedBy {
             DecidedBy::Person(Some(a)) => write!(f, "person:{}@{}", a.who, a.from),
             DecidedBy::FailMode => f.write_str("fail-mode"),
             DecidedBy::Cancelled => f.write_str("cancelled"),
+            DecidedBy::Floor => f.write_str("floor"),
         }
     }
 }

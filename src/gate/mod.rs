@@ -165,6 +165,41 @@ impl Gate {
         }
     }
 
+    /// Records that the floor refused `event` by its own rules, for `reason` (no harness is
+    /// asked: it could not overrule them); returns that decision.
+    pub async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let decision = Decision::new(
+            crate::protocol::Verdict::Block { reason },
+            DecidedBy::Floor,
+            std::time::Duration::ZERO,
+        );
+        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+        }
+        if let Some(approver) = &self.decider.asker {
+            approver.observe(event, Some(&decision));
+        }
+        decision
+    }
+
+    /// Decides `event` by a person, as if the policy had escalated it for `reason` (the
+    /// floor's `unknown = "ask"`); the decision is durable in the audit log when returned.
+    pub async fn ask_person(&self, event: &Event, reason: String, origin: Origin) -> Decision {
+        self.events.fetch_add(1, Ordering::Relaxed);
+        let decision = self.decider.escalate_for(event, &reason).await;
+        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        if let Err(e) = self.audit.record(record).await {
+            tracing::error!("audit log: {e}");
+            return self.fail(format!("the audit log cannot be written ({e})"));
+        }
+        if let Some(approver) = &self.decider.asker {
+            approver.observe(event, Some(&decision));
+        }
+        decision
+    }
+
     /// The fail mode's decision, with `cause` in the reason.
     pub fn fail(&self, cause: String) -> Decision {
         self.decider.fail(cause, Instant::now())

@@ -152,6 +152,20 @@ impl Decider {
         }
     }
 
+    /// Escalates `event` for `reason` without asking the harness first (the floor's own
+    /// escalation), to whoever can answer it.
+    pub async fn escalate_for(&self, event: &Event, reason: &str) -> Decision {
+        let start = Instant::now();
+        let escalation = Escalation {
+            event,
+            reason,
+            target: None,
+            rule: None,
+            deadline: start + self.timeout,
+        };
+        self.escalate(escalation, start).await
+    }
+
     /// Takes an escalation to whoever can answer it, or to the fail mode without one.
     async fn escalate(&self, escalation: Escalation<'_>, start: Instant) -> Decision {
         let reason = escalation.reason.to_owned();

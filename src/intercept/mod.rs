@@ -9,6 +9,8 @@
 //!   servers, `--framework acp` for ACP agents), holding what it intercepts until the gate
 //!   decides.
 //! - [`events`]: the events of wrappers started inside the agent (`--wrap-mcp`).
+//! - [`egress`]: the network floor's proxy, the agent's tree's only way out (each new
+//!   connection a `pre_action` with tool `net`).
 //! - [`pathshim`]: commands the agent runs by name, caught first on its `PATH` (for
 //!   agents without hooks, and in addition to hooks where asked).
 //!
@@ -16,6 +18,7 @@
 //! or reaping the agent (`child/`, driven by `run/`), or a framework's hook contract
 //! (`frameworks/`).
 
+pub mod egress;
 pub mod events;
 pub mod hooks;
 pub mod pathshim;

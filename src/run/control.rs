@@ -41,6 +41,26 @@ impl Control {
         })
     }
 
+    /// The socket's address (`@name` for an abstract one).
+    pub fn address(&self) -> OsString {
+        self.server
+            .as_ref()
+            .map(|s| s.address.clone())
+            .unwrap_or_default()
+    }
+
+    /// Serves `listener` too (the same abstract name, bound in the agent's network
+    /// namespace).
+    pub fn also_listen(
+        &mut self,
+        listener: std::os::unix::net::UnixListener,
+    ) -> std::io::Result<()> {
+        if let Some(server) = self.server.as_mut() {
+            server.also_listen(listener)?;
+        }
+        Ok(())
+    }
+
     /// What a caller from inside the agent needs: the address, our pid, the token, and how
     /// long it may wait for an answer.
     pub fn env(&self, budget_ms: u64) -> Vec<(OsString, OsString)> {

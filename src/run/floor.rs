@@ -2,7 +2,9 @@
 //! enforces of it (said before the agent starts), and the step the agent's process applies
 //! to itself before `exec`.
 
+use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use serde_json::json;
 
@@ -10,8 +12,10 @@ use super::{Held, Run};
 use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::Exit;
+use crate::floor::hosts::HostRules;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;
+use crate::intercept::egress::Egress;
 use crate::protocol::EventType;
 
 /// The floor of one run, once prepared.
@@ -20,6 +24,32 @@ pub(super) struct RunFloor {
     pub report: Report,
     /// What the agent applies to itself; `None` when nothing can be enforced here.
     pub confine: Option<Confine>,
+    /// The network part, until the agent runs (then [`NetRunning`]).
+    pub net: Option<NetSide>,
+}
+
+/// The wrapper's side of the network part, before the agent runs.
+pub(super) struct NetSide {
+    #[cfg(target_os = "linux")]
+    peer: floor::NetPeer,
+    rules: HostRules,
+}
+
+/// The network part while the agent runs: the egress proxy, the connect bridge's thread
+/// and the task that audits what it refuses. Its tasks end when it is dropped.
+pub(super) struct NetRunning {
+    pub egress: Arc<Egress>,
+    #[cfg(target_os = "linux")]
+    pub counts: Arc<floor::bridge::Counts>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for NetRunning {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
 }
 
 /// Why the run has no floor, or cannot start.
@@ -31,12 +61,14 @@ pub(super) enum NoFloor {
 }
 
 /// Prepares the floor for `cmd` (after every interceptor amended it), or says why there is
-/// none. `protected` are the wrapper's own files.
+/// none. `protected` are the wrapper's own files; `control` the control socket's address
+/// (an abstract one must exist in the agent's network namespace too).
 pub(super) fn prepare(
     cfg: &Config,
     cmd: &mut AgentCommand,
     run_dir: &Path,
     protected: Vec<PathBuf>,
+    control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
     if cfg.floor == floor::Mode::Off {
         return Err(NoFloor::Off("--floor off"));
@@ -57,11 +89,21 @@ pub(super) fn prepare(
     cx.protected.extend(protected);
     cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
-    kernel(cmd, plan, run_dir)
+    let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
+    let rules = HostRules::new(&spec.net, owner.model_hosts())
+        .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
+    kernel(cmd, plan, run_dir, rules, control)
 }
 
 #[cfg(target_os = "linux")]
-fn kernel(cmd: &mut AgentCommand, plan: Plan, run_dir: &Path) -> Result<RunFloor, NoFloor> {
+fn kernel(
+    cmd: &mut AgentCommand,
+    plan: Plan,
+    run_dir: &Path,
+    rules: HostRules,
+    control: &OsStr,
+) -> Result<RunFloor, NoFloor> {
+    use std::os::unix::ffi::OsStrExt;
     let support = floor::Support::probe();
     let report = support.report(&plan);
     if support.landlock_abi < 1 {
@@ -69,30 +111,154 @@ fn kernel(cmd: &mut AgentCommand, plan: Plan, run_dir: &Path) -> Result<RunFloor
             plan,
             report,
             confine: None,
+            net: None,
         });
     }
-    let prepared = floor::Prepared::new(&plan, &support, run_dir)
+    let request = plan.net.as_ref().map(|_| floor::NetRequest {
+        proxy_port: proxy_port(),
+        control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
+    });
+    let (prepared, peer) = floor::Prepared::new(&plan, &support, run_dir, request.as_ref())
         .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
     cmd.env.push((floor::ENV_FLOOR.into(), "1".into()));
-    let prepared = std::sync::Arc::new(prepared);
+    let net = match (peer, request) {
+        (Some(peer), Some(request)) => {
+            cmd.env
+                .extend(proxy_env(request.proxy_port, rules.loopback()));
+            Some(NetSide { peer, rules })
+        }
+        _ => None,
+    };
+    let prepared = Arc::new(prepared);
     Ok(RunFloor {
         plan,
         report,
-        confine: Some(std::sync::Arc::new(move || prepared.apply())),
+        confine: Some(Arc::new(move || prepared.apply())),
+        net,
     })
 }
 
 #[cfg(not(target_os = "linux"))]
-fn kernel(_cmd: &mut AgentCommand, plan: Plan, _run_dir: &Path) -> Result<RunFloor, NoFloor> {
+fn kernel(
+    _cmd: &mut AgentCommand,
+    plan: Plan,
+    _run_dir: &Path,
+    _rules: HostRules,
+    _control: &OsStr,
+) -> Result<RunFloor, NoFloor> {
     let report = floor::report(&plan);
     Ok(RunFloor {
         plan,
         report,
         confine: None,
+        net: None,
     })
 }
 
+/// A port for the proxy in the agent's own network namespace (nothing else listens there
+/// yet; a high one, out of the way of the dev servers the agent may start).
+fn proxy_port() -> u16 {
+    let r = crate::random_hex(2);
+    40000 + (u16::from_str_radix(&r, 16).unwrap_or(0) % 20000)
+}
+
+/// The variables that send the agent's tree's traffic through the proxy (both spellings, as
+/// programs read one or the other); loopback goes direct when it may.
+fn proxy_env(port: u16, loopback: bool) -> Vec<(OsString, OsString)> {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let direct = if loopback {
+        "localhost,127.0.0.1,::1"
+    } else {
+        ""
+    };
+    let mut env = Vec::new();
+    for (name, value) in [
+        ("HTTP_PROXY", http.as_str()),
+        ("HTTPS_PROXY", http.as_str()),
+        ("ALL_PROXY", socks.as_str()),
+        ("NO_PROXY", direct),
+    ] {
+        env.push((name.into(), value.into()));
+        env.push((name.to_ascii_lowercase().into(), value.into()));
+    }
+    // Node's own fetch reads them only when told to (Node 24 and later).
+    env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+    env
+}
+
+impl NetSide {
+    /// Once the agent runs: takes the sockets it made in its namespace, starts the proxy on
+    /// one and the connect bridge on another; returns the control socket to serve there too.
+    #[cfg(target_os = "linux")]
+    pub(super) fn start(
+        self,
+        gate: Arc<crate::gate::Gate>,
+        agent: i32,
+    ) -> std::io::Result<(NetRunning, Option<std::os::unix::net::UnixListener>)> {
+        let received = self.peer.receive()?;
+        received.proxy.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(received.proxy)?;
+        let egress = Arc::new(Egress::new(gate, self.rules.clone()));
+        egress.agent_is(agent);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let counts = Arc::new(floor::bridge::Counts::default());
+        let bridge = floor::bridge::Bridge {
+            loopback: self.rules.loopback(),
+            counts: counts.clone(),
+            report: Box::new(move |r| {
+                let _ = tx.send(r);
+            }),
+        };
+        bridge.spawn(received.notify)?;
+        let audit = {
+            let egress = egress.clone();
+            tokio::spawn(async move {
+                while let Some(r) = rx.recv().await {
+                    egress.direct_refused(r).await;
+                }
+            })
+        };
+        let serve = tokio::spawn(egress.clone().serve(listener));
+        Ok((
+            NetRunning {
+                egress,
+                counts,
+                tasks: vec![serve, audit],
+            },
+            received.control,
+        ))
+    }
+}
+
 impl Run<'_> {
+    /// Starts the network part once the agent runs as `agent` (nothing to do without one).
+    pub(super) fn floor_net_start(
+        &mut self,
+        held: &mut Held<'_>,
+        agent: i32,
+    ) -> Result<(), String> {
+        let Some(Ok(floor)) = held.floor.as_mut() else {
+            return Ok(());
+        };
+        let Some(side) = floor.net.take() else {
+            return Ok(());
+        };
+        #[cfg(target_os = "linux")]
+        {
+            let (running, control) = side
+                .start(self.gate.clone(), agent)
+                .map_err(|e| e.to_string())?;
+            if let (Some(listener), Some(c)) = (control, held.control.as_mut()) {
+                c.also_listen(listener).map_err(|e| e.to_string())?;
+            }
+            held.net = Some(running);
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = (side, agent);
+        Ok(())
+    }
+
     /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
     /// or that there is none; both are audited.
     pub(super) async fn floor_before_start(&mut self, held: &Held<'_>) -> Result<(), Exit> {
@@ -141,6 +307,31 @@ impl Run<'_> {
     /// Protected paths that did not exist when the agent started (nothing could be bound
     /// over them) and exist now: said and audited.
     pub(super) async fn floor_after_end(&mut self, held: &Held<'_>) {
+        if let Some(net) = &held.net {
+            let refused = net
+                .egress
+                .refused
+                .load(std::sync::atomic::Ordering::Relaxed);
+            let allowed = net
+                .egress
+                .allowed
+                .load(std::sync::atomic::Ordering::Relaxed);
+            #[cfg(target_os = "linux")]
+            let bridged = net
+                .counts
+                .bridged
+                .load(std::sync::atomic::Ordering::Relaxed);
+            #[cfg(not(target_os = "linux"))]
+            let bridged = 0;
+            let m = format!(
+                "network floor: {allowed} connection(s) through the proxy, {bridged} to this \
+                 machine's loopback, {refused} refused (each refusal is in the audit log)"
+            );
+            tracing::info!("{m}");
+            if refused > 0 {
+                self.notes.push(m);
+            }
+        }
         let Some(Ok(floor)) = &held.floor else {
             return;
         };

@@ -171,6 +171,8 @@ struct Held<'a> {
     cgroup: Option<crate::child::cgroup::Cgroup>,
     /// The floor, from the prepare phase on (`Err`: why there is none).
     floor: Option<Result<floor::RunFloor, floor::NoFloor>>,
+    /// The network floor's proxy and bridge, once the agent runs.
+    net: Option<floor::NetRunning>,
     run_dir: RunDir,
 }
 

@@ -60,6 +60,7 @@ impl Run<'_> {
             control: None,
             cgroup: None,
             floor: None,
+            net: None,
             run_dir,
         };
         let cmd = match self.prepare(&mut held, limits) {
@@ -162,6 +163,7 @@ impl Run<'_> {
             &mut cmd,
             held.run_dir.path(),
             own_files,
+            &control.address(),
         ));
         held.control = Some(control);
         self.say_before_start(&cmd);
@@ -271,6 +273,16 @@ impl Run<'_> {
         for interceptor in &mut held.interceptors {
             interceptor.serve(&mut router);
             interceptor.start(agent, alarm.clone());
+        }
+        if let Err(e) = self.floor_net_start(held, agent.id.pid()) {
+            let m = format!("the network floor cannot start: {e}; the agent is stopped");
+            eprintln!("ahp-wrap: {m}");
+            let payload = json!({"source": "floor", "message": m});
+            self.gate.say(EventType::Error, payload).await;
+            let _ = alarm.send(crate::intercept::Stop {
+                why: m,
+                failed: true,
+            });
         }
         if let Some(control) = held.control.as_mut() {
             control.start(agent.id, router, self.gate.clone(), alarm.clone());

@@ -78,6 +78,15 @@ impl HookName {
 pub struct ClaudeCode;
 
 impl Framework for ClaudeCode {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "api.anthropic.com",
+            "statsig.anthropic.com",
+            "console.anthropic.com",
+            "claude.ai",
+        ]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Sessions, projects, todos and its own `.claude.json` (with CLAUDE_CONFIG_DIR);
         // never its settings, hooks or plugins.

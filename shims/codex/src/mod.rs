@@ -63,6 +63,10 @@ impl CodexEvent {
 pub struct Codex;
 
 impl Framework for Codex {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &["api.openai.com", "chatgpt.com", "auth.openai.com"]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Sessions, logs and history; never its configuration or hooks.
         let dir = std::env::var_os("CODEX_HOME")

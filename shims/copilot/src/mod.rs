@@ -46,6 +46,15 @@ hook_events! {
 pub struct Copilot;
 
 impl Framework for Copilot {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "api.githubcopilot.com",
+            "*.githubcopilot.com",
+            "api.github.com",
+            "github.com",
+        ]
+    }
+
     fn agent_files(&self, user_home: &std::path::Path) -> AgentFiles {
         // Its session state, logs and config (it writes that itself); never its hooks or
         // MCP servers.

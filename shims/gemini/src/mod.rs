@@ -46,6 +46,15 @@ hook_events! {
 pub struct Gemini;
 
 impl Framework for Gemini {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "generativelanguage.googleapis.com",
+            "cloudcode-pa.googleapis.com",
+            "oauth2.googleapis.com",
+            "*.googleapis.com",
+        ]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Chats, history and its temp files; never its settings or extensions.
         let dir = home.join(".gemini");

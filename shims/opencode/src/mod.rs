@@ -47,6 +47,15 @@ hook_events! {
 pub struct OpenCode;
 
 impl Framework for OpenCode {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "opencode.ai",
+            "models.dev",
+            "api.anthropic.com",
+            "api.openai.com",
+        ]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Its data, state and cache directories (XDG); its configuration stays unwritable.
         let xdg = |var: &str, default: &str| {

@@ -45,6 +45,15 @@ hook_events! {
 pub struct Qwen;
 
 impl Framework for Qwen {
+    fn model_hosts(&self) -> &'static [&'static str] {
+        &[
+            "dashscope.aliyuncs.com",
+            "dashscope-intl.aliyuncs.com",
+            "chat.qwen.ai",
+            "portal.qwen.ai",
+        ]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Chats, history and its temp files; never its settings or extensions.
         let dir = home.join(".qwen");

@@ -1,0 +1,334 @@
+//! The wrapper's side of the network floor: every `connect(2)` of the agent's tree stops in
+//! the kernel (a seccomp user notification) until this thread answers it.
+//!
+//! The tree's network namespace has only loopback, so whatever this thread lets the kernel
+//! carry out cannot leave it. What it does itself:
+//! - a TCP connection to a loopback port nobody in the tree listens on goes to this machine's
+//!   loopback (local dev servers, a local model server): the wrapper connects from its own
+//!   namespace and puts that socket in place of the caller's (`SECCOMP_IOCTL_NOTIF_ADDFD`);
+//!   the address it connects to is the one it read, so a caller that changes it afterwards
+//!   gains nothing. Port 53 is never bridged (DNS is the proxy's to do);
+//! - a connection to any other address is answered `EACCES` and reported (the first one to
+//!   each destination), so that a refused direct connection is an audited decision.
+
+use std::collections::HashSet;
+use std::io;
+use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+
+/// A direct connection the floor refused.
+#[derive(Debug, Clone)]
+pub struct Refusal {
+    pub addr: SocketAddr,
+    /// The calling thread's process (thread group) id.
+    pub pid: i32,
+    pub why: &'static str,
+}
+
+/// What the bridge did, for the run's summary.
+#[derive(Debug, Default)]
+pub struct Counts {
+    /// Connections carried to this machine's loopback.
+    pub bridged: AtomicU64,
+    /// Direct connections refused.
+    pub refused: AtomicU64,
+}
+
+/// How the bridge answers.
+pub struct Bridge {
+    /// Whether loopback TCP reaches this machine's services.
+    pub loopback: bool,
+    pub counts: Arc<Counts>,
+    /// Told of each refusal to a new destination.
+    pub report: Box<dyn Fn(Refusal) + Send>,
+}
+
+impl Bridge {
+    /// Answers the notifications of `listener` on a thread of its own, until the tree is gone.
+    pub fn spawn(self, listener: OwnedFd) -> io::Result<std::thread::JoinHandle<()>> {
+        std::thread::Builder::new()
+            .name("ahp-wrap-net".into())
+            .spawn(move || self.serve(listener))
+    }
+
+    fn serve(self, listener: OwnedFd) {
+        let fd = listener.as_raw_fd();
+        let mut seen = HashSet::new();
+        loop {
+            let mut pfd = libc::pollfd {
+                fd,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            // SAFETY: poll on one fd we own.
+            let n = unsafe { libc::poll(&mut pfd, 1, -1) };
+            if n < 0 {
+                if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                    continue;
+                }
+                return;
+            }
+            if pfd.revents & libc::POLLIN == 0 {
+                // POLLHUP: no process uses the filter any more.
+                return;
+            }
+            // SAFETY: the kernel fills a zeroed seccomp_notif.
+            let mut req: libc::seccomp_notif = unsafe { std::mem::zeroed() };
+            let r = unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_RECV as _, &mut req) };
+            if r != 0 {
+                match io::Error::last_os_error().raw_os_error() {
+                    Some(libc::EINTR) | Some(libc::ENOENT) => continue,
+                    _ => return,
+                }
+            }
+            let answer = self.answer(fd, &req, &mut seen);
+            let mut resp = libc::seccomp_notif_resp {
+                id: req.id,
+                val: 0,
+                error: 0,
+                flags: 0,
+            };
+            match answer {
+                Answer::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
+                Answer::Done => {}
+                Answer::Error(e) => resp.error = -e,
+            }
+            // SAFETY: a response to the notification we received; ENOENT (the caller is
+            // gone) needs nothing.
+            unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
+        }
+    }
+
+    fn answer(
+        &self,
+        listener: RawFd,
+        req: &libc::seccomp_notif,
+        seen: &mut HashSet<SocketAddr>,
+    ) -> Answer {
+        if i64::from(req.data.nr) != libc::SYS_connect {
+            return Answer::Continue;
+        }
+        let tid = req.pid as i32;
+        let (fd, ptr, len) = (req.data.args[0] as i32, req.data.args[1], req.data.args[2]);
+        let Some(addr) = read_sockaddr(tid, ptr, len as usize) else {
+            // Not an Internet address (a Unix socket, netlink, …), or unreadable: the
+            // kernel does it, inside the namespace.
+            return Answer::Continue;
+        };
+        let ip = crate::floor::hosts::canonical(addr.ip());
+        // Connecting to 0.0.0.0 or :: reaches loopback.
+        let addr = match ip {
+            IpAddr::V4(v4) if v4.is_unspecified() => {
+                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+            }
+            IpAddr::V6(v6) if v6.is_unspecified() => {
+                SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+            }
+            _ => addr,
+        };
+        if !addr.ip().is_loopback() && !ip.is_loopback() {
+            return self.refuse(
+                addr,
+                tid,
+                seen,
+                "a direct connection (the tree reaches the network only through the proxy)",
+            );
+        }
+        if listening_inside(tid, addr.port()) {
+            return Answer::Continue;
+        }
+        if addr.port() == 53 {
+            return self.refuse(
+                addr,
+                tid,
+                seen,
+                "DNS on loopback (names are resolved by the proxy)",
+            );
+        }
+        if !self.loopback {
+            return self.refuse(
+                addr,
+                tid,
+                seen,
+                "loopback is closed ([floor.net] loopback = false)",
+            );
+        }
+        match bridge(listener, req.id, tid, fd, addr) {
+            Ok(Some(())) => {
+                self.counts.bridged.fetch_add(1, Ordering::Relaxed);
+                Answer::Done
+            }
+            // Not a stream socket: it stays inside the namespace.
+            Ok(None) => Answer::Continue,
+            Err(e) => Answer::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
+    fn refuse(
+        &self,
+        addr: SocketAddr,
+        tid: i32,
+        seen: &mut HashSet<SocketAddr>,
+        why: &'static str,
+    ) -> Answer {
+        self.counts.refused.fetch_add(1, Ordering::Relaxed);
+        if seen.len() < 4096 && seen.insert(addr) {
+            (self.report)(Refusal {
+                addr,
+                pid: thread_group(tid).unwrap_or(tid),
+                why,
+            });
+        }
+        Answer::Error(libc::EACCES)
+    }
+}
+
+enum Answer {
+    /// The kernel carries the call out (inside the namespace).
+    Continue,
+    /// Answered with success.
+    Done,
+    /// Answered with this errno.
+    Error(i32),
+}
+
+/// The Internet address at `ptr` in `tid`'s memory, if the call names one.
+fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<SocketAddr> {
+    let mut buf = [0u8; 28];
+    let len = len.min(buf.len());
+    if len < 2 {
+        return None;
+    }
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: len,
+    };
+    let remote = libc::iovec {
+        iov_base: ptr as *mut libc::c_void,
+        iov_len: len,
+    };
+    // SAFETY: reads at most `len` bytes into our buffer.
+    let n = unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) };
+    if n < 2 {
+        return None;
+    }
+    let n = n as usize;
+    let family = u16::from_ne_bytes([buf[0], buf[1]]) as i32;
+    let port = u16::from_be_bytes([buf[2], buf[3]]);
+    match family {
+        libc::AF_INET if n >= 8 => {
+            let ip = Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]);
+            Some(SocketAddr::new(IpAddr::V4(ip), port))
+        }
+        libc::AF_INET6 if n >= 24 => {
+            let mut octets = [0u8; 16];
+            octets.copy_from_slice(&buf[8..24]);
+            Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(octets)), port))
+        }
+        _ => None,
+    }
+}
+
+/// Whether a socket in `tid`'s network namespace listens on TCP `port`.
+fn listening_inside(tid: i32, port: u16) -> bool {
+    let want = format!(":{port:04X} ");
+    ["tcp", "tcp6"].iter().any(|table| {
+        std::fs::read_to_string(format!("/proc/{tid}/net/{table}"))
+            .map(|text| {
+                text.lines().skip(1).any(|line| {
+                    let mut fields = line.split_whitespace();
+                    let local = fields.nth(1).unwrap_or("");
+                    let state = fields.nth(1).unwrap_or("");
+                    state == "0A" && format!("{local} ").ends_with(&want)
+                })
+            })
+            .unwrap_or(false)
+    })
+}
+
+/// `tid`'s thread group id.
+fn thread_group(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// Connects to `addr` from the wrapper's namespace and puts the socket in place of `tid`'s
+/// `fd`. `None` when `fd` is not a stream socket.
+fn bridge(listener: RawFd, id: u64, tid: i32, fd: i32, addr: SocketAddr) -> io::Result<Option<()>> {
+    let theirs = their_fd(tid, fd)?;
+    if sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
+        return Ok(None);
+    }
+    // SAFETY: fcntl on a descriptor we own.
+    let status = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_GETFL) };
+    let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
+    let stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
+    let _ = stream.set_nodelay(nodelay(&theirs));
+    stream.set_nonblocking(nonblocking)?;
+    let cloexec = fd_cloexec(tid, fd);
+    let addfd = libc::seccomp_notif_addfd {
+        id,
+        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+        srcfd: stream.as_raw_fd() as u32,
+        newfd: fd as u32,
+        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+    };
+    // SAFETY: installs our socket at `fd` in the caller, for the notification `id`.
+    let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD as _, &addfd) };
+    if r < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(Some(()))
+}
+
+/// A copy of `tid`'s descriptor `fd` (pidfd_getfd).
+fn their_fd(tid: i32, fd: i32) -> io::Result<OwnedFd> {
+    // SAFETY: pidfd_open and pidfd_getfd return new descriptors we then own.
+    unsafe {
+        let mut pidfd = libc::syscall(libc::SYS_pidfd_open, tid, libc::PIDFD_THREAD);
+        if pidfd < 0 {
+            let tgid = thread_group(tid).unwrap_or(tid);
+            pidfd = libc::syscall(libc::SYS_pidfd_open, tgid, 0);
+        }
+        if pidfd < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let pidfd = OwnedFd::from_raw_fd(pidfd as RawFd);
+        let theirs = libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0);
+        if theirs < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(OwnedFd::from_raw_fd(theirs as RawFd))
+    }
+}
+
+fn nodelay(sock: &OwnedFd) -> bool {
+    sockopt(sock, libc::IPPROTO_TCP, libc::TCP_NODELAY).is_some_and(|v| v != 0)
+}
+
+/// An integer socket option of `sock`.
+fn sockopt(sock: &OwnedFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
+    let mut v: libc::c_int = 0;
+    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
+    // SAFETY: getsockopt into an int we own.
+    let r =
+        unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
+    (r == 0).then_some(v)
+}
+
+/// Whether `tid`'s `fd` is close-on-exec (its fdinfo's flags).
+fn fd_cloexec(tid: i32, fd: i32) -> bool {
+    std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}"))
+        .ok()
+        .and_then(|t| {
+            t.lines()
+                .find_map(|l| l.strip_prefix("flags:"))
+                .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
+        })
+        .is_some_and(|flags| flags & i64::from(libc::O_CLOEXEC) != 0)
+}

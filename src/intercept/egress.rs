@@ -1,0 +1,552 @@
+//! The egress proxy of the network floor: the only way out of the agent's network namespace.
+//!
+//! It listens on a loopback port inside that namespace (the agent's `HTTP_PROXY`,
+//! `HTTPS_PROXY` and `ALL_PROXY` name it) and speaks HTTP (`CONNECT`, and absolute-form
+//! requests for `http://` URLs, each request decided on its own) and SOCKS5 (`CONNECT`,
+//! with names or addresses), told apart by the first byte. Each new connection is a
+//! `pre_action` with tool `net` (host, port, URL, the asking process) to the gate, after the
+//! `[floor.net]` host rules ([`HostRules`]): a host they deny is refused and audited without
+//! asking anyone; an unknown host gets the policy's treatment. Names are resolved here, after
+//! the decision (a refused name is never looked up), and an address a name resolves to is
+//! checked again (a name pointing at the metadata endpoint is refused).
+
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicI32, AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::Bytes;
+use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
+use hyper::{Method, Request, Response, StatusCode};
+use hyper_util::rt::TokioIo;
+use serde_json::{json, Map, Value};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+
+use crate::audit::AuditPeer;
+use crate::floor::hosts::{HostRules, Judgement, Target};
+use crate::floor::spec::Unknown;
+use crate::gate::{Gate, Origin};
+use crate::protocol::{EventType, Verdict};
+
+/// How long the proxy waits for an upstream connection.
+const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// How long a client has to say where it goes.
+const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+
+/// The proxy of one run.
+pub struct Egress {
+    gate: Arc<Gate>,
+    rules: HostRules,
+    /// The agent's pid (0 until it runs), for the asking process's ancestry.
+    agent: AtomicI32,
+    /// Connections let through and refused.
+    pub allowed: AtomicU64,
+    pub refused: AtomicU64,
+}
+
+type Body = BoxBody<Bytes, hyper::Error>;
+
+impl Egress {
+    pub fn new(gate: Arc<Gate>, rules: HostRules) -> Egress {
+        Egress {
+            gate,
+            rules,
+            agent: AtomicI32::new(0),
+            allowed: AtomicU64::new(0),
+            refused: AtomicU64::new(0),
+        }
+    }
+
+    /// Records the agent's pid.
+    pub fn agent_is(&self, pid: i32) {
+        self.agent.store(pid, Ordering::SeqCst);
+    }
+
+    /// Serves `listener` until the task is dropped.
+    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+        loop {
+            let (stream, peer) = match listener.accept().await {
+                Ok(a) => a,
+                Err(e) => {
+                    tracing::warn!("egress proxy: accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                    continue;
+                }
+            };
+            let me = self.clone();
+            tokio::spawn(async move {
+                if let Err(e) = me.connection(stream, peer).await {
+                    tracing::debug!("egress proxy: {e}");
+                }
+            });
+        }
+    }
+
+    async fn connection(
+        self: Arc<Self>,
+        stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<(), String> {
+        let _ = stream.set_nodelay(true);
+        let mut first = [0u8; 1];
+        let n = tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first))
+            .await
+            .map_err(|_| "a client said nothing".to_owned())?
+            .map_err(|e| e.to_string())?;
+        if n == 0 {
+            return Ok(());
+        }
+        if first[0] == 5 {
+            return self.socks5(stream, peer).await;
+        }
+        let me = self.clone();
+        let service = hyper::service::service_fn(move |req| {
+            let me = me.clone();
+            async move { Ok::<_, hyper::Error>(me.http(req, peer).await) }
+        });
+        hyper::server::conn::http1::Builder::new()
+            .serve_connection(TokioIo::new(stream), service)
+            .with_upgrades()
+            .await
+            .map_err(|e| e.to_string())
+    }
+
+    /// One HTTP request: `CONNECT host:port`, or an absolute-form request forwarded as is.
+    async fn http(
+        self: Arc<Self>,
+        req: Request<hyper::body::Incoming>,
+        peer: SocketAddr,
+    ) -> Response<Body> {
+        if req.method() == Method::CONNECT {
+            let Some(authority) = req.uri().authority().cloned() else {
+                return plain(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n");
+            };
+            let Some(port) = authority.port_u16() else {
+                return plain(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n");
+            };
+            let upstream = match self
+                .admit(authority.host(), port, "https", "http-connect", peer)
+                .await
+            {
+                Ok(s) => s,
+                Err(refusal) => return refusal.response(),
+            };
+            tokio::spawn(async move {
+                match hyper::upgrade::on(req).await {
+                    Ok(upgraded) => {
+                        let mut client = TokioIo::new(upgraded);
+                        let mut upstream = upstream;
+                        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
+                    }
+                    Err(e) => tracing::debug!("egress proxy: upgrade failed: {e}"),
+                }
+            });
+            return Response::new(empty());
+        }
+        let uri = req.uri().clone();
+        let (Some(host), Some("http")) = (uri.host(), uri.scheme_str()) else {
+            return plain(
+                StatusCode::BAD_REQUEST,
+                "this is the wrapper's egress proxy: send CONNECT, or an absolute http:// URL\n",
+            );
+        };
+        let port = uri.port_u16().unwrap_or(80);
+        let upstream = match self.admit(host, port, "http", "http", peer).await {
+            Ok(s) => s,
+            Err(refusal) => return refusal.response(),
+        };
+        match forward(req, upstream).await {
+            Ok(resp) => resp,
+            Err(e) => plain(
+                StatusCode::BAD_GATEWAY,
+                &format!("the upstream failed: {e}\n"),
+            ),
+        }
+    }
+
+    /// A SOCKS5 client (no authentication, `CONNECT` only).
+    async fn socks5(
+        self: Arc<Self>,
+        mut stream: TcpStream,
+        peer: SocketAddr,
+    ) -> Result<(), String> {
+        let io = |e: std::io::Error| e.to_string();
+        let (host, port) = tokio::time::timeout(REQUEST_TIMEOUT, async {
+            let mut head = [0u8; 2];
+            stream.read_exact(&mut head).await.map_err(io)?;
+            let mut methods = vec![0u8; head[1] as usize];
+            stream.read_exact(&mut methods).await.map_err(io)?;
+            if !methods.contains(&0) {
+                stream.write_all(&[5, 0xff]).await.map_err(io)?;
+                return Err("a SOCKS5 client without the no-authentication method".to_owned());
+            }
+            stream.write_all(&[5, 0]).await.map_err(io)?;
+            let mut req = [0u8; 4];
+            stream.read_exact(&mut req).await.map_err(io)?;
+            if req[1] != 1 {
+                stream.write_all(&socks_reply(7)).await.map_err(io)?;
+                return Err(format!("SOCKS5 command {} is not supported", req[1]));
+            }
+            let host = match req[3] {
+                1 => {
+                    let mut a = [0u8; 4];
+                    stream.read_exact(&mut a).await.map_err(io)?;
+                    std::net::Ipv4Addr::from(a).to_string()
+                }
+                3 => {
+                    let len = stream.read_u8().await.map_err(io)?;
+                    let mut name = vec![0u8; len as usize];
+                    stream.read_exact(&mut name).await.map_err(io)?;
+                    String::from_utf8_lossy(&name).into_owned()
+                }
+                4 => {
+                    let mut a = [0u8; 16];
+                    stream.read_exact(&mut a).await.map_err(io)?;
+                    format!("[{}]", std::net::Ipv6Addr::from(a))
+                }
+                t => {
+                    stream.write_all(&socks_reply(8)).await.map_err(io)?;
+                    return Err(format!("SOCKS5 address type {t} is not supported"));
+                }
+            };
+            let port = stream.read_u16().await.map_err(io)?;
+            Ok((host, port))
+        })
+        .await
+        .map_err(|_| "a SOCKS5 client said nothing".to_owned())??;
+        let mut upstream = match self.admit(&host, port, "tcp", "socks5", peer).await {
+            Ok(s) => s,
+            Err(refusal) => {
+                // 2: connection not allowed by ruleset; 4: host unreachable.
+                let code = if refusal.decided { 2 } else { 4 };
+                let _ = stream.write_all(&socks_reply(code)).await;
+                return Err(refusal.reason);
+            }
+        };
+        stream.write_all(&socks_reply(0)).await.map_err(io)?;
+        let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+        Ok(())
+    }
+
+    /// Audits a direct connection the kernel's side refused (see `floor::bridge`).
+    #[cfg(target_os = "linux")]
+    pub async fn direct_refused(&self, r: crate::floor::bridge::Refusal) {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        let target = Target::Addr(crate::floor::hosts::canonical(r.addr.ip()));
+        let agent = self.agent.load(Ordering::SeqCst);
+        let chain = crate::child::procfs::ancestry(r.pid, agent, std::process::id() as i32);
+        let asker = chain.first().map(|(pid, argv)| Asker {
+            pid: *pid,
+            argv: argv.clone(),
+            ancestry: chain.iter().skip(1).cloned().collect(),
+        });
+        let (event, origin) = self.event(&target, r.addr.port(), "tcp", "direct", asker.as_ref());
+        let reason = format!("{}:{}: {}", target, r.addr.port(), r.why);
+        self.gate.refused(&event, reason, origin).await;
+    }
+
+    /// Decides a connection to `host:port` and makes it.
+    async fn admit(
+        &self,
+        host: &str,
+        port: u16,
+        scheme: &str,
+        via: &str,
+        peer: SocketAddr,
+    ) -> Result<TcpStream, Refusal> {
+        let Some(target) = Target::parse(host) else {
+            return Err(Refusal::failed(format!(
+                "`{host}` is not a host name or address"
+            )));
+        };
+        let agent = self.agent.load(Ordering::SeqCst);
+        let asker = tokio::task::spawn_blocking(move || asking_process(peer, agent))
+            .await
+            .ok()
+            .flatten();
+        let (event, origin) = self.event(&target, port, scheme, via, asker.as_ref());
+        let decision = match self.rules.judge(&target) {
+            Judgement::Denied(reason) => self.gate.refused(&event, reason, origin.clone()).await,
+            Judgement::Unknown(Unknown::Block) => {
+                let reason = format!(
+                    "{target} is not a host the floor lets through ([floor.net] allow; unknown = \"block\")"
+                );
+                self.gate.refused(&event, reason, origin.clone()).await
+            }
+            Judgement::Unknown(Unknown::Ask) => {
+                let reason =
+                    format!("a connection to {target}:{port}, a host [floor.net] does not name");
+                self.gate.ask_person(&event, reason, origin.clone()).await
+            }
+            Judgement::Allowed | Judgement::Unknown(Unknown::Allow) => {
+                self.gate.decide(&event, false, origin.clone()).await
+            }
+        };
+        match decision.verdict {
+            Verdict::Allow { .. } => {}
+            Verdict::Block { reason } => return Err(self.refuse(reason)),
+            other => {
+                let reason = format!(
+                    "the harness answered a connection with {}, which a proxy cannot carry out",
+                    other.name()
+                );
+                return Err(self.refuse(reason));
+            }
+        }
+        let addrs: Vec<SocketAddr> = match &target {
+            Target::Addr(a) => vec![SocketAddr::new(*a, port)],
+            Target::Name(name) => tokio::net::lookup_host((name.as_str(), port))
+                .await
+                .map_err(|e| Refusal::failed(format!("cannot resolve {name}: {e}")))?
+                .collect(),
+        };
+        if let Some(why) = addrs
+            .iter()
+            .find_map(|a| self.rules.refuse_resolved(a.ip()))
+        {
+            let decision = self.gate.refused(&event, why, origin).await;
+            let reason = match decision.verdict {
+                Verdict::Block { reason } => reason,
+                _ => unreachable!("refused() blocks"),
+            };
+            return Err(self.refuse(reason));
+        }
+        let mut last = format!("{target} has no address");
+        for addr in addrs {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    self.allowed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(s);
+                }
+                Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
+                Err(_) => last = format!("cannot connect to {addr}: timed out"),
+            }
+        }
+        Err(Refusal::failed(last))
+    }
+
+    fn refuse(&self, reason: String) -> Refusal {
+        self.refused.fetch_add(1, Ordering::Relaxed);
+        Refusal {
+            reason,
+            decided: true,
+        }
+    }
+
+    /// The `pre_action` for a connection, and where it came from.
+    fn event(
+        &self,
+        target: &Target,
+        port: u16,
+        scheme: &str,
+        via: &str,
+        asker: Option<&Asker>,
+    ) -> (crate::protocol::Event, Origin) {
+        let mut context = json!({"interceptor": "egress", "via": via});
+        if let Some(a) = asker {
+            context["process"] = json!({"pid": a.pid, "argv": a.argv});
+            context["process_ancestry"] = Value::Array(
+                a.ancestry
+                    .iter()
+                    .map(|(pid, argv)| json!({"pid": pid, "argv": argv}))
+                    .collect(),
+            );
+        }
+        let payload = json!({
+            "action_type": "tool_call",
+            "tool_name": "net",
+            "arguments": {
+                "host": target.to_string(),
+                "port": port,
+                "url": format!("{scheme}://{target}:{port}/"),
+            },
+            "context": context,
+        });
+        let mut metadata = Map::new();
+        metadata.insert("interceptor".into(), "egress".into());
+        let event = self.gate.event(EventType::PreAction, payload, metadata);
+        let origin = Origin {
+            framework_session: None,
+            peer: asker.map(|a| AuditPeer {
+                pid: a.pid,
+                descends_from_agent: true,
+            }),
+        };
+        (event, origin)
+    }
+}
+
+/// Why a connection was not made: refused by a decision, or failed.
+struct Refusal {
+    reason: String,
+    /// A decision refused it (else it failed: bad request, no address, no answer).
+    decided: bool,
+}
+
+impl Refusal {
+    fn failed(reason: String) -> Refusal {
+        Refusal {
+            reason,
+            decided: false,
+        }
+    }
+
+    fn response(&self) -> Response<Body> {
+        let (status, text) = match self.decided {
+            true => (
+                StatusCode::FORBIDDEN,
+                format!("ahp-wrap refused this connection: {}\n", self.reason),
+            ),
+            false => (
+                StatusCode::BAD_GATEWAY,
+                format!("ahp-wrap could not connect: {}\n", self.reason),
+            ),
+        };
+        let mut resp = plain(status, &text);
+        if let Ok(v) = hyper::header::HeaderValue::from_str(&self.reason.replace(['\r', '\n'], " "))
+        {
+            resp.headers_mut().insert("x-ahp-wrap-refusal", v);
+        }
+        resp
+    }
+}
+
+fn socks_reply(code: u8) -> [u8; 10] {
+    [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
+}
+
+fn empty() -> Body {
+    Empty::<Bytes>::new()
+        .map_err(|never| match never {})
+        .boxed()
+}
+
+fn plain(status: StatusCode, text: &str) -> Response<Body> {
+    let body = Full::new(Bytes::from(text.to_owned()))
+        .map_err(|never| match never {})
+        .boxed();
+    let mut resp = Response::new(body);
+    *resp.status_mut() = status;
+    resp.headers_mut().insert(
+        hyper::header::CONTENT_TYPE,
+        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
+    );
+    resp
+}
+
+/// Sends an absolute-form request to `upstream` in origin form, and streams the answer back.
+async fn forward(
+    mut req: Request<hyper::body::Incoming>,
+    upstream: TcpStream,
+) -> Result<Response<Body>, String> {
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(upstream))
+        .await
+        .map_err(|e| e.to_string())?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    let path = req
+        .uri()
+        .path_and_query()
+        .map_or("/", |p| p.as_str())
+        .to_owned();
+    if !req.headers().contains_key(hyper::header::HOST) {
+        if let Some(a) = req
+            .uri()
+            .authority()
+            .and_then(|a| hyper::header::HeaderValue::from_str(a.as_str()).ok())
+        {
+            req.headers_mut().insert(hyper::header::HOST, a);
+        }
+    }
+    *req.uri_mut() = path
+        .parse()
+        .map_err(|e: hyper::http::uri::InvalidUri| e.to_string())?;
+    req.headers_mut().remove("proxy-connection");
+    req.headers_mut().remove("proxy-authorization");
+    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
+    Ok(resp.map(|b| b.boxed()))
+}
+
+/// The process at the other end of a proxy connection.
+struct Asker {
+    pid: i32,
+    argv: Vec<String>,
+    ancestry: Vec<(i32, Vec<String>)>,
+}
+
+/// Finds the process that owns the client end `peer` of a connection to the proxy: its
+/// socket in the agent's namespace's TCP table, then the process holding that socket among
+/// those in the same namespace.
+fn asking_process(peer: SocketAddr, agent: i32) -> Option<Asker> {
+    if agent <= 0 {
+        return None;
+    }
+    let inode = socket_inode(agent, peer)?;
+    let netns = std::fs::read_link(format!("/proc/{agent}/ns/net")).ok()?;
+    let link = format!("socket:[{inode}]");
+    let me = std::process::id() as i32;
+    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
+        let Some(pid) = entry
+            .file_name()
+            .to_str()
+            .and_then(|s| s.parse::<i32>().ok())
+        else {
+            continue;
+        };
+        if pid == me
+            || std::fs::read_link(format!("/proc/{pid}/ns/net"))
+                .ok()
+                .as_ref()
+                != Some(&netns)
+        {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
+            continue;
+        };
+        let owns = fds
+            .flatten()
+            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == link.as_str()));
+        if owns {
+            let chain = crate::child::procfs::ancestry(pid, agent, me);
+            let argv = chain.first().map(|(_, a)| a.clone()).unwrap_or_default();
+            return Some(Asker {
+                pid,
+                argv,
+                ancestry: chain.into_iter().skip(1).collect(),
+            });
+        }
+    }
+    None
+}
+
+/// The inode of the TCP socket bound to `peer` in `pid`'s network namespace.
+fn socket_inode(pid: i32, peer: SocketAddr) -> Option<u64> {
+    let (table, local) = match peer {
+        SocketAddr::V4(a) => (
+            "tcp",
+            format!(
+                "{:08X}:{:04X}",
+                u32::from_ne_bytes(a.ip().octets()),
+                a.port()
+            ),
+        ),
+        SocketAddr::V6(a) => {
+            let o = a.ip().octets();
+            let words: String = o
+                .chunks(4)
+                .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
+                .collect();
+            ("tcp6", format!("{words}:{:04X}", a.port()))
+        }
+    };
+    let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok()?;
+    text.lines().skip(1).find_map(|line| {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        (f.get(1) == Some(&local.as_str())).then(|| f.get(9)?.parse().ok())?
+    })
+}
