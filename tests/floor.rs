@@ -287,6 +287,18 @@ git init -q --bare '{remote}'
 echo 'print("ok")' > app.py && git add app.py && git commit -qm one
 git remote add origin '{remote}' && git push -q origin main
 python3 -m venv .venv && .venv/bin/python app.py > venv-ran
+.venv/bin/python - <<'EOF'
+import zipfile
+with zipfile.ZipFile("hello-0.1-py3-none-any.whl", "w") as z:
+    z.writestr("hello/__init__.py", "")
+    z.writestr("hello-0.1.dist-info/METADATA", "Metadata-Version: 2.1\nName: hello\nVersion: 0.1\n")
+    z.writestr("hello-0.1.dist-info/WHEEL", "Wheel-Version: 1.0\nGenerator: t\nRoot-Is-Purelib: true\nTag: py3-none-any\n")
+    z.writestr("hello-0.1.dist-info/RECORD", "")
+EOF
+.venv/bin/pip install -q --no-index ./hello-0.1-py3-none-any.whl && .venv/bin/python -c 'import hello' && echo > pip-ran
+mkdir -p pkgs/left app && echo '{{"name":"left","version":"1.0.0","main":"index.js"}}' > pkgs/left/package.json
+echo 'module.exports = "left"' > pkgs/left/index.js && echo '{{"name":"app","version":"1.0.0"}}' > app/package.json
+(cd app && npm install -q --no-audit --no-fund ../pkgs/left && node -e 'require("left")') && echo > npm-ran
 cargo init -q --name floorcheck --vcs none crate && cargo build -q --offline --manifest-path crate/Cargo.toml
 ./crate/target/debug/floorcheck > built-ran
 printf 'test:\n\techo made > made\n' > Makefile && make -s test
@@ -324,6 +336,8 @@ echo done > all-done"#,
         "ok\n"
     );
     assert!(w.ws().join("built-ran").exists());
+    assert!(w.ws().join("pip-ran").exists() && w.ws().join(".venv/lib").exists());
+    assert!(w.ws().join("npm-ran").exists() && w.ws().join("app/node_modules/left").exists());
     let log = Command::new("git")
         .args([
             "--git-dir",

@@ -3,7 +3,8 @@
 //!
 //! The tree's network namespace has only loopback, so whatever this thread lets the kernel
 //! carry out cannot leave it. What it does itself:
-//! - a TCP connection to a loopback port nobody in the tree listens on goes to this machine's
+//! - a TCP connection to loopback is tried inside the namespace first, on the caller's own
+//!   socket (the proxy, or a server the tree runs); one that nobody there listens on goes to this machine's
 //!   loopback (local dev servers, a local model server): the wrapper connects from its own
 //!   namespace and puts that socket in place of the caller's (`SECCOMP_IOCTL_NOTIF_ADDFD`);
 //!   the address it connects to is the one it read, so a caller that changes it afterwards
@@ -11,12 +12,12 @@
 //! - a connection to any other address is answered `EACCES` and reported (the first one to
 //!   each destination), so that a refused direct connection is an audited decision.
 
-use std::collections::HashSet;
+use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 
 /// A direct connection the floor refused.
 #[derive(Debug, Clone)]
@@ -36,10 +37,17 @@ pub struct Counts {
     pub refused: AtomicU64,
 }
 
+/// Which process opened each connection to the proxy, by its local port (for the proxy's
+/// events).
+pub type Askers = Arc<Mutex<HashMap<u16, i32>>>;
+
 /// How the bridge answers.
 pub struct Bridge {
     /// Whether loopback TCP reaches this machine's services.
     pub loopback: bool,
+    /// The proxy's port in the namespace, and where its callers are noted.
+    pub proxy_port: u16,
+    pub askers: Askers,
     pub counts: Arc<Counts>,
     /// Told of each refusal to a new destination.
     pub report: Box<dyn Fn(Refusal) + Send>,
@@ -136,8 +144,22 @@ impl Bridge {
                 "a direct connection (the tree reaches the network only through the proxy)",
             );
         }
-        if listening_inside(tid, addr.port()) {
+        let theirs = match their_fd(tid, fd) {
+            Ok(t) => t,
+            Err(e) => return Answer::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
+        };
+        if sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
+            // UDP and the rest stay inside the namespace.
             return Answer::Continue;
+        }
+        if addr.port() == self.proxy_port {
+            self.note_asker(&theirs, addr, tid);
+        }
+        // Inside the namespace first: the proxy, or a server the tree runs itself.
+        match connect_inside(&theirs, addr) {
+            Ok(()) => return Answer::Done,
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+            Err(e) => return Answer::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
         }
         if addr.port() == 53 {
             return self.refuse(
@@ -155,14 +177,36 @@ impl Bridge {
                 "loopback is closed ([floor.net] loopback = false)",
             );
         }
-        match bridge(listener, req.id, tid, fd, addr) {
-            Ok(Some(())) => {
+        match bridge(listener, req.id, tid, fd, addr, &theirs) {
+            Ok(()) => {
                 self.counts.bridged.fetch_add(1, Ordering::Relaxed);
                 Answer::Done
             }
-            // Not a stream socket: it stays inside the namespace.
-            Ok(None) => Answer::Continue,
             Err(e) => Answer::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
+    /// Binds a socket about to connect to the proxy to a port of its own first, and notes
+    /// which process it is, for the proxy's event.
+    fn note_asker(&self, sock: &OwnedFd, addr: SocketAddr, tid: i32) {
+        let (any, len) = raw_sockaddr(SocketAddr::new(addr.ip(), 0));
+        // SAFETY: bind and getsockname with buffers we own.
+        let port = unsafe {
+            libc::bind(sock.as_raw_fd(), (&raw const any).cast(), len);
+            let mut local: libc::sockaddr_storage = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            if libc::getsockname(sock.as_raw_fd(), (&raw mut local).cast(), &mut len) != 0 {
+                return;
+            }
+            // sin_port and sin6_port lie at the same offset.
+            let sin = &*(&raw const local).cast::<libc::sockaddr_in>();
+            u16::from_be(sin.sin_port)
+        };
+        if let Ok(mut askers) = self.askers.lock() {
+            if askers.len() > 4096 {
+                askers.clear();
+            }
+            askers.insert(port, thread_group(tid).unwrap_or(tid));
         }
     }
 
@@ -231,21 +275,51 @@ fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<SocketAddr> {
     }
 }
 
-/// Whether a socket in `tid`'s network namespace listens on TCP `port`.
-fn listening_inside(tid: i32, port: u16) -> bool {
-    let want = format!(":{port:04X} ");
-    ["tcp", "tcp6"].iter().any(|table| {
-        std::fs::read_to_string(format!("/proc/{tid}/net/{table}"))
-            .map(|text| {
-                text.lines().skip(1).any(|line| {
-                    let mut fields = line.split_whitespace();
-                    let local = fields.nth(1).unwrap_or("");
-                    let state = fields.nth(1).unwrap_or("");
-                    state == "0A" && format!("{local} ").ends_with(&want)
-                })
-            })
-            .unwrap_or(false)
-    })
+/// Connects `tid`'s own socket (shared with us) to `addr` inside its namespace, blocking for
+/// the while (a loopback connection is made or refused at once).
+fn connect_inside(sock: &OwnedFd, addr: SocketAddr) -> io::Result<()> {
+    let fd = sock.as_raw_fd();
+    let (raw, len) = raw_sockaddr(addr);
+    // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
+    let status = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
+    if nonblocking {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, status & !libc::O_NONBLOCK) };
+    }
+    // SAFETY: connect with an address we own.
+    let r = unsafe { libc::connect(fd, (&raw const raw).cast(), len) };
+    let err = io::Error::last_os_error();
+    if nonblocking {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, status) };
+    }
+    match r {
+        0 => Ok(()),
+        _ => Err(err),
+    }
+}
+
+/// `addr` as the kernel takes it.
+fn raw_sockaddr(addr: SocketAddr) -> (libc::sockaddr_storage, libc::socklen_t) {
+    // SAFETY: sockaddr_storage is plain data, large enough for either family.
+    let mut st: libc::sockaddr_storage = unsafe { std::mem::zeroed() };
+    let len = match addr {
+        SocketAddr::V4(a) => {
+            let sin = unsafe { &mut *(&raw mut st).cast::<libc::sockaddr_in>() };
+            sin.sin_family = libc::AF_INET as libc::sa_family_t;
+            sin.sin_port = a.port().to_be();
+            sin.sin_addr.s_addr = u32::from(*a.ip()).to_be();
+            std::mem::size_of::<libc::sockaddr_in>()
+        }
+        SocketAddr::V6(a) => {
+            let sin6 = unsafe { &mut *(&raw mut st).cast::<libc::sockaddr_in6>() };
+            sin6.sin6_family = libc::AF_INET6 as libc::sa_family_t;
+            sin6.sin6_port = a.port().to_be();
+            sin6.sin6_addr.s6_addr = a.ip().octets();
+            sin6.sin6_scope_id = a.scope_id();
+            std::mem::size_of::<libc::sockaddr_in6>()
+        }
+    };
+    (st, len as libc::socklen_t)
 }
 
 /// `tid`'s thread group id.
@@ -258,17 +332,20 @@ fn thread_group(tid: i32) -> Option<i32> {
 }
 
 /// Connects to `addr` from the wrapper's namespace and puts the socket in place of `tid`'s
-/// `fd`. `None` when `fd` is not a stream socket.
-fn bridge(listener: RawFd, id: u64, tid: i32, fd: i32, addr: SocketAddr) -> io::Result<Option<()>> {
-    let theirs = their_fd(tid, fd)?;
-    if sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
-        return Ok(None);
-    }
+/// stream socket `fd` (`theirs`).
+fn bridge(
+    listener: RawFd,
+    id: u64,
+    tid: i32,
+    fd: i32,
+    addr: SocketAddr,
+    theirs: &OwnedFd,
+) -> io::Result<()> {
     // SAFETY: fcntl on a descriptor we own.
     let status = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_GETFL) };
     let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
     let stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
-    let _ = stream.set_nodelay(nodelay(&theirs));
+    let _ = stream.set_nodelay(nodelay(theirs));
     stream.set_nonblocking(nonblocking)?;
     let cloexec = fd_cloexec(tid, fd);
     let addfd = libc::seccomp_notif_addfd {
@@ -283,7 +360,7 @@ fn bridge(listener: RawFd, id: u64, tid: i32, fd: i32, addr: SocketAddr) -> io::
     if r < 0 {
         return Err(io::Error::last_os_error());
     }
-    Ok(Some(()))
+    Ok(())
 }
 
 /// A copy of `tid`'s descriptor `fd` (pidfd_getfd).

@@ -41,6 +41,8 @@ pub struct Egress {
     rules: HostRules,
     /// The agent's pid (0 until it runs), for the asking process's ancestry.
     agent: AtomicI32,
+    /// The process behind each client port, as the connect bridge noted it.
+    askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
     /// Connections let through and refused.
     pub allowed: AtomicU64,
     pub refused: AtomicU64,
@@ -49,11 +51,17 @@ pub struct Egress {
 type Body = BoxBody<Bytes, hyper::Error>;
 
 impl Egress {
-    pub fn new(gate: Arc<Gate>, rules: HostRules) -> Egress {
+    /// `askers`: the process behind each client port (see `floor::bridge::Askers`).
+    pub fn new(
+        gate: Arc<Gate>,
+        rules: HostRules,
+        askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
+    ) -> Egress {
         Egress {
             gate,
             rules,
             agent: AtomicI32::new(0),
+            askers,
             allowed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
         }
@@ -135,11 +143,7 @@ impl Egress {
             };
             tokio::spawn(async move {
                 match hyper::upgrade::on(req).await {
-                    Ok(upgraded) => {
-                        let mut client = TokioIo::new(upgraded);
-                        let mut upstream = upstream;
-                        let _ = tokio::io::copy_bidirectional(&mut client, &mut upstream).await;
-                    }
+                    Ok(upgraded) => tunnel(upgraded, upstream).await,
                     Err(e) => tracing::debug!("egress proxy: upgrade failed: {e}"),
                 }
             });
@@ -226,7 +230,7 @@ impl Egress {
             }
         };
         stream.write_all(&socks_reply(0)).await.map_err(io)?;
-        let _ = tokio::io::copy_bidirectional(&mut stream, &mut upstream).await;
+        let _ = pump(&mut stream, &mut upstream).await;
         Ok(())
     }
 
@@ -262,10 +266,12 @@ impl Egress {
             )));
         };
         let agent = self.agent.load(Ordering::SeqCst);
-        let asker = tokio::task::spawn_blocking(move || asking_process(peer, agent))
-            .await
+        let noted = self
+            .askers
+            .lock()
             .ok()
-            .flatten();
+            .and_then(|mut a| a.remove(&peer.port()));
+        let asker = noted.and_then(|pid| asking_process(pid, agent));
         let (event, origin) = self.event(&target, port, scheme, via, asker.as_ref());
         let decision = match self.rules.judge(&target) {
             Judgement::Denied(reason) => self.gate.refused(&event, reason, origin.clone()).await,
@@ -414,6 +420,36 @@ impl Refusal {
     }
 }
 
+/// The buffer of each direction of a tunnel (a bulk transfer moves in large reads).
+const PUMP_BUFFER: usize = 256 * 1024;
+
+/// Both directions of a tunnel until both ends are done.
+async fn pump<A, B>(a: &mut A, b: &mut B) -> std::io::Result<(u64, u64)>
+where
+    A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
+    B: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
+{
+    tokio::io::copy_bidirectional_with_sizes(a, b, PUMP_BUFFER, PUMP_BUFFER).await
+}
+
+/// A `CONNECT` tunnel: the client's own socket back from hyper where it can be (no extra
+/// layer in the way of a bulk transfer), with what hyper had read ahead sent on first.
+async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
+    match upgraded.downcast::<TokioIo<TcpStream>>() {
+        Ok(parts) => {
+            let mut client = parts.io.into_inner();
+            if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
+                return;
+            }
+            let _ = pump(&mut client, &mut upstream).await;
+        }
+        Err(upgraded) => {
+            let mut client = TokioIo::new(upgraded);
+            let _ = pump(&mut client, &mut upstream).await;
+        }
+    }
+}
+
 fn socks_reply(code: u8) -> [u8; 10] {
     [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
 }
@@ -478,75 +514,13 @@ struct Asker {
     ancestry: Vec<(i32, Vec<String>)>,
 }
 
-/// Finds the process that owns the client end `peer` of a connection to the proxy: its
-/// socket in the agent's namespace's TCP table, then the process holding that socket among
-/// those in the same namespace.
-fn asking_process(peer: SocketAddr, agent: i32) -> Option<Asker> {
-    if agent <= 0 {
-        return None;
-    }
-    let inode = socket_inode(agent, peer)?;
-    let netns = std::fs::read_link(format!("/proc/{agent}/ns/net")).ok()?;
-    let link = format!("socket:[{inode}]");
-    let me = std::process::id() as i32;
-    for entry in std::fs::read_dir("/proc").ok()?.flatten() {
-        let Some(pid) = entry
-            .file_name()
-            .to_str()
-            .and_then(|s| s.parse::<i32>().ok())
-        else {
-            continue;
-        };
-        if pid == me
-            || std::fs::read_link(format!("/proc/{pid}/ns/net"))
-                .ok()
-                .as_ref()
-                != Some(&netns)
-        {
-            continue;
-        }
-        let Ok(fds) = std::fs::read_dir(format!("/proc/{pid}/fd")) else {
-            continue;
-        };
-        let owns = fds
-            .flatten()
-            .any(|fd| std::fs::read_link(fd.path()).is_ok_and(|l| l.as_os_str() == link.as_str()));
-        if owns {
-            let chain = crate::child::procfs::ancestry(pid, agent, me);
-            let argv = chain.first().map(|(_, a)| a.clone()).unwrap_or_default();
-            return Some(Asker {
-                pid,
-                argv,
-                ancestry: chain.into_iter().skip(1).collect(),
-            });
-        }
-    }
-    None
-}
-
-/// The inode of the TCP socket bound to `peer` in `pid`'s network namespace.
-fn socket_inode(pid: i32, peer: SocketAddr) -> Option<u64> {
-    let (table, local) = match peer {
-        SocketAddr::V4(a) => (
-            "tcp",
-            format!(
-                "{:08X}:{:04X}",
-                u32::from_ne_bytes(a.ip().octets()),
-                a.port()
-            ),
-        ),
-        SocketAddr::V6(a) => {
-            let o = a.ip().octets();
-            let words: String = o
-                .chunks(4)
-                .map(|c| format!("{:08X}", u32::from_ne_bytes([c[0], c[1], c[2], c[3]])))
-                .collect();
-            ("tcp6", format!("{words}:{:04X}", a.port()))
-        }
-    };
-    let text = std::fs::read_to_string(format!("/proc/{pid}/net/{table}")).ok()?;
-    text.lines().skip(1).find_map(|line| {
-        let f: Vec<&str> = line.split_whitespace().collect();
-        (f.get(1) == Some(&local.as_str())).then(|| f.get(9)?.parse().ok())?
+/// The process `pid` (as the connect bridge noted it) and its ancestry up to the agent.
+fn asking_process(pid: i32, agent: i32) -> Option<Asker> {
+    let chain = crate::child::procfs::ancestry(pid, agent, std::process::id() as i32);
+    let (pid, argv) = chain.first().cloned()?;
+    Some(Asker {
+        pid,
+        argv,
+        ancestry: chain.into_iter().skip(1).collect(),
     })
 }

@@ -33,6 +33,7 @@ pub(super) struct NetSide {
     #[cfg(target_os = "linux")]
     peer: floor::NetPeer,
     rules: HostRules,
+    proxy_port: u16,
 }
 
 /// The network part while the agent runs: the egress proxy, the connect bridge's thread
@@ -125,7 +126,11 @@ fn kernel(
         (Some(peer), Some(request)) => {
             cmd.env
                 .extend(proxy_env(request.proxy_port, rules.loopback()));
-            Some(NetSide { peer, rules })
+            Some(NetSide {
+                peer,
+                rules,
+                proxy_port: request.proxy_port,
+            })
         }
         _ => None,
     };
@@ -199,12 +204,15 @@ impl NetSide {
         let received = self.peer.receive()?;
         received.proxy.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(received.proxy)?;
-        let egress = Arc::new(Egress::new(gate, self.rules.clone()));
+        let askers = floor::bridge::Askers::default();
+        let egress = Arc::new(Egress::new(gate, self.rules.clone(), askers.clone()));
         egress.agent_is(agent);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let counts = Arc::new(floor::bridge::Counts::default());
         let bridge = floor::bridge::Bridge {
             loopback: self.rules.loopback(),
+            proxy_port: self.proxy_port,
+            askers,
             counts: counts.clone(),
             report: Box::new(move |r| {
                 let _ = tx.send(r);
