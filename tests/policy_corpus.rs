@@ -27,7 +27,7 @@ use std::path::{Path, PathBuf};
 use ahp_wrap::frameworks::{self, HookContext};
 use ahp_wrap::policy::{Policy, Protected};
 use ahp_wrap::protocol::{now_rfc3339, Event};
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 
 const ADVERSARIAL: &str = "tests/policy-corpus/adversarial.jsonl";
 const BENIGN: &str = "tests/policy-corpus/benign.jsonl";
@@ -83,8 +83,11 @@ struct Fw {
     /// The pre-tool hook name as the shim registers it (`ahp-wrap hook <fw> <hook>`).
     hook: &'static str,
     sample: &'static str,
+    /// Where the sample holds the tool's name, its arguments and the working directory
+    /// (JSON pointers).
     tool_key: &'static str,
     args_key: &'static str,
+    cwd_key: &'static str,
     /// The framework's shell tool.
     shell_tool: &'static str,
 }
@@ -94,40 +97,54 @@ const FRAMEWORKS: &[Fw] = &[
         name: "claude-code",
         hook: "PreToolUse",
         sample: "shims/claude-code/samples/PreToolUse.json",
-        tool_key: "tool_name",
-        args_key: "tool_input",
+        tool_key: "/tool_name",
+        args_key: "/tool_input",
+        cwd_key: "/cwd",
         shell_tool: "Bash",
     },
     Fw {
         name: "codex",
         hook: "PreToolUse",
         sample: "shims/codex/samples/PreToolUse.json",
-        tool_key: "tool_name",
-        args_key: "tool_input",
+        tool_key: "/tool_name",
+        args_key: "/tool_input",
+        cwd_key: "/cwd",
         shell_tool: "Bash",
     },
     Fw {
         name: "gemini",
         hook: "BeforeTool",
         sample: "shims/gemini/samples/BeforeTool.json",
-        tool_key: "tool_name",
-        args_key: "tool_input",
+        tool_key: "/tool_name",
+        args_key: "/tool_input",
+        cwd_key: "/cwd",
         shell_tool: "run_shell_command",
     },
     Fw {
         name: "qwen",
         hook: "PreToolUse",
         sample: "shims/qwen/samples/PreToolUse.json",
-        tool_key: "tool_name",
-        args_key: "tool_input",
+        tool_key: "/tool_name",
+        args_key: "/tool_input",
+        cwd_key: "/cwd",
         shell_tool: "run_shell_command",
     },
     Fw {
         name: "copilot",
         hook: "preToolUse",
         sample: "shims/copilot/samples/preToolUse.json",
-        tool_key: "toolName",
-        args_key: "toolArgs",
+        tool_key: "/toolName",
+        args_key: "/toolArgs",
+        cwd_key: "/cwd",
+        shell_tool: "bash",
+    },
+    Fw {
+        name: "opencode",
+        hook: "tool.execute.before",
+        sample: "shims/opencode/samples/tool.execute.before.json",
+        tool_key: "/input/tool",
+        args_key: "/output/args",
+        cwd_key: "/directory",
         shell_tool: "bash",
     },
 ];
@@ -432,20 +449,22 @@ fn hook_payload(sb: &Sandbox, case: &Case) -> Vec<u8> {
     let path = Path::new(env!("CARGO_MANIFEST_DIR")).join(case.fw.sample);
     let text =
         std::fs::read_to_string(&path).unwrap_or_else(|e| panic!("read {}: {e}", path.display()));
-    let mut sample: Map<String, Value> =
-        serde_json::from_str(&text).expect("a sample is an object");
-    for key in [case.fw.tool_key, case.fw.args_key, "cwd"] {
-        assert!(
-            sample.contains_key(key),
-            "{} has no {key:?}: the corpus would not send what {} sends",
-            case.fw.sample,
-            case.fw.name
-        );
+    let mut sample: Value = serde_json::from_str(&text).expect("a sample is JSON");
+    let values = [
+        (case.fw.tool_key, Value::String(case.tool.clone())),
+        (case.fw.args_key, sb.fill_value(&case.args)),
+        (case.fw.cwd_key, Value::String(sb.fill(&case.cwd))),
+    ];
+    for (pointer, value) in values {
+        let slot = sample.pointer_mut(pointer).unwrap_or_else(|| {
+            panic!(
+                "{} has no {pointer:?}: the corpus would not send what {} sends",
+                case.fw.sample, case.fw.name
+            )
+        });
+        *slot = value;
     }
-    sample.insert(case.fw.tool_key.into(), Value::String(case.tool.clone()));
-    sample.insert(case.fw.args_key.into(), sb.fill_value(&case.args));
-    sample.insert("cwd".into(), Value::String(sb.fill(&case.cwd)));
-    serde_json::to_vec(&Value::Object(sample)).unwrap()
+    serde_json::to_vec(&sample).unwrap()
 }
 
 /// The event the wrapper sends for this case, built by the framework's own mapping.

@@ -4,6 +4,7 @@
 //! agent's working directory is the one its shim reports (`context.working_directory`).
 
 mod commands;
+mod keys;
 mod tools;
 
 use std::collections::HashSet;
@@ -137,6 +138,10 @@ pub fn facts(
         .iter()
         .find_map(|k| payload.get(*k).filter(|v| v.is_object()).map(|v| (*k, v)))
         .unwrap_or(("arguments", &Value::Null));
+    // Argument names in camelCase (OpenCode's `filePath`, `oldString`) read as the snake_case
+    // ones the key lists name.
+    let snake = keys::has_camel_keys(args).then(|| keys::snake_keys(args));
+    let args = snake.as_ref().unwrap_or(args);
 
     let mut f = Facts {
         event_type: event.event_type,

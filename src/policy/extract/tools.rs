@@ -60,7 +60,6 @@ const CONTENT_KEYS: &[&str] = &[
     "description",
     "prompt",
     "query",
-    "edits",
     "diff",
     "regex",
 ];
