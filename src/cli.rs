@@ -244,6 +244,8 @@ pub enum FloorArg {
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
+    // Help text, not rustdoc: its brackets are not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
     /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
     #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]

@@ -20,6 +20,8 @@ pub enum TaskCommand {
 
 #[derive(Debug, Args)]
 pub struct AmqpArgs {
+    // Help text, not rustdoc: its brackets are not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
     /// The broker: amqp://[USER:PASS@]HOST[:PORT]/VHOST (`%2f` is the default vhost).
     #[arg(
         long,

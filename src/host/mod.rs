@@ -2,7 +2,7 @@
 //! decisions, and pending escalations that an authenticated client answers from anywhere.
 //!
 //! Owns: the sessions the gate (a wrapper's, or `serve`'s) shows it ([`Host`] is an
-//! [`Approver`]), holding an escalation as a pending tool confirmation until the first
+//! [`Approver`](crate::gate::Approver)), holding an escalation as a pending tool confirmation until the first
 //! authorised answer or the deadline, the wire (JSON-RPC over WebSocket: [`wire`]), the
 //! tokens ([`auth`]), the approvals page and its HTTP routes ([`http`]) and the optional
 //! webhook ([`notify`]). Must not touch: what an answer means for the agent (the gate

@@ -3,7 +3,7 @@
 //!
 //! Owns: the listeners (stdio, Unix socket, HTTP, WebSocket) and answering AHP methods with
 //! the embedded engine. Must not touch: the policy itself (`policy/`, reached through
-//! the gate's [`Embedded`]), or framing of its own: stream listeners read lines through the shared codec
+//! the gate's [`Embedded`](crate::gate::Embedded)), or framing of its own: stream listeners read lines through the shared codec
 //! ([`crate::jsonrpc::LineCodec`]).
 
 mod listen;

@@ -52,7 +52,7 @@ fn same_dir(a: &Path, b: &Path) -> bool {
             (Ok(x), Ok(y)) if x.is_dir() && x.dev() == y.dev() && x.ino() == y.ino())
 }
 
-/// Runs the shimmed command `name` with `args` (without argv[0]); returns only on refusal
+/// Runs the shimmed command `name` with `args` (without `argv[0]`); returns only on refusal
 /// or failure, with the exit code.
 pub fn run(name: &str, args: Vec<OsString>) -> i32 {
     let refuse = |why: &str| {

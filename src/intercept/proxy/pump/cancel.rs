@@ -1,7 +1,7 @@
 //! Decisions a peer may cut short: a held call that names a *scope* (ACP: its session)
 //! waits for its decision or for that scope's cancellation (ACP: `session/cancel`),
 //! whichever comes first. A cancelled call is answered by the protocol's
-//! [`Protocol::cancelled`] and never forwarded.
+//! [`Protocol::cancelled`](crate::intercept::proxy::protocol::Protocol::cancelled) and never forwarded.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicU64, Ordering};
