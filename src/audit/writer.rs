@@ -186,12 +186,6 @@ impl AuditLog {
         self.sink.as_ref().map(|s| s.path.as_path())
     }
 
-    /// The hash of the last line written: print or store it elsewhere to detect the loss of
-    /// whole lines at the end of the log, which no chain can.
-    pub fn last_hash(&self) -> Option<&str> {
-        self.sink.as_ref().map(|s| s.prev.as_str())
-    }
-
     /// The `seq` the next record will get.
     pub fn next_seq(&self) -> Option<u64> {
         self.sink.as_ref().map(|s| s.next_seq)
