@@ -26,9 +26,13 @@ pub mod spec;
 
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+mod netns;
 
 #[cfg(target_os = "linux")]
-pub use kernel::{NetPeer, NetReceived, NetRequest, Prepared, Support};
+pub use kernel::{Prepared, Support};
+#[cfg(target_os = "linux")]
+pub use netns::{NetPeer, NetReceived, NetRequest};
 pub use plan::{Context, Plan};
 pub use spec::Spec;
 

@@ -20,10 +20,13 @@ use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Map, Value};
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::audit::AuditPeer;
+use tunnel::tunnel;
+
+mod socks;
+mod tunnel;
 use crate::floor::hosts::{HostRules, Judgement, Target};
 use crate::floor::spec::Unknown;
 use crate::gate::{Gate, Origin};
@@ -33,7 +36,7 @@ use crate::protocol::{EventType, Verdict};
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 
 /// How long a client has to say where it goes.
-const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
+pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The proxy of one run.
 pub struct Egress {
@@ -168,70 +171,6 @@ impl Egress {
                 &format!("the upstream failed: {e}\n"),
             ),
         }
-    }
-
-    /// A SOCKS5 client (no authentication, `CONNECT` only).
-    async fn socks5(
-        self: Arc<Self>,
-        mut stream: TcpStream,
-        peer: SocketAddr,
-    ) -> Result<(), String> {
-        let io = |e: std::io::Error| e.to_string();
-        let (host, port) = tokio::time::timeout(REQUEST_TIMEOUT, async {
-            let mut head = [0u8; 2];
-            stream.read_exact(&mut head).await.map_err(io)?;
-            let mut methods = vec![0u8; head[1] as usize];
-            stream.read_exact(&mut methods).await.map_err(io)?;
-            if !methods.contains(&0) {
-                stream.write_all(&[5, 0xff]).await.map_err(io)?;
-                return Err("a SOCKS5 client without the no-authentication method".to_owned());
-            }
-            stream.write_all(&[5, 0]).await.map_err(io)?;
-            let mut req = [0u8; 4];
-            stream.read_exact(&mut req).await.map_err(io)?;
-            if req[1] != 1 {
-                stream.write_all(&socks_reply(7)).await.map_err(io)?;
-                return Err(format!("SOCKS5 command {} is not supported", req[1]));
-            }
-            let host = match req[3] {
-                1 => {
-                    let mut a = [0u8; 4];
-                    stream.read_exact(&mut a).await.map_err(io)?;
-                    std::net::Ipv4Addr::from(a).to_string()
-                }
-                3 => {
-                    let len = stream.read_u8().await.map_err(io)?;
-                    let mut name = vec![0u8; len as usize];
-                    stream.read_exact(&mut name).await.map_err(io)?;
-                    String::from_utf8_lossy(&name).into_owned()
-                }
-                4 => {
-                    let mut a = [0u8; 16];
-                    stream.read_exact(&mut a).await.map_err(io)?;
-                    format!("[{}]", std::net::Ipv6Addr::from(a))
-                }
-                t => {
-                    stream.write_all(&socks_reply(8)).await.map_err(io)?;
-                    return Err(format!("SOCKS5 address type {t} is not supported"));
-                }
-            };
-            let port = stream.read_u16().await.map_err(io)?;
-            Ok((host, port))
-        })
-        .await
-        .map_err(|_| "a SOCKS5 client said nothing".to_owned())??;
-        let upstream = match self.admit(&host, port, "tcp", "socks5", peer).await {
-            Ok(s) => s,
-            Err(refusal) => {
-                // 2: connection not allowed by ruleset; 4: host unreachable.
-                let code = if refusal.decided { 2 } else { 4 };
-                let _ = stream.write_all(&socks_reply(code)).await;
-                return Err(refusal.reason);
-            }
-        };
-        stream.write_all(&socks_reply(0)).await.map_err(io)?;
-        let _ = pump_sockets(&stream, &upstream).await;
-        Ok(())
     }
 
     /// Audits a direct connection the kernel's side refused (see `floor::bridge`).
@@ -418,141 +357,6 @@ impl Refusal {
         }
         resp
     }
-}
-
-/// The buffer of each direction of a tunnel (a bulk transfer moves in large reads).
-const PUMP_BUFFER: usize = 256 * 1024;
-
-/// Both directions of a tunnel until both ends are done.
-async fn pump<A, B>(a: &mut A, b: &mut B) -> std::io::Result<(u64, u64)>
-where
-    A: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
-    B: tokio::io::AsyncRead + tokio::io::AsyncWrite + Unpin + ?Sized,
-{
-    tokio::io::copy_bidirectional_with_sizes(a, b, PUMP_BUFFER, PUMP_BUFFER).await
-}
-
-/// Both directions between two sockets: `splice(2)` through a pipe on Linux (the bytes never
-/// reach user space), else [`pump`].
-async fn pump_sockets(a: &TcpStream, b: &TcpStream) -> std::io::Result<()> {
-    #[cfg(target_os = "linux")]
-    {
-        tokio::try_join!(splice::one_way(a, b), splice::one_way(b, a))?;
-        Ok(())
-    }
-    #[cfg(not(target_os = "linux"))]
-    {
-        let (mut a, mut b) = (a, b);
-        pump(&mut a, &mut b).await.map(|_| ())
-    }
-}
-
-#[cfg(target_os = "linux")]
-mod splice {
-    use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-
-    use tokio::io::Interest;
-    use tokio::net::TcpStream;
-
-    /// The most moved by one call (and the pipe's size, where the system allows it).
-    const CHUNK: usize = 1 << 20;
-
-    /// Moves what `from` receives to `to` until `from` ends, then ends `to`'s writing side.
-    pub(super) async fn one_way(from: &TcpStream, to: &TcpStream) -> io::Result<()> {
-        let (read, write) = pipe()?;
-        let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK;
-        loop {
-            let n = loop {
-                from.readable().await?;
-                // SAFETY: splice between descriptors we hold.
-                match from.try_io(Interest::READABLE, || {
-                    result(unsafe {
-                        libc::splice(
-                            from.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            write.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            CHUNK,
-                            flags,
-                        )
-                    })
-                }) {
-                    Ok(n) => break n,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(e) => return Err(e),
-                }
-            };
-            if n == 0 {
-                // SAFETY: shutdown of a socket we hold.
-                unsafe { libc::shutdown(to.as_raw_fd(), libc::SHUT_WR) };
-                return Ok(());
-            }
-            let mut left = n;
-            while left > 0 {
-                to.writable().await?;
-                // SAFETY: splice between descriptors we hold.
-                match to.try_io(Interest::WRITABLE, || {
-                    result(unsafe {
-                        libc::splice(
-                            read.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            to.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            left,
-                            flags,
-                        )
-                    })
-                }) {
-                    Ok(m) => left -= m,
-                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
-                    Err(e) => return Err(e),
-                }
-            }
-        }
-    }
-
-    fn result(n: isize) -> io::Result<usize> {
-        match n {
-            n if n >= 0 => Ok(n as usize),
-            _ => Err(io::Error::last_os_error()),
-        }
-    }
-
-    /// A non-blocking pipe, as large as the system allows up to [`CHUNK`].
-    fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors we then own.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own; a smaller pipe is fine.
-        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
-        Ok((r, w))
-    }
-}
-
-/// A `CONNECT` tunnel: the client's own socket back from hyper where it can be (no extra
-/// layer in the way of a bulk transfer), with what hyper had read ahead sent on first.
-async fn tunnel(upgraded: hyper::upgrade::Upgraded, mut upstream: TcpStream) {
-    match upgraded.downcast::<TokioIo<TcpStream>>() {
-        Ok(parts) => {
-            let client = parts.io.into_inner();
-            if !parts.read_buf.is_empty() && upstream.write_all(&parts.read_buf).await.is_err() {
-                return;
-            }
-            let _ = pump_sockets(&client, &upstream).await;
-        }
-        Err(upgraded) => {
-            let mut client = TokioIo::new(upgraded);
-            let _ = pump(&mut client, &mut upstream).await;
-        }
-    }
-}
-
-fn socks_reply(code: u8) -> [u8; 10] {
-    [5, code, 0, 1, 0, 0, 0, 0, 0, 0]
 }
 
 fn empty() -> Body {

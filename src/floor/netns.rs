@@ -1,0 +1,312 @@
+//! The network part of the floor, on the agent's side and the wrapper's: a network namespace
+//! with only loopback, the proxy and control sockets bound in it (the wrapper listens on
+//! them), a seccomp filter that stops every `connect(2)` for the wrapper's
+//! [`bridge`](super::bridge), and the channel the descriptors go back to the wrapper over.
+//! As in [`kernel`](super::kernel), what runs in the agent's process only makes system calls
+//! on what was prepared (async-signal-safe).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+
+use super::kernel::fail;
+use super::FloorError;
+
+/// What the network part of the floor needs from the wrapper: the loopback port the egress
+/// proxy listens on inside the tree's namespace, and the control socket's abstract name (it
+/// must exist there too, for the agent's hooks).
+#[derive(Debug, Clone)]
+pub struct NetRequest {
+    pub proxy_port: u16,
+    pub control: Option<Vec<u8>>,
+}
+
+/// The agent's side of the network part: a network namespace with only loopback, the proxy
+/// and control sockets bound in it (the wrapper listens on them), a seccomp filter that
+/// stops every `connect(2)` for the wrapper's [`super::bridge`], and the channel the three
+/// descriptors go back to the wrapper over.
+#[derive(Debug)]
+pub(super) struct NetChild {
+    channel: OwnedFd,
+    proxy: libc::sockaddr_in,
+    control: Option<(libc::sockaddr_un, libc::socklen_t)>,
+    filter: Vec<libc::sock_filter>,
+}
+
+/// The wrapper's side of the channel: what the agent's process sends before `exec`.
+#[derive(Debug)]
+pub struct NetPeer {
+    channel: OwnedFd,
+    has_control: bool,
+}
+
+/// The descriptors the agent's process made in its namespace, listening.
+#[derive(Debug)]
+pub struct NetReceived {
+    pub proxy: std::net::TcpListener,
+    pub control: Option<std::os::unix::net::UnixListener>,
+    /// The seccomp notification listener, for [`super::bridge::Bridge::spawn`].
+    pub notify: OwnedFd,
+}
+
+/// `BPF_LD | BPF_W | BPF_ABS`, `BPF_JMP | BPF_JEQ | BPF_K`, `BPF_RET | BPF_K`.
+const BPF_LD_ABS: u16 = 0x20;
+const BPF_JEQ: u16 = 0x15;
+const BPF_RET: u16 = 0x06;
+
+#[cfg(target_arch = "x86_64")]
+const AUDIT_ARCH: u32 = 0xC000_003E;
+#[cfg(target_arch = "aarch64")]
+const AUDIT_ARCH: u32 = 0xC000_00B7;
+#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
+const AUDIT_ARCH: u32 = 0;
+
+/// The filter: `connect(2)` of this architecture waits for the wrapper; everything else
+/// (including other architectures' calls, which then stay inside the namespace) goes on.
+fn connect_filter() -> Vec<libc::sock_filter> {
+    let op = |code, k, jt, jf| libc::sock_filter { code, jt, jf, k };
+    vec![
+        // seccomp_data: nr at offset 0, arch at offset 4.
+        op(BPF_LD_ABS, 4, 0, 0),
+        op(BPF_JEQ, AUDIT_ARCH, 1, 0),
+        op(BPF_RET, libc::SECCOMP_RET_ALLOW, 0, 0),
+        op(BPF_LD_ABS, 0, 0, 0),
+        op(BPF_JEQ, libc::SYS_connect as u32, 0, 1),
+        op(BPF_RET, libc::SECCOMP_RET_USER_NOTIF, 0, 0),
+        op(BPF_RET, libc::SECCOMP_RET_ALLOW, 0, 0),
+    ]
+}
+
+impl NetChild {
+    pub(super) fn new(request: &NetRequest) -> Result<(NetChild, NetPeer), FloorError> {
+        let prepare = |source| FloorError::Prepare {
+            what: "the network namespace's channel",
+            path: String::new(),
+            source,
+        };
+        let (ours, theirs) = std::os::unix::net::UnixStream::pair().map_err(prepare)?;
+        // SAFETY: sockaddr_in is plain data.
+        let mut proxy: libc::sockaddr_in = unsafe { std::mem::zeroed() };
+        proxy.sin_family = libc::AF_INET as libc::sa_family_t;
+        proxy.sin_port = request.proxy_port.to_be();
+        proxy.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let control = match &request.control {
+            Some(name) => {
+                // SAFETY: sockaddr_un is plain data.
+                let mut un: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+                un.sun_family = libc::AF_UNIX as libc::sa_family_t;
+                if name.len() + 1 > un.sun_path.len() {
+                    return Err(prepare(std::io::Error::from(
+                        std::io::ErrorKind::InvalidInput,
+                    )));
+                }
+                for (i, b) in name.iter().enumerate() {
+                    un.sun_path[i + 1] = *b as libc::c_char;
+                }
+                let len = std::mem::size_of::<libc::sa_family_t>() + 1 + name.len();
+                Some((un, len as libc::socklen_t))
+            }
+            None => None,
+        };
+        Ok((
+            NetChild {
+                channel: theirs.into(),
+                proxy,
+                control,
+                filter: connect_filter(),
+            },
+            NetPeer {
+                channel: ours.into(),
+                has_control: request.control.is_some(),
+            },
+        ))
+    }
+
+    /// In the agent's process, inside its new namespaces: binds the two sockets, installs
+    /// the filter and sends the three descriptors to the wrapper.
+    pub(super) fn apply(&self) -> std::io::Result<()> {
+        // SAFETY: plain system calls on values we own; nothing allocates.
+        unsafe {
+            let proxy = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if proxy < 0 {
+                return fail(b"ahp-wrap: floor: cannot make the proxy socket\n");
+            }
+            let one: libc::c_int = 1;
+            libc::setsockopt(
+                proxy,
+                libc::SOL_SOCKET,
+                libc::SO_REUSEADDR,
+                (&raw const one).cast(),
+                std::mem::size_of::<libc::c_int>() as libc::socklen_t,
+            );
+            if libc::bind(
+                proxy,
+                (&raw const self.proxy).cast(),
+                std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+            ) != 0
+            {
+                return fail(b"ahp-wrap: floor: cannot bind the proxy socket\n");
+            }
+            let mut fds = [proxy, -1, -1];
+            let mut count = 1;
+            if let Some((addr, len)) = &self.control {
+                let control =
+                    libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+                if control < 0
+                    || libc::bind(control, (addr as *const libc::sockaddr_un).cast(), *len) != 0
+                {
+                    return fail(b"ahp-wrap: floor: cannot bind the control socket in the network namespace\n");
+                }
+                fds[count] = control;
+                count += 1;
+            }
+            let prog = libc::sock_fprog {
+                len: self.filter.len() as libc::c_ushort,
+                filter: self.filter.as_ptr().cast_mut(),
+            };
+            let notify = libc::syscall(
+                libc::SYS_seccomp,
+                libc::SECCOMP_SET_MODE_FILTER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                &raw const prog,
+            );
+            if notify < 0 {
+                return fail(b"ahp-wrap: floor: cannot install the connect filter (seccomp)\n");
+            }
+            fds[count] = notify as libc::c_int;
+            count += 1;
+            send_fds(self.channel.as_raw_fd(), &fds[..count])?;
+            for fd in &fds[..count] {
+                libc::close(*fd);
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Sends `fds` over the Unix socket `channel` (SCM_RIGHTS), with a stack buffer.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn send_fds(channel: libc::c_int, fds: &[libc::c_int]) -> std::io::Result<()> {
+    let mut space = [0u64; 8];
+    let mut byte = [0u8; 1];
+    let mut iov = libc::iovec {
+        iov_base: byte.as_mut_ptr().cast(),
+        iov_len: 1,
+    };
+    let data_len = std::mem::size_of_val(fds) as libc::c_uint;
+    let mut msg: libc::msghdr = std::mem::zeroed();
+    msg.msg_iov = &mut iov;
+    msg.msg_iovlen = 1;
+    msg.msg_control = space.as_mut_ptr().cast();
+    msg.msg_controllen = libc::CMSG_SPACE(data_len) as _;
+    let cmsg = libc::CMSG_FIRSTHDR(&msg);
+    (*cmsg).cmsg_level = libc::SOL_SOCKET;
+    (*cmsg).cmsg_type = libc::SCM_RIGHTS;
+    (*cmsg).cmsg_len = libc::CMSG_LEN(data_len) as _;
+    std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
+    if libc::sendmsg(channel, &msg, 0) != 1 {
+        return fail(
+            b"ahp-wrap: floor: cannot hand the network namespace's sockets to the wrapper\n",
+        );
+    }
+    Ok(())
+}
+
+impl NetPeer {
+    /// Takes what the agent's process sent before `exec` (it is there once the agent runs),
+    /// and listens on the sockets.
+    pub fn receive(&self) -> std::io::Result<NetReceived> {
+        use std::os::fd::FromRawFd;
+        let mut space = [0u64; 8];
+        let mut byte = [0u8; 1];
+        let mut iov = libc::iovec {
+            iov_base: byte.as_mut_ptr().cast(),
+            iov_len: 1,
+        };
+        // SAFETY: recvmsg into buffers we own; the descriptors received are then ours.
+        let fds = unsafe {
+            let mut msg: libc::msghdr = std::mem::zeroed();
+            msg.msg_iov = &mut iov;
+            msg.msg_iovlen = 1;
+            msg.msg_control = space.as_mut_ptr().cast();
+            msg.msg_controllen = std::mem::size_of_val(&space) as _;
+            let n = libc::recvmsg(
+                self.channel.as_raw_fd(),
+                &mut msg,
+                libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
+            );
+            if n != 1 {
+                return Err(std::io::Error::other(
+                    "the agent's process sent no sockets from its network namespace",
+                ));
+            }
+            let mut fds = Vec::new();
+            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+            while !cmsg.is_null() {
+                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                    let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                    let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
+                    for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
+                        fds.push(OwnedFd::from_raw_fd(*data.add(i)));
+                    }
+                }
+                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+            }
+            fds
+        };
+        let want = if self.has_control { 3 } else { 2 };
+        if fds.len() != want {
+            return Err(std::io::Error::other(format!(
+                "the agent's process sent {} descriptors instead of {want}",
+                fds.len()
+            )));
+        }
+        let mut fds = fds.into_iter();
+        let listen = |fd: &OwnedFd| {
+            // SAFETY: listen on a socket we own (its credentials become ours: a hook checks
+            // that the wrapper answers).
+            if unsafe { libc::listen(fd.as_raw_fd(), 1024) } != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            Ok(())
+        };
+        let proxy = fds.next().expect("counted");
+        listen(&proxy)?;
+        let control = match self.has_control {
+            true => {
+                let c = fds.next().expect("counted");
+                listen(&c)?;
+                Some(std::os::unix::net::UnixListener::from(c))
+            }
+            false => None,
+        };
+        Ok(NetReceived {
+            proxy: std::net::TcpListener::from(proxy),
+            control,
+            notify: fds.next().expect("counted"),
+        })
+    }
+}
+
+/// Brings `lo` up in the new network namespace (SIOCSIFFLAGS).
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
+    let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+    if s < 0 {
+        return fail(b"ahp-wrap: floor: cannot open a socket in the network namespace\n");
+    }
+    // struct ifreq: the name, then the flags (a short) at offset 16.
+    let mut ifr = [0u8; 40];
+    ifr[0] = b'l';
+    ifr[1] = b'o';
+    let flags = (libc::IFF_UP | libc::IFF_RUNNING) as i16;
+    ifr[16..18].copy_from_slice(&flags.to_ne_bytes());
+    let r = libc::ioctl(s, libc::SIOCSIFFLAGS as _, ifr.as_mut_ptr());
+    libc::close(s);
+    if r != 0 {
+        return fail(b"ahp-wrap: floor: cannot bring loopback up in the network namespace\n");
+    }
+    Ok(())
+}
