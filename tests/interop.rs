@@ -174,6 +174,48 @@ fn the_minimal_example_harness_works_as_documented() {
     }
 }
 
+/// The same example against a command run by name, which a PATH shim sends as an argv array:
+/// a recursive forced delete in any spelling is refused and its directory stays on disk; a
+/// delete the example has no opinion on goes ahead (so the shim path itself works).
+#[test]
+fn the_minimal_example_harness_blocks_rm_sent_as_an_argv() {
+    let harness = format!(
+        "stdio:python3 '{}/examples/minimal_harness.py'",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    for (script, blocked) in [
+        ("rm -rf victim", true),
+        ("rm -r -f victim", true),
+        ("rm --recursive --force victim", true),
+        ("rm -fR victim", true),
+        ("rm -r victim", false),
+    ] {
+        let dir = tempfile::tempdir_in(outside_temp()).unwrap();
+        std::fs::create_dir_all(dir.path().join("victim/sub")).unwrap();
+        let out = run(
+            Command::new(wrap_bin())
+                .args([
+                    "--harness",
+                    &harness,
+                    "--summary",
+                    "never",
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ])
+                .current_dir(dir.path()),
+            Duration::from_secs(60),
+        );
+        assert_eq!(
+            dir.path().join("victim/sub").exists(),
+            blocked,
+            "{script}\n{}",
+            show(&out)
+        );
+    }
+}
+
 #[test]
 fn unix_link_dropped_mid_request_fails_closed_then_reconnects() {
     let dir = tempfile::tempdir().unwrap();
