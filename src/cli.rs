@@ -284,7 +284,8 @@ pub struct RunArgs {
     #[arg(long, default_value_t = 10_000, value_name = "MS")]
     pub timeout: u64,
 
-    /// The agent's framework (default: from the agent's executable name; else generic).
+    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
+    /// acp, path or generic (default: from the agent's executable name; else generic).
     #[arg(long, value_name = "NAME")]
     pub framework: Option<String>,
 

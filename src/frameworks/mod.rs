@@ -250,7 +250,12 @@ pub fn all() -> [&'static dyn Framework; 8] {
 
 /// The framework called `name`.
 pub fn find(name: &str) -> Option<&'static dyn Framework> {
-    all().into_iter().find(|f| f.name() == name)
+    // A framework's name, or the name of its agent's executable (`claude` for claude-code).
+    let all = all();
+    all.iter()
+        .find(|f| f.name() == name)
+        .or_else(|| all.iter().find(|f| f.executables().contains(&name)))
+        .copied()
 }
 
 /// The framework whose agent executable is `program`, else `generic`.
@@ -285,5 +290,8 @@ mod tests {
         assert_eq!(detect(Path::new("/usr/bin/some-agent")).name(), "generic");
         assert_eq!(find("generic").map(|f| f.name()), Some("generic"));
         assert!(find("nope").is_none());
+        // The executable's name is accepted too, as the notes and the README say `claude`.
+        assert_eq!(find("claude").map(|f| f.name()), Some("claude-code"));
+        assert_eq!(find("claude-code").map(|f| f.name()), Some("claude-code"));
     }
 }
