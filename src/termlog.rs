@@ -170,7 +170,14 @@ pub fn init(
                 held: held.clone(),
             })
             .init(),
-        None => builder.with_writer(io::stderr).init(),
+        // Colour only for a person at a terminal who did not ask for none (NO_COLOR).
+        None => builder
+            .with_ansi(
+                io::stderr().is_terminal()
+                    && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty()),
+            )
+            .with_writer(io::stderr)
+            .init(),
     }
     Ok(SINK.get_or_init(|| LogSink {
         path,

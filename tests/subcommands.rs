@@ -5,6 +5,7 @@ mod common;
 
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};
+use std::time::Duration;
 
 use common::*;
 
@@ -62,4 +63,30 @@ fn each_outcome_has_its_code() {
     );
     assert_eq!(code(&["--framework", "nope", "--", "true"]), Some(125));
     assert_eq!(code(&["--", "/nonexistent/agent"]), Some(127));
+}
+
+/// Log lines written to a pipe (CI logs, `2> file`) carry no terminal colour codes.
+#[test]
+fn warnings_into_a_pipe_have_no_colour_codes() {
+    let out = run(
+        Command::new(wrap_bin()).args([
+            "--harness",
+            "stdio:/nonexistent/harness",
+            "--summary",
+            "never",
+            "--",
+            "true",
+        ]),
+        Duration::from_secs(30),
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("WARN"),
+        "no log line to check:\n{}",
+        show(&out)
+    );
+    assert!(
+        !stderr.contains('\u{1b}'),
+        "colour codes in a pipe:\n{stderr:?}"
+    );
 }
