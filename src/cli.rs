@@ -91,7 +91,13 @@ pub enum PolicyCommand {
         #[arg(long, value_name = "DIR")]
         workspace: Option<PathBuf>,
     },
-    /// Read an AHP event (JSON) on stdin; print the decision and the rule that made it.
+    /// Read an AHP event on stdin; print the decision and the rule that made it.
+    ///
+    /// The event is JSON: `{"event_type": "pre_action", "payload": {"tool_name": "Bash",
+    /// "arguments": {"command": "rm -rf ~"}, "context": {"working_directory": "/home/me/p"}}}`
+    /// (the params of an `ahp/event`; a whole JSON-RPC message is accepted too). Exit code:
+    /// 0 allowed (or modified), 1 blocked, 3 escalated to a person, 2 the event or the policy
+    /// cannot be read.
     Eval {
         /// The policy file (default: the built-in default policy).
         file: Option<PathBuf>,

@@ -159,7 +159,12 @@ pub fn policy(cmd: PolicyCommand) -> Exit {
             let mut out = d.verdict.to_json();
             out["rule"] = d.rule.map(Value::String).unwrap_or(Value::Null);
             exit::print(&format!("{out}\n"));
-            Exit::OK
+            // As a script reads it: 0 goes ahead, 1 is refused, 3 waits for a person.
+            match d.verdict {
+                crate::protocol::Verdict::Block { .. } => Exit::Problem,
+                crate::protocol::Verdict::Escalate { .. } => Exit::Status(3),
+                _ => Exit::OK,
+            }
         }
     }
 }

@@ -90,3 +90,38 @@ fn warnings_into_a_pipe_have_no_colour_codes() {
         "colour codes in a pipe:\n{stderr:?}"
     );
 }
+
+/// `policy eval` says its decision in its exit code, as a script tests it: 0 allowed, 1
+/// blocked, 3 escalated; the decision is printed too.
+#[test]
+fn policy_eval_exits_with_its_decision() {
+    for (command, code, decision) in [
+        ("ls -la", 0, "allow"),
+        ("rm -rf ~", 1, "block"),
+        ("rm -rf $TARGET", 3, "escalate"),
+    ] {
+        let event = serde_json::json!({
+            "event_type": "pre_action",
+            "payload": {"tool_name": "Bash", "arguments": {"command": command},
+                        "context": {"working_directory": "/home/user/project"}},
+        });
+        let mut child = Command::new(wrap_bin())
+            .args(["policy", "eval"])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(printed["decision"], decision, "{command}: {printed}");
+        assert_eq!(out.status.code(), Some(code), "{command}: {printed}");
+    }
+}
