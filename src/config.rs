@@ -53,6 +53,8 @@ pub enum ConfigError {
     Host(#[from] crate::host::HostError),
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
+    #[error("--audit-key-file signs the audit log: it needs --audit-log PATH")]
+    KeyWithoutLog,
 }
 
 /// A run, validated.
@@ -149,6 +151,9 @@ impl Config {
 
 impl Config {
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
+        if args.audit_key_file.is_some() && args.audit_log.is_none() {
+            return Err(ConfigError::KeyWithoutLog);
+        }
         let mut agent = args.agent.into_iter();
         let program = agent.next().ok_or(ConfigError::NoAgent)?;
         let acp = args.framework.as_deref() == Some(ACP);

@@ -125,3 +125,40 @@ fn policy_eval_exits_with_its_decision() {
         assert_eq!(out.status.code(), Some(code), "{command}: {printed}");
     }
 }
+
+/// An audit key with nowhere to sign is said, not ignored: the option is refused (125) before
+/// the agent runs; the variable is warned about.
+#[test]
+fn an_audit_key_without_an_audit_log_is_not_silently_ignored() {
+    let dir = tempfile::tempdir().unwrap();
+    let key = dir.path().join("key");
+    std::fs::write(&key, "k").unwrap();
+    let ran = dir.path().join("ran");
+    let out = run(
+        Command::new(wrap_bin())
+            .arg("--audit-key-file")
+            .arg(&key)
+            .args(["--", "touch"])
+            .arg(&ran),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("needs --audit-log"),
+        "{}",
+        show(&out)
+    );
+    assert!(!ran.exists(), "the agent ran");
+    let out = run(
+        Command::new(wrap_bin())
+            .env("AHP_WRAP_AUDIT_KEY", "k")
+            .args(["--summary", "never", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("AHP_WRAP_AUDIT_KEY is set but there is no --audit-log"),
+        "{}",
+        show(&out)
+    );
+}

@@ -42,6 +42,14 @@ pub async fn gate(
     asker: Option<Arc<dyn Approver>>,
 ) -> Result<(Arc<Gate>, Limits), String> {
     let (harness, limits) = harness(cfg, &ids).await?;
+    if cfg.audit_log.is_none()
+        && std::env::var_os(crate::audit::KEY_ENV).is_some_and(|k| !k.is_empty())
+    {
+        eprintln!(
+            "ahp-wrap: warning: AHP_WRAP_AUDIT_KEY is set but there is no --audit-log: nothing is \
+             written, so nothing is signed"
+        );
+    }
     let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())?;
     let decider = Decider {
         harness,
