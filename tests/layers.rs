@@ -1,0 +1,245 @@
+//! The crate's layers, kept by a test: each top-level module (a folder or file under `src/`;
+//! the shims under `shims/*/src` belong to `frameworks`) lists what it may import from the
+//! others (`crate::x`), from the bottom up. An import that is not listed fails the test, and
+//! so does a listed exception that is no longer needed (so the list only shrinks).
+//!
+//! The exceptions are the imports that run against the layers today and are to be taken out:
+//! types that live above the code that uses them.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::path::Path;
+
+/// What each module may import, from the bottom layer up. `error_chain`, `random_hex` are
+/// the crate root's helpers; `exit`, `termlog` and `jsonrpc` are leaves.
+const LAYERS: &[(&str, &[&str])] = &[
+    ("exit", &[]),
+    ("termlog", &[]),
+    ("jsonrpc", &[]),
+    ("floor", &[]),
+    ("protocol", &["jsonrpc"]),
+    ("policy", &["protocol", "floor"]),
+    ("child", &["exit", "random_hex"]),
+    ("control", &["child", "jsonrpc", "random_hex"]),
+    ("transport", &["child", "jsonrpc", "error_chain"]),
+    ("audit", &["protocol", "jsonrpc", "termlog", "error_chain"]),
+    ("client", &["jsonrpc", "protocol", "transport"]),
+    ("frameworks", &["control", "protocol", "random_hex"]),
+    (
+        "gate",
+        &["audit", "client", "control", "policy", "protocol"],
+    ),
+    ("ask", &["gate", "protocol"]),
+    (
+        "intercept",
+        &[
+            "audit",
+            "child",
+            "control",
+            "error_chain",
+            "exit",
+            "floor",
+            "frameworks",
+            "gate",
+            "jsonrpc",
+            "policy",
+            "protocol",
+        ],
+    ),
+    ("host", &["ask", "control", "gate", "jsonrpc", "protocol"]),
+    (
+        "serve",
+        &["audit", "control", "gate", "host", "jsonrpc", "protocol"],
+    ),
+    ("cli", &["gate", "transport"]),
+    (
+        "config",
+        &[
+            "cli",
+            "control",
+            "floor",
+            "frameworks",
+            "gate",
+            "host",
+            "intercept",
+            "transport",
+        ],
+    ),
+    ("report", &["audit", "config", "termlog"]),
+    (
+        "run",
+        &[
+            "ask",
+            "audit",
+            "child",
+            "client",
+            "config",
+            "control",
+            "error_chain",
+            "exit",
+            "floor",
+            "frameworks",
+            "gate",
+            "host",
+            "intercept",
+            "policy",
+            "protocol",
+            "random_hex",
+            "report",
+            "termlog",
+        ],
+    ),
+    (
+        "commands",
+        &[
+            "audit",
+            "cli",
+            "error_chain",
+            "exit",
+            "floor",
+            "frameworks",
+            "gate",
+            "host",
+            "policy",
+            "protocol",
+            "run",
+            "serve",
+        ],
+    ),
+    (
+        "fleet",
+        &[
+            "cli",
+            "commands",
+            "error_chain",
+            "exit",
+            "gate",
+            "policy",
+            "protocol",
+            "random_hex",
+        ],
+    ),
+];
+
+/// Imports against the layers, to be taken out (issue: "put types where they belong").
+const EXCEPTIONS: &[(&str, &str, &str)] = &[
+    (
+        "child",
+        "frameworks",
+        "the agent's command (AgentCommand) lives with the frameworks",
+    ),
+    (
+        "audit",
+        "gate",
+        "audit records are built from the gate's Decision",
+    ),
+    (
+        "frameworks",
+        "run",
+        "the run directory helpers (RunDir, only_root_can_write)",
+    ),
+    ("cli", "config", "cli and config import each other"),
+    ("host", "cli", "the host's options are read from clap types"),
+];
+
+#[test]
+fn every_import_follows_the_layers() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let actual = imports(root);
+    let layers: BTreeMap<&str, BTreeSet<&str>> = LAYERS
+        .iter()
+        .map(|(m, deps)| (*m, deps.iter().copied().collect()))
+        .collect();
+    let mut wrong = Vec::new();
+    let mut used = BTreeSet::new();
+    for (module, deps) in &actual {
+        let Some(allowed) = layers.get(module.as_str()) else {
+            wrong.push(format!(
+                "{module}: a top-level module the layers do not list"
+            ));
+            continue;
+        };
+        for dep in deps {
+            if allowed.contains(dep.as_str()) {
+                continue;
+            }
+            match EXCEPTIONS.iter().find(|(m, d, _)| m == module && d == dep) {
+                Some(e) => {
+                    used.insert((e.0, e.1));
+                }
+                None => wrong.push(format!(
+                    "{module} imports crate::{dep}, which its layer does not allow"
+                )),
+            }
+        }
+    }
+    for (m, d, why) in EXCEPTIONS {
+        if !used.contains(&(*m, *d)) {
+            wrong.push(format!(
+                "the exception {m} -> {d} ({why}) is gone: take it off the list"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// Each top-level module's imports of the others: `crate::x` paths and `use crate::{x, ..}`.
+fn imports(root: &Path) -> BTreeMap<String, BTreeSet<String>> {
+    let path = regex::Regex::new(r"crate::(\w+)").unwrap();
+    let group = regex::Regex::new(r"use crate::\{([^}]*)\}").unwrap();
+    let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
+    let mut files = Vec::new();
+    collect(&root.join("src"), &mut files);
+    let src = root.join("src");
+    let mut shim_files = Vec::new();
+    collect(&root.join("shims"), &mut shim_files);
+    let tagged = files
+        .into_iter()
+        .filter_map(|f| {
+            let rel = f.strip_prefix(&src).ok()?;
+            let first = rel
+                .components()
+                .next()?
+                .as_os_str()
+                .to_string_lossy()
+                .into_owned();
+            let module = first.trim_end_matches(".rs").to_owned();
+            (!matches!(module.as_str(), "lib" | "main" | "bin")).then_some((module, f))
+        })
+        .chain(shim_files.into_iter().map(|f| ("frameworks".to_owned(), f)));
+    for (module, file) in tagged {
+        let text = std::fs::read_to_string(&file).unwrap();
+        let code: String = text
+            .lines()
+            .map(|l| l.split("//").next().unwrap_or(""))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let deps = out.entry(module.clone()).or_default();
+        for c in path.captures_iter(&code) {
+            deps.insert(c[1].to_owned());
+        }
+        for c in group.captures_iter(&code) {
+            for name in c[1].split(',') {
+                let name = name.trim().split("::").next().unwrap_or("").trim();
+                if !name.is_empty() {
+                    deps.insert(name.to_owned());
+                }
+            }
+        }
+        deps.remove(&module);
+    }
+    out
+}
+
+fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for e in entries.flatten() {
+        let p = e.path();
+        if p.is_dir() {
+            collect(&p, out);
+        } else if p.extension().is_some_and(|x| x == "rs") {
+            out.push(p);
+        }
+    }
+}
