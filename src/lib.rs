@@ -62,6 +62,7 @@ pub mod policy;
 pub mod protocol;
 pub mod report;
 pub mod run;
+pub mod rundir;
 pub mod serve;
 pub mod termlog;
 pub mod transport;

@@ -31,7 +31,7 @@ pub use crate::control::wire::is_word;
 
 /// Whether `path` and every directory above it are owned by root and writable by no one
 /// else: where some agents (Gemini) trust a system settings file.
-pub use crate::run::only_root_can_write;
+pub use crate::rundir::only_root_can_write;
 
 /// A fresh per-run nonce for hook commands and file names (16 hex digits).
 pub fn run_nonce() -> String {
@@ -44,7 +44,7 @@ pub mod testing {
     pub use super::super::detect;
     pub use super::super::shared::output::testing::*;
     pub use crate::control::wire::is_word;
-    pub use crate::run::RunDir;
+    pub use crate::rundir::RunDir;
 }
 
 #[cfg(test)]

@@ -47,7 +47,7 @@ pub struct RunContext {
     pub self_exe: PathBuf,
     /// A private (0700) directory for this run, removed at exit: for generated settings.
     /// As root it lies, where the machine allows, under directories only root can write
-    /// (`crate::run::only_root_can_write`), never under a world-writable `/tmp`.
+    /// (`crate::rundir::only_root_can_write`), never under a world-writable `/tmp`.
     pub run_dir: PathBuf,
     /// How long a hook may wait for the wrapper, in milliseconds. A framework registers a
     /// hook timeout longer than this, so that the wrapper always answers first.

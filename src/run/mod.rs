@@ -8,13 +8,12 @@
 //! (`gate/`), how the agent is reached (`intercept/`), or process mechanics (`child/`).
 
 mod control;
-pub mod dir;
 pub(crate) mod floor;
 mod phases;
 mod prepare;
 mod supervise;
 
-pub use dir::{only_root_can_write, RunDir};
+pub use crate::rundir::{only_root_can_write, RunDir};
 
 use std::sync::Arc;
 use std::time::Duration;

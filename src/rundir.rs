@@ -1,6 +1,6 @@
 //! The run directory: a private (0700) directory for one run's generated files (agent
 //! settings, hook plug-ins, a path control socket where no abstract one exists), removed
-//! when the run ends.
+//! when the run ends. At the bottom of the layers: the run makes it, the shims write in it.
 
 use std::io;
 use std::os::unix::fs::DirBuilderExt;
