@@ -132,11 +132,6 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
         "frameworks",
         "the agent's command (AgentCommand) lives with the frameworks",
     ),
-    (
-        "audit",
-        "gate",
-        "audit records are built from the gate's Decision",
-    ),
     ("cli", "config", "cli and config import each other"),
     ("host", "cli", "the host's options are read from clap types"),
 ];

@@ -4,7 +4,6 @@
 use std::sync::{Arc, Mutex};
 
 use super::{AuditLog, AuditPeer, AuditRecord, Summary};
-use crate::gate::Decision;
 use crate::protocol::{Event, Verdict};
 
 /// Writes audit records, durably and in order, and keeps the run's summary. Without an
@@ -73,17 +72,28 @@ impl Auditor {
     }
 }
 
+/// A decision as the audit log records it (the gate's `Decision` gives one): the verdict,
+/// who decided (`source`), why it differs from the decider's own when it does, and how long
+/// it took.
+#[derive(Debug, Clone)]
+pub struct Ruling<'a> {
+    pub verdict: &'a Verdict,
+    pub source: String,
+    pub note: Option<&'a str>,
+    pub latency: std::time::Duration,
+}
+
 /// The record of a decided event. The decision's note is the reason when the verdict has
 /// none (the fail mode's cause, or what observe mode did not enforce).
 pub fn decided(
     event: &Event,
     framework_session: Option<String>,
-    decision: &Decision,
+    decision: &Ruling<'_>,
     peer: Option<AuditPeer>,
 ) -> AuditRecord {
     let reason = match decision.verdict.reason() {
         Some(r) => Some(r.to_owned()),
-        None => decision.note.clone(),
+        None => decision.note.map(str::to_owned),
     };
     AuditRecord {
         ts: event.timestamp.clone(),
@@ -95,7 +105,7 @@ pub fn decided(
         payload: event.payload.clone(),
         decision: decision.verdict.name().to_owned(),
         reason,
-        source: decision.by.to_string(),
+        source: decision.source.clone(),
         latency_us: decision.latency.as_micros() as u64,
         peer,
     }
@@ -107,11 +117,13 @@ pub fn notified(
     framework_session: Option<String>,
     peer: Option<AuditPeer>,
 ) -> AuditRecord {
-    let none = Decision::new(
-        Verdict::no_opinion(),
-        crate::gate::DecidedBy::Harness,
-        std::time::Duration::ZERO,
-    );
+    let no_opinion = Verdict::no_opinion();
+    let none = Ruling {
+        verdict: &no_opinion,
+        source: "harness".to_owned(),
+        note: None,
+        latency: std::time::Duration::ZERO,
+    };
     AuditRecord {
         decision: "notified".to_owned(),
         ..decided(event, framework_session, &none, peer)

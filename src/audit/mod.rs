@@ -94,7 +94,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use auditor::{decided, notified, Auditor};
+pub use auditor::{decided, notified, Auditor, Ruling};
 pub use chain::Alg;
 pub use summary::{summary, Blocked, Summary};
 pub use verify::{verify, verify_with_head, Outcome, Problem, ProblemKind, Recovery, VerifyReport};
@@ -125,7 +125,7 @@ pub struct AuditRecord {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Who decided: `policy:<rule>`, `policy`, `harness`, `person`, `fail-mode`, or `cancelled`
-    /// (the call was cancelled by its sender before a decision; see `gate::DecidedBy`).
+    /// (the call was cancelled by its sender before a decision; see the gate's `DecidedBy`).
     pub source: String,
     pub latency_us: u64,
     /// The process that sent a hook's event over the control socket.

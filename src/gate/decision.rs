@@ -57,6 +57,16 @@ pub struct Decision {
 }
 
 impl Decision {
+    /// This decision as the audit log records it.
+    pub fn ruling(&self) -> crate::audit::Ruling<'_> {
+        crate::audit::Ruling {
+            verdict: &self.verdict,
+            source: self.by.to_string(),
+            note: self.note.as_deref(),
+            latency: self.latency,
+        }
+    }
+
     /// A decision with no note, taken in `latency`.
     pub fn new(verdict: Verdict, by: DecidedBy, latency: Duration) -> Decision {
         Decision {

@@ -125,7 +125,7 @@ impl Gate {
         let record = crate::audit::decided(
             event,
             origin.framework_session.clone(),
-            &decision,
+            &decision.ruling(),
             origin.peer,
         );
         let Err(e) = self.audit.record(record).await else {
@@ -138,7 +138,12 @@ impl Gate {
         // A decision that cannot be recorded is not enforced as given.
         let mut failed = self.fail(format!("the audit log cannot be written ({e})"));
         failed.latency = std::time::Duration::ZERO;
-        let record = crate::audit::decided(event, origin.framework_session, &failed, origin.peer);
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session,
+            &failed.ruling(),
+            origin.peer,
+        );
         let _ = self.audit.record(record).await;
         failed
     }
@@ -159,7 +164,12 @@ impl Gate {
             note: None,
             latency: waited,
         };
-        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session,
+            &decision.ruling(),
+            origin.peer,
+        );
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
@@ -174,7 +184,12 @@ impl Gate {
             DecidedBy::Floor,
             std::time::Duration::ZERO,
         );
-        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session,
+            &decision.ruling(),
+            origin.peer,
+        );
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
         }
@@ -189,7 +204,12 @@ impl Gate {
     pub async fn ask_person(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = self.decider.escalate_for(event, &reason).await;
-        let record = crate::audit::decided(event, origin.framework_session, &decision, origin.peer);
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session,
+            &decision.ruling(),
+            origin.peer,
+        );
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             return self.fail(format!("the audit log cannot be written ({e})"));

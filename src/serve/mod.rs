@@ -150,7 +150,7 @@ impl Engine {
         // No person here: an escalation is the wrapper's to take to its own.
         let escalate_back = self.decider.asker.is_none();
         let d = self.decider.resolve(event, escalate_back).await;
-        let record = crate::audit::decided(event, None, &d, None);
+        let record = crate::audit::decided(event, None, &d.ruling(), None);
         if let Err(e) = self.audit.record(record).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
