@@ -8,7 +8,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::config::SummaryWhen;
 use crate::gate::{FailMode, Mode};
 use crate::transport::AuthScheme;
 
@@ -241,6 +240,15 @@ pub struct McpArgs {
     pub run: RunArgs,
 }
 
+/// `--summary`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum SummaryArg {
+    /// When at least one blocking event was decided.
+    Auto,
+    Always,
+    Never,
+}
+
 /// `--floor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FloorArg {
@@ -307,7 +315,7 @@ pub struct RunArgs {
     /// When to print the run's summary on stderr: auto (when something was decided),
     /// always, never.
     #[arg(long, value_enum, default_value = "auto")]
-    pub summary: SummaryWhen,
+    pub summary: SummaryArg,
 
     /// Also write the summary as Markdown to this file (e.g. $GITHUB_STEP_SUMMARY).
     #[arg(long, value_name = "PATH")]

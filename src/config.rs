@@ -20,7 +20,7 @@ pub const ENV_SESSION: &str = "AHP_WRAP_SESSION";
 pub const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY"];
 
 /// When the run's summary is printed on stderr.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum SummaryWhen {
     /// When at least one blocking event was decided.
     Auto,
@@ -210,7 +210,11 @@ impl Config {
             parent_session: std::env::var(ENV_SESSION).ok(),
             audit_log: args.audit_log,
             audit_key_file: args.audit_key_file,
-            summary: args.summary,
+            summary: match args.summary {
+                crate::cli::SummaryArg::Auto => SummaryWhen::Auto,
+                crate::cli::SummaryArg::Always => SummaryWhen::Always,
+                crate::cli::SummaryArg::Never => SummaryWhen::Never,
+            },
             summary_md: args.summary_md,
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),

@@ -132,7 +132,6 @@ const EXCEPTIONS: &[(&str, &str, &str)] = &[
         "frameworks",
         "the agent's command (AgentCommand) lives with the frameworks",
     ),
-    ("cli", "config", "cli and config import each other"),
     ("host", "cli", "the host's options are read from clap types"),
 ];
 
