@@ -223,6 +223,19 @@ pub struct HostArgs {
     pub public_url: Option<String>,
 }
 
+impl HostArgs {
+    /// The host's options, as the host module takes them.
+    pub fn request(&self) -> crate::host::HostRequest {
+        crate::host::HostRequest {
+            listen: self.host_listen.clone(),
+            tokens: self.host_tokens.clone(),
+            token_file: self.host_token_file.clone(),
+            webhook: self.notify_webhook.clone(),
+            public_url: self.public_url.clone(),
+        }
+    }
+}
+
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The server's name in tool names (`mcp__<name>__<tool>`, as agents name MCP tools):

@@ -216,7 +216,7 @@ pub fn serve(args: ServeArgs) -> Exit {
             return Exit::Error;
         }
     };
-    let host_options = match crate::host::HostOptions::from_args(&args.host) {
+    let host_options = match crate::host::HostOptions::from_args(&args.host.request()) {
         Ok(h) => h,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");

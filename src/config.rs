@@ -179,7 +179,7 @@ impl Config {
         if args.timeout == 0 {
             return Err(ConfigError::ZeroTimeout);
         }
-        let host = crate::host::HostOptions::from_args(&args.host)?;
+        let host = crate::host::HostOptions::from_args(&args.host.request())?;
         if host.as_ref().is_some_and(|h| h.listen.is_none()) {
             return Err(ConfigError::HostNoListen);
         }

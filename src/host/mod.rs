@@ -19,7 +19,7 @@ pub mod wire;
 
 pub use auth::{Token, Tokens};
 pub use http::{router, serve_on, serve_page};
-pub use options::{HostError, HostOptions};
+pub use options::{HostError, HostOptions, HostRequest};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};

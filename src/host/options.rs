@@ -7,7 +7,6 @@ use std::sync::Arc;
 use super::auth::{Token, TokenError, Tokens};
 use super::notify::Webhook;
 use super::Host;
-use crate::cli::HostArgs;
 
 /// Why the host options cannot be used.
 #[derive(Debug, thiserror::Error)]
@@ -20,6 +19,17 @@ pub enum HostError {
     Token(#[from] TokenError),
     #[error("--notify-webhook needs the approvals host (--host-token or --host-token-file)")]
     WebhookWithoutHost,
+}
+
+/// The host's options as the command line gives them (`--host-listen`, `--host-token`,
+/// `--host-token-file`, `--notify-webhook`, `--public-url`), before they are checked.
+#[derive(Debug, Clone, Default)]
+pub struct HostRequest {
+    pub listen: Option<String>,
+    pub tokens: Vec<String>,
+    pub token_file: Option<PathBuf>,
+    pub webhook: Option<String>,
+    pub public_url: Option<String>,
 }
 
 /// The host, as asked for.
@@ -36,21 +46,21 @@ pub struct HostOptions {
 impl HostOptions {
     /// `None` when no host was asked for. Token specifications are checked here; the
     /// token file is read by [`HostOptions::start`].
-    pub fn from_args(args: &HostArgs) -> Result<Option<HostOptions>, HostError> {
-        let tokens = !args.host_tokens.is_empty() || args.host_token_file.is_some();
+    pub fn from_args(args: &HostRequest) -> Result<Option<HostOptions>, HostError> {
+        let tokens = !args.tokens.is_empty() || args.token_file.is_some();
         if !tokens {
-            if args.host_listen.is_some() {
+            if args.listen.is_some() {
                 return Err(HostError::NoTokens);
             }
-            if args.notify_webhook.is_some() {
+            if args.webhook.is_some() {
                 return Err(HostError::WebhookWithoutHost);
             }
             return Ok(None);
         }
-        for spec in &args.host_tokens {
+        for spec in &args.tokens {
             Token::parse(spec)?;
         }
-        let listen = match &args.host_listen {
+        let listen = match &args.listen {
             None => None,
             Some(l) => match l.strip_prefix("http://") {
                 Some(a) if !a.is_empty() => Some(a.trim_end_matches('/').to_owned()),
@@ -59,9 +69,9 @@ impl HostOptions {
         };
         Ok(Some(HostOptions {
             listen,
-            specs: args.host_tokens.clone(),
-            file: args.host_token_file.clone(),
-            webhook: args.notify_webhook.clone().filter(|u| !u.is_empty()),
+            specs: args.tokens.clone(),
+            file: args.token_file.clone(),
+            webhook: args.webhook.clone().filter(|u| !u.is_empty()),
             public_url: args.public_url.clone(),
         }))
     }
