@@ -5,6 +5,8 @@
 //! the guardian, the whole process tree and /proc. Must not touch: events or decisions (it
 //! knows nothing of AHP), or what an interceptor does with the agent's stdio.
 
+mod command;
+pub use command::{AgentCommand, AgentFiles};
 pub mod cgroup;
 pub mod guardian;
 pub mod procfs;
@@ -16,7 +18,6 @@ use std::os::fd::RawFd;
 use std::path::PathBuf;
 
 use crate::exit::Exit;
-use crate::frameworks::AgentCommand;
 
 /// Where the agent lives among process groups. This is the one place that decides it.
 ///

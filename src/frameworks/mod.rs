@@ -32,7 +32,6 @@ pub mod opencode;
 pub mod qwen;
 pub mod shared;
 
-use std::ffi::OsString;
 use std::path::{Path, PathBuf};
 
 use serde_json::Value;
@@ -56,33 +55,7 @@ pub struct RunContext {
     pub interactive: bool,
 }
 
-/// What an agent keeps of its own ([`Framework::agent_files`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct AgentFiles {
-    /// Directories the agent writes its state to.
-    pub state: Vec<PathBuf>,
-    /// Files (or directories) beneath them it must never write: settings, hooks.
-    pub protected: Vec<PathBuf>,
-}
-
-/// The agent command, as a framework may amend it before launch.
-#[derive(Debug, Clone, Default)]
-pub struct AgentCommand {
-    pub program: OsString,
-    pub args: Vec<OsString>,
-    /// Extra environment for the agent (added to ours).
-    pub env: Vec<(OsString, OsString)>,
-    /// A hook the agent calls in every session once the injection works. If the agent
-    /// exits without having called it, the wrapper warns loudly that the run was not
-    /// supervised (the agent may have ignored the injected hooks).
-    pub expect_hook: Option<String>,
-    /// Warnings for the person (e.g. a setting of theirs that the run overrides): printed
-    /// before the agent starts and repeated after it exits, when its screen is gone.
-    pub warnings: Vec<String>,
-    /// What this run's injection adds to [`Framework::agent_files`] for the floor (e.g. an
-    /// overlay directory in the run directory that the agent writes to).
-    pub floor: AgentFiles,
-}
+pub use crate::child::{AgentCommand, AgentFiles};
 
 /// Where a hook call came from, as far as the framework mapping cares.
 #[derive(Debug, Clone)]
