@@ -8,9 +8,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand};
 
-use crate::gate::{FailMode, Mode};
-use crate::transport::AuthScheme;
-
 mod fleet;
 pub use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
 
@@ -251,6 +248,60 @@ pub struct McpArgs {
 
     #[command(flatten)]
     pub run: RunArgs,
+}
+
+/// `--fail-mode`: what happens when no valid decision arrives in time.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum FailMode {
+    /// Block the action (the default).
+    Closed,
+    /// Let the action proceed, as if the harness had no opinion.
+    Open,
+}
+
+impl From<FailMode> for crate::gate::FailMode {
+    fn from(m: FailMode) -> Self {
+        match m {
+            FailMode::Closed => crate::gate::FailMode::Closed,
+            FailMode::Open => crate::gate::FailMode::Open,
+        }
+    }
+}
+
+/// `--mode`: how the embedded policy is applied.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum Mode {
+    /// Decisions are enforced.
+    Enforce,
+    /// Nothing is blocked or changed; what would have been is recorded.
+    Observe,
+}
+
+impl From<Mode> for crate::gate::Mode {
+    fn from(m: Mode) -> Self {
+        match m {
+            Mode::Enforce => crate::gate::Mode::Enforce,
+            Mode::Observe => crate::gate::Mode::Observe,
+        }
+    }
+}
+
+/// `--auth`: how the harness token is presented.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum AuthScheme {
+    /// `Authorization: Bearer <token>` on HTTP, `?token=` on WebSocket.
+    Bearer,
+    /// `X-API-Key: <token>` on HTTP, `?api_key=` on WebSocket.
+    ApiKey,
+}
+
+impl From<AuthScheme> for crate::transport::AuthScheme {
+    fn from(a: AuthScheme) -> Self {
+        match a {
+            AuthScheme::Bearer => crate::transport::AuthScheme::Bearer,
+            AuthScheme::ApiKey => crate::transport::AuthScheme::ApiKey,
+        }
+    }
 }
 
 /// `--summary`.

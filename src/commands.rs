@@ -262,7 +262,7 @@ async fn serve_async(
             return Exit::Error;
         }
     };
-    let embedded = Arc::new(Embedded::new(policy, args.mode));
+    let embedded = Arc::new(Embedded::new(policy, args.mode.into()));
     let host = match &host_options {
         None => None,
         Some(options) => match start_host(options, &listen).await {
@@ -275,7 +275,7 @@ async fn serve_async(
     };
     let decider = Decider {
         harness: Harness::Embedded(embedded),
-        fail_mode: args.fail_mode,
+        fail_mode: args.fail_mode.into(),
         timeout: approval_timeout(args.approval_timeout, args.timeout),
         asker: host.clone().map(|host| host as Arc<dyn Approver>),
     };

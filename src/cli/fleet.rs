@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::gate::{FailMode, Mode};
+use crate::cli::{FailMode, Mode};
 
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {

@@ -79,7 +79,7 @@ fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Exit> {
         Some(_) => None,
         None => Some(L3Policy {
             policy: crate::commands::load_policy(args.policy.as_deref()).map_err(error)?,
-            mode: args.mode,
+            mode: args.mode.into(),
         }),
     };
     let target = target(&args.amqp)?;

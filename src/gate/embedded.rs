@@ -9,7 +9,7 @@ use crate::policy::{Policy, Protected};
 use crate::protocol::{Event, Verdict};
 
 /// How the embedded policy is applied.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Mode {
     /// Decisions are enforced.
     Enforce,

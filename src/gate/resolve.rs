@@ -13,7 +13,7 @@ use crate::client::{Client, Fault};
 use crate::protocol::{parse_decision, Event, Verdict};
 
 /// What happens when no valid decision arrives in time.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum FailMode {
     /// Block the action (the default).
     Closed,

@@ -101,7 +101,7 @@ impl HarnessSpec {
 }
 
 /// How the harness token is presented.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AuthScheme {
     /// `Authorization: Bearer <token>` on HTTP, `?token=` on WebSocket.
     Bearer,
