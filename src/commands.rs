@@ -288,7 +288,15 @@ async fn serve_async(
             max_depth: args.max_depth,
         },
     });
-    let announce = |addr: String| eprintln!("ahp-wrap serve: listening on {addr}");
+    // The approvals page on the harness's own HTTP listener is said with it (on its own
+    // listener, `start_host` said it already).
+    let page_here = host.is_some() && host_options.as_ref().is_some_and(|o| o.listen.is_none());
+    let announce = move |addr: String| {
+        if let (true, Some(base)) = (page_here, addr.strip_suffix("/ahp")) {
+            eprintln!("ahp-wrap serve: approvals page on {base}/");
+        }
+        eprintln!("ahp-wrap serve: listening on {addr}");
+    };
     let token = args.token.filter(|t| !t.is_empty());
     match crate::serve::serve(engine, listen, token, host, announce).await {
         Ok(()) => Exit::OK,

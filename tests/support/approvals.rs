@@ -109,7 +109,13 @@ impl Serve {
         }
         let harness =
             harness.unwrap_or_else(|| panic!("serve did not start:\n{}", log.lock().unwrap()));
-        let base = page.unwrap_or_else(|| harness.trim_end_matches("/ahp").to_owned());
+        // Serve says where its page is, whichever listener it shares.
+        let base = page.unwrap_or_else(|| {
+            panic!(
+                "serve did not say where its approvals page is:\n{}",
+                log.lock().unwrap()
+            )
+        });
         let sink = log.clone();
         std::thread::spawn(move || {
             for line in lines.map_while(Result::ok) {
