@@ -122,20 +122,16 @@ impl Gate {
     pub async fn decide(&self, event: &Event, native_ask: bool, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = self.decider.resolve(event, native_ask).await;
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session.clone(),
-            &decision.ruling(),
-            origin.peer,
-        );
-        let Err(e) = self.audit.record(record).await else {
-            if let Some(approver) = &self.decider.asker {
-                approver.observe(event, Some(&decision));
-            }
+        self.conclude(event, decision, origin).await
+    }
+
+    /// Makes `decision` on `event` durable in the audit log and shows it to the approver;
+    /// one that cannot be recorded is not enforced as given: the fail mode's is, recorded.
+    async fn conclude(&self, event: &Event, decision: Decision, origin: Origin) -> Decision {
+        let Err(e) = self.record(event, &decision, origin.clone()).await else {
             return decision;
         };
         tracing::error!("audit log: {e}");
-        // A decision that cannot be recorded is not enforced as given.
         let mut failed = self.fail(format!("the audit log cannot be written ({e})"));
         failed.latency = std::time::Duration::ZERO;
         let record = crate::audit::decided(
@@ -146,6 +142,26 @@ impl Gate {
         );
         let _ = self.audit.record(record).await;
         failed
+    }
+
+    /// Writes the record of `decision` on `event`, then shows the decision to the approver.
+    async fn record(
+        &self,
+        event: &Event,
+        decision: &Decision,
+        origin: Origin,
+    ) -> Result<(), String> {
+        let record = crate::audit::decided(
+            event,
+            origin.framework_session,
+            &decision.ruling(),
+            origin.peer,
+        );
+        self.audit.record(record).await?;
+        if let Some(approver) = &self.decider.asker {
+            approver.observe(event, Some(decision));
+        }
+        Ok(())
     }
 
     /// Records that the decision on `event` was abandoned, because the call's sender
@@ -176,7 +192,8 @@ impl Gate {
     }
 
     /// Records that the floor refused `event` by its own rules, for `reason` (no harness is
-    /// asked: it could not overrule them); returns that decision.
+    /// asked: it could not overrule them); returns that decision, a block even when the
+    /// audit log cannot be written (no fail mode opens what the floor refuses).
     pub async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = Decision::new(
@@ -184,17 +201,8 @@ impl Gate {
             DecidedBy::Floor,
             std::time::Duration::ZERO,
         );
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session,
-            &decision.ruling(),
-            origin.peer,
-        );
-        if let Err(e) = self.audit.record(record).await {
+        if let Err(e) = self.record(event, &decision, origin).await {
             tracing::error!("audit log: {e}");
-        }
-        if let Some(approver) = &self.decider.asker {
-            approver.observe(event, Some(&decision));
         }
         decision
     }
@@ -204,20 +212,7 @@ impl Gate {
     pub async fn ask_person(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = self.decider.escalate_for(event, &reason).await;
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session,
-            &decision.ruling(),
-            origin.peer,
-        );
-        if let Err(e) = self.audit.record(record).await {
-            tracing::error!("audit log: {e}");
-            return self.fail(format!("the audit log cannot be written ({e})"));
-        }
-        if let Some(approver) = &self.decider.asker {
-            approver.observe(event, Some(&decision));
-        }
-        decision
+        self.conclude(event, decision, origin).await
     }
 
     /// The fail mode's decision, with `cause` in the reason.
