@@ -278,6 +278,26 @@ fn the_tree_reaches_the_outside_only_through_the_proxy_and_as_the_policy_says() 
             .any(|(h, _, d, s)| h == host && d == decision && s.starts_with(source))
     };
     assert!(decided("allowed.test", "allow", ""), "{decisions:?}\n{why}");
+    // Each connection names the process that asked: curl, with the agent's shell above it.
+    let askers: Vec<serde_json::Value> = net
+        .read("audit.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|r| {
+            r.pointer("/payload/arguments/host")
+                .and_then(|v| v.as_str())
+                == Some("allowed.test")
+        })
+        .map(|r| {
+            r.pointer("/payload/context/process/argv/0")
+                .cloned()
+                .unwrap_or_default()
+        })
+        .collect();
+    assert!(
+        !askers.is_empty() && askers.iter().all(|a| a == "curl"),
+        "the asking process is not curl in every net event: {askers:?}\n{why}"
+    );
     assert!(
         decided("denied.test", "block", "floor"),
         "{decisions:?}\n{why}"
