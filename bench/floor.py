@@ -3,8 +3,11 @@
 
   bench/floor.py AHP_WRAP [--runs N] [--build-runs M]
 
-- start-up: `ahp-wrap --no-intercept -- true` on the floor against `--floor off`, N times
-  each; prints min / median / max wall ms of each, and the median of the paired differences.
+- start-up: `ahp-wrap --no-intercept -- date +%s%N` on the floor against `--floor off`, N
+  times each: the time until the agent's first instruction (the clock `date` reads as it
+  starts, against the clock before the wrapper was started), and the whole run until the
+  wrapper has exited; prints min / median / max ms of each, and the medians of the paired
+  differences.
 - build: a small generated crate (`cargo build --offline`, debug, from clean) in a workspace
   under the target directory, on the floor against `--floor off`, M times each; prints the
   medians and the ratio.
@@ -26,6 +29,15 @@ def timed(cmd, cwd=None, env=None):
     return (time.perf_counter() - t) * 1000
 
 
+def started(cmd):
+    """(ms until the agent read the clock, ms until the wrapper exited) of one run."""
+    t = time.time_ns()
+    out = subprocess.run(cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
+                         stderr=subprocess.DEVNULL, check=True).stdout
+    end = time.time_ns()
+    return (int(out.split()[-1]) - t) / 1e6, (end - t) / 1e6
+
+
 def triple(xs):
     return f"{min(xs):.2f} / {statistics.median(xs):.2f} / {max(xs):.2f}"
 
@@ -39,18 +51,24 @@ def main():
     build_runs = int(args[args.index("--build-runs") + 1]) if "--build-runs" in args else 5
     base = [wrap, "--no-intercept", "--summary", "never"]
 
+    agent = ["--", "date", "+%s%N"]
     on, off = [], []
     for _ in range(5):
-        timed(base + ["--", "true"])
+        started(base + agent)
     for _ in range(runs):
-        on.append(timed(base + ["--", "true"]))
-        off.append(timed(base + ["--floor", "off", "--", "true"]))
-    diffs = [a - b for a, b in zip(on, off)]
-    print(f"start-up, {runs} pairs (wall ms, min / median / max)")
-    print(f"  floor on   {triple(on)}")
-    print(f"  floor off  {triple(off)}")
-    print(f"  added by the floor (median of pair differences): {statistics.median(diffs):+.2f} ms")
+        on.append(started(base + agent))
+        off.append(started(base + ["--floor", "off"] + agent))
+    print(f"start-up, {runs} pairs (ms, min / median / max)")
+    for i, what in ((0, "until the agent's first instruction"), (1, "the whole run (until the wrapper exited)")):
+        a, b = [x[i] for x in on], [x[i] for x in off]
+        diffs = [x - y for x, y in zip(a, b)]
+        print(f"  {what}")
+        print(f"    floor on   {triple(a)}")
+        print(f"    floor off  {triple(b)}")
+        print(f"    added by the floor (median of pair differences): {statistics.median(diffs):+.2f} ms")
 
+    if build_runs == 0:
+        return
     target = os.environ.get("CARGO_TARGET_DIR", os.path.join(os.path.dirname(__file__), "..", "target"))
     root = tempfile.mkdtemp(prefix="floor-bench-", dir=os.path.abspath(target))
     try:

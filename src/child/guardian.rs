@@ -126,7 +126,28 @@ fn detach(keep: std::os::fd::RawFd) {
             let _ = nix::unistd::dup2(null.as_raw_fd(), fd);
         }
     }
-    for fd in 3..1024 {
+    close_from(3, keep);
+}
+
+/// Closes every descriptor from `first` on except `keep`: two `close_range(2)` calls, or,
+/// where the kernel has none (before 5.9), one `close` per descriptor below 1024.
+fn close_from(first: std::os::fd::RawFd, keep: std::os::fd::RawFd) {
+    #[cfg(target_os = "linux")]
+    {
+        let range = |lo: std::os::fd::RawFd, hi: u32| {
+            // SAFETY: closing descriptors this forked process no longer uses.
+            unsafe { libc::syscall(libc::SYS_close_range, lo as u32, hi, 0u32) }
+        };
+        let below = if keep > first {
+            range(first, (keep - 1) as u32)
+        } else {
+            0
+        };
+        if below == 0 && range(first.max(keep + 1), u32::MAX) == 0 {
+            return;
+        }
+    }
+    for fd in first..1024 {
         if fd != keep {
             let _ = nix::unistd::close(fd);
         }

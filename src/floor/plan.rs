@@ -110,8 +110,9 @@ impl Plan {
     /// directories and the spec's writable ones when missing and their parent exists (a
     /// rule needs a directory to hold on to).
     pub fn new(spec: &Spec, cx: &Context) -> Plan {
-        let ws = canonical(&cx.workspace);
-        let home = canonical(&cx.home);
+        let mut paths = Resolver::default();
+        let ws = paths.canonical(&cx.workspace);
+        let home = paths.canonical(&cx.home);
         let mut writable = vec![ws.clone()];
         writable.extend(cx.temp.iter().cloned());
         writable.push(PathBuf::from("/dev/pts"));
@@ -125,7 +126,7 @@ impl Plan {
         let mut writable: Vec<PathBuf> = writable
             .iter()
             .filter(|d| d.is_dir())
-            .map(|d| canonical(d))
+            .map(|d| paths.canonical(d))
             .collect();
         dedup(&mut writable);
         let devices = DEVICES
@@ -137,7 +138,7 @@ impl Plan {
         let hidden_all: Vec<PathBuf> = spec
             .hidden(&home, &ws)
             .iter()
-            .map(|p| canonical(p))
+            .map(|p| paths.canonical(p))
             .collect();
         // Never hide what would hide the work itself.
         let hidden: Vec<PathBuf> = hidden_all
@@ -149,7 +150,7 @@ impl Plan {
         let mut absent = Vec::new();
         let mut pinned = Vec::new();
         for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
-            let p = canonical(p);
+            let p = paths.canonical(p);
             let Some(root) = writable
                 .iter()
                 .filter(|w| p.starts_with(w))
@@ -247,6 +248,67 @@ impl fmt::Display for Plan {
 /// `path` with symlinks resolved where it exists; otherwise its longest existing ancestor
 /// resolved and the rest appended, `..` and `.` folded.
 pub fn canonical(path: &Path) -> PathBuf {
+    Resolver::default().canonical(path)
+}
+
+/// [`canonical`] for many paths at once: each directory on the way is looked at once
+/// (`lstat`, and `realpath` only for a symbolic link), where `realpath` of each path would
+/// read every component again (a plan resolves a hundred paths beneath the same few
+/// directories).
+#[derive(Default)]
+struct Resolver {
+    /// An absolute path as written, and what it resolves to when it exists.
+    seen: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+}
+
+impl Resolver {
+    fn canonical(&mut self, path: &Path) -> PathBuf {
+        let plain = path.is_absolute()
+            && path
+                .components()
+                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
+        if !plain {
+            return slow_canonical(path);
+        }
+        if let Some(found) = self.resolve(path) {
+            return found;
+        }
+        let mut rest = Vec::new();
+        let mut at = path;
+        while let (Some(parent), Some(name)) = (at.parent(), at.file_name()) {
+            rest.push(name);
+            if let Some(mut out) = self.resolve(parent) {
+                out.extend(rest.iter().rev());
+                return out;
+            }
+            at = parent;
+        }
+        path.to_owned()
+    }
+
+    /// Where `path` (absolute, no `.` or `..`) leads, when it exists.
+    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+        if let Some(known) = self.seen.get(path) {
+            return known.clone();
+        }
+        let found = match (path.parent(), path.file_name()) {
+            (Some(parent), Some(name)) => self.resolve(parent).and_then(|dir| {
+                let at = dir.join(name);
+                match std::fs::symlink_metadata(&at) {
+                    Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&at).ok(),
+                    Ok(_) => Some(at),
+                    Err(_) => None,
+                }
+            }),
+            _ => Some(path.to_owned()), // the root
+        };
+        self.seen.insert(path.to_owned(), found.clone());
+        found
+    }
+}
+
+/// [`canonical`] of a relative path or one with `.` or `..`, one `realpath` per ancestor.
+fn slow_canonical(path: &Path) -> PathBuf {
     if let Ok(p) = std::fs::canonicalize(path) {
         return p;
     }
@@ -293,6 +355,42 @@ mod tests {
             hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
             net: Default::default(),
         }
+    }
+
+    #[test]
+    fn the_resolver_agrees_with_realpath_on_links_missing_and_dangling_paths() {
+        let t = tempfile::tempdir().unwrap();
+        let root = t.path().canonicalize().unwrap();
+        std::fs::create_dir_all(root.join("real/deep")).unwrap();
+        std::os::unix::fs::symlink(root.join("real"), root.join("link")).unwrap();
+        std::os::unix::fs::symlink("real/deep", root.join("rel")).unwrap();
+        std::os::unix::fs::symlink(root.join("gone"), root.join("dangling")).unwrap();
+        std::fs::write(root.join("real/file"), "").unwrap();
+        let mut r = Resolver::default();
+        for p in [
+            "real",
+            "real/deep",
+            "real/file",
+            "link",
+            "link/deep",
+            "link/file",
+            "link/none/x",
+            "rel",
+            "rel/y",
+            "dangling",
+            "dangling/z",
+            "none",
+            "none/a/b",
+            "real/file/under",
+        ] {
+            let path = root.join(p);
+            assert_eq!(r.canonical(&path), slow_canonical(&path), "{p}");
+        }
+        assert_eq!(r.canonical(&root.join("link/deep")), root.join("real/deep"));
+        assert_eq!(
+            r.canonical(&root.join("link/none/x")),
+            root.join("real/none/x")
+        );
     }
 
     #[test]
