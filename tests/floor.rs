@@ -280,6 +280,7 @@ fn ordinary_development_in_the_workspace_works() {
     let w = World::new();
     let remote = tempfile::tempdir().unwrap();
     let remote = remote.path().join("remote.git");
+    let wheels = pytest_wheels();
     let script = format!(
         r#"set -e
 git init -q -b main . && git config user.email a@b.c && git config user.name a
@@ -296,6 +297,9 @@ with zipfile.ZipFile("hello-0.1-py3-none-any.whl", "w") as z:
     z.writestr("hello-0.1.dist-info/RECORD", "")
 EOF
 .venv/bin/pip install -q --no-index ./hello-0.1-py3-none-any.whl && .venv/bin/python -c 'import hello' && echo > pip-ran
+.venv/bin/pip install -q --no-index --find-links '{wheels}' pytest
+printf 'import hello\n\ndef test_sum():\n    assert 1 + 1 == 2\n\ndef test_hello():\n    assert hello.__name__ == "hello"\n' > test_app.py
+.venv/bin/python -m pytest -q --junitxml=pytest.xml test_app.py
 mkdir -p pkgs/left app && echo '{{"name":"left","version":"1.0.0","main":"index.js"}}' > pkgs/left/package.json
 echo 'module.exports = "left"' > pkgs/left/index.js && echo '{{"name":"app","version":"1.0.0"}}' > app/package.json
 (cd app && npm install -q --no-audit --no-fund ../pkgs/left && node -e 'require("left")') && echo > npm-ran
@@ -303,7 +307,8 @@ cargo init -q --name floorcheck --vcs none crate && cargo build -q --offline --m
 ./crate/target/debug/floorcheck > built-ran
 printf 'test:\n\techo made > made\n' > Makefile && make -s test
 echo done > all-done"#,
-        remote = remote.display()
+        remote = remote.display(),
+        wheels = wheels.display()
     );
     let mut cmd = Command::new(wrap_bin());
     cmd.args([
@@ -338,6 +343,13 @@ echo done > all-done"#,
     assert!(w.ws().join("built-ran").exists());
     assert!(w.ws().join("pip-ran").exists() && w.ws().join(".venv/lib").exists());
     assert!(w.ws().join("npm-ran").exists() && w.ws().join("app/node_modules/left").exists());
+    // pytest's own report: two tests collected and passed, its cache written in the workspace.
+    let report = std::fs::read_to_string(w.ws().join("pytest.xml")).unwrap();
+    assert!(
+        report.contains(r#"tests="2""#) && report.contains(r#"failures="0""#),
+        "{report}"
+    );
+    assert!(w.ws().join(".pytest_cache").is_dir());
     let log = Command::new("git")
         .args([
             "--git-dir",
@@ -352,6 +364,25 @@ echo done > all-done"#,
         String::from_utf8_lossy(&log.stdout).contains("one"),
         "the push did not land: {log:?}"
     );
+}
+
+/// The pinned pytest's wheels, downloaded by `tests/pytest/setup.sh` (which `tests/run-all.sh`
+/// runs), or a failure that says how to get them.
+fn pytest_wheels() -> PathBuf {
+    let version =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/tests/pytest/VERSION"))
+            .unwrap();
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+        .join("tests/.cache/wheels")
+        .join(format!("pytest-{}", version.trim()));
+    assert!(
+        dir.join(".complete").exists(),
+        "pytest {} is not downloaded to {}: run tests/pytest/setup.sh first (it downloads the \
+         wheels from PyPI)",
+        version.trim(),
+        dir.display()
+    );
+    dir
 }
 
 /// The home directory of the user running the tests.
