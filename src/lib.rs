@@ -24,15 +24,17 @@
 //! - [`client`]: the AHP client (handshake, pipelining, deadlines, batching, reconnects).
 //! - [`gate`]: the one place an event becomes an enforced [`gate::Decision`] (harness or
 //!   embedded policy, defer, escalate, fail mode, durable audit before enforcement).
-//! - [`intercept`]: the ways a run reaches into the agent (today its hook system:
-//!   [`intercept::hooks`]), each adding to the agent's command and feeding the gate.
+//! - [`intercept`]: the ways a run reaches into the agent (its hook system, stream proxies,
+//!   PATH shims, the floor's egress proxy), each adding to the agent's command and feeding
+//!   the gate.
 //! - [`control`]: the control socket: request kinds, the parent's server, and the one
 //!   blocking client every process calling in from the agent uses.
 //! - [`frameworks`]: one shim per agent framework (injection, mapping, rendering); each
 //!   shim's code, samples and README live in `shims/<name>/` (see `shims/README.md`), and a
 //!   shim sees only the adapter API, [`frameworks::adapter`] (enforced by a test).
-//! - [`floor`]: the kernel's confinement of the agent's whole process tree (Landlock, a user
-//!   and mount namespace), configured by the policy's `[floor]` section.
+//! - [`floor`]: the kernel's confinement of the agent's whole process tree (Landlock, a user,
+//!   mount and network namespace, a connect filter), configured by the policy's `[floor]`
+//!   section.
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
 //! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from
@@ -41,6 +43,12 @@
 //! - [`host`]: the Agent Host Protocol host: live sessions, tool calls and decisions, and
 //!   pending escalations answered from the approvals page or any client.
 //! - [`termlog`]: where our log goes (stderr, or a file while the agent owns the terminal).
+//! - [`serve`]: `ahp-wrap serve`, the embedded policy as a standalone AHP harness.
+//! - [`commands`]: the subcommands other than a run (`serve`, `policy …`, `audit …`).
+//! - [`ask`]: asking a person on the controlling terminal, for `escalate`.
+//! - [`report`]: the summary, notes and held-back warnings at the end of a run.
+//! - [`rundir`]: the private run directory for one run's generated files.
+//! - [`exit`]: every exit code, in one type.
 
 pub mod ask;
 pub mod audit;

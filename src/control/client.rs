@@ -1,5 +1,5 @@
 //! The calling side of the control socket, blocking (no async runtime), shared by every
-//! process that calls in: the hook executable today, PATH shims and plug-in relays next.
+//! process that calls in: the hook executable, PATH shims and plug-in relays.
 //! It reaches the wrapper named in its environment, makes sure the listener *is* that
 //! wrapper before anything leaves, and reads the answer within a deadline.
 

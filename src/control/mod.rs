@@ -1,5 +1,5 @@
 //! The control socket between the parent and the processes that call in from inside the
-//! agent (hook executables today; PATH shims and plug-ins next): a private framing over an
+//! agent (hook executables, PATH shims and plug-ins): a private framing over an
 //! abstract Unix socket (Linux; a path in the 0700 run directory elsewhere), a per-run
 //! token, and peer credentials checked both ways: the parent checks the caller's uid (and
 //! records whether it comes from the agent's tree), the caller checks that the wrapper's pid

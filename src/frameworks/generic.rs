@@ -55,9 +55,12 @@ impl Framework for Generic {
         }
         let seen = if path_shims {
             "and the commands it runs by name that delete, move or send data (PATH shims); \
-             its other commands, its file and network access are NOT intercepted"
+             its other commands and its file access are NOT intercepted (the floor, when on, \
+             still confines what its process tree writes, and asks about each network \
+             connection)"
         } else {
-            "its commands, file and network access are NOT intercepted"
+            "its commands and file access are NOT intercepted (the floor, when on, still \
+             confines what its process tree writes, and asks about each network connection)"
         };
         Some(format!(
             "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \

@@ -2,8 +2,9 @@
 //!
 //! Owns: who answers ([`Harness`]: the embedded policy or a harness over a transport), the
 //! re-asks on `defer`, `escalate` to a person, the fail mode, and the rule that a decision
-//! is durable in the audit log before it is enforced. Every interceptor (hooks today; stream
-//! proxies and PATH shims next) builds its events here and gets one [`Decision`] back.
+//! is durable in the audit log before it is enforced. Every interceptor (hooks, the MCP and ACP
+//! stream proxies, PATH shims, the floor's egress proxy) builds its events here and gets one
+//! [`Decision`] back.
 //!
 //! Must not touch: how an event reaches us or how a verdict is rendered to the agent (that
 //! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
