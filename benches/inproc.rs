@@ -177,6 +177,7 @@ fn audit_record() -> AuditRecord {
         reason: None,
         source: "policy".into(),
         latency_us: 12,
+        observed: None,
         peer: None,
     }
 }

@@ -73,6 +73,10 @@ fn observe_blocks_nothing_and_records_what_it_would_have_blocked() {
             .starts_with("observe mode: would have decided block"),
         "{r}"
     );
+    assert_eq!(
+        r["observed"], "block",
+        "a field, not only the reason's text: {r}"
+    );
     assert!(
         o.markdown.contains("observe: not enforced"),
         "{}",

@@ -80,6 +80,8 @@ pub struct Ruling<'a> {
     pub verdict: &'a Verdict,
     pub source: String,
     pub note: Option<&'a str>,
+    /// What observe mode would have enforced, where it let the event through.
+    pub observed: Option<&'a str>,
     pub latency: std::time::Duration,
 }
 
@@ -107,6 +109,7 @@ pub fn decided(
         reason,
         source: decision.source.clone(),
         latency_us: decision.latency.as_micros() as u64,
+        observed: decision.observed.map(str::to_owned),
         peer,
     }
 }
@@ -122,6 +125,7 @@ pub fn notified(
         verdict: &no_opinion,
         source: "harness".to_owned(),
         note: None,
+        observed: None,
         latency: std::time::Duration::ZERO,
     };
     AuditRecord {

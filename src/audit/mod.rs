@@ -128,6 +128,10 @@ pub struct AuditRecord {
     /// (the call was cancelled by its sender before a decision; see the gate's `DecidedBy`).
     pub source: String,
     pub latency_us: u64,
+    /// In observe mode, the verdict the policy would have enforced (`block`, `modify`,
+    /// `escalate`) where the event was let through instead.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub observed: Option<String>,
     /// The process that sent a hook's event over the control socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<AuditPeer>,

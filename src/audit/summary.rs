@@ -43,13 +43,9 @@ pub struct Summary {
     pub observed: u64,
 }
 
-/// Observe mode lets everything through but says what it would have done.
+/// Observe mode lets everything through but records what it would have done.
 fn observed(record: &AuditRecord) -> bool {
-    record.decision != "block"
-        && record
-            .reason
-            .as_deref()
-            .is_some_and(|r| r.starts_with(crate::audit::OBSERVE_PREFIX) && r.contains("block"))
+    record.decision != "block" && record.observed.as_deref() == Some("block")
 }
 
 /// A blocked record, as the summary lists it (secrets redacted).

@@ -26,6 +26,7 @@ pub(super) fn record(decision: &str) -> AuditRecord {
         reason: (decision == "block").then(|| "not allowed".into()),
         source: "rule:test".into(),
         latency_us: 250,
+        observed: None,
         peer: None,
     }
 }
@@ -445,4 +446,32 @@ fn oversized_payloads_are_replaced_by_their_digest() {
     assert_eq!(v["payload"]["bytes"], 5000 + 14);
     assert_eq!(v["payload"]["sha256"].as_str().map(str::len), Some(64));
     assert!(line::parse(&l[..l.len() - 1]).is_ok());
+}
+
+#[test]
+fn what_observe_mode_let_through_is_a_field_the_summary_counts_and_verify_keeps() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("audit.jsonl");
+    let mut log = AuditLog::open(&path, None).unwrap();
+    let mut seen = record("allow");
+    seen.observed = Some("block".into());
+    seen.reason = Some("observe mode: would have decided block: rm -rf /".into());
+    log.append(&seen).unwrap();
+    // The reason's words alone do not make a record an observed block.
+    let mut words = record("allow");
+    words.reason = Some("observe mode: would have decided block".into());
+    log.append(&words).unwrap();
+    let mut modify = record("allow");
+    modify.observed = Some("modify".into());
+    log.append(&modify).unwrap();
+    let summary = log.summary();
+    assert_eq!(summary.observed, 1);
+    assert_eq!(summary.blocked.len(), 1);
+    assert!(!summary.blocked[0].enforced);
+    let text = fs::read_to_string(&path).unwrap();
+    let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
+    assert_eq!(first["observed"], "block");
+    let second: Value = serde_json::from_str(text.lines().nth(1).unwrap()).unwrap();
+    assert!(second.get("observed").is_none(), "{second}");
+    assert!(verify(&path, None).is_ok());
 }

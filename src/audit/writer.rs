@@ -270,6 +270,7 @@ impl Sink {
             ),
             source: "ahp-wrap".into(),
             latency_us: 0,
+            observed: None,
             peer: None,
         };
         let (line, hash) = line::encode(&marker, self.next_seq, &self.prev, &self.signer);

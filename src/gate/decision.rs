@@ -51,6 +51,9 @@ pub struct Decision {
     /// Why the verdict differs from what the decider said: the fail mode's cause, or what
     /// observe mode did not enforce. Recorded as the audit reason when the verdict has none.
     pub note: Option<String>,
+    /// What observe mode would have enforced (the verdict's name: `block`, `modify`,
+    /// `escalate`) where it let the event through instead.
+    pub observed: Option<&'static str>,
     /// From the event's arrival to the final verdict (re-asks and a person's answer
     /// included).
     pub latency: Duration,
@@ -63,6 +66,7 @@ impl Decision {
             verdict: &self.verdict,
             source: self.by.to_string(),
             note: self.note.as_deref(),
+            observed: self.observed,
             latency: self.latency,
         }
     }
@@ -73,6 +77,7 @@ impl Decision {
             verdict,
             by,
             note: None,
+            observed: None,
             latency,
         }
     }

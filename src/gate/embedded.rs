@@ -91,6 +91,7 @@ impl Embedded {
                     crate::audit::OBSERVE_PREFIX,
                     d.verdict.name()
                 )),
+                observed: Some(d.verdict.name()),
                 latency: start.elapsed(),
             };
         }

@@ -179,6 +179,7 @@ impl Gate {
             verdict: crate::protocol::Verdict::Block { reason: why },
             by: DecidedBy::Cancelled,
             note: None,
+            observed: None,
             latency: waited,
         };
         let record = crate::audit::decided(

@@ -63,6 +63,7 @@ struct Answer {
     verdict: Verdict,
     by: DecidedBy,
     note: Option<String>,
+    observed: Option<&'static str>,
 }
 
 impl Decider {
@@ -111,6 +112,7 @@ impl Decider {
                         verdict,
                         by: answer.by,
                         note: answer.note,
+                        observed: answer.observed,
                         latency: start.elapsed(),
                     }
                 }
@@ -127,6 +129,7 @@ impl Decider {
                     verdict: d.verdict,
                     by: d.by,
                     note: d.note,
+                    observed: d.observed,
                 })
             }
             Harness::Parent(run) => {
@@ -138,6 +141,7 @@ impl Decider {
                     verdict,
                     by: DecidedBy::Harness,
                     note: Some("decided by the wrapping run".into()),
+                    observed: None,
                 })
             }
             Harness::Remote(client) => {
@@ -147,6 +151,7 @@ impl Decider {
                     verdict,
                     by: DecidedBy::Harness,
                     note: None,
+                    observed: None,
                 })
             }
         }
@@ -205,6 +210,7 @@ impl Decider {
             verdict,
             by: DecidedBy::FailMode,
             note: Some(cause),
+            observed: None,
             latency: start.elapsed(),
         }
     }
