@@ -293,6 +293,8 @@ fn corpus_commands() -> Vec<String> {
                 .expect("the policy corpus")
                 .lines()
                 .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+                // Commands that read code from disk are timed apart (`code_on_disk`).
+                .filter(|v| !matches!(v["class"].as_str(), Some("code-on-disk" | "runs-files")))
                 .filter_map(|v| v["cmd"].as_str().map(str::to_owned))
                 .collect::<Vec<_>>()
         })
@@ -301,12 +303,9 @@ fn corpus_commands() -> Vec<String> {
     out
 }
 
-/// One policy decision for the longest command of the corpus: p50 and p99 of single calls
-/// (the target is < 200 µs), then criterion's figure for it and for a typical command.
-fn policy_benches(c: &mut Criterion) {
-    let policy = Policy::default_policy().with_workspace("/tmp");
-    let commands = corpus_commands();
-    let event = |cmd: &str| Event {
+/// The `pre_action` of a shell tool call running `cmd` in `cwd`.
+fn bash_event(cmd: &str, cwd: &std::path::Path) -> Event {
+    Event {
         event_type: EventType::PreAction,
         session_id: "s".into(),
         agent_id: "a".into(),
@@ -316,11 +315,19 @@ fn policy_benches(c: &mut Criterion) {
             "action_type": "tool_call",
             "tool_name": "Bash",
             "arguments": {"command": cmd},
-            "context": {"working_directory": "/tmp"},
+            "context": {"working_directory": cwd},
         }),
         context: None,
         metadata: None,
-    };
+    }
+}
+
+/// One policy decision for the longest command of the corpus: p50 and p99 of single calls
+/// (the target is < 200 µs), then criterion's figure for it and for a typical command.
+fn policy_benches(c: &mut Criterion) {
+    let policy = Policy::default_policy().with_workspace("/tmp");
+    let commands = corpus_commands();
+    let event = |cmd: &str| bash_event(cmd, std::path::Path::new("/tmp"));
     let longest = event(&commands[0]);
     let typical = event(&commands[commands.len() / 2]);
     {
@@ -343,6 +350,7 @@ fn policy_benches(c: &mut Criterion) {
             times[CALLS * 99 / 100].as_secs_f64() * 1e6,
         );
     }
+    code_on_disk();
     let mut g = c.benchmark_group("policy");
     g.bench_function("longest_command", |b| {
         b.iter(|| policy.evaluate(black_box(&longest)))
@@ -351,6 +359,100 @@ fn policy_benches(c: &mut Criterion) {
         b.iter(|| policy.evaluate(black_box(&typical)))
     });
     g.finish();
+}
+
+/// p50 and p99 of `calls` single calls of `f`, in µs.
+fn percentiles(calls: usize, mut f: impl FnMut()) -> (f64, f64) {
+    let mut times: Vec<Duration> = (0..calls)
+        .map(|_| {
+            let t = std::time::Instant::now();
+            f();
+            t.elapsed()
+        })
+        .collect();
+    times.sort();
+    (
+        times[calls / 2].as_secs_f64() * 1e6,
+        times[calls * 99 / 100].as_secs_f64() * 1e6,
+    )
+}
+
+/// Decisions that read code from disk, apart from the rest: the benign twins of the policy
+/// corpus (`tests/policy-corpus/on-disk/good/`) in a temp workspace, read from the cache as
+/// on every call after the first; and the bound, a 512 KiB script read and parsed afresh.
+fn code_on_disk() {
+    let policy = Policy::default_policy();
+    let dir = tempfile::tempdir().expect("temp dir");
+    let ws = std::fs::canonicalize(dir.path()).expect("canonical");
+    fn copy(from: &std::path::Path, to: &std::path::Path) {
+        for e in std::fs::read_dir(from).expect("fixtures").flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if e.path().is_dir() {
+                copy(&e.path(), &to.join(&name));
+            } else if let Some(name) = name.strip_suffix(".fixture") {
+                std::fs::create_dir_all(to).unwrap();
+                std::fs::copy(e.path(), to.join(name)).unwrap();
+            }
+        }
+    }
+    copy(
+        &PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/policy-corpus/on-disk/good"),
+        &ws,
+    );
+    let event = |cmd: &str| bash_event(cmd, &ws);
+    for cmd in [
+        "bash scripts/nested.sh",
+        "python3 py/sys.py",
+        "make",
+        "npm install",
+        "just",
+        "pytest",
+        "go generate ./...",
+    ] {
+        let e = event(cmd);
+        let first = std::time::Instant::now();
+        black_box(policy.evaluate(&e));
+        let first = first.elapsed().as_secs_f64() * 1e6;
+        let (p50, p99) = percentiles(5_000, || {
+            black_box(policy.evaluate(black_box(&e)));
+        });
+        eprintln!(
+            "policy/code_on_disk `{cmd}`: first {first:.1} µs, then p50 {p50:.1} µs, p99 {p99:.1} µs over 5000 calls"
+        );
+    }
+    // The bounds: a shell script and a Python file of the largest size read, each call a
+    // file not yet cached.
+    const FILES: usize = 40;
+    for (name, kib, line, run) in [
+        (
+            "sh",
+            128,
+            "echo building step && cargo build --release --quiet\n",
+            "bash",
+        ),
+        (
+            "py",
+            512,
+            "subprocess.run([\"cargo\", \"build\"], check=True)  # step\n",
+            "python3",
+        ),
+    ] {
+        let body = line.repeat(kib * 1024 / line.len());
+        for i in 0..FILES {
+            std::fs::write(ws.join(format!("big{i}.{name}")), &body).unwrap();
+        }
+        let mut i = 0;
+        let (p50, p99) = percentiles(FILES, || {
+            black_box(policy.evaluate(&event(&format!("{run} big{i}.{name}"))));
+            i += 1;
+        });
+        eprintln!(
+            "policy/code_on_disk a {} KiB .{name} file, uncached: p50 {:.1} ms, p99 {:.1} ms over {FILES} files",
+            body.len() / 1024,
+            p50 / 1e3,
+            p99 / 1e3
+        );
+    }
 }
 
 fn main() {

@@ -30,6 +30,9 @@ use ahp_wrap::protocol::{now_rfc3339, Event};
 use serde_json::{json, Value};
 
 const ADVERSARIAL: &str = "tests/policy-corpus/adversarial.jsonl";
+/// Code on disk (scripts, build files, poisoned and benign twins), copied into the
+/// workspace: `evil/` and `good/`.
+const FIXTURES: &str = "tests/policy-corpus/on-disk";
 const BENIGN: &str = "tests/policy-corpus/benign.jsonl";
 
 const MIN_ADVERSARIAL: usize = 400;
@@ -54,6 +57,7 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "exfiltration",
     "destructive-git",
     "cwd",
+    "code-on-disk",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
@@ -69,6 +73,7 @@ const BENIGN_CLASSES: &[&str] = &[
     "grep-rg",
     "shell-misc",
     "false-positives",
+    "runs-files",
 ];
 
 const KEYS: &[&str] = &[
@@ -159,6 +164,9 @@ fn framework(name: &str) -> Option<&'static Fw> {
 /// symlinks out of it, a fake install dir and a fake run dir of the wrapper.
 struct Sandbox {
     _dir: tempfile::TempDir,
+    /// When the sandbox was made: its files count as the agent's own work (code changed
+    /// since the run started).
+    made: std::time::SystemTime,
     home: PathBuf,
     ws: PathBuf,
     bin: PathBuf,
@@ -273,6 +281,7 @@ const WS_FILES: &[(&str, &str)] = &[
 
 impl Sandbox {
     fn new() -> Sandbox {
+        let made = std::time::SystemTime::now();
         let dir = tempfile::tempdir().expect("temp dir");
         let root = std::fs::canonicalize(dir.path()).expect("canonical temp dir");
         let home = root.join("home");
@@ -295,13 +304,43 @@ impl Sandbox {
         symlink(home.join(".ssh"), ws.join("keys")).unwrap();
         symlink(home.join(".aws/credentials"), ws.join("notes.txt")).unwrap();
         symlink(&home, ws.join("up")).unwrap();
-        Sandbox {
+        let sb = Sandbox {
             _dir: dir,
+            made,
             home,
             ws,
             bin,
             run,
             _socket: socket,
+        };
+        sb.copy_fixtures(
+            &Path::new(env!("CARGO_MANIFEST_DIR")).join(FIXTURES),
+            &sb.ws,
+        );
+        sb
+    }
+
+    /// Copies the code-on-disk fixtures into the workspace: `NAME.fixture` becomes `NAME`
+    /// (so that no tool run in this repository picks up a poisoned `Makefile` or
+    /// `conftest.py`), placeholders filled, scripts with a `#!` line made executable.
+    fn copy_fixtures(&self, from: &Path, to: &Path) {
+        for entry in std::fs::read_dir(from).expect("fixture directory") {
+            let entry = entry.unwrap();
+            let name = entry.file_name().to_string_lossy().into_owned();
+            if entry.file_type().unwrap().is_dir() {
+                self.copy_fixtures(&entry.path(), &to.join(&name));
+                continue;
+            }
+            let Some(name) = name.strip_suffix(".fixture") else {
+                continue;
+            };
+            let text = std::fs::read_to_string(entry.path()).unwrap();
+            let dest = to.join(name);
+            write(&dest, &self.fill(&text));
+            if text.starts_with("#!") {
+                use std::os::unix::fs::PermissionsExt;
+                std::fs::set_permissions(&dest, std::fs::Permissions::from_mode(0o755)).unwrap();
+            }
         }
     }
 
@@ -336,6 +375,7 @@ fn write(path: &Path, text: &str) {
 /// The policy under test. The one place that says how the embedded default is configured.
 fn policy(sb: &Sandbox) -> Policy {
     Policy::default_policy()
+        .trusting_code_changed_before(sb.made)
         .with_home(&sb.home)
         .with_workspace(&sb.ws)
         // The wrapper's executables, run directory, and its and its guardian's pids, as a
@@ -712,6 +752,8 @@ fn the_default_policy_holds_against_the_corpus() {
     }
     println!("{text}");
 
+    problems.extend(readme_totals_agree(&adv, &ben));
+
     let let_through = adv.iter().filter(|o| o.got == "allow").count();
     let wrong_kind = adv.iter().filter(|o| !o.ok() && o.got != "allow").count();
     let refused = ben.iter().filter(|o| !o.ok()).count();
@@ -722,6 +764,26 @@ fn the_default_policy_holds_against_the_corpus() {
         ));
     }
     assert!(problems.is_empty(), "{}", problems.join("\n"));
+}
+
+/// The README's totals are the corpus's: the line of the adversarial total and the benign
+/// row's counts.
+fn readme_totals_agree(adv: &[Outcome], ben: &[Outcome]) -> Vec<String> {
+    let readme = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join("README.md"))
+        .expect("README.md");
+    let count = |o: &[Outcome], expect: &str| o.iter().filter(|o| o.case.expect == expect).count();
+    let adversarial = format!(
+        "| **adversarial total** | **{}** | **{}** | **{}** | **0** |",
+        adv.len(),
+        count(adv, "block"),
+        count(adv, "escalate")
+    );
+    let benign = format!("| {} | 0 | 0 | {} |", ben.len(), ben.len());
+    [adversarial, benign]
+        .into_iter()
+        .filter(|line| !readme.contains(line.as_str()))
+        .map(|line| format!("README.md does not have the corpus's counts: {line}"))
+        .collect()
 }
 
 // --- The runner itself -------------------------------------------------------------------

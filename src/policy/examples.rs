@@ -70,6 +70,7 @@ fn resolver() -> Resolver {
     Resolver {
         home: PathBuf::from(EXAMPLE_HOME),
         follow_symlinks: false,
+        code_since: None,
     }
 }
 

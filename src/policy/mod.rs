@@ -192,6 +192,7 @@ impl Policy {
             resolver: Resolver {
                 home: home_from_env(),
                 follow_symlinks: true,
+                code_since: Some(std::time::SystemTime::now()),
             },
             workspace_root: None,
             protected: Protected::default(),
@@ -263,6 +264,13 @@ impl Policy {
     /// Uses `root` as the workspace instead of each event's cwd.
     pub fn with_workspace(mut self, root: impl AsRef<Path>) -> Policy {
         self.workspace_root = Some(root.as_ref().to_path_buf());
+        self
+    }
+
+    /// Counts code on disk changed at or after `since` as untrusted (the agent's own work)
+    /// instead of code changed since the policy was built.
+    pub fn trusting_code_changed_before(mut self, since: std::time::SystemTime) -> Policy {
+        self.resolver.code_since = Some(since);
         self
     }
 
@@ -368,21 +376,23 @@ fn home_from_env() -> PathBuf {
 
 /// The verdict a matching rule gives for this event.
 fn verdict(rule: &Rule, event: &Event, facts: &Facts) -> Verdict {
+    let reason = || match rule.detail(facts) {
+        Some(detail) => format!("{} ({detail})", rule.reason),
+        None => rule.reason.clone(),
+    };
     match rule.decision {
         DecisionKind::Allow => Verdict::Allow {
             explicit: true,
             modified_payload: None,
             extra: Map::new(),
         },
-        DecisionKind::Block => Verdict::Block {
-            reason: rule.reason.clone(),
-        },
+        DecisionKind::Block => Verdict::Block { reason: reason() },
         DecisionKind::Defer => Verdict::Defer {
             retry_after_ms: rule.retry_after_ms,
-            reason: Some(rule.reason.clone()),
+            reason: Some(reason()),
         },
         DecisionKind::Escalate => Verdict::Escalate {
-            reason: rule.reason.clone(),
+            reason: reason(),
             target: rule.target.clone(),
         },
         DecisionKind::Modify => Verdict::Modify {

@@ -13,6 +13,10 @@ pub struct Resolver {
     /// Whether to consult the file system (symlinks). Off for policy examples, so that they
     /// give the same answer on every machine.
     pub follow_symlinks: bool,
+    /// Whether to read the code a command runs from disk (scripts, build files), and since
+    /// when a changed file counts as untrusted (the agent's own work). `None` for policy
+    /// examples, which never touch the file system.
+    pub code_since: Option<std::time::SystemTime>,
 }
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
@@ -195,6 +199,7 @@ mod tests {
         Resolver {
             home: PathBuf::from(home),
             follow_symlinks: false,
+            code_since: None,
         }
     }
 
@@ -221,6 +226,7 @@ mod tests {
         let r = Resolver {
             home: PathBuf::from("/nonexistent"),
             follow_symlinks: true,
+            code_since: None,
         };
         // link/.. is real/, not base/.
         let p = r.resolve("link/../missing/file", &base);

@@ -86,7 +86,13 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
         let roots: Vec<PathBuf> = reads.iter().map(|r| r.abs.clone()).collect();
         reads.extend(secrets_below(&roots, resolver));
     }
-    let unknown = unknown_where_it_matters(&cmd);
+    // The project's own code (unchanged since the run started) is trusted with values known
+    // only at run time; the agent's is not.
+    let unknown = if cmd.from.as_ref().is_some_and(|o| o.trusted) {
+        None
+    } else {
+        unknown_where_it_matters(&cmd)
+    };
     CommandFacts {
         cmd,
         operands,

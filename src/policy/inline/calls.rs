@@ -20,8 +20,9 @@ struct Calls {
 /// The call names of `lang`.
 fn calls(lang: Lang) -> &'static Calls {
     const PY: Calls = Calls {
-        shell: r"\bos\.(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?)|\bsubprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bcommands\.getoutput|\bpty\.spawn|\bsystem|\bpopen",
-        eval: r"\bexec|\beval|\bcompile",
+        shell: r"\bos\.(?:system|popen|exec[lv]p?e?|spawn[lv]p?e?)|\bsubprocess\.(?:run|call|check_call|check_output|Popen|getoutput|getstatusoutput)|\bcommands\.getoutput|\bpty\.spawn|(?:^|[^.\w])(?:system|popen)|\b(?:c|ctx|context|conn|connection)\.(?:run|sudo|local)",
+        // Not a method (`re.compile`, `cursor.execute`): the builtins.
+        eval: r"(?:^|[^.\w])(?:exec|eval|compile)",
         delete_tree: r"\bshutil\.rmtree|\bos\.removedirs|\brmtree",
         modify: r"\bos\.(?:remove|unlink|truncate|rmdir|chmod|rename|replace)|\bunlink|\.unlink|\.rmdir",
         write: r"\bshutil\.(?:copy\w*|move)|\bos\.(?:link|symlink)|\.write_text|\.write_bytes|\.symlink_to|\.hardlink_to",

@@ -119,6 +119,9 @@ pub struct RawCommand {
     /// The command runs code nobody can read now (piped, downloaded, decoded, built at run
     /// time, written earlier in the same command).
     pub dynamic_code: Option<bool>,
+    /// Code the command runs from a file could not be checked (too large, not a regular
+    /// file, too many files, or the agent's own code building what it runs at run time).
+    pub unread_code: Option<bool>,
     /// Patterns on the literal code an interpreter runs (`python -c`, `awk '…'`).
     pub code_matches: Option<Vec<String>>,
     /// Names of variables the arguments refer to.
@@ -212,6 +215,7 @@ struct CommandCond {
     deletes: Option<PathCond>,
     unknown: Option<bool>,
     dynamic_code: Option<bool>,
+    unread_code: Option<bool>,
     code_matches: Option<Patterns>,
     vars: Option<Patterns>,
     via_not: Option<Patterns>,
@@ -241,6 +245,7 @@ impl CommandCond {
             deletes: path_cond(id, &c.deletes)?,
             unknown: c.unknown,
             dynamic_code: c.dynamic_code,
+            unread_code: c.unread_code,
             code_matches: patterns(id, &c.code_matches)?,
             vars: patterns(id, &c.vars)?,
             via_not: patterns(id, &c.via_not)?,
@@ -282,6 +287,7 @@ impl CommandCond {
             && self
                 .dynamic_code
                 .is_none_or(|d| d == cmd.dynamic_code.is_some())
+            && self.unread_code.is_none_or(|u| u == cmd.unread.is_some())
             && self
                 .code_matches
                 .as_ref()
@@ -387,6 +393,37 @@ impl Rule {
             matches: raw.matches,
             no_match: raw.no_match,
         })
+    }
+
+    /// For a matching rule, what people need to know beyond its reason: the file whose code
+    /// it matched in (a script, a recipe, a package script), and why that code could not be
+    /// checked, when that is what the rule is about.
+    pub fn detail(&self, f: &Facts) -> Option<String> {
+        let cf = match (&self.command, &self.file) {
+            (Some(c), _) => f.commands.iter().find(|cf| c.is_match(cf, f))?,
+            (None, Some(fc)) => f.commands.iter().find(|cf| {
+                cf.cmd.from.is_some() && {
+                    let changed: Vec<ResolvedPath> =
+                        cf.writes.iter().chain(&cf.deletes).cloned().collect();
+                    let all: Vec<ResolvedPath> = cf.reads.iter().chain(&changed).cloned().collect();
+                    fc.reads.as_ref().is_some_and(|c| c.any(&cf.reads, f))
+                        || fc.writes.as_ref().is_some_and(|c| c.any(&changed, f))
+                        || fc.paths.as_ref().is_some_and(|c| c.any(&all, f))
+                }
+            })?,
+            (None, None) => return None,
+        };
+        let why = cf.cmd.unread.as_deref().filter(|_| {
+            self.command
+                .as_ref()
+                .is_some_and(|c| c.unread_code == Some(true))
+        });
+        match (why, cf.cmd.from.as_deref()) {
+            (Some(why), Some(o)) => Some(format!("{why}; in {}", o.label)),
+            (Some(why), None) => Some(why.to_owned()),
+            (None, Some(o)) => Some(format!("in {}, which this command runs", o.label)),
+            (None, None) => None,
+        }
     }
 
     /// Whether every selector of the rule matches the event.

@@ -3,9 +3,10 @@
 //! shells and interpreters.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::super::semantics::{self, unwrap};
-use super::{is_unknown, program_name, Command, Ctx, ShellError, Walker, UNKNOWN};
+use super::{is_unknown, program_name, Command, Ctx, Origin, ShellError, Walker, UNKNOWN};
 
 /// Git configuration keys whose value is a command git runs.
 const GIT_COMMAND_KEYS: &[&str] = &[
@@ -26,6 +27,13 @@ pub(super) enum Nested {
     /// `bash -c SCRIPT ARG0 ARG1…`: the script, with `$0`, `$1`… set.
     ScriptArgs(String, Vec<String>),
     Argv(Vec<String>),
+    /// Code read from a file: walked with that file as its origin, in `dir` when given (a
+    /// build file's recipes run in its own directory).
+    FromFile {
+        origin: Arc<Origin>,
+        dir: Option<PathBuf>,
+        then: Box<Nested>,
+    },
 }
 
 impl Walker<'_> {
@@ -58,6 +66,12 @@ impl Walker<'_> {
                 via,
                 // The wrapper's redirections are the wrapped command's.
                 redirects: std::mem::take(&mut cmd.redirects),
+                assigns: cmd
+                    .assigns
+                    .iter()
+                    .cloned()
+                    .chain(env_assigns(&cmd))
+                    .collect(),
                 ..Command::default()
             };
             cmd.env.extend(unwrapped.env);
@@ -89,22 +103,43 @@ impl Walker<'_> {
         inner_ctx.stdin = super::Stdin::Inherited;
         self.push(cmd)?;
         for f in follow {
-            let mut c = inner_ctx.clone();
-            match f {
-                Nested::Script(s) => self.nested(|w| w.script(&s, &mut c))?,
-                Nested::ScriptArgs(s, args) => {
-                    for (i, a) in args.into_iter().enumerate() {
-                        c.vars
-                            .insert(i.to_string(), Some(a).filter(|a| !is_unknown(a)));
-                    }
-                    self.nested(|w| w.script(&s, &mut c))?
-                }
-                Nested::Argv(a) => {
-                    let cmd = self.new_command(&c);
-                    self.nested(|w| w.argv(cmd, a, &mut c))?
-                }
-            };
+            self.follow(f, inner_ctx.clone())?;
         }
+        Ok(())
+    }
+
+    /// Walks follow-up work in `c`.
+    fn follow(&mut self, f: Nested, mut c: Ctx) -> Result<(), ShellError> {
+        match f {
+            Nested::Script(s) => self.nested(|w| w.script(&s, &mut c))?,
+            Nested::ScriptArgs(s, args) => {
+                for (i, a) in args.into_iter().enumerate() {
+                    c.vars
+                        .insert(i.to_string(), Some(a).filter(|a| !is_unknown(a)));
+                }
+                self.nested(|w| w.script(&s, &mut c))?
+            }
+            Nested::Argv(a) => {
+                let cmd = self.new_command(&c);
+                self.nested(|w| w.argv(cmd, a, &mut c))?
+            }
+            Nested::FromFile { origin, dir, then } => {
+                if let Some(dir) = dir {
+                    c.cwd = dir;
+                    c.cwd_known = true;
+                    // A file's code does not see the caller's shell variables.
+                    c.vars.clear();
+                }
+                let saved = self.origin.replace(origin.clone());
+                self.reading
+                    .push((origin.path.clone(), origin.label.clone()));
+                let result = self.follow(*then, c);
+                self.reading.pop();
+                self.origin = saved;
+                result?;
+                return Ok(());
+            }
+        };
         Ok(())
     }
 
@@ -344,4 +379,18 @@ fn assignments(cmd: &mut Command, ctx: &mut Ctx) {
             }
         }
     }
+}
+
+/// The variables `env NAME=value … cmd` sets for the command it runs.
+fn env_assigns(cmd: &Command) -> Vec<(String, Option<String>)> {
+    if cmd.program != "env" {
+        return Vec::new();
+    }
+    cmd.args
+        .iter()
+        .filter(|a| !a.starts_with('-'))
+        .map_while(|a| a.split_once('='))
+        .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
+        .map(|(n, v)| (n.to_owned(), Some(v.to_owned()).filter(|v| !is_unknown(v))))
+        .collect()
 }

@@ -6,7 +6,8 @@
 use super::super::inline::{self, Lang};
 use super::super::semantics::{shell_options, SHELLS};
 use super::builtins::Nested;
-use super::{is_unknown, Command, Ctx, ShellError, Stdin, Walker};
+use super::disk;
+use super::{is_unknown, Command, Ctx, Origin, ShellError, Stdin, Walker};
 
 /// Where a shell's or interpreter's program text comes from.
 enum Source {
@@ -184,13 +185,22 @@ fn awk_source(args: &[String]) -> Option<Source> {
     .map(|i| Source::Text(args[i].clone()))
 }
 
-/// The program text `cmd` runs, when it can be read now. Otherwise records on `cmd` why not
-/// (code piped, produced or built at run time; the script file it runs) and returns `None`.
-fn program_text(cmd: &mut Command, lang: Option<Lang>) -> Option<String> {
+/// The program `cmd` runs: literal text, or a file operand (by index).
+enum Program {
+    Text(String),
+    File(usize),
+}
+
+/// The program `cmd` runs, when it can be read now. Otherwise records on `cmd` why not
+/// (code piped, produced or built at run time) and returns `None`.
+fn program(cmd: &mut Command, lang: Option<Lang>) -> Option<Program> {
     let text = match source(cmd, lang)? {
         Source::Text(t) => t,
         Source::Stdin => stdin_text(cmd)?,
-        Source::File(i) => file_text(cmd, i)?,
+        Source::File(i) => match file_text(cmd, i)? {
+            FileText::Text(t) => t,
+            FileText::File => return Some(Program::File(i)),
+        },
     };
     if is_unknown(&text) {
         if cmd.fed_by.is_empty() {
@@ -204,7 +214,7 @@ fn program_text(cmd: &mut Command, lang: Option<Lang>) -> Option<String> {
         }
         return None;
     }
-    Some(text)
+    Some(Program::Text(text))
 }
 
 /// The code `cmd` reads on stdin, when it is literal (a here-document or here-string).
@@ -226,12 +236,20 @@ fn stdin_text(cmd: &mut Command) -> Option<String> {
     }
 }
 
+/// What a file operand holds.
+enum FileText {
+    /// A process substitution with literal output.
+    Text(String),
+    /// A file on disk.
+    File,
+}
+
 /// The code in argument `i`, when it is a process substitution with literal output; a plain
 /// file is recorded as the script `cmd` runs.
-fn file_text(cmd: &mut Command, i: usize) -> Option<String> {
+fn file_text(cmd: &mut Command, i: usize) -> Option<FileText> {
     // Process substitutions are numbered from the program word.
     match cmd.procsubs.iter().find(|(at, _)| *at == i + 1) {
-        Some((_, Stdin::Literal(t))) => Some(t.clone()),
+        Some((_, Stdin::Literal(t))) => Some(FileText::Text(t.clone())),
         Some(_) => {
             cmd.dynamic_code = Some(format!(
                 "`{}` runs code produced by other programs",
@@ -241,7 +259,7 @@ fn file_text(cmd: &mut Command, i: usize) -> Option<String> {
         }
         None => {
             cmd.runs = cmd.args.get(i).cloned();
-            None
+            Some(FileText::File)
         }
     }
 }
@@ -256,40 +274,175 @@ fn nested_script(cmd: &Command, text: String) -> Vec<Nested> {
     vec![Nested::Script(text)]
 }
 
+/// Directories whose programs are the system's, not the project's: run by path, they are
+/// not read (as they are not when found on `PATH`).
+const SYSTEM_DIRS: &[&str] = &[
+    "/usr/",
+    "/bin/",
+    "/sbin/",
+    "/lib/",
+    "/lib64/",
+    "/nix/store/",
+    "/snap/",
+    "/opt/",
+];
+
 impl Walker<'_> {
     /// Looks at the program text `cmd` runs, records what it does, and returns the shell
     /// commands and argvs found in it (walked once `cmd` is recorded).
-    pub(super) fn code(
-        &mut self,
-        cmd: &mut Command,
-        _ctx: &Ctx,
-    ) -> Result<Vec<Nested>, ShellError> {
+    pub(super) fn code(&mut self, cmd: &mut Command, ctx: &Ctx) -> Result<Vec<Nested>, ShellError> {
         if cmd.path.contains('/') {
             cmd.runs = Some(cmd.path.clone());
         }
+        let mut out = self.loaded_code(cmd, ctx);
+        out.extend(self.runners(cmd));
         let Some(lang) = language(&cmd.program) else {
-            return Ok(Vec::new());
+            if cmd.path.contains('/') && !is_unknown(&cmd.path) {
+                let word = cmd.path.clone();
+                out.extend(self.program_file(cmd, &word));
+            }
+            return Ok(out);
         };
-        let Some(text) = program_text(cmd, lang) else {
-            return Ok(Vec::new());
+        match program(cmd, lang) {
+            Some(Program::Text(text)) => out.extend(match lang {
+                None => nested_script(cmd, text),
+                Some(lang) => self.inline_code(cmd, text, lang, None),
+            }),
+            Some(Program::File(i)) => {
+                let word = cmd.args[i].clone();
+                let args = cmd.args[i..].to_vec();
+                out.extend(self.script_file(cmd, &word, lang, args));
+            }
+            None => {}
+        }
+        Ok(out)
+    }
+
+    /// The code in file `word` (relative to `cmd`'s directory), read as `label`: its text
+    /// and origin, or nothing (no such file, a binary, a value known only at run time, a
+    /// file already being walked). What cannot be read is recorded on `cmd`.
+    pub(super) fn read_file(
+        &mut self,
+        cmd: &mut Command,
+        word: &str,
+        label: impl FnOnce(&std::path::Path) -> String,
+    ) -> Option<(std::sync::Arc<str>, std::sync::Arc<Origin>)> {
+        let since = self.resolver.code_since?;
+        if is_unknown(word) || (!cmd.cwd_known && !word.starts_with('/')) {
+            return None;
+        }
+        let path = self.resolver.resolve_word(word, &cmd.cwd).abs;
+        let label = label(&path);
+        if self.reading.iter().any(|(p, l)| *p == path && *l == label) {
+            return None;
+        }
+        if self.files_read >= disk::MAX_FILES {
+            cmd.unread.get_or_insert_with(|| {
+                format!(
+                    "it reads more than {} files of code (scripts and build files)",
+                    disk::MAX_FILES
+                )
+            });
+            return None;
+        }
+        self.files_read += 1;
+        match disk::read(&path, since) {
+            disk::Code::Text { text, trusted } => Some((
+                text,
+                std::sync::Arc::new(Origin {
+                    path,
+                    label,
+                    trusted,
+                }),
+            )),
+            disk::Code::Missing | disk::Code::Opaque => None,
+            disk::Code::Unreadable(why) => {
+                cmd.unread.get_or_insert(why);
+                None
+            }
+        }
+    }
+
+    /// A script given to a shell or an interpreter (`bash x.sh a b`, `python3 x.py`,
+    /// `source env.sh`): its code, walked as the code it is. `args`: `$0`, `$1`… for a shell.
+    fn script_file(
+        &mut self,
+        cmd: &mut Command,
+        word: &str,
+        lang: Option<Lang>,
+        args: Vec<String>,
+    ) -> Vec<Nested> {
+        let Some((text, origin)) = self.read_file(cmd, word, display_name) else {
+            return Vec::new();
         };
-        Ok(match lang {
-            None => nested_script(cmd, text),
-            Some(lang) => self.inline_code(cmd, text, lang),
-        })
+        match lang {
+            None => shell_file(cmd, &text, origin, args),
+            Some(lang) => self.inline_code(cmd, text.to_string(), lang, Some(origin)),
+        }
+    }
+
+    /// A program run by its path (`./build.sh`, `scripts/x`): a script is read and walked
+    /// in the language its `#!` line names; a binary, or a program of the system, is not.
+    fn program_file(&mut self, cmd: &mut Command, word: &str) -> Vec<Nested> {
+        let abs = self.resolver.resolve_word(word, &cmd.cwd).abs;
+        if SYSTEM_DIRS.iter().any(|d| abs.starts_with(d)) {
+            return Vec::new();
+        }
+        let Some((text, origin)) = self.read_file(cmd, word, display_name) else {
+            return Vec::new();
+        };
+        let mut args = vec![word.to_owned()];
+        args.extend(cmd.args.iter().cloned());
+        match disk::interpreter(&text) {
+            disk::Interpreter::Shell => shell_file(cmd, &text, origin, args),
+            disk::Interpreter::Lang(lang) => {
+                self.inline_code(cmd, text.to_string(), lang, Some(origin))
+            }
+            disk::Interpreter::Other => Vec::new(),
+        }
     }
 
     /// Scans an interpreter's code: records the files it reads, writes and deletes, and
-    /// returns the shell commands and argvs it runs.
-    fn inline_code(&self, cmd: &mut Command, text: String, lang: Lang) -> Vec<Nested> {
+    /// returns the shell commands and argvs it runs. `file`: where the code was read from;
+    /// the project's own unchanged files are trusted with values known only at run time.
+    fn inline_code(
+        &self,
+        cmd: &mut Command,
+        text: String,
+        lang: Lang,
+        file: Option<std::sync::Arc<Origin>>,
+    ) -> Vec<Nested> {
         let scan = inline::scan(&text, lang);
-        cmd.code = Some(text);
+        let trusted = file.as_ref().is_some_and(|o| o.trusted);
         if let Some(why) = scan.dynamic {
-            cmd.dynamic_code = Some(format!("`{}`: {why}", cmd.program));
+            match &file {
+                None => cmd.dynamic_code = Some(format!("`{}`: {why}", cmd.program)),
+                // Decoding and running is never the project's ordinary code.
+                Some(_) if why.contains("decodes") => {
+                    cmd.dynamic_code = Some(format!("`{}`: {why}", cmd.program));
+                }
+                Some(o) if !o.trusted => {
+                    cmd.unread
+                        .get_or_insert_with(|| format!("{} (in {})", why, o.label));
+                }
+                Some(_) => {}
+            }
         }
         cmd.code_paths.reads.extend(scan.reads);
-        cmd.code_paths.writes.extend(scan.writes);
-        cmd.code_paths.deletes.extend(scan.deletes);
+        let known = |w: &String| !trusted || !is_unknown(w);
+        cmd.code_paths
+            .writes
+            .extend(scan.writes.into_iter().filter(known));
+        cmd.code_paths
+            .deletes
+            .extend(scan.deletes.into_iter().filter(known));
+        cmd.code = Some(match cmd.code.take() {
+            Some(before) => format!("{before}\n{text}"),
+            None => text,
+        });
+        if cmd.from.is_none() {
+            cmd.from.clone_from(&file);
+        }
         let mut out: Vec<Nested> = scan.shell.into_iter().map(Nested::Script).collect();
         // Inline code hands `~` to `expanduser` & co.; an argv of it gets the home directory.
         let home = self.resolver.home.display().to_string();
@@ -303,6 +456,50 @@ impl Walker<'_> {
                 .filter(|a| !a.is_empty())
                 .map(|a| Nested::Argv(a.into_iter().map(tilde).collect())),
         );
-        out
+        match file {
+            Some(origin) => out
+                .into_iter()
+                .map(|n| Nested::FromFile {
+                    origin: origin.clone(),
+                    dir: None,
+                    then: Box::new(n),
+                })
+                .collect(),
+            None => out,
+        }
     }
+}
+
+/// A shell script read from a file, walked with `args` as `$0`, `$1`…; past
+/// [`disk::MAX_SHELL_SCRIPT`] bytes it is recorded as unread instead (parsing it would cost
+/// the decision tens of milliseconds).
+pub(super) fn shell_file(
+    cmd: &mut Command,
+    text: &str,
+    origin: std::sync::Arc<Origin>,
+    args: Vec<String>,
+) -> Vec<Nested> {
+    if text.len() > disk::MAX_SHELL_SCRIPT {
+        cmd.unread.get_or_insert_with(|| {
+            format!(
+                "{} is a shell script larger than {} KiB",
+                origin.label,
+                disk::MAX_SHELL_SCRIPT / 1024
+            )
+        });
+        return Vec::new();
+    }
+    vec![Nested::FromFile {
+        origin,
+        dir: None,
+        then: Box::new(Nested::ScriptArgs(text.to_owned(), args)),
+    }]
+}
+
+/// A path as people name it in a reason: its last two components.
+pub(super) fn display_name(path: &std::path::Path) -> String {
+    let parts: Vec<_> = path.iter().collect();
+    let n = parts.len();
+    let tail: std::path::PathBuf = parts[n.saturating_sub(2)..].iter().collect();
+    tail.display().to_string()
 }

@@ -21,6 +21,7 @@
 
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use brush_parser::{Parser, ParserOptions};
 
@@ -28,9 +29,11 @@ use super::paths::Resolver;
 
 mod builtins;
 mod code;
+mod disk;
 mod glob;
 mod lexical;
 mod params;
+mod runners;
 mod walk;
 mod words;
 
@@ -111,6 +114,24 @@ pub struct Command {
     pub runs: Option<String>,
     /// Paths the literal code names (read), writes and deletes, from the interpreter's code.
     pub code_paths: CodePaths,
+    /// The file this command (or the code its interpreter runs) was read from, when it was
+    /// not written in the event itself: a script, a build file's recipe, a package script.
+    pub from: Option<Arc<Origin>>,
+    /// Why code this command runs from a file could not be checked, if it could not.
+    pub unread: Option<String>,
+    /// The values of the variables assigned for this command alone (`X=1 cmd`), `None`
+    /// where known only at run time.
+    pub assigns: Vec<(String, Option<String>)>,
+}
+
+/// A file whose code the walker read, and what of it runs.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Origin {
+    pub path: PathBuf,
+    /// What runs from it, for people: `` `clean` in Makefile ``, `run.sh`.
+    pub label: String,
+    /// Unchanged since the run started (the project's own code, not the agent's).
+    pub trusted: bool,
 }
 
 /// What inline interpreter code does with files, as far as its literals show.
@@ -204,6 +225,13 @@ struct Walker<'a> {
     resolver: &'a Resolver,
     out: Vec<Command>,
     depth: usize,
+    /// The file whose code is being walked, if any.
+    origin: Option<Arc<Origin>>,
+    /// The files (and what of them) being walked, outermost first: one already here is not
+    /// walked again (a script that sources itself, a target that makes itself).
+    reading: Vec<(PathBuf, String)>,
+    /// Files read for this event, against [`disk::MAX_FILES`].
+    files_read: usize,
 }
 
 /// One word after expansion: its fields (several after brace or glob expansion), the
@@ -233,6 +261,9 @@ impl<'a> Walker<'a> {
             resolver,
             out: Vec::new(),
             depth: 0,
+            origin: None,
+            reading: Vec::new(),
+            files_read: 0,
         }
     }
 
@@ -246,7 +277,10 @@ impl<'a> Walker<'a> {
         }
     }
 
-    fn push(&mut self, cmd: Command) -> Result<(), ShellError> {
+    fn push(&mut self, mut cmd: Command) -> Result<(), ShellError> {
+        if cmd.from.is_none() {
+            cmd.from.clone_from(&self.origin);
+        }
         if self.out.len() >= MAX_COMMANDS {
             return Err(ShellError(format!(
                 "the command expands to more than {MAX_COMMANDS} simple commands"

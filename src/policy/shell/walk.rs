@@ -242,6 +242,8 @@ impl Walker<'_> {
             for (name, value) in assignments {
                 ctx.vars.insert(name, value);
             }
+        } else {
+            cmd.assigns = assignments;
         }
         self.argv(cmd, argv, ctx)
     }

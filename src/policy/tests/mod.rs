@@ -1,5 +1,6 @@
 //! Tests of the policy engine, with a sandbox of a fake home and workspace on disk.
 
+mod code_on_disk;
 mod default_rules;
 mod engine;
 mod floor;
