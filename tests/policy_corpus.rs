@@ -58,6 +58,9 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "destructive-git",
     "cwd",
     "code-on-disk",
+    "hidden-commands",
+    "network-channels",
+    "families",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
@@ -74,6 +77,7 @@ const BENIGN_CLASSES: &[&str] = &[
     "shell-misc",
     "false-positives",
     "runs-files",
+    "option-twins",
 ];
 
 const KEYS: &[&str] = &[

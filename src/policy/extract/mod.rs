@@ -353,6 +353,46 @@ fn parse_url(s: &str) -> Option<url::Url> {
 /// host operands (`curl 169.254.169.254/latest`).
 fn command_urls(cmd: &Command, urls: &mut Vec<url::Url>) {
     let net = NET_PROGRAMS.contains(&cmd.program.as_str());
+    if cmd.program == "curl" {
+        // `--resolve HOST:PORT:ADDR` and `--connect-to H:P:ADDR:PORT` send the request to
+        // ADDR; `-x`/`--proxy` through it.
+        let mut it = cmd.args.iter();
+        while let Some(a) = it.next() {
+            let (flag, value) = match a.split_once('=') {
+                Some((f, v)) if f.starts_with("--") => (f, Some(v.to_owned())),
+                _ => (a.as_str(), None),
+            };
+            let target = match flag {
+                "--resolve" | "--connect-to" | "-x" | "--proxy" | "--preproxy" => {
+                    value.or_else(|| it.next().cloned())
+                }
+                _ => None,
+            };
+            let Some(t) = target else { continue };
+            let host = match flag {
+                "--resolve" => t.splitn(3, ':').nth(2).map(str::to_owned),
+                "--connect-to" => t.split(':').nth(2).map(str::to_owned),
+                _ => Some(t.clone()),
+            };
+            for h in host
+                .into_iter()
+                .flat_map(|h| h.split(',').map(str::to_owned).collect::<Vec<_>>())
+            {
+                let h = h.trim_matches(['[', ']']);
+                if h.is_empty() {
+                    continue;
+                }
+                let spelled = if h.contains("://") {
+                    h.to_owned()
+                } else if h.contains(':') && !h.contains('.') {
+                    format!("http://[{h}]/")
+                } else {
+                    format!("http://{h}/")
+                };
+                urls.extend(parse_url(&spelled));
+            }
+        }
+    }
     for a in &cmd.args {
         if a.contains("://") {
             urls.extend(

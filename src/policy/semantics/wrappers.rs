@@ -33,6 +33,8 @@ pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
         "npm" | "pnpm" | "yarn" | "bun" | "pipx" | "uv" => {
             unwrap_package_manager(&cmd.program, args)
         }
+        "nix-shell" => unwrap_nix_shell(args),
+        p if RUNNERS.iter().any(|(name, _, _)| *name == p) => unwrap_runner(p, args),
         _ => after_options(cmd),
     }
 }
@@ -170,7 +172,8 @@ fn unwrap_exec_clean(args: &[String]) -> Option<Unwrapped> {
 fn unwrap_package_manager(program: &str, args: &[String]) -> Option<Unwrapped> {
     let runs = match args.first().map(String::as_str) {
         Some("exec" | "dlx" | "x" | "tool") => true,
-        Some("run") => program == "pipx",
+        // `uv run CMD` runs a program; `npm run`/`pnpm run` a project script (read as one).
+        Some("run") => matches!(program, "pipx" | "uv"),
         _ => false,
     };
     if !runs {
@@ -185,6 +188,113 @@ fn unwrap_package_manager(program: &str, args: &[String]) -> Option<Unwrapped> {
     let start = command_start(rest, "p", PACKAGE_OPTIONS, 0)?;
     Some(Unwrapped {
         argv: rest[start..].to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+/// Project and environment runners: the program, the subcommand that runs a command
+/// (empty: the command follows the options), and the options taking a value. With `--`,
+/// the command is what follows it.
+const RUNNERS: &[(&str, &str, &[&str])] = &[
+    ("poetry", "run", &["-C", "--directory", "-P", "--project"]),
+    ("pipenv", "run", &[]),
+    ("pdm", "run", &["-p", "--project"]),
+    ("rye", "run", &[]),
+    ("hatch", "run", &["-e", "--env"]),
+    ("conda", "run", &["-n", "--name", "-p", "--prefix", "--cwd"]),
+    ("mamba", "run", &["-n", "--name", "-p", "--prefix", "--cwd"]),
+    (
+        "micromamba",
+        "run",
+        &["-n", "--name", "-p", "--prefix", "--cwd"],
+    ),
+    ("bundle", "exec", &[]),
+    ("devbox", "run", &["-c", "--config"]),
+    ("mise", "exec", &["-C", "--cd", "-j", "--jobs"]),
+    ("rtx", "exec", &["-C", "--cd"]),
+    ("asdf", "exec", &[]),
+    ("rbenv", "exec", &[]),
+    ("pyenv", "exec", &[]),
+    ("nodenv", "exec", &[]),
+    ("direnv", "exec", &[]),
+    ("dotenv", "", &["-e", "-f", "-v", "-c"]),
+    ("dotenvx", "run", &["-f", "--env-file", "-e", "--env"]),
+    ("op", "run", &["--env-file"]),
+    ("doppler", "run", &["-p", "--project", "-c", "--config"]),
+    ("infisical", "run", &["--env", "--path", "--projectId"]),
+    (
+        "aws-vault",
+        "exec",
+        &["-d", "--duration", "-t", "--mfa-token"],
+    ),
+    (
+        "xvfb-run",
+        "",
+        &[
+            "-n",
+            "--server-num",
+            "-s",
+            "--server-args",
+            "-f",
+            "--auth-file",
+        ],
+    ),
+    ("dbus-run-session", "", &["--config-file", "--dbus-daemon"]),
+    ("chronic", "", &[]),
+    ("ssh-agent", "", &["-a", "-E", "-P", "-t"]),
+    ("nix", "develop", &["-c", "--command"]),
+];
+
+/// `poetry run CMD`, `conda run -n env CMD`, `direnv exec DIR CMD`, `aws-vault exec P -- CMD`,
+/// `nix develop -c CMD`: the command such a runner runs.
+fn unwrap_runner(program: &str, args: &[String]) -> Option<Unwrapped> {
+    let (_, sub, with_value) = RUNNERS.iter().find(|(p, _, _)| *p == program)?;
+    let rest: &[String] = if sub.is_empty() {
+        args
+    } else {
+        let at = args.iter().position(|a| a == sub)?;
+        // Only the runner's own options may come before the subcommand.
+        if !args[..at].iter().all(|a| a.starts_with('-')) {
+            return None;
+        }
+        &args[at + 1..]
+    };
+    if let Some(dash) = rest.iter().position(|a| a == "--") {
+        let argv = rest[dash + 1..].to_vec();
+        return (!argv.is_empty()).then(|| Unwrapped {
+            argv,
+            ..Unwrapped::default()
+        });
+    }
+    if program == "nix" {
+        // `nix develop -c CMD…`: the command follows `-c`.
+        let at = rest.iter().position(|a| a == "-c" || a == "--command")?;
+        return Some(Unwrapped {
+            argv: rest.get(at + 1..)?.to_vec(),
+            ..Unwrapped::default()
+        });
+    }
+    let positionals = match program {
+        // `direnv exec DIR CMD`, `aws-vault exec PROFILE CMD`.
+        "direnv" | "aws-vault" => 1,
+        _ => 0,
+    };
+    let short: String = with_value
+        .iter()
+        .filter_map(|o| o.strip_prefix('-').filter(|c| c.len() == 1))
+        .collect();
+    let start = command_start(rest, &short, with_value, positionals)?;
+    Some(Unwrapped {
+        argv: rest[start..].to_vec(),
+        ..Unwrapped::default()
+    })
+}
+
+/// `nix-shell --run CMD` / `--command CMD`: CMD, through a shell.
+fn unwrap_nix_shell(args: &[String]) -> Option<Unwrapped> {
+    let at = args.iter().position(|a| a == "--run" || a == "--command")?;
+    Some(Unwrapped {
+        script: Some(args.get(at + 1)?.clone()),
         ..Unwrapped::default()
     })
 }

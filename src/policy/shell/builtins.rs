@@ -19,7 +19,28 @@ const GIT_COMMAND_KEYS: &[&str] = &[
     "sequence.editor",
     "gpg.program",
     "credential.helper",
+    "core.gitproxy",
+    "uploadpack.packobjectshook",
+    "sendemail.smtpserver",
 ];
+
+/// Keys with a name in the middle whose value is a command (`filter.lfs.smudge`).
+fn git_command_pattern(key: &str) -> bool {
+    let Some((section, rest)) = key.split_once('.') else {
+        return false;
+    };
+    let last = rest.rsplit('.').next().unwrap_or_default();
+    matches!(
+        (section, last),
+        ("filter", "clean" | "smudge" | "process")
+            | ("diff", "command" | "textconv")
+            | ("merge", "driver")
+            | ("remote", "uploadpack" | "receivepack")
+            | ("gpg", "program")
+            | ("credential", "helper")
+            | ("difftool" | "mergetool", "cmd")
+    ) || key.ends_with(".textconv")
+}
 
 /// Follow-up work found while recording a command, done once it is recorded.
 pub(super) enum Nested {
@@ -76,7 +97,13 @@ impl Walker<'_> {
             };
             cmd.env.extend(unwrapped.env);
             cmd.wrapper = true;
+            // Code the wrapper itself loads first (`direnv exec DIR`'s `.envrc`).
+            let loaded = self.runners(&mut cmd);
+            let loaded_ctx = ctx.clone();
             self.push(cmd)?;
+            for f in loaded {
+                self.follow(f, loaded_ctx.clone())?;
+            }
             if let Some(script) = unwrapped.script {
                 let mut inner_ctx = ctx.clone();
                 inner_ctx.cwd = cwd;
@@ -88,6 +115,7 @@ impl Walker<'_> {
         }
         let mut follow = self.builtin(&mut cmd, ctx)?;
         follow.extend(self.code(&mut cmd, ctx)?);
+        follow.extend(self.option_commands(&mut cmd, ctx));
         for exec in semantics::find_execs(&cmd) {
             follow.push(Nested::Argv(exec));
         }
@@ -274,7 +302,7 @@ fn git(cmd: &mut Command) -> Vec<Nested> {
             if let Some(script) = v.strip_prefix('!') {
                 out.push(Nested::Script(script.to_owned()));
             }
-        } else if GIT_COMMAND_KEYS.contains(&k.as_str()) || k.ends_with(".textconv") {
+        } else if GIT_COMMAND_KEYS.contains(&k.as_str()) || git_command_pattern(&k) {
             out.push(Nested::Script(v.trim_start_matches('!').to_owned()));
         }
     }

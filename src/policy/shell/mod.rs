@@ -32,6 +32,7 @@ mod code;
 mod disk;
 mod glob;
 mod lexical;
+mod options;
 mod params;
 mod runners;
 mod walk;
@@ -208,6 +209,18 @@ struct Ctx {
 }
 
 impl Ctx {
+    /// The value a command sees for variable `name`: from its own assignments (`X=1 cmd`),
+    /// else from the script so far; `Some(None)` when it is set to a value known only at
+    /// run time.
+    fn variable(&self, assigns: &[(String, Option<String>)], name: &str) -> Option<Option<String>> {
+        assigns
+            .iter()
+            .rev()
+            .find(|(n, _)| n == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| self.vars.get(name).cloned())
+    }
+
     fn new(cwd: &Path) -> Ctx {
         Ctx {
             cwd: cwd.to_path_buf(),

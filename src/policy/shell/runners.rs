@@ -47,14 +47,7 @@ impl Walker<'_> {
     /// a shell, `NODE_OPTIONS`' and `node`'s `--require`/`--import`, `LD_PRELOAD` for any.
     pub(super) fn loaded_code(&mut self, cmd: &mut Command, ctx: &Ctx) -> Vec<Nested> {
         let assigns = cmd.assigns.clone();
-        let var = |name: &str| -> Option<Option<String>> {
-            assigns
-                .iter()
-                .rev()
-                .find(|(n, _)| n == name)
-                .map(|(_, v)| v.clone())
-                .or_else(|| ctx.vars.get(name).cloned())
-        };
+        let var = |name: &str| ctx.variable(&assigns, name);
         let mut out = Vec::new();
         if let Some(value) = var("LD_PRELOAD").flatten() {
             for lib in value.split([':', ' ']).filter(|l| !l.is_empty()) {
@@ -119,6 +112,13 @@ impl Walker<'_> {
             "invoke" | "inv" => self.python_file_in(cmd, &["-r", "--search-root"], "tasks.py"),
             "pytest" | "py.test" => self.conftests(cmd),
             "go" if cmd.args.first().is_some_and(|a| a == "generate") => self.go_generate(cmd),
+            // `direnv exec DIR CMD` first runs DIR's `.envrc` (bash).
+            "direnv" if cmd.args.first().is_some_and(|a| a == "exec") => {
+                match cmd.args.get(1).filter(|d| !d.starts_with('-')).cloned() {
+                    Some(dir) => self.loaded_file(cmd, &format!("{dir}/.envrc"), None),
+                    None => Vec::new(),
+                }
+            }
             "pip" | "pip3" => {
                 let args = cmd.args.clone();
                 self.setup_py(cmd, &args)

@@ -72,7 +72,11 @@ impl Walker<'_> {
                 ast::IoFileRedirectTarget::ProcessSubstitution(k, sub) => {
                     self.procsub_redirect(*fd, k, sub, ctx, cmd, stdin)?
                 }
-                ast::IoFileRedirectTarget::Fd(_) | ast::IoFileRedirectTarget::Duplicate(_) => {}
+                // `>&WORD`: a file when WORD, expanded, is not a descriptor (checked there).
+                ast::IoFileRedirectTarget::Duplicate(w) => {
+                    self.file_redirect(*fd, kind, &w.value, ctx, cmd, stdin)?
+                }
+                ast::IoFileRedirectTarget::Fd(_) => {}
             },
             ast::IoRedirect::OutputAndError(w, _) => {
                 let e = self.expand_one(&w.value, ctx)?;
@@ -114,11 +118,14 @@ impl Walker<'_> {
         cmd.fed_by.extend(e.fed.iter().cloned());
         cmd.vars.extend(e.vars.iter().cloned());
         let text = e.text();
+        // `>&WORD` with a word that is not a descriptor writes stdout and stderr to a file.
+        let fd_word = text.chars().all(|c| c.is_ascii_digit()) || text.ends_with('-');
         let (reads, writes) = match kind {
             K::Read => (true, false),
             K::Write | K::Append | K::Clobber => (false, true),
             K::ReadAndWrite => (true, true),
-            K::DuplicateInput | K::DuplicateOutput => (false, false),
+            K::DuplicateOutput => (false, !fd_word),
+            K::DuplicateInput => (false, false),
         };
         if reads && fd.is_none_or(|f| f == 0) {
             *stdin = Some(Stdin::File(text.clone()));
