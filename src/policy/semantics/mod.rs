@@ -230,6 +230,34 @@ pub fn recursive(cmd: &Command) -> bool {
 }
 
 /// Files the command may create, modify or delete.
+/// Whether a `chmod` mode leaves group and others nothing and sets no special bit: `600`,
+/// `0700`, `go-rwx`, `u=rw,go=`.
+fn restrictive_mode(mode: &str) -> bool {
+    if mode.chars().all(|c| c.is_digit(8)) && (3..=4).contains(&mode.len()) {
+        let digits: Vec<u32> = mode.chars().filter_map(|c| c.to_digit(8)).collect();
+        let n = digits.len();
+        let special = if n == 4 { digits[0] } else { 0 };
+        return special == 0 && digits[n - 2] == 0 && digits[n - 1] == 0;
+    }
+    mode.split(',').all(|clause| {
+        let op_at = clause.find(['+', '-', '=']);
+        let Some(at) = op_at else { return false };
+        let (who, rest) = clause.split_at(at);
+        let op = rest.chars().next().unwrap_or('=');
+        let perms = &rest[1..];
+        if !who.chars().all(|c| "ugoa".contains(c)) || !perms.chars().all(|c| "rwxXst".contains(c))
+        {
+            return false;
+        }
+        match op {
+            '-' => true,
+            '=' if !who.is_empty() && !who.contains(['u', 'a']) => perms.is_empty(),
+            '=' | '+' => who == "u" && perms.chars().all(|c| "rwxX".contains(c)),
+            _ => false,
+        }
+    })
+}
+
 pub fn writes(cmd: &Command) -> Vec<String> {
     let mut out = redirect_writes(cmd);
     if cmd.wrapper {
@@ -238,7 +266,10 @@ pub fn writes(cmd: &Command) -> Vec<String> {
     let program = cmd.program.as_str();
     let spec = spec_of(program);
     let ops = operands(cmd);
-    if spec.operands == Modify || in_place(cmd) {
+    // Taking permissions away (`chmod 600 key`, `chmod go-rwx ~/.ssh`) changes nothing anyone
+    // could use.
+    let tightening = program == "chmod" && ops.first().is_some_and(|m| restrictive_mode(m));
+    if (spec.operands == Modify || in_place(cmd)) && !tightening {
         out.extend(ops.iter().map(|o| o.to_string()));
     }
     if spec.operands == Copy {
@@ -408,3 +439,30 @@ fn in_place(cmd: &Command) -> bool {
 
 #[cfg(test)]
 mod tests;
+
+#[cfg(test)]
+mod restrictive_mode_tests {
+    use super::restrictive_mode;
+
+    #[test]
+    fn only_modes_that_take_permissions_away_are_restrictive() {
+        for m in [
+            "600",
+            "0600",
+            "400",
+            "700",
+            "go-rwx",
+            "g-w,o-rwx",
+            "u=rw,go=",
+            "og=",
+            "a-x",
+        ] {
+            assert!(restrictive_mode(m), "{m}");
+        }
+        for m in [
+            "644", "755", "4700", "777", "o+r", "u+s", "a=rw", "go=r", "+x", "g+r",
+        ] {
+            assert!(!restrictive_mode(m), "{m}");
+        }
+    }
+}

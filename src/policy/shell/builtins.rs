@@ -97,6 +97,7 @@ impl Walker<'_> {
             };
             cmd.env.extend(unwrapped.env);
             cmd.wrapper = true;
+            let (cmd_program, cmd_args) = (cmd.program.clone(), cmd.args.clone());
             // Code the wrapper itself loads first (`direnv exec DIR`'s `.envrc`).
             let loaded = self.runners(&mut cmd);
             let loaded_ctx = ctx.clone();
@@ -111,7 +112,30 @@ impl Walker<'_> {
                     .nested(|w| w.script(&script, &mut inner_ctx))
                     .map(|_| ());
             }
-            return self.argv(inner, unwrapped.argv, ctx);
+            let mut argv = unwrapped.argv;
+            if let Some(items) = xargs_items(&cmd_program, &cmd_args, ctx) {
+                // `find ROOT … | xargs CMD`: CMD gets what is below ROOT (`rm` as a tree, as
+                // for `find -exec`).
+                argv = argv
+                    .into_iter()
+                    .flat_map(|a| {
+                        if a == UNKNOWN.to_string() {
+                            items.clone()
+                        } else if is_unknown(&a) {
+                            vec![a.replace(UNKNOWN, &items[0])]
+                        } else {
+                            vec![a]
+                        }
+                    })
+                    .collect();
+                if argv
+                    .first()
+                    .is_some_and(|p| matches!(program_name(p).as_str(), "rm" | "unlink" | "shred"))
+                {
+                    argv.insert(1, "-r".to_owned());
+                }
+            }
+            return self.argv(inner, argv, ctx);
         }
         let mut follow = self.builtin(&mut cmd, ctx)?;
         follow.extend(self.code(&mut cmd, ctx)?);
@@ -233,6 +257,10 @@ impl Walker<'_> {
     /// Text the shell will run as commands (`eval`, `trap`): parsed when it is known,
     /// dynamic code when it is not.
     pub(super) fn text_as_code(&self, cmd: &mut Command, text: &str) -> Nested {
+        // `eval "$(pyenv init -)"`: only a known generator's set-up code.
+        if text.contains(super::SETUP) && text.replace(super::SETUP, "").trim().is_empty() {
+            return Nested::Script(String::new());
+        }
         if is_unknown(text) {
             if cmd.fed_by.is_empty() {
                 cmd.code_unknown = true;
@@ -421,4 +449,17 @@ fn env_assigns(cmd: &Command) -> Vec<(String, Option<String>)> {
         .filter(|(n, _)| !n.is_empty() && n.chars().all(|c| c.is_ascii_alphanumeric() || c == '_'))
         .map(|(n, v)| (n.to_owned(), Some(v.to_owned()).filter(|v| !is_unknown(v))))
         .collect()
+}
+
+/// What `xargs` hands its command when the previous stage of its pipeline is a lister with
+/// known roots (and xargs reads no file of its own).
+fn xargs_items(program: &str, args: &[String], ctx: &Ctx) -> Option<Vec<String>> {
+    if program != "xargs"
+        || args
+            .iter()
+            .any(|a| a == "-a" || a.starts_with("--arg-file") || a.starts_with("-a"))
+    {
+        return None;
+    }
+    ctx.listed.clone().filter(|items| !items.is_empty())
 }

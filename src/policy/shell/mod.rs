@@ -206,6 +206,9 @@ struct Ctx {
     vars: HashMap<String, Option<String>>,
     fed_by: Vec<String>,
     stdin: Stdin,
+    /// The paths the previous stage of a pipeline lists (`find ROOT …`, `fd`, `rg -l`, `git
+    /// ls-files`), as `ROOT/*`: what `… | xargs CMD` hands CMD.
+    listed: Option<Vec<String>>,
 }
 
 impl Ctx {
@@ -230,6 +233,7 @@ impl Ctx {
             vars: HashMap::new(),
             fed_by: Vec::new(),
             stdin: Stdin::Inherited,
+            listed: None,
         }
     }
 }
@@ -356,6 +360,125 @@ impl<'a> Walker<'a> {
 }
 
 /// The text a list of commands prints when it is nothing but `echo`/`printf` of known words.
+/// What a command substitution's commands print, when the policy knows it: `pwd` (the
+/// directory), `git rev-parse --show-toplevel` (the repository's root, found on disk).
+fn known_output(cmds: &[Command], resolver: &Resolver) -> Option<String> {
+    let [c] = cmds else { return None };
+    if !c.redirects.is_empty() || !c.cwd_known || c.wrapper || !c.via.is_empty() {
+        return None;
+    }
+    let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+    match (c.path.as_str(), args.as_slice()) {
+        ("pwd", [] | ["-L"] | ["-P"]) => Some(c.cwd.display().to_string()),
+        ("git", ["rev-parse", "--show-toplevel"]) if resolver.follow_symlinks => c
+            .cwd
+            .ancestors()
+            .find(|d| d.join(".git").exists())
+            .map(|d| d.display().to_string()),
+        _ => None,
+    }
+}
+
+/// Stands for the output of a known shell set-up generator (`ssh-agent -s`, `pyenv init -`,
+/// `kubectl completion bash`): code, but the generator's own, not the agent's. It follows an
+/// [`UNKNOWN`], so everywhere else the value is still unknown.
+pub(super) const SETUP: &str = "\0\u{2}";
+
+/// Whether a substitution's commands are one well-known program printing its shell set-up
+/// (environment, hooks, completions), run from the system and not from a path of the agent's.
+fn shell_setup(cmds: &[Command]) -> bool {
+    let [c] = cmds else { return false };
+    let system = !c.path.contains('/')
+        || [
+            "/usr/",
+            "/bin/",
+            "/opt/",
+            "/home/linuxbrew/",
+            "/nix/store/",
+            "/snap/",
+        ]
+        .iter()
+        .any(|d| c.path.starts_with(d));
+    if !system || !c.redirects.is_empty() || c.args.iter().any(|a| is_unknown(a)) {
+        return false;
+    }
+    let args: Vec<&str> = c.args.iter().map(String::as_str).collect();
+    let first = args.first().copied().unwrap_or_default();
+    match c.program.as_str() {
+        "ssh-agent" => matches!(args.as_slice(), [] | ["-s"] | ["-c"]),
+        "pyenv" | "rbenv" | "nodenv" | "goenv" | "jenv" | "plenv" | "phpenv" => {
+            matches!(first, "init" | "virtualenv-init")
+        }
+        "direnv" => first == "hook",
+        "starship" | "zoxide" | "atuin" | "mcfly" | "oh-my-posh" => first == "init",
+        "fnm" | "opam" => first == "env",
+        "mise" | "rtx" => matches!(first, "activate" | "env"),
+        "conda" | "mamba" | "micromamba" => {
+            first.starts_with("shell.") && args.get(1) == Some(&"hook")
+        }
+        "brew" => first == "shellenv",
+        "dircolors" => true,
+        "keychain" => args.contains(&"--eval"),
+        "luarocks" => first == "path",
+        "thefuck" => first == "--alias",
+        "fzf" => matches!(args.as_slice(), ["--bash" | "--zsh" | "--fish"]),
+        "uv" | "uvx" => first == "generate-shell-completion",
+        "kubectl" | "helm" | "npm" | "gh" | "rustup" | "poetry" | "pip" | "pip3" | "docker"
+        | "deno" | "bun" | "pnpm" | "kind" | "minikube" | "flux" | "argocd" | "k3d"
+        | "kustomize" | "stern" | "just" | "cargo" | "golangci-lint" | "hugo" | "doctl" => args
+            .iter()
+            .any(|a| matches!(*a, "completion" | "completions")),
+        _ => false,
+    }
+}
+
+/// The paths a lister prints (`find ROOT …`, `fd PATTERN ROOT`, `rg -l PATTERN ROOT`,
+/// `grep -rl PATTERN ROOT`, `git ls-files`), each as `ROOT/*`; `None` for anything else.
+fn listing(cmds: &[Command]) -> Option<Vec<String>> {
+    let [c] = cmds else { return None };
+    if c.wrapper || !c.cwd_known {
+        return None;
+    }
+    let positionals: Vec<&str> = c
+        .args
+        .iter()
+        .map(String::as_str)
+        .filter(|a| !a.starts_with('-'))
+        .collect();
+    let roots: Vec<&str> = match c.program.as_str() {
+        "find" => super::semantics::operands(c),
+        "fd" | "fdfind" => positionals
+            .get(1..)
+            .map(<[&str]>::to_vec)
+            .unwrap_or_default(),
+        "rg" if c.args.iter().any(|a| a == "--files") => positionals.clone(),
+        "rg" | "grep" | "egrep"
+            if c.args.iter().any(|a| {
+                a == "-l"
+                    || a == "--files-with-matches"
+                    || (a.starts_with('-') && !a.starts_with("--") && a.contains('l'))
+            }) =>
+        {
+            positionals
+                .get(1..)
+                .map(<[&str]>::to_vec)
+                .unwrap_or_default()
+        }
+        "git" if matches!(positionals.first(), Some(&"ls-files")) => vec!["."],
+        _ => return None,
+    };
+    let roots = if roots.is_empty() { vec!["."] } else { roots };
+    if roots.iter().any(|r| is_unknown(r)) {
+        return None;
+    }
+    Some(
+        roots
+            .iter()
+            .map(|r| format!("{}/*", r.trim_end_matches('/')))
+            .collect(),
+    )
+}
+
 fn literal_output(cmds: &[Command]) -> Option<String> {
     let mut out = String::new();
     let mut any = false;

@@ -28,12 +28,20 @@ impl Walker<'_> {
         }
         let mut upstream = Vec::new();
         let mut feed = ctx.stdin.clone();
+        let mut listed = None;
         for cmd in &pipeline.seq {
             let mut stage = ctx.clone();
             stage.fed_by.extend(upstream.iter().cloned());
             stage.stdin = feed;
+            stage.listed = listed;
             let start = self.out.len();
             let programs = self.nested(|w| w.command(cmd, &mut stage))?;
+            let cmds: Vec<Command> = self.out[start..]
+                .iter()
+                .filter(|c| !c.program.is_empty())
+                .cloned()
+                .collect();
+            listed = super::listing(&cmds);
             feed = literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal);
             upstream.extend(programs);
         }
@@ -272,8 +280,17 @@ impl Walker<'_> {
                 let start = self.out.len();
                 let programs = self.nested(|w| w.list(&sub.list, &mut ctx.clone()))?;
                 if matches!(kind, ast::ProcessSubstitutionKind::Read) {
-                    let held =
-                        literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal);
+                    let cmds: Vec<Command> = self.out[start..]
+                        .iter()
+                        .filter(|c| !c.program.is_empty())
+                        .cloned()
+                        .collect();
+                    // `source <(kubectl completion bash)`: a known generator's set-up code.
+                    let held = if super::shell_setup(&cmds) {
+                        Stdin::Literal(String::new())
+                    } else {
+                        literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal)
+                    };
                     cmd.procsubs.push((argv.len(), held));
                     cmd.fed_by.extend(programs);
                 }

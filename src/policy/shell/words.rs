@@ -277,9 +277,24 @@ impl Walker<'_> {
                     None => b.literal(&UNKNOWN.to_string()),
                 },
                 WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
+                    let start = self.out.len();
                     let programs = self.nested(|w| w.script(s, &mut ctx.clone()))?;
-                    e.fed.extend(programs);
-                    b.literal(&UNKNOWN.to_string());
+                    let cmds: Vec<Command> = self.out[start..]
+                        .iter()
+                        .filter(|c| !c.program.is_empty())
+                        .cloned()
+                        .collect();
+                    if let Some(value) = super::known_output(&cmds, self.resolver) {
+                        // `$(pwd)`: a value known now, as `$PWD` is.
+                        b.literal(&value);
+                    } else {
+                        e.fed.extend(programs);
+                        if super::shell_setup(&cmds) {
+                            b.literal(super::SETUP);
+                        } else {
+                            b.literal(&UNKNOWN.to_string());
+                        }
+                    }
                 }
                 WordPiece::ArithmeticExpression(a) => {
                     let inner = self.arithmetic(&a.value, ctx)?;
