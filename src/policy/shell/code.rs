@@ -412,6 +412,7 @@ impl Walker<'_> {
         lang: Lang,
         file: Option<std::sync::Arc<Origin>>,
     ) -> Vec<Nested> {
+        let text = inline::fold_constants(&text, lang);
         let scan = inline::scan(&text, lang);
         let trusted = file.as_ref().is_some_and(|o| o.trusted);
         if let Some(why) = scan.dynamic {
@@ -436,10 +437,15 @@ impl Walker<'_> {
         cmd.code_paths
             .deletes
             .extend(scan.deletes.into_iter().filter(known));
-        cmd.code = Some(match cmd.code.take() {
-            Some(before) => format!("{before}\n{text}"),
-            None => text,
-        });
+        // The text is what `code_matches` rules read: patterns on what code merely mentions
+        // (`credentials`, `socket` and `dup2`) are for code written by the agent (inline, or a
+        // file it changed), not for the project's own.
+        if !trusted {
+            cmd.code = Some(match cmd.code.take() {
+                Some(before) => format!("{before}\n{text}"),
+                None => text,
+            });
+        }
         if cmd.from.is_none() {
             cmd.from.clone_from(&file);
         }

@@ -83,6 +83,25 @@ fn the_projects_own_code_is_trusted_with_values_known_only_at_run_time() {
     assert_no_opinion(&bash("python3 gen.py x"), "trusted run-time command");
     // What it does literally is still what it does.
     assert_blocked(&bash("bash wipe.sh"), DELETE, "trusted wipe.sh");
+    // What its text merely mentions is not held against it; the agent's own file is.
+    write(
+        &s,
+        "deploy.py",
+        "import os, requests\ncredentials = os.environ['DEPLOY_TOKEN']\nrequests.post('https://ci.example/deploy', headers={'Authorization': credentials})\n",
+    );
+    let trusting = Policy::default_policy()
+        .with_home(&s.home)
+        .trusting_code_changed_before(SystemTime::now() + Duration::from_secs(3600));
+    let d = trusting.evaluate(&pre_action(json!({
+        "tool_name": "Bash",
+        "arguments": { "command": "python3 deploy.py" },
+        "context": { "working_directory": s.ws },
+    })));
+    assert_no_opinion(&d, "the project's deploy.py");
+    assert!(
+        !matches!(s.bash("python3 deploy.py").verdict, Verdict::Allow { .. }),
+        "the agent's own deploy.py sends a secret variable"
+    );
     // The same files, changed after the run started, are the agent's.
     assert_escalated(&s.bash("python3 gen.py x"), UNREAD, "untrusted gen.py");
 }
