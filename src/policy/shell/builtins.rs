@@ -87,6 +87,8 @@ impl Walker<'_> {
                 via,
                 // The wrapper's redirections are the wrapped command's.
                 redirects: std::mem::take(&mut cmd.redirects),
+                // The variables the wrapper sets are the wrapped command's too.
+                env: unwrapped.env.clone(),
                 assigns: cmd
                     .assigns
                     .iter()
