@@ -93,6 +93,7 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
     } else {
         unknown_where_it_matters(&cmd)
     };
+    let typosquat = semantics::typosquat(&cmd);
     CommandFacts {
         cmd,
         operands,
@@ -100,6 +101,7 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
         writes,
         deletes,
         unknown,
+        typosquat,
     }
 }
 

@@ -74,6 +74,8 @@ pub struct CommandFacts {
     pub deletes: Vec<ResolvedPath>,
     /// Why something known only at run time stands where it matters, if it does.
     pub unknown: Option<String>,
+    /// Why a package it installs looks like a typosquat of a popular one, if one does.
+    pub typosquat: Option<String>,
 }
 
 /// Everything rules look at, extracted once per event.

@@ -122,6 +122,8 @@ pub struct RawCommand {
     /// Code the command runs from a file could not be checked (too large, not a regular
     /// file, too many files, or the agent's own code building what it runs at run time).
     pub unread_code: Option<bool>,
+    /// A package it installs is one or two edits from a popular one (`pip install reqeusts`).
+    pub typosquat: Option<bool>,
     /// Patterns on the literal code an interpreter runs (`python -c`, `awk '…'`).
     pub code_matches: Option<Vec<String>>,
     /// Names of variables the arguments refer to.
@@ -216,6 +218,7 @@ struct CommandCond {
     unknown: Option<bool>,
     dynamic_code: Option<bool>,
     unread_code: Option<bool>,
+    typosquat: Option<bool>,
     code_matches: Option<Patterns>,
     vars: Option<Patterns>,
     via_not: Option<Patterns>,
@@ -246,6 +249,7 @@ impl CommandCond {
             unknown: c.unknown,
             dynamic_code: c.dynamic_code,
             unread_code: c.unread_code,
+            typosquat: c.typosquat,
             code_matches: patterns(id, &c.code_matches)?,
             vars: patterns(id, &c.vars)?,
             via_not: patterns(id, &c.via_not)?,
@@ -288,6 +292,7 @@ impl CommandCond {
                 .dynamic_code
                 .is_none_or(|d| d == cmd.dynamic_code.is_some())
             && self.unread_code.is_none_or(|u| u == cmd.unread.is_some())
+            && self.typosquat.is_none_or(|t| t == c.typosquat.is_some())
             && self
                 .code_matches
                 .as_ref()
@@ -413,11 +418,11 @@ impl Rule {
             })?,
             (None, None) => return None,
         };
-        let why = cf.cmd.unread.as_deref().filter(|_| {
-            self.command
-                .as_ref()
-                .is_some_and(|c| c.unread_code == Some(true))
-        });
+        let why = match &self.command {
+            Some(c) if c.unread_code == Some(true) => cf.cmd.unread.as_deref(),
+            Some(c) if c.typosquat == Some(true) => cf.typosquat.as_deref(),
+            _ => None,
+        };
         match (why, cf.cmd.from.as_deref()) {
             (Some(why), Some(o)) => Some(format!("{why}; in {}", o.label)),
             (Some(why), None) => Some(why.to_owned()),

@@ -4,10 +4,12 @@
 //! A program not in the table is assumed to read its operands, which only matters for words
 //! that name a protected asset: an unknown program's arguments are not all file reads.
 
+mod installs;
 mod shells;
 mod table;
 mod wrappers;
 
+pub use installs::typosquat;
 pub use shells::{shell_options, shell_script};
 use table::value_options;
 pub use table::{spec_of, SHELLS};

@@ -81,3 +81,47 @@ fn reads_writes_and_deletes_of_common_programs() {
         [["rm", "-r", "-f", "/etc/*"]]
     );
 }
+
+#[test]
+fn names_close_to_popular_packages_are_typosquats() {
+    for line in [
+        "pip install reqeusts",
+        "pip install python-dateutils",
+        "pip3 install --upgrade djnago==4.2",
+        "npm install lodahs",
+        "npm i expresss@4",
+        "yarn add reactt",
+        "cargo add serde_jsno",
+        "gem install rials",
+        "uv add numpyy",
+    ] {
+        assert!(typosquat(&cmd(line)).is_some(), "{line}");
+    }
+    for line in [
+        "pip install requests",
+        "pip install boto boto3",
+        "pip install -r requirements.txt",
+        "pip install -e .",
+        "npm install",
+        "npm install @babel/core@7",
+        "npm install left-pad",
+        "cargo add tokio --features full",
+        "cargo install ripgrep",
+        "gem install rails",
+        "pip install my-internal-tool",
+        "pnpm add -D vitest",
+        "npm install preact",
+        "pip install moto",
+        "cargo add serde_json tokio",
+        "pip install typing_extensions",
+    ] {
+        assert_eq!(typosquat(&cmd(line)), None, "{line}");
+    }
+}
+
+#[test]
+fn distance_counts_a_swap_as_one() {
+    assert_eq!(installs::distance("reqeusts", "requests", 2), 1);
+    assert_eq!(installs::distance("lodahs", "lodash", 2), 1);
+    assert_eq!(installs::distance("abc", "abcdef", 2), 3);
+}
