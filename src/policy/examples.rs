@@ -71,6 +71,7 @@ fn resolver() -> Resolver {
         home: PathBuf::from(EXAMPLE_HOME),
         follow_symlinks: false,
         code_since: None,
+        other_homes: Vec::new(),
     }
 }
 

@@ -193,6 +193,7 @@ impl Policy {
                 home: home_from_env(),
                 follow_symlinks: true,
                 code_since: Some(std::time::SystemTime::now()),
+                other_homes: passwd_home().into_iter().collect(),
             },
             workspace_root: None,
             protected: Protected::default(),
@@ -367,6 +368,12 @@ fn decided(verdict: Verdict, rule: &str) -> PolicyDecision {
         verdict,
         rule: Some(rule.to_owned()),
     }
+}
+
+/// The user's home in the password database, canonical.
+fn passwd_home() -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    Some(std::fs::canonicalize(&user.dir).unwrap_or(user.dir))
 }
 
 fn home_from_env() -> PathBuf {

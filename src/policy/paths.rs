@@ -17,6 +17,10 @@ pub struct Resolver {
     /// when a changed file counts as untrusted (the agent's own work). `None` for policy
     /// examples, which never touch the file system.
     pub code_since: Option<std::time::SystemTime>,
+    /// Other homes the `~/…` patterns also cover: the user's home in the password database
+    /// when `HOME` points elsewhere (an agent started with `HOME=/tmp/x` still has its keys
+    /// in the real one).
+    pub other_homes: Vec<PathBuf>,
 }
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
@@ -62,13 +66,16 @@ impl Resolver {
     }
 
     fn with_tilde(&self, abs: PathBuf) -> ResolvedPath {
-        let tilde = abs.strip_prefix(&self.home).ok().map(|rest| {
-            if rest.as_os_str().is_empty() {
-                "~".to_owned()
-            } else {
-                format!("~/{}", rest.display())
-            }
-        });
+        let tilde = std::iter::once(&self.home)
+            .chain(&self.other_homes)
+            .find_map(|h| abs.strip_prefix(h).ok())
+            .map(|rest| {
+                if rest.as_os_str().is_empty() {
+                    "~".to_owned()
+                } else {
+                    format!("~/{}", rest.display())
+                }
+            });
         ResolvedPath { abs, tilde }
     }
 
@@ -200,6 +207,7 @@ mod tests {
             home: PathBuf::from(home),
             follow_symlinks: false,
             code_since: None,
+            other_homes: Vec::new(),
         }
     }
 
@@ -218,6 +226,22 @@ mod tests {
     }
 
     #[test]
+    fn another_home_is_spelled_with_a_tilde_too() {
+        let mut r = lexical("/tmp/fake-home");
+        r.other_homes = vec![PathBuf::from("/home/u")];
+        let cwd = Path::new("/w");
+        assert_eq!(
+            r.resolve("/home/u/.bashrc", cwd).tilde.as_deref(),
+            Some("~/.bashrc")
+        );
+        assert_eq!(
+            r.resolve("~/.ssh/id_rsa", cwd).tilde.as_deref(),
+            Some("~/.ssh/id_rsa")
+        );
+        assert_eq!(r.resolve("/srv/x", cwd).tilde, None);
+    }
+
+    #[test]
     fn symlinks_are_followed_before_dotdot() {
         let dir = tempfile::tempdir().unwrap();
         let base = std::fs::canonicalize(dir.path()).unwrap();
@@ -227,6 +251,7 @@ mod tests {
             home: PathBuf::from("/nonexistent"),
             follow_symlinks: true,
             code_since: None,
+            other_homes: Vec::new(),
         };
         // link/.. is real/, not base/.
         let p = r.resolve("link/../missing/file", &base);

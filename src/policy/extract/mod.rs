@@ -188,6 +188,15 @@ pub fn facts(
             .extend(patch_paths(patch).map(|p| resolver.resolve(p, &shell_cwd)));
     }
     tool_urls(&mut f, args);
+    // A `file:` URL (a browser told to open one, a fetch tool) reads that file.
+    let files: Vec<ResolvedPath> = f
+        .urls
+        .iter()
+        .filter(|u| u.scheme() == "file")
+        .filter_map(|u| u.to_file_path().ok())
+        .map(|p| resolver.resolve(&p.to_string_lossy(), &cwd))
+        .collect();
+    f.reads.extend(files);
     f
 }
 
