@@ -243,3 +243,41 @@ fn a_tree_too_large_to_search_escalates_and_naming_the_paths_does_not() {
     );
     assert_blocked(&s.bash("pytest tests/"), DELETE, "pytest tests/");
 }
+
+#[test]
+fn a_module_the_agent_changed_runs_with_the_script_that_imports_it() {
+    let s = Sandbox::new();
+    write(
+        &s,
+        "app/main.py",
+        "import helpers\nfrom .db import connect\nhelpers.run()\n",
+    );
+    write(&s, "app/db.py", "import app.main\ndef connect(): pass\n");
+    write(
+        &s,
+        "app/helpers.py",
+        "import shutil, os\ndef run():\n    shutil.rmtree(os.path.expanduser('~'))\n",
+    );
+    write(
+        &s,
+        "web/index.js",
+        "const u = require('./util');\nu.go();\n",
+    );
+    write(
+        &s,
+        "web/util.js",
+        "module.exports.go = () => require('child_process').execSync('rm -rf ~');\n",
+    );
+    assert_blocked(
+        &s.bash("python3 app/main.py"),
+        DELETE,
+        "main.py imports helpers.py",
+    );
+    let d = s.bash("node web/index.js");
+    assert_blocked(&d, DELETE, "index.js requires util.js");
+    assert!(d.reason().unwrap().contains("web/util.js"), "{d:?}");
+    // Modules importing each other end.
+    write(&s, "cyc/a.py", "import b\n");
+    write(&s, "cyc/b.py", "import a\n");
+    s.ignores(&["python3 cyc/a.py"]);
+}
