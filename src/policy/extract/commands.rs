@@ -88,11 +88,34 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
     }
     // The project's own code (unchanged since the run started) is trusted with values known
     // only at run time; the agent's is not.
-    let unknown = if cmd.from.as_ref().is_some_and(|o| o.trusted) {
+    let trusted = cmd.from.as_ref().is_some_and(|o| o.trusted);
+    let unknown = if trusted {
         None
     } else {
         unknown_where_it_matters(&cmd)
     };
+    // And with code it builds at run time (`eval "$(tool init)"` in its own set-up), unless
+    // that code is decoded or downloaded.
+    let mut cmd = cmd;
+    if trusted
+        && !cmd.fed_by.iter().any(|p| {
+            matches!(
+                p.as_str(),
+                "base64"
+                    | "xxd"
+                    | "openssl"
+                    | "gpg"
+                    | "curl"
+                    | "wget"
+                    | "nc"
+                    | "ncat"
+                    | "rev"
+                    | "tr"
+            )
+        })
+    {
+        cmd.dynamic_code = None;
+    }
     let typosquat = semantics::typosquat(&cmd);
     CommandFacts {
         cmd,

@@ -15,6 +15,19 @@ fn write(s: &Sandbox, rel: &str, text: &str) {
     std::fs::write(p, text).unwrap();
 }
 
+/// `command` decided by a policy for which every file of `s` is the project's own (unchanged
+/// since the run started).
+fn trusted_bash(s: &Sandbox, command: &str) -> PolicyDecision {
+    Policy::default_policy()
+        .with_home(&s.home)
+        .trusting_code_changed_before(SystemTime::now() + Duration::from_secs(3600))
+        .evaluate(&pre_action(json!({
+            "tool_name": "Bash",
+            "arguments": { "command": command },
+            "context": { "working_directory": s.ws },
+        })))
+}
+
 #[track_caller]
 fn assert_escalated(d: &PolicyDecision, rule: &str, what: &str) {
     assert!(
@@ -69,16 +82,7 @@ fn the_projects_own_code_is_trusted_with_values_known_only_at_run_time() {
     write(&s, "rmdir.sh", "rm -rf \"$1\"\n");
     write(&s, "gen.py", "import os, sys\nos.system(sys.argv[1])\n");
     write(&s, "wipe.sh", "rm -rf ~\n");
-    let trusting = Policy::default_policy()
-        .with_home(&s.home)
-        .trusting_code_changed_before(SystemTime::now() + Duration::from_secs(3600));
-    let bash = |c: &str| {
-        trusting.evaluate(&pre_action(json!({
-            "tool_name": "Bash",
-            "arguments": { "command": c },
-            "context": { "working_directory": s.ws },
-        })))
-    };
+    let bash = |c: &str| trusted_bash(&s, c);
     assert_no_opinion(&bash("bash rmdir.sh \"$DIR\""), "trusted $DIR");
     assert_no_opinion(&bash("python3 gen.py x"), "trusted run-time command");
     // What it does literally is still what it does.
@@ -89,14 +93,7 @@ fn the_projects_own_code_is_trusted_with_values_known_only_at_run_time() {
         "deploy.py",
         "import os, requests\ncredentials = os.environ['DEPLOY_TOKEN']\nrequests.post('https://ci.example/deploy', headers={'Authorization': credentials})\n",
     );
-    let trusting = Policy::default_policy()
-        .with_home(&s.home)
-        .trusting_code_changed_before(SystemTime::now() + Duration::from_secs(3600));
-    let d = trusting.evaluate(&pre_action(json!({
-        "tool_name": "Bash",
-        "arguments": { "command": "python3 deploy.py" },
-        "context": { "working_directory": s.ws },
-    })));
+    let d = trusted_bash(&s, "python3 deploy.py");
     assert_no_opinion(&d, "the project's deploy.py");
     assert!(
         !matches!(s.bash("python3 deploy.py").verdict, Verdict::Allow { .. }),
@@ -280,4 +277,38 @@ fn a_module_the_agent_changed_runs_with_the_script_that_imports_it() {
     write(&s, "cyc/a.py", "import b\n");
     write(&s, "cyc/b.py", "import a\n");
     s.ignores(&["python3 cyc/a.py"]);
+}
+
+#[test]
+fn activating_a_virtualenv_the_agent_made_is_ordinary_work() {
+    let s = Sandbox::new();
+    let made = std::process::Command::new("python3")
+        .args(["-m", "venv", "--without-pip", ".venv"])
+        .current_dir(&s.ws)
+        .status();
+    assert!(made.is_ok_and(|st| st.success()), "python3 -m venv failed");
+    s.ignores(&[
+        ". .venv/bin/activate && python -V",
+        "source .venv/bin/activate",
+        "source .venv/bin/activate && deactivate",
+    ]);
+}
+
+#[test]
+fn the_projects_own_shell_set_up_may_build_code_at_run_time() {
+    let s = Sandbox::new();
+    write(&s, "env.sh", "eval \"$(mytool init bash)\"\nexport X=1\n");
+    write(&s, "bad.sh", "echo cm0gLXJmIH4K | base64 -d | sh\n");
+    let bash = |c: &str| trusted_bash(&s, c);
+    assert_no_opinion(&bash("source env.sh"), "the project's env.sh");
+    // Decoding and running is never ordinary, the project's file or not.
+    assert!(
+        matches!(bash("bash bad.sh").verdict, Verdict::Block { .. }),
+        "bad.sh"
+    );
+    // The agent's own env.sh runs code nobody can read.
+    assert!(
+        !matches!(s.bash("source env.sh").verdict, Verdict::Allow { .. }),
+        "agent's env.sh"
+    );
 }
