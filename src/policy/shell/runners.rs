@@ -21,6 +21,10 @@ use super::{disk, is_unknown, Command, Ctx, Origin, Walker, UNKNOWN};
 
 /// Targets one `make` may visit (prerequisites included).
 const MAX_TARGETS: usize = 256;
+/// Longest value a make variable may expand to here.
+const MAX_EXPANSION: usize = 64 * 1024;
+/// Variable references one `make` may expand here.
+const MAX_REFERENCES: usize = 20_000;
 /// `.go` files `go generate` may scan (only those with a directive count as files read).
 const MAX_GO_FILES: usize = 512;
 /// How deep `go generate ./...` and pytest's `conftest.py` search go, and how many
@@ -889,8 +893,10 @@ struct MakeRule {
     recipe: Vec<String>,
 }
 
-#[derive(Debug, Default)]
+#[derive(Debug)]
 struct Makefile {
+    /// References left to expand for this `make`: a bound on the work, whatever the file.
+    budget: std::cell::Cell<usize>,
     home: PathBuf,
     /// Where make runs (`$(CURDIR)`).
     dir: PathBuf,
@@ -899,6 +905,21 @@ struct Makefile {
     default: Option<String>,
     oneshell: bool,
     includes: Vec<String>,
+}
+
+impl Default for Makefile {
+    fn default() -> Makefile {
+        Makefile {
+            budget: std::cell::Cell::new(MAX_REFERENCES),
+            home: PathBuf::new(),
+            dir: PathBuf::new(),
+            vars: HashMap::new(),
+            rules: Vec::new(),
+            default: None,
+            oneshell: false,
+            includes: Vec::new(),
+        }
+    }
 }
 
 /// Automatic variables of one recipe.
@@ -1127,6 +1148,11 @@ impl Makefile {
         let chars: Vec<char> = text.chars().collect();
         let mut i = 0;
         while i < chars.len() {
+            // Variables that double at each level would grow without end: past this, the
+            // value is make's business.
+            if out.len() > MAX_EXPANSION {
+                return UNKNOWN.to_string();
+            }
             let c = chars[i];
             if c != '$' || i + 1 >= chars.len() {
                 out.push(c);
@@ -1169,6 +1195,11 @@ impl Makefile {
 
     /// The value of `$(inner)`.
     fn reference(&self, inner: &str, auto: &Auto, dir: &Path, depth: usize) -> String {
+        let left = self.budget.get();
+        if left == 0 {
+            return UNKNOWN.to_string();
+        }
+        self.budget.set(left - 1);
         let (name, args) = match inner.split_once(|c: char| c.is_whitespace()) {
             Some((n, a)) => (n, a.trim()),
             None => (inner, ""),
@@ -1427,6 +1458,23 @@ mod tests {
         let mut clean = Vec::new();
         mk.visit("clean", Path::new("/w"), &mut HashSet::new(), &mut clean);
         assert_eq!(clean[0].1, "rm -rf build");
+    }
+
+    #[test]
+    fn variables_that_double_at_each_level_end_unknown() {
+        let mut text = String::from("V0 = xxxxxxxxxxxxxxxx\n");
+        for i in 1..40 {
+            text.push_str(&format!("V{i} = $(V{}) $(V{})\n", i - 1, i - 1));
+        }
+        text.push_str("t:\n\techo $(V39)\n");
+        let mut mk = Makefile::default();
+        mk.parse(&text, true);
+        let mut lines = Vec::new();
+        for _ in 0..50 {
+            mk.visit("t", Path::new("/w"), &mut HashSet::new(), &mut lines);
+        }
+        assert!(lines[0].1.len() < 4 * MAX_EXPANSION && lines[0].1.contains(UNKNOWN));
+        assert_eq!(mk.budget.get(), 0, "the work is bounded");
     }
 
     #[test]
