@@ -24,6 +24,9 @@ pub struct Embedded {
     /// This run's own files and processes, protected by the policy's `wrapper` rules.
     protected: OnceLock<Protected>,
     pub mode: Mode,
+    /// When the run started: code on disk changed since is the agent's (the policy itself is
+    /// built later, on the first event).
+    started: std::time::SystemTime,
 }
 
 impl Embedded {
@@ -34,6 +37,7 @@ impl Embedded {
             workspace: None,
             protected: OnceLock::new(),
             mode,
+            started: std::time::SystemTime::now(),
         }
     }
 
@@ -45,6 +49,7 @@ impl Embedded {
             workspace,
             protected: OnceLock::new(),
             mode,
+            started: std::time::SystemTime::now(),
         }
     }
 
@@ -56,7 +61,7 @@ impl Embedded {
 
     fn policy(&self) -> &Policy {
         self.policy.get_or_init(|| {
-            let p = Policy::default_policy();
+            let p = Policy::default_policy().trusting_code_changed_before(self.started);
             match &self.workspace {
                 Some(ws) => p.with_workspace(ws),
                 None => p,
