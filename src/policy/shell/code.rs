@@ -422,7 +422,7 @@ impl Walker<'_> {
         let Some(since) = self.resolver.code_since else {
             return Vec::new();
         };
-        local_imports(&origin.path, text, lang)
+        super::imports::local_imports(&origin.path, text, lang)
             .into_iter()
             .filter(|p| {
                 matches!(
@@ -546,133 +546,6 @@ pub(super) fn shell_file(
         dir: None,
         then: Box::new(Nested::ScriptArgs(text.to_owned(), args)),
     }]
-}
-
-/// Python modules built into the interpreter or frozen in it (3.11 on): a file of that name
-/// beside a script does not shadow them.
-const PYTHON_BUILTIN_MODULES: &[&str] = &[
-    "sys",
-    "builtins",
-    "marshal",
-    "posix",
-    "pwd",
-    "time",
-    "itertools",
-    "errno",
-    "gc",
-    "atexit",
-    "faulthandler",
-    "_abc",
-    "_ast",
-    "_codecs",
-    "_collections",
-    "_functools",
-    "_imp",
-    "_io",
-    "_locale",
-    "_operator",
-    "_signal",
-    "_sre",
-    "_stat",
-    "_string",
-    "_thread",
-    "_warnings",
-    "_weakref",
-    "os",
-    "io",
-    "abc",
-    "codecs",
-    "stat",
-    "posixpath",
-    "genericpath",
-    "ntpath",
-    "site",
-    "_collections_abc",
-    "_sitebuiltins",
-    "zipimport",
-    "runpy",
-    "importlib",
-];
-
-/// The project's own modules a Python or JavaScript file imports (`import helpers`, `from
-/// .db import x`, `require('./lib')`, `import x from "../y.js"`): their code runs too.
-/// Modules found nowhere beside the file are libraries.
-fn local_imports(file: &std::path::Path, text: &str, lang: Lang) -> Vec<std::path::PathBuf> {
-    use std::sync::LazyLock;
-    static PY: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(
-            r"(?m)^\s*(?:from\s+(\.*[\w.]*)\s+import\b|import\s+([\w.]+(?:\s*,\s*[\w.]+)*))",
-        )
-        .expect("valid regex")
-    });
-    static JS: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(
-            r#"(?:require\s*\(\s*|\bimport\s*\(\s*|\bfrom\s+|\bimport\s+)['"](\.{1,2}/[^'"]+)['"]"#,
-        )
-        .expect("valid regex")
-    });
-    let Some(dir) = file.parent() else {
-        return Vec::new();
-    };
-    let mut found: Vec<std::path::PathBuf> = Vec::new();
-    match lang {
-        Lang::Python => {
-            for c in PY.captures_iter(text) {
-                let names: Vec<String> = match (c.get(1), c.get(2)) {
-                    (Some(m), _) => vec![m.as_str().to_owned()],
-                    (_, Some(m)) => m.as_str().split(',').map(|n| n.trim().to_owned()).collect(),
-                    _ => continue,
-                };
-                for name in names {
-                    // Built-in and frozen modules are never read from a file.
-                    let top = name.split('.').next().unwrap_or_default();
-                    if PYTHON_BUILTIN_MODULES.contains(&top) {
-                        continue;
-                    }
-                    let dots = name.chars().take_while(|c| *c == '.').count();
-                    let base = (1..dots).fold(dir.to_path_buf(), |d, _| {
-                        d.parent().map_or(d.clone(), std::path::Path::to_path_buf)
-                    });
-                    let rel = name[dots..].replace('.', "/");
-                    if rel.is_empty() {
-                        continue;
-                    }
-                    found.extend(
-                        [
-                            base.join(format!("{rel}.py")),
-                            base.join(&rel).join("__init__.py"),
-                        ]
-                        .into_iter()
-                        .find(|p| p.is_file()),
-                    );
-                }
-            }
-        }
-        Lang::Js => {
-            for c in JS.captures_iter(text) {
-                let rel = &c[1];
-                let base = dir.join(rel);
-                found.extend(
-                    [
-                        base.clone(),
-                        base.with_extension("js"),
-                        dir.join(format!("{rel}.js")),
-                        dir.join(format!("{rel}.mjs")),
-                        dir.join(format!("{rel}.cjs")),
-                        dir.join(format!("{rel}.ts")),
-                        base.join("index.js"),
-                    ]
-                    .into_iter()
-                    .find(|p| p.is_file()),
-                );
-            }
-        }
-        _ => {}
-    }
-    found.sort();
-    found.dedup();
-    found.retain(|p| p != file);
-    found
 }
 
 /// A path as people name it in a reason: its last two components.

@@ -31,6 +31,7 @@ mod builtins;
 mod code;
 mod disk;
 mod glob;
+mod imports;
 mod lexical;
 mod options;
 mod params;
@@ -362,8 +363,15 @@ impl<'a> Walker<'a> {
 /// The text a list of commands prints when it is nothing but `echo`/`printf` of known words.
 /// What a command substitution's commands print, when the policy knows it: `pwd` (the
 /// directory), `git rev-parse --show-toplevel` (the repository's root, found on disk).
-fn known_output(cmds: &[Command], resolver: &Resolver) -> Option<String> {
-    let [c] = cmds else { return None };
+/// The one command a substitution or a pipeline stage ran (bare assignments and redirections
+/// aside), if it ran exactly one: what the three below look at, without copying anything.
+fn only_command(cmds: &[Command]) -> Option<&Command> {
+    let mut real = cmds.iter().filter(|c| !c.program.is_empty());
+    let c = real.next()?;
+    real.next().is_none().then_some(c)
+}
+
+fn known_output(c: &Command, resolver: &Resolver) -> Option<String> {
     if !c.redirects.is_empty() || !c.cwd_known || c.wrapper || !c.via.is_empty() {
         return None;
     }
@@ -386,8 +394,7 @@ pub(super) const SETUP: &str = "\0\u{2}";
 
 /// Whether a substitution's commands are one well-known program printing its shell set-up
 /// (environment, hooks, completions), run from the system and not from a path of the agent's.
-fn shell_setup(cmds: &[Command]) -> bool {
-    let [c] = cmds else { return false };
+fn shell_setup(c: &Command) -> bool {
     let system = !c.path.contains('/')
         || [
             "/usr/",
@@ -434,8 +441,7 @@ fn shell_setup(cmds: &[Command]) -> bool {
 
 /// The paths a lister prints (`find ROOT …`, `fd PATTERN ROOT`, `rg -l PATTERN ROOT`,
 /// `grep -rl PATTERN ROOT`, `git ls-files`), each as `ROOT/*`; `None` for anything else.
-fn listing(cmds: &[Command]) -> Option<Vec<String>> {
-    let [c] = cmds else { return None };
+fn listing(c: &Command) -> Option<Vec<String>> {
     if c.wrapper || !c.cwd_known {
         return None;
     }

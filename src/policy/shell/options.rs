@@ -47,7 +47,9 @@ impl Walker<'_> {
     /// The command lines `cmd`'s options and variables make it run.
     pub(super) fn option_commands(&mut self, cmd: &mut Command, ctx: &Ctx) -> Vec<Nested> {
         let mut out = Vec::new();
-        let assigns = cmd.assigns.clone();
+        // Moved out and back (not copied): this runs for every command of every event.
+        let assigns = std::mem::take(&mut cmd.assigns);
+        let args = std::mem::take(&mut cmd.args);
         let assigned = |name: &str| {
             ctx.variable(&assigns, name)
                 .map(|v| v.unwrap_or_else(|| UNKNOWN.to_string()))
@@ -57,7 +59,6 @@ impl Walker<'_> {
                 out.push(variable_command(name, &value));
             }
         }
-        let args = cmd.args.clone();
         let scripts: Vec<String> = match cmd.program.as_str() {
             "vim" | "vi" | "nvim" | "view" | "vimdiff" | "ex" | "gvim" | "rvim" => {
                 editor_commands(&args)
@@ -83,6 +84,8 @@ impl Walker<'_> {
             "git" => git_commands(&args, &assigned, &mut out),
             _ => Vec::new(),
         };
+        cmd.args = args;
+        cmd.assigns = assigns;
         out.extend(scripts.into_iter().map(Nested::Script));
         out
     }

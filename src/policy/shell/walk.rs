@@ -36,12 +36,7 @@ impl Walker<'_> {
             stage.listed = listed;
             let start = self.out.len();
             let programs = self.nested(|w| w.command(cmd, &mut stage))?;
-            let cmds: Vec<Command> = self.out[start..]
-                .iter()
-                .filter(|c| !c.program.is_empty())
-                .cloned()
-                .collect();
-            listed = super::listing(&cmds);
+            listed = super::only_command(&self.out[start..]).and_then(super::listing);
             feed = literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal);
             upstream.extend(programs);
         }
@@ -280,13 +275,10 @@ impl Walker<'_> {
                 let start = self.out.len();
                 let programs = self.nested(|w| w.list(&sub.list, &mut ctx.clone()))?;
                 if matches!(kind, ast::ProcessSubstitutionKind::Read) {
-                    let cmds: Vec<Command> = self.out[start..]
-                        .iter()
-                        .filter(|c| !c.program.is_empty())
-                        .cloned()
-                        .collect();
                     // `source <(kubectl completion bash)`: a known generator's set-up code.
-                    let held = if super::shell_setup(&cmds) {
+                    let held = if super::only_command(&self.out[start..])
+                        .is_some_and(super::shell_setup)
+                    {
                         Stdin::Literal(String::new())
                     } else {
                         literal_output(&self.out[start..]).map_or(Stdin::Data, Stdin::Literal)

@@ -279,17 +279,13 @@ impl Walker<'_> {
                 WordPiece::CommandSubstitution(s) | WordPiece::BackquotedCommandSubstitution(s) => {
                     let start = self.out.len();
                     let programs = self.nested(|w| w.script(s, &mut ctx.clone()))?;
-                    let cmds: Vec<Command> = self.out[start..]
-                        .iter()
-                        .filter(|c| !c.program.is_empty())
-                        .cloned()
-                        .collect();
-                    if let Some(value) = super::known_output(&cmds, self.resolver) {
+                    let only = super::only_command(&self.out[start..]);
+                    if let Some(value) = only.and_then(|c| super::known_output(c, self.resolver)) {
                         // `$(pwd)`: a value known now, as `$PWD` is.
                         b.literal(&value);
                     } else {
                         e.fed.extend(programs);
-                        if super::shell_setup(&cmds) {
+                        if only.is_some_and(super::shell_setup) {
                             b.literal(super::SETUP);
                         } else {
                             b.literal(&UNKNOWN.to_string());

@@ -50,7 +50,8 @@ impl Walker<'_> {
     /// Code a variable or option makes a program load before its own: `BASH_ENV`/`ENV` for
     /// a shell, `NODE_OPTIONS`' and `node`'s `--require`/`--import`, `LD_PRELOAD` for any.
     pub(super) fn loaded_code(&mut self, cmd: &mut Command, ctx: &Ctx) -> Vec<Nested> {
-        let assigns = cmd.assigns.clone();
+        // Moved out and back (not copied): this runs for every command of every event.
+        let assigns = std::mem::take(&mut cmd.assigns);
         let var = |name: &str| ctx.variable(&assigns, name);
         let mut out = Vec::new();
         if let Some(value) = var("LD_PRELOAD").flatten() {
@@ -84,6 +85,7 @@ impl Walker<'_> {
                 out.extend(self.loaded_file(cmd, &file, Some(Lang::Js)));
             }
         }
+        cmd.assigns = assigns;
         out
     }
 
