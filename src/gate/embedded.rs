@@ -103,3 +103,45 @@ impl Embedded {
         Decision::new(d.verdict, by, start.elapsed())
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::protocol::EventType;
+
+    /// Code written after the run started but before its first event (the policy is built
+    /// on that event) is still the agent's: held to the rules for its own code.
+    #[test]
+    fn code_written_before_the_first_event_is_the_agents() {
+        let dir = tempfile::tempdir().unwrap();
+        let ws = std::fs::canonicalize(dir.path()).unwrap();
+        let gate = Embedded::default_policy(Some(ws.clone()), Mode::Enforce);
+        std::fs::write(
+            ws.join("run.py"),
+            "import os, sys\nos.system(sys.argv[1])\n",
+        )
+        .unwrap();
+        // Past the allowance for the file clock's lag: built now, the policy would take
+        // this file as older than the run.
+        std::thread::sleep(std::time::Duration::from_millis(1_300));
+        let event = Event {
+            event_type: EventType::PreAction,
+            session_id: "s".into(),
+            agent_id: "a".into(),
+            timestamp: String::new(),
+            depth: 0,
+            payload: serde_json::json!({
+                "tool_name": "Bash",
+                "arguments": { "command": "python3 run.py ls" },
+                "context": { "working_directory": ws },
+            }),
+            context: None,
+            metadata: None,
+        };
+        let d = gate.decide(&event);
+        assert!(
+            matches!(d.verdict, Verdict::Escalate { .. }),
+            "the agent's run.py runs a command built at run time: {d:?}"
+        );
+    }
+}
