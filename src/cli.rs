@@ -180,6 +180,9 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub host: HostArgs,
 
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+
     /// Log filter.
     #[arg(
         long,
@@ -230,6 +233,38 @@ impl HostArgs {
             webhook: self.notify_webhook.clone(),
             public_url: self.public_url.clone(),
         }
+    }
+}
+
+/// Live views of what the audit log records: Prometheus metrics and OpenTelemetry spans.
+#[derive(Debug, Clone, Default, Args)]
+pub struct TelemetryArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics (ADDR like 127.0.0.1:9464; port 0
+    /// picks one, printed on stderr). `serve --listen http://…` serves them on its own
+    /// address too.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics_listen: Option<String>,
+
+    /// Export a span per run and per decided event over OTLP/HTTP (protobuf) to URL (a base
+    /// like http://127.0.0.1:4318 gets /v1/traces). Without it, the standard
+    /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used.
+    #[arg(long, value_name = "URL")]
+    pub otlp: Option<String>,
+}
+
+impl TelemetryArgs {
+    /// These options as telemetry takes them, for a process in `role`.
+    pub fn options(
+        &self,
+        role: &'static str,
+        metrics: bool,
+    ) -> Result<crate::telemetry::Options, crate::telemetry::TargetError> {
+        crate::telemetry::Options::new(
+            self.metrics_listen.clone(),
+            self.otlp.as_deref(),
+            role,
+            metrics,
+        )
     }
 }
 
@@ -456,6 +491,9 @@ pub struct RunArgs {
     /// PATH shims at all.
     #[arg(long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
     pub no_intercept: Option<Vec<String>>,
+
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
 
     /// The agent command and its arguments (after --).
     #[arg(

@@ -252,11 +252,24 @@ async fn serve_async(
     policy: Policy,
     host_options: Option<crate::host::HostOptions>,
 ) -> Exit {
+    // Metrics are always kept: the HTTP listener serves them at /metrics.
+    let telemetry = args
+        .telemetry
+        .options("serve", true)
+        .map_err(|e| e.to_string());
+    let started = match telemetry {
+        Ok(options) => crate::telemetry::start(options).await,
+        Err(e) => Err(e),
+    };
+    if let Err(e) = started {
+        eprintln!("ahp-wrap: {e}");
+        return Exit::Error;
+    }
     let audit = match crate::audit::Auditor::open(
         args.audit_log.as_deref(),
         args.audit_key_file.as_deref(),
     ) {
-        Ok(a) => a,
+        Ok(a) => a.observed_by(crate::telemetry::get().map(|t| t.observer())),
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
             return Exit::Error;

@@ -55,6 +55,8 @@ pub enum ConfigError {
     McpName(String),
     #[error("--audit-key-file signs the audit log: it needs --audit-log PATH")]
     KeyWithoutLog,
+    #[error(transparent)]
+    Telemetry(#[from] crate::telemetry::TargetError),
 }
 
 /// A run, validated.
@@ -96,6 +98,8 @@ pub struct Config {
     pub require_floor: bool,
     /// The workspace: `--workspace`, else the current directory.
     pub workspace: PathBuf,
+    /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
+    pub telemetry: crate::telemetry::Options,
 }
 
 /// A stream proxy a run puts between our stdio and the agent's.
@@ -183,6 +187,7 @@ impl Config {
         if host.as_ref().is_some_and(|h| h.listen.is_none()) {
             return Err(ConfigError::HostNoListen);
         }
+        let telemetry = args.telemetry.options("run", false)?;
         let depth = match std::env::var(ENV_DEPTH) {
             Ok(v) => v
                 .trim()
@@ -234,6 +239,7 @@ impl Config {
             },
             require_floor: args.require_floor,
             workspace: workspace(args.workspace)?,
+            telemetry,
         })
     }
 }

@@ -37,6 +37,8 @@
 //!   section.
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`telemetry`]: Prometheus metrics (`/metrics`) and OpenTelemetry spans over OTLP/HTTP,
+//!   told what the audit log recorded once it is durable.
 //! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from
 //!   a queue and runs each as an ordinary supervised run (a child `ahp-wrap -- <agent>`),
 //!   streaming its audit records as events; `ahp-wrap task submit|abort` is the caller.
@@ -72,6 +74,7 @@ pub mod report;
 pub mod run;
 pub mod rundir;
 pub mod serve;
+pub mod telemetry;
 pub mod termlog;
 pub mod transport;
 

@@ -23,6 +23,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("control", &["child", "jsonrpc", "random_hex"]),
     ("transport", &["child", "jsonrpc", "error_chain"]),
     ("audit", &["protocol", "jsonrpc", "termlog", "error_chain"]),
+    (
+        "telemetry",
+        &["audit", "control", "error_chain", "protocol"],
+    ),
     ("client", &["jsonrpc", "protocol", "transport"]),
     (
         "frameworks",
@@ -30,7 +34,14 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
     (
         "gate",
-        &["audit", "client", "control", "policy", "protocol"],
+        &[
+            "audit",
+            "client",
+            "control",
+            "policy",
+            "protocol",
+            "telemetry",
+        ],
     ),
     ("ask", &["gate", "protocol"]),
     (
@@ -47,14 +58,23 @@ const LAYERS: &[(&str, &[&str])] = &[
             "jsonrpc",
             "policy",
             "protocol",
+            "telemetry",
         ],
     ),
     ("host", &["ask", "control", "gate", "jsonrpc", "protocol"]),
     (
         "serve",
-        &["audit", "control", "gate", "host", "jsonrpc", "protocol"],
+        &[
+            "audit",
+            "control",
+            "gate",
+            "host",
+            "jsonrpc",
+            "protocol",
+            "telemetry",
+        ],
     ),
-    ("cli", &["gate", "host", "transport"]),
+    ("cli", &["gate", "host", "telemetry", "transport"]),
     (
         "config",
         &[
@@ -65,6 +85,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "gate",
             "host",
             "intercept",
+            "telemetry",
             "transport",
         ],
     ),
@@ -90,6 +111,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "random_hex",
             "report",
             "rundir",
+            "telemetry",
             "termlog",
         ],
     ),
@@ -108,6 +130,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "protocol",
             "run",
             "serve",
+            "telemetry",
         ],
     ),
     (
@@ -121,6 +144,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "protocol",
             "random_hex",
+            "telemetry",
         ],
     ),
 ];

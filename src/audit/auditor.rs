@@ -6,12 +6,22 @@ use std::sync::{Arc, Mutex};
 use super::{AuditLog, AuditPeer, AuditRecord, Summary};
 use crate::protocol::{Event, Verdict};
 
+/// Told of each record once it is durable, and of each that could not be written (the
+/// process's telemetry: metrics and spans agree with the log because they come from it).
+pub trait Observer: Send + Sync {
+    /// `record` of `event` is durable; writing it took `wrote`.
+    fn recorded(&self, event: &Event, record: &AuditRecord, wrote: std::time::Duration);
+    /// A record could not be written.
+    fn failed(&self);
+}
+
 /// Writes audit records, durably and in order, and keeps the run's summary. Without an
 /// audit file it still counts (for the summary), at no I/O cost.
 #[derive(Clone)]
 pub struct Auditor {
     log: Arc<Mutex<AuditLog>>,
     durable: bool,
+    observer: Option<&'static dyn Observer>,
 }
 
 impl Default for Auditor {
@@ -25,7 +35,13 @@ impl Auditor {
         Auditor {
             durable: log.path().is_some(),
             log: Arc::new(Mutex::new(log)),
+            observer: None,
         }
+    }
+
+    /// This auditor, telling `observer` of what it records.
+    pub fn observed_by(self, observer: Option<&'static dyn Observer>) -> Auditor {
+        Auditor { observer, ..self }
     }
 
     /// Opens the audit log at `path` (keyed by `key_file` or the key in the environment),
@@ -47,12 +63,61 @@ impl Auditor {
 
     /// Appends one record; returns once it is durable.
     pub async fn record(&self, record: AuditRecord) -> Result<(), String> {
+        self.write(record).await.map(drop)
+    }
+
+    /// Records the decision on `event`; returns once it is durable, and then (only then)
+    /// tells the observer.
+    pub async fn decided(
+        &self,
+        event: &Event,
+        framework_session: Option<String>,
+        ruling: &Ruling<'_>,
+        peer: Option<AuditPeer>,
+    ) -> Result<(), String> {
+        let record = decided(event, framework_session, ruling, peer);
+        self.observed(event, record).await
+    }
+
+    /// Records the notification `event`, as [`Auditor::decided`] does a decision.
+    pub async fn notified(
+        &self,
+        event: &Event,
+        framework_session: Option<String>,
+        peer: Option<AuditPeer>,
+    ) -> Result<(), String> {
+        let record = notified(event, framework_session, peer);
+        self.observed(event, record).await
+    }
+
+    /// Writes `record` of `event`, then tells the observer (when there is one) what was
+    /// recorded and how long the write took.
+    async fn observed(&self, event: &Event, record: AuditRecord) -> Result<(), String> {
+        let Some(observer) = self.observer else {
+            return self.record(record).await;
+        };
+        let start = std::time::Instant::now();
+        match self.write(record).await {
+            Ok(record) => {
+                observer.recorded(event, &record, start.elapsed());
+                Ok(())
+            }
+            Err(e) => {
+                observer.failed();
+                Err(e)
+            }
+        }
+    }
+
+    /// Appends one record; returns it once it is durable.
+    async fn write(&self, record: AuditRecord) -> Result<AuditRecord, String> {
         let log = self.log.clone();
         let append = move || {
             log.lock()
                 .map_err(|_| "the audit log lock is poisoned".to_owned())?
                 .append(&record)
-                .map_err(|e| crate::error_chain(&e))
+                .map_err(|e| crate::error_chain(&e))?;
+            Ok(record)
         };
         if !self.durable {
             return append();

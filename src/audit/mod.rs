@@ -94,7 +94,7 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use auditor::{decided, notified, Auditor, Ruling};
+pub use auditor::{decided, notified, Auditor, Observer, Ruling};
 pub use chain::Alg;
 pub use summary::{summary, Blocked, Summary};
 pub use verify::{verify, verify_with_head, Outcome, Problem, ProblemKind, Recovery, VerifyReport};

@@ -158,6 +158,9 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
     pub intercept: Vec<String>,
 
+    #[command(flatten)]
+    pub telemetry: super::TelemetryArgs,
+
     /// The agent command; `{task}` in an argument is replaced by the task's intent, and
     /// without one the intent is written to the agent's stdin.
     #[arg(

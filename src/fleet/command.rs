@@ -44,9 +44,16 @@ fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
 
 /// `ahp-wrap worker`.
 pub fn worker(args: WorkerArgs) -> Exit {
+    let telemetry = match args.telemetry.options("worker", false) {
+        Ok(t) => t,
+        Err(e) => return error(e.to_string()),
+    };
     match configure(args) {
         Ok((worker, _dir)) => match runtime() {
             Ok(rt) => rt.block_on(async {
+                if let Err(e) = crate::telemetry::start(telemetry).await {
+                    return error(e);
+                }
                 match worker.run(shutdown_signal()).await {
                     Ok(()) => Exit::OK,
                     Err(e) => error(crate::error_chain(&e)),
@@ -138,6 +145,8 @@ fn wrap_args(a: &WorkerArgs) -> Vec<OsString> {
     pass("--harness", a.harness.clone().map(Into::into));
     pass("--policy", a.policy.clone().map(Into::into));
     pass("--framework", a.framework.clone().map(Into::into));
+    // Each task's run exports its own spans where the worker's go.
+    pass("--otlp", a.telemetry.otlp.clone().map(Into::into));
     pass("--audit-key-file", a.audit_key_file.clone().map(Into::into));
     for cmd in &a.intercept {
         pass("--intercept", Some(cmd.into()));

@@ -112,8 +112,15 @@ impl Answer {
             redelivered: self.redelivered,
             duration_ms: self.started.elapsed().as_millis() as u64,
         };
-        self.send(&serde_json::to_vec(&result).expect("a result serializes"))
-            .await
+        let body = serde_json::to_vec(&result).expect("a result serializes");
+        self.send(&body).await?;
+        crate::telemetry::fleet_task(match result.status {
+            Status::Complete => "complete",
+            Status::Failed => "failed",
+            Status::Aborted => "aborted",
+            Status::Refused => "refused",
+        });
+        Ok(())
     }
 
     async fn send(&self, body: &[u8]) -> Result<(), AmqpError> {

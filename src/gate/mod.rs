@@ -96,8 +96,10 @@ impl Gate {
     /// Sends a notification to the harness and audits it.
     pub async fn notify(&self, event: Event, origin: Origin) {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let record = crate::audit::notified(&event, origin.framework_session, origin.peer);
-        if let Err(e) = self.audit.record(record).await {
+        let recorded = self
+            .audit
+            .notified(&event, origin.framework_session, origin.peer);
+        if let Err(e) = recorded.await {
             tracing::error!("audit log: {e}");
         }
         if let Some(approver) = &self.decider.asker {
@@ -135,13 +137,15 @@ impl Gate {
         tracing::error!("audit log: {e}");
         let mut failed = self.fail(format!("the audit log cannot be written ({e})"));
         failed.latency = std::time::Duration::ZERO;
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session,
-            &failed.ruling(),
-            origin.peer,
-        );
-        let _ = self.audit.record(record).await;
+        let _ = self
+            .audit
+            .decided(
+                event,
+                origin.framework_session,
+                &failed.ruling(),
+                origin.peer,
+            )
+            .await;
         failed
     }
 
@@ -152,13 +156,14 @@ impl Gate {
         decision: &Decision,
         origin: Origin,
     ) -> Result<(), String> {
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session,
-            &decision.ruling(),
-            origin.peer,
-        );
-        self.audit.record(record).await?;
+        self.audit
+            .decided(
+                event,
+                origin.framework_session,
+                &decision.ruling(),
+                origin.peer,
+            )
+            .await?;
         if let Some(approver) = &self.decider.asker {
             approver.observe(event, Some(decision));
         }
@@ -182,13 +187,11 @@ impl Gate {
             observed: None,
             latency: waited,
         };
-        let record = crate::audit::decided(
-            event,
-            origin.framework_session,
-            &decision.ruling(),
-            origin.peer,
-        );
-        if let Err(e) = self.audit.record(record).await {
+        let ruling = decision.ruling();
+        let recorded = self
+            .audit
+            .decided(event, origin.framework_session, &ruling, origin.peer);
+        if let Err(e) = recorded.await {
             tracing::error!("audit log: {e}");
         }
     }

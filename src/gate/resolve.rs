@@ -133,9 +133,11 @@ impl Decider {
                 })
             }
             Harness::Parent(run) => {
+                let sent = Instant::now();
                 let result = tokio::time::timeout_at(deadline, run.decide(event))
                     .await
                     .map_err(|_| Fault::Timeout(self.timeout.as_millis() as u64))??;
+                crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
                 Ok(Answer {
                     verdict,
@@ -145,7 +147,9 @@ impl Decider {
                 })
             }
             Harness::Remote(client) => {
+                let sent = Instant::now();
                 let result = client.event(event, deadline).await?;
+                crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
                 Ok(Answer {
                     verdict,
@@ -180,7 +184,17 @@ impl Decider {
             );
             return self.fail(cause, start);
         };
-        let (verdict, by) = match asker.approve(escalation).await {
+        let pending = crate::telemetry::escalation_started();
+        let said = asker.approve(escalation).await;
+        let outcome = match &said {
+            Said::Allow { .. } => "allowed",
+            Said::Deny { .. } => "denied",
+            Said::Unanswered(_) => "unanswered",
+        };
+        if let Some(pending) = pending {
+            pending.answered(outcome);
+        }
+        let (verdict, by) = match said {
             Said::Allow { by } => (
                 Verdict::Allow {
                     explicit: true,
@@ -197,6 +211,7 @@ impl Decider {
 
     /// The fail mode's verdict, with the cause in the reason.
     pub fn fail(&self, cause: String, start: Instant) -> Decision {
+        crate::telemetry::fail_mode(self.fail_mode.name());
         let verdict = match self.fail_mode {
             FailMode::Closed => Verdict::Block {
                 reason: format!("ahp-wrap blocked this because {cause} (fail mode: closed)"),

@@ -31,6 +31,10 @@ use crate::intercept::Interceptor;
 /// Extra time a hook waits beyond the parent's own deadline, so the parent answers first.
 const HOOK_MARGIN: Duration = Duration::from_secs(2);
 
+/// The longest the run's last spans may hold its exit (a collector that is down costs
+/// nothing: the connection is refused at once).
+const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
+
 /// Runs the agent under the harness; returns how we exit.
 pub fn run(cfg: Config) -> Exit {
     // Fork the guardian while we are still single-threaded.
@@ -104,6 +108,17 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         },
         None => asker.map(|a| Arc::new(a) as Arc<dyn Approver>),
     };
+    let telemetry = crate::telemetry::Options {
+        framework: Some(cfg.kind().to_owned()),
+        ..cfg.telemetry.clone()
+    };
+    let telemetry = match crate::telemetry::start(telemetry).await {
+        Ok(t) => t,
+        Err(e) => {
+            eprintln!("ahp-wrap: {e}");
+            return Exit::Wrapper;
+        }
+    };
     let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), asker).await {
         Ok(g) => g,
         Err(e) => {
@@ -111,6 +126,15 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
             return Exit::Wrapper;
         }
     };
+    if let Some(t) = telemetry {
+        t.run_started(crate::telemetry::RunSpan {
+            session_id: gate.session_id.clone(),
+            agent: cfg.program.to_string_lossy().into_owned(),
+            framework: cfg.kind().to_owned(),
+            depth: gate.depth,
+            start: std::time::SystemTime::now(),
+        });
+    }
     let mut run = Run {
         cfg: &cfg,
         gate: gate.clone(),
@@ -119,9 +143,13 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         notes: Vec::new(),
     };
     let exit = run.agent(process, &limits).await;
-    // Finish: the harness link, then what the person reads.
+    // Finish: the harness link, the run's span, then what the person reads.
     if let Harness::Remote(client) = &gate.decider.harness {
         client.close(Duration::from_secs(2)).await;
+    }
+    if let Some(t) = telemetry {
+        t.run_ended(exit.code(), gate.events_seen(), EXPORT_AT_EXIT)
+            .await;
     }
     crate::report::report(&cfg, &gate.audit, &run.notes).await;
     exit

@@ -107,10 +107,12 @@ pub async fn serve(
             let local = listener
                 .local_addr()
                 .map_err(|e| ListenError::Bind(addr, e))?;
+            let token = token.map(Arc::<str>::from);
             let mut app = axum::Router::new()
                 .route("/ahp", axum::routing::post(http_message))
                 .layer(axum::extract::DefaultBodyLimit::max(MAX_MESSAGE))
-                .with_state((engine, token.map(Arc::<str>::from)));
+                .with_state((engine, token.clone()))
+                .merge(crate::telemetry::router(token));
             if let Some(host) = host {
                 app = app.merge(crate::host::router(host));
             }

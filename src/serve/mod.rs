@@ -150,8 +150,7 @@ impl Engine {
         // No person here: an escalation is the wrapper's to take to its own.
         let escalate_back = self.decider.asker.is_none();
         let d = self.decider.resolve(event, escalate_back).await;
-        let record = crate::audit::decided(event, None, &d.ruling(), None);
-        if let Err(e) = self.audit.record(record).await {
+        if let Err(e) = self.audit.decided(event, None, &d.ruling(), None).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
         }
@@ -162,8 +161,7 @@ impl Engine {
     }
 
     async fn notified(&self, event: &Event) {
-        let record = crate::audit::notified(event, None, None);
-        if let Err(e) = self.audit.record(record).await {
+        if let Err(e) = self.audit.notified(event, None, None).await {
             tracing::error!("audit log: {e}");
         }
         if let Some(person) = &self.decider.asker {

@@ -15,7 +15,7 @@ use serde_json::{json, Value};
 #[path = "../common/process.rs"]
 mod process;
 #[allow(unused_imports)] // each suite uses a part
-pub use process::{run as run_captured, run_with_input, run_within, Run};
+pub use process::{run as run_captured, run_with_input, run_within, show, Run};
 
 pub fn root() -> &'static Path {
     Path::new(env!("CARGO_MANIFEST_DIR"))

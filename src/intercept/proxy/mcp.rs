@@ -156,6 +156,10 @@ fn refused(text: String) -> Decided {
 }
 
 impl Protocol for Mcp {
+    fn name(&self) -> &'static str {
+        "mcp"
+    }
+
     fn server_label(&self) -> String {
         format!("the MCP server {:?}", self.server)
     }

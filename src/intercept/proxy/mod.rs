@@ -104,6 +104,14 @@ impl Direction {
         }
     }
 
+    /// As metrics label it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Direction::ToServer => "to_server",
+            Direction::ToClient => "to_client",
+        }
+    }
+
     pub(crate) fn index(self) -> usize {
         match self {
             Direction::ToServer => 0,

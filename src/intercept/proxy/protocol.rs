@@ -99,6 +99,9 @@ pub trait Protocol: Send + Sync + 'static {
     /// Who the server is, for messages: "the MCP server filesystem".
     fn server_label(&self) -> String;
 
+    /// The protocol's short name, for metrics: `mcp`, `acp`.
+    fn name(&self) -> &'static str;
+
     /// Every method whose calls travelling `dir` the protocol may hold, watch, notify or
     /// cancel by (anything [`Protocol::call`] may answer with other than [`OnCall::Pass`]).
     /// `None`, the default, means "any": every frame takes the full look. With a list, a

@@ -166,6 +166,10 @@ impl Acp {
 }
 
 impl Protocol for Acp {
+    fn name(&self) -> &'static str {
+        "acp"
+    }
+
     fn server_label(&self) -> String {
         format!("the ACP agent {:?}", self.agent)
     }

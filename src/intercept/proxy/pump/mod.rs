@@ -96,7 +96,10 @@ where
         light::Quick::new(protocol.methods(Direction::ToServer)),
         light::Quick::new(protocol.methods(Direction::ToClient)),
     ];
+    let counters = [Direction::ToServer, Direction::ToClient]
+        .map(|dir| crate::telemetry::proxy_counters(protocol.name(), dir.name()));
     let engine = Arc::new(Engine {
+        counters,
         protocol,
         gate,
         options,
@@ -213,6 +216,8 @@ struct Engine<P, G> {
     cancels: cancel::Cancels,
     /// Indexed by [`Direction::index`]: the byte scan that passes frames unparsed.
     quick: [Option<light::Quick>; 2],
+    /// Indexed by [`Direction::index`]: frames and bytes read, when metrics are on.
+    counters: [Option<crate::telemetry::FrameCounters>; 2],
 }
 
 impl<P: Protocol, G: Decide> Engine<P, G> {
@@ -236,6 +241,9 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
                 Some(Ok(Err(e))) => self.unreadable(dir, e).await,
                 Some(Ok(Ok(frame))) if frame.is_cut() => self.unreadable(dir, LineError::Cut).await,
                 Some(Ok(Ok(frame))) => {
+                    if let Some(counters) = &self.counters[dir.index()] {
+                        counters.frame(frame.raw().len());
+                    }
                     // More whole frames already read: pass-through ones may be written
                     // together, once these are handled.
                     let more = memchr_newline(frames.read_buffer());
