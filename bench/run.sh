@@ -1,12 +1,15 @@
 #!/usr/bin/env bash
 # Every benchmark, one table: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]
-#                                         [--pathshim] [--fleet]
+#                                         [--pathshim] [--telemetry] [--fleet]
 #
 #   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
 #   --write     also write the table into BENCHMARKS.md's results block
 #   --compare   also time another build's hook process in the same run (before/after)
 #   --pathshim  only the PATH-shim rows (a command through its shim under --framework path,
 #               against the bare command), no criterion; --write puts them in their own block
+#   --telemetry only the telemetry rows (the hook with spans exported to a live collector, to
+#               one that is down, and without export, in alternated runs); --write puts them
+#               in their own block
 #   --fleet     only the HCP fleet rows (benches/fleet.rs: tasks/s through a private RabbitMQ
 #               broker, latency per task against the same run started directly)
 #
@@ -31,8 +34,9 @@ while [ $# -gt 0 ]; do
     --write) write=(--write BENCHMARKS.md) ;;
     --compare) compare=(--compare "$(realpath "${2:?--compare needs a path}")"); shift ;;
     --pathshim) only=(--only pathshim) ;;
+    --telemetry) only=(--only telemetry) ;;
     --fleet) fleet=only ;;
-    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim] [--fleet]" >&2; exit 2 ;;
+    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim] [--telemetry] [--fleet]" >&2; exit 2 ;;
   esac
   shift
 done

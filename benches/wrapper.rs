@@ -5,7 +5,8 @@
 //! Run through `bench/run.sh` (which runs the criterion benches first, so their figures join
 //! the table); alone: `cargo bench --bench wrapper -- [--quick] [--write BENCHMARKS.md]`.
 //! `--only pathshim` runs only the PATH-shim rows, written into their own block (what
-//! `bench/run.sh --pathshim` does). Under `cargo test` it does nothing.
+//! `bench/run.sh --pathshim` does); `--only telemetry` the export on/off rows (what
+//! `bench/run.sh --telemetry` does). Under `cargo test` it does nothing.
 
 mod support;
 
@@ -24,14 +25,17 @@ const END: &str = "<!-- bench:results:end -->";
 /// The block `--only pathshim` writes.
 const PATHSHIM_BEGIN: &str = "<!-- bench:pathshim:begin -->";
 const PATHSHIM_END: &str = "<!-- bench:pathshim:end -->";
+/// The block `--only telemetry` writes.
+const TELEMETRY_BEGIN: &str = "<!-- bench:telemetry:begin -->";
+const TELEMETRY_END: &str = "<!-- bench:telemetry:end -->";
 
 struct Opts {
     quick: bool,
     write: Option<PathBuf>,
     /// Another `ahp-wrap` build whose hook process is timed in the same run (before/after).
     compare: Option<PathBuf>,
-    /// Only the PATH-shim rows (`--only pathshim`).
-    pathshim_only: bool,
+    /// Only these rows: `pathshim`, `telemetry` (`--only NAME`).
+    only: Option<String>,
 }
 
 fn opts() -> Opts {
@@ -40,14 +44,14 @@ fn opts() -> Opts {
         quick: false,
         write: None,
         compare: None,
-        pathshim_only: false,
+        only: None,
     };
     while let Some(a) = args.next() {
         match a.as_str() {
             "--quick" => o.quick = true,
             "--write" => o.write = args.next().map(PathBuf::from),
             "--compare" => o.compare = args.next().map(PathBuf::from),
-            "--only" => o.pathshim_only = args.next().as_deref() == Some("pathshim"),
+            "--only" => o.only = args.next(),
             _ => {}
         }
     }
@@ -63,10 +67,19 @@ fn main() {
     let mut rows = Vec::new();
     let scratch = tempfile::tempdir().expect("temp dir");
 
-    let (begin, end) = if o.pathshim_only {
+    let (begin, end) = if o.only.as_deref() == Some("pathshim") {
         eprintln!("PATH shim exec latency: {calls} calls per program, interleaved…");
         pathshim_rows(&mut rows, calls, scratch.path());
         (PATHSHIM_BEGIN, PATHSHIM_END)
+    } else if o.only.as_deref() == Some("telemetry") {
+        eprintln!("hook latency with telemetry on and off: {calls} calls per run…");
+        telemetry_rows(
+            &mut rows,
+            calls,
+            scratch.path(),
+            if o.quick { 2 } else { 5 },
+        );
+        (TELEMETRY_BEGIN, TELEMETRY_END)
     } else {
         eprintln!("hook latency: {calls} calls per program, interleaved…");
         hook_rows(&mut rows, calls, scratch.path(), o.compare.as_deref());
@@ -249,6 +262,90 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
             );
         }
     }
+}
+
+/// Telemetry's cost on the hook path: runs of the hook driver (embedded policy) with no
+/// export, with spans exported to a collector that answers (a local OTLP/HTTP sink in this
+/// process), and with one that is down, alternated `rounds` times so that load swings hit
+/// each alike. Each run's figure is the hook's p50 over `/bin/true`'s, interleaved call by
+/// call within it; the row gives the median of the runs.
+fn telemetry_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, rounds: usize) {
+    let (sink, received) = otlp_sink();
+    let closed = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    let down = format!("http://{}", closed.local_addr().expect("an address"));
+    drop(closed);
+    let variants: [(&str, Vec<String>); 3] = [
+        ("no export", vec![]),
+        ("spans to a live collector", vec!["--otlp".into(), sink]),
+        (
+            "spans to a collector that is down",
+            vec!["--otlp".into(), down],
+        ),
+    ];
+    let mut added: [Vec<f64>; 3] = Default::default();
+    let mut added99: [Vec<f64>; 3] = Default::default();
+    for _ in 0..rounds {
+        for (i, (_, extra)) in variants.iter().enumerate() {
+            let mut r = drive("claude-code", extra, "true,hook", calls, dir, None);
+            let mut t = r.samples.remove("true").expect("true samples");
+            let mut h = r.samples.remove("hook").expect("hook samples");
+            added[i].push(percentile(&mut h, 50.0) as f64 - percentile(&mut t, 50.0) as f64);
+            added99[i].push(percentile(&mut h, 99.0) as f64 - percentile(&mut t, 99.0) as f64);
+        }
+    }
+    let spans = received.load(std::sync::atomic::Ordering::Relaxed);
+    assert!(spans > 0, "the collector received no export request");
+    let off = median(&mut added[0].clone());
+    let off99 = median(&mut added99[0].clone());
+    for (i, (name, _)) in variants.iter().enumerate() {
+        let (p50, p99) = (median(&mut added[i]), median(&mut added99[i]));
+        let mut r = row(
+            &format!(
+                "Hook call added p50 / p99, embedded policy, {name} (median of {rounds} runs)"
+            ),
+            format!("+{} / +{}", us(p50), us(p99)),
+            format!("no export +{} / +{}", us(off), us(off99)),
+            format!("{:+.0} µs", (p50 - off) / 1e3),
+        );
+        if i > 0 {
+            r = r.target("≤ +50 µs p50", p50 - off <= 50e3);
+        }
+        rows.push(r);
+    }
+    rows.push(row(
+        "Export requests the live collector received",
+        spans.to_string(),
+        "—".into(),
+        "—".into(),
+    ));
+}
+
+/// An OTLP/HTTP sink on a thread of this process: answers 200 to every POST, counting them.
+fn otlp_sink() -> (String, std::sync::Arc<std::sync::atomic::AtomicU64>) {
+    use std::sync::atomic::{AtomicU64, Ordering};
+    let received = std::sync::Arc::new(AtomicU64::new(0));
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").expect("a port");
+    listener.set_nonblocking(true).expect("non-blocking");
+    let url = format!("http://{}", listener.local_addr().expect("an address"));
+    let count = received.clone();
+    std::thread::spawn(move || {
+        let rt = tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime");
+        rt.block_on(async move {
+            let listener = tokio::net::TcpListener::from_std(listener).expect("a listener");
+            let app = axum::Router::new().route(
+                "/v1/traces",
+                axum::routing::post(move |_body: axum::body::Bytes| {
+                    count.fetch_add(1, Ordering::Relaxed);
+                    async { "" }
+                }),
+            );
+            let _ = axum::serve(listener, app).await;
+        });
+    });
+    (url, received)
 }
 
 /// PATH shims: a command run through its shim under `--framework path` (the hook process,

@@ -26,6 +26,9 @@ const WRITE: &[f64] = &[
 /// Every metric of the process, registered in its own registry.
 pub struct Metrics {
     registry: Registry,
+    /// What is registered: name, type and label names (for the docs' table, kept by a test).
+    #[cfg_attr(not(test), allow(dead_code))]
+    catalogue: Vec<(String, &'static str, Vec<String>)>,
     pub decisions: IntCounterVec,
     pub notifications: IntCounterVec,
     pub decision_latency: HistogramVec,
@@ -54,26 +57,31 @@ impl Default for Metrics {
 impl Metrics {
     pub fn new() -> Metrics {
         let registry = Registry::new();
+        let catalogue = std::cell::RefCell::new(Vec::new());
+        let register = |c: Box<dyn prometheus::core::Collector>, kind: &'static str| {
+            for desc in c.desc() {
+                catalogue.borrow_mut().push((
+                    desc.fq_name.clone(),
+                    kind,
+                    desc.variable_labels.clone(),
+                ));
+            }
+            registry.register(c).expect("registered once");
+        };
         let counters = |name: &str, help: &str, labels: &[&str]| {
             let c = IntCounterVec::new(Opts::new(name, help), labels).expect("a valid metric");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("registered once");
+            register(Box::new(c.clone()), "counter");
             c
         };
         let counter = |name: &str, help: &str| {
             let c = IntCounter::new(name, help).expect("a valid metric");
-            registry
-                .register(Box::new(c.clone()))
-                .expect("registered once");
+            register(Box::new(c.clone()), "counter");
             c
         };
         let histogram = |name: &str, help: &str, buckets: &[f64]| {
             let opts = HistogramOpts::new(name, help).buckets(buckets.to_vec());
             let h = Histogram::with_opts(opts).expect("a valid metric");
-            registry
-                .register(Box::new(h.clone()))
-                .expect("registered once");
+            register(Box::new(h.clone()), "histogram");
             h
         };
         let decision_latency = HistogramVec::new(
@@ -85,17 +93,13 @@ impl Metrics {
             &["decided_by"],
         )
         .expect("a valid metric");
-        registry
-            .register(Box::new(decision_latency.clone()))
-            .expect("registered once");
+        register(Box::new(decision_latency.clone()), "histogram");
         let escalations_pending = IntGauge::new(
             "ahp_wrap_escalations_pending",
             "Escalations waiting for a person now.",
         )
         .expect("a valid metric");
-        registry
-            .register(Box::new(escalations_pending.clone()))
-            .expect("registered once");
+        register(Box::new(escalations_pending.clone()), "gauge");
         Metrics {
             decisions: counters(
                 "ahp_wrap_decisions_total",
@@ -169,6 +173,7 @@ impl Metrics {
                 "ahp_wrap_otlp_export_failures_total",
                 "OTLP export requests that failed.",
             ),
+            catalogue: catalogue.take(),
             registry,
         }
     }
@@ -278,6 +283,38 @@ pub async fn serve_on(listener: tokio::net::TcpListener) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_docs_table_lists_exactly_the_registered_metrics() {
+        let doc = include_str!("../../docs/observability.md");
+        let table = doc
+            .split("<!-- metrics:begin")
+            .nth(1)
+            .and_then(|t| t.split("<!-- metrics:end -->").next())
+            .expect("docs/observability.md has the metrics table");
+        let mut documented: Vec<(String, String, Vec<String>)> = table
+            .lines()
+            .filter(|l| l.starts_with("| `"))
+            .map(|l| {
+                let cells: Vec<&str> = l.split('|').map(str::trim).collect();
+                let name = cells[1].trim_matches('`').to_owned();
+                let labels = cells[3]
+                    .split(',')
+                    .map(|c| c.trim().trim_matches('`').to_owned())
+                    .filter(|c| !c.is_empty())
+                    .collect();
+                (name, cells[2].to_owned(), labels)
+            })
+            .collect();
+        let mut registered: Vec<(String, String, Vec<String>)> = Metrics::new()
+            .catalogue
+            .into_iter()
+            .map(|(n, k, l)| (n, k.to_owned(), l))
+            .collect();
+        documented.sort();
+        registered.sort();
+        assert_eq!(documented, registered, "docs/observability.md vs the code");
+    }
 
     #[test]
     fn the_exposition_names_every_metric_with_its_type() {

@@ -12,7 +12,9 @@ use std::time::{Duration, SystemTime};
 use opentelemetry_proto::tonic::collector::trace::v1::ExportTraceServiceRequest;
 use opentelemetry_proto::tonic::common::v1::{any_value, AnyValue, InstrumentationScope, KeyValue};
 use opentelemetry_proto::tonic::resource::v1::Resource;
-use opentelemetry_proto::tonic::trace::v1::{span::SpanKind, ResourceSpans, ScopeSpans, Span};
+use opentelemetry_proto::tonic::trace::v1::{
+    span::SpanKind, status, ResourceSpans, ScopeSpans, Span, Status,
+};
 use prost::Message as _;
 use sha2::{Digest, Sha256};
 use tokio::sync::{mpsc, oneshot};
@@ -162,11 +164,27 @@ fn pairs(text: &str) -> Vec<(String, String)> {
 /// The most of a decided call's arguments a span carries (as redacted JSON).
 const MAX_ARGUMENTS: usize = 4096;
 
+/// A decided event, as its span will say it.
+struct Decided {
+    end: SystemTime,
+    took: Duration,
+    session: String,
+    agent: String,
+    depth: u32,
+    event_type: &'static str,
+    framework: String,
+    tool: Option<String>,
+    arguments: Option<serde_json::Value>,
+    verdict: String,
+    source: String,
+    latency_us: u64,
+    observed: Option<String>,
+    reason: Option<String>,
+}
+
 enum Item {
     Span(Box<Span>),
-    /// A decision's span, still to be redacted (off the decision's path): its reason and
-    /// the call's arguments.
-    Decided(Box<Span>, Option<String>, Option<serde_json::Value>),
+    Decided(Box<Decided>),
     /// Send what is queued now, then say so.
     Flush(oneshot::Sender<()>),
 }
@@ -212,54 +230,35 @@ impl Exporter {
         }
     }
 
-    /// The span of a decided event, as its audit record has it.
+    /// The span of a decided event, as its audit record has it. Only what the span needs
+    /// is copied here; the span is built (and redacted) by the export task, off the
+    /// decision's path.
     pub fn decided(&self, event: &Event, record: &AuditRecord, framework: &str, took: Duration) {
-        let end = SystemTime::now();
-        let start = end.checked_sub(took).unwrap_or(end);
-        let mut attributes = vec![
-            text("ahp.session_id", &event.session_id),
-            text("ahp.agent_id", &event.agent_id),
-            int("ahp.depth", i64::from(event.depth)),
-            text("ahp.event_type", event.event_type.as_str()),
-            text("ahp.framework", framework),
-            text("ahp.verdict", &record.decision),
-            int("ahp.latency_us", record.latency_us as i64),
-        ];
-        if let Some(tool) = event.payload.get("tool_name").and_then(|t| t.as_str()) {
-            attributes.push(text("ahp.tool", tool));
-        }
-        let (by, rule) = super::decided_by(&record.source);
-        attributes.push(text("ahp.decided_by", by));
-        if !rule.is_empty() {
-            attributes.push(text("ahp.rule", rule));
-        }
-        attributes.push(boolean("ahp.fail_mode", by == "fail-mode"));
-        if by == "person" {
-            attributes.push(boolean("ahp.escalated", true));
-            attributes.push(int("ahp.escalation.wait_ms", took.as_millis() as i64));
-            let who = record.source.strip_prefix("person").unwrap_or_default();
-            let who = who.strip_prefix(':').unwrap_or("terminal");
-            attributes.push(text("ahp.escalation.answered_by", who));
-        }
-        if let Some(observed) = &record.observed {
-            attributes.push(text("ahp.observed", observed));
-        }
-        let blocked = matches!(record.decision.as_str(), "block");
-        let span = Span {
-            trace_id: trace_id(&event.session_id).to_vec(),
-            span_id: random_span_id().to_vec(),
-            parent_span_id: run_span_id(&event.session_id).to_vec(),
-            name: format!("ahp.decide {}", event.event_type.as_str()),
-            kind: SpanKind::Internal as i32,
-            start_time_unix_nano: unix_nanos(start),
-            end_time_unix_nano: unix_nanos(end),
-            attributes,
-            status: blocked.then(status_error),
-            ..Default::default()
+        let decided = Decided {
+            end: SystemTime::now(),
+            took,
+            session: event.session_id.clone(),
+            agent: event.agent_id.clone(),
+            depth: event.depth,
+            event_type: event.event_type.as_str(),
+            framework: framework.to_owned(),
+            tool: event
+                .payload
+                .get("tool_name")
+                .and_then(|t| t.as_str())
+                .map(str::to_owned),
+            arguments: event.payload.get("arguments").cloned(),
+            verdict: record.decision.clone(),
+            source: record.source.clone(),
+            latency_us: record.latency_us,
+            observed: record.observed.clone(),
+            reason: record.reason.clone(),
         };
-        let arguments = event.payload.get("arguments").cloned();
-        let item = Item::Decided(Box::new(span), record.reason.clone(), arguments);
-        if self.queue.try_send(item).is_err() {
+        if self
+            .queue
+            .try_send(Item::Decided(Box::new(decided)))
+            .is_err()
+        {
             self.dropped.inc();
         }
     }
@@ -401,22 +400,49 @@ impl Sender {
     }
 }
 
-/// A span as it is sent: a decision's reason and arguments redacted as the audit log
-/// redacts them (the arguments cut at [`MAX_ARGUMENTS`]), its status saying the reason.
+/// A span as it is sent. A decision's reason and arguments are redacted as the audit log
+/// redacts them (the arguments cut at [`MAX_ARGUMENTS`]).
 fn finished(item: Item) -> Span {
-    let (mut span, reason, arguments) = match item {
+    let d = match item {
         Item::Span(span) => return *span,
-        Item::Decided(span, reason, arguments) => (*span, reason, arguments),
+        Item::Decided(d) => *d,
         Item::Flush(_) => unreachable!("a flush is no span"),
     };
-    if let Some(reason) = reason {
-        let reason = crate::audit::redact::redact_str(&reason).into_owned();
-        if let Some(status) = &mut span.status {
-            status.message = reason.clone();
-        }
-        span.attributes.push(text("ahp.reason", &reason));
+    let mut attributes = vec![
+        text("ahp.session_id", &d.session),
+        text("ahp.agent_id", &d.agent),
+        int("ahp.depth", i64::from(d.depth)),
+        text("ahp.event_type", d.event_type),
+        text("ahp.framework", &d.framework),
+        text("ahp.verdict", &d.verdict),
+        int("ahp.latency_us", d.latency_us as i64),
+    ];
+    if let Some(tool) = &d.tool {
+        attributes.push(text("ahp.tool", tool));
     }
-    if let Some(mut arguments) = arguments {
+    let (by, rule) = super::decided_by(&d.source);
+    attributes.push(text("ahp.decided_by", by));
+    if !rule.is_empty() {
+        attributes.push(text("ahp.rule", rule));
+    }
+    attributes.push(boolean("ahp.fail_mode", by == "fail-mode"));
+    if by == "person" {
+        attributes.push(boolean("ahp.escalated", true));
+        attributes.push(int("ahp.escalation.wait_ms", d.took.as_millis() as i64));
+        let who = d.source.strip_prefix("person").unwrap_or_default();
+        let who = who.strip_prefix(':').unwrap_or("terminal");
+        attributes.push(text("ahp.escalation.answered_by", who));
+    }
+    if let Some(observed) = &d.observed {
+        attributes.push(text("ahp.observed", observed));
+    }
+    let reason = d
+        .reason
+        .map(|r| crate::audit::redact::redact_str(&r).into_owned());
+    if let Some(reason) = &reason {
+        attributes.push(text("ahp.reason", reason));
+    }
+    if let Some(mut arguments) = d.arguments {
         crate::audit::redact::redact_value(&mut arguments);
         let mut json = arguments.to_string();
         if json.len() > MAX_ARGUMENTS {
@@ -427,9 +453,25 @@ fn finished(item: Item) -> Span {
             json.truncate(cut);
             json.push('…');
         }
-        span.attributes.push(text("ahp.arguments", &json));
+        attributes.push(text("ahp.arguments", &json));
     }
-    span
+    let start = d.end.checked_sub(d.took).unwrap_or(d.end);
+    let status = (d.verdict == "block").then(|| Status {
+        message: reason.unwrap_or_default(),
+        code: status::StatusCode::Error as i32,
+    });
+    Span {
+        trace_id: trace_id(&d.session).to_vec(),
+        span_id: random_span_id().to_vec(),
+        parent_span_id: run_span_id(&d.session).to_vec(),
+        name: format!("ahp.decide {}", d.event_type),
+        kind: SpanKind::Internal as i32,
+        start_time_unix_nano: unix_nanos(start),
+        end_time_unix_nano: unix_nanos(d.end),
+        attributes,
+        status,
+        ..Default::default()
+    }
 }
 
 fn resource(target: &Target, role: &'static str) -> Resource {
@@ -476,13 +518,6 @@ fn random_span_id() -> [u8; 8] {
         id = unix_nanos(SystemTime::now()).to_le_bytes();
     }
     id
-}
-
-fn status_error() -> opentelemetry_proto::tonic::trace::v1::Status {
-    opentelemetry_proto::tonic::trace::v1::Status {
-        message: String::new(),
-        code: opentelemetry_proto::tonic::trace::v1::status::StatusCode::Error as i32,
-    }
 }
 
 fn attribute(key: &str, value: any_value::Value) -> KeyValue {
