@@ -283,3 +283,50 @@ async fn prometheus_scrapes_a_live_serve_and_its_counters_match_the_audit_log() 
     assert_eq!(up.get("ahp-wrap"), Some(&1), "the scrape succeeds");
     drop(prom);
 }
+
+#[tokio::test]
+async fn a_run_serves_its_own_metrics_while_the_agent_runs() {
+    use std::io::BufRead;
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        r#"cd '{dir}'
+printf '%s' '{{"payload":{{"tool_name":"Bash","arguments":{{"command":"rm -rf ~"}}}}}}' | "$AHP_WRAP_BIN" hook generic pre_action >/dev/null 2>&1
+printf '%s' '{{"payload":{{"tool_name":"Bash","arguments":{{"command":"ls"}}}}}}' | "$AHP_WRAP_BIN" hook generic pre_action >/dev/null 2>&1
+touch asked
+while [ ! -e go ]; do sleep 0.05; done"#,
+        dir = dir.path().display()
+    );
+    let mut child = Command::new(common::wrap_bin())
+        .args(["--metrics-listen", "127.0.0.1:0", "--framework", "generic"])
+        .args(["--no-intercept", "--", "sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let mut run = Killed(child);
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("ahp-wrap: metrics on ").map(str::to_owned))
+        .expect("the run says where its metrics are");
+    std::thread::spawn(move || for _ in lines {});
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while !dir.path().join("asked").exists() {
+        assert!(Instant::now() < deadline, "the agent never asked");
+        tokio::time::sleep(Duration::from_millis(50)).await;
+    }
+    let text = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let status = run.0.wait().unwrap();
+    assert!(status.success(), "{status}");
+    for line in [
+        r#"ahp_wrap_decisions_total{decided_by="policy",event_type="pre_action",framework="generic",rule="delete-outside-workspace",verdict="block"} 1"#,
+        r#"ahp_wrap_decisions_total{decided_by="policy",event_type="pre_action",framework="generic",rule="",verdict="allow"} 1"#,
+        r#"ahp_wrap_notifications_total{event_type="session_start",framework="generic"} 1"#,
+        "ahp_wrap_decision_latency_seconds_count{decided_by=\"policy\"} 2",
+    ] {
+        assert!(text.contains(line), "no {line} in:\n{text}");
+    }
+}

@@ -615,6 +615,92 @@ mod tests {
         );
     }
 
+    fn attributes(span: &Span) -> std::collections::BTreeMap<String, String> {
+        span.attributes
+            .iter()
+            .map(|kv| {
+                let v = match kv.value.as_ref().and_then(|v| v.value.as_ref()) {
+                    Some(any_value::Value::StringValue(s)) => s.clone(),
+                    Some(any_value::Value::IntValue(i)) => i.to_string(),
+                    Some(any_value::Value::BoolValue(b)) => b.to_string(),
+                    other => format!("{other:?}"),
+                };
+                (kv.key.clone(), v)
+            })
+            .collect()
+    }
+
+    #[test]
+    fn an_escalation_answered_by_a_person_says_who_and_how_long_it_waited() {
+        let decided = Decided {
+            end: SystemTime::now(),
+            took: Duration::from_millis(4200),
+            session: "s-1".into(),
+            agent: "a".into(),
+            depth: 0,
+            event_type: "pre_action",
+            framework: "claude-code".into(),
+            tool: Some("Bash".into()),
+            arguments: Some(serde_json::json!({"command": "git push --force", "token": "hunter2"})),
+            verdict: "block".into(),
+            source: "person:alice@10.0.0.7:5123".into(),
+            latency_us: 4_200_000,
+            observed: None,
+            reason: Some("not now, key sk-ant-api03-abcdefghijklmnopqrstuvwxyz".into()),
+        };
+        let span = finished(Item::Decided(Box::new(decided)));
+        let a = attributes(&span);
+        assert_eq!(a["ahp.decided_by"], "person");
+        assert_eq!(a["ahp.escalated"], "true");
+        assert_eq!(a["ahp.escalation.wait_ms"], "4200");
+        assert_eq!(a["ahp.escalation.answered_by"], "alice@10.0.0.7:5123");
+        assert!(!a.contains_key("ahp.rule"));
+        assert_eq!(span.parent_span_id, run_span_id("s-1"));
+        assert_eq!(
+            span.end_time_unix_nano - span.start_time_unix_nano,
+            4_200_000_000
+        );
+        // Redacted as the audit log redacts: a key in the reason, a secret key's value.
+        assert!(
+            a["ahp.reason"].contains("[REDACTED:anthropic-key]"),
+            "{a:?}"
+        );
+        assert!(!a["ahp.arguments"].contains("hunter2"), "{a:?}");
+        let status = span.status.expect("a block has a status");
+        assert_eq!(status.code, status::StatusCode::Error as i32);
+        assert_eq!(status.message, a["ahp.reason"]);
+
+        let at_terminal = Decided {
+            source: "person".into(),
+            verdict: "allow".into(),
+            reason: None,
+            arguments: None,
+            ..decided_like()
+        };
+        let span = finished(Item::Decided(Box::new(at_terminal)));
+        assert_eq!(attributes(&span)["ahp.escalation.answered_by"], "terminal");
+        assert!(span.status.is_none());
+    }
+
+    fn decided_like() -> Decided {
+        Decided {
+            end: SystemTime::now(),
+            took: Duration::ZERO,
+            session: "s".into(),
+            agent: "a".into(),
+            depth: 1,
+            event_type: "pre_action",
+            framework: "generic".into(),
+            tool: None,
+            arguments: None,
+            verdict: "allow".into(),
+            source: "policy".into(),
+            latency_us: 0,
+            observed: None,
+            reason: None,
+        }
+    }
+
     #[test]
     fn a_sessions_trace_is_the_same_everywhere_and_its_run_span_is_the_parent() {
         assert_eq!(trace_id("s-1"), trace_id("s-1"));
