@@ -98,7 +98,24 @@ fn floor(
     for g in &report.gaps {
         out.push_str(&format!("missing:  {g}\n"));
     }
-    out.push_str("not built yet: the network (the floor does not confine connections)\n\n");
+    let net = &spec.net;
+    if net.enabled() {
+        let unknown = match net.unknown {
+            Some(crate::floor::spec::Unknown::Ask) => "ask (a person answers)",
+            Some(crate::floor::spec::Unknown::Block) => "block",
+            Some(crate::floor::spec::Unknown::Allow) | None => "allow (the gate decides)",
+        };
+        out.push_str(&format!(
+            "network: {} allowed host pattern(s) (and the agent's model API), {} denied, \
+             unknown hosts: {unknown}; loopback services {}\n",
+            net.allow.as_ref().map_or(0, Vec::len),
+            net.deny.as_ref().map_or(0, Vec::len),
+            if net.loopback() { "reached" } else { "refused" },
+        ));
+    } else {
+        out.push_str("network: not confined (the policy's [floor.net] enabled = false)\n");
+    }
+    out.push('\n');
     out.push_str(&plan.to_string());
     exit::print(&out);
     if report.complete() && spec.enabled {
@@ -117,8 +134,12 @@ pub fn policy(cmd: PolicyCommand) -> Exit {
         PolicyCommand::Check { file } => match Policy::load(&file) {
             Ok(p) => {
                 let report = p.check().expect("load checked the examples");
+                let base = match p.inherited_rules() {
+                    0 => String::new(),
+                    n => format!(" (on top of {n} rules of the default policy)"),
+                };
                 exit::print(&format!(
-                    "{}: {} rules, {} examples passed\n",
+                    "{}: {} rules{base}, {} examples passed\n",
                     file.display(),
                     report.rules,
                     report.examples

@@ -88,6 +88,8 @@ pub enum PolicyError {
     },
     #[error("unsupported policy version {0} (this build reads version 1)")]
     Version(u32),
+    #[error("{0}")]
+    Extends(String),
     #[error("rule {rule:?}: {message}")]
     InvalidRule { rule: String, message: String },
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
@@ -134,6 +136,9 @@ pub fn floor_spec(file: Option<&Path>) -> Result<crate::floor::Spec, PolicyError
 #[derive(Debug)]
 pub struct Policy {
     rules: Vec<Rule>,
+    /// How many of `rules`, first, come from the default policy this one extends (their
+    /// examples are the default's, checked by the test suite, not at every load).
+    inherited: usize,
     settings: Settings,
     resolver: Resolver,
     /// The workspace, when the caller knows it better than the event's cwd.
@@ -186,6 +191,7 @@ impl Policy {
     pub fn allow_all() -> Policy {
         Policy {
             rules: Vec::new(),
+            inherited: 0,
             settings: Settings {
                 unparseable: Unparseable::NoOpinion,
             },
@@ -238,9 +244,39 @@ impl Policy {
         if let Some(v) = raw.version.filter(|v| *v != 1) {
             return Err(PolicyError::Version(v));
         }
-        let mut rules = Vec::with_capacity(raw.rules.len());
+        let (mut rules, inherited, settings) = match raw.extends.as_deref() {
+            None if raw.disable.is_empty() => (Vec::new(), 0, raw.settings.unwrap_or_default()),
+            None => {
+                return Err(PolicyError::Extends(
+                    "`disable` names default rules, so it needs `extends = \"default\"`".into(),
+                ))
+            }
+            Some("default") => {
+                let base = Policy::parse(DEFAULT_TOML, "(default)")?;
+                let mut rules = base.rules;
+                for id in &raw.disable {
+                    let before = rules.len();
+                    rules.retain(|r| &r.id != id);
+                    if rules.len() == before {
+                        return Err(PolicyError::Extends(format!(
+                            "`disable` names {id:?}, which is not a rule of the default policy \
+                             (`ahp-wrap policy default` lists them)"
+                        )));
+                    }
+                }
+                // A rule of this file with a default rule's id takes its place.
+                rules.retain(|r| !raw.rules.iter().any(|own| own.id == r.id));
+                let inherited = rules.len();
+                (rules, inherited, raw.settings.unwrap_or(base.settings))
+            }
+            Some(other) => {
+                return Err(PolicyError::Extends(format!(
+                    "extends = {other:?}: only \"default\" (the built-in policy) can be extended"
+                )))
+            }
+        };
         for r in raw.rules {
-            if rules.iter().any(|x: &Rule| x.id == r.id) {
+            if rules[inherited..].iter().any(|x: &Rule| x.id == r.id) {
                 return Err(PolicyError::InvalidRule {
                     rule: r.id,
                     message: "the id is used by another rule".into(),
@@ -250,7 +286,8 @@ impl Policy {
         }
         Ok(Policy {
             rules,
-            settings: raw.settings,
+            inherited,
+            settings,
             ..Policy::allow_all()
         })
     }
@@ -281,14 +318,20 @@ impl Policy {
         self
     }
 
+    /// How many rules come from the default policy this one extends (0 when it stands alone).
+    pub fn inherited_rules(&self) -> usize {
+        self.inherited
+    }
+
     /// The ids of the rules, in file order.
     pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
         self.rules.iter().map(|r| r.id.as_str())
     }
 
-    /// Runs the `match` / `no_match` examples of every rule.
+    /// Runs the `match` / `no_match` examples of every rule this policy adds (those of the
+    /// default it extends are checked by the test suite).
     pub fn check(&self) -> Result<ExampleReport, PolicyError> {
-        let (report, failures) = examples::check(&self.rules);
+        let (report, failures) = examples::check(&self.rules[self.inherited..]);
         if failures.is_empty() {
             Ok(report)
         } else {

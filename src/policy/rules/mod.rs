@@ -17,8 +17,16 @@ use patterns::{PathCond, Patterns};
 #[serde(deny_unknown_fields)]
 pub struct RawPolicy {
     pub version: Option<u32>,
+    /// `"default"`: this file adds to the default policy (its rules first, then this file's;
+    /// a rule with a default rule's id replaces it) instead of standing alone.
     #[serde(default)]
-    pub settings: Settings,
+    pub extends: Option<String>,
+    /// With `extends`: ids of the default rules this file leaves out.
+    #[serde(default)]
+    pub disable: Vec<String>,
+    /// `None` when the file has no `[settings]` (then an extended policy keeps its own).
+    #[serde(default)]
+    pub settings: Option<Settings>,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RawRule>,
     /// The kernel's floor: read on its own by [`crate::policy::floor_spec`]; here only
@@ -80,6 +88,8 @@ pub struct RawRule {
     pub reason: Option<String>,
     pub events: Option<Vec<String>>,
     pub tools: Option<Vec<String>>,
+    /// Tool names the rule does not apply to.
+    pub tools_not: Option<Vec<String>>,
     pub command: Option<RawCommand>,
     pub file: Option<RawFile>,
     pub url: Option<RawUrl>,
@@ -196,6 +206,7 @@ pub struct Rule {
     pub rewrite: Rewrite,
     events: Vec<EventType>,
     tools: Option<Patterns>,
+    tools_not: Option<Patterns>,
     command: Option<CommandCond>,
     file: Option<FileCond>,
     url: Option<UrlCond>,
@@ -385,6 +396,7 @@ impl Rule {
             .transpose()?;
         Ok(Rule {
             tools: patterns(&id, &raw.tools)?,
+            tools_not: patterns(&id, &raw.tools_not)?,
             id,
             decision: raw.decision,
             reason,
@@ -438,6 +450,11 @@ impl Rule {
         }
         if let Some(tools) = &self.tools {
             if !f.tool.as_deref().is_some_and(|t| tools.is_match(t)) {
+                return false;
+            }
+        }
+        if let Some(not) = &self.tools_not {
+            if f.tool.as_deref().is_some_and(|t| not.is_match(t)) {
                 return false;
             }
         }

@@ -401,3 +401,80 @@ fn the_complete_example_in_the_docs_loads() {
         "{d:?}"
     );
 }
+
+#[test]
+fn a_policy_extending_the_default_keeps_its_rules_and_adds_its_own() {
+    let extended = policy(
+        r#"
+        extends = "default"
+        disable = ["force-push-default-branch", "force-push"]
+
+        [[rule]]
+        id = "no-push"
+        decision = "block"
+        reason = "this CI job does not push"
+        match = ["git push origin main"]
+        command.program = ["git"]
+        command.args_any = ["push"]
+        "#,
+    );
+    let default = Policy::default_policy().with_home("/home/user");
+    // The default's rules still decide what the file says nothing about.
+    let d = extended.evaluate(&bash_event("rm -rf ~"));
+    assert_eq!(d, default.evaluate(&bash_event("rm -rf ~")));
+    assert!(matches!(d.verdict, Verdict::Block { .. }), "{d:?}");
+    // Its own rule adds to them; the disabled ones no longer decide.
+    let push = extended.evaluate(&bash_event("git push --force origin main"));
+    assert_eq!(push.rule.as_deref(), Some("no-push"), "{push:?}");
+    assert_eq!(
+        default
+            .evaluate(&bash_event("git push --force origin main"))
+            .rule
+            .as_deref(),
+        Some("force-push-default-branch")
+    );
+    assert!(!extended.rule_ids().any(|id| id.starts_with("force-push")));
+    assert_eq!(
+        extended.rule_ids().count(),
+        default.rule_ids().count() - 1,
+        "two default rules out, one rule in"
+    );
+    // Only the file's own examples are checked when it loads.
+    assert_eq!(extended.check().unwrap().rules, 1);
+}
+
+#[test]
+fn a_rule_with_a_default_rules_id_replaces_it_and_settings_are_kept_unless_given() {
+    let loose = policy(
+        r#"
+        extends = "default"
+        [[rule]]
+        id = "delete-outside-workspace"
+        decision = "escalate"
+        reason = "a person decides on deletions outside the workspace"
+        match = ["rm -rf /tmp/x"]
+        command.program = ["rm"]
+        "#,
+    );
+    let d = loose.evaluate(&bash_event("rm -rf /opt/data"));
+    assert_eq!(d.rule.as_deref(), Some("delete-outside-workspace"));
+    assert!(matches!(d.verdict, Verdict::Escalate { .. }), "{d:?}");
+    // [settings] left out: the default's (an unparseable command escalates).
+    let d = loose.evaluate(&bash_event("echo 'unterminated"));
+    assert!(matches!(d.verdict, Verdict::Escalate { .. }), "{d:?}");
+}
+
+#[test]
+fn extends_and_disable_are_refused_when_they_cannot_mean_what_they_say() {
+    for (toml, says) in [
+        (r#"extends = "strict""#, "only \"default\""),
+        (r#"disable = ["read-secrets"]"#, "needs `extends"),
+        (
+            "extends = \"default\"\ndisable = [\"read-secret\"]",
+            "\"read-secret\", which is not a rule of the default policy",
+        ),
+    ] {
+        let e = Policy::from_toml_str(toml).expect_err(toml).to_string();
+        assert!(e.contains(says), "{toml}: {e}");
+    }
+}
