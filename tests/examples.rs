@@ -1,0 +1,798 @@
+//! Every file in `examples/` is run by a test, here or (for the two harnesses) in
+//! tests/interop.rs; a new example without a test fails `every_example_is_run_by_a_test`.
+//!
+//! The policies are loaded and asked about commands by `ahp-wrap policy check|eval|floor`;
+//! the fleet capability is loaded and its gate asked about tasks; each MCP client
+//! configuration's command is started as the client would start it and asked for a file and
+//! a secret; the systemd unit is checked by `systemd-analyze verify` and its `ExecStart` is
+//! run; the GitHub Actions workflow's steps run locally, as a runner would run them, around
+//! the real Claude Code CLI and a scripted fake model.
+
+#[path = "support/agents.rs"]
+#[allow(dead_code)] // what every agent suite shares; each uses a part
+mod agents;
+#[path = "support/claude_code.rs"]
+#[allow(dead_code)]
+mod support;
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::io::{BufRead, BufReader, Write};
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::Duration;
+
+use serde_json::{json, Value};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+fn example(path: &str) -> PathBuf {
+    root().join("examples").join(path)
+}
+
+fn wrap_bin() -> &'static str {
+    env!("CARGO_BIN_EXE_ahp-wrap")
+}
+
+/// Each example, and the test that runs it (`file::test`, `file` under tests/).
+const COVERED: &[(&str, &str)] = &[
+    (
+        "minimal_harness.py",
+        "interop.rs::the_minimal_example_harness_blocks_rm_sent_as_an_argv",
+    ),
+    ("ref_harness.rs", "interop.rs::reference_harness_over_stdio"),
+    ("policies/ci.toml", "examples.rs::the_example_policies"),
+    (
+        "policies/secrets-only.toml",
+        "examples.rs::the_example_policies",
+    ),
+    (
+        "policies/ask-before-network.toml",
+        "examples.rs::the_example_policies",
+    ),
+    (
+        "fleet/fix-tests.toml",
+        "examples.rs::the_fleet_capability_takes_the_task_it_documents",
+    ),
+    (
+        "mcp/claude-code.mcp.json",
+        "examples.rs::each_mcp_client_configuration_starts_a_supervised_server",
+    ),
+    (
+        "mcp/cursor.mcp.json",
+        "examples.rs::each_mcp_client_configuration_starts_a_supervised_server",
+    ),
+    (
+        "mcp/vscode.mcp.json",
+        "examples.rs::each_mcp_client_configuration_starts_a_supervised_server",
+    ),
+    (
+        "systemd/ahp-wrap-serve.service",
+        "examples.rs::the_systemd_unit_verifies_and_its_command_serves",
+    ),
+    (
+        "github-actions/agent.yml",
+        "examples.rs::the_github_actions_workflow_runs_its_steps_locally",
+    ),
+];
+
+#[test]
+fn every_example_is_run_by_a_test() {
+    fn walk(dir: &Path, base: &Path, out: &mut BTreeSet<String>) {
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                walk(&path, base, out);
+            } else {
+                let rel = path.strip_prefix(base).unwrap().display().to_string();
+                out.insert(rel);
+            }
+        }
+    }
+    let mut files = BTreeSet::new();
+    walk(
+        &root().join("examples"),
+        &root().join("examples"),
+        &mut files,
+    );
+    let covered: BTreeSet<String> = COVERED.iter().map(|(f, _)| f.to_string()).collect();
+    assert_eq!(
+        files, covered,
+        "every file in examples/ needs a test, listed in COVERED"
+    );
+    for (file, test) in COVERED {
+        let (source, name) = test.split_once("::").unwrap();
+        let text = std::fs::read_to_string(root().join("tests").join(source)).unwrap();
+        assert!(
+            text.contains(&format!("fn {name}(")),
+            "{file}: the test {test} does not exist"
+        );
+    }
+}
+
+/// `ahp-wrap ARGS` with `stdin`, HOME a fresh directory, in a workspace below it.
+fn ahp(args: &[&str], stdin: &str) -> Output {
+    let home = tempfile::tempdir().unwrap();
+    let ws = home.path().join("project");
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut child = Command::new(wrap_bin())
+        .args(args)
+        .env("HOME", home.path())
+        .current_dir(&ws)
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(stdin.as_bytes())
+        .unwrap();
+    child.wait_with_output().unwrap()
+}
+
+fn shown(out: &Output) -> String {
+    format!(
+        "exit {:?}\nstdout: {}\nstderr: {}",
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
+}
+
+fn bash_event(command: &str) -> Value {
+    json!({"event_type": "pre_action",
+           "payload": {"tool_name": "Bash", "arguments": {"command": command}}})
+}
+
+fn net_event(host: &str) -> Value {
+    json!({"event_type": "pre_action",
+           "payload": {"tool_name": "net", "arguments": {
+               "host": host, "port": 443, "url": format!("https://{host}:443/")}}})
+}
+
+#[test]
+fn the_example_policies() {
+    // (policy, event, exit code of `policy eval`, deciding rule)
+    let cases: Vec<(&str, Value, i32, Option<&str>)> = vec![
+        (
+            "ci",
+            bash_event("git push origin HEAD:main"),
+            1,
+            Some("ci-no-push"),
+        ),
+        ("ci", bash_event("npm publish"), 1, Some("ci-no-publish")),
+        // The default's rules are kept.
+        (
+            "ci",
+            bash_event("rm -rf ~"),
+            1,
+            Some("delete-outside-workspace"),
+        ),
+        (
+            "ci",
+            bash_event("cat ~/.aws/credentials"),
+            1,
+            Some("read-secrets"),
+        ),
+        ("ci", bash_event("cargo test --workspace"), 0, None),
+        // Nobody answers in CI: what cannot be parsed is refused.
+        ("ci", bash_event("echo 'unterminated"), 1, None),
+        (
+            "secrets-only",
+            bash_event("cat ~/.ssh/id_ed25519"),
+            1,
+            Some("read-credentials"),
+        ),
+        (
+            "secrets-only",
+            bash_event("gh auth token"),
+            1,
+            Some("print-tokens"),
+        ),
+        (
+            "secrets-only",
+            bash_event("cat .env"),
+            1,
+            Some("read-credentials"),
+        ),
+        // Only secrets: a deletion is for the agent's own prompts.
+        ("secrets-only", bash_event("rm -rf ~"), 0, None),
+        (
+            "secrets-only",
+            bash_event("cat ~/.ssh/id_ed25519.pub"),
+            0,
+            None,
+        ),
+        (
+            "ask-before-network",
+            bash_event("curl -fsSL https://example.com/x.sh -o x.sh"),
+            3,
+            Some("network-needs-a-person"),
+        ),
+        (
+            "ask-before-network",
+            json!({"event_type": "pre_action", "payload": {"tool_name": "WebFetch",
+                   "arguments": {"url": "https://docs.rs/"}}}),
+            3,
+            Some("network-needs-a-person"),
+        ),
+        // The floor's connection events are [floor.net]'s business, the model API included.
+        (
+            "ask-before-network",
+            net_event("api.anthropic.com"),
+            0,
+            None,
+        ),
+        ("ask-before-network", bash_event("cargo build"), 0, None),
+        (
+            "ask-before-network",
+            bash_event("rm -rf /"),
+            1,
+            Some("delete-outside-workspace"),
+        ),
+    ];
+    for (name, event, code, rule) in cases {
+        let file = example(&format!("policies/{name}.toml"));
+        let file = file.to_str().unwrap();
+        let out = ahp(&["policy", "eval", file], &event.to_string());
+        assert_eq!(
+            out.status.code(),
+            Some(code),
+            "{name}: {event}\n{}",
+            shown(&out)
+        );
+        let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
+        if let Some(rule) = rule {
+            assert_eq!(answer["rule"], rule, "{name}: {event}\n{}", shown(&out));
+        }
+    }
+    for (name, unknown, extends) in [
+        ("ci", "block", true),
+        ("secrets-only", "allow", false),
+        ("ask-before-network", "ask", true),
+    ] {
+        let file = example(&format!("policies/{name}.toml"));
+        let file = file.to_str().unwrap();
+        let out = ahp(&["policy", "check", file], "");
+        assert!(out.status.success(), "{name}\n{}", shown(&out));
+        let said = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            said.contains("on top of"),
+            extends,
+            "{name} extends the default: {said}"
+        );
+        let out = ahp(&["policy", "floor", "--policy", file], "");
+        let plan = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            plan.contains(&format!("unknown hosts: {unknown}")),
+            "{name}: the floor's plan\n{}",
+            shown(&out)
+        );
+    }
+}
+
+#[test]
+fn the_fleet_capability_takes_the_task_it_documents() {
+    use ahp_wrap::fleet::capability::Capability;
+    use ahp_wrap::fleet::l3;
+    use ahp_wrap::fleet::message::Task;
+
+    let cap = Capability::load(&example("fleet/fix-tests.toml")).unwrap();
+    let task = |changes: Value| -> Task {
+        let mut t = json!({
+            "type": "task", "task_id": "t-1", "capability": "fix-tests",
+            "intent": "make the failing test in crates/parser pass",
+            "input": {"repo": "https://git.example.com/team/app", "branch": "main"},
+            "risk": "R2", "data_class": "T1", "hazards": ["filesystem-write"],
+        });
+        for (k, v) in changes.as_object().unwrap() {
+            t[k] = v.clone();
+        }
+        serde_json::from_value(t).unwrap()
+    };
+    // The task its comment submits is taken.
+    l3::check(&cap, None, &task(json!({}))).unwrap();
+    for (change, refused) in [
+        (json!({"risk": "R3"}), "ceiling"),
+        (json!({"data_class": "T3"}), "data class"),
+        (json!({"hazards": ["network"]}), "hazard"),
+        (json!({"input": {"branch": "main"}}), "repo is required"),
+        (json!({"input": {"repo": "r", "token": "x"}}), "token"),
+    ] {
+        let why = l3::check(&cap, None, &task(change.clone())).unwrap_err();
+        assert!(why.contains(refused), "{change}: {why}");
+    }
+    let out_schema = cap.output_schema.as_ref().unwrap();
+    out_schema
+        .validate(&json!({"changed": ["src/parser.rs"], "summary": "fixed"}))
+        .unwrap();
+    assert!(out_schema.validate(&json!({"summary": "x"})).is_err());
+}
+
+/// The `command` and `args` a client would start, from one MCP configuration file.
+fn mcp_server_command(config: &Value) -> (String, Vec<String>) {
+    let servers = config
+        .get("mcpServers")
+        .or_else(|| config.get("servers"))
+        .and_then(Value::as_object)
+        .expect("mcpServers or servers");
+    let (_, server) = servers.iter().next().expect("one server");
+    let args = server["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap().to_owned())
+        .collect();
+    (server["command"].as_str().unwrap().to_owned(), args)
+}
+
+/// One line-delimited JSON-RPC exchange with a child, each answer awaited by id.
+struct Rpc {
+    child: std::process::Child,
+    stdin: std::process::ChildStdin,
+    lines: std::sync::mpsc::Receiver<String>,
+}
+
+impl Rpc {
+    fn start(mut cmd: Command) -> Rpc {
+        let mut child = cmd
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        let stdin = child.stdin.take().unwrap();
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = std::sync::mpsc::channel();
+        std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines().map_while(Result::ok) {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Rpc {
+            child,
+            stdin,
+            lines,
+        }
+    }
+
+    fn notify(&mut self, method: &str, params: Value) {
+        let msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").unwrap();
+    }
+
+    fn call(&mut self, id: u64, method: &str, params: Value) -> Value {
+        let msg = json!({"jsonrpc": "2.0", "id": id, "method": method, "params": params});
+        writeln!(self.stdin, "{msg}").unwrap();
+        loop {
+            let line = self
+                .lines
+                .recv_timeout(Duration::from_secs(60))
+                .unwrap_or_else(|e| panic!("no answer to {method}: {e}"));
+            let v: Value = serde_json::from_str(&line).unwrap();
+            if v["id"] == id {
+                return v;
+            }
+        }
+    }
+}
+
+impl Drop for Rpc {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+#[test]
+fn each_mcp_client_configuration_starts_a_supervised_server() {
+    let server_js = root().join(
+        "tests/.cache/mcp/node_modules/@modelcontextprotocol/server-filesystem/dist/index.js",
+    );
+    if agents::skip("mcp") {
+        return;
+    }
+    assert!(
+        server_js.exists(),
+        "run tests/mcp/setup.sh first (it installs the MCP servers)"
+    );
+    for name in ["claude-code", "cursor", "vscode"] {
+        let text = std::fs::read_to_string(example(&format!("mcp/{name}.mcp.json"))).unwrap();
+        let config: Value = serde_json::from_str(&text).unwrap();
+        let (command, args) = mcp_server_command(&config);
+        assert_eq!(command, "ahp-wrap", "{name}");
+        let dir = tempfile::tempdir().unwrap();
+        let project = dir.path().join("project");
+        std::fs::create_dir_all(&project).unwrap();
+        std::fs::write(project.join("notes.txt"), "the notes\n").unwrap();
+        std::fs::write(project.join(".env"), "API_KEY=sk-live-0123456789\n").unwrap();
+        // As the client starts it; what it names outside this machine is replaced: the
+        // project by this test's, `npx -y <package>` by the package already installed, a
+        // client variable by its value, the audit log by one in this test's directory.
+        let audit = dir.path().join("audit.jsonl");
+        let mut argv: Vec<String> = Vec::new();
+        let mut rest = args.iter().peekable();
+        while let Some(a) = rest.next() {
+            match a.as_str() {
+                "npx" => {
+                    assert_eq!(rest.next().map(String::as_str), Some("-y"), "{name}");
+                    let package = rest.next().unwrap();
+                    assert_eq!(package, "@modelcontextprotocol/server-filesystem");
+                    argv.extend(["node".into(), server_js.display().to_string()]);
+                }
+                "/path/to/project" | "${workspaceFolder}" => {
+                    argv.push(project.display().to_string())
+                }
+                a if a.starts_with("/tmp/") && a.ends_with(".jsonl") => {
+                    argv.push(audit.display().to_string())
+                }
+                a => argv.push(a.to_owned()),
+            }
+        }
+        let mut cmd = Command::new(wrap_bin());
+        cmd.args(&argv)
+            .current_dir(&project)
+            .env("HOME", dir.path());
+        let mut rpc = Rpc::start(cmd);
+        let init = rpc.call(
+            1,
+            "initialize",
+            json!({"protocolVersion": "2025-11-25", "capabilities": {},
+                   "clientInfo": {"name": "examples-test", "version": "1"}}),
+        );
+        assert!(init["result"]["serverInfo"].is_object(), "{name}: {init}");
+        rpc.notify("notifications/initialized", json!({}));
+        let read = |rpc: &mut Rpc, id: u64, file: &str| {
+            rpc.call(
+                id,
+                "tools/call",
+                json!({"name": "read_text_file",
+                       "arguments": {"path": project.join(file).display().to_string()}}),
+            )
+        };
+        let notes = read(&mut rpc, 2, "notes.txt");
+        assert!(notes.to_string().contains("the notes"), "{name}: {notes}");
+        let secret = read(&mut rpc, 3, ".env");
+        assert_eq!(secret["result"]["isError"], true, "{name}: {secret}");
+        assert!(
+            !secret.to_string().contains("sk-live"),
+            "{name}: the secret reached the client: {secret}"
+        );
+        drop(rpc);
+        if name == "cursor" {
+            let records = agents::read_jsonl(&audit);
+            assert!(
+                records.iter().any(|r| r["decision"] == "block"),
+                "{name}: the audit log has the refusal: {records:?}"
+            );
+        }
+    }
+}
+
+/// `ExecStart=` of a unit, its continuation lines joined and split into words.
+fn exec_start(unit: &str) -> Vec<String> {
+    let joined = unit.replace("\\\n", " ");
+    let line = joined
+        .lines()
+        .find_map(|l| l.strip_prefix("ExecStart="))
+        .expect("an ExecStart line");
+    line.split_whitespace().map(str::to_owned).collect()
+}
+
+#[test]
+fn the_systemd_unit_verifies_and_its_command_serves() {
+    let unit = std::fs::read_to_string(example("systemd/ahp-wrap-serve.service")).unwrap();
+    let dir = tempfile::tempdir().unwrap();
+    // Where the unit expects the binary, this build's.
+    let here = unit.replace("/usr/local/bin/ahp-wrap", wrap_bin());
+    if Path::new("/usr/bin/systemd-analyze").exists() {
+        let file = dir.path().join("ahp-wrap-serve.service");
+        std::fs::write(&file, &here).unwrap();
+        let out = Command::new("systemd-analyze")
+            .args(["verify", "--man=no"])
+            .arg(&file)
+            .output()
+            .unwrap();
+        let said = String::from_utf8_lossy(&out.stderr);
+        // The files it reads exist only where it is installed; nothing else may be said.
+        let complaints: Vec<&str> = said
+            .lines()
+            .filter(|l| !l.contains("/etc/ahp-wrap/") && !l.trim().is_empty())
+            .collect();
+        assert!(complaints.is_empty(), "systemd-analyze verify: {said}");
+    }
+    // Its ExecStart, with the machine's files replaced by this test's and a free port.
+    let policy = dir.path().join("policy.toml");
+    std::fs::write(&policy, ahp_wrap::policy::Policy::default_toml()).unwrap();
+    let tokens = dir.path().join("host-tokens");
+    std::fs::write(&tokens, "alice=alice-token-0123456789:approve\n").unwrap();
+    let audit = dir.path().join("audit.jsonl");
+    let argv: Vec<String> = exec_start(&here)
+        .into_iter()
+        .map(|a| match a.as_str() {
+            "http://0.0.0.0:7700" => "http://127.0.0.1:0".to_owned(),
+            "/etc/ahp-wrap/policy.toml" => policy.display().to_string(),
+            "/etc/ahp-wrap/host-tokens" => tokens.display().to_string(),
+            "/var/lib/ahp-wrap/audit.jsonl" => audit.display().to_string(),
+            _ => a,
+        })
+        .collect();
+    assert_eq!(argv[0], wrap_bin());
+    let mut serve = Command::new(&argv[0])
+        .args(&argv[1..])
+        .env("AHP_WRAP_SERVE_TOKEN", "wrappers-token-0123456789")
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let stderr = BufReader::new(serve.stderr.take().unwrap());
+    let (tx, rx) = std::sync::mpsc::channel();
+    std::thread::spawn(move || {
+        for line in stderr.lines().map_while(Result::ok) {
+            let _ = tx.send(line);
+        }
+    });
+    let mut base = None;
+    while base.is_none() {
+        let line = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("serve says where it listens");
+        base = line
+            .split_whitespace()
+            .find(|w| w.starts_with("http://127.0.0.1:"))
+            .map(|w| w.trim_end_matches(['/', ',', ')']).to_owned());
+    }
+    let base = base.unwrap();
+    let addr = base
+        .trim_start_matches("http://")
+        .split('/')
+        .next()
+        .unwrap();
+    let get = |path: &str, token: Option<&str>| -> String {
+        let mut s = std::net::TcpStream::connect(addr).unwrap();
+        let auth = token
+            .map(|t| format!("Authorization: Bearer {t}\r\n"))
+            .unwrap_or_default();
+        write!(
+            s,
+            "GET {path} HTTP/1.1\r\nHost: {addr}\r\n{auth}Connection: close\r\n\r\n"
+        )
+        .unwrap();
+        let mut answer = String::new();
+        std::io::Read::read_to_string(&mut s, &mut answer).unwrap();
+        answer
+    };
+    let page = get("/", None);
+    assert!(page.starts_with("HTTP/1.1 200"), "{page}");
+    assert!(page.contains("<html"), "the approvals page: {page}");
+    let metrics = get("/metrics", Some("wrappers-token-0123456789"));
+    assert!(metrics.starts_with("HTTP/1.1 200"), "{metrics}");
+    assert!(metrics.contains("ahp_"), "{metrics}");
+    assert!(get("/metrics", None).starts_with("HTTP/1.1 401"));
+    let _ = serve.kill();
+    let _ = serve.wait();
+}
+
+/// One step of a workflow job, as the runner reads it.
+#[derive(Debug, serde::Deserialize)]
+struct Step {
+    name: Option<String>,
+    id: Option<String>,
+    uses: Option<String>,
+    run: Option<String>,
+    #[serde(rename = "if")]
+    condition: Option<String>,
+    #[serde(default)]
+    env: BTreeMap<String, String>,
+    #[serde(default)]
+    with: BTreeMap<String, serde_norway::Value>,
+}
+
+/// `${{ … }}` expressions replaced, as the runner would; one this test does not know fails.
+fn expand(text: &str, values: &BTreeMap<&str, String>) -> String {
+    let mut out = String::new();
+    let mut rest = text;
+    while let Some(start) = rest.find("${{") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..].find("}}").expect("a closed expression") + start;
+        let expr = rest[start + 3..end].trim();
+        let value = values
+            .get(expr)
+            .unwrap_or_else(|| panic!("an expression this test does not provide: {expr}"));
+        out.push_str(value);
+        rest = &rest[end + 2..];
+    }
+    out.push_str(rest);
+    out
+}
+
+/// The workflow's steps run as a runner runs them, on this machine: `run` steps by
+/// `bash -e`, in the workspace, with the runner's variables; `uses` steps are what the runner
+/// brings (a checkout, Node) and are skipped, except the artifact upload, whose file must
+/// exist; the `install` step is replaced by this build and the pinned Claude Code on PATH.
+/// The fake model asks to push (the CI policy refuses) and then writes the fix.
+#[test]
+fn the_github_actions_workflow_runs_its_steps_locally() {
+    if agents::skip("claude-code") {
+        return;
+    }
+    let text = std::fs::read_to_string(example("github-actions/agent.yml")).unwrap();
+    let workflow: serde_norway::Value = serde_norway::from_str(&text).unwrap();
+    let steps: Vec<Step> =
+        serde_norway::from_value(workflow["jobs"]["agent"]["steps"].clone()).unwrap();
+    let task_default = workflow["on"]["workflow_dispatch"]["inputs"]["task"]["default"]
+        .as_str()
+        .unwrap()
+        .to_owned();
+
+    let world = support::World::new();
+    let ws = world.ws();
+    // The repository the job checked out, with a remote a push would reach.
+    let remote = world.dir.path().join("remote.git");
+    let git = |args: &[&str], dir: &Path| {
+        let out = Command::new("git")
+            .args(args)
+            .current_dir(dir)
+            .env("HOME", world.dir.path().join("home"))
+            .output()
+            .unwrap();
+        assert!(out.status.success(), "git {args:?}: {}", shown(&out));
+    };
+    git(
+        &["init", "-q", "--bare", remote.to_str().unwrap()],
+        world.dir.path(),
+    );
+    git(&["init", "-q", "-b", "main"], &ws);
+    std::fs::write(ws.join("README.md"), "a project\n").unwrap();
+    git(&["add", "."], &ws);
+    git(
+        &[
+            "-c",
+            "user.name=t",
+            "-c",
+            "user.email=t@t",
+            "commit",
+            "-qm",
+            "start",
+        ],
+        &ws,
+    );
+    git(&["remote", "add", "origin", remote.to_str().unwrap()], &ws);
+    // The second checkout: ahp-wrap itself, at .ahp-wrap.
+    std::os::unix::fs::symlink(root(), ws.join(".ahp-wrap")).unwrap();
+    // What the install step puts on PATH.
+    let bin = world.dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(wrap_bin(), bin.join("ahp-wrap")).unwrap();
+    std::os::unix::fs::symlink(support::claude_bin(), bin.join("claude")).unwrap();
+
+    let api = support::FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            support::bash("git push origin HEAD:main"),
+            support::bash("echo fixed > FIXED && echo WROTE"),
+            {"text": "Done: the test passes."},
+        ]),
+    );
+    let runner_temp = world.dir.path().join("runner-temp");
+    std::fs::create_dir_all(&runner_temp).unwrap();
+    let summary = world.dir.path().join("step-summary.md");
+    let artifacts = world.dir.path().join("artifacts");
+    let values: BTreeMap<&str, String> = [
+        ("secrets.ANTHROPIC_API_KEY", "dummy".to_owned()),
+        ("inputs.task", task_default),
+        ("runner.temp", runner_temp.display().to_string()),
+    ]
+    .into_iter()
+    .collect();
+
+    let mut failed = false;
+    let mut ran = Vec::new();
+    for step in &steps {
+        let label = step
+            .name
+            .clone()
+            .or_else(|| step.uses.clone())
+            .unwrap_or_default();
+        let always = step.condition.as_deref() == Some("always()");
+        if failed && !always {
+            continue;
+        }
+        if step.id.as_deref() == Some("install") {
+            assert!(step
+                .run
+                .as_deref()
+                .unwrap()
+                .contains(".ahp-wrap/install.sh"));
+            continue;
+        }
+        if let Some(uses) = &step.uses {
+            if uses.starts_with("actions/upload-artifact@") {
+                let path = expand(step.with["path"].as_str().unwrap(), &values);
+                std::fs::create_dir_all(&artifacts).unwrap();
+                std::fs::copy(&path, artifacts.join("ahp-audit.jsonl"))
+                    .unwrap_or_else(|e| panic!("{label}: the artifact {path}: {e}"));
+            }
+            continue;
+        }
+        let script = expand(step.run.as_deref().unwrap(), &values);
+        let mut cmd = Command::new("bash");
+        cmd.arg("-e").arg("-c").arg(&script);
+        agents::offline(&mut cmd, &world);
+        let path = format!(
+            "{}:{}",
+            bin.display(),
+            std::env::var("PATH").unwrap_or_default()
+        );
+        cmd.env("PATH", path)
+            .env("CI", "true")
+            .env("GITHUB_ACTIONS", "true")
+            .env("GITHUB_STEP_SUMMARY", &summary)
+            .env("GITHUB_WORKSPACE", &ws)
+            .env("RUNNER_TEMP", &runner_temp)
+            .env("CLAUDE_CONFIG_DIR", world.config_dir())
+            .env(
+                "ANTHROPIC_BASE_URL",
+                format!("http://127.0.0.1:{}", api.port),
+            )
+            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+            .env("DISABLE_AUTOUPDATER", "1")
+            .env("DISABLE_TELEMETRY", "1");
+        for (k, v) in &step.env {
+            cmd.env(k, expand(v, &values));
+        }
+        let out = support::run(cmd);
+        let code = out.output.status.code();
+        ran.push((label.clone(), code, out.to_string()));
+        if code != Some(0) {
+            failed = true;
+        }
+    }
+    let codes: Vec<_> = ran.iter().map(|(l, c, _)| (l.as_str(), *c)).collect();
+    assert_eq!(
+        codes,
+        [
+            ("Run the agent under ahp-wrap", Some(0)),
+            ("Check the audit log", Some(0)),
+        ],
+        "{ran:#?}"
+    );
+    // The push was refused and never happened; the fix was written.
+    let refs = Command::new("git")
+        .args(["for-each-ref"])
+        .current_dir(&remote)
+        .output()
+        .unwrap();
+    assert!(refs.stdout.is_empty(), "the remote got a push");
+    assert_eq!(
+        std::fs::read_to_string(ws.join("FIXED")).unwrap(),
+        "fixed\n"
+    );
+    let results = api.tool_results().to_vec();
+    assert!(
+        results[0].to_string().contains("this CI job does not push"),
+        "the model was told why: {results:?}"
+    );
+    // The job summary has the run's summary, the refusal in it.
+    let md = std::fs::read_to_string(&summary).expect("the job summary was written");
+    assert!(md.contains("ci-no-push"), "{md}");
+    // The artifact is the run's audit log, intact.
+    let kept = artifacts.join("ahp-audit.jsonl");
+    let out = Command::new(wrap_bin())
+        .args(["audit", "verify"])
+        .arg(&kept)
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", shown(&out));
+    let records = agents::read_jsonl(&kept);
+    assert!(
+        records.iter().any(|r| r["decision"] == "block"),
+        "{records:?}"
+    );
+}
