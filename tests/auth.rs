@@ -1,5 +1,6 @@
 //! Harness credentials: `Authorization: Bearer` or `X-API-Key` on HTTP, `?token=` or
-//! `?api_key=` on WebSocket; a harness that refuses them means the fail mode. And the
+//! `?api_key=` on WebSocket; a harness that refuses them stops the run before the agent
+//! starts (exit 125). And the
 //! control socket's own token: a hook that brings a wrong one is told so.
 
 #![allow(clippy::result_large_err)] // tungstenite's handshake callback signature
@@ -77,17 +78,31 @@ fn http_api_key_is_sent() {
     assert!(gate(&url, &["--token", "k3y", "--auth", "api-key"], ALLOWED).0);
 }
 
+/// Credentials the harness turns down will not become right: the agent is not started, in
+/// either fail mode (fail-open would run it with nobody deciding), and the reason is said.
 #[test]
-fn refused_credentials_fail_closed_with_the_reason() {
+fn refused_credentials_stop_the_run_before_the_agent_starts_whatever_the_fail_mode() {
     let dir = tempfile::tempdir().unwrap();
     let (_server, port) = http_harness(dir.path(), "Authorization", "Bearer right");
     let url = format!("http://127.0.0.1:{port}/ahp");
-    let (ran, reason) = gate(&url, &["--token", "wrong"], ALLOWED);
-    assert!(!ran, "nothing runs without a harness that accepted us");
-    assert!(
-        reason.contains("refused our credentials (HTTP 401"),
-        "{reason}"
-    );
+    for fail_mode in ["closed", "open"] {
+        let agent_dir = tempfile::tempdir().unwrap();
+        let started = agent_dir.path().join("started");
+        let out = run(
+            Command::new(wrap_bin())
+                .args(["--harness", &url, "--timeout", "3000", "--token", "wrong"])
+                .args(["--fail-mode", fail_mode, "--", "sh", "-c"])
+                .arg(format!("touch '{}'", started.display())),
+            Duration::from_secs(60),
+        );
+        assert_eq!(out.status.code(), Some(125), "{fail_mode}: {}", show(&out));
+        assert!(!started.exists(), "{fail_mode}: the agent started");
+        let said = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            said.contains("refused our credentials (HTTP 401") && said.contains("--token"),
+            "{fail_mode}: {said}"
+        );
+    }
 }
 
 #[test]

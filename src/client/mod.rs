@@ -89,6 +89,8 @@ pub enum LinkState {
     Down(String),
     /// Gone for good (a stdio harness that exited, an incompatible harness).
     Dead(String),
+    /// Gone for good: the harness turned our credentials down at the handshake.
+    Refused(String),
 }
 
 pub(crate) enum Command {
@@ -154,7 +156,7 @@ impl Client {
             loop {
                 match &*state.borrow_and_update() {
                     LinkState::Ready(n) => return Ok(n.clone()),
-                    LinkState::Dead(why) => return Err(why.clone()),
+                    LinkState::Dead(why) | LinkState::Refused(why) => return Err(why.clone()),
                     _ => {}
                 }
                 if state.changed().await.is_err() {
@@ -252,7 +254,9 @@ impl Client {
             LinkState::Connecting => {
                 Fault::Unreachable(format!("no handshake within {} ms", budget.as_millis()))
             }
-            LinkState::Down(why) | LinkState::Dead(why) => Fault::Unreachable(why),
+            LinkState::Down(why) | LinkState::Dead(why) | LinkState::Refused(why) => {
+                Fault::Unreachable(why)
+            }
         }
     }
 }

@@ -98,6 +98,15 @@ async fn harness(cfg: &Config, ids: &Ids) -> Result<(Harness, Limits), String> {
                 limits.depth_source = "the harness's max_depth";
             }
         }
+        // Credentials the harness turned down will not become right: whatever the fail
+        // mode, the agent does not start (fail-open would run it with nobody deciding).
+        Err(why) if matches!(client.state(), crate::client::LinkState::Refused(_)) => {
+            return Err(format!(
+                "the harness {} refused our credentials, so the agent was not started ({why}); \
+                 check --token (AHP_WRAP_HARNESS_TOKEN) and --auth",
+                spec.describe()
+            ));
+        }
         Err(why) => eprintln!(
             "ahp-wrap: warning: the harness {} is not ready ({why}); blocking events follow the fail mode ({}) until it is",
             spec.describe(),

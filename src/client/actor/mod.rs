@@ -197,6 +197,9 @@ impl Actor {
                 self.link = None;
                 return self.link_down(why);
             }
+            Err(Fault::Refused(why)) => {
+                return self.die_as(why.clone(), LinkState::Refused(why));
+            }
             Err(fault) => Err(format!("the harness refused the handshake: {fault}")),
         };
         match negotiated {
@@ -408,6 +411,11 @@ impl Actor {
     }
 
     fn die(&mut self, why: String) {
+        self.die_as(why.clone(), LinkState::Dead(why));
+    }
+
+    /// Gives up for good, the link's state saying why.
+    fn die_as(&mut self, why: String, state: LinkState) {
         tracing::warn!("harness unusable: {why}");
         self.link = None;
         self.negotiated = None;
@@ -418,7 +426,7 @@ impl Actor {
         }
         self.unsent.clear();
         self.batch.clear();
-        self.set_state(LinkState::Dead(why.clone()));
+        self.set_state(state);
         self.dead = Some(why);
     }
 
