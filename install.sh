@@ -1,17 +1,81 @@
 #!/usr/bin/env bash
-# Builds and installs ahp-wrap and its shims.
-#   PREFIX   where to install (default: ~/.local): $PREFIX/bin/ahp-wrap and
-#            $PREFIX/share/ahp-wrap/shims
+# Builds and installs ahp-wrap, its shims, shell completions and manual page; or removes them.
+#
+#   ./install.sh               build (a few minutes the first time) and install
+#   ./install.sh --uninstall   remove what it installed
+#
+#   PREFIX   where to install (default: ~/.local):
+#            $PREFIX/bin/ahp-wrap                  the wrapper (hooks call it as `ahp-wrap hook …`)
+#            $PREFIX/share/ahp-wrap/shims          each framework's shim files and notes
+#            $PREFIX/share/man/man1/ahp-wrap.1     the manual page
+#            $PREFIX/share/bash-completion/completions/ahp-wrap, zsh and fish completions
 set -euo pipefail
 cd "$(dirname "$0")"
 PREFIX="${PREFIX:-$HOME/.local}"
-command -v cargo >/dev/null || { echo "install.sh: cargo is needed (https://rustup.rs)" >&2; exit 1; }
-cargo install --quiet --locked --path . --root "$PREFIX" --force
+say() { printf 'install.sh: %s\n' "$*" >&2; }
+
+files=(
+  "$PREFIX/bin/ahp-wrap"
+  "$PREFIX/share/man/man1/ahp-wrap.1"
+  "$PREFIX/share/bash-completion/completions/ahp-wrap"
+  "$PREFIX/share/zsh/site-functions/_ahp-wrap"
+  "$PREFIX/share/fish/vendor_completions.d/ahp-wrap.fish"
+)
+
+case "${1:-}" in
+  --uninstall)
+    for f in "${files[@]}"; do
+      if [ -e "$f" ]; then rm -f "$f" && say "removed $f"; fi
+    done
+    if [ -d "$PREFIX/share/ahp-wrap" ]; then
+      rm -rf "$PREFIX/share/ahp-wrap" && say "removed $PREFIX/share/ahp-wrap"
+    fi
+    if [ -f "$PREFIX/.crates.toml" ]; then
+      # cargo's own record of the install, so that `cargo install --list` agrees.
+      cargo uninstall --root "$PREFIX" ahp-wrap >/dev/null 2>&1 || true
+    fi
+    say "ahp-wrap is uninstalled (its logs in \${XDG_STATE_HOME:-~/.local/state}/ahp-wrap are kept)"
+    exit 0
+    ;;
+  "") ;;
+  *) say "unknown option $1 (usage: ./install.sh [--uninstall])"; exit 2 ;;
+esac
+
+command -v cargo >/dev/null || { say "cargo is needed (https://rustup.rs)"; exit 1; }
+say "building ahp-wrap $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) with $(cargo --version) (release; a few minutes the first time)…"
+log=$(mktemp)
+set +e
+cargo install --locked --path . --root "$PREFIX" --force 2>&1 | tee "$log" | awk '
+  /^ *Compiling / { n++; if (n % 25 == 0) { printf "install.sh:   %d crates compiled…\n", n > "/dev/stderr"; fflush("/dev/stderr") } }
+  /^ *Compiling ahp-wrap / { print "install.sh:   compiling ahp-wrap itself (the longest step)…" > "/dev/stderr"; fflush("/dev/stderr") }'
+status=${PIPESTATUS[0]}
+set -e
+if [ "$status" -ne 0 ]; then
+  tail -n 30 "$log" >&2
+  rm -f "$log"
+  say "the build failed (above: the end of cargo's output)"
+  exit 1
+fi
+rm -f "$log"
+bin="$PREFIX/bin/ahp-wrap"
+say "installed $bin"
+
 mkdir -p "$PREFIX/share/ahp-wrap"
 rm -rf "$PREFIX/share/ahp-wrap/shims"
 cp -R shims "$PREFIX/share/ahp-wrap/shims"
-echo "installed $PREFIX/bin/ahp-wrap and $PREFIX/share/ahp-wrap/shims" >&2
+say "installed $PREFIX/share/ahp-wrap/shims ($(ls shims | wc -l) frameworks)"
+
+mkdir -p "$PREFIX/share/man/man1" "$PREFIX/share/bash-completion/completions" \
+  "$PREFIX/share/zsh/site-functions" "$PREFIX/share/fish/vendor_completions.d"
+"$bin" man > "$PREFIX/share/man/man1/ahp-wrap.1"
+say "installed $PREFIX/share/man/man1/ahp-wrap.1"
+"$bin" completions bash > "$PREFIX/share/bash-completion/completions/ahp-wrap"
+"$bin" completions zsh > "$PREFIX/share/zsh/site-functions/_ahp-wrap"
+"$bin" completions fish > "$PREFIX/share/fish/vendor_completions.d/ahp-wrap.fish"
+say "installed completions for bash, zsh and fish under $PREFIX/share"
+
 case ":$PATH:" in
   *":$PREFIX/bin:"*) ;;
-  *) echo "note: $PREFIX/bin is not on your PATH" >&2 ;;
+  *) say "note: $PREFIX/bin is not on your PATH (add it, or run $bin)" ;;
 esac
+say "done: try  $bin -- sh -c 'curl -s http://169.254.169.254/'  (the policy refuses it)"

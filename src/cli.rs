@@ -22,7 +22,8 @@ pub use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
     version,
     args_conflicts_with_subcommands = true,
     subcommand_negates_reqs = true,
-    override_usage = "ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...\n       ahp-wrap hook <FRAMEWORK> <HOOK>"
+    override_usage = "ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...\n       ahp-wrap <COMMAND> [OPTIONS]",
+    after_help = AFTER_HELP
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -31,13 +32,32 @@ pub struct Cli {
     pub run: RunArgs,
 }
 
+/// Examples and the framework names, after the options.
+const AFTER_HELP: &str = "\
+Examples:
+  ahp-wrap -- claude -p \"fix the failing test\"          the default policy decides each tool call
+  ahp-wrap --policy ci.toml --require-hooks -- codex exec \"...\"
+  ahp-wrap --harness ws://policy.internal:7700/ahp -- gemini -p \"...\"
+  ahp-wrap --mode observe --audit-log run.jsonl -- claude   block nothing, record what would be
+  ahp-wrap -- aider                                       no hooks: PATH shims and the floor
+  ahp-wrap policy default > my-policy.toml                start a policy of your own
+
+Frameworks (--framework, else from the agent's executable name): claude-code (claude), codex,
+gemini, qwen, copilot, opencode, acp (an ACP agent), path (PATH shims only), generic.
+
+Exit codes: the agent's own; 125 ahp-wrap refused or failed; 122 --require-hooks and no hook
+was called; 127 agent not found; 126 agent not executable. More: README.md.";
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
     Serve(ServeArgs),
-    /// Run an MCP server behind a supervising proxy: put `ahp-wrap mcp -- <server command>`
-    /// where a client's MCP configuration names the server. Every `tools/call` is decided
+    /// Run an MCP server behind a supervising proxy.
+    ///
+    /// Put `ahp-wrap mcp -- <server command>` where a client's MCP configuration names the
+    /// server. Every `tools/call` is decided
     /// before the server sees it; everything else passes through unchanged.
+    #[command(override_usage = "ahp-wrap mcp [OPTIONS] -- <SERVER> [ARGS]...")]
     Mcp(Box<McpArgs>),
     /// Print, check or try out policy files.
     Policy {
@@ -49,16 +69,30 @@ pub enum Command {
         #[command(subcommand)]
         command: AuditCommand,
     },
-    /// Be an HCP worker: take tasks of one capability from a RabbitMQ queue and run each
-    /// under supervision (see README, "A fleet of workers").
+    /// Be an HCP worker: run the tasks of a RabbitMQ queue under supervision.
+    ///
+    /// Takes the tasks of one capability from a RabbitMQ queue and runs each under
+    /// supervision (see README, "A fleet of workers").
     Worker(Box<WorkerArgs>),
     /// Submit HCP tasks to workers, or abort them.
     Task {
         #[command(subcommand)]
         command: TaskCommand,
     },
-    /// What an agent's hook system calls: relays the hook payload (stdin) to the wrapper
-    /// and prints the decision in the framework's own form.
+    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    ///
+    /// install.sh installs them; by hand: `ahp-wrap completions bash >
+    /// ~/.local/share/bash-completion/completions/ahp-wrap`.
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print the manual page (roff): `ahp-wrap man | man -l -`.
+    Man,
+    /// What an agent's hook system calls (not for people).
+    ///
+    /// Relays the hook payload (stdin) to the wrapper and prints the decision in the
+    /// framework's own form.
     Hook {
         /// The framework (generic, claude-code, ...).
         framework: String,
@@ -196,12 +230,17 @@ pub struct ServeArgs {
 /// The Agent Host Protocol host: live sessions and pending escalations, answered from the
 /// approvals page or any Agent Host Protocol client. It is on when tokens are given.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Approvals")]
 pub struct HostArgs {
+    /// Serve the approvals page on http://ADDR.
+    ///
     /// Serve the approvals page (at /) and the Agent Host Protocol endpoint (ws://ADDR/host)
     /// on http://ADDR. `serve --listen http://ADDR` serves them on its own address too.
     #[arg(long, value_name = "http://ADDR")]
     pub host_listen: Option<String>,
 
+    /// A client token of the approvals page (prefer --host-token-file).
+    ///
     /// A client token, NAME=TOKEN[:SCOPE,...] (repeatable; TOKEN at least 16 characters).
     /// SCOPE: approve (the default: see and answer), view (see only), cwd=DIR (only
     /// sessions in DIR or below). NAME is what the audit log records as who answered.
@@ -217,6 +256,8 @@ pub struct HostArgs {
     #[arg(long, value_name = "URL")]
     pub notify_webhook: Option<String>,
 
+    /// The approvals page's address as people reach it.
+    ///
     /// The approvals page's address as people reach it, for the webhook's link (default:
     /// the address it listens on).
     #[arg(long, value_name = "URL")]
@@ -238,13 +279,18 @@ impl HostArgs {
 
 /// Live views of what the audit log records: Prometheus metrics and OpenTelemetry spans.
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Telemetry")]
 pub struct TelemetryArgs {
+    /// Serve Prometheus metrics at http://ADDR/metrics.
+    ///
     /// Serve Prometheus metrics at http://ADDR/metrics (ADDR like 127.0.0.1:9464; port 0
     /// picks one, printed on stderr). `serve --listen http://…` serves them on its own
     /// address too.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
 
+    /// Export OpenTelemetry spans over OTLP/HTTP to URL.
+    ///
     /// Export a span per run and per decided event over OTLP/HTTP (protobuf) to URL (a base
     /// like http://127.0.0.1:4318 gets /v1/traces). Without it, the standard
     /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used.
@@ -359,13 +405,21 @@ pub enum FloorArg {
 pub struct RunArgs {
     // Help text, not rustdoc: its brackets are not links.
     #[allow(rustdoc::broken_intra_doc_links)]
+    /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
+    ///
     /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
     /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
-    #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]
+    #[arg(
+        help_heading = "Harness",
+        long,
+        env = "AHP_WRAP_HARNESS",
+        value_name = "SPEC"
+    )]
     pub harness: Option<String>,
 
     /// Token for the harness (HTTP header or WebSocket query parameter).
     #[arg(
+        help_heading = "Harness",
         long,
         env = "AHP_WRAP_HARNESS_TOKEN",
         hide_env_values = true,
@@ -373,67 +427,101 @@ pub struct RunArgs {
     )]
     pub token: Option<String>,
 
+    /// How the token is sent.
+    ///
     /// How the token is sent: bearer (Authorization: Bearer / ?token=) or api-key
     /// (X-API-Key / ?api_key=).
-    #[arg(long, value_enum, default_value = "bearer")]
+    #[arg(help_heading = "Harness", long, value_enum, default_value = "bearer")]
     pub auth: AuthScheme,
 
     /// What a blocking event gets when no valid decision arrives in time.
-    #[arg(long, value_enum, default_value = "closed")]
+    #[arg(help_heading = "Harness", long, value_enum, default_value = "closed")]
     pub fail_mode: FailMode,
 
+    /// Policy file (TOML) for the embedded harness.
+    ///
     /// Policy file (TOML) for the embedded harness; default: the built-in default policy
     /// (`ahp-wrap policy default` prints it).
-    #[arg(long, value_name = "FILE")]
+    #[arg(help_heading = "Policy", long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
 
+    /// enforce, or observe: block nothing, record what would have been blocked.
+    ///
     /// Embedded policy mode: enforce, or observe (block nothing, record what would have
     /// been blocked).
-    #[arg(long, value_enum, default_value = "enforce")]
+    #[arg(help_heading = "Policy", long, value_enum, default_value = "enforce")]
     pub mode: Mode,
 
+    /// Deadline for one blocking event, in milliseconds.
+    ///
     /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
     /// when smaller).
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
+    #[arg(
+        help_heading = "Harness",
+        long,
+        default_value_t = 10_000,
+        value_name = "MS"
+    )]
     pub timeout: u64,
 
+    /// The agent's framework (default: from its executable name).
+    ///
     /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
     /// acp, path or generic (default: from the agent's executable name; else generic).
-    #[arg(long, value_name = "NAME")]
+    #[arg(help_heading = "Interception", long, value_name = "NAME")]
     pub framework: Option<String>,
 
     /// Append an audit record for every event and decision to this file (JSON lines).
-    #[arg(long, env = "AHP_WRAP_AUDIT_LOG", value_name = "PATH")]
+    #[arg(
+        help_heading = "Audit",
+        long,
+        env = "AHP_WRAP_AUDIT_LOG",
+        value_name = "PATH"
+    )]
     pub audit_log: Option<PathBuf>,
 
+    /// Key file for HMAC-signing the audit log.
+    ///
     /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
     /// at least 16 bytes).
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Audit", long, value_name = "PATH")]
     pub audit_key_file: Option<PathBuf>,
 
+    /// When to print the run's summary on stderr.
+    ///
     /// When to print the run's summary on stderr: auto (when something was decided),
     /// always, never.
-    #[arg(long, value_enum, default_value = "auto")]
+    #[arg(help_heading = "Output", long, value_enum, default_value = "auto")]
     pub summary: SummaryArg,
 
     /// Also write the summary as Markdown to this file (e.g. $GITHUB_STEP_SUMMARY).
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Output", long, value_name = "PATH")]
     pub summary_md: Option<PathBuf>,
 
     /// Deepest sub-agent nesting allowed when the harness does not say.
-    #[arg(long, default_value_t = 8, value_name = "N")]
+    #[arg(help_heading = "Limits", long, default_value_t = 8, value_name = "N")]
     pub max_depth: u32,
 
     /// Seconds between heartbeat events (0: none).
-    #[arg(long, default_value_t = 30, value_name = "SECS")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
     pub heartbeat: u64,
 
     /// Largest message accepted from the harness, in bytes.
-    #[arg(long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES")]
+    #[arg(help_heading = "Limits", long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES")]
     pub max_frame: usize,
 
     /// Seconds a person has to answer an escalated decision on the terminal.
-    #[arg(long, default_value_t = 120, value_name = "SECS")]
+    #[arg(
+        help_heading = "Limits",
+        long,
+        default_value_t = 120,
+        value_name = "SECS"
+    )]
     pub ask_timeout: u64,
 
     #[command(flatten)]
@@ -441,6 +529,7 @@ pub struct RunArgs {
 
     /// Log filter (error, warn, info, debug, trace, or tracing directives).
     #[arg(
+        help_heading = "Output",
         long,
         env = "AHP_WRAP_LOG",
         default_value = "warn",
@@ -448,55 +537,89 @@ pub struct RunArgs {
     )]
     pub log: String,
 
+    /// Write the log to this file instead of stderr.
+    ///
     /// Write the log to this file instead of stderr. While the agent owns the terminal
     /// (our stdin or stdout is one) the log never goes there: without this option it goes
     /// to a new file in $XDG_STATE_HOME/ahp-wrap (else ~/.local/state/ahp-wrap), and the
     /// warnings are repeated at exit.
-    #[arg(long, value_name = "PATH")]
+    #[arg(help_heading = "Output", long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
+    /// No notes before the agent starts, no summary after it.
+    ///
+    /// No notes before the agent starts and no summary after it (unless --summary always);
+    /// warnings and errors are still said. `--log error` also silences the notes.
+    #[arg(help_heading = "Output", short, long)]
+    pub quiet: bool,
+
+    /// Exit 122 when the agent never called a hook (for CI).
+    ///
     /// Exit with code 122 instead of the agent's own when the agent never called a hook
     /// during the run (nothing it did was supervised): for CI.
-    #[arg(long)]
+    #[arg(help_heading = "Interception", long)]
     pub require_hooks: bool,
 
+    /// The kernel's floor under the policy (Linux).
+    ///
     /// The kernel's floor under the policy (Linux): the agent's whole process tree writes
     /// only beneath the workspace, the temp directories, its own state and package caches,
     /// never reads the policy's secrets, and cannot signal the wrapper. `off` runs without
     /// it (said and audited).
-    #[arg(long, value_enum, default_value = "on", value_name = "ON|OFF")]
+    #[arg(
+        help_heading = "Floor (Linux)",
+        long,
+        value_enum,
+        default_value = "on",
+        value_name = "ON|OFF"
+    )]
     pub floor: FloorArg,
 
+    /// Exit 125 before the agent starts when the floor is not complete here (for CI).
+    ///
     /// Exit with code 125 before the agent starts when this kernel cannot enforce every part
     /// of the floor (for CI).
-    #[arg(long)]
+    #[arg(help_heading = "Floor (Linux)", long)]
     pub require_floor: bool,
 
     /// The workspace the agent may write (default: the current directory).
-    #[arg(long, value_name = "DIR")]
+    #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,
 
+    /// Claude Code: put its stdio MCP servers behind `ahp-wrap mcp` for this run.
+    ///
     /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
     /// only (its calls decided and audited by this run), without editing the user's files.
     /// Claude Code only.
-    #[arg(long)]
+    #[arg(help_heading = "Interception", long)]
     pub wrap_mcp: bool,
 
+    /// Also check these commands through PATH shims (turns them on for any framework).
+    ///
     /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
     /// PATH shims on for any framework (they are on by default for generic and path).
-    #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
+    #[arg(
+        help_heading = "Interception",
+        long,
+        value_name = "CMD,...",
+        value_delimiter = ','
+    )]
     pub intercept: Vec<String>,
 
+    /// Do not shim these commands, or with no value, none.
+    ///
     /// Do not shim these commands (comma-separated; repeatable), or with no value, no
     /// PATH shims at all.
-    #[arg(long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
+    #[arg(help_heading = "Interception", long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
     pub no_intercept: Option<Vec<String>>,
 
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
 
-    /// The agent command and its arguments (after --).
+    /// The command to run and its arguments, after -- (the agent; for `mcp`, the MCP
+    /// server).
     #[arg(
+        help_heading = "Arguments",
         trailing_var_arg = true,
         allow_hyphen_values = true,
         value_name = "AGENT"

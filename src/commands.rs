@@ -125,6 +125,28 @@ fn floor(
     }
 }
 
+/// `ahp-wrap completions SHELL`: the completion script, from the command line's definition.
+pub fn completions(shell: clap_complete::Shell) -> Exit {
+    let mut cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    clap_complete::generate(shell, &mut cmd, "ahp-wrap", &mut out);
+    exit::print(&String::from_utf8_lossy(&out));
+    Exit::OK
+}
+
+/// `ahp-wrap man`: the manual page (roff), from the command line's definition (its
+/// SUBCOMMANDS section lists the others; each has its own `--help`).
+pub fn man() -> Exit {
+    let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
+    let mut out = Vec::new();
+    if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
+        eprintln!("ahp-wrap: cannot render the manual page: {e}");
+        return Exit::Error;
+    }
+    exit::print(&String::from_utf8_lossy(&out));
+    Exit::OK
+}
+
 pub fn policy(cmd: PolicyCommand) -> Exit {
     match cmd {
         PolicyCommand::Default => {

@@ -82,6 +82,8 @@ pub struct Config {
     pub ask_timeout: Duration,
     /// Exit with [`crate::exit::Exit::NoHooks`] when the agent never called a hook.
     pub require_hooks: bool,
+    /// No notes before the run and no automatic summary after it (`--quiet`, `--log error`).
+    pub quiet: bool,
     /// The commands intercepted through PATH shims; empty: no PATH shims.
     pub path_shims: std::collections::BTreeSet<String>,
     /// A stream proxy between our stdio and the agent's, instead of its hooks.
@@ -224,6 +226,7 @@ impl Config {
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
+            quiet: args.quiet || matches!(args.log.trim(), "error" | "off"),
             path_shims: path_shims(
                 framework.path_shims() && !acp,
                 &args.intercept,

@@ -37,6 +37,8 @@ fn main() -> ExitCode {
             return hook_exit(relay::run_hook(&framework, &hook))
         }
         Some(Command::Audit { command }) => commands::audit(command),
+        Some(Command::Completions { shell }) => commands::completions(shell),
+        Some(Command::Man) => commands::man(),
         Some(Command::Policy { command }) => commands::policy(command),
         Some(Command::Worker(args)) => match termlog::init(&args.amqp.log, None, false) {
             Ok(_) => fleet::command::worker(*args),

@@ -19,7 +19,7 @@ pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
     let print = match cfg.summary {
         SummaryWhen::Always => true,
         SummaryWhen::Never => false,
-        SummaryWhen::Auto => decided,
+        SummaryWhen::Auto => decided && !cfg.quiet,
     };
     if print {
         eprint!("{}", summary.to_text());

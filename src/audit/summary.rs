@@ -181,7 +181,19 @@ impl Summary {
         if self.blocked.is_empty() {
             return out;
         }
-        let _ = writeln!(out, "#### Blocked ({})\n", self.blocked_total());
+        // Observe mode blocked nothing: what it would have blocked is not called blocked.
+        let enforced = self.blocked_total().saturating_sub(self.observed);
+        let _ = match (enforced, self.observed) {
+            (n, 0) => writeln!(out, "#### Blocked ({n})\n"),
+            (0, m) => writeln!(
+                out,
+                "#### Would have been blocked (observe mode: let through) ({m})\n"
+            ),
+            (n, m) => writeln!(
+                out,
+                "#### Blocked ({n}), and would have been blocked ({m}, observe mode)\n"
+            ),
+        };
         out.push_str("| Time | Event | What | Reason | Source |\n|---|---|---|---|---|\n");
         for b in self.blocked.iter().take(MARKDOWN_BLOCKED) {
             let _ = writeln!(

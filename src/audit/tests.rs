@@ -468,6 +468,13 @@ fn what_observe_mode_let_through_is_a_field_the_summary_counts_and_verify_keeps(
     assert_eq!(summary.observed, 1);
     assert_eq!(summary.blocked.len(), 1);
     assert!(!summary.blocked[0].enforced);
+    // Nothing was blocked: the Markdown does not say so beside its count of allows.
+    let md = summary.to_markdown();
+    assert!(!md.contains("#### Blocked"), "{md}");
+    assert!(
+        md.contains("Would have been blocked (observe mode: let through) (1)"),
+        "{md}"
+    );
     let text = fs::read_to_string(&path).unwrap();
     let first: Value = serde_json::from_str(text.lines().next().unwrap()).unwrap();
     assert_eq!(first["observed"], "block");

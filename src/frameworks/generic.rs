@@ -53,21 +53,16 @@ impl Framework for Generic {
         if self.name != "generic" {
             return None;
         }
-        let seen = if path_shims {
-            "and the commands it runs by name that delete, move or send data (PATH shims); \
-             its other commands and its file access are NOT intercepted (the floor, when on, \
-             still confines what its process tree writes, and asks about each network \
-             connection)"
+        let asked = if path_shims {
+            "only the commands it runs by name that delete, move or send data are asked about \
+             (PATH shims)"
         } else {
-            "its commands and file access are NOT intercepted (the floor, when on, still \
-             confines what its process tree writes, and asks about each network connection)"
+            "none of its actions is asked about (PATH shims are off)"
         };
         Some(format!(
-            "note: {shown} has no hook system ahp-wrap knows (framework generic). Only the events \
-             it sends itself with `ahp-wrap hook generic <event>` are supervised, {seen}. To \
-             supervise it: wrap a supported agent (claude, codex, gemini, qwen, copilot, \
-             opencode), have it call `ahp-wrap hook generic pre_action` before each action \
-             (shims/generic/README.md), or name its framework with --framework"
+            "note: {shown} has no hooks ahp-wrap knows (framework generic): {asked}; the floor, \
+             when on, confines what it writes and reaches. To supervise its actions: `ahp-wrap \
+             hook generic` (shims/generic/README.md) or --framework"
         ))
     }
 

@@ -187,6 +187,9 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
+        if self.cfg.quiet {
+            return;
+        }
         let path_shims = !self.cfg.path_shims.is_empty();
         if self.cfg.proxy.is_none() {
             if let Some(notice) = self.cfg.framework.start_notice(&self.shown, path_shims) {
@@ -196,9 +199,8 @@ impl Run<'_> {
         if path_shims {
             let list: Vec<&str> = self.cfg.path_shims.iter().map(String::as_str).collect();
             eprintln!(
-                "ahp-wrap: note: commands run by name are checked through PATH shims ({}); a \
-                 program run by absolute path, a shell builtin or an interpreter's own exec is \
-                 not (see README, PATH shims)",
+                "ahp-wrap: note: PATH shims ask about {} run by name (not by absolute path, as \
+                 a shell builtin or from an interpreter)",
                 list.join(", ")
             );
         }

@@ -121,7 +121,8 @@ impl Hooks {
             return None;
         }
         let mut message = format!(
-            "{} never called `ahp-wrap hook` (framework {}): NOTHING it did was supervised or audited",
+            "{} never called `ahp-wrap hook` (framework {}): none of its actions went through \
+             the policy or the audit log (the floor, when on, still confined it)",
             end.shown,
             self.framework.name()
         );
