@@ -111,7 +111,8 @@ fn confirm(req: &Value, approved: bool) -> (String, StateAction) {
 }
 
 /// Carol's token does not reach this directory: she sees no session and cannot subscribe
-/// to it; Bob may watch but his approval does nothing.
+/// to it; Bob may watch but his approval does nothing, and comes back to him refused (the
+/// echo of his dispatch, with its `rejectionReason`).
 async fn others_cannot_answer(
     carol: &Client,
     bob: &Client,
@@ -125,9 +126,27 @@ async fn others_cannot_answer(
         .await;
     assert_eq!(refused(hidden), NOT_FOUND);
     assert_eq!(sessions(bob).await.len(), 1);
+    let mut heard = bob.events();
     let (chat, yes) = confirm(req, true);
-    bob.dispatch(chat, yes).await.unwrap();
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let sent = bob.dispatch(chat, yes).await.unwrap();
+    let refused = tokio::time::timeout(Duration::from_secs(5), async {
+        loop {
+            match heard.recv().await.map(|e| e.event) {
+                Some(SubscriptionEvent::Action(env)) if env.rejection_reason.is_some() => {
+                    return env
+                }
+                Some(_) => continue,
+                None => panic!("bob's client stopped"),
+            }
+        }
+    })
+    .await
+    .expect("bob's refused answer was echoed to him");
+    assert_eq!(refused.origin.unwrap().client_seq, sent.client_seq);
+    assert!(
+        refused.rejection_reason.unwrap().contains("may only watch"),
+        "the echo does not say why"
+    );
     let marker = ws.join("approval-marker");
     assert!(!marker.exists(), "a view-only token approved");
 }

@@ -179,9 +179,12 @@ impl Client {
         self.state.borrow().clone()
     }
 
-    /// Sends a blocking event and waits for the harness's `result`, until `deadline`.
+    /// Sends a blocking event and waits for the harness's `result`, until `deadline`. The
+    /// event says how long that is (`metadata.timeout_ms`), so that a harness holding it
+    /// for a person gives up before we do.
     pub async fn event(&self, event: &Event, deadline: Instant) -> Result<Value, Fault> {
-        let params = serde_json::to_value(event).expect("events serialize");
+        let left = deadline.saturating_duration_since(Instant::now());
+        let params = serde_json::to_value(event.waiting(left)).expect("events serialize");
         self.request("ahp/event", params, deadline).await
     }
 

@@ -14,6 +14,15 @@ pub struct Scope {
     pub cwd: Option<String>,
 }
 
+impl Scope {
+    /// As a token file spells it: `approve` or `view`, then `cwd=DIR` when limited.
+    pub fn names(&self) -> Vec<String> {
+        let may = if self.approve { "approve" } else { "view" };
+        let cwd = self.cwd.iter().map(|d| format!("cwd={d}"));
+        std::iter::once(may.to_owned()).chain(cwd).collect()
+    }
+}
+
 /// One client credential: the name the audit log records, the secret, what it allows.
 #[derive(Clone)]
 pub struct Token {
@@ -169,6 +178,8 @@ mod tests {
         assert!(!bob.scope.approve);
         assert!(bob.sees("/srv/team") && bob.sees("/srv/team/x"));
         assert!(!bob.sees("/srv/teammate") && !bob.sees("/srv"));
+        assert_eq!(alice.scope.names(), ["approve"]);
+        assert_eq!(bob.scope.names(), ["view", "cwd=/srv/team"]);
         assert!(t.check("0123456789abcdeX").is_none());
         assert!(t.check("").is_none());
     }

@@ -40,6 +40,20 @@ pub struct Outgoing {
     pub text: Arc<str>,
 }
 
+/// A client's answer to a pending tool confirmation, as it dispatched it.
+pub struct Reply<'a> {
+    /// The chat it was dispatched to.
+    pub chat: &'a str,
+    /// The tool call it answers.
+    pub call: &'a str,
+    pub approved: bool,
+    /// Why, in the client's words (for a denial).
+    pub message: Option<String>,
+    /// Who dispatched it: an `ActionOrigin` (`clientId`, `clientSeq`), which the
+    /// confirmation that shows the answer carries.
+    pub origin: Value,
+}
+
 /// An escalation waiting for its first answer.
 struct Waiting {
     session: String,
@@ -54,6 +68,10 @@ struct Inner {
     waiting: HashMap<String, Waiting>,
     /// The tool call made for an escalated event, by [`event_key`].
     escalated: HashMap<String, String>,
+    /// Who dispatched the answer being applied to a call (its `ActionEnvelope.origin`), by
+    /// tool call id: the `chat/toolCallConfirmed` that shows the answer carries it, so that
+    /// the client knows its answer was taken.
+    origins: HashMap<String, Value>,
     seq: u64,
 }
 
@@ -128,17 +146,21 @@ impl Host {
             .collect()
     }
 
+    /// The sequence number of the last message sent.
+    pub fn seq(&self) -> u64 {
+        self.lock().seq
+    }
+
     /// A client's answer to a pending tool confirmation. The first one wins; later ones,
     /// and answers the token may not give, are refused with why.
-    pub fn answer(
-        &self,
-        token: &Token,
-        peer: &str,
-        chat: &str,
-        call: &str,
-        approved: bool,
-        message: Option<String>,
-    ) -> Result<(), String> {
+    pub fn answer(&self, token: &Token, peer: &str, reply: Reply<'_>) -> Result<(), String> {
+        let Reply {
+            chat,
+            call,
+            approved,
+            message,
+            origin,
+        } = reply;
         let mut inner = self.lock();
         let Some(w) = inner.waiting.get(call) else {
             return Err(format!(
@@ -150,9 +172,13 @@ impl Host {
             return Err(format!("no pending confirmation {call} on {chat}"));
         }
         if !token.scope.approve {
-            return Err(format!("the token {} may only watch", token.name));
+            return Err(format!(
+                "the token {} may only watch (its scope is view)",
+                token.name
+            ));
         }
         let w = inner.waiting.remove(call).expect("looked up above");
+        inner.origins.insert(call.to_owned(), origin);
         let by = Some(Answerer {
             who: token.name.clone(),
             from: peer.to_owned(),
@@ -174,8 +200,13 @@ impl Host {
         };
         drop(inner);
         // The waiting escalation may have reached its deadline at this very moment: then
-        // the fail mode has it, and this answer is dropped.
-        let _ = w.tx.send(answer);
+        // the fail mode has it, and this answer is refused.
+        if w.tx.send(answer).is_err() {
+            self.lock().origins.remove(call);
+            return Err(format!(
+                "no pending confirmation {call} (past its deadline)"
+            ));
+        }
         Ok(())
     }
 }

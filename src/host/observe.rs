@@ -1,7 +1,7 @@
 //! The host as the gate's [`Approver`]: every event and decision becomes session state and
 //! actions; an escalation waits as a pending tool confirmation for its first answer.
 
-use serde_json::json;
+use serde_json::{json, Value};
 
 use super::state::{chat_uri, session_uri, CallStatus, ROOT, TURN};
 use super::{event_key, Host, Waiting};
@@ -108,6 +108,7 @@ impl Host {
     fn settle(&self, sid: &str, id: &str, answer: &Answer) {
         let mut inner = self.lock();
         inner.waiting.remove(id);
+        let origin = inner.origins.remove(id);
         let Some(call) = inner.call(sid, id) else {
             return;
         };
@@ -125,11 +126,19 @@ impl Host {
             },
             Answer::Unanswered(_) => return,
         };
-        self.confirm(&mut inner, sid, id, status);
+        self.confirm(&mut inner, sid, id, status, origin);
     }
 
-    /// Shows the call's new status as a `chat/toolCallConfirmed`.
-    fn confirm(&self, inner: &mut super::Inner, sid: &str, id: &str, status: CallStatus) {
+    /// Shows the call's new status as a `chat/toolCallConfirmed`: the echo of a client's
+    /// answer when `origin` says whose.
+    fn confirm(
+        &self,
+        inner: &mut super::Inner,
+        sid: &str,
+        id: &str,
+        status: CallStatus,
+        origin: Option<Value>,
+    ) {
         let Some(call) = inner.call(sid, id) else {
             return;
         };
@@ -148,7 +157,11 @@ impl Host {
             _ => return,
         }
         let cwd = inner.sessions[sid].cwd.clone();
-        inner.action(&self.tx, &chat_uri(sid), &cwd, a);
+        let mut envelope = json!({ "action": a });
+        if let Some(origin) = origin {
+            envelope["origin"] = origin;
+        }
+        inner.emit(&self.tx, &chat_uri(sid), &cwd, "action", envelope);
     }
 
     /// An event the gate saw, with its decision if it was blocking.
@@ -185,7 +198,7 @@ impl Host {
                     },
                     _ => return,
                 };
-                self.confirm(&mut inner, &sid, &id, status);
+                self.confirm(&mut inner, &sid, &id, status, None);
             }
             EventType::PostAction => self.completed(&mut inner, event),
             EventType::SessionStart if inner.sessions.contains_key(&event.session_id) => {

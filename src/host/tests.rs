@@ -142,14 +142,20 @@ async fn escalate_and_deny(host: &Arc<Host>, alice: &Token, bob: &Token) {
         }
     }
     let chat = "ahp-chat:/s-1";
-    let view_only = host.answer(bob, "b", chat, "t2", true, None);
+    let reply = |chat, approved, message: Option<&str>| Reply {
+        chat,
+        call: "t2",
+        approved,
+        message: message.map(str::to_owned),
+        origin: json!({"clientId": "page", "clientSeq": 1}),
+    };
+    let view_only = host.answer(bob, "b", reply(chat, true, None));
     assert!(view_only.is_err());
-    let elsewhere = host.answer(alice, "a", "ahp-chat:/other", "t2", true, None);
+    let elsewhere = host.answer(alice, "a", reply("ahp-chat:/other", true, None));
     assert!(elsewhere.is_err());
-    let no = Some("not now".into());
-    host.answer(alice, "10.0.0.1:1", chat, "t2", false, no)
-        .unwrap();
-    let second = host.answer(alice, "a", chat, "t2", true, None);
+    let no = reply(chat, false, Some("not now"));
+    host.answer(alice, "10.0.0.1:1", no).unwrap();
+    let second = host.answer(alice, "a", reply(chat, true, None));
     assert!(second.is_err());
     let Answer::Deny { by, reason } = waiting.await.unwrap() else {
         panic!("not a denial");
@@ -242,4 +248,101 @@ async fn an_escalation_whose_wait_is_dropped_leaves_the_pending_list() {
     let (state, _) = host.snapshot("ahp-session:/s-1", &alice).unwrap();
     let s: SessionState = serde_json::from_value(state).unwrap();
     assert!(s.input_needed.unwrap_or_default().is_empty());
+}
+
+/// One connection's request or notification; what it sends back, parsed.
+fn send(c: &mut wire::Connection, id: Option<u64>, method: &str, params: Value) -> Option<Value> {
+    let mut msg = json!({"jsonrpc": "2.0", "method": method, "params": params});
+    if let Some(id) = id {
+        msg["id"] = json!(id);
+    }
+    let back = c.handle(&msg.to_string())?;
+    Some(serde_json::from_str(&back).unwrap())
+}
+
+/// A connection initialized as `client` and authenticated with `secret`; the result.
+fn connect(host: &Arc<Host>, client: &str, secret: &str) -> (wire::Connection, Value) {
+    let mut c = wire::Connection::new(host.clone(), format!("{client}:1"));
+    let init = json!({"channel": ROOT, "protocolVersions": ["1.0.0"], "clientId": client});
+    send(&mut c, Some(1), "initialize", init).unwrap();
+    let auth = json!({"channel": ROOT, "resource": wire::RESOURCE, "token": secret});
+    let authed = send(&mut c, Some(2), "authenticate", auth).unwrap();
+    (c, authed["result"].clone())
+}
+
+fn answer(seq: i64, approved: bool) -> Value {
+    json!({"channel": "ahp-chat:/s-1", "clientSeq": seq, "action": {
+        "type": "chat/toolCallConfirmed", "turnId": TURN, "toolCallId": "t3", "approved": approved}})
+}
+
+#[tokio::test]
+async fn a_client_learns_what_its_token_allows_and_sees_its_refused_answers_echoed() {
+    let tokens = Tokens::load(&[ALICE.into(), BOB.into()], None).unwrap();
+    let host = Host::new(tokens, None);
+    let (mut alice, allowed) = connect(&host, "alice-page", "0123456789abcdef");
+    assert_eq!(
+        allowed["_meta"],
+        json!({"token": "alice", "scopes": ["approve"]})
+    );
+    let (mut bob, allowed) = connect(&host, "bob-page", "fedcba9876543210");
+    assert_eq!(allowed["_meta"]["scopes"], json!(["view"]));
+    let _: ahp_types::commands::AuthenticateResult = serde_json::from_value(allowed).unwrap();
+    let mut rx = host.updates();
+    let start = json!({"framework": "acp", "cwd": "/w", "command": ["agent"]});
+    host.observe(&event(EventType::SessionStart, start), None);
+    let waiting = {
+        let (host, rm) = (host.clone(), bash("t3", "rm -rf build"));
+        tokio::spawn(async move {
+            let e = Escalation {
+                event: &rm,
+                reason: "a person must decide",
+                target: None,
+                rule: None,
+                deadline: tokio::time::Instant::now() + Duration::from_secs(10),
+            };
+            host.approve(e).await
+        })
+    };
+    while host.lock().waiting.is_empty() {
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+
+    // Bob may only watch: his answer comes back to him alone, refused, with why.
+    let echo = send(&mut bob, None, "dispatchAction", answer(4, true)).unwrap();
+    let env: ActionEnvelope = serde_json::from_value(echo["params"].clone()).unwrap();
+    let origin = env.origin.unwrap();
+    assert_eq!(
+        (origin.client_id.as_str(), origin.client_seq),
+        ("bob-page", 4)
+    );
+    assert!(env.rejection_reason.unwrap().contains("may only watch"));
+    // Sent as a request (not as the spec has it), the refusal is an error response.
+    let refused = send(&mut bob, Some(3), "dispatchAction", answer(5, true)).unwrap();
+    assert_eq!(refused["error"]["code"], -32009, "{refused}");
+
+    // Alice's answer is taken: nothing comes back to her alone, and the confirmation
+    // everyone sees is her answer's echo.
+    assert!(send(&mut alice, None, "dispatchAction", answer(7, true)).is_none());
+    assert!(matches!(waiting.await.unwrap(), Answer::Allow { .. }));
+    let mut confirmed = None;
+    while let Ok(out) = rx.try_recv() {
+        let v: Value = serde_json::from_str(&out.text).unwrap();
+        if v["params"]["action"]["type"] == "chat/toolCallConfirmed" {
+            confirmed = Some(serde_json::from_value::<ActionEnvelope>(
+                v["params"].clone(),
+            ));
+        }
+    }
+    let confirmed = confirmed.expect("a confirmation was pushed").unwrap();
+    assert!(confirmed.rejection_reason.is_none());
+    let origin = confirmed.origin.unwrap();
+    assert_eq!(
+        (origin.client_id.as_str(), origin.client_seq),
+        ("alice-page", 7)
+    );
+
+    // Too late: a second answer is refused.
+    let echo = send(&mut alice, None, "dispatchAction", answer(8, false)).unwrap();
+    let env: ActionEnvelope = serde_json::from_value(echo["params"].clone()).unwrap();
+    assert!(env.rejection_reason.unwrap().contains("answered already"));
 }

@@ -4,7 +4,14 @@
 //!
 //! Authentication is the spec's: the client sends `authenticate` with a bearer token for
 //! the host's protected resource; `subscribe` and `listSessions` before that are refused
-//! with `AuthRequired` (-32007) and the resource's metadata.
+//! with `AuthRequired` (-32007) and the resource's metadata. The result says what the token
+//! allows in its `_meta` (`token`, `scopes`), so that a client shows no buttons it may not
+//! use.
+//!
+//! `dispatchAction` is a notification, as the spec has it: a refused one is echoed to its
+//! client alone as an `action` envelope with its `origin` and a `rejectionReason` (the
+//! spec's write-ahead reconciliation); an accepted answer's echo is the
+//! `chat/toolCallConfirmed` every subscriber sees, with the same `origin`.
 
 use std::collections::HashMap;
 use std::sync::Arc;
@@ -18,7 +25,7 @@ use ahp_types::errors::ahp_error_codes::{
 };
 use serde_json::{json, Value};
 
-use super::{Host, Outgoing, Token};
+use super::{Host, Outgoing, Reply, Token};
 use crate::jsonrpc;
 
 /// The protected resource clients authenticate for.
@@ -29,6 +36,8 @@ pub struct Connection {
     host: Arc<Host>,
     /// Where it connects from (for the audit log).
     peer: String,
+    /// The `clientId` it gave in `initialize` (the `origin` of what it dispatches).
+    client_id: String,
     token: Option<Token>,
     /// Subscribed channels, and the sequence number of the snapshot each started from.
     subscribed: HashMap<String, u64>,
@@ -36,24 +45,33 @@ pub struct Connection {
 
 type Failure = (i64, String, Option<Value>);
 
+/// A dispatched action that was not taken: the error for a client that sent it as a
+/// request, the `action` echo with its `rejectionReason` for one that followed the spec.
+struct Refusal {
+    failure: Failure,
+    echo: Option<String>,
+}
+
 impl Connection {
     pub fn new(host: Arc<Host>, peer: String) -> Connection {
         Connection {
             host,
             peer,
+            client_id: String::new(),
             token: None,
             subscribed: HashMap::new(),
         }
     }
 
-    /// Handles one message; returns the response to send, if any.
+    /// Handles one message; returns what to send back, if anything (the response to a
+    /// request, the echo of a refused `dispatchAction`).
     pub fn handle(&mut self, text: &str) -> Option<String> {
         let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
             Ok(m) => m,
             Err(answer) => return Some(answer),
         };
         let result = match method.as_str() {
-            "initialize" => Self::initialize(params),
+            "initialize" => self.initialize(params),
             "ping" => Ok(json!({})),
             "authenticate" => self.authenticate(params),
             "subscribe" => self.subscribe(params),
@@ -64,7 +82,11 @@ impl Connection {
                 }
                 Ok(Value::Null)
             }
-            "dispatchAction" => self.dispatch(params),
+            "dispatchAction" => match self.dispatch(params) {
+                Ok(v) => Ok(v),
+                Err(refused) if id.is_none() => return refused.echo,
+                Err(refused) => Err(refused.failure),
+            },
             "" => Err((-32600, "Invalid Request: no method".into(), None)),
             other => Err((-32601, format!("Method not found: {other}"), None)),
         };
@@ -87,9 +109,10 @@ impl Connection {
     }
 
     /// The version both speak. Snapshots come with `subscribe`, after `authenticate`.
-    fn initialize(params: Value) -> Result<Value, Failure> {
+    fn initialize(&mut self, params: Value) -> Result<Value, Failure> {
         let p: InitializeParams = serde_json::from_value(params)
             .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
+        self.client_id = p.client_id.clone();
         let version = ahp_types::negotiate_protocol_version(&p.protocol_versions)
             .map_err(|e| (-32602, e, None))?
             .ok_or_else(|| {
@@ -139,7 +162,9 @@ impl Connection {
                 );
                 self.token = Some(t.clone());
                 self.subscribed.clear();
-                Ok(json!({}))
+                // AuthenticateResult is `{}`; what the token allows is the host's own
+                // extension, in the `_meta` slot receivers ignore when they do not know it.
+                Ok(json!({"_meta": {"token": t.name, "scopes": t.scope.names()}}))
             }
             None => {
                 tracing::warn!("approvals host: a wrong token from {}", self.peer);
@@ -172,26 +197,39 @@ impl Connection {
 
     /// `dispatchAction`: the one action a client may dispatch here is its answer to a
     /// pending tool confirmation.
-    fn dispatch(&mut self, params: Value) -> Result<Value, Failure> {
-        let p: DispatchActionParams = serde_json::from_value(params)
-            .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
-        let token = self.authed()?;
-        let StateAction::ChatToolCallConfirmed(a) = p.action else {
-            return Err((
-                PERMISSION_DENIED as i64,
-                "Only chat/toolCallConfirmed may be dispatched here".into(),
-                None,
-            ));
+    fn dispatch(&mut self, params: Value) -> Result<Value, Refusal> {
+        let p: DispatchActionParams = serde_json::from_value(params).map_err(|e| Refusal {
+            failure: (-32602, format!("Invalid params: {e}"), None),
+            echo: None,
+        })?;
+        let origin = json!({"clientId": self.client_id, "clientSeq": p.client_seq});
+        // A refusal changes nothing, so its echo takes no new sequence number.
+        let refuse = |code: i32, why: String| {
+            let echo = json!({"jsonrpc": "2.0", "method": "action", "params": {
+                "channel": p.channel, "action": p.action, "serverSeq": self.host.seq(),
+                "origin": origin, "rejectionReason": why}});
+            Refusal {
+                failure: (code as i64, why, None),
+                echo: Some(echo.to_string()),
+            }
         };
-        let message = a.reason_message.map(|m| m.as_text().to_owned());
-        let answered = self.host.answer(
-            token,
-            &self.peer,
-            &p.channel,
-            &a.tool_call_id,
-            a.approved,
+        let token = match self.authed() {
+            Ok(t) => t,
+            Err((code, why, _)) => return Err(refuse(code as i32, why)),
+        };
+        let StateAction::ChatToolCallConfirmed(a) = &p.action else {
+            let why = "Only chat/toolCallConfirmed may be dispatched here".into();
+            return Err(refuse(PERMISSION_DENIED, why));
+        };
+        let message = a.reason_message.as_ref().map(|m| m.as_text().to_owned());
+        let reply = Reply {
+            chat: &p.channel,
+            call: &a.tool_call_id,
+            approved: a.approved,
             message,
-        );
+            origin: origin.clone(),
+        };
+        let answered = self.host.answer(token, &self.peer, reply);
         match answered {
             Ok(()) => {
                 tracing::info!(
@@ -208,7 +246,7 @@ impl Connection {
                     "approvals host: refused an answer from {}: {why}",
                     self.peer
                 );
-                Err((PERMISSION_DENIED as i64, why, None))
+                Err(refuse(PERMISSION_DENIED, why))
             }
         }
     }

@@ -139,6 +139,32 @@ pub struct Event {
     pub metadata: Option<Map<String, Value>>,
 }
 
+/// `metadata.timeout_ms` of a blocking event: how many milliseconds its sender still waits
+/// for the decision when it sends the event (after that, its fail mode decides). Not an AHP
+/// 2.4 field: event metadata is free-form, so a 2.4 harness ignores it. ahp-wrap sends it
+/// with every blocking event, so that a harness that holds an event (serve, while a person
+/// decides) gives up in time, and says when.
+pub const TIMEOUT_MS: &str = "timeout_ms";
+
+impl Event {
+    /// How long the sender waits for this event's decision, if it said so.
+    pub fn timeout(&self) -> Option<std::time::Duration> {
+        let ms = self.metadata.as_ref()?.get(TIMEOUT_MS)?.as_u64()?;
+        Some(std::time::Duration::from_millis(ms))
+    }
+
+    /// This event, saying that its sender waits `left` for the decision.
+    pub fn waiting(&self, left: std::time::Duration) -> Event {
+        let mut event = self.clone();
+        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+        event
+            .metadata
+            .get_or_insert_with(Map::new)
+            .insert(TIMEOUT_MS.to_owned(), ms.into());
+        event
+    }
+}
+
 /// The wall clock as RFC 3339 with milliseconds, as AHP timestamps are written.
 pub fn now_rfc3339() -> String {
     humantime::format_rfc3339_millis(std::time::SystemTime::now()).to_string()
@@ -180,5 +206,26 @@ mod tests {
             assert_eq!(EventType::parse(t.as_str()), Some(t));
         }
         assert_eq!(EventType::parse("pre_tool_use"), None);
+    }
+
+    #[test]
+    fn an_event_says_how_long_its_sender_waits_beside_its_own_metadata() {
+        let mut event: Event = serde_json::from_value(serde_json::json!({
+            "event_type": "pre_action", "session_id": "s", "agent_id": "a",
+            "timestamp": "t", "depth": 0, "payload": {}
+        }))
+        .unwrap();
+        assert_eq!(event.timeout(), None);
+        let sent = event.waiting(std::time::Duration::from_millis(19_500));
+        assert_eq!(
+            sent.timeout(),
+            Some(std::time::Duration::from_millis(19_500))
+        );
+        event.metadata = Some(Map::from_iter([("hook".to_owned(), "PreToolUse".into())]));
+        let sent = serde_json::to_value(event.waiting(std::time::Duration::from_secs(2))).unwrap();
+        assert_eq!(
+            sent["metadata"],
+            serde_json::json!({"hook": "PreToolUse", "timeout_ms": 2000})
+        );
     }
 }

@@ -10,12 +10,20 @@ mod listen;
 
 pub use listen::{serve, Listen, ListenError};
 
+use std::time::Duration;
+
 use serde_json::{json, Value};
 
 use crate::audit::Auditor;
 use crate::gate::Decider;
 use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
+
+/// How long before a wrapper's own deadline serve gives up on an escalation, so that the
+/// wrapper hears serve's answer (and its reason) rather than its own timeout: the margin the
+/// default `--approval-timeout` leaves before `--timeout` (half the wrapper's time when
+/// that is less).
+const REPLY_MARGIN: Duration = Duration::from_secs(1);
 
 /// Limits advertised in the handshake.
 #[derive(Debug, Clone)]
@@ -149,7 +157,16 @@ impl Engine {
     async fn decide(&self, event: &Event) -> Value {
         // No person here: an escalation is the wrapper's to take to its own.
         let escalate_back = self.decider.asker.is_none();
-        let d = self.decider.resolve(event, escalate_back).await;
+        let d = match self.deadline_of(event) {
+            Some(timeout) => {
+                let decider = Decider {
+                    timeout,
+                    ..self.decider.clone()
+                };
+                decider.resolve(event, escalate_back).await
+            }
+            None => self.decider.resolve(event, escalate_back).await,
+        };
         if let Err(e) = self.audit.decided(event, None, &d.ruling(), None).await {
             tracing::error!("audit log: {e}");
             return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
@@ -158,6 +175,15 @@ impl Engine {
             person.observe(event, Some(&d));
         }
         d.verdict.to_json()
+    }
+
+    /// How long `event` may wait for a person here, when its sender waits less than
+    /// `--approval-timeout` (it says so in `metadata.timeout_ms`): its time, less the time
+    /// the fail mode's answer needs to reach it. The page shows this deadline.
+    fn deadline_of(&self, event: &Event) -> Option<Duration> {
+        let theirs = event.timeout()?;
+        let ours = theirs.saturating_sub(REPLY_MARGIN).max(theirs / 2);
+        (ours < self.decider.timeout).then_some(ours)
     }
 
     async fn notified(&self, event: &Event) {

@@ -1,10 +1,21 @@
 // The approvals page: an Agent Host Protocol v1 client of this host's /host endpoint.
-// It authenticates with a bearer token, lists live sessions, watches each session's
-// pending tool confirmations, and answers them with chat/toolCallConfirmed.
+// It authenticates with a bearer token (whose scopes the result's _meta gives), lists live
+// sessions, watches each session's pending tool confirmations, and answers them with
+// chat/toolCallConfirmed. An answer is a write-ahead dispatch: the host echoes it with its
+// origin when taken, or with a rejectionReason when refused, which the card then shows.
 "use strict";
 
 const ROOT = "ahp-root://";
-const state = { ws: null, nextId: 1, calls: new Map(), sessions: new Map(), sent: new Set() };
+const state = {
+  ws: null, nextId: 1, calls: new Map(), sessions: new Map(),
+  clientId: "", clientSeq: 1, mayAnswer: true,
+  // Our answers, by request id ({req, session, approved, refused}), until the host's echo
+  // says it took them (the card goes) or refused them (the card says why, even when the
+  // session has ended meanwhile).
+  answers: new Map(),
+  // The request id of each answer in flight, by clientSeq.
+  dispatched: new Map(),
+};
 
 function $(sel) { return document.querySelector(sel); }
 
@@ -65,13 +76,21 @@ function connect() {
 }
 
 async function start(t) {
+  state.clientId = "approvals-page-" + Math.random().toString(16).slice(2);
   await request("initialize", {
     protocolVersions: ["1.0.0"],
-    clientId: "approvals-page-" + Math.random().toString(16).slice(2),
+    clientId: state.clientId,
     clientInfo: { name: "ahp-wrap approvals page" },
   });
-  await request("authenticate", { resource: "ahp-wrap:approvals", token: t });
+  const authed = await request("authenticate", { resource: "ahp-wrap:approvals", token: t });
+  // A host that does not say what the token allows gets the buttons: it refuses what the
+  // token may not do, and the card says so.
+  const meta = (authed && authed._meta) || {};
+  state.mayAnswer = !Array.isArray(meta.scopes) || meta.scopes.includes("approve");
+  $("#who").textContent = (meta.token || "") + (state.mayAnswer ? "" : " · view only");
   state.sessions.clear();
+  state.answers.clear();
+  state.dispatched.clear();
   await request("subscribe", { channel: ROOT });
   const list = await request("listSessions", {});
   for (const summary of list.items) await watch(summary);
@@ -115,6 +134,15 @@ function onMessage(msg) {
   if (msg.method === "root/sessionRemoved") { state.sessions.delete(p.session); render(); return; }
   if (msg.method !== "action") return;
   const a = p.action;
+  const ours = p.origin && p.origin.clientId === state.clientId ? state.dispatched.get(p.origin.clientSeq) : undefined;
+  if (ours !== undefined) {
+    state.dispatched.delete(p.origin.clientSeq);
+    const mine = state.answers.get(ours);
+    if (mine && p.rejectionReason) mine.refused = p.rejectionReason;
+    else state.answers.delete(ours);
+  }
+  // A refused action changes nothing.
+  if (p.rejectionReason) { render(); return; }
   const bySession = state.sessions.get(p.channel);
   const byChat = [...state.sessions.values()].find((s) => s.chat === p.channel);
   if (bySession && a.type === "session/inputNeededSet") bySession.waiting.set(a.request.id, a.request);
@@ -127,12 +155,13 @@ function onMessage(msg) {
   render();
 }
 
-function answer(s, req, approved, card) {
-  for (const b of card.querySelectorAll("button")) b.disabled = true;
-  state.sent.add(req.id);
+function answer(s, req, approved) {
+  const clientSeq = state.clientSeq++;
+  state.answers.set(req.id, { req, session: s, approved, refused: null });
+  state.dispatched.set(clientSeq, req.id);
   notify("dispatchAction", {
     channel: req.chat,
-    clientSeq: state.nextId++,
+    clientSeq,
     action: {
       type: "chat/toolCallConfirmed",
       turnId: req.turnId,
@@ -141,10 +170,19 @@ function answer(s, req, approved, card) {
       ...(approved ? { confirmed: "user-action" } : { reason: "denied" }),
     },
   });
-  card.querySelector(".sent").textContent = approved ? "Approved; waiting for the agent…" : "Denied; waiting for the agent…";
+  render();
 }
 
-function pendingCard(s, req) {
+// What the card says about our answer, if we gave one: sent (no echo yet), or refused.
+function answerLine(mine) {
+  if (!mine) return el("span", { class: "sent" }, "");
+  if (mine.refused) return el("p", { class: "refused error" }, "Refused: " + mine.refused);
+  return el("span", { class: "sent" }, mine.approved ? "Approving…" : "Denying…");
+}
+
+// The card of request `req` of session `s`; `waiting` when the host still waits for it.
+function pendingCard(s, req, waiting) {
+  const mine = state.answers.get(req.id);
   const meta = s.summary._meta || {};
   const why = req.toolCall._meta || {};
   const card = el("div", { class: "card", "data-call": req.toolCall.toolCallId },
@@ -155,13 +193,23 @@ function pendingCard(s, req) {
       el("dt", {}, "Rule"), el("dd", { class: "rule" }, why.rule || "—"),
       el("dt", {}, "Agent"), el("dd", { class: "agent" }, (meta.framework || "") + " (" + (meta.agent || "") + ")"),
       el("dt", {}, "Directory"), el("dd", { class: "cwd" }, meta.cwd || ""),
-      el("dt", {}, "Deadline"), el("dd", {}, why.deadline || "")),
-    el("button", { class: "approve", type: "button" }, "Approve"),
-    el("button", { class: "deny", type: "button" }, "Deny"),
-    el("span", { class: "sent" }, ""));
-  card.querySelector(".approve").onclick = () => answer(s, req, true, card);
-  card.querySelector(".deny").onclick = () => answer(s, req, false, card);
-  if (state.sent.has(req.id)) for (const b of card.querySelectorAll("button")) b.disabled = true;
+      el("dt", {}, "Deadline"), el("dd", { class: "deadline" }, why.deadline || "")));
+  if (!state.mayAnswer) {
+    card.append(el("p", { class: "view-only" }, "View only: this token may watch, not approve or deny."));
+    return card;
+  }
+  if (mine && mine.refused && !waiting) {
+    const dismiss = el("button", { class: "dismiss", type: "button" }, "Dismiss");
+    dismiss.onclick = () => { state.answers.delete(req.id); render(); };
+    card.append(answerLine(mine), dismiss);
+    return card;
+  }
+  const approve = el("button", { class: "approve", type: "button" }, "Approve");
+  const deny = el("button", { class: "deny", type: "button" }, "Deny");
+  approve.onclick = () => answer(s, req, true);
+  deny.onclick = () => answer(s, req, false);
+  approve.disabled = deny.disabled = Boolean(mine);
+  card.append(approve, deny, answerLine(mine));
   return card;
 }
 
@@ -169,16 +217,23 @@ function render() {
   const pending = $("#pending");
   const cards = [];
   const rows = [];
+  let waiting = 0;
   for (const s of state.sessions.values()) {
-    for (const req of s.waiting.values()) cards.push(pendingCard(s, req));
+    waiting += s.waiting.size;
+    for (const req of s.waiting.values()) cards.push(pendingCard(s, req, true));
     const m = s.summary._meta || {};
     rows.push(el("tr", {}, el("td", {}, m.agent || ""), el("td", {}, m.framework || ""),
       el("td", { class: "cwd" }, m.cwd || ""), el("td", {}, m.depth ?? ""),
       el("td", {}, m.started || s.summary.createdAt), el("td", {}, s.calls.size)));
   }
+  // Our answers to requests no longer waiting stay until the host's echo.
+  for (const [id, mine] of state.answers) {
+    const s = state.sessions.get(mine.session.summary.resource);
+    if (!s || !s.waiting.has(id)) cards.push(pendingCard(mine.session, mine.req, false));
+  }
   pending.replaceChildren(...cards);
   $("#no-pending").hidden = cards.length > 0;
-  $("#pending-count").textContent = cards.length;
+  $("#pending-count").textContent = waiting;
   $("#sessions tbody").replaceChildren(...rows);
   $("#session-count").textContent = rows.length;
 }
