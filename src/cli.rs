@@ -72,7 +72,7 @@ pub enum Command {
     /// Be an HCP worker: run the tasks of a RabbitMQ queue under supervision.
     ///
     /// Takes the tasks of one capability from a RabbitMQ queue and runs each under
-    /// supervision (see README, "A fleet of workers").
+    /// supervision (see docs/fleet.md).
     Worker(Box<WorkerArgs>),
     /// Submit HCP tasks to workers, or abort them.
     Task {
@@ -621,7 +621,6 @@ pub struct RunArgs {
     #[arg(
         help_heading = "Arguments",
         trailing_var_arg = true,
-        allow_hyphen_values = true,
         value_name = "AGENT"
     )]
     pub agent: Vec<OsString>,

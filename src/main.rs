@@ -31,7 +31,19 @@ fn main() -> ExitCode {
             }
         }
     }
-    let cli = Cli::parse();
+    // A usage error exits 125, as every failure of the wrapper itself does: an agent's own
+    // exit code 2 must not be mistaken for a mistyped option.
+    let cli = match Cli::try_parse() {
+        Ok(cli) => cli,
+        Err(e) => {
+            let _ = e.print();
+            return if e.exit_code() == 0 {
+                ExitCode::SUCCESS
+            } else {
+                ExitCode::from(Exit::Wrapper.code())
+            };
+        }
+    };
     let exit = match cli.command {
         Some(Command::Hook { framework, hook }) => {
             return hook_exit(relay::run_hook(&framework, &hook))

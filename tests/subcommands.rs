@@ -63,6 +63,40 @@ fn each_outcome_has_its_code() {
     );
     assert_eq!(code(&["--framework", "nope", "--", "true"]), Some(125));
     assert_eq!(code(&["--", "/nonexistent/agent"]), Some(127));
+    // A mistyped option is the wrapper refusing (not clap's 2, which an agent may return,
+    // and not an agent named `--polcy`); help is not an error.
+    assert_eq!(code(&["--polcy", "p.toml", "--", "true"]), Some(125));
+    assert_eq!(code(&["serve", "--listn", "stdio"]), Some(125));
+    assert_eq!(code(&["--help"]), Some(0));
+    // The agent's own 2 passes through.
+    assert_eq!(code(&["-q", "--", "sh", "-c", "exit 2"]), Some(2));
+}
+
+/// Nothing of ours written to a pipe (CI logs, `2> file`) carries a terminal escape: a
+/// warning, the start notes, a refusal, the summary, a usage error, the help.
+#[test]
+fn nothing_we_write_into_a_pipe_has_an_escape_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let runs: [&[&str]; 5] = [
+        &["--", "sh", "-c", "curl -s http://169.254.169.254/; exit 0"],
+        &["--summary", "always", "--", "true"],
+        &["--polcy", "x", "--", "true"],
+        &["--help"],
+        &["policy", "check", "/nonexistent.toml"],
+    ];
+    for args in runs {
+        let out = run(
+            Command::new(wrap_bin()).args(args).current_dir(dir.path()),
+            Duration::from_secs(30),
+        );
+        let said = [out.stdout.as_slice(), out.stderr.as_slice()].concat();
+        assert!(!said.is_empty(), "{args:?} said nothing to check");
+        assert!(
+            !said.contains(&0x1b),
+            "{args:?}: an escape byte in a pipe:\n{}",
+            show(&out)
+        );
+    }
 }
 
 /// Log lines written to a pipe (CI logs, `2> file`) carry no terminal colour codes.
