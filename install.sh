@@ -69,10 +69,13 @@ mkdir -p "$PREFIX/share/man/man1" "$PREFIX/share/bash-completion/completions" \
   "$PREFIX/share/zsh/site-functions" "$PREFIX/share/fish/vendor_completions.d"
 "$bin" man > "$PREFIX/share/man/man1/ahp-wrap.1"
 say "installed $PREFIX/share/man/man1/ahp-wrap.1"
-"$bin" completions bash > "$PREFIX/share/bash-completion/completions/ahp-wrap"
-"$bin" completions zsh > "$PREFIX/share/zsh/site-functions/_ahp-wrap"
-"$bin" completions fish > "$PREFIX/share/fish/vendor_completions.d/ahp-wrap.fish"
-say "installed completions for bash, zsh and fish under $PREFIX/share"
+for shell_file in "bash $PREFIX/share/bash-completion/completions/ahp-wrap" \
+  "zsh $PREFIX/share/zsh/site-functions/_ahp-wrap" \
+  "fish $PREFIX/share/fish/vendor_completions.d/ahp-wrap.fish"; do
+  set -- $shell_file
+  "$bin" completions "$1" > "$2"
+  say "installed $2 ($1 completions)"
+done
 
 case ":$PATH:" in
   *":$PREFIX/bin:"*) ;;

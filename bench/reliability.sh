@@ -2,7 +2,7 @@
 # Reliability figures: bench/reliability.sh [--quick] [--write]
 #
 #   --quick   a smaller storm and soak (a smoke run; the soak then shows less)
-#   --write   also write the table into README.md and BENCHMARKS.md (their
+#   --write   also write the table into CONTRIBUTING.md and BENCHMARKS.md (their
 #             <!-- reliability:begin --> … <!-- reliability:end --> blocks)
 #
 # Builds the release binaries, then runs bench/reliability.py: a storm of concurrent hook
@@ -27,7 +27,7 @@ while [ $# -gt 0 ]; do
   esac
   shift
 done
-[ -n "${write:-}" ] && args+=(--write README.md BENCHMARKS.md)
+[ -n "${write:-}" ] && args+=(--write CONTRIBUTING.md BENCHMARKS.md)
 
 cargo build --release --locked --bins
 python3 bench/reliability.py "$target/release/ahp-wrap" ${args[@]+"${args[@]}"}

@@ -1,7 +1,7 @@
 //! Docs that cannot drift: each shim's README lists every file of its code in its table of
 //! files (`| `src/<file>` | what it does |`), so a file added to a shim is explained where a
 //! shim author looks first; the crate's module map (`src/lib.rs`) names every top-level
-//! module.
+//! module; every relative link of the Markdown resolves, to a file and a heading.
 
 use std::path::Path;
 
@@ -56,4 +56,81 @@ fn the_crate_map_names_every_top_level_module() {
         missing.is_empty(),
         "src/lib.rs's module map does not name {missing:?}"
     );
+}
+
+/// A heading's anchor as GitHub makes it: lower case, punctuation dropped (but `-` and `_`),
+/// spaces as `-`.
+fn anchor(heading: &str) -> String {
+    heading
+        .trim()
+        .to_lowercase()
+        .chars()
+        .filter(|c| c.is_alphanumeric() || matches!(c, ' ' | '-' | '_'))
+        .map(|c| if c == ' ' { '-' } else { c })
+        .collect()
+}
+
+fn anchors(markdown: &str) -> Vec<String> {
+    let mut fenced = false;
+    let mut out = Vec::new();
+    for line in markdown.lines() {
+        if line.starts_with("```") {
+            fenced = !fenced;
+        }
+        if !fenced && line.starts_with('#') {
+            out.push(anchor(line.trim_start_matches('#')));
+        }
+    }
+    out
+}
+
+/// Every relative link of the project's Markdown (README, CONTRIBUTING, docs/, shims/,
+/// examples/) names a file that exists and, with `#…`, a heading it has: moving a section
+/// cannot leave a link behind.
+#[test]
+fn every_relative_link_in_the_docs_resolves() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut files = vec![root.join("README.md"), root.join("CONTRIBUTING.md")];
+    for dir in ["docs", "shims", "examples"] {
+        let mut stack = vec![root.join(dir)];
+        while let Some(d) = stack.pop() {
+            for e in std::fs::read_dir(&d).unwrap() {
+                let p = e.unwrap().path();
+                if p.is_dir() {
+                    stack.push(p);
+                } else if p.extension().is_some_and(|x| x == "md") {
+                    files.push(p);
+                }
+            }
+        }
+    }
+    let link = regex::Regex::new(r"\]\(([^)\s]+)\)").unwrap();
+    let mut broken = Vec::new();
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        for cap in link.captures_iter(&text) {
+            let target = &cap[1];
+            if target.contains("://") || target.starts_with("mailto:") {
+                continue;
+            }
+            let (path, fragment) = target.split_once('#').unwrap_or((target, ""));
+            let resolved = if path.is_empty() {
+                file.clone()
+            } else {
+                file.parent().unwrap().join(path)
+            };
+            let shown = format!("{}: {target}", file.strip_prefix(root).unwrap().display());
+            if !resolved.exists() {
+                broken.push(format!("{shown} (no such file)"));
+                continue;
+            }
+            if !fragment.is_empty() && resolved.extension().is_some_and(|x| x == "md") {
+                let headings = anchors(&std::fs::read_to_string(&resolved).unwrap());
+                if !headings.iter().any(|h| h == fragment) {
+                    broken.push(format!("{shown} (no such heading)"));
+                }
+            }
+        }
+    }
+    assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
 }

@@ -1,0 +1,131 @@
+//! The README's Quick start, run as written: its first command (install, then a first run the
+//! policy refuses) verbatim by bash in the repository, with a fresh HOME; the output it shows
+//! is checked against what the run printed; then `./install.sh --uninstall` removes what the
+//! install put there. Its second command is the one CI runs.
+//!
+//! The install is a release build (a few minutes the first time; `CARGO_TARGET_DIR` is this
+//! repository's `target/`, so later runs rebuild only what changed).
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::Duration;
+
+use common::{run, show};
+
+fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+/// The Quick start section: its command lines and the lines of output it shows (each an
+/// indented line; the first is the first command, the last the test command).
+fn quick_start() -> Vec<String> {
+    let readme = std::fs::read_to_string(root().join("README.md")).unwrap();
+    let start = readme
+        .find("\n## Quick start\n")
+        .expect("a Quick start section");
+    let rest = &readme[start + 1..];
+    let end = rest[3..].find("\n## ").map_or(rest.len(), |i| i + 3);
+    rest[..end]
+        .lines()
+        .filter_map(|l| l.strip_prefix("    "))
+        .map(str::to_owned)
+        .collect()
+}
+
+/// The real HOME's cargo and rustup, for a command run with another HOME.
+fn toolchain_env(cmd: &mut Command) {
+    let home = PathBuf::from(std::env::var_os("HOME").expect("HOME"));
+    let cargo = std::env::var_os("CARGO_HOME").map_or(home.join(".cargo"), PathBuf::from);
+    let rustup = std::env::var_os("RUSTUP_HOME").map_or(home.join(".rustup"), PathBuf::from);
+    cmd.env("CARGO_HOME", cargo)
+        .env("RUSTUP_HOME", rustup)
+        .env("CARGO_TARGET_DIR", root().join("target"));
+}
+
+fn bash(line: &str, home: &Path) -> std::process::Output {
+    let mut cmd = Command::new("bash");
+    cmd.arg("-c")
+        .arg(line)
+        .current_dir(root())
+        .env("HOME", home);
+    toolchain_env(&mut cmd);
+    run(&mut cmd, Duration::from_secs(1800))
+}
+
+#[test]
+fn the_quick_start_runs_as_written() {
+    let lines = quick_start();
+    let first = lines.first().expect("a first command");
+    assert!(
+        first.starts_with("./install.sh && ~/.local/bin/ahp-wrap -- "),
+        "the first command installs, then runs: {first}"
+    );
+    let home = tempfile::tempdir().unwrap();
+    let out = bash(first, home.path());
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    // What the README shows of the run is what it printed: the refusal, curl's code, the
+    // summary's count (lines shortened with … are checked up to the …).
+    for shown in lines.iter().skip(1).filter(|l| {
+        l.starts_with("ahp-wrap: ") || l.starts_with("curl exited") || l.starts_with("  blocked")
+    }) {
+        let known = shown.split('…').next().unwrap().trim_end();
+        let known = match known.find("blocked ") {
+            // The time of day differs: compare what follows it.
+            Some(i) if shown.trim_start().starts_with("blocked") => &known[i + 17..],
+            _ => known,
+        };
+        assert!(
+            stdout.contains(known) || stderr.contains(known),
+            "the README shows {shown:?}, the run did not print it:\n{}",
+            show(&out)
+        );
+    }
+    assert!(
+        stderr.contains("curl: blocked: the cloud metadata endpoint"),
+        "{}",
+        show(&out)
+    );
+    // What install.sh says it installed is there, and goes with --uninstall.
+    let local = home.path().join(".local");
+    let installed = [
+        "bin/ahp-wrap",
+        "share/ahp-wrap/shims/claude-code/README.md",
+        "share/man/man1/ahp-wrap.1",
+        "share/bash-completion/completions/ahp-wrap",
+        "share/zsh/site-functions/_ahp-wrap",
+        "share/fish/vendor_completions.d/ahp-wrap.fish",
+    ];
+    for f in installed {
+        assert!(local.join(f).exists(), "{f} was not installed");
+        let named = match f.strip_prefix("share/ahp-wrap/shims/") {
+            Some(_) => local.join("share/ahp-wrap/shims"),
+            None => local.join(f),
+        };
+        assert!(
+            stderr.contains(&format!("installed {}", named.display())),
+            "install.sh did not name {f}:\n{stderr}"
+        );
+    }
+    let man = std::fs::read_to_string(local.join("share/man/man1/ahp-wrap.1")).unwrap();
+    assert!(man.contains(".TH ahp-wrap"), "a manual page: {man:.200}");
+    let out = bash("./install.sh --uninstall", home.path());
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    for f in installed {
+        assert!(
+            !local.join(f).exists(),
+            "{f} is still there after --uninstall"
+        );
+    }
+    // The second command is the test suite, as CI runs it.
+    let last = lines.last().unwrap();
+    assert_eq!(last, "tests/run-all.sh");
+    let ci = std::fs::read_to_string(root().join(".ci/run")).unwrap();
+    assert!(
+        ci.lines().any(|l| l.trim() == last),
+        ".ci/run does not run {last}"
+    );
+}
