@@ -5,7 +5,7 @@
 //! Owns: the process's one set of metrics, the `/metrics` endpoint, and the span export
 //! (bounded, batched, dropped and counted on overload). Must not touch: decisions (the
 //! gate's) or the audit log, which stays the record of truth: telemetry is told about a
-//! record only once it is durable (see [`Telemetry::recorded`]), so the counters agree with
+//! record only once it is durable (see [`crate::audit::Observer::recorded`]), so the counters agree with
 //! the log, and it never holds a decision up.
 //!
 //! Off unless asked for (`--metrics-listen`, `--otlp`, the standard `OTEL_EXPORTER_OTLP_*`
