@@ -132,6 +132,15 @@ pub enum PolicyCommand {
         /// The policy file (default: the built-in default policy).
         file: Option<PathBuf>,
     },
+    /// Why an event gets its decision: the rule that decided, every rule that matched, and
+    /// the rules that came closest, each condition said held or not.
+    ///
+    /// Reads the event as `policy eval` does (`ahp-wrap policy eval --help` shows its JSON)
+    /// and exits as it does: 0 allowed (or modified), 1 blocked, 3 escalated, 2 unreadable.
+    Explain {
+        /// The policy file (default: the built-in default policy).
+        file: Option<PathBuf>,
+    },
 }
 
 #[derive(Debug, Subcommand)]

@@ -179,37 +179,118 @@ pub fn policy(cmd: PolicyCommand) -> Exit {
             workspace,
         } => floor(policy.as_deref(), framework.as_deref(), workspace),
         PolicyCommand::Eval { file } => {
-            let policy = match load_policy(file.as_deref()) {
-                Ok(p) => p,
-                Err(e) => {
-                    eprintln!("ahp-wrap: {e}");
-                    return Exit::Error;
-                }
-            };
-            let mut input = String::new();
-            if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
-                eprintln!("ahp-wrap: cannot read stdin: {e}");
-                return Exit::Error;
-            }
-            let event = match event_from_json(&input) {
-                Ok(e) => e,
-                Err(e) => {
-                    eprintln!("ahp-wrap: {e}");
-                    return Exit::Error;
-                }
+            let (policy, event) = match policy_and_event(file.as_deref()) {
+                Ok(both) => both,
+                Err(exit) => return exit,
             };
             let d = policy.evaluate(&event);
             let mut out = d.verdict.to_json();
-            out["rule"] = d.rule.map(Value::String).unwrap_or(Value::Null);
+            out["rule"] = d.rule.clone().map(Value::String).unwrap_or(Value::Null);
             exit::print(&format!("{out}\n"));
-            // As a script reads it: 0 goes ahead, 1 is refused, 3 waits for a person.
-            match d.verdict {
-                crate::protocol::Verdict::Block { .. } => Exit::Problem,
-                crate::protocol::Verdict::Escalate { .. } => Exit::Status(3),
-                _ => Exit::OK,
-            }
+            decision_exit(&d)
+        }
+        PolicyCommand::Explain { file } => {
+            let (policy, event) = match policy_and_event(file.as_deref()) {
+                Ok(both) => both,
+                Err(exit) => return exit,
+            };
+            let (d, rules) = policy.explain(&event);
+            exit::print(&explained(&d, &rules));
+            decision_exit(&d)
         }
     }
+}
+
+/// The policy (a file, or the default) and the event on stdin, for `eval` and `explain`.
+fn policy_and_event(file: Option<&std::path::Path>) -> Result<(Policy, Event), Exit> {
+    let policy = load_policy(file).map_err(|e| {
+        eprintln!("ahp-wrap: {e}");
+        Exit::Error
+    })?;
+    let mut input = String::new();
+    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
+        eprintln!("ahp-wrap: cannot read stdin: {e}");
+        return Err(Exit::Error);
+    }
+    let event = event_from_json(&input).map_err(|e| {
+        eprintln!("ahp-wrap: {e}");
+        Exit::Error
+    })?;
+    Ok((policy, event))
+}
+
+/// As a script reads it: 0 goes ahead, 1 is refused, 3 waits for a person.
+fn decision_exit(d: &crate::policy::PolicyDecision) -> Exit {
+    match d.verdict {
+        crate::protocol::Verdict::Block { .. } => Exit::Problem,
+        crate::protocol::Verdict::Escalate { .. } => Exit::Status(3),
+        _ => Exit::OK,
+    }
+}
+
+/// `policy explain`'s text: the decision, the rules that matched, the ones that came close.
+fn explained(d: &crate::policy::PolicyDecision, rules: &[crate::policy::RuleExplained]) -> String {
+    /// Near misses shown at most.
+    const CLOSE: usize = 5;
+    let mut out = match (&d.rule, d.reason()) {
+        (Some(rule), Some(why)) => {
+            format!("decision: {} by rule {rule}: {why}\n", d.verdict.name())
+        }
+        (Some(rule), None) => format!("decision: {} by rule {rule}\n", d.verdict.name()),
+        (None, _) => {
+            "decision: no rule matched (no opinion: the agent's own prompts decide)\n".to_owned()
+        }
+    };
+    let keys = |r: &crate::policy::RuleExplained, held: bool| -> Vec<&str> {
+        r.checks
+            .iter()
+            .filter(|(k, h)| *h == held && !matches!(*k, "events" | "tools" | "tools_not"))
+            .map(|(k, _)| *k)
+            .collect()
+    };
+    let matched: Vec<_> = rules.iter().filter(|r| r.matched()).collect();
+    if !matched.is_empty() {
+        out.push_str(&format!(
+            "matched ({}, the strictest decides):\n",
+            matched.len()
+        ));
+        for r in &matched {
+            let held = keys(r, true);
+            let why = if held.is_empty() {
+                "every event of its types".to_owned()
+            } else {
+                held.join(", ")
+            };
+            out.push_str(&format!("  {} ({}): {why}\n", r.id, r.decision.name()));
+        }
+    }
+    // Close: a condition that says what the event is held (a `…_not` one holds for nearly
+    // everything), the most of them first, then the fewest that failed.
+    let positive = |r: &crate::policy::RuleExplained| {
+        keys(r, true)
+            .iter()
+            .filter(|k| !k.ends_with("_not"))
+            .count()
+    };
+    let mut close: Vec<_> = rules
+        .iter()
+        .filter(|r| !r.matched() && positive(r) > 0)
+        .collect();
+    close.sort_by_key(|r| (std::cmp::Reverse(positive(r)), keys(r, false).len()));
+    close.truncate(CLOSE);
+    if !close.is_empty() {
+        out.push_str("came close (some conditions held):\n");
+        for r in close {
+            out.push_str(&format!(
+                "  {} ({}): held {}; not {}\n",
+                r.id,
+                r.decision.name(),
+                keys(r, true).join(", "),
+                keys(r, false).join(", ")
+            ));
+        }
+    }
+    out
 }
 
 /// An AHP event from JSON: the `params` of an `ahp/event`, where only `event_type` and

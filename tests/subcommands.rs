@@ -196,3 +196,57 @@ fn an_audit_key_without_an_audit_log_is_not_silently_ignored() {
         show(&out)
     );
 }
+
+/// `policy explain` says which rule decided and why, every rule that matched, and the rules
+/// that came closest with the condition that failed; it exits as `policy eval` does.
+#[test]
+fn policy_explain_names_the_deciding_rule_and_the_near_misses() {
+    let ci = concat!(env!("CARGO_MANIFEST_DIR"), "/examples/policies/ci.toml");
+    let explain = |policy: Option<&str>, command: &str| {
+        let event = serde_json::json!({
+            "event_type": "pre_action",
+            "payload": {"tool_name": "Bash", "arguments": {"command": command}},
+        });
+        let mut child = Command::new(wrap_bin())
+            .args(["policy", "explain"])
+            .args(policy)
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        use std::io::Write;
+        child
+            .stdin
+            .take()
+            .unwrap()
+            .write_all(event.to_string().as_bytes())
+            .unwrap();
+        let out = child.wait_with_output().unwrap();
+        (
+            out.status.code(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+        )
+    };
+    let (code, said) = explain(Some(ci), "git push origin main");
+    assert_eq!(code, Some(1), "{said}");
+    assert!(
+        said.starts_with("decision: block by rule ci-no-push: this CI job does not push"),
+        "{said}"
+    );
+    assert!(
+        said.contains("  ci-no-push (block): command.program, command.args_any"),
+        "{said}"
+    );
+    // Nothing matched: the rules about git that did not apply, and what they lacked.
+    let (code, said) = explain(None, "git status");
+    assert_eq!(code, Some(0), "{said}");
+    assert!(said.starts_with("decision: no rule matched"), "{said}");
+    assert!(
+        said.contains(
+            "force-push-default-branch (block): held command.program; not command.args_any"
+        ),
+        "{said}"
+    );
+    assert!(!said.contains("\nmatched ("), "{said}");
+}

@@ -35,7 +35,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use examples::{ExampleFailure, ExampleReport};
-pub use rules::{DecisionKind, Unparseable};
+pub use rules::{Check, DecisionKind, Unparseable};
 
 use crate::protocol::{Event, Verdict};
 use extract::Facts;
@@ -352,16 +352,7 @@ impl Policy {
         if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
             return PolicyDecision::no_opinion();
         }
-        let protected = match run {
-            Some(run) => self.protected.and(run),
-            None => self.protected.clone(),
-        };
-        let facts = extract::facts(
-            event,
-            &self.resolver,
-            self.workspace_root.as_deref(),
-            protected,
-        );
+        let facts = self.facts(event, run);
         let mut best: Option<(u8, PolicyDecision)> = None;
         let mut propose = |rank: u8, decision: PolicyDecision| {
             if best.as_ref().is_none_or(|(r, _)| rank > *r) {
@@ -403,6 +394,68 @@ impl Policy {
             }
         }
         best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
+    }
+}
+
+impl Policy {
+    /// What the engine knows of `event`, the wrapper's files and processes protected.
+    fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
+        let protected = match run {
+            Some(run) => self.protected.and(run),
+            None => self.protected.clone(),
+        };
+        extract::facts(
+            event,
+            &self.resolver,
+            self.workspace_root.as_deref(),
+            protected,
+        )
+    }
+
+    /// Why `event` gets its decision (`policy explain`): the decision, then each rule whose
+    /// event type and tools apply, with each of its conditions and whether it held, rules
+    /// that matched first, then those that came closest.
+    pub fn explain(&self, event: &Event) -> (PolicyDecision, Vec<RuleExplained>) {
+        let decision = self.evaluate(event);
+        let facts = self.facts(event, None);
+        let mut rules: Vec<RuleExplained> = self
+            .rules
+            .iter()
+            .map(|r| RuleExplained {
+                id: r.id.clone(),
+                decision: r.decision,
+                checks: r.explain(&facts),
+            })
+            .filter(|r| {
+                r.checks
+                    .iter()
+                    .filter(|(key, _)| matches!(*key, "events" | "tools" | "tools_not"))
+                    .all(|(_, held)| *held)
+            })
+            .collect();
+        rules.sort_by_key(|r| std::cmp::Reverse((r.matched(), r.held())));
+        (decision, rules)
+    }
+}
+
+/// One rule as `policy explain` shows it.
+#[derive(Debug, Clone)]
+pub struct RuleExplained {
+    pub id: String,
+    pub decision: DecisionKind,
+    /// Each condition, and whether it held.
+    pub checks: Vec<Check>,
+}
+
+impl RuleExplained {
+    /// Every condition held.
+    pub fn matched(&self) -> bool {
+        self.checks.iter().all(|(_, held)| *held)
+    }
+
+    /// How many conditions held.
+    pub fn held(&self) -> usize {
+        self.checks.iter().filter(|(_, held)| *held).count()
     }
 }
 

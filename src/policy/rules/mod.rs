@@ -12,6 +12,9 @@ use super::PolicyError;
 use crate::protocol::EventType;
 use patterns::{PathCond, Patterns};
 
+/// One condition of a rule and whether it held, as `policy explain` reports it.
+pub type Check = (&'static str, bool);
+
 /// A policy file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -75,6 +78,17 @@ impl DecisionKind {
             DecisionKind::Defer => 3,
             DecisionKind::Modify => 2,
             DecisionKind::Allow => 1,
+        }
+    }
+
+    /// As a policy file writes it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DecisionKind::Block => "block",
+            DecisionKind::Escalate => "escalate",
+            DecisionKind::Defer => "defer",
+            DecisionKind::Modify => "modify",
+            DecisionKind::Allow => "allow",
         }
     }
 }
@@ -269,7 +283,31 @@ impl CommandCond {
     }
 
     fn is_match(&self, c: &CommandFacts, f: &Facts) -> bool {
+        self.check(c, f, |_, held| held)
+    }
+
+    /// Each key this table has, in order, told to `each` with whether it holds for `c`,
+    /// until `each` returns false (then false); true when every key held. `is_match` stops
+    /// at the first key that fails; `policy explain` hears them all.
+    fn check(
+        &self,
+        c: &CommandFacts,
+        f: &Facts,
+        mut each: impl FnMut(&'static str, bool) -> bool,
+    ) -> bool {
         let cmd = &c.cmd;
+        let mut all = true;
+        macro_rules! key {
+            ($name:literal, $given:expr, $holds:expr) => {
+                if $given {
+                    let held = $holds;
+                    all &= held;
+                    if !each($name, held) {
+                        return false;
+                    }
+                }
+            };
+        }
         let some = |p: &Option<Patterns>, items: &[String]| {
             p.as_ref()
                 .is_none_or(|p| items.iter().any(|i| p.is_match(i)))
@@ -277,45 +315,107 @@ impl CommandCond {
         let paths = |p: &Option<PathCond>, items: &[ResolvedPath]| {
             p.as_ref().is_none_or(|p| p.any(items, f))
         };
-        self.program
-            .as_ref()
-            .is_none_or(|p| p.is_match(&cmd.program))
-            && self
-                .program_not
+        key!(
+            "command.program",
+            self.program.is_some(),
+            self.program
+                .as_ref()
+                .is_none_or(|p| p.is_match(&cmd.program))
+        );
+        key!(
+            "command.program_not",
+            self.program_not.is_some(),
+            self.program_not
                 .as_ref()
                 .is_none_or(|p| !p.is_match(&cmd.program))
-            && self
-                .args_any
+        );
+        key!(
+            "command.args_any",
+            !self.args_any.is_empty(),
+            self.args_any
                 .iter()
                 .all(|p| cmd.args.iter().any(|a| p.is_match(a)))
-            && self
-                .args_all
+        );
+        key!(
+            "command.args_all",
+            self.args_all.is_some(),
+            self.args_all
                 .as_ref()
                 .is_none_or(|p| cmd.args.iter().all(|a| p.is_match(a)))
-            && some(&self.env, &cmd.env)
-            && some(&self.fed_by, &cmd.fed_by)
-            && paths(&self.operands, &c.operands)
-            && paths(&self.reads, &c.reads)
-            && paths(&self.writes, &c.writes)
-            && paths(&self.deletes, &c.deletes)
-            && self.unknown.is_none_or(|u| u == c.unknown.is_some())
-            && self
-                .dynamic_code
+        );
+        key!("command.env", self.env.is_some(), some(&self.env, &cmd.env));
+        key!(
+            "command.fed_by",
+            self.fed_by.is_some(),
+            some(&self.fed_by, &cmd.fed_by)
+        );
+        key!(
+            "command.operands",
+            self.operands.is_some(),
+            paths(&self.operands, &c.operands)
+        );
+        key!(
+            "command.reads",
+            self.reads.is_some(),
+            paths(&self.reads, &c.reads)
+        );
+        key!(
+            "command.writes",
+            self.writes.is_some(),
+            paths(&self.writes, &c.writes)
+        );
+        key!(
+            "command.deletes",
+            self.deletes.is_some(),
+            paths(&self.deletes, &c.deletes)
+        );
+        key!(
+            "command.unknown",
+            self.unknown.is_some(),
+            self.unknown.is_none_or(|u| u == c.unknown.is_some())
+        );
+        key!(
+            "command.dynamic_code",
+            self.dynamic_code.is_some(),
+            self.dynamic_code
                 .is_none_or(|d| d == cmd.dynamic_code.is_some())
-            && self.unread_code.is_none_or(|u| u == cmd.unread.is_some())
-            && self.typosquat.is_none_or(|t| t == c.typosquat.is_some())
-            && self
-                .code_matches
+        );
+        key!(
+            "command.unread_code",
+            self.unread_code.is_some(),
+            self.unread_code.is_none_or(|u| u == cmd.unread.is_some())
+        );
+        key!(
+            "command.typosquat",
+            self.typosquat.is_some(),
+            self.typosquat.is_none_or(|t| t == c.typosquat.is_some())
+        );
+        key!(
+            "command.code_matches",
+            self.code_matches.is_some(),
+            self.code_matches
                 .as_ref()
                 .is_none_or(|p| cmd.code.as_deref().is_some_and(|t| p.is_match(t)))
-            && some(&self.vars, &cmd.vars)
-            && self
-                .via_not
+        );
+        key!(
+            "command.vars",
+            self.vars.is_some(),
+            some(&self.vars, &cmd.vars)
+        );
+        key!(
+            "command.via_not",
+            self.via_not.is_some(),
+            self.via_not
                 .as_ref()
                 .is_none_or(|p| !cmd.via.iter().any(|v| p.is_match(v)))
-            && self
-                .wrapper_pid
+        );
+        key!(
+            "command.wrapper_pid",
+            self.wrapper_pid.is_some(),
+            self.wrapper_pid
                 .is_none_or(|w| w == signals_wrapper(&cmd.args, &f.protected.pids))
+        );
+        all
     }
 }
 
@@ -445,53 +545,93 @@ impl Rule {
 
     /// Whether every selector of the rule matches the event.
     pub fn is_match(&self, f: &Facts) -> bool {
-        if !self.events.contains(&f.event_type) {
-            return false;
+        self.events.contains(&f.event_type)
+            && self.tools_hold(f)
+            && self.tools_not_hold(f)
+            && self
+                .command
+                .as_ref()
+                .is_none_or(|c| f.commands.iter().any(|cf| c.is_match(cf, f)))
+            && self.file_holds(f)
+            && self.url_holds(f)
+    }
+
+    /// Each condition of the rule and whether it holds for the event, for `policy explain`:
+    /// its event types and tools, each key of `[rule.command]` for the command that comes
+    /// closest, `[rule.file]` and `[rule.url]` as one each.
+    pub fn explain(&self, f: &Facts) -> Vec<Check> {
+        let mut out = vec![("events", self.events.contains(&f.event_type))];
+        if self.tools.is_some() {
+            out.push(("tools", self.tools_hold(f)));
         }
-        if let Some(tools) = &self.tools {
-            if !f.tool.as_deref().is_some_and(|t| tools.is_match(t)) {
-                return false;
-            }
-        }
-        if let Some(not) = &self.tools_not {
-            if f.tool.as_deref().is_some_and(|t| not.is_match(t)) {
-                return false;
-            }
+        if self.tools_not.is_some() {
+            out.push(("tools_not", self.tools_not_hold(f)));
         }
         if let Some(c) = &self.command {
-            if !f.commands.iter().any(|cf| c.is_match(cf, f)) {
-                return false;
-            }
+            let closest = f
+                .commands
+                .iter()
+                .map(|cf| {
+                    let mut keys = Vec::new();
+                    c.check(cf, f, |key, held| {
+                        keys.push((key, held));
+                        true
+                    });
+                    keys
+                })
+                .max_by_key(|keys| keys.iter().filter(|(_, held)| *held).count());
+            out.extend(closest.unwrap_or_else(|| vec![("command", false)]));
         }
-        if let Some(fc) = &self.file {
-            let both: Vec<ResolvedPath> = match &fc.paths {
-                Some(_) => f.reads.iter().chain(&f.writes).cloned().collect(),
-                None => Vec::new(),
-            };
-            let ok = |c: &Option<PathCond>, items: &[ResolvedPath]| {
-                c.as_ref().is_none_or(|c| c.any(items, f))
-            };
-            if !(ok(&fc.reads, &f.reads) && ok(&fc.writes, &f.writes) && ok(&fc.paths, &both)) {
-                return false;
-            }
+        if self.file.is_some() {
+            out.push(("file", self.file_holds(f)));
         }
-        if let Some(u) = &self.url {
-            let hit = f.urls.iter().any(|url| {
-                // `metadata.google.internal.` (fully qualified) is the same host.
-                let host = url
-                    .host_str()
-                    .unwrap_or_default()
-                    .trim_end_matches('.')
-                    .to_lowercase();
-                u.hosts.as_ref().is_none_or(|p| p.is_match(&host))
-                    && u.urls.as_ref().is_none_or(|p| p.is_match(url.as_str()))
-                    && u.schemes.as_ref().is_none_or(|p| p.is_match(url.scheme()))
-            });
-            if !hit {
-                return false;
-            }
+        if self.url.is_some() {
+            out.push(("url", self.url_holds(f)));
         }
-        true
+        out
+    }
+
+    fn tools_hold(&self, f: &Facts) -> bool {
+        self.tools
+            .as_ref()
+            .is_none_or(|tools| f.tool.as_deref().is_some_and(|t| tools.is_match(t)))
+    }
+
+    fn tools_not_hold(&self, f: &Facts) -> bool {
+        self.tools_not
+            .as_ref()
+            .is_none_or(|not| !f.tool.as_deref().is_some_and(|t| not.is_match(t)))
+    }
+
+    fn file_holds(&self, f: &Facts) -> bool {
+        let Some(fc) = &self.file else {
+            return true;
+        };
+        let both: Vec<ResolvedPath> = match &fc.paths {
+            Some(_) => f.reads.iter().chain(&f.writes).cloned().collect(),
+            None => Vec::new(),
+        };
+        let ok = |c: &Option<PathCond>, items: &[ResolvedPath]| {
+            c.as_ref().is_none_or(|c| c.any(items, f))
+        };
+        ok(&fc.reads, &f.reads) && ok(&fc.writes, &f.writes) && ok(&fc.paths, &both)
+    }
+
+    fn url_holds(&self, f: &Facts) -> bool {
+        let Some(u) = &self.url else {
+            return true;
+        };
+        f.urls.iter().any(|url| {
+            // `metadata.google.internal.` (fully qualified) is the same host.
+            let host = url
+                .host_str()
+                .unwrap_or_default()
+                .trim_end_matches('.')
+                .to_lowercase();
+            u.hosts.as_ref().is_none_or(|p| p.is_match(&host))
+                && u.urls.as_ref().is_none_or(|p| p.is_match(url.as_str()))
+                && u.schemes.as_ref().is_none_or(|p| p.is_match(url.scheme()))
+        })
     }
 }
 
