@@ -235,8 +235,7 @@ fn aider_found_by_name_gets_path_shims_and_the_harness_decides_with_the_ancestry
         "the run should end normally",
     );
     r.check(
-        r.stderr()
-            .contains("commands run by name are checked through PATH shims"),
+        r.stderr().contains("note: PATH shims ask about"),
         "the wrapper did not say the PATH shims are on",
     );
     r.check(
