@@ -89,6 +89,16 @@ pub enum Command {
     },
     /// Print the manual page (roff): `ahp-wrap man | man -l -`.
     Man,
+    /// Check this machine: each supported agent on PATH (its version, and whether its shim
+    /// is proven on it), whether its hooks could be injected, the floor, where logs go.
+    ///
+    /// Exit 0 when every agent found is on the version its shim is proven on and its hooks
+    /// could be injected, 1 otherwise (agents not installed do not count).
+    Doctor {
+        /// Print JSON instead of text.
+        #[arg(long)]
+        json: bool,
+    },
     /// What an agent's hook system calls (not for people).
     ///
     /// Relays the hook payload (stdin) to the wrapper and prints the decision in the

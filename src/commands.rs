@@ -1,7 +1,11 @@
-//! The subcommands other than running an agent: `serve`, `policy …`, `audit …`.
+//! The subcommands other than running an agent: `serve`, `policy …`, `audit …`, `doctor`,
+//! `completions`, `man`.
 //!
 //! Owns: what each prints and its exit code. Must not touch: the run (`run/`), or the
 //! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
+
+mod doctor;
+pub use doctor::doctor;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -51,6 +51,7 @@ fn main() -> ExitCode {
         Some(Command::Audit { command }) => commands::audit(command),
         Some(Command::Completions { shell }) => commands::completions(shell),
         Some(Command::Man) => commands::man(),
+        Some(Command::Doctor { json }) => commands::doctor(json),
         Some(Command::Policy { command }) => commands::policy(command),
         Some(Command::Worker(args)) => match termlog::init(&args.amqp.log, None, false) {
             Ok(_) => fleet::command::worker(*args),

@@ -131,6 +131,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "run",
             "serve",
             "telemetry",
+            "termlog",
         ],
     ),
     (

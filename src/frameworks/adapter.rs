@@ -21,7 +21,8 @@
 pub(crate) use super::shared::events::hook_events;
 pub use super::shared::{self, Shim};
 pub use super::{
-    AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
+    AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven, Rendered,
+    RunContext,
 };
 pub use crate::protocol::{EventType, Verdict};
 

@@ -181,6 +181,20 @@ pub trait Framework: Send + Sync + 'static {
         &[]
     }
 
+    /// The agent versions this shim is proven on: those its end-to-end suite has run the
+    /// real CLI at (the suite pins one in `tests/<setup>/VERSION`). `ahp-wrap doctor`
+    /// compares the installed agent's version with it. `None`: no agent of its own.
+    fn proven(&self) -> Option<Proven> {
+        None
+    }
+
+    /// Why a run started here and now could not inject the agent's hooks, if it could not
+    /// (a run refuses then): what `ahp-wrap doctor` says before any run. Only what can be
+    /// known without the agent's command line.
+    fn injection_refused(&self) -> Option<String> {
+        None
+    }
+
     /// `--wrap-mcp`: makes the agent start each stdio MCP server it would start behind
     /// `<wrapper> mcp --via-run --name NAME -- <server>`, for this run only, without
     /// touching the user's files. By default: not supported.
@@ -196,6 +210,58 @@ pub trait Framework: Send + Sync + 'static {
             why: "--wrap-mcp is supported for Claude Code only".into(),
         })
     }
+}
+
+/// A range of agent versions, both ends included (`major.minor.patch`, compared by number).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Proven {
+    pub from: &'static str,
+    pub to: &'static str,
+}
+
+impl Proven {
+    /// The one version a suite pins, as its `VERSION` file holds it (a newline at the end
+    /// is no part of it).
+    pub const fn pinned(version: &'static str) -> Proven {
+        Proven {
+            from: version,
+            to: version,
+        }
+    }
+
+    /// Whether `version` lies in the range; a version that is not `N.N[.N]` does not.
+    pub fn contains(&self, version: &str) -> bool {
+        match (numbers(version), numbers(self.from), numbers(self.to)) {
+            (Some(v), Some(from), Some(to)) => from <= v && v <= to,
+            _ => false,
+        }
+    }
+}
+
+impl std::fmt::Display for Proven {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let (from, to) = (self.from.trim(), self.to.trim());
+        if from == to {
+            write!(f, "{from}")
+        } else {
+            write!(f, "{from} to {to}")
+        }
+    }
+}
+
+/// `major.minor.patch` as numbers (a missing patch is 0; anything after the third number,
+/// such as `-beta`, is not looked at).
+fn numbers(version: &str) -> Option<[u64; 3]> {
+    let mut out = [0u64; 3];
+    let mut parts = version.trim().split('.');
+    for (i, slot) in out.iter_mut().enumerate() {
+        let Some(part) = parts.next() else {
+            return (i >= 2).then_some(out);
+        };
+        let digits: String = part.chars().take_while(char::is_ascii_digit).collect();
+        *slot = digits.parse().ok()?;
+    }
+    Some(out)
 }
 
 static GENERIC: generic::Generic = generic::Generic::GENERIC;
@@ -257,6 +323,44 @@ pub fn floor_owner(framework: &'static dyn Framework, program: &Path) -> &'stati
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_version_is_in_a_range_by_its_numbers() {
+        let pinned = Proven::pinned("2.1.330\n");
+        assert!(pinned.contains("2.1.330"));
+        assert!(!pinned.contains("2.1.33"));
+        assert!(!pinned.contains("2.1.331"));
+        assert_eq!(pinned.to_string(), "2.1.330");
+        let range = Proven {
+            from: "0.9",
+            to: "0.24.4",
+        };
+        assert!(range.contains("0.10.0") && range.contains("0.24.4") && range.contains("0.9"));
+        assert!(!range.contains("0.24.5") && !range.contains("1.0.0"));
+        assert!(range.contains("0.24.4-nightly"));
+        assert!(!range.contains("unknown") && !range.contains("0"));
+    }
+
+    /// Each shim's proven version is the one its end-to-end suite installs.
+    #[test]
+    fn each_shim_is_proven_on_the_version_its_suite_pins() {
+        let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
+        let mut seen = 0;
+        for f in all() {
+            let Some(proven) = f.proven() else { continue };
+            // Each setup under tests/ is named as its framework.
+            let setup = f.name();
+            let pinned = std::fs::read_to_string(root.join("tests").join(setup).join("VERSION"))
+                .unwrap_or_else(|e| panic!("{}: tests/{setup}/VERSION: {e}", f.name()));
+            assert!(
+                proven.contains(&pinned),
+                "{}: {proven} vs {pinned}",
+                f.name()
+            );
+            seen += 1;
+        }
+        assert_eq!(seen, 6, "the six agents with hooks declare theirs");
+    }
 
     #[test]
     fn unknown_agents_are_generic() {

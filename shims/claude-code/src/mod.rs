@@ -16,7 +16,7 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -78,6 +78,12 @@ impl HookName {
 pub struct ClaudeCode;
 
 impl Framework for ClaudeCode {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!(
+            "../../../tests/claude-code/VERSION"
+        )))
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.anthropic.com",

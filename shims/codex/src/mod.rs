@@ -18,7 +18,7 @@ mod render;
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -63,6 +63,10 @@ impl CodexEvent {
 pub struct Codex;
 
 impl Framework for Codex {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!("../../../tests/codex/VERSION")))
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &["api.openai.com", "chatgpt.com", "auth.openai.com"]
     }

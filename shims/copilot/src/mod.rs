@@ -15,7 +15,7 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -46,6 +46,12 @@ hook_events! {
 pub struct Copilot;
 
 impl Framework for Copilot {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!(
+            "../../../tests/copilot/VERSION"
+        )))
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.githubcopilot.com",

@@ -15,7 +15,7 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -46,6 +46,19 @@ hook_events! {
 pub struct Gemini;
 
 impl Framework for Gemini {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!(
+            "../../../tests/gemini/VERSION"
+        )))
+    }
+
+    fn injection_refused(&self) -> Option<String> {
+        (!nix::unistd::geteuid().is_root()).then(|| {
+            "not root: Gemini CLI reads injected hooks only from a file root owns (shims/gemini/README.md)"
+                .to_owned()
+        })
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "generativelanguage.googleapis.com",

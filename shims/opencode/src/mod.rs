@@ -16,7 +16,7 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -47,6 +47,22 @@ hook_events! {
 pub struct OpenCode;
 
 impl Framework for OpenCode {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!(
+            "../../../tests/opencode/VERSION"
+        )))
+    }
+
+    fn injection_refused(&self) -> Option<String> {
+        let pure = std::env::var(config::ENV_PURE).ok()?;
+        matches!(pure.to_ascii_lowercase().as_str(), "1" | "true").then(|| {
+            format!(
+                "{} is set: OpenCode would load no plugin of ours",
+                config::ENV_PURE
+            )
+        })
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "opencode.ai",

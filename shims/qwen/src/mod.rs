@@ -15,7 +15,7 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped,
+    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
     Rendered, RunContext, Shim, Verdict,
 };
 
@@ -45,6 +45,10 @@ hook_events! {
 pub struct Qwen;
 
 impl Framework for Qwen {
+    fn proven(&self) -> Option<Proven> {
+        Some(Proven::pinned(include_str!("../../../tests/qwen/VERSION")))
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "dashscope.aliyuncs.com",

@@ -1,0 +1,230 @@
+//! `ahp-wrap doctor`: what a run on this machine would get, said before any run. For each
+//! agent with a shim that is on PATH: its version, and whether it is the version the shim is
+//! proven on; whether its hooks could be injected here; which parts of the floor this
+//! kernel enforces; where the logs go.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde_json::{json, Value};
+
+use crate::exit::{self, Exit};
+use crate::frameworks::{self, Framework};
+
+/// How long an agent may take to print its version.
+const VERSION_WAIT: Duration = Duration::from_secs(10);
+
+/// One agent, as found.
+struct Found {
+    framework: &'static str,
+    executable: &'static str,
+    path: Option<PathBuf>,
+    version: Option<String>,
+    proven: frameworks::Proven,
+    refused: Option<String>,
+}
+
+impl Found {
+    fn status(&self) -> &'static str {
+        match (&self.path, &self.version) {
+            (None, _) => "not found",
+            (Some(_), None) => "version unknown",
+            (Some(_), Some(v)) if self.proven.contains(v) => "proven",
+            (Some(_), Some(_)) => "not proven",
+        }
+    }
+
+    /// Found, and either not proven or not injectable: what makes doctor exit 1.
+    fn problem(&self) -> bool {
+        self.path.is_some() && (self.status() != "proven" || self.refused.is_some())
+    }
+
+    fn to_json(&self) -> Value {
+        json!({
+            "framework": self.framework,
+            "executable": self.executable,
+            "path": self.path.as_ref().map(|p| p.display().to_string()),
+            "version": self.version,
+            "proven": self.proven.to_string(),
+            "status": self.status(),
+            "hooks": match (&self.path, &self.refused) {
+                (None, _) => Value::Null,
+                (Some(_), None) => "injected for each run".into(),
+                (Some(_), Some(why)) => format!("refused: {why}").into(),
+            },
+        })
+    }
+}
+
+/// `ahp-wrap doctor [--json]`: exits 0 when every agent found is on its proven version and
+/// its hooks could be injected, 1 otherwise.
+pub fn doctor(as_json: bool) -> Exit {
+    let agents: Vec<Found> = frameworks::all()
+        .into_iter()
+        .filter_map(|f| f.proven().map(|p| find(f, p)))
+        .collect();
+    let (enforced, missing) = floor();
+    let logs = logs();
+    let ok = !agents.iter().any(Found::problem);
+    if as_json {
+        let out = json!({
+            "agents": agents.iter().map(Found::to_json).collect::<Vec<_>>(),
+            "floor": {"enforced": enforced, "missing": missing},
+            "logs": logs,
+            "ok": ok,
+        });
+        exit::print(&format!("{out:#}\n"));
+    } else {
+        exit::print(&text(&agents, &enforced, &missing, &logs, ok));
+    }
+    if ok {
+        Exit::OK
+    } else {
+        Exit::Problem
+    }
+}
+
+/// The first of `f`'s executables on PATH, and its version.
+fn find(f: &'static dyn Framework, proven: frameworks::Proven) -> Found {
+    let found = f
+        .executables()
+        .iter()
+        .find_map(|exe| which::which(exe).ok().map(|p| (*exe, p)));
+    let (executable, path) = match found {
+        Some((exe, path)) => (exe, Some(path)),
+        None => (f.executables().first().copied().unwrap_or(""), None),
+    };
+    Found {
+        framework: f.name(),
+        executable,
+        version: path.as_deref().and_then(version),
+        refused: path.as_ref().and_then(|_| f.injection_refused()),
+        path,
+        proven,
+    }
+}
+
+/// What `program --version` prints, as its first `N.N[.N]`.
+fn version(program: &Path) -> Option<String> {
+    let mut child = Command::new(program)
+        .arg("--version")
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .ok()?;
+    let deadline = Instant::now() + VERSION_WAIT;
+    loop {
+        match child.try_wait() {
+            Ok(Some(_)) => break,
+            Ok(None) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return None;
+            }
+        }
+    }
+    let mut out = String::new();
+    std::io::Read::read_to_string(&mut child.stdout.take()?, &mut out).ok()?;
+    let re = regex::Regex::new(r"\d+\.\d+(?:\.\d+)?").expect("a valid pattern");
+    re.find(&out).map(|m| m.as_str().to_owned())
+}
+
+/// The floor a run of an agent here would get, with the default policy: what is enforced,
+/// what is missing.
+fn floor() -> (Vec<String>, Vec<String>) {
+    let spec = match crate::policy::floor_spec(None) {
+        Ok(s) => s,
+        Err(e) => return (Vec::new(), vec![crate::error_chain(&e)]),
+    };
+    let workspace = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let generic = frameworks::find("generic").expect("the generic framework");
+    let cx = crate::run::floor::context(generic, Path::new(""), workspace);
+    let report = crate::floor::report(&crate::floor::Plan::new(&spec, &cx));
+    (report.enforced, report.gaps)
+}
+
+/// Where ahp-wrap's own log and the audit log go.
+fn logs() -> Value {
+    let state = crate::termlog::state_dir();
+    json!({
+        "log": match &state {
+            Some(dir) => format!(
+                "stderr; while the agent has the terminal, a new file in {} (or --log-file)",
+                dir.display()
+            ),
+            None => "stderr (no state directory: set HOME or XDG_STATE_HOME)".to_owned(),
+        },
+        "audit_log": std::env::var("AHP_WRAP_AUDIT_LOG").ok(),
+        "audit_heads": crate::audit::head::default_dir().map(|d| d.display().to_string()),
+    })
+}
+
+fn text(
+    agents: &[Found],
+    enforced: &[String],
+    missing: &[String],
+    logs: &Value,
+    ok: bool,
+) -> String {
+    let mut out = String::from("Agents (proven: the version its shim's end-to-end suite runs):\n");
+    for a in agents {
+        let line = match (&a.path, &a.version) {
+            (None, _) => format!("  {:<9} not found on PATH\n", a.executable),
+            (Some(path), version) => {
+                let version = version.as_deref().unwrap_or("?");
+                let status = match a.status() {
+                    "proven" => "proven".to_owned(),
+                    "not proven" => format!(
+                        "NOT PROVEN: the shim is proven on {} (it may work; report what does not)",
+                        a.proven
+                    ),
+                    _ => format!("version unknown (the shim is proven on {})", a.proven),
+                };
+                let hooks = match &a.refused {
+                    None => String::new(),
+                    Some(why) => format!("\n            hooks would be refused: {why}"),
+                };
+                format!(
+                    "  {:<9} {version:<10} {status}  {}{hooks}\n",
+                    a.executable,
+                    path.display()
+                )
+            }
+        };
+        out.push_str(&line);
+    }
+    out.push_str("\nThe floor here (default policy, this directory as the workspace):\n");
+    for e in enforced {
+        out.push_str(&format!("  enforced: {e}\n"));
+    }
+    for m in missing {
+        out.push_str(&format!("  missing:  {m}\n"));
+    }
+    out.push_str("\nLogs:\n");
+    out.push_str(&format!(
+        "  ahp-wrap's log: {}\n",
+        logs["log"].as_str().unwrap_or_default()
+    ));
+    out.push_str(&format!(
+        "  audit log: {}\n",
+        logs["audit_log"]
+            .as_str()
+            .map(|p| format!("{p} (AHP_WRAP_AUDIT_LOG)"))
+            .unwrap_or_else(|| "none unless --audit-log PATH".to_owned())
+    ));
+    if let Some(heads) = logs["audit_heads"].as_str() {
+        out.push_str(&format!("  audit logs' commit heads: {heads}\n"));
+    }
+    let found = agents.iter().any(|a| a.path.is_some());
+    out.push_str(match (ok, found) {
+        (true, true) => {
+            "\nok: every agent found is on its proven version, with hooks that can be injected\n"
+        }
+        (true, false) => "\nok: no agent with a shim is on PATH (generic agents need none)\n",
+        (false, _) => "\nnot ok: see above (exit 1)\n",
+    });
+    out
+}

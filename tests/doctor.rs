@@ -1,0 +1,105 @@
+//! `ahp-wrap doctor` against fake agents on PATH (small scripts printing a version, as the
+//! real CLIs do): one on its proven version, one on another, one whose version cannot be
+//! read, one whose hooks would be refused, and the rest missing. Read from its JSON and its
+//! exit code.
+
+mod common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use common::{run, show, wrap_bin};
+use serde_json::Value;
+
+/// A fake agent `name` in `bin` that prints `says` for `--version`.
+fn fake(bin: &Path, name: &str, says: &str) {
+    let path = bin.join(name);
+    std::fs::write(&path, format!("#!/bin/sh\necho '{says}'\n")).unwrap();
+    std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+}
+
+fn doctor(bin: &Path, env: &[(&str, &str)]) -> (Option<i32>, Value) {
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["doctor", "--json"]).env("PATH", bin);
+    for (k, v) in env {
+        cmd.env(k, v);
+    }
+    let out = run(&mut cmd, Duration::from_secs(60));
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("doctor --json: {e}\n{}", show(&out)));
+    (out.status.code(), report)
+}
+
+fn agent<'a>(report: &'a Value, executable: &str) -> &'a Value {
+    report["agents"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|a| a["executable"] == executable)
+        .unwrap_or_else(|| panic!("no {executable} in {report:#}"))
+}
+
+fn pinned(setup: &str) -> String {
+    let file = Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("tests")
+        .join(setup)
+        .join("VERSION");
+    std::fs::read_to_string(file).unwrap().trim().to_owned()
+}
+
+#[test]
+fn doctor_tells_a_proven_agent_from_an_unproven_one_and_a_missing_one() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path();
+    fake(
+        bin,
+        "claude",
+        &format!("{} (Claude Code)", pinned("claude-code")),
+    );
+    // Only the proven one installed: ok, exit 0; the others are missing, which is no fault.
+    let (code, report) = doctor(bin, &[]);
+    assert_eq!(code, Some(0), "{report:#}");
+    let claude = agent(&report, "claude");
+    assert_eq!(claude["status"], "proven", "{report:#}");
+    assert_eq!(claude["version"], pinned("claude-code"));
+    assert_eq!(claude["hooks"], "injected for each run");
+    assert_eq!(agent(&report, "codex")["status"], "not found");
+    assert!(agent(&report, "codex")["path"].is_null());
+    assert_eq!(report["ok"], true);
+    assert!(report["floor"]["enforced"].is_array(), "{report:#}");
+
+    // A Codex older than the one its shim is proven on: not proven, exit 1.
+    fake(bin, "codex", "codex-cli 0.100.0");
+    // A Qwen that prints no version.
+    fake(bin, "qwen", "qwen, no version here");
+    let (code, report) = doctor(bin, &[]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let codex = agent(&report, "codex");
+    assert_eq!(codex["status"], "not proven", "{report:#}");
+    assert_eq!(codex["version"], "0.100.0");
+    assert_eq!(codex["proven"], pinned("codex"));
+    assert_eq!(agent(&report, "qwen")["status"], "version unknown");
+    assert_eq!(report["ok"], false);
+}
+
+#[test]
+fn doctor_says_when_an_agents_hooks_would_be_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path();
+    fake(bin, "opencode", &pinned("opencode"));
+    let (code, report) = doctor(bin, &[]);
+    assert_eq!(code, Some(0), "{report:#}");
+    // OPENCODE_PURE turns OpenCode's plugins off, so a run would refuse: doctor says so first.
+    let (code, report) = doctor(bin, &[("OPENCODE_PURE", "1")]);
+    assert_eq!(code, Some(1), "{report:#}");
+    let opencode = agent(&report, "opencode");
+    assert_eq!(opencode["status"], "proven");
+    assert!(
+        opencode["hooks"]
+            .as_str()
+            .is_some_and(|h| h.starts_with("refused: OPENCODE_PURE is set")),
+        "{report:#}"
+    );
+}
