@@ -267,6 +267,12 @@ async fn the_first_authorised_answer_approves_and_the_audit_log_names_who() {
     while let Ok(Some(ev)) = tokio::time::timeout(Duration::from_secs(5), chat_events.recv()).await
     {
         if let SubscriptionEvent::Action(env) = ev {
+            // Her later denial comes back to her alone as a refusal (with its
+            // rejectionReason), which may arrive before the accepted answer's broadcast: it
+            // is not the chat's state.
+            if env.rejection_reason.is_some() {
+                continue;
+            }
             if let StateAction::ChatToolCallConfirmed(a) = env.action {
                 confirmed = Some(a);
                 break;
