@@ -549,7 +549,17 @@ fn policy_floor_prints_what_a_run_here_gets() {
         section("never read (hidden)").contains(&w.root.join("home/.ssh").display().to_string()),
         "{text}"
     );
-    assert!(text.contains("not built yet: the network"), "{text}");
+    // The network's plan, from the default policy's [floor.net].
+    let net = text
+        .lines()
+        .find(|l| l.starts_with("network: "))
+        .unwrap_or_else(|| panic!("no network line: {text}"));
+    assert!(
+        net.contains("allowed host pattern(s)")
+            && net.contains("unknown hosts: allow (the gate decides)")
+            && net.contains("loopback services reached"),
+        "{net}"
+    );
     // Printing creates nothing: Claude's state directory is listed only once it exists.
     assert!(!w.root.join("home/.claude").exists());
     assert_eq!(out.status.success(), !text.contains("missing:"), "{text}");
