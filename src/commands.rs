@@ -420,15 +420,15 @@ async fn serve_async(
         timeout: approval_timeout(args.approval_timeout, args.timeout),
         asker: host.clone().map(|host| host as Arc<dyn Approver>),
     };
-    let engine = Arc::new(Engine {
+    let engine = Arc::new(Engine::new(
         decider,
         audit,
-        advertised: Advertised {
+        Advertised {
             timeout_ms: args.timeout,
             batch_size: args.batch_size.max(1),
             max_depth: args.max_depth,
         },
-    });
+    ));
     // The approvals page on the harness's own HTTP listener is said with it (on its own
     // listener, `start_host` said it already).
     let page_here = host.is_some() && host_options.as_ref().is_some_and(|o| o.listen.is_none());

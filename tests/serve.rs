@@ -237,3 +237,81 @@ fn wrappers_share_one_serve_harness() {
         .collect();
     assert_eq!(sessions.len(), 2, "two wrappers, one audit log");
 }
+
+/// When serve cannot write its audit log, a decision is not given as decided: the fail mode
+/// answers, as in a run (one gate for both). The log's file may grow by 1 KiB at most
+/// (`ulimit -f 1`; SIGXFSZ ignored, so a write past it fails with EFBIG), so the first
+/// records fit and the later ones cannot be written.
+#[test]
+fn a_decision_serve_cannot_record_is_the_fail_modes() {
+    use std::io::Write;
+    for (fail_mode, expect) in [("closed", "block"), ("open", "allow")] {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("audit.jsonl");
+        let script = format!(
+            "trap '' XFSZ; ulimit -f 1; exec '{}' serve --listen stdio --fail-mode {fail_mode} --audit-log '{}'",
+            wrap_bin().display(),
+            log.display()
+        );
+        let mut child = Command::new("bash")
+            .args(["-c", &script])
+            .stdin(Stdio::piped())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut stdin = child.stdin.take().unwrap();
+        let mut out = BufReader::new(child.stdout.take().unwrap()).lines();
+        let handshake = json!({"jsonrpc": "2.0", "id": "h", "method": "ahp/handshake",
+                               "params": {"protocol_version": "2.4"}});
+        writeln!(stdin, "{handshake}").unwrap();
+        out.next().unwrap().unwrap();
+        let mut answers = Vec::new();
+        // An allowed command each time (no rule matches `ls`): only the log can make it
+        // anything else.
+        for i in 0..8 {
+            let event = json!({"jsonrpc": "2.0", "id": format!("e{i}"), "method": "ahp/event",
+                "params": {"event_type": "pre_action", "session_id": "s", "agent_id": "a",
+                           "timestamp": "2026-11-25T00:00:00Z", "depth": 0,
+                           "payload": {"tool_name": "Bash", "arguments": {"command": "ls"}}}});
+            writeln!(stdin, "{event}").unwrap();
+            let line = out.next().unwrap().unwrap();
+            let v: serde_json::Value = serde_json::from_str(&line).unwrap();
+            answers.push(v["result"].clone());
+        }
+        drop(stdin);
+        let _ = child.wait();
+        // Fewer records than decisions: some could not be written.
+        let recorded = std::fs::read_to_string(&log).unwrap_or_default();
+        let whole = recorded.lines().filter(|l| l.ends_with('}')).count();
+        assert!(
+            whole < answers.len(),
+            "{fail_mode}: every record was written:\n{recorded}"
+        );
+        if expect == "block" {
+            let failed: Vec<_> = answers
+                .iter()
+                .filter(|a| {
+                    a["reason"]
+                        .as_str()
+                        .is_some_and(|r| r.contains("the audit log cannot be written"))
+                })
+                .collect();
+            assert!(
+                !failed.is_empty(),
+                "{fail_mode}: no decision met the full log: {answers:#?}"
+            );
+            assert!(
+                failed.iter().all(|a| a["decision"] == "block"),
+                "{answers:#?}"
+            );
+        } else {
+            // Open: an unrecorded `ls` goes ahead, as the fail mode says (it was refused).
+            assert!(
+                answers.iter().all(|a| a["decision"] == "allow"),
+                "{fail_mode}: {answers:#?}"
+            );
+        }
+        assert!(std::fs::metadata(&log).unwrap().len() <= 1024);
+    }
+}

@@ -123,8 +123,29 @@ impl Gate {
     /// `native_ask` says whether the interceptor can ask the person itself (then
     /// `escalate` comes back for it to render).
     pub async fn decide(&self, event: &Event, native_ask: bool, origin: Origin) -> Decision {
+        self.decide_within(event, native_ask, origin, None).await
+    }
+
+    /// [`Gate::decide`], with a deadline shorter than the decider's when `within` says so
+    /// (`serve`, for an event whose sender waits less than `--approval-timeout`).
+    pub async fn decide_within(
+        &self,
+        event: &Event,
+        native_ask: bool,
+        origin: Origin,
+        within: Option<std::time::Duration>,
+    ) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let decision = self.decider.resolve(event, native_ask).await;
+        let decision = match within {
+            Some(timeout) if timeout < self.decider.timeout => {
+                let decider = Decider {
+                    timeout,
+                    ..self.decider.clone()
+                };
+                decider.resolve(event, native_ask).await
+            }
+            _ => self.decider.resolve(event, native_ask).await,
+        };
         self.conclude(event, decision, origin).await
     }
 

@@ -15,7 +15,7 @@ use std::time::Duration;
 use serde_json::{json, Value};
 
 use crate::audit::Auditor;
-use crate::gate::Decider;
+use crate::gate::{Decider, Gate, Origin};
 use crate::jsonrpc;
 use crate::protocol::{Event, PROTOCOL_VERSION};
 
@@ -35,12 +35,23 @@ pub struct Advertised {
 
 /// Answers AHP messages with the embedded engine. Shared by every listener.
 pub struct Engine {
-    /// The embedded engine. Its person, with the approvals host on, is the host: an
-    /// escalation waits there for an answer, its deadline, or the fail mode. Without one,
-    /// an escalation goes back to the wrapper, whose own person decides.
-    pub decider: Decider,
-    pub audit: Auditor,
+    /// The one path from an event to its durable record and decision, as a run has it: the
+    /// embedded engine decides, the audit log records before the answer goes out, and a
+    /// decision that cannot be recorded is the fail mode's. Its person, with the approvals
+    /// host on, is the host: an escalation waits there for an answer, its deadline, or the
+    /// fail mode. Without one, an escalation goes back to the wrapper, whose own person
+    /// decides.
+    pub gate: Gate,
     pub advertised: Advertised,
+}
+
+impl Engine {
+    /// An engine deciding with `decider`, recording in `audit`.
+    pub fn new(decider: Decider, audit: Auditor, advertised: Advertised) -> Engine {
+        // The gate's own ids name events the gate builds itself, which serve never does.
+        let gate = Gate::new("serve".into(), "serve".into(), 0, decider, audit);
+        Engine { gate, advertised }
+    }
 }
 
 impl Engine {
@@ -156,24 +167,12 @@ impl Engine {
 
     async fn decide(&self, event: &Event) -> Value {
         // No person here: an escalation is the wrapper's to take to its own.
-        let escalate_back = self.decider.asker.is_none();
-        let d = match self.deadline_of(event) {
-            Some(timeout) => {
-                let decider = Decider {
-                    timeout,
-                    ..self.decider.clone()
-                };
-                decider.resolve(event, escalate_back).await
-            }
-            None => self.decider.resolve(event, escalate_back).await,
-        };
-        if let Err(e) = self.audit.decided(event, None, &d.ruling(), None).await {
-            tracing::error!("audit log: {e}");
-            return json!({"decision": "block", "reason": format!("ahp-wrap serve cannot write its audit log ({e})")});
-        }
-        if let Some(person) = &self.decider.asker {
-            person.observe(event, Some(&d));
-        }
+        let escalate_back = self.gate.decider.asker.is_none();
+        let within = self.deadline_of(event);
+        let d = self
+            .gate
+            .decide_within(event, escalate_back, Origin::default(), within)
+            .await;
         d.verdict.to_json()
     }
 
@@ -183,15 +182,10 @@ impl Engine {
     fn deadline_of(&self, event: &Event) -> Option<Duration> {
         let theirs = event.timeout()?;
         let ours = theirs.saturating_sub(REPLY_MARGIN).max(theirs / 2);
-        (ours < self.decider.timeout).then_some(ours)
+        (ours < self.gate.decider.timeout).then_some(ours)
     }
 
     async fn notified(&self, event: &Event) {
-        if let Err(e) = self.audit.notified(event, None, None).await {
-            tracing::error!("audit log: {e}");
-        }
-        if let Some(person) = &self.decider.asker {
-            person.observe(event, None);
-        }
+        self.gate.notify(event.clone(), Origin::default()).await;
     }
 }
