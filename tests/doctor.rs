@@ -103,3 +103,58 @@ fn doctor_says_when_an_agents_hooks_would_be_refused() {
         "{report:#}"
     );
 }
+
+/// An agent installed from its npm package at a version its shim is not proven on: a run
+/// says so before the agent starts (read from the package, without running the agent), the
+/// first time only; doctor reads the same version.
+#[test]
+fn a_run_warns_once_about_an_agent_on_an_unproven_version() {
+    let dir = tempfile::tempdir().unwrap();
+    let home = dir.path().join("home");
+    let package = dir
+        .path()
+        .join("lib/node_modules/@anthropic-ai/claude-code");
+    std::fs::create_dir_all(package.join("bin")).unwrap();
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::write(
+        package.join("package.json"),
+        r#"{"name": "@anthropic-ai/claude-code", "version": "2.0.1", "bin": {"claude": "bin/claude"}}"#,
+    )
+    .unwrap();
+    // It prints no version (so that only its package can tell), and does nothing.
+    let exe = package.join("bin/claude");
+    std::fs::write(&exe, "#!/bin/sh\nexit 0\n").unwrap();
+    std::fs::set_permissions(&exe, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::os::unix::fs::symlink(&exe, bin.join("claude")).unwrap();
+    let path = format!("{}:/usr/bin:/bin", bin.display());
+    let wrapped = || {
+        let mut cmd = Command::new(wrap_bin());
+        cmd.args(["--summary", "never", "--", "claude", "-p", "hi"])
+            .current_dir(dir.path())
+            .env("PATH", &path)
+            .env("HOME", &home)
+            .env_remove("XDG_STATE_HOME");
+        run(&mut cmd, Duration::from_secs(60))
+    };
+    let first = wrapped();
+    let said = String::from_utf8_lossy(&first.stderr).into_owned();
+    assert!(
+        said.contains("2.0.1 is not the version ahp-wrap's claude-code shim is proven on (")
+            && said.contains(&pinned("claude-code")),
+        "{}",
+        show(&first)
+    );
+    let second = wrapped();
+    assert!(
+        !String::from_utf8_lossy(&second.stderr).contains("is not the version"),
+        "said twice:\n{}",
+        show(&second)
+    );
+    // doctor reads the package when the agent says no version.
+    let (code, report) = doctor(&bin, &[("HOME", home.to_str().unwrap())]);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(agent(&report, "claude")["version"], "2.0.1", "{report:#}");
+    assert_eq!(agent(&report, "claude")["status"], "not proven");
+}

@@ -98,7 +98,10 @@ fn find(f: &'static dyn Framework, proven: frameworks::Proven) -> Found {
     Found {
         framework: f.name(),
         executable,
-        version: path.as_deref().and_then(version),
+        // What it says it is, else what its package says.
+        version: path
+            .as_deref()
+            .and_then(|p| version(p).or_else(|| frameworks::installed_version(f, p))),
         refused: path.as_ref().and_then(|_| f.injection_refused()),
         path,
         proven,

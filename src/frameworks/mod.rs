@@ -188,6 +188,13 @@ pub trait Framework: Send + Sync + 'static {
         None
     }
 
+    /// The npm packages the agent is installed from (`@anthropic-ai/claude-code`): its
+    /// version is read from the package's `package.json` above the executable, without
+    /// running it ([`installed_version`]).
+    fn packages(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// Why a run started here and now could not inject the agent's hooks, if it could not
     /// (a run refuses then): what `ahp-wrap doctor` says before any run. Only what can be
     /// known without the agent's command line.
@@ -247,6 +254,32 @@ impl std::fmt::Display for Proven {
             write!(f, "{from} to {to}")
         }
     }
+}
+
+/// The version of `f`'s agent installed at `program` (an executable's path, symbolic links
+/// followed), as the `package.json` of one of [`Framework::packages`] above it says; `None`
+/// when the agent was not installed from one of them. No process is started: a run asks
+/// this before its agent starts.
+pub fn installed_version(f: &dyn Framework, program: &Path) -> Option<String> {
+    if f.packages().is_empty() {
+        return None;
+    }
+    let real = std::fs::canonicalize(program).ok()?;
+    for dir in real.ancestors().skip(1).take(6) {
+        let Ok(text) = std::fs::read(dir.join("package.json")) else {
+            continue;
+        };
+        let manifest: serde_json::Value = serde_json::from_slice(&text).ok()?;
+        let name = manifest.get("name").and_then(|n| n.as_str())?;
+        if !f.packages().contains(&name) {
+            return None;
+        }
+        return manifest
+            .get("version")
+            .and_then(|v| v.as_str())
+            .map(str::to_owned);
+    }
+    None
 }
 
 /// `major.minor.patch` as numbers (a missing patch is 0; anything after the third number,

@@ -166,6 +166,9 @@ impl Run<'_> {
             &control.address(),
         ));
         held.control = Some(control);
+        if let Some(w) = unproven_version(self.cfg.framework, &self.cfg.program) {
+            cmd.warnings.push(w);
+        }
         self.say_before_start(&cmd);
         Ok(cmd)
     }
@@ -394,4 +397,43 @@ fn hook_executable(self_exe: &Path) -> PathBuf {
         Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => sibling,
         _ => self_exe.to_owned(),
     }
+}
+
+/// A warning the first time a run meets an agent installed at a version its shim is not
+/// proven on (read from its package, not by running it); remembered per executable and
+/// version in the state directory, so that it is said once.
+fn unproven_version(
+    framework: &'static dyn crate::frameworks::Framework,
+    program: &std::ffi::OsStr,
+) -> Option<String> {
+    let proven = framework.proven()?;
+    let path = which::which(program).ok()?;
+    let version = crate::frameworks::installed_version(framework, &path)?;
+    if proven.contains(&version) {
+        return None;
+    }
+    let key = format!("{} {version}", path.display());
+    if let Some(dir) = crate::termlog::state_dir() {
+        let seen = dir.join("unproven-agents");
+        let known = std::fs::read_to_string(&seen).unwrap_or_default();
+        if known.lines().any(|l| l == key) {
+            return None;
+        }
+        let remembered = std::fs::create_dir_all(&dir).and_then(|()| {
+            let mut f = std::fs::OpenOptions::new()
+                .create(true)
+                .append(true)
+                .open(&seen)?;
+            std::io::Write::write_all(&mut f, format!("{key}\n").as_bytes())
+        });
+        if let Err(e) = remembered {
+            tracing::debug!("cannot remember {key} in {}: {e}", seen.display());
+        }
+    }
+    Some(format!(
+        "{} {version} is not the version ahp-wrap's {} shim is proven on ({proven}); it may \
+         work (`ahp-wrap doctor` says more; said once for this version)",
+        path.display(),
+        framework.name()
+    ))
 }

@@ -78,6 +78,10 @@ impl HookName {
 pub struct ClaudeCode;
 
 impl Framework for ClaudeCode {
+    fn packages(&self) -> &'static [&'static str] {
+        &["@anthropic-ai/claude-code"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!(
             "../../../tests/claude-code/VERSION"

@@ -63,6 +63,10 @@ impl CodexEvent {
 pub struct Codex;
 
 impl Framework for Codex {
+    fn packages(&self) -> &'static [&'static str] {
+        &["@openai/codex"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!("../../../tests/codex/VERSION")))
     }

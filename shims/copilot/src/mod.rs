@@ -46,6 +46,10 @@ hook_events! {
 pub struct Copilot;
 
 impl Framework for Copilot {
+    fn packages(&self) -> &'static [&'static str] {
+        &["@github/copilot"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!(
             "../../../tests/copilot/VERSION"

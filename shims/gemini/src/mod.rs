@@ -46,6 +46,10 @@ hook_events! {
 pub struct Gemini;
 
 impl Framework for Gemini {
+    fn packages(&self) -> &'static [&'static str] {
+        &["@google/gemini-cli"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!(
             "../../../tests/gemini/VERSION"

@@ -47,6 +47,10 @@ hook_events! {
 pub struct OpenCode;
 
 impl Framework for OpenCode {
+    fn packages(&self) -> &'static [&'static str] {
+        &["opencode-ai"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!(
             "../../../tests/opencode/VERSION"

@@ -45,6 +45,10 @@ hook_events! {
 pub struct Qwen;
 
 impl Framework for Qwen {
+    fn packages(&self) -> &'static [&'static str] {
+        &["@qwen-code/qwen-code"]
+    }
+
     fn proven(&self) -> Option<Proven> {
         Some(Proven::pinned(include_str!("../../../tests/qwen/VERSION")))
     }
