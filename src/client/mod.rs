@@ -184,7 +184,7 @@ impl Client {
     /// for a person gives up before we do.
     pub async fn event(&self, event: &Event, deadline: Instant) -> Result<Value, Fault> {
         let left = deadline.saturating_duration_since(Instant::now());
-        let params = serde_json::to_value(event.waiting(left)).expect("events serialize");
+        let params = crate::protocol::waiting(event, left);
         self.request("ahp/event", params, deadline).await
     }
 

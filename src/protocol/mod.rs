@@ -152,17 +152,25 @@ impl Event {
         let ms = self.metadata.as_ref()?.get(TIMEOUT_MS)?.as_u64()?;
         Some(std::time::Duration::from_millis(ms))
     }
+}
 
-    /// This event, saying that its sender waits `left` for the decision.
-    pub fn waiting(&self, left: std::time::Duration) -> Event {
-        let mut event = self.clone();
-        let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
-        event
-            .metadata
-            .get_or_insert_with(Map::new)
-            .insert(TIMEOUT_MS.to_owned(), ms.into());
-        event
+/// `event`, serialized, saying that its sender waits `left` for the decision: the stamp goes
+/// into the serialized value, so the event itself (its payload) is not copied for it.
+pub fn waiting(event: &Event, left: std::time::Duration) -> Value {
+    let mut value = serde_json::to_value(event).expect("events serialize");
+    let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);
+    if let Value::Object(obj) = &mut value {
+        let metadata = obj
+            .entry("metadata")
+            .or_insert_with(|| Value::Object(Map::new()));
+        if !metadata.is_object() {
+            *metadata = Value::Object(Map::new());
+        }
+        if let Value::Object(m) = metadata {
+            m.insert(TIMEOUT_MS.to_owned(), ms.into());
+        }
     }
+    value
 }
 
 /// The wall clock as RFC 3339 with milliseconds, as AHP timestamps are written.
@@ -216,13 +224,15 @@ mod tests {
         }))
         .unwrap();
         assert_eq!(event.timeout(), None);
-        let sent = event.waiting(std::time::Duration::from_millis(19_500));
+        let sent: Event =
+            serde_json::from_value(waiting(&event, std::time::Duration::from_millis(19_500)))
+                .unwrap();
         assert_eq!(
             sent.timeout(),
             Some(std::time::Duration::from_millis(19_500))
         );
         event.metadata = Some(Map::from_iter([("hook".to_owned(), "PreToolUse".into())]));
-        let sent = serde_json::to_value(event.waiting(std::time::Duration::from_secs(2))).unwrap();
+        let sent = waiting(&event, std::time::Duration::from_secs(2));
         assert_eq!(
             sent["metadata"],
             serde_json::json!({"hook": "PreToolUse", "timeout_ms": 2000})

@@ -120,14 +120,12 @@ impl Engine {
             ));
         }
         if !event.event_type.is_blocking() {
-            self.notified(&event).await;
+            let event_type = event.event_type;
+            self.notified(event).await;
             return if is_request {
                 Err((
                     -32602,
-                    format!(
-                        "Fire-and-forget event {} must be sent as a notification",
-                        event.event_type
-                    ),
+                    format!("Fire-and-forget event {event_type} must be sent as a notification"),
                 ))
             } else {
                 Ok(Value::Null)
@@ -158,7 +156,7 @@ impl Engine {
             if event.event_type.is_blocking() {
                 decisions.push(self.decide(&event).await);
             } else {
-                self.notified(&event).await;
+                self.notified(event).await;
                 decisions.push(json!({"decision": "allow"}));
             }
         }
@@ -185,7 +183,7 @@ impl Engine {
         (ours < self.gate.decider.timeout).then_some(ours)
     }
 
-    async fn notified(&self, event: &Event) {
-        self.gate.notify(event.clone(), Origin::default()).await;
+    async fn notified(&self, event: Event) {
+        self.gate.notify(event, Origin::default()).await;
     }
 }
