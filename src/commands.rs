@@ -63,6 +63,22 @@ pub fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
     }
 }
 
+/// The floor a run of `framework`'s agent would get on this machine under `spec`, in
+/// `workspace` (default: the current directory), and what of it the kernel enforces.
+fn floor_here(
+    spec: &crate::floor::Spec,
+    framework: &'static dyn crate::frameworks::Framework,
+    workspace: Option<std::path::PathBuf>,
+) -> (crate::floor::Plan, crate::floor::Report) {
+    let workspace = workspace
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| "/".into());
+    let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
+    let plan = crate::floor::Plan::new(spec, &cx);
+    let report = crate::floor::report(&plan);
+    (plan, report)
+}
+
 /// `ahp-wrap policy floor`: the floor a run here would get, printed.
 fn floor(
     policy: Option<&std::path::Path>,
@@ -86,16 +102,11 @@ fn floor(
             return Exit::Error;
         }
     };
-    let workspace = workspace
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| "/".into());
-    let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
-    let plan = crate::floor::Plan::new(&spec, &cx);
+    let (plan, report) = floor_here(&spec, framework, workspace);
     let mut out = String::new();
     if !spec.enabled {
         out.push_str("the policy turns the floor off (enabled = false)\n");
     }
-    let report = crate::floor::report(&plan);
     for e in &report.enforced {
         out.push_str(&format!("enforced: {e}\n"));
     }

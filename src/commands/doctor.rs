@@ -142,10 +142,8 @@ fn floor() -> (Vec<String>, Vec<String>) {
         Ok(s) => s,
         Err(e) => return (Vec::new(), vec![crate::error_chain(&e)]),
     };
-    let workspace = std::env::current_dir().unwrap_or_else(|_| "/".into());
     let generic = frameworks::find("generic").expect("the generic framework");
-    let cx = crate::run::floor::context(generic, Path::new(""), workspace);
-    let report = crate::floor::report(&crate::floor::Plan::new(&spec, &cx));
+    let (_, report) = super::floor_here(&spec, generic, None);
     (report.enforced, report.gaps)
 }
 

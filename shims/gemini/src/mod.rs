@@ -57,10 +57,7 @@ impl Framework for Gemini {
     }
 
     fn injection_refused(&self) -> Option<String> {
-        (!nix::unistd::geteuid().is_root()).then(|| {
-            "not root: Gemini CLI reads injected hooks only from a file root owns (shims/gemini/README.md)"
-                .to_owned()
-        })
+        settings::not_root().map(str::to_owned)
     }
 
     fn model_hosts(&self) -> &'static [&'static str] {

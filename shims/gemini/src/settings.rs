@@ -96,12 +96,17 @@ fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkErro
     SYSTEM.read(path)
 }
 
+/// Why this process cannot inject Gemini's hooks, when it is not root.
+pub fn not_root() -> Option<&'static str> {
+    (!nix::unistd::geteuid().is_root()).then_some(
+        "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
+         only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
+    )
+}
+
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err(SHIM.prepare_error(
-            "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
-             only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
-        ));
+    if let Some(why) = not_root() {
+        return Err(SHIM.prepare_error(why));
     }
     if !only_root_can_write(&run.run_dir) {
         return Err(SHIM.prepare_error(format!(

@@ -78,13 +78,20 @@ pub fn config_content(user: Option<&str>, plugin_url: &str) -> Result<String, Fr
     Ok(Value::Object(config).to_string())
 }
 
+/// Why `OPENCODE_PURE` (its value `pure_env`) leaves our plugin unloaded, when it does.
+pub fn pure_refusal(pure_env: Option<&str>) -> Option<String> {
+    let truthy = |v: &str| matches!(v.to_ascii_lowercase().as_str(), "1" | "true");
+    pure_env.is_some_and(truthy).then(|| {
+        format!(
+            "{ENV_PURE} is set: OpenCode would load no external plugin, so the run could not be supervised"
+        )
+    })
+}
+
 /// Refuses what would leave our plugin unloaded, or the session on another machine.
 fn refuse_unsupervised(cmd: &AgentCommand, pure_env: Option<&str>) -> Result<(), FrameworkError> {
-    let truthy = |v: &str| matches!(v.to_ascii_lowercase().as_str(), "1" | "true");
-    if pure_env.is_some_and(truthy) {
-        return Err(SHIM.prepare_error(format!(
-            "{ENV_PURE} is set: OpenCode would load no external plugin, so the run could not be supervised"
-        )));
+    if let Some(why) = pure_refusal(pure_env) {
+        return Err(SHIM.prepare_error(why));
     }
     let args: Vec<&str> = cmd.args.iter().filter_map(|a| a.to_str()).collect();
     for (i, arg) in args.iter().enumerate() {

@@ -58,13 +58,7 @@ impl Framework for OpenCode {
     }
 
     fn injection_refused(&self) -> Option<String> {
-        let pure = std::env::var(config::ENV_PURE).ok()?;
-        matches!(pure.to_ascii_lowercase().as_str(), "1" | "true").then(|| {
-            format!(
-                "{} is set: OpenCode would load no plugin of ours",
-                config::ENV_PURE
-            )
-        })
+        config::pure_refusal(std::env::var(config::ENV_PURE).ok().as_deref())
     }
 
     fn model_hosts(&self) -> &'static [&'static str] {
