@@ -116,31 +116,9 @@ fn ahp(args: &[&str], stdin: &str) -> Output {
     let home = tempfile::tempdir().unwrap();
     let ws = home.path().join("project");
     std::fs::create_dir_all(&ws).unwrap();
-    let mut child = Command::new(wrap_bin())
-        .args(args)
-        .env("HOME", home.path())
-        .current_dir(&ws)
-        .stdin(Stdio::piped())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    child
-        .stdin
-        .take()
-        .unwrap()
-        .write_all(stdin.as_bytes())
-        .unwrap();
-    child.wait_with_output().unwrap()
-}
-
-fn shown(out: &Output) -> String {
-    format!(
-        "exit {:?}\nstdout: {}\nstderr: {}",
-        out.status.code(),
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    )
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(args).env("HOME", home.path()).current_dir(&ws);
+    agents::run_with_input(&mut cmd, stdin.as_bytes(), Duration::from_secs(60)).output
 }
 
 fn bash_event(command: &str) -> Value {
@@ -243,11 +221,16 @@ fn the_example_policies() {
             out.status.code(),
             Some(code),
             "{name}: {event}\n{}",
-            shown(&out)
+            agents::show(&out)
         );
         let answer: Value = serde_json::from_slice(&out.stdout).unwrap();
         if let Some(rule) = rule {
-            assert_eq!(answer["rule"], rule, "{name}: {event}\n{}", shown(&out));
+            assert_eq!(
+                answer["rule"],
+                rule,
+                "{name}: {event}\n{}",
+                agents::show(&out)
+            );
         }
     }
     for (name, unknown, extends) in [
@@ -258,7 +241,7 @@ fn the_example_policies() {
         let file = example(&format!("policies/{name}.toml"));
         let file = file.to_str().unwrap();
         let out = ahp(&["policy", "check", file], "");
-        assert!(out.status.success(), "{name}\n{}", shown(&out));
+        assert!(out.status.success(), "{name}\n{}", agents::show(&out));
         let said = String::from_utf8_lossy(&out.stdout);
         assert_eq!(
             said.contains("on top of"),
@@ -270,7 +253,7 @@ fn the_example_policies() {
         assert!(
             plan.contains(&format!("unknown hosts: {unknown}")),
             "{name}: the floor's plan\n{}",
-            shown(&out)
+            agents::show(&out)
         );
     }
 }
@@ -641,7 +624,7 @@ fn the_github_actions_workflow_runs_its_steps_locally() {
             .env("HOME", world.dir.path().join("home"))
             .output()
             .unwrap();
-        assert!(out.status.success(), "git {args:?}: {}", shown(&out));
+        assert!(out.status.success(), "git {args:?}: {}", agents::show(&out));
     };
     git(
         &["init", "-q", "--bare", remote.to_str().unwrap()],
@@ -789,7 +772,7 @@ fn the_github_actions_workflow_runs_its_steps_locally() {
         .arg(&kept)
         .output()
         .unwrap();
-    assert!(out.status.success(), "{}", shown(&out));
+    assert!(out.status.success(), "{}", agents::show(&out));
     let records = agents::read_jsonl(&kept);
     assert!(
         records.iter().any(|r| r["decision"] == "block"),

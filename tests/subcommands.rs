@@ -139,21 +139,7 @@ fn policy_eval_exits_with_its_decision() {
             "payload": {"tool_name": "Bash", "arguments": {"command": command},
                         "context": {"working_directory": "/home/user/project"}},
         });
-        let mut child = Command::new(wrap_bin())
-            .args(["policy", "eval"])
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let out = policy_with(&["eval"], &event);
         let printed: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
         assert_eq!(printed["decision"], decision, "{command}: {printed}");
         assert_eq!(out.status.code(), Some(code), "{command}: {printed}");
@@ -207,22 +193,8 @@ fn policy_explain_names_the_deciding_rule_and_the_near_misses() {
             "event_type": "pre_action",
             "payload": {"tool_name": "Bash", "arguments": {"command": command}},
         });
-        let mut child = Command::new(wrap_bin())
-            .args(["policy", "explain"])
-            .args(policy)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped())
-            .spawn()
-            .unwrap();
-        use std::io::Write;
-        child
-            .stdin
-            .take()
-            .unwrap()
-            .write_all(event.to_string().as_bytes())
-            .unwrap();
-        let out = child.wait_with_output().unwrap();
+        let args: Vec<&str> = ["explain"].into_iter().chain(policy).collect();
+        let out = policy_with(&args, &event);
         (
             out.status.code(),
             String::from_utf8_lossy(&out.stdout).into_owned(),
@@ -249,4 +221,43 @@ fn policy_explain_names_the_deciding_rule_and_the_near_misses() {
         "{said}"
     );
     assert!(!said.contains("\nmatched ("), "{said}");
+}
+
+/// `ahp-wrap policy ARGS` with `event` on stdin.
+fn policy_with(args: &[&str], event: &serde_json::Value) -> std::process::Output {
+    let mut cmd = Command::new(wrap_bin());
+    cmd.arg("policy").args(args);
+    common::process::run_with_input(
+        &mut cmd,
+        event.to_string().as_bytes(),
+        Duration::from_secs(60),
+    )
+    .output
+}
+
+/// `-q` (and `--log error`) silence the notes before the run and the automatic summary
+/// after it; the refusal itself is still said. Without them both are there.
+#[test]
+fn quiet_keeps_the_refusal_and_drops_the_notes_and_the_summary() {
+    let dir = tempfile::tempdir().unwrap();
+    let agent = ["--", "sh", "-c", "curl -s http://169.254.169.254/; exit 0"];
+    let said = |extra: &[&str]| {
+        let out = run(
+            Command::new(wrap_bin())
+                .args(extra)
+                .args(agent)
+                .current_dir(dir.path()),
+            Duration::from_secs(30),
+        );
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let loud = said(&[]);
+    assert!(loud.contains("ahp-wrap: note: "), "{loud}");
+    assert!(loud.contains("audited event"), "{loud}");
+    for quiet in [&["-q"][..], &["--log", "error"]] {
+        let text = said(quiet);
+        assert!(text.contains("curl: blocked: "), "{quiet:?}: {text}");
+        assert!(!text.contains("note: "), "{quiet:?}: {text}");
+        assert!(!text.contains("audited event"), "{quiet:?}: {text}");
+    }
 }
