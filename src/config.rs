@@ -78,7 +78,9 @@ pub struct Config {
     pub audit_key_file: Option<PathBuf>,
     pub heartbeat: Option<Duration>,
     pub summary: SummaryWhen,
-    pub summary_md: Option<PathBuf>,
+    /// Where the run's Markdown summary goes: `--summary-md`, else (the outermost run of a
+    /// GitHub Actions step) the job summary file, appended to.
+    pub summary_md: Option<MarkdownSummary>,
     pub ask_timeout: Duration,
     /// Exit with [`crate::exit::Exit::NoHooks`] when the agent never called a hook.
     pub require_hooks: bool,
@@ -102,6 +104,28 @@ pub struct Config {
     pub workspace: PathBuf,
     /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
     pub telemetry: crate::telemetry::Options,
+}
+
+/// A file the run's Markdown summary is written to.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct MarkdownSummary {
+    pub path: PathBuf,
+    /// Added at the end (a job summary other steps write too), not written over.
+    pub append: bool,
+}
+
+/// The job summary file of a GitHub Actions step, for the outermost run only (a nested run's
+/// summary is part of its parent's).
+fn actions_step_summary(
+    depth: u32,
+    env: impl Fn(&str) -> Option<std::ffi::OsString>,
+) -> Option<PathBuf> {
+    if depth > 0 || env("GITHUB_ACTIONS").is_none_or(|v| v != "true") {
+        return None;
+    }
+    env("GITHUB_STEP_SUMMARY")
+        .filter(|p| !p.is_empty())
+        .map(Into::into)
 }
 
 /// A stream proxy a run puts between our stdio and the agent's.
@@ -222,7 +246,14 @@ impl Config {
                 crate::cli::SummaryArg::Always => SummaryWhen::Always,
                 crate::cli::SummaryArg::Never => SummaryWhen::Never,
             },
-            summary_md: args.summary_md,
+            summary_md: match args.summary_md {
+                Some(path) => Some(MarkdownSummary {
+                    path,
+                    append: false,
+                }),
+                None => actions_step_summary(depth, |k| std::env::var_os(k))
+                    .map(|path| MarkdownSummary { path, append: true }),
+            },
             heartbeat: (args.heartbeat > 0).then(|| Duration::from_secs(args.heartbeat)),
             ask_timeout: Duration::from_secs(args.ask_timeout.max(1)),
             require_hooks: args.require_hooks,
@@ -292,5 +323,27 @@ fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
             Err(e) => Err(bad(&d, e.to_string())),
         },
         None => std::env::current_dir().map_err(|e| bad(std::path::Path::new("."), e.to_string())),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::actions_step_summary;
+    use std::ffi::OsString;
+
+    #[test]
+    fn only_the_outermost_run_of_an_actions_step_writes_its_job_summary() {
+        let actions = |k: &str| match k {
+            "GITHUB_ACTIONS" => Some(OsString::from("true")),
+            "GITHUB_STEP_SUMMARY" => Some(OsString::from("/runner/_temp/step_summary")),
+            _ => None,
+        };
+        assert_eq!(
+            actions_step_summary(0, actions),
+            Some("/runner/_temp/step_summary".into())
+        );
+        assert_eq!(actions_step_summary(1, actions), None);
+        let elsewhere = |k: &str| (k == "GITHUB_STEP_SUMMARY").then(|| OsString::from("/x"));
+        assert_eq!(actions_step_summary(0, elsewhere), None);
     }
 }

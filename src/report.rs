@@ -31,25 +31,18 @@ pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
         }
         md
     };
-    if let Some(path) = &cfg.summary_md {
-        if let Err(e) = std::fs::write(path, markdown()) {
+    if let Some(md) = &cfg.summary_md {
+        let written = std::fs::OpenOptions::new()
+            .create(true)
+            .write(true)
+            .append(md.append)
+            .truncate(!md.append)
+            .open(&md.path)
+            .and_then(|mut f| std::io::Write::write_all(&mut f, markdown().as_bytes()));
+        if let Err(e) = written {
             eprintln!(
                 "ahp-wrap: cannot write the summary to {}: {e}",
-                path.display()
-            );
-        }
-    } else if let Some(path) = actions_step_summary(cfg.depth, |k| std::env::var_os(k)) {
-        // GitHub Actions: the job's page shows what this file holds; other steps write to it
-        // too, so it is appended to.
-        let appended = std::fs::OpenOptions::new()
-            .append(true)
-            .create(true)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, markdown().as_bytes()));
-        if let Err(e) = appended {
-            eprintln!(
-                "ahp-wrap: cannot add the summary to the job summary {}: {e}",
-                path.display()
+                md.path.display()
             );
         }
     }
@@ -72,40 +65,4 @@ pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
         }
     }
     log.remove_if_empty();
-}
-
-/// The job summary file of a GitHub Actions step, for the outermost run only (a nested run's
-/// summary is part of its parent's) and when `--summary-md` does not name another file.
-fn actions_step_summary(
-    depth: u32,
-    env: impl Fn(&str) -> Option<std::ffi::OsString>,
-) -> Option<std::path::PathBuf> {
-    if depth > 0 || env("GITHUB_ACTIONS").is_none_or(|v| v != "true") {
-        return None;
-    }
-    env("GITHUB_STEP_SUMMARY")
-        .filter(|p| !p.is_empty())
-        .map(Into::into)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::actions_step_summary;
-    use std::ffi::OsString;
-
-    #[test]
-    fn only_the_outermost_run_of_an_actions_step_writes_its_job_summary() {
-        let actions = |k: &str| match k {
-            "GITHUB_ACTIONS" => Some(OsString::from("true")),
-            "GITHUB_STEP_SUMMARY" => Some(OsString::from("/runner/_temp/step_summary")),
-            _ => None,
-        };
-        assert_eq!(
-            actions_step_summary(0, actions),
-            Some("/runner/_temp/step_summary".into())
-        );
-        assert_eq!(actions_step_summary(1, actions), None);
-        let elsewhere = |k: &str| (k == "GITHUB_STEP_SUMMARY").then(|| OsString::from("/x"));
-        assert_eq!(actions_step_summary(0, elsewhere), None);
-    }
 }
