@@ -1,0 +1,234 @@
+//! The options of a run (`ahp-wrap [OPTIONS] -- <AGENT>`, also taken by `mcp`), grouped in
+//! `--help` by topic.
+
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+use clap::Args;
+
+use super::{AuthScheme, FailMode, FloorArg, HostArgs, Mode, SummaryArg, TelemetryArgs};
+
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    // Help text, not rustdoc: its brackets are not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
+    ///
+    /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
+    /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
+    #[arg(
+        help_heading = "Harness",
+        long,
+        env = "AHP_WRAP_HARNESS",
+        value_name = "SPEC"
+    )]
+    pub harness: Option<String>,
+
+    /// Token for the harness (HTTP header or WebSocket query parameter).
+    #[arg(
+        help_heading = "Harness",
+        long,
+        env = "AHP_WRAP_HARNESS_TOKEN",
+        hide_env_values = true,
+        value_name = "TOKEN"
+    )]
+    pub token: Option<String>,
+
+    /// How the token is sent.
+    ///
+    /// How the token is sent: bearer (Authorization: Bearer / ?token=) or api-key
+    /// (X-API-Key / ?api_key=).
+    #[arg(help_heading = "Harness", long, value_enum, default_value = "bearer")]
+    pub auth: AuthScheme,
+
+    /// What a blocking event gets when no valid decision arrives in time.
+    #[arg(help_heading = "Harness", long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    /// Policy file (TOML) for the embedded harness.
+    ///
+    /// Policy file (TOML) for the embedded harness; default: the built-in default policy
+    /// (`ahp-wrap policy default` prints it).
+    #[arg(help_heading = "Policy", long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// enforce, or observe: block nothing, record what would have been blocked.
+    ///
+    /// Embedded policy mode: enforce, or observe (block nothing, record what would have
+    /// been blocked).
+    #[arg(help_heading = "Policy", long, value_enum, default_value = "enforce")]
+    pub mode: Mode,
+
+    /// Deadline for one blocking event, in milliseconds.
+    ///
+    /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
+    /// when smaller).
+    #[arg(
+        help_heading = "Harness",
+        long,
+        default_value_t = 10_000,
+        value_name = "MS"
+    )]
+    pub timeout: u64,
+
+    /// The agent's framework (default: from its executable name).
+    ///
+    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
+    /// acp, path or generic (default: from the agent's executable name; else generic).
+    #[arg(help_heading = "Interception", long, value_name = "NAME")]
+    pub framework: Option<String>,
+
+    /// Append an audit record for every event and decision to this file (JSON lines).
+    #[arg(
+        help_heading = "Audit",
+        long,
+        env = "AHP_WRAP_AUDIT_LOG",
+        value_name = "PATH"
+    )]
+    pub audit_log: Option<PathBuf>,
+
+    /// Key file for HMAC-signing the audit log.
+    ///
+    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
+    /// at least 16 bytes).
+    #[arg(help_heading = "Audit", long, value_name = "PATH")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// When to print the run's summary on stderr.
+    ///
+    /// When to print the run's summary on stderr: auto (when something was decided),
+    /// always, never.
+    #[arg(help_heading = "Output", long, value_enum, default_value = "auto")]
+    pub summary: SummaryArg,
+
+    /// Also write the summary as Markdown to this file (e.g. $GITHUB_STEP_SUMMARY).
+    #[arg(help_heading = "Output", long, value_name = "PATH")]
+    pub summary_md: Option<PathBuf>,
+
+    /// Deepest sub-agent nesting allowed when the harness does not say.
+    #[arg(help_heading = "Limits", long, default_value_t = 8, value_name = "N")]
+    pub max_depth: u32,
+
+    /// Seconds between heartbeat events (0: none).
+    #[arg(
+        help_heading = "Limits",
+        long,
+        default_value_t = 30,
+        value_name = "SECS"
+    )]
+    pub heartbeat: u64,
+
+    /// Largest message accepted from the harness, in bytes.
+    #[arg(help_heading = "Limits", long, default_value_t = 4 * 1024 * 1024, value_name = "BYTES")]
+    pub max_frame: usize,
+
+    /// Seconds a person has to answer an escalated decision on the terminal.
+    #[arg(
+        help_heading = "Limits",
+        long,
+        default_value_t = 120,
+        value_name = "SECS"
+    )]
+    pub ask_timeout: u64,
+
+    #[command(flatten)]
+    pub host: HostArgs,
+
+    /// Log filter (error, warn, info, debug, trace, or tracing directives).
+    #[arg(
+        help_heading = "Output",
+        long,
+        env = "AHP_WRAP_LOG",
+        default_value = "warn",
+        value_name = "FILTER"
+    )]
+    pub log: String,
+
+    /// Write the log to this file instead of stderr.
+    ///
+    /// Write the log to this file instead of stderr. While the agent owns the terminal
+    /// (our stdin or stdout is one) the log never goes there: without this option it goes
+    /// to a new file in $XDG_STATE_HOME/ahp-wrap (else ~/.local/state/ahp-wrap), and the
+    /// warnings are repeated at exit.
+    #[arg(help_heading = "Output", long, value_name = "PATH")]
+    pub log_file: Option<PathBuf>,
+
+    /// No notes before the agent starts, no summary after it.
+    ///
+    /// No notes before the agent starts and no summary after it (unless --summary always);
+    /// warnings and errors are still said. `--log error` also silences the notes.
+    #[arg(help_heading = "Output", short, long)]
+    pub quiet: bool,
+
+    /// Exit 122 when the agent never called a hook (for CI).
+    ///
+    /// Exit with code 122 instead of the agent's own when the agent never called a hook
+    /// during the run (nothing it did was supervised): for CI.
+    #[arg(help_heading = "Interception", long)]
+    pub require_hooks: bool,
+
+    /// The kernel's floor under the policy (Linux).
+    ///
+    /// The kernel's floor under the policy (Linux): the agent's whole process tree writes
+    /// only beneath the workspace, the temp directories, its own state and package caches,
+    /// never reads the policy's secrets, and cannot signal the wrapper. `off` runs without
+    /// it (said and audited).
+    #[arg(
+        help_heading = "Floor (Linux)",
+        long,
+        value_enum,
+        default_value = "on",
+        value_name = "ON|OFF"
+    )]
+    pub floor: FloorArg,
+
+    /// Exit 125 before the agent starts when the floor is not complete here (for CI).
+    ///
+    /// Exit with code 125 before the agent starts when this kernel cannot enforce every part
+    /// of the floor (for CI).
+    #[arg(help_heading = "Floor (Linux)", long)]
+    pub require_floor: bool,
+
+    /// The workspace the agent may write (default: the current directory).
+    #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]
+    pub workspace: Option<PathBuf>,
+
+    /// Claude Code: put its stdio MCP servers behind `ahp-wrap mcp` for this run.
+    ///
+    /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
+    /// only (its calls decided and audited by this run), without editing the user's files.
+    /// Claude Code only.
+    #[arg(help_heading = "Interception", long)]
+    pub wrap_mcp: bool,
+
+    /// Also check these commands through PATH shims (turns them on for any framework).
+    ///
+    /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
+    /// PATH shims on for any framework (they are on by default for generic and path).
+    #[arg(
+        help_heading = "Interception",
+        long,
+        value_name = "CMD,...",
+        value_delimiter = ','
+    )]
+    pub intercept: Vec<String>,
+
+    /// Do not shim these commands, or with no value, none.
+    ///
+    /// Do not shim these commands (comma-separated; repeatable), or with no value, no
+    /// PATH shims at all.
+    #[arg(help_heading = "Interception", long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
+    pub no_intercept: Option<Vec<String>>,
+
+    #[command(flatten)]
+    pub telemetry: TelemetryArgs,
+
+    /// The command to run and its arguments, after -- (the agent; for `mcp`, the MCP
+    /// server).
+    #[arg(
+        help_heading = "Arguments",
+        trailing_var_arg = true,
+        value_name = "AGENT"
+    )]
+    pub agent: Vec<OsString>,
+}
