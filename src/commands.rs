@@ -113,6 +113,9 @@ fn floor(
     for g in &report.gaps {
         out.push_str(&format!("missing:  {g}\n"));
     }
+    if !report.refusals.is_empty() {
+        out.push_str(&format!("{}\n", report.refusals));
+    }
     let net = &spec.net;
     if net.enabled() {
         let unknown = match net.unknown {

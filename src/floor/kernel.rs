@@ -17,6 +17,9 @@ use landlock::{
 use super::netns::{self, NetPeer, NetRequest};
 use super::{FloorError, Plan, Report, ENV_FLOOR};
 
+/// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
+const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
+
 /// What this kernel offers the floor.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Support {
@@ -168,6 +171,8 @@ enum Mount {
 #[derive(Debug)]
 pub struct Prepared {
     landlock: Option<OwnedFd>,
+    /// `landlock_restrict_self`'s flags: whether denials after `exec` reach the audit log.
+    restrict_flags: u32,
     namespaces: Option<Namespaces>,
     net: Option<netns::NetChild>,
 }
@@ -209,11 +214,18 @@ impl Prepared {
         Ok((
             Prepared {
                 landlock,
+                restrict_flags: 0,
                 namespaces,
                 net,
             },
             peer,
         ))
+    }
+
+    /// Asks Landlock to report each denial of the tree to the kernel's audit log (ABI 7), for
+    /// a run that reads it ([`denials`](super::denials)).
+    pub fn log_denials(&mut self) {
+        self.restrict_flags |= LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON;
     }
 
     /// Applies the floor to the calling process. For a pre-exec step: only system calls on
@@ -228,7 +240,11 @@ impl Prepared {
                 return fail(b"ahp-wrap: floor: cannot set no_new_privs\n");
             }
             if let Some(fd) = &self.landlock {
-                let r = libc::syscall(libc::SYS_landlock_restrict_self, fd.as_raw_fd(), 0u32);
+                let r = libc::syscall(
+                    libc::SYS_landlock_restrict_self,
+                    fd.as_raw_fd(),
+                    self.restrict_flags,
+                );
                 if r != 0 {
                     return fail(b"ahp-wrap: floor: landlock_restrict_self failed\n");
                 }

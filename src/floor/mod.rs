@@ -11,6 +11,8 @@
 //!   agent's process between `fork` and `exec` ([`Prepared`]): a user and mount namespace with
 //!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
 //!   only beneath the writable roots; no signals to processes outside the tree).
+//! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
+//!   read it, sorted into the run's own.
 //!
 //! Owns: the mechanism and what it is told. Must not touch: events or decisions (a refusal
 //! by the kernel is an ordinary `EACCES`/`EPERM`/`EROFS` to the agent), the audit log, or
@@ -20,6 +22,8 @@
 
 #[cfg(target_os = "linux")]
 pub mod bridge;
+#[cfg(target_os = "linux")]
+pub mod denials;
 pub mod hosts;
 pub mod plan;
 pub mod spec;
@@ -60,6 +64,9 @@ pub struct Report {
     pub enforced: Vec<String>,
     /// What this kernel or this setting cannot enforce (said before the agent starts).
     pub gaps: Vec<String>,
+    /// Whether the refusals the kernel makes are counted (said, not a gap: the floor holds
+    /// either way).
+    pub refusals: String,
 }
 
 impl Report {
@@ -73,7 +80,10 @@ impl Report {
 pub fn report(plan: &Plan) -> Report {
     #[cfg(target_os = "linux")]
     {
-        Support::probe().report(plan)
+        let support = Support::probe();
+        let mut r = support.report(plan);
+        r.refusals = denials::status(support.landlock_abi);
+        r
     }
     #[cfg(not(target_os = "linux"))]
     {
@@ -85,6 +95,7 @@ pub fn report(plan: &Plan) -> Report {
                         the kernel on this system"
                     .into(),
             ],
+            refusals: String::new(),
         }
     }
 }

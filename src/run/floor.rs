@@ -26,6 +26,10 @@ pub(super) struct RunFloor {
     pub confine: Option<Confine>,
     /// The network part, until the agent runs (then [`NetRunning`]).
     pub net: Option<NetSide>,
+    /// The kernel's audit log, where the run can read the floor's refusals (until the agent
+    /// runs; then [`Watching`](super::denials::Watching)).
+    #[cfg(target_os = "linux")]
+    pub denials: Option<floor::denials::Reader>,
 }
 
 /// The wrapper's side of the network part, before the agent runs.
@@ -106,21 +110,27 @@ fn kernel(
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
     let support = floor::Support::probe();
-    let report = support.report(&plan);
+    let mut report = support.report(&plan);
     if support.landlock_abi < 1 {
         return Ok(RunFloor {
             plan,
             report,
             confine: None,
             net: None,
+            denials: None,
         });
     }
+    let reader = floor::denials::Reader::open(support.landlock_abi);
+    report.refusals = floor::denials::said(&reader);
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
     });
-    let (prepared, peer) = floor::Prepared::new(&plan, &support, run_dir, request.as_ref())
+    let (mut prepared, peer) = floor::Prepared::new(&plan, &support, run_dir, request.as_ref())
         .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
+    if reader.is_ok() {
+        prepared.log_denials();
+    }
     cmd.env.push((floor::ENV_FLOOR.into(), "1".into()));
     let net = match (peer, request) {
         (Some(peer), Some(request)) => {
@@ -140,6 +150,7 @@ fn kernel(
         report,
         confine: Some(Arc::new(move || prepared.apply())),
         net,
+        denials: reader.ok(),
     })
 }
 
@@ -240,15 +251,20 @@ impl NetSide {
 }
 
 impl Run<'_> {
-    /// Starts the network part once the agent runs as `agent` (nothing to do without one).
-    pub(super) fn floor_net_start(
-        &mut self,
-        held: &mut Held<'_>,
-        agent: i32,
-    ) -> Result<(), String> {
+    /// Starts the network part and the reading of the kernel's refusals once the agent runs
+    /// as `agent` (nothing to do without a floor).
+    pub(super) fn floor_start(&mut self, held: &mut Held<'_>, agent: i32) -> Result<(), String> {
         let Some(Ok(floor)) = held.floor.as_mut() else {
             return Ok(());
         };
+        #[cfg(target_os = "linux")]
+        if let Some(reader) = floor.denials.take() {
+            // Counting is not the floor: the run goes on without it.
+            match super::denials::Watching::start(reader, agent, self.gate.clone()) {
+                Ok(watching) => held.denials = Some(watching),
+                Err(e) => tracing::warn!("the floor's refusals are not counted: {e}"),
+            }
+        }
         let Some(side) = floor.net.take() else {
             return Ok(());
         };
@@ -312,9 +328,31 @@ impl Run<'_> {
         Ok(())
     }
 
-    /// Protected paths that did not exist when the agent started (nothing could be bound
-    /// over them) and exist now: said and audited.
-    pub(super) async fn floor_after_end(&mut self, held: &Held<'_>) {
+    /// The kernel's refusals, counted (each kind was audited as it came); the network's
+    /// count; and protected paths that did not exist when the agent started (nothing could be
+    /// bound over them) and exist now: said and audited.
+    pub(super) async fn floor_after_end(&mut self, held: &mut Held<'_>) {
+        #[cfg(target_os = "linux")]
+        if let Some(watching) = held.denials.take() {
+            let refusals = watching.finish().await;
+            if refusals.total > 0 {
+                let shown: Vec<String> = refusals.kept.iter().take(5).map(|d| d.line()).collect();
+                let more = refusals.total.saturating_sub(shown.len() as u64);
+                let m = format!(
+                    "floor: the kernel refused {} act(s) of the agent's tree: {}{} (each kind \
+                     is in the audit log)",
+                    refusals.total,
+                    shown.join("; "),
+                    if more > 0 {
+                        format!("; and {more} more")
+                    } else {
+                        String::new()
+                    }
+                );
+                tracing::info!("{m}");
+                self.notes.push(m);
+            }
+        }
         if let Some(net) = &held.net {
             let refused = net
                 .egress

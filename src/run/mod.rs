@@ -8,6 +8,8 @@
 //! (`gate/`), how the agent is reached (`intercept/`), or process mechanics (`child/`).
 
 mod control;
+#[cfg(target_os = "linux")]
+mod denials;
 pub(crate) mod floor;
 mod phases;
 mod prepare;
@@ -200,6 +202,9 @@ struct Held<'a> {
     floor: Option<Result<floor::RunFloor, floor::NoFloor>>,
     /// The network floor's proxy and bridge, once the agent runs.
     net: Option<floor::NetRunning>,
+    /// The floor's refusals read from the kernel's audit log, once the agent runs.
+    #[cfg(target_os = "linux")]
+    denials: Option<denials::Watching>,
     run_dir: RunDir,
 }
 

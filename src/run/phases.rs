@@ -61,6 +61,8 @@ impl Run<'_> {
             cgroup: None,
             floor: None,
             net: None,
+            #[cfg(target_os = "linux")]
+            denials: None,
             run_dir,
         };
         let cmd = match self.prepare(&mut held, limits) {
@@ -279,7 +281,7 @@ impl Run<'_> {
             interceptor.serve(&mut router);
             interceptor.start(agent, alarm.clone());
         }
-        if let Err(e) = self.floor_net_start(held, agent.id.pid()) {
+        if let Err(e) = self.floor_start(held, agent.id.pid()) {
             let m = format!("the network floor cannot start: {e}; the agent is stopped");
             eprintln!("ahp-wrap: {m}");
             let payload = json!({"source": "floor", "message": m});
