@@ -69,7 +69,7 @@ impl Approver for Asker {
                     reason: format!("declined at the terminal ({})", e.reason),
                 },
                 Err(why) => Answer::Unanswered(format!(
-                    "the harness escalated ({}) and the terminal prompt failed: {why}",
+                    "escalated to a person ({}), and the terminal prompt failed: {why}",
                     e.reason
                 )),
             }
@@ -139,7 +139,9 @@ pub fn describe(event: &Event) -> String {
     let args = p.get("arguments");
     let detail = args
         .and_then(|a| a.get("command").or_else(|| a.get("cmd")))
-        .or_else(|| args.and_then(|a| a.get("file_path")))
+        .or_else(|| args.and_then(|a| a.get("file_path").or_else(|| a.get("path"))))
+        // A connection through the network floor's proxy: `http://host:port/`.
+        .or_else(|| args.and_then(|a| a.get("url")))
         .or_else(|| p.get("prompt"))
         .map(|v| match v.as_str() {
             Some(s) => s.to_owned(),

@@ -180,7 +180,7 @@ impl Decider {
         let reason = escalation.reason.to_owned();
         let Some(asker) = &self.asker else {
             let cause = format!(
-                "the harness escalated ({reason}) and no person can answer here (no terminal)"
+                "escalated to a person ({reason}), and no person can answer here (no terminal)"
             );
             return self.fail(cause, start);
         };

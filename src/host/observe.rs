@@ -93,7 +93,7 @@ impl Host {
         let answer = match tokio::time::timeout_at(e.deadline, rx).await {
             Ok(Ok(answer)) => answer,
             _ => Answer::Unanswered(format!(
-                "the harness escalated ({}) and nobody answered on the approvals host within {} s",
+                "escalated to a person ({}), and nobody answered on the approvals host within {} s",
                 e.reason,
                 left.as_secs()
             )),

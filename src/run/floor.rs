@@ -225,16 +225,20 @@ impl NetSide {
             proxy_port: self.proxy_port,
             askers,
             counts: counts.clone(),
+            // Called on the bridge's thread while the caller still waits in connect(2): its
+            // command line is read now, before a caller that gives up at once has exited.
             report: Box::new(move |r| {
-                let _ = tx.send(r);
+                let me = std::process::id() as i32;
+                let chain = crate::child::procfs::ancestry(r.pid, agent, me);
+                let _ = tx.send((r, chain));
             }),
         };
         bridge.spawn(received.notify)?;
         let audit = {
             let egress = egress.clone();
             tokio::spawn(async move {
-                while let Some(r) = rx.recv().await {
-                    egress.direct_refused(r).await;
+                while let Some((r, chain)) = rx.recv().await {
+                    egress.direct_refused(r, chain).await;
                 }
             })
         };

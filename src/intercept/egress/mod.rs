@@ -173,13 +173,16 @@ impl Egress {
         }
     }
 
-    /// Audits a direct connection the kernel's side refused (see `floor::bridge`).
+    /// Audits a direct connection the kernel's side refused (see `floor::bridge`): `chain` is the
+    /// asking process and its ancestry, read while it still waited in `connect`.
     #[cfg(target_os = "linux")]
-    pub async fn direct_refused(&self, r: crate::floor::bridge::Refusal) {
+    pub async fn direct_refused(
+        &self,
+        r: crate::floor::bridge::Refusal,
+        chain: Vec<(i32, Vec<String>)>,
+    ) {
         self.refused.fetch_add(1, Ordering::Relaxed);
         let target = Target::Addr(crate::floor::hosts::canonical(r.addr.ip()));
-        let agent = self.agent.load(Ordering::SeqCst);
-        let chain = crate::child::procfs::ancestry(r.pid, agent, std::process::id() as i32);
         let asker = chain.first().map(|(pid, argv)| Asker {
             pid: *pid,
             argv: argv.clone(),

@@ -207,7 +207,7 @@ impl Protocol for Mcp {
             Verdict::Block { reason } => refused(reason.clone()),
             // The gate resolves both; one that still comes back was not resolved in time.
             Verdict::Escalate { reason, .. } => refused(format!(
-                "ahp-wrap blocked this because the harness escalated ({reason}) and no \
+                "ahp-wrap blocked this because it was escalated to a person ({reason}) and no \
                  person answered"
             )),
             Verdict::Defer { .. } | Verdict::Modify { .. } => refused(

@@ -284,7 +284,7 @@ fn refusal_reason(verdict: &Verdict) -> String {
         // The gate resolves both (an escalate comes back only where there is a native
         // ask); one that still comes back was not resolved in time.
         Verdict::Escalate { reason, .. } => format!(
-            "ahp-wrap blocked this because the harness escalated ({reason}) and no person \
+            "ahp-wrap blocked this because it was escalated to a person ({reason}) and no person \
              answered"
         ),
         _ => "ahp-wrap blocked this because the harness did not decide in time".to_owned(),
