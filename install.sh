@@ -5,7 +5,9 @@
 #   ./install.sh --uninstall   remove what it installed
 #
 #   PREFIX   where to install (default: ~/.local):
-#            $PREFIX/bin/ahp-wrap                  the wrapper (hooks call it as `ahp-wrap hook …`)
+#            $PREFIX/bin/ahp-wrap                  the wrapper
+#            $PREFIX/bin/ahp-wrap-hook             what hooks and PATH shims run (statically linked
+#                                                  on Linux with glibc: no dynamic loader per call)
 #            $PREFIX/share/ahp-wrap/shims          each framework's shim files and notes
 #            $PREFIX/share/man/man1/ahp-wrap.1     the manual page
 #            $PREFIX/share/bash-completion/completions/ahp-wrap, zsh and fish completions
@@ -16,6 +18,7 @@ say() { printf 'install.sh: %s\n' "$*" >&2; }
 
 files=(
   "$PREFIX/bin/ahp-wrap"
+  "$PREFIX/bin/ahp-wrap-hook"
   "$PREFIX/share/man/man1/ahp-wrap.1"
   "$PREFIX/share/bash-completion/completions/ahp-wrap"
   "$PREFIX/share/zsh/site-functions/_ahp-wrap"
@@ -44,8 +47,11 @@ esac
 command -v cargo >/dev/null || { say "cargo is needed (https://rustup.rs)"; exit 1; }
 say "building ahp-wrap $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) with $(cargo --version) (release; a few minutes the first time)…"
 log=$(mktemp)
+# A target directory of its own that is kept: a second install compiles only what changed, and
+# the hook's static link below reuses what this build compiled.
+tdir="${CARGO_TARGET_DIR:-$PWD/target}/install"
 set +e
-cargo install --locked --path . --root "$PREFIX" --force 2>&1 | tee "$log" | awk '
+cargo install --locked --path . --root "$PREFIX" --force --target-dir "$tdir" 2>&1 | tee "$log" | awk '
   /^ *Compiling / { n++; if (n % 25 == 0) { printf "install.sh:   %d crates compiled…\n", n > "/dev/stderr"; fflush("/dev/stderr") } }
   /^ *Compiling ahp-wrap / { print "install.sh:   compiling ahp-wrap itself (the longest step)…" > "/dev/stderr"; fflush("/dev/stderr") }'
 status=${PIPESTATUS[0]}
@@ -56,9 +62,32 @@ if [ "$status" -ne 0 ]; then
   say "the build failed (above: the end of cargo's output)"
   exit 1
 fi
-rm -f "$log"
 bin="$PREFIX/bin/ahp-wrap"
 say "installed $bin"
+
+# The hook starts on every tool call of every agent: linked statically (glibc's static-pie), it
+# skips the dynamic loader, about a third of its cost (BENCHMARKS.md). Only the hook's own crate
+# is compiled again; the dynamically linked one cargo installed stays where this cannot be done.
+hook="$PREFIX/bin/ahp-wrap-hook"
+static() { case $(ldd "$1" 2>&1 || true) in *"statically linked"* | *"not a dynamic"*) return 0 ;; esac; return 1; }
+if getconf GNU_LIBC_VERSION >/dev/null 2>&1; then
+  # cargo keeps one build of the hook's crate per profile: touched, it is compiled again (the
+  # library is not) with the static link, whatever the last build of it was.
+  touch src/bin/ahp-wrap-hook.rs
+  if cargo rustc --locked --release --bin ahp-wrap-hook --target-dir "$tdir" \
+      -- -C target-feature=+crt-static >"$log" 2>&1 &&
+    static "$tdir/release/ahp-wrap-hook" &&
+    cp "$tdir/release/ahp-wrap-hook" "$hook.new" && mv -f "$hook.new" "$hook"; then
+    say "installed $hook (statically linked)"
+  else
+    rm -f "$hook.new"
+    tail -n 5 "$log" >&2
+    say "installed $hook (dynamically linked: the static link failed, above)"
+  fi
+else
+  say "installed $hook"
+fi
+rm -f "$log"
 
 mkdir -p "$PREFIX/share/ahp-wrap"
 rm -rf "$PREFIX/share/ahp-wrap/shims"

@@ -4,7 +4,8 @@
 #
 #   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
 #   --write     also write the table into BENCHMARKS.md's results block
-#   --compare   also time another build's hook process in the same run (before/after)
+#   --compare   also time another build's hook process in the same run (before/after; by
+#               default the dynamically linked hook, beside the static one install.sh installs)
 #   --pathshim  only the PATH-shim rows (a command through its shim under --framework path,
 #               against the bare command), no criterion; --write puts them in their own block
 #   --telemetry only the telemetry rows (the hook with spans exported to a live collector, to
@@ -41,12 +42,37 @@ while [ $# -gt 0 ]; do
   shift
 done
 
+# What install.sh installs: the wrapper beside its hook, linked statically where it can be
+# (Linux with glibc). The benches run that (AHP_BENCH_WRAP); unless --compare names another,
+# the dynamically linked hook cargo builds is timed beside it in the same run.
+cargo build --locked -q --profile bench --bins
+inst=$target/bench-install
+mkdir -p "$inst"
+cp "$target/release/ahp-wrap" "$target/release/ahp-wrap-hook" "$inst/"
+if [ ${#compare[@]} -eq 0 ]; then
+  mkdir -p "$target/bench-dynamic-hook"
+  cp "$target/release/ahp-wrap-hook" "$target/bench-dynamic-hook/"
+  compare=(--compare "$target/bench-dynamic-hook/ahp-wrap-hook")
+fi
+static() { case $(ldd "$1" 2>&1 || true) in *"statically linked"* | *"not a dynamic"*) return 0 ;; esac; return 1; }
+# Touched, the hook's crate is compiled again (cargo keeps one build of it per profile).
+if getconf GNU_LIBC_VERSION >/dev/null 2>&1 && touch src/bin/ahp-wrap-hook.rs &&
+  cargo rustc --locked -q --release --bin ahp-wrap-hook -- -C target-feature=+crt-static &&
+  static "$target/release/ahp-wrap-hook"; then
+  cp "$target/release/ahp-wrap-hook" "$inst/"
+  echo "the hook under test: statically linked ($inst/ahp-wrap-hook)" >&2
+else
+  echo "the hook under test: dynamically linked (no static link here)" >&2
+fi
+touch src/bin/ahp-wrap-hook.rs # and the benches get cargo's own again
+export AHP_BENCH_WRAP=$inst/ahp-wrap
+
 if [ "$fleet" = only ]; then
   exec cargo bench --locked --bench fleet -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}
 fi
 if [ ${#only[@]} -gt 0 ]; then
   exec cargo bench --locked --bench wrapper -- "${only[@]}" ${quick[@]+"${quick[@]}"} \
-    ${write[@]+"${write[@]}"}
+    ${write[@]+"${write[@]}"} ${compare[@]+"${compare[@]}"}
 fi
 cargo bench --locked --bench inproc --bench wrapper --bench proxy --bench fleet --no-run
 log=$target/bench-inproc.log

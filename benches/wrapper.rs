@@ -18,7 +18,14 @@ use std::time::Instant;
 use support::table::{machine, ms, per_sec, render, row, us, write_block, Row};
 use support::{median, percentile, proc_mem, DriverReport};
 
-const AHP_WRAP: &str = env!("CARGO_BIN_EXE_ahp-wrap");
+/// The wrapper under test: as install.sh lays it out (`AHP_BENCH_WRAP`, set by bench/run.sh:
+/// beside a statically linked hook), else cargo's build.
+fn ahp_wrap() -> &'static str {
+    static WRAP: std::sync::OnceLock<String> = std::sync::OnceLock::new();
+    WRAP.get_or_init(|| {
+        std::env::var("AHP_BENCH_WRAP").unwrap_or_else(|_| env!("CARGO_BIN_EXE_ahp-wrap").into())
+    })
+}
 const MANIFEST_DIR: &str = env!("CARGO_MANIFEST_DIR");
 const BEGIN: &str = "<!-- bench:results:begin -->";
 const END: &str = "<!-- bench:results:end -->";
@@ -114,7 +121,7 @@ fn drive(
     let me = std::env::current_exe().expect("current exe");
     let out = dir.join("driver.json");
     let _ = std::fs::remove_file(&out);
-    let mut cmd = Command::new(AHP_WRAP);
+    let mut cmd = Command::new(ahp_wrap());
     if let Some(alt) = alt {
         cmd.env("AHP_BENCH_ALT_BIN", alt);
     }
@@ -432,7 +439,7 @@ fn startup_rows(rows: &mut Vec<Row>, n: usize) {
     let mut wrapped = Vec::new();
     for i in 0..n + 10 {
         let a = || run_quiet(&["true"]);
-        let b = || run_quiet(&[AHP_WRAP, "--", "true"]);
+        let b = || run_quiet(&[ahp_wrap(), "--", "true"]);
         let (x, y) = if i % 2 == 0 {
             (a(), b())
         } else {
@@ -511,7 +518,7 @@ fn passthrough_rows(rows: &mut Vec<Row>, n: usize) {
     let mut wrapped = Vec::new();
     for _ in 0..n {
         bare.push(pipe_rate(&["cat"]));
-        wrapped.push(pipe_rate(&[AHP_WRAP, "--", "cat"]));
+        wrapped.push(pipe_rate(&[ahp_wrap(), "--", "cat"]));
     }
     let (w, b) = (median(&mut wrapped), median(&mut bare));
     rows.push(

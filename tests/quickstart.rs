@@ -93,6 +93,7 @@ fn the_quick_start_runs_as_written() {
     let local = home.path().join(".local");
     let installed = [
         "bin/ahp-wrap",
+        "bin/ahp-wrap-hook",
         "share/ahp-wrap/shims/claude-code/README.md",
         "share/man/man1/ahp-wrap.1",
         "share/bash-completion/completions/ahp-wrap",
@@ -108,6 +109,28 @@ fn the_quick_start_runs_as_written() {
         assert!(
             stderr.contains(&format!("installed {}", named.display())),
             "install.sh did not name {f}:\n{stderr}"
+        );
+    }
+    // The hook, started on every tool call, needs no dynamic loader where glibc is (it is
+    // linked statically: no PT_INTERP program header).
+    let glibc = Command::new("getconf")
+        .arg("GNU_LIBC_VERSION")
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if glibc {
+        let wrapper = std::fs::read(local.join("bin/ahp-wrap")).unwrap();
+        assert!(
+            has_interpreter(&wrapper),
+            "the check reads a dynamic one as such"
+        );
+        let hook = std::fs::read(local.join("bin/ahp-wrap-hook")).unwrap();
+        assert!(
+            !has_interpreter(&hook),
+            "the installed hook is dynamically linked:\n{stderr}"
+        );
+        assert!(
+            stderr.contains("ahp-wrap-hook (statically linked)"),
+            "{stderr}"
         );
     }
     let man = std::fs::read_to_string(local.join("share/man/man1/ahp-wrap.1")).unwrap();
@@ -128,4 +151,17 @@ fn the_quick_start_runs_as_written() {
         ci.lines().any(|l| l.trim() == last),
         ".ci/run does not run {last}"
     );
+}
+
+/// Whether an ELF64 executable names a program interpreter (a PT_INTERP program header): a
+/// dynamically linked one does.
+fn has_interpreter(elf: &[u8]) -> bool {
+    assert_eq!(&elf[..4], b"\x7fELF", "not an ELF file");
+    let u16_at = |o: usize| u16::from_le_bytes([elf[o], elf[o + 1]]) as usize;
+    let phoff = u64::from_le_bytes(elf[0x20..0x28].try_into().unwrap()) as usize;
+    let (size, count) = (u16_at(0x36), u16_at(0x38));
+    (0..count).any(|i| {
+        let at = phoff + i * size;
+        u32::from_le_bytes(elf[at..at + 4].try_into().unwrap()) == 3
+    })
 }
