@@ -22,7 +22,7 @@ pub struct Sampler {
     page_size: u64,
 }
 
-/// One process, as /proc/<pid>/stat shows it.
+/// One process, as `/proc/<pid>/stat` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
     pub ppid: i32,

@@ -1,6 +1,6 @@
 //! The floor's refusals the kernel reports (Linux, where the audit log can be read): each
 //! one audited as the floor's block while the agent runs, all of them counted at the end.
-//! [`floor::denials`] reads and sorts the records; this is the run's side.
+//! [`floor::denials`](crate::floor::denials) reads and sorts the records; this is the run's side.
 
 use std::collections::HashSet;
 use std::sync::{Arc, Mutex};

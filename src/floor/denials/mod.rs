@@ -80,9 +80,13 @@ impl Reader {
                     libc::MSG_DONTWAIT,
                 )
             };
+            if got < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::ENOBUFS) {
+                // The socket overran and records were dropped (the kernel's count at the
+                // domain's end still holds): read on.
+                continue;
+            }
             if got <= 0 {
-                // EAGAIN: nothing more now; ENOBUFS: the socket overran (the kernel's
-                // count at the domain's end still holds); anything else ends the pass.
+                // EAGAIN: nothing more now; anything else ends the pass.
                 return n;
             }
             for (ty, text) in messages(&buf[..got as usize]) {

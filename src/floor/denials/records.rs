@@ -185,7 +185,7 @@ impl Collector {
     }
 }
 
-/// Keeps the details of the first [`KEPT`] denials (every one is counted elsewhere).
+/// Keeps the details of the first `KEPT` (1000) denials (every one is counted elsewhere).
 pub fn keep(kept: &mut Vec<Denial>, new: Vec<Denial>) {
     let room = KEPT.saturating_sub(kept.len());
     kept.extend(new.into_iter().take(room));
