@@ -9,6 +9,8 @@ const AUDIT_LANDLOCK_DOMAIN: u16 = 1424;
 
 /// Denials kept with their details (every one is counted).
 const KEPT: usize = 1000;
+/// Audit events read in part at once.
+const MAX_PENDING: usize = 4096;
 
 /// One refusal by the kernel of an act of the agent's tree.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -111,12 +113,20 @@ impl Collector {
                     comm: None,
                     exe: None,
                 };
+                // Events whose end never comes (no system call context) are closed oldest
+                // first past a bound: the stream carries every domain's on this machine.
+                let mut done = Vec::new();
+                if self.pending.len() >= MAX_PENDING && !self.pending.contains_key(&serial) {
+                    if let Some(&oldest) = self.pending.keys().min() {
+                        done = self.close(oldest);
+                    }
+                }
                 self.pending
                     .entry(serial)
                     .or_default()
                     .access
                     .push((domain, denial));
-                Vec::new()
+                done
             }
             AUDIT_LANDLOCK_DOMAIN => {
                 let domain = field(fields, "domain").and_then(|d| hex(&d));
@@ -299,6 +309,23 @@ mod tests {
         c.feed(AUDIT_LANDLOCK_DOMAIN, END);
         assert_eq!(c.total(), 0);
         assert!(!c.awaiting_end());
+    }
+
+    #[test]
+    fn events_that_never_end_are_closed_oldest_first_past_a_bound() {
+        let mut c = Collector::new(5);
+        c.feed(
+            AUDIT_LANDLOCK_DOMAIN,
+            "audit(1.0:1): domain=a status=allocated mode=enforcing pid=5 uid=0",
+        );
+        let mut got = Vec::new();
+        for serial in 1..=MAX_PENDING as u64 + 1 {
+            let text = format!("audit(1.0:{serial}): domain=a blockers=fs.make_reg path=\"/x\"");
+            got.extend(c.feed(AUDIT_LANDLOCK_ACCESS, &text));
+        }
+        assert_eq!(got.len(), 1, "the oldest is closed to make room");
+        assert_eq!(c.pending.len(), MAX_PENDING);
+        assert_eq!(c.close_all().len(), MAX_PENDING);
     }
 
     #[test]
