@@ -66,6 +66,17 @@ else
 fi
 touch src/bin/ahp-wrap-hook.rs # and the benches get cargo's own again
 export AHP_BENCH_WRAP=$inst/ahp-wrap
+# The closest peer, timed beside the hook on the same payload (issue 23): OpenMoat, pinned,
+# installed once from the crates registry outside this project (its init refuses a binary
+# inside the project it is run from, which an agent could replace).
+peer_root=${AHP_BENCH_PEER_ROOT:-${XDG_CACHE_HOME:-$HOME/.cache}/ahp-wrap-bench/openmoat-0.12.1}
+peer=$peer_root/bin/openmoat
+if [ ! -x "$peer" ] && [ ${#only[@]} -eq 0 ] && [ "$fleet" != only ]; then
+  echo "installing the peer, OpenMoat 0.12.1, into $peer_root (once; a few minutes)…" >&2
+  cargo install -q openmoat --version 0.12.1 --locked --root "$peer_root" ||
+    echo "the peer could not be installed: its rows are left out" >&2
+fi
+if [ -x "$peer" ]; then export AHP_BENCH_PEER=$peer; fi
 
 if [ "$fleet" = only ]; then
   exec cargo bench --locked --bench fleet -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"}

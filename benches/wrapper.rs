@@ -125,6 +125,11 @@ fn drive(
     if let Some(alt) = alt {
         cmd.env("AHP_BENCH_ALT_BIN", alt);
     }
+    if let Some((bin, home)) = peer_home(dir) {
+        cmd.env("AHP_BENCH_PEER_BIN", bin)
+            .env("MOAT_HOME", home.join(".moat"))
+            .env("CLAUDE_CONFIG_DIR", home.join(".claude"));
+    }
     let status = cmd
         .args(["--framework", framework, "--summary", "never"])
         .args(extra)
@@ -171,11 +176,15 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
         support::ROLE_HARNESS
     );
     let audit = dir.join("audit.jsonl");
-    let first = if compare.is_some() {
-        "true,python,hook,hook-alone,true-env,hook-alt"
-    } else {
-        "true,python,hook,hook-alone,true-env"
-    };
+    let peer = peer_home(dir);
+    let mut first = "true,python,hook,hook-alone,true-env".to_owned();
+    if compare.is_some() {
+        first.push_str(",hook-alt");
+    }
+    if peer.is_some() {
+        first.push_str(",peer");
+    }
+    let first = first.as_str();
     let runs: [(&str, Vec<String>, &str); 3] = [
         ("embedded policy", vec![], first),
         (
@@ -192,6 +201,40 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
     let mut python = None;
     for (i, (name, extra, programs)) in runs.into_iter().enumerate() {
         let mut r = drive("claude-code", &extra, programs, calls, dir, compare);
+        let mut peer_rows = Vec::new();
+        if let (Some(mut p), Some((bin, _))) = (r.samples.remove("peer"), &peer) {
+            let mut t = r.samples["true"].clone();
+            let mut h = r.samples["hook"].clone();
+            let (p50, p99) = (percentile(&mut p, 50.0), percentile(&mut p, 99.0));
+            let (t50, h50) = (percentile(&mut t, 50.0), percentile(&mut h, 50.0));
+            let (peer_added, ours_added) = (p50 as f64 - t50 as f64, h50 as f64 - t50 as f64);
+            let verdict = match r.peer_status {
+                0 => "allowed".to_owned(),
+                code => format!("exit {code}: {}", r.peer_stdout.trim()),
+            };
+            peer_rows.push(row(
+                &format!(
+                    "Peer: OpenMoat {PEER_VERSION} `guard --host claude-code` (its own state and \
+                     audit log), the same payload ({verdict}), p50 / p99"
+                ),
+                format!("{} / {}", ms(p50 as f64), ms(p99 as f64)),
+                format!("`/bin/true` {}", ms(t50 as f64)),
+                format!("+{}", ms(peer_added)),
+            ));
+            peer_rows.push(
+                row(
+                    &format!(
+                        "ahp-wrap's hook call against the peer's, added p50 over `/bin/true` \
+                         ({})",
+                        bin.display()
+                    ),
+                    format!("{:.0}× cheaper", peer_added / ours_added.max(1.0)),
+                    format!("peer +{}", ms(peer_added)),
+                    format!("ours +{}", ms(ours_added)),
+                )
+                .target("≥ 20×", peer_added >= 20.0 * ours_added),
+            );
+        }
         let mut t = r.samples.remove("true").expect("true samples");
         let mut h = r.samples.remove("hook").expect("hook samples");
         if let Some(mut p) = r.samples.remove("python") {
@@ -243,6 +286,7 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
                 format!("+{}", ms(a50 as f64 - t50 as f64)),
             ));
         }
+        rows.append(&mut peer_rows);
         if i == 0 {
             if let Some((p50, p99)) = python {
                 rows.push(row(
@@ -269,6 +313,38 @@ fn hook_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path, compare: Option<&Pat
             );
         }
     }
+}
+
+/// The peer the hook is timed against (issue 23): `bench/run.sh` installs it into the target
+/// directory and names it in `AHP_BENCH_PEER`.
+const PEER_VERSION: &str = "0.12.1";
+
+/// The peer's binary and its home in `dir` (set up once with `openmoat init --yes`: its
+/// default policy, its audit log, Claude Code's hook entry in a settings file of the bench's),
+/// when `AHP_BENCH_PEER` names it.
+fn peer_home(dir: &Path) -> Option<(PathBuf, PathBuf)> {
+    let bin = PathBuf::from(std::env::var_os("AHP_BENCH_PEER")?);
+    let home = dir.join("peer-home");
+    if !home.join(".moat").exists() {
+        std::fs::create_dir_all(home.join(".claude")).expect("peer home");
+        let out = Command::new(&bin)
+            .args(["init", "--yes", "--hosts", "claude-code"])
+            .current_dir(&home)
+            .env("HOME", &home)
+            .env("MOAT_HOME", home.join(".moat"))
+            .env("CLAUDE_CONFIG_DIR", home.join(".claude"))
+            .stdin(Stdio::null())
+            .output()
+            .expect("run the peer's init");
+        assert!(
+            out.status.success(),
+            "{} init: {}{}",
+            bin.display(),
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    Some((bin, home))
 }
 
 /// Telemetry's cost on the hook path: runs of the hook driver (embedded policy) with no

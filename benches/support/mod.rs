@@ -116,6 +116,11 @@ pub struct DriverReport {
     /// What the hook printed on its first call (to check it allowed).
     pub hook_stdout: String,
     pub hook_status: i32,
+    /// The same of the peer (`AHP_BENCH_PEER_BIN`), when it is timed.
+    #[serde(default)]
+    pub peer_stdout: String,
+    #[serde(default)]
+    pub peer_status: i32,
 }
 
 fn env_or(name: &str, default: &str) -> String {
@@ -156,6 +161,14 @@ pub fn hook_driver() {
             "python" => vec![python.clone(), pyhook.clone()],
             "hook" => hook(&hook_bin),
             "hook-alt" => hook(&alt_bin),
+            // The closest peer's hook entry point, for the same payload (its state in
+            // MOAT_HOME, which the bench prepared).
+            "peer" => vec![
+                env_or("AHP_BENCH_PEER_BIN", "openmoat"),
+                "guard".into(),
+                "--host".into(),
+                "claude-code".into(),
+            ],
             "hook-alone" => [
                 vec!["/usr/bin/env".into(), "-u".into(), "AHP_WRAP_SOCKET".into()],
                 hook(&hook_bin),
@@ -208,6 +221,10 @@ pub fn hook_driver() {
             if name == "hook" && report.hook_stdout.is_empty() && round == 0 {
                 report.hook_stdout = String::from_utf8_lossy(&stdout).into_owned();
                 report.hook_status = status;
+            }
+            if name == "peer" && round == 0 {
+                report.peer_stdout = String::from_utf8_lossy(&stdout).into_owned();
+                report.peer_status = status;
             }
             if round >= warmup {
                 report.samples.entry(name.clone()).or_default().push(ns);
