@@ -48,9 +48,13 @@ impl Support {
         }
     }
 
-    /// What a run with `plan` gets from this kernel, and what it lacks.
-    pub fn report(&self, plan: &Plan) -> Report {
-        let mut r = Report::default();
+    /// What a run with `plan` gets from this kernel, and what it lacks; `denials` is the
+    /// kernel's audit log as the run could open it (whether refusals are counted).
+    pub fn report(&self, plan: &Plan, denials: &Result<super::denials::Reader, String>) -> Report {
+        let mut r = Report {
+            refusals: super::denials::said(denials),
+            ..Report::default()
+        };
         if self.landlock_abi < 1 {
             r.gaps.push(
                 "files: not confined (the kernel offers no Landlock: Linux 5.13 or later with \
@@ -491,8 +495,9 @@ mod tests {
             net: Some(super::super::plan::NetPlan { loopback: true }),
             ..Plan::default()
         };
-        let r = s.report(&plan);
+        let r = s.report(&plan, &Err("not asked".into()));
         assert_eq!(r.enforced.is_empty(), s.landlock_abi < 1);
+        assert!(r.refusals.contains("not asked"), "{r:?}");
         if s.landlock_abi >= 6 && s.namespaces.is_ok() {
             assert!(r.complete(), "{r:?}");
         }

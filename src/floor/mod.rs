@@ -81,9 +81,7 @@ pub fn report(plan: &Plan) -> Report {
     #[cfg(target_os = "linux")]
     {
         let support = Support::probe();
-        let mut r = support.report(plan);
-        r.refusals = denials::status(support.landlock_abi);
-        r
+        support.report(plan, &denials::Reader::open(support.landlock_abi))
     }
     #[cfg(not(target_os = "linux"))]
     {

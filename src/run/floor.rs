@@ -110,7 +110,8 @@ fn kernel(
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
     let support = floor::Support::probe();
-    let mut report = support.report(&plan);
+    let reader = floor::denials::Reader::open(support.landlock_abi);
+    let report = support.report(&plan, &reader);
     if support.landlock_abi < 1 {
         return Ok(RunFloor {
             plan,
@@ -120,8 +121,6 @@ fn kernel(
             denials: None,
         });
     }
-    let reader = floor::denials::Reader::open(support.landlock_abi);
-    report.refusals = floor::denials::said(&reader);
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),

@@ -103,11 +103,6 @@ impl AsRawFd for Reader {
     }
 }
 
-/// Whether a run here would count the floor's refusals, in words.
-pub fn status(landlock_abi: i32) -> String {
-    said(&Reader::open(landlock_abi))
-}
-
 /// What a run says of counting the floor's refusals, given the reader it opened.
 pub fn said(reader: &Result<Reader, String>) -> String {
     match reader {
