@@ -5,8 +5,9 @@
 //! own runs (and back to what it was after; it is a binary of its own, so no other suite
 //! runs meanwhile) and checks, from the audit log on disk and the victim on disk, that each
 //! refusal of the run's own tree is recorded and counted, and that a refusal of another
-//! wrapper's tree running at the same time is not. Where the audit log cannot be read, the
-//! run and `policy floor` must say so, and why.
+//! wrapper's tree running at the same time is not. Where the audit log cannot be read (the
+//! subsystem off; or, as root, the wrapper started by `setpriv` without `CAP_AUDIT_READ`;
+//! or another user), nothing is counted and `policy floor` says why.
 
 mod common;
 
@@ -171,15 +172,38 @@ fn floor_records(log: &Path) -> Vec<(String, String, String, Value)> {
         .collect()
 }
 
-fn policy_floor() -> String {
-    let out = run(
-        Command::new(wrap_bin())
-            .args(["policy", "floor"])
-            .env_remove("AHP_WRAP_FLOOR"),
-        Duration::from_secs(30),
-    );
+fn policy_floor(cmd: impl FnOnce(Command) -> Command) -> String {
+    let mut floor = Command::new(wrap_bin());
+    floor.args(["policy", "floor"]).env_remove("AHP_WRAP_FLOOR");
+    let out = run(&mut cmd(floor), Duration::from_secs(30));
     assert!(out.status.success(), "{}", show(&out));
     String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+fn as_is(cmd: Command) -> Command {
+    cmd
+}
+
+/// `cmd` started by `setpriv` without `CAP_AUDIT_READ` (root's other capabilities kept): the
+/// audit log cannot be read, whatever the subsystem's state.
+fn without_audit_read(cmd: Command) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--inh-caps=-audit_read", "--bounding-set=-audit_read"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
 }
 
 #[test]
@@ -197,7 +221,7 @@ fn the_kernels_refusals_of_the_runs_own_tree_are_counted_and_audited() {
 
     if !is_root() {
         // Without CAP_AUDIT_READ nothing can be read: the run and policy floor say so.
-        let said = policy_floor();
+        let said = policy_floor(as_is);
         assert!(
             said.contains("not counted") && said.contains("CAP_AUDIT_READ"),
             "policy floor must say why refusals are not counted:\n{said}"
@@ -216,7 +240,7 @@ fn the_kernels_refusals_of_the_runs_own_tree_are_counted_and_audited() {
     // Off (this machine's default, and many others'): said, nothing counted.
     let audit = AuditOn::new();
     set_audit_enabled(false);
-    let said = policy_floor();
+    let said = policy_floor(as_is);
     assert!(
         said.contains("not counted") && said.contains("audit subsystem is off"),
         "policy floor must say the audit subsystem is off:\n{said}"
@@ -232,8 +256,30 @@ fn the_kernels_refusals_of_the_runs_own_tree_are_counted_and_audited() {
 
     // On: every refusal of this run's tree, and none of the other's.
     set_audit_enabled(true);
-    let said = policy_floor();
+    let said = policy_floor(as_is);
     assert!(said.contains("counted and audited"), "{said}");
+    // Without CAP_AUDIT_READ, even with the subsystem on: said, nothing counted.
+    let said = policy_floor(without_audit_read);
+    assert!(
+        said.contains("not counted") && said.contains("CAP_AUDIT_READ"),
+        "policy floor must say why refusals are not counted:\n{said}"
+    );
+    let out = run(
+        &mut without_audit_read(w.command("nocap.jsonl", script)),
+        Duration::from_secs(60),
+    );
+    assert_eq!(
+        std::fs::read_to_string(w.victim()).unwrap(),
+        "precious\n",
+        "{}",
+        show(&out)
+    );
+    assert!(floor_records(&w.audit_log("nocap.jsonl")).is_empty());
+    assert!(
+        !String::from_utf8_lossy(&out.stderr).contains("the kernel refused"),
+        "{}",
+        show(&out)
+    );
     let other = w.command("other.jsonl", &other_script).spawn().unwrap();
     let out = run(&mut w.command("on.jsonl", script), Duration::from_secs(60));
     let other = other.wait_with_output().unwrap();
