@@ -10,6 +10,7 @@
 #[allow(dead_code)] // what every agent suite shares; each uses a part
 mod agents;
 #[path = "common/dirs.rs"]
+#[allow(dead_code)] // the floor suites share it; this one uses outside_temp
 mod dirs;
 #[path = "support/claude_code.rs"]
 #[allow(dead_code)] // shared with the other Claude Code suites

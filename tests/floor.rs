@@ -24,18 +24,16 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::Builder::new()
-            .prefix("floor-")
-            .tempdir_in(outside_temp())
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        for d in ["ws", "home/.ssh", "victim/sub"] {
-            std::fs::create_dir_all(root.join(d)).unwrap();
-        }
-        std::fs::write(root.join("home/.ssh/id_rsa"), "PRIVATE KEY\n").unwrap();
-        std::fs::write(root.join("home/.bashrc"), "# rc\n").unwrap();
-        std::fs::write(root.join("victim/file"), "precious\n").unwrap();
-        std::fs::write(root.join("victim/sub/deep"), "precious\n").unwrap();
+        let (dir, root) = outside_tree(
+            "floor-",
+            &["ws"],
+            &[
+                ("home/.ssh/id_rsa", "PRIVATE KEY\n"),
+                ("home/.bashrc", "# rc\n"),
+                ("victim/file", "precious\n"),
+                ("victim/sub/deep", "precious\n"),
+            ],
+        );
         World { _dir: dir, root }
     }
 

@@ -110,14 +110,7 @@ struct World {
 
 impl World {
     fn new() -> World {
-        let dir = tempfile::Builder::new()
-            .prefix("refusals-")
-            .tempdir_in(outside_temp())
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("ws")).unwrap();
-        std::fs::create_dir_all(root.join("victim")).unwrap();
-        std::fs::write(root.join("victim/file"), "precious\n").unwrap();
+        let (dir, root) = outside_tree("refusals-", &["ws"], &[("victim/file", "precious\n")]);
         World { _dir: dir, root }
     }
 

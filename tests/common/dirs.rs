@@ -23,3 +23,27 @@ pub fn outside_temp() -> PathBuf {
     }
     panic!("no directory outside the temp directories for the floor tests ({temp:?})");
 }
+
+/// A fresh directory (prefixed `prefix`) under [`outside_temp`], its path canonical, holding
+/// `files` (each path relative to it, parents made) with their contents and the directories
+/// `dirs`. The directory goes when the guard is dropped.
+pub fn outside_tree(
+    prefix: &str,
+    dirs: &[&str],
+    files: &[(&str, &str)],
+) -> (tempfile::TempDir, PathBuf) {
+    let dir = tempfile::Builder::new()
+        .prefix(prefix)
+        .tempdir_in(outside_temp())
+        .unwrap();
+    let root = dir.path().canonicalize().unwrap();
+    for d in dirs {
+        std::fs::create_dir_all(root.join(d)).unwrap();
+    }
+    for (path, content) in files {
+        let path = root.join(path);
+        std::fs::create_dir_all(path.parent().unwrap()).unwrap();
+        std::fs::write(path, content).unwrap();
+    }
+    (dir, root)
+}

@@ -9,7 +9,7 @@ use std::process::Command;
 
 pub mod dirs;
 pub mod process;
-pub use dirs::outside_temp;
+pub use dirs::{outside_temp, outside_tree};
 pub use process::{run, show};
 
 /// The `ahp-wrap` binary under test.

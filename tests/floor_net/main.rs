@@ -145,26 +145,20 @@ impl Net {
 
     /// The namespace's files, with `policy` as the run's policy file.
     fn with_policy(policy: &str) -> Net {
-        let dir = tempfile::Builder::new()
-            .prefix("floor-net-")
-            .tempdir_in(outside_temp())
-            .unwrap();
-        let root = dir.path().canonicalize().unwrap();
-        std::fs::create_dir_all(root.join("ws")).unwrap();
-        std::fs::write(root.join("outside.py"), OUTSIDE).unwrap();
-        std::fs::write(
-            root.join("hosts"),
-            "127.0.0.1 localhost\n::1 localhost\n\
-             198.51.100.1 allowed.test other.test approved.test declined.test\n\
-             198.51.100.2 denied.test\n",
-        )
-        .unwrap();
-        std::fs::write(
-            root.join("resolv.conf"),
-            "nameserver 198.51.100.53\noptions timeout:1 attempts:1\n",
-        )
-        .unwrap();
-        std::fs::write(root.join("policy.toml"), policy).unwrap();
+        let hosts = "127.0.0.1 localhost\n::1 localhost\n\
+                     198.51.100.1 allowed.test other.test approved.test declined.test\n\
+                     198.51.100.2 denied.test\n";
+        let resolv = "nameserver 198.51.100.53\noptions timeout:1 attempts:1\n";
+        let (dir, root) = outside_tree(
+            "floor-net-",
+            &["ws"],
+            &[
+                ("outside.py", OUTSIDE),
+                ("hosts", hosts),
+                ("resolv.conf", resolv),
+                ("policy.toml", policy),
+            ],
+        );
         Net { _dir: dir, root }
     }
 
