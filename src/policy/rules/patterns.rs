@@ -1,7 +1,8 @@
 //! Compiled patterns: globs and `re:` regexes, and path conditions (globs, places, exceptions).
 
 use globset::{GlobBuilder, GlobSet, GlobSetBuilder};
-use regex::{Regex, RegexSet};
+use regex::Regex;
+use regex_automata::meta;
 
 use super::super::extract::Facts;
 use super::super::paths::{ResolvedPath, Where};
@@ -12,8 +13,11 @@ use super::RawPathCond;
 #[derive(Debug)]
 pub(super) struct Patterns {
     globs: GlobSet,
-    /// One automaton for all of them: far less memory than a `Regex` each.
-    regexes: Option<RegexSet>,
+    /// One automaton for all of them (far less memory than a `Regex` each), without the
+    /// literal prefilter a `RegexSet` builds: the strings matched are a command's arguments,
+    /// a path, a URL, where it gains nothing, and for a list such as the secret prefixes of
+    /// the default policy it is an Aho-Corasick automaton of half a megabyte.
+    regexes: Option<meta::Regex>,
 }
 
 impl Patterns {
@@ -54,7 +58,12 @@ impl Patterns {
         let regexes = if regexes.is_empty() {
             None
         } else {
-            Some(RegexSet::new(&regexes).map_err(|e| invalid(format!("bad regexes: {e}")))?)
+            let config = meta::Config::new().auto_prefilter(false).onepass(false);
+            let set = meta::Regex::builder()
+                .configure(config)
+                .build_many(&regexes)
+                .map_err(|e| invalid(format!("bad regexes: {e}")))?;
+            Some(set)
         };
         Ok(Patterns { globs, regexes })
     }
