@@ -3,9 +3,11 @@
 #
 #   ./install.sh               build (a few minutes the first time) and install
 #   ./install.sh --uninstall   remove what it installed
+#   ./install.sh --build-into DIR   only build the two executables as installed, into DIR
 #
 #   PREFIX   where to install (default: ~/.local):
-#            $PREFIX/bin/ahp-wrap                  the wrapper
+#            $PREFIX/bin/ahp-wrap                  the wrapper (with lld: the code a run
+#                                                  executes laid out first, less of it resident)
 #            $PREFIX/bin/ahp-wrap-hook             what hooks and PATH shims run (statically linked
 #                                                  on Linux with glibc: no dynamic loader per call)
 #            $PREFIX/share/ahp-wrap/shims          each framework's shim files and notes
@@ -15,6 +17,7 @@ set -euo pipefail
 cd "$(dirname "$0")"
 PREFIX="${PREFIX:-$HOME/.local}"
 say() { printf 'install.sh: %s\n' "$*" >&2; }
+static() { case $(ldd "$1" 2>&1 || true) in *"statically linked"* | *"not a dynamic"*) return 0 ;; esac; return 1; }
 
 files=(
   "$PREFIX/bin/ahp-wrap"
@@ -34,11 +37,16 @@ case "${1:-}" in
       rm -rf "$PREFIX/share/ahp-wrap" && say "removed $PREFIX/share/ahp-wrap"
     fi
     if [ -f "$PREFIX/.crates.toml" ]; then
-      # cargo's own record of the install, so that `cargo install --list` agrees.
+      # cargo's own record of an install by `cargo install` (install.sh used it before), so
+      # that `cargo install --list` agrees.
       cargo uninstall --root "$PREFIX" ahp-wrap >/dev/null 2>&1 || true
     fi
     say "ahp-wrap is uninstalled (its logs in \${XDG_STATE_HOME:-~/.local/state}/ahp-wrap are kept)"
     exit 0
+    ;;
+  --build-into)
+    # For bench/run.sh: build the two executables as installed, into ${2}, and stop.
+    into=${2:?--build-into needs a directory}
     ;;
   "") ;;
   *) say "unknown option $1 (usage: ./install.sh [--uninstall])"; exit 2 ;;
@@ -47,47 +55,74 @@ esac
 command -v cargo >/dev/null || { say "cargo is needed (https://rustup.rs)"; exit 1; }
 say "building ahp-wrap $(sed -n 's/^version = "\(.*\)"/\1/p' Cargo.toml | head -1) with $(cargo --version) (release; a few minutes the first time)…"
 log=$(mktemp)
+probe=$(mktemp -d)
+trap 'rm -rf "$log" "$probe"' EXIT
 # A target directory of its own that is kept: a second install compiles only what changed, and
-# the hook's static link below reuses what this build compiled.
+# the hook's link below reuses what the wrapper's build compiled.
 tdir="${CARGO_TARGET_DIR:-$PWD/target}/install"
-set +e
-cargo install --locked --path . --root "$PREFIX" --force --target-dir "$tdir" 2>&1 | tee "$log" | awk '
-  /^ *Compiling / { n++; if (n % 25 == 0) { printf "install.sh:   %d crates compiled…\n", n > "/dev/stderr"; fflush("/dev/stderr") } }
-  /^ *Compiling ahp-wrap / { print "install.sh:   compiling ahp-wrap itself (the longest step)…" > "/dev/stderr"; fflush("/dev/stderr") }'
-status=${PIPESTATUS[0]}
-set -e
-if [ "$status" -ne 0 ]; then
+# Whether this toolchain's linker takes the flags, tried on an empty program (a second): each
+# executable is linked with them where it does, else as cargo links it.
+links() {
+  printf 'fn main() {}\n' > "$probe/main.rs"
+  rustc --edition 2021 -o "$probe/main" "$probe/main.rs" "$@" >/dev/null 2>&1 && "$probe/main"
+}
+# cargo rustc BIN FLAGS...: one executable, the flags given to its link only. Touched, the
+# executable's crate is compiled again (cargo keeps one build of it per profile).
+build() {
+  local bin=$1 src=src/main.rs
+  shift
+  [ "$bin" = ahp-wrap-hook ] && src=src/bin/ahp-wrap-hook.rs
+  touch "$src"
+  cargo rustc --locked --release --bin "$bin" --target-dir "$tdir" -- "$@" 2>&1 | tee "$log" | awk '
+    /^ *Compiling / { n++; if (n % 25 == 0) { printf "install.sh:   %d crates compiled…\n", n > "/dev/stderr"; fflush("/dev/stderr") } }
+    /^ *Compiling ahp-wrap / { print "install.sh:   compiling ahp-wrap itself (the longest step)…" > "/dev/stderr"; fflush("/dev/stderr") }'
+  return "${PIPESTATUS[0]}"
+}
+failed() {
   tail -n 30 "$log" >&2
-  rm -f "$log"
   say "the build failed (above: the end of cargo's output)"
   exit 1
-fi
-bin="$PREFIX/bin/ahp-wrap"
-say "installed $bin"
+}
 
-# The hook starts on every tool call of every agent: linked statically (glibc's static-pie), it
-# skips the dynamic loader, about a third of its cost (BENCHMARKS.md). Only the hook's own crate
-# is compiled again; the dynamically linked one cargo installed stays where this cannot be done.
-hook="$PREFIX/bin/ahp-wrap-hook"
-static() { case $(ldd "$1" 2>&1 || true) in *"statically linked"* | *"not a dynamic"*) return 0 ;; esac; return 1; }
+# The wrapper: the functions a run executes laid out together at the start of its code
+# (bench/hot-functions.txt, lld's symbol ordering; a page fault on code maps the 64 KiB
+# around it, so scattered code keeps most of the 13 MB executable resident), and its
+# relocations packed (DT_RELR: glibc 2.36 reads 9 KB of them at start instead of 700 KB).
+# BENCHMARKS.md has the figures.
+wrap_flags=(-C "link-arg=-Wl,--symbol-ordering-file=$PWD/bench/hot-functions.txt"
+  -C link-arg=-Wl,--no-warn-symbol-ordering -C link-arg=-Wl,-z,pack-relative-relocs)
+wrap_how="its hot code first"
+if ! links "${wrap_flags[@]}"; then
+  wrap_flags=()
+  wrap_how="linked as cargo links it: this linker lacks lld's --symbol-ordering-file or DT_RELR"
+fi
+build ahp-wrap "${wrap_flags[@]}" || failed
+# The hook, started on every tool call: linked statically where glibc is (no dynamic loader's
+# work per call), which its code allows (no name-service lookups).
+hook_how="dynamically linked"
 if getconf GNU_LIBC_VERSION >/dev/null 2>&1; then
-  # cargo keeps one build of the hook's crate per profile: touched, it is compiled again (the
-  # library is not) with the static link, whatever the last build of it was.
-  touch src/bin/ahp-wrap-hook.rs
-  if cargo rustc --locked --release --bin ahp-wrap-hook --target-dir "$tdir" \
-      -- -C target-feature=+crt-static >"$log" 2>&1 &&
-    static "$tdir/release/ahp-wrap-hook" &&
-    cp "$tdir/release/ahp-wrap-hook" "$hook.new" && mv -f "$hook.new" "$hook"; then
-    say "installed $hook (statically linked)"
+  if links -C target-feature=+crt-static && build ahp-wrap-hook -C target-feature=+crt-static &&
+    static "$tdir/release/ahp-wrap-hook"; then
+    hook_how="statically linked"
   else
-    rm -f "$hook.new"
     tail -n 5 "$log" >&2
-    say "installed $hook (dynamically linked: the static link failed, above)"
+    hook_how="dynamically linked: the static link failed, above"
+    build ahp-wrap-hook || failed
   fi
 else
-  say "installed $hook"
+  build ahp-wrap-hook || failed
 fi
-rm -f "$log"
+
+dest=${into:-$PREFIX/bin}
+mkdir -p "$dest"
+bin="$dest/ahp-wrap"
+hook="$dest/ahp-wrap-hook"
+for f in ahp-wrap ahp-wrap-hook; do
+  cp "$tdir/release/$f" "$dest/$f.new" && mv -f "$dest/$f.new" "$dest/$f"
+done
+say "installed $bin ($wrap_how)"
+say "installed $hook ($hook_how)"
+if [ -n "${into:-}" ]; then exit 0; fi
 
 mkdir -p "$PREFIX/share/ahp-wrap"
 rm -rf "$PREFIX/share/ahp-wrap/shims"

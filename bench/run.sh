@@ -42,29 +42,18 @@ while [ $# -gt 0 ]; do
   shift
 done
 
-# What install.sh installs: the wrapper beside its hook, linked statically where it can be
+# What install.sh installs, built by install.sh itself (its own target directory): the wrapper
+# with the code a run executes laid out first, its hook linked statically where it can be
 # (Linux with glibc). The benches run that (AHP_BENCH_WRAP); unless --compare names another,
 # the dynamically linked hook cargo builds is timed beside it in the same run.
-cargo build --locked -q --profile bench --bins
 inst=$target/bench-install
-mkdir -p "$inst"
-cp "$target/release/ahp-wrap" "$target/release/ahp-wrap-hook" "$inst/"
+./install.sh --build-into "$inst"
+cargo build --locked -q --profile bench --bins
 if [ ${#compare[@]} -eq 0 ]; then
   mkdir -p "$target/bench-dynamic-hook"
   cp "$target/release/ahp-wrap-hook" "$target/bench-dynamic-hook/"
   compare=(--compare "$target/bench-dynamic-hook/ahp-wrap-hook")
 fi
-static() { case $(ldd "$1" 2>&1 || true) in *"statically linked"* | *"not a dynamic"*) return 0 ;; esac; return 1; }
-# Touched, the hook's crate is compiled again (cargo keeps one build of it per profile).
-if getconf GNU_LIBC_VERSION >/dev/null 2>&1 && touch src/bin/ahp-wrap-hook.rs &&
-  cargo rustc --locked -q --release --bin ahp-wrap-hook -- -C target-feature=+crt-static &&
-  static "$target/release/ahp-wrap-hook"; then
-  cp "$target/release/ahp-wrap-hook" "$inst/"
-  echo "the hook under test: statically linked ($inst/ahp-wrap-hook)" >&2
-else
-  echo "the hook under test: dynamically linked (no static link here)" >&2
-fi
-touch src/bin/ahp-wrap-hook.rs # and the benches get cargo's own again
 export AHP_BENCH_WRAP=$inst/ahp-wrap
 # The closest peer, timed beside the hook on the same payload (issue 23): OpenMoat, pinned,
 # installed once from the crates registry outside this project (its init refuses a binary

@@ -133,6 +133,30 @@ fn the_quick_start_runs_as_written() {
             "{stderr}"
         );
     }
+    // The wrapper's code starts with the functions a run executes (bench/hot-functions.txt,
+    // given to lld, the linker rustc uses on x86-64 Linux): the first function in it is one
+    // of the list.
+    if glibc && cfg!(target_arch = "x86_64") {
+        assert!(stderr.contains("ahp-wrap (its hot code first)"), "{stderr}");
+        let nm = Command::new("nm")
+            .args(["-n", "--defined-only"])
+            .arg(local.join("bin/ahp-wrap"))
+            .output()
+            .expect("nm (binutils) runs");
+        let symbols = String::from_utf8_lossy(&nm.stdout);
+        let first = symbols
+            .lines()
+            .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+                [_, "t" | "T", name] => Some(name),
+                _ => None,
+            })
+            .expect("a function in the installed wrapper");
+        let hot = std::fs::read_to_string(root().join("bench/hot-functions.txt")).unwrap();
+        assert!(
+            hot.lines().any(|l| l == first),
+            "the wrapper's code starts with {first}, not a function of the list"
+        );
+    }
     let man = std::fs::read_to_string(local.join("share/man/man1/ahp-wrap.1")).unwrap();
     assert!(man.contains(".TH ahp-wrap"), "a manual page: {man:.200}");
     let out = bash("./install.sh --uninstall", home.path());
