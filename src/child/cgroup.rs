@@ -104,6 +104,11 @@ pub fn members(dir: &Path) -> Vec<i32> {
         .unwrap_or_default()
 }
 
+/// Whether the group at `dir` has no process left (`false` when that cannot be read).
+pub fn is_empty(dir: &Path) -> bool {
+    std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
+}
+
 /// Kills every process in the group at `dir` (`cgroup.kill`, or SIGKILL one by one where
 /// the kernel has no `cgroup.kill`), then removes the group once it is empty.
 pub fn kill_and_remove(dir: &Path) {

@@ -40,6 +40,22 @@ pub fn processes() -> Option<HashMap<i32, Stat>> {
     read_all()
 }
 
+/// The children of process `pid`, every thread's (`/proc/PID/task/*/children`: a process
+/// adopted by a subreaper is the child of one of its threads); `None` when the kernel does
+/// not list them (built without `CONFIG_PROC_CHILDREN`) or they cannot be read. A handful of
+/// reads where [`processes`] reads one file per process on the machine.
+pub fn children(pid: i32) -> Option<Vec<i32>> {
+    let mut out = Vec::new();
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let list = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+        out.extend(
+            list.split_whitespace()
+                .filter_map(|p| p.parse::<i32>().ok()),
+        );
+    }
+    Some(out)
+}
+
 /// One process's entry, if it exists. Runs per hook call (the sender's ancestry), so it
 /// reads the file the way a sweep does: one open, one read, no size query.
 pub fn stat(pid: i32) -> Option<Stat> {

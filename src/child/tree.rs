@@ -138,14 +138,7 @@ impl Tracker {
     /// One look: tells the guardian about orphans adopted since the last look, so it can
     /// end them if we are killed, and reaps those that died.
     pub fn tick(&mut self) {
-        let Some(table) = procfs::processes() else {
-            return;
-        };
-        for pid in adopted_and_agent(&table, self.me) {
-            if pid == self.agent {
-                continue;
-            }
-            let st = table[&pid];
+        for (pid, st) in self.adopted() {
             if st.state == b'Z' {
                 reap(pid);
                 self.reported.remove(&(pid, st.start));
@@ -158,9 +151,59 @@ impl Tracker {
         }
     }
 
+    /// The orphans adopted so far (the wrapper's children that are neither the agent nor its
+    /// own), with their entries: from the wrapper's list of children where the kernel keeps
+    /// one, else from the whole process table.
+    fn adopted(&self) -> Vec<(i32, Stat)> {
+        let foreign = |pid: &i32| *pid != self.agent;
+        match procfs::children(self.me) {
+            Some(children) => {
+                let own = own();
+                children
+                    .into_iter()
+                    .filter(|pid| foreign(pid) && !own.contains(pid))
+                    .filter_map(|pid| procfs::stat(pid).map(|st| (pid, st)))
+                    .collect()
+            }
+            None => {
+                let Some(table) = procfs::processes() else {
+                    return Vec::new();
+                };
+                adopted_and_agent(&table, self.me)
+                    .into_iter()
+                    .filter(foreign)
+                    .map(|pid| (pid, table[&pid]))
+                    .collect()
+            }
+        }
+    }
+
+    /// Whether nothing of the agent's tree is left, known without reading the whole process
+    /// table: the wrapper, a subreaper, adopts every orphan, so once the agent has ended,
+    /// whatever is left of its tree hangs below a child of the wrapper that is not its own,
+    /// or sits in the agent's cgroup. `false` when either cannot be read.
+    fn nothing_left(&self) -> bool {
+        let Some(children) = procfs::children(self.me) else {
+            return false;
+        };
+        let own = own();
+        children.iter().all(|pid| own.contains(pid))
+            && self
+                .cgroup
+                .as_ref()
+                .is_none_or(|c| cgroup::is_empty(c.dir()))
+    }
+
     /// The agent has ended: ends everything still in its tree (SIGTERM, then SIGKILL after
     /// `grace`), reaps it, and returns how many processes that was.
     pub fn end(&mut self, grace: Duration) -> usize {
+        if self.nothing_left() {
+            // The common end of a run: one look at the wrapper's children, no sweep.
+            if let Some(c) = &self.cgroup {
+                cgroup::kill_and_remove(c.dir());
+            }
+            return 0;
+        }
         let me = self.me;
         let dir = self.cgroup.as_ref().map(|c| c.dir().to_owned());
         let ended = take_down(
