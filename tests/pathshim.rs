@@ -228,6 +228,80 @@ fn the_command_set_follows_the_command_line() {
     );
 }
 
+/// The shim directory is kept between runs (one per hook executable and command set), the
+/// floor keeps the agent from changing it, and a run that finds it changed makes it again
+/// before the agent starts: a link replaced while the floor was off does not outlive that run.
+#[test]
+fn the_kept_shim_directory_is_protected_and_made_again_when_changed() {
+    let ws = tempfile::tempdir().unwrap();
+    let outside = tempfile::tempdir().unwrap();
+    let victim = outside.path().join("victim");
+    std::fs::create_dir(&victim).unwrap();
+    std::fs::write(victim.join("precious"), "x").unwrap();
+    std::fs::write(
+        ws.path().join("fake"),
+        "#!/bin/sh\ntouch \"$PWD/ran_fake\"\n",
+    )
+    .unwrap();
+    // A command set of this test's own: its directory is no other test's.
+    let own = ["--intercept", "kept-dir-test"];
+    let swap = r#"ln -sf "$PWD/fake" "$AHP_WRAP_PATHSHIM_DIR/rm"; echo $? > rc_swap"#;
+    // On the floor: the swap is refused.
+    let out = agent(
+        ws.path(),
+        &own,
+        &format!(r#"echo "$AHP_WRAP_PATHSHIM_DIR" > dir_a; {swap}"#),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_ne!(read(ws.path(), "rc_swap").trim(), "0", "{}", show(&out));
+    // Without it, the agent swaps the link for a program of its own...
+    let out = agent(
+        ws.path(),
+        &[own[0], own[1], "--floor", "off"],
+        &format!(r#"echo "$AHP_WRAP_PATHSHIM_DIR" > dir_b; {swap}"#),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert_eq!(read(ws.path(), "rc_swap").trim(), "0", "{}", show(&out));
+    let dir = read(ws.path(), "dir_a").trim().to_owned();
+    assert_eq!(
+        read(ws.path(), "dir_b").trim(),
+        dir,
+        "the directory is kept"
+    );
+    assert!(
+        Path::new(&dir)
+            .file_name()
+            .unwrap()
+            .to_str()
+            .unwrap()
+            .starts_with("ahp-wrap-shims-"),
+        "{dir}"
+    );
+    let rm = Path::new(&dir).join("rm");
+    assert_eq!(std::fs::read_link(&rm).unwrap(), ws.path().join("fake"));
+    // ...which the next run replaces before its agent runs `rm`.
+    let out = agent(
+        ws.path(),
+        &own,
+        &format!(
+            r#"echo "$AHP_WRAP_PATHSHIM_DIR" > dir_c; rm -rf '{}'"#,
+            victim.display()
+        ),
+    );
+    assert_eq!(read(ws.path(), "dir_c").trim(), dir, "{}", show(&out));
+    assert!(
+        victim.join("precious").exists(),
+        "the victim was deleted: {}",
+        show(&out)
+    );
+    assert!(!ws.path().join("ran_fake").exists(), "{}", show(&out));
+    assert_eq!(
+        std::fs::canonicalize(&rm).unwrap(),
+        std::fs::canonicalize(env!("CARGO_BIN_EXE_ahp-wrap-hook")).unwrap(),
+        "the link is the hook again"
+    );
+}
+
 #[test]
 fn a_shim_outside_a_run_refuses_to_run_anything() {
     // The shim directory's entry is the hook executable under another name; started
