@@ -134,8 +134,8 @@ fn the_quick_start_runs_as_written() {
         );
     }
     // The wrapper's code starts with the functions a run executes (bench/hot-functions.txt,
-    // given to lld, the linker rustc uses on x86-64 Linux): the first function in it is one
-    // of the list.
+    // given to lld, the linker rustc uses on x86-64 Linux): most of its first 200 functions
+    // are in the list (linked as cargo links it, 57 of them are: `_start` and a few more).
     if glibc && cfg!(target_arch = "x86_64") {
         assert!(stderr.contains("ahp-wrap (its hot code first)"), "{stderr}");
         let nm = Command::new("nm")
@@ -144,17 +144,21 @@ fn the_quick_start_runs_as_written() {
             .output()
             .expect("nm (binutils) runs");
         let symbols = String::from_utf8_lossy(&nm.stdout);
-        let first = symbols
+        let hot = std::fs::read_to_string(root().join("bench/hot-functions.txt")).unwrap();
+        let hot: std::collections::HashSet<&str> = hot.lines().collect();
+        let first: Vec<&str> = symbols
             .lines()
-            .find_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
+            .filter_map(|l| match l.split_whitespace().collect::<Vec<_>>()[..] {
                 [_, "t" | "T", name] => Some(name),
                 _ => None,
             })
-            .expect("a function in the installed wrapper");
-        let hot = std::fs::read_to_string(root().join("bench/hot-functions.txt")).unwrap();
+            .take(200)
+            .collect();
+        let listed = first.iter().filter(|f| hot.contains(*f)).count();
         assert!(
-            hot.lines().any(|l| l == first),
-            "the wrapper's code starts with {first}, not a function of the list"
+            listed >= 150,
+            "{listed} of the wrapper's first {} functions are in the list",
+            first.len()
         );
     }
     let man = std::fs::read_to_string(local.join("share/man/man1/ahp-wrap.1")).unwrap();
