@@ -49,7 +49,7 @@ case "${1:-}" in
     into=${2:?--build-into needs a directory}
     ;;
   "") ;;
-  *) say "unknown option $1 (usage: ./install.sh [--uninstall])"; exit 2 ;;
+  *) say "unknown option $1 (usage: ./install.sh [--uninstall | --build-into DIR])"; exit 2 ;;
 esac
 
 command -v cargo >/dev/null || { say "cargo is needed (https://rustup.rs)"; exit 1; }
