@@ -10,11 +10,11 @@ mod approvals;
 use std::process::Child;
 use std::time::Duration;
 
-use ahp::ahp_types::actions::{ChatToolCallConfirmedAction, StateAction};
+use ahp::ahp_types::actions::StateAction;
 use ahp::ahp_types::state::SnapshotState;
 use ahp::{Client, ClientConfig, ClientError, SubscriptionEvent};
 use ahp_ws::WebSocketTransport;
-use approvals::{Serve, ALICE, BOB, CAROL, REASON, RULE};
+use approvals::{confirm, Serve, ALICE, BOB, CAROL, REASON, RULE};
 use serde_json::{json, Value};
 
 const AUTH_REQUIRED: i32 = -32007;
@@ -91,23 +91,6 @@ async fn pending(c: &Client) -> (Value, Value) {
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     panic!("no pending confirmation appeared");
-}
-
-fn confirm(req: &Value, approved: bool) -> (String, StateAction) {
-    let action = ChatToolCallConfirmedAction {
-        turn_id: req["turnId"].as_str().unwrap().into(),
-        tool_call_id: req["toolCall"]["toolCallId"].as_str().unwrap().into(),
-        meta: None,
-        approved,
-        confirmed: None,
-        reason: None,
-        edited_tool_input: None,
-        user_suggestion: None,
-        reason_message: None,
-        selected_option_id: None,
-    };
-    let chat = req["chat"].as_str().unwrap().to_owned();
-    (chat, StateAction::ChatToolCallConfirmed(action))
 }
 
 /// Carol's token does not reach this directory: she sees no session and cannot subscribe

@@ -13,6 +13,9 @@
 //! mode; a person on the approvals page, reached from a thread that enters the namespace),
 //! `loopback = false`, and `enabled = false` (the network open, the files still confined).
 
+#[path = "../support/approvals.rs"]
+#[allow(dead_code)] // the approvals suites' helpers: this one answers the page's questions
+mod approvals;
 #[path = "../common/mod.rs"]
 mod common;
 mod settings;

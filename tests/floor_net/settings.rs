@@ -182,7 +182,7 @@ fn person(
 }
 
 async fn answer(answers: &[(&str, bool)]) -> Result<Vec<String>, String> {
-    use ahp::ahp_types::actions::{ChatToolCallConfirmedAction, StateAction};
+    use super::approvals::confirm;
     use serde_json::{json, Value};
     let endpoint = format!("ws://127.0.0.1:{HOST_PORT}/host");
     let mut tries = 0;
@@ -248,23 +248,8 @@ async fn answer(answers: &[(&str, bool)]) -> Result<Vec<String>, String> {
             let Some(&(_, approved)) = answers.iter().find(|(h, _)| input.contains(h)) else {
                 return Err(format!("asked about something else: {req}"));
             };
-            let action = ChatToolCallConfirmedAction {
-                turn_id: req["turnId"].as_str().unwrap_or("").into(),
-                tool_call_id: id,
-                meta: None,
-                approved,
-                confirmed: None,
-                reason: None,
-                edited_tool_input: None,
-                user_suggestion: None,
-                reason_message: None,
-                selected_option_id: None,
-            };
-            let chat = req["chat"].as_str().unwrap_or("").to_owned();
-            client
-                .dispatch(chat, StateAction::ChatToolCallConfirmed(action))
-                .await
-                .map_err(e)?;
+            let (chat, action) = confirm(&req, approved);
+            client.dispatch(chat, action).await.map_err(e)?;
             answered.push(input.to_owned());
         }
         tokio::time::sleep(Duration::from_millis(50)).await;

@@ -7,6 +7,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::sync::{Arc, Mutex};
 
+use ahp::ahp_types::actions::{ChatToolCallConfirmedAction, StateAction};
 use serde_json::Value;
 
 /// May see and answer everything.
@@ -18,6 +19,25 @@ pub const CAROL: &str = "carol-secret-0123456789";
 /// The rule that escalates, and the reason it gives.
 pub const RULE: &str = "marker-needs-a-person";
 pub const REASON: &str = "creating an approval marker needs a person";
+
+/// The answer to one pending confirmation `req` (an entry of a session's `inputNeeded`):
+/// the chat to dispatch it to, and the action that approves or refuses it.
+pub fn confirm(req: &Value, approved: bool) -> (String, StateAction) {
+    let action = ChatToolCallConfirmedAction {
+        turn_id: req["turnId"].as_str().unwrap().into(),
+        tool_call_id: req["toolCall"]["toolCallId"].as_str().unwrap().into(),
+        meta: None,
+        approved,
+        confirmed: None,
+        reason: None,
+        edited_tool_input: None,
+        user_suggestion: None,
+        reason_message: None,
+        selected_option_id: None,
+    };
+    let chat = req["chat"].as_str().unwrap().to_owned();
+    (chat, StateAction::ChatToolCallConfirmed(action))
+}
 
 pub fn wrap_bin() -> &'static str {
     env!("CARGO_BIN_EXE_ahp-wrap")
