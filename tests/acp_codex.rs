@@ -27,10 +27,6 @@ use agents::TestDir;
 use serde_json::{json, Value};
 use support::FakeLlm;
 
-fn skip() -> bool {
-    agents::skip("acp") || agents::skip("codex-acp")
-}
-
 /// The test's private directory, under the target directory: Codex will not put its helper
 /// links under /tmp.
 fn world() -> TestDir {
@@ -107,10 +103,11 @@ fn audit(world: &TestDir) -> Vec<Value> {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "codex-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or codex-acp setup"
+)]
 async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_the_rest() {
-    if skip() {
-        return;
-    }
     let world = world();
     let ws = world.ws().canonicalize().unwrap();
     let llm = FakeLlm::start(
@@ -175,10 +172,11 @@ async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "codex-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or codex-acp setup"
+)]
 async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_the_person() {
-    if skip() {
-        return;
-    }
     let world = world();
     let ws = world.ws().canonicalize().unwrap();
     let llm = FakeLlm::start(
@@ -208,10 +206,11 @@ async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_th
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "codex-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or codex-acp setup"
+)]
 async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
-    if skip() {
-        return;
-    }
     let world = world();
     let ws = world.ws().canonicalize().unwrap();
     let llm = FakeLlm::start(

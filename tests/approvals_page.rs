@@ -36,10 +36,6 @@ struct Scene {
     marker: PathBuf,
 }
 
-fn skipped() -> bool {
-    agents::skip("claude-code") || agents::skip("approvals")
-}
-
 fn scene(approval_timeout: &str) -> Scene {
     scene_with(&["--timeout", "60000", "--approval-timeout", approval_timeout])
 }
@@ -143,10 +139,11 @@ fn audit_source(scene: &Scene) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn approving_on_the_page_lets_the_command_run() {
-    if skipped() {
-        return;
-    }
     let scene = scene("45");
     let mut page = scene.page().await;
     let agent = scene.agent();
@@ -176,10 +173,11 @@ async fn approving_on_the_page_lets_the_command_run() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn denying_on_the_page_blocks_the_command_and_the_model_gets_the_reason() {
-    if skipped() {
-        return;
-    }
     let scene = scene("45");
     let mut page = scene.page().await;
     let agent = scene.agent();
@@ -209,10 +207,11 @@ async fn denying_on_the_page_blocks_the_command_and_the_model_gets_the_reason() 
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn no_click_before_the_deadline_falls_to_the_fail_mode() {
-    if skipped() {
-        return;
-    }
     let scene = scene("8");
     let mut page = scene.page().await;
     let agent = scene.agent();
@@ -247,10 +246,11 @@ async fn the_card(page: &mut Browser) -> Value {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn a_view_only_token_sees_the_escalation_without_buttons_and_the_deadline_decides() {
-    if skipped() {
-        return;
-    }
     let scene = scene("8");
     let mut page = scene.page_as(BOB).await;
     let agent = scene.agent();
@@ -282,10 +282,11 @@ async fn a_view_only_token_sees_the_escalation_without_buttons_and_the_deadline_
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn the_card_shows_the_wrappers_deadline_and_serve_gives_up_there() {
-    if skipped() {
-        return;
-    }
     // Serve would wait five minutes for a person; the wrapper waits 20 s for the event.
     let scene = scene_with(&["--timeout", "600000", "--approval-timeout", "300"]);
     let mut page = scene.page().await;
@@ -330,10 +331,11 @@ async fn release(page: &mut Browser) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "approvals"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or approvals setup"
+)]
 async fn an_answer_the_host_refuses_is_shown_on_the_card() {
-    if skipped() {
-        return;
-    }
     let scene = scene("45");
     let mut first = scene.page().await;
     let mut late = scene.page().await;

@@ -30,10 +30,11 @@ fn text(v: &Value) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_blocked_command_never_runs_and_the_model_gets_the_reason() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("blocked-marker");
     let api = FakeApi::start(
@@ -89,10 +90,11 @@ fn a_blocked_command_never_runs_and_the_model_gets_the_reason() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn an_explicitly_allowed_command_runs_and_its_output_reaches_the_model() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("allowed-marker");
     let api = FakeApi::start(
@@ -124,10 +126,11 @@ fn an_explicitly_allowed_command_runs_and_its_output_reaches_the_model() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn no_opinion_leaves_claudes_own_permission_rules_in_charge() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("unapproved-marker");
     let api = FakeApi::start(
@@ -155,10 +158,11 @@ fn no_opinion_leaves_claudes_own_permission_rules_in_charge() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_modified_command_is_the_one_that_runs() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let ws = world.ws();
     let (a1, b1, a2, b2) = (
@@ -202,10 +206,11 @@ fn a_modified_command_is_the_one_that_runs() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_blocked_prompt_never_reaches_the_model_server() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "I saw it."}]));
     let harness = world.harness(json!({"rules": [
@@ -238,10 +243,11 @@ fn a_blocked_prompt_never_reaches_the_model_server() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn context_from_the_harness_reaches_the_model() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "Noted."}]));
     let harness = world.harness(json!({"rules": [
@@ -304,26 +310,29 @@ fn fail_closed_run(rule: Value, name: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_harness_that_hangs_gets_the_command_blocked_within_the_deadline() {
-    if agents::skip("claude-code") {
-        return;
-    }
     fail_closed_run(json!({"event": "pre_action", "hang": true}), "hang");
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
-    if agents::skip("claude-code") {
-        return;
-    }
     fail_closed_run(json!({"event": "pre_action", "exit": true}), "down");
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_harness_that_never_starts_blocks_everything() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "hello"}]));
     let r = wrapped_with(
@@ -352,10 +361,11 @@ fn a_harness_that_never_starts_blocks_everything() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn hooks_the_user_passed_still_run_and_their_files_are_untouched() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let ws = world.ws();
     let marker = ws.join("tool-marker");
@@ -407,10 +417,11 @@ fn hooks_the_user_passed_still_run_and_their_files_are_untouched() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn disable_all_hooks_cannot_switch_supervision_off() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("unsupervised-marker");
     let api = FakeApi::start(
@@ -455,10 +466,11 @@ fn same_as_unwrapped(
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn an_allowed_run_has_the_same_stdout_and_exit_code_as_without_the_wrapper() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let ws = world.ws();
     let turns = json!([
@@ -478,10 +490,11 @@ fn an_allowed_run_has_the_same_stdout_and_exit_code_as_without_the_wrapper() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_failing_run_has_the_same_exit_code_as_without_the_wrapper() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     // One turn allowed, but the model wants a tool call: Claude stops with an error.
     let turns = json!([bash("echo one"), bash("echo two"), {"text": "never"}]);
@@ -494,10 +507,11 @@ fn a_failing_run_has_the_same_exit_code_as_without_the_wrapper() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn claudes_permission_request_goes_to_the_harness_as_a_confirmation() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let (yes, no) = (world.ws().join("approved"), world.ws().join("rejected"));
     let api = FakeApi::start(
@@ -533,10 +547,11 @@ fn claudes_permission_request_goes_to_the_harness_as_a_confirmation() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn an_escalation_in_print_mode_follows_the_fail_mode() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("escalated-marker");
     let api = FakeApi::start(

@@ -71,10 +71,11 @@ fn attack(floor: &str) -> (bool, String) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
 fn a_script_written_then_run_cannot_delete_outside_the_workspace() {
-    if agents::skip("claude-code") {
-        return;
-    }
     let (survived, result) = attack("on");
     assert!(
         survived,

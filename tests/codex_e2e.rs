@@ -28,10 +28,11 @@ fn text(v: &impl serde::Serialize) -> String {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_blocked_command_never_runs_and_the_model_gets_the_reason() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("blocked-marker");
     let api = FakeApi::start(
@@ -96,10 +97,11 @@ fn a_blocked_command_never_runs_and_the_model_gets_the_reason() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn an_allowed_command_runs_and_its_output_reaches_the_model() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("allowed-marker");
     let api = FakeApi::start(
@@ -132,10 +134,11 @@ fn an_allowed_command_runs_and_its_output_reaches_the_model() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_modified_command_is_the_one_that_runs() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let ws = world.ws();
     let (a1, b1, a2, b2) = (
@@ -185,10 +188,11 @@ fn a_modified_command_is_the_one_that_runs() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_blocked_prompt_never_reaches_the_model_server() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "I saw it."}]));
     let harness = world.harness(json!({"rules": [
@@ -217,10 +221,11 @@ fn a_blocked_prompt_never_reaches_the_model_server() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn context_from_the_harness_reaches_the_model() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "Noted."}]));
     let harness = world.harness(json!({"rules": [
@@ -283,27 +288,30 @@ fn fail_closed_run(rule: Value, name: &str) {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
-    if agents::skip("codex") {
-        return;
-    }
     fail_closed_run(json!({"event": "pre_action", "exit": true}), "down");
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_harness_that_hangs_gets_the_command_blocked_within_the_deadline() {
-    if agents::skip("codex") {
-        return;
-    }
     // Codex's own hook timeout fails open: this proves ours answers first.
     fail_closed_run(json!({"event": "pre_action", "hang": true}), "hang");
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn an_escalation_follows_the_fail_mode() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("escalated-marker");
     let api = FakeApi::start(
@@ -329,10 +337,11 @@ fn an_escalation_follows_the_fail_mode() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn the_users_hooks_keep_their_trust_and_their_files_are_untouched() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let ws = world.ws();
     let marker = ws.join("tool-marker");
@@ -423,10 +432,11 @@ trusted_hash = "{trusted_hash}"
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn switching_codex_hooks_off_is_refused() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let api = FakeApi::start(world.dir.path(), "api", json!([{"text": "hello"}]));
     let harness = world.harness(json!({}));
@@ -441,10 +451,11 @@ fn switching_codex_hooks_off_is_refused() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn a_codex_that_never_calls_our_hooks_is_reported_loudly() {
-    if agents::skip("codex") {
-        return;
-    }
     // A stand-in `codex` that ignores the injected hooks, as a future Codex that no longer
     // trusts them would: the run goes on, but the wrapper says it was not supervised.
     let world = World::new();
@@ -482,10 +493,11 @@ fn a_codex_that_never_calls_our_hooks_is_reported_loudly() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "codex",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the codex setup"
+)]
 fn hooks_switched_off_in_the_users_config_are_switched_back_on() {
-    if agents::skip("codex") {
-        return;
-    }
     let world = World::new();
     let marker = world.ws().join("unsupervised-marker");
     let api = FakeApi::start(

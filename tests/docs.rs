@@ -1,7 +1,8 @@
 //! Docs that cannot drift: each shim's README lists every file of its code in its table of
 //! files (`| `src/<file>` | what it does |`), so a file added to a shim is explained where a
 //! shim author looks first; the crate's module map (`src/lib.rs`) names every top-level
-//! module; every relative link of the Markdown resolves, to a file and a heading.
+//! module; every relative link of the Markdown resolves, to a file and a heading; every
+//! setup a test is ignored without (`skip_e2e = "<setup>"`) is a setup under `tests/`.
 
 use std::path::Path;
 
@@ -133,4 +134,41 @@ fn every_relative_link_in_the_docs_resolves() {
         }
     }
     assert!(broken.is_empty(), "broken links:\n{}", broken.join("\n"));
+}
+
+/// A test carrying `#[cfg_attr(skip_e2e = "<setup>", ignore = …)]` is ignored when
+/// `AHP_WRAP_SKIP_AGENT_E2E` names that setup: a name that is not a `tests/<setup>/setup.sh`
+/// would never match what a person skips, and the test would fail instead of being ignored.
+#[test]
+fn every_skipped_setup_a_test_names_is_a_setup() {
+    let tests = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests");
+    let mut wrong = Vec::new();
+    let mut seen = 0;
+    for file in std::fs::read_dir(&tests).unwrap().flatten() {
+        let path = file.path();
+        if path.extension().is_none_or(|e| e != "rs") {
+            continue;
+        }
+        let text = std::fs::read_to_string(&path).unwrap();
+        let code = text.lines().filter(|l| !l.trim_start().starts_with("//"));
+        for (at, found) in code.flat_map(|line| {
+            line.match_indices("skip_e2e = \"")
+                .map(move |(at, _)| (at, line))
+        }) {
+            let rest = &found[at + "skip_e2e = \"".len()..];
+            let setup = &rest[..rest.find('"').unwrap()];
+            seen += 1;
+            if !tests.join(setup).join("setup.sh").is_file() {
+                wrong.push(format!(
+                    "{}: skip_e2e = \"{setup}\" but there is no tests/{setup}/setup.sh",
+                    path.display()
+                ));
+            }
+        }
+    }
+    assert!(
+        seen >= 80,
+        "only {seen} skip_e2e names found: is the pattern still used?"
+    );
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }

@@ -35,17 +35,13 @@ hazards = ["filesystem-write"]
     )
 }
 
-/// The broker, or `None` when the RabbitMQ setup was skipped on purpose.
-fn broker() -> Option<&'static rabbitmq::Broker> {
-    if agents::skip("rabbitmq") {
-        return None;
-    }
-    Some(rabbitmq::shared())
-}
-
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn two_workers_share_one_queue_and_each_task_runs_once() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("once", &capability("once"));
     let log = f.path("runs.log");
@@ -116,8 +112,12 @@ fn two_workers_share_one_queue_and_each_task_runs_once() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_refused_task_never_starts_the_agent() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("refuse", &capability("refuse"));
     let agent = f.script(
@@ -188,8 +188,12 @@ fn a_refused_task_never_starts_the_agent() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_worker_killed_mid_task_leaves_it_to_another() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("redeliver", &capability("redeliver"));
     let d = f.dir.path().display();
@@ -241,8 +245,12 @@ fn a_worker_killed_mid_task_leaves_it_to_another() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn an_abort_stops_the_agents_whole_tree() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("abort", &capability("abort"));
     let d = f.dir.path().display();
@@ -305,8 +313,12 @@ fn an_abort_stops_the_agents_whole_tree() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn the_runs_ahp_events_reach_the_caller() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("events", &capability("events"));
     let victim = f.path("victim");
@@ -356,8 +368,12 @@ fn the_runs_ahp_events_reach_the_caller() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("frozen", &capability("frozen"));
     let d = f.dir.path().display();
@@ -388,8 +404,12 @@ fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_stopping_worker_gives_its_task_back() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("handback", &capability("handback"));
     let d = f.dir.path().display();
@@ -426,8 +446,12 @@ fn a_stopping_worker_gives_its_task_back() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn the_workers_policy_can_refuse_every_intent() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability("frozen-policy", &capability("frozen-policy"));
     let policy = f.path("freeze.toml");

@@ -20,16 +20,13 @@ use fleet::{read_pid, wait_file, wait_gone, Fleet};
 
 const LIMIT: Duration = Duration::from_secs(90);
 
-fn broker() -> Option<&'static rabbitmq::Broker> {
-    if agents::skip("rabbitmq") {
-        return None;
-    }
-    Some(rabbitmq::shared())
-}
-
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_task_nobody_offers_is_an_error_at_once() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let r = f.submit(
         broker,
@@ -46,8 +43,12 @@ fn a_task_nobody_offers_is_an_error_at_once() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn ctrl_c_at_the_caller_aborts_the_task() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability(
         "interrupt",
@@ -95,8 +96,12 @@ fn ctrl_c_at_the_caller_aborts_the_task() {
 }
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_task_past_the_capabilitys_time_limit_is_stopped() {
-    let Some(broker) = broker() else { return };
+    let broker = rabbitmq::shared();
     let f = Fleet::new();
     let cap = f.capability(
         "limited",

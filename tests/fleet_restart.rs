@@ -20,10 +20,11 @@ use fleet::{wait_file, Fleet};
 const LIMIT: Duration = Duration::from_secs(90);
 
 #[test]
+#[cfg_attr(
+    skip_e2e = "rabbitmq",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the rabbitmq setup"
+)]
 fn a_broker_restart_is_survived() {
-    if agents::skip("rabbitmq") {
-        return;
-    }
     let broker = rabbitmq::Broker::start();
     let f = Fleet::new();
     let cap = f.capability(

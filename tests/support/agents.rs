@@ -23,27 +23,10 @@ pub fn root() -> &'static Path {
 
 /// The variable that skips the end-to-end suites of agent CLIs whose setup was skipped on
 /// purpose: setup names (`claude-code,codex`), or `all`. `tests/run-all.sh` then skips their
-/// setup too. CI never sets it: there every CLI is installed and every suite runs.
+/// setup too, and `build.rs` turns each name into `--cfg skip_e2e="<setup>"`, which the
+/// tests needing that setup turn into `ignore`: they show as ignored, never as passed. CI
+/// never sets it: there every CLI is installed and every suite runs.
 pub const SKIP_ENV: &str = "AHP_WRAP_SKIP_AGENT_E2E";
-
-/// Whether `SKIP_ENV` names `setup` (or says `all`). A test that is skipped says so on the
-/// real stderr, which the test harness does not capture.
-pub fn skip(setup: &str) -> bool {
-    let list = std::env::var(SKIP_ENV).unwrap_or_default();
-    let skipped = list
-        .split(',')
-        .map(str::trim)
-        .any(|s| s == setup || s == "all");
-    if skipped {
-        let test = std::thread::current().name().unwrap_or("a test").to_owned();
-        let _ = std::io::Write::write_all(
-            &mut std::io::stderr(),
-            format!("skipping {test}: {SKIP_ENV}={list} says the {setup} CLI was not set up\n")
-                .as_bytes(),
-        );
-    }
-    skipped
-}
 
 /// An agent CLI installed by `tests/<setup>/setup.sh` into
 /// `tests/.cache/agents/<setup>-<version>/<exe>`, or a failure that says how to install it.
