@@ -249,7 +249,7 @@ fn hook_benches(c: &mut Criterion) {
         ))),
         fail_mode: FailMode::Closed,
         timeout: Duration::from_secs(10),
-        asker: None,
+        approver: None,
     };
     let gate = Gate::new(
         "3f1c2a9e-0000-4000-8000-000000000000".into(),

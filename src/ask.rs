@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
-use crate::gate::{Answer, Approver, BoxFuture, Escalation};
+use crate::gate::{Approval, Approver, BoxFuture, Escalation};
 use crate::protocol::Event;
 
 /// Prompts on `/dev/tty`, one question at a time.
@@ -60,15 +60,15 @@ impl Asker {
 }
 
 impl Approver for Asker {
-    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Answer> {
+    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(async move {
             match self.ask(e.event, e.reason, e.target).await {
-                Ok(true) => Answer::Allow { by: None },
-                Ok(false) => Answer::Deny {
+                Ok(true) => Approval::Allow { by: None },
+                Ok(false) => Approval::Deny {
                     by: None,
                     reason: format!("declined at the terminal ({})", e.reason),
                 },
-                Err(why) => Answer::Unanswered(format!(
+                Err(why) => Approval::Unanswered(format!(
                     "escalated to a person ({}), and the terminal prompt failed: {why}",
                     e.reason
                 )),

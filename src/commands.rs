@@ -432,7 +432,7 @@ async fn serve_async(
         harness: Harness::Embedded(embedded),
         fail_mode: args.fail_mode.into(),
         timeout: approval_timeout(args.approval_timeout, args.timeout),
-        asker: host.clone().map(|host| host as Arc<dyn Approver>),
+        approver: host.clone().map(|host| host as Arc<dyn Approver>),
     };
     let engine = Arc::new(Engine::new(
         decider,

@@ -92,11 +92,11 @@ pub struct LogSink {
     /// Whether the file was chosen by us (and may be removed at exit when empty).
     pub default_file: bool,
     /// Warnings and errors held back while the agent owned the terminal.
-    held: Option<Arc<Mutex<Held>>>,
+    held: Option<Arc<Mutex<Backlog>>>,
 }
 
 #[derive(Debug, Default)]
-struct Held {
+struct Backlog {
     lines: VecDeque<String>,
     dropped: usize,
 }
@@ -161,7 +161,7 @@ pub fn init(
         }
         None => (None, None, false),
     };
-    let held = hold.then(|| Arc::new(Mutex::new(Held::default())));
+    let held = hold.then(|| Arc::new(Mutex::new(Backlog::default())));
     match handle {
         Some(f) => builder
             .with_ansi(false)
@@ -189,7 +189,7 @@ pub fn init(
 /// Writes log lines to the file and keeps a copy of the warnings and errors.
 struct FileWriter {
     file: Arc<Mutex<File>>,
-    held: Option<Arc<Mutex<Held>>>,
+    held: Option<Arc<Mutex<Backlog>>>,
 }
 
 impl<'a> MakeWriter<'a> for FileWriter {
@@ -215,7 +215,7 @@ impl<'a> MakeWriter<'a> for FileWriter {
 /// One event's output: written to the file as one write when the event is done.
 struct EventWriter {
     file: Arc<Mutex<File>>,
-    hold: Option<Arc<Mutex<Held>>>,
+    hold: Option<Arc<Mutex<Backlog>>>,
     buf: Vec<u8>,
 }
 
@@ -260,7 +260,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
         let file = Arc::new(Mutex::new(File::create(&path).unwrap()));
-        let held = Arc::new(Mutex::new(Held::default()));
+        let held = Arc::new(Mutex::new(Backlog::default()));
         for i in 0..MAX_HELD + 2 {
             let mut w = EventWriter {
                 file: file.clone(),

@@ -75,7 +75,7 @@ impl Auditor {
         ruling: &Ruling<'_>,
         peer: Option<AuditPeer>,
     ) -> Result<(), String> {
-        let record = decided(event, framework_session, ruling, peer);
+        let record = decision_record(event, framework_session, ruling, peer);
         self.observed(event, record).await
     }
 
@@ -152,7 +152,7 @@ pub struct Ruling<'a> {
 
 /// The record of a decided event. The decision's note is the reason when the verdict has
 /// none (the fail mode's cause, or what observe mode did not enforce).
-pub fn decided(
+pub fn decision_record(
     event: &Event,
     framework_session: Option<String>,
     decision: &Ruling<'_>,
@@ -195,6 +195,6 @@ pub fn notified(
     };
     AuditRecord {
         decision: "notified".to_owned(),
-        ..decided(event, framework_session, &none, peer)
+        ..decision_record(event, framework_session, &none, peer)
     }
 }

@@ -48,14 +48,14 @@
 //! in the user's state directory). So:
 //!
 //! - a log whose only damage is an incomplete last record that nothing acknowledges is
-//!   [`Outcome::CrashTruncated`] (`audit verify` exits 3);
+//!   [`Integrity::CrashTruncated`] (`audit verify` exits 3);
 //! - a cut or missing record that the commit head had acknowledged, or a record that differs
-//!   from the acknowledged one, is [`Outcome::Tampered`] (exit 1), and the writer refuses to
+//!   from the acknowledged one, is [`Integrity::Tampered`] (exit 1), and the writer refuses to
 //!   continue such a log (it would otherwise paper over the cut with a recovery record);
 //! - a non-record line followed by more records with no recovery record naming it is
 //!   tampering too (exit 1);
 //! - damage that a later writer recovered is never reported as intact:
-//!   [`Outcome::RecoveredDamage`] (exit 4), a finding to look at, because it may have been a
+//!   [`Integrity::RecoveredDamage`] (exit 4), a finding to look at, because it may have been a
 //!   cut made before that run (on another machine, or with the head removed, nothing says).
 //!
 //! The head is a tripwire, not a proof: whoever can edit the log as the same user can also
@@ -70,7 +70,7 @@
 //! - `writer`: [`AuditLog`], appends and crash recovery.
 //! - `tail`: reading back the end of a log: where the chain stands, and crash debris.
 //! - [`redact`]: secret redaction, applied to the payload and reason before writing.
-//! - `verify`: [`verify()`] and its [`VerifyReport`], [`Outcome`] (the exit code).
+//! - `verify`: [`verify()`] and its [`VerifyReport`], [`Integrity`] (the exit code).
 //! - [`head`]: the commit head a clean close leaves outside the log.
 //! - `summary`: [`Summary`], built while appending or read back with [`summary()`].
 
@@ -94,10 +94,12 @@ use std::path::Path;
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-pub use auditor::{decided, notified, Auditor, Observer, Ruling};
+pub use auditor::{decision_record, notified, Auditor, Observer, Ruling};
 pub use chain::Alg;
 pub use summary::{summary, Blocked, Summary};
-pub use verify::{verify, verify_with_head, Outcome, Problem, ProblemKind, Recovery, VerifyReport};
+pub use verify::{
+    verify, verify_with_head, Integrity, Problem, ProblemKind, Recovery, VerifyReport,
+};
 pub use writer::AuditLog;
 
 /// How an observe-mode record's reason starts: what would have been decided.

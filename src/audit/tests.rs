@@ -217,7 +217,7 @@ fn a_last_line_cut_mid_way_is_a_truncation_not_tampering() {
     let report = verify(&path, Some(KEY));
     assert_problem(&report, 4, ProblemKind::Truncated { bytes: 30 });
     assert_eq!(report.problem.as_ref().unwrap().offset, last_start as u64);
-    assert_eq!(report.outcome(), Outcome::CrashTruncated);
+    assert_eq!(report.outcome(), Integrity::CrashTruncated);
     assert!(report.problem.unwrap().kind.is_crash());
     assert_eq!(report.records, 3);
 }
@@ -286,7 +286,7 @@ fn garbage_in_the_middle_is_malformed() {
     write_lines(&path, &all);
     let report = verify(&path, None);
     assert_problem(&report, 2, ProblemKind::CutInTheMiddle);
-    assert_eq!(report.outcome(), Outcome::Tampered);
+    assert_eq!(report.outcome(), Integrity::Tampered);
 }
 
 #[test]
@@ -314,7 +314,7 @@ fn a_crash_mid_write_verifies_up_to_the_last_record_and_reopening_recovers() {
     // Recovered, but never called intact: a cut before this reopening looks the same.
     let report = verify(&path, Some(KEY));
     assert!(report.problem.is_none(), "{}", report.to_text());
-    assert_eq!(report.outcome(), Outcome::RecoveredDamage);
+    assert_eq!(report.outcome(), Integrity::RecoveredDamage);
     assert!(report.to_text().contains("FINDING: a record was cut"));
     assert_eq!(report.records, 6);
     let recovery = Recovery {
@@ -343,7 +343,7 @@ fn a_crash_during_recovery_and_zero_filled_blocks_are_recovered_too() {
     let report = verify(&path, None);
     assert_eq!(
         report.outcome(),
-        Outcome::RecoveredDamage,
+        Integrity::RecoveredDamage,
         "{}",
         report.to_text()
     );

@@ -42,9 +42,12 @@ fn an_acknowledged_record_cut_before_the_next_run_is_tampering_not_a_crash() {
     // Verify on this machine: the cut record had been acknowledged.
     let report = verify_with_head(&path, Some(KEY), Some(&committed));
     assert_problem(&report, 4, ProblemKind::CommittedCut { committed: 3 });
-    assert_eq!(report.outcome(), Outcome::Tampered);
+    assert_eq!(report.outcome(), Integrity::Tampered);
     // Without the head it is what a crash leaves, and says so; never intact.
-    assert_eq!(verify(&path, Some(KEY)).outcome(), Outcome::CrashTruncated);
+    assert_eq!(
+        verify(&path, Some(KEY)).outcome(),
+        Integrity::CrashTruncated
+    );
 
     // The next run refuses to paper over it.
     let before = fs::read(&path).unwrap();
@@ -61,7 +64,12 @@ fn an_acknowledged_record_cut_before_the_next_run_is_tampering_not_a_crash() {
     all.pop();
     write_lines(&path, &all);
     let report = verify_with_head(&path, Some(KEY), Some(&committed));
-    assert_eq!(report.outcome(), Outcome::Tampered, "{}", report.to_text());
+    assert_eq!(
+        report.outcome(),
+        Integrity::Tampered,
+        "{}",
+        report.to_text()
+    );
     assert!(AuditLog::open_with_heads(&path, Some(KEY.to_vec()), Some(&heads)).is_err());
 }
 
@@ -80,7 +88,7 @@ fn a_cut_record_recovered_without_evidence_is_a_finding_never_intact() {
     let report = verify(&path, Some(KEY));
     assert_eq!(
         report.outcome(),
-        Outcome::RecoveredDamage,
+        Integrity::RecoveredDamage,
         "{}",
         report.to_text()
     );
@@ -100,7 +108,7 @@ fn a_crash_after_the_last_clean_close_is_recovered_and_reported_as_damage() {
     let committed = head::read(&head::head_path(&heads, &path)).unwrap();
     assert_eq!(
         verify_with_head(&path, Some(KEY), Some(&committed)).outcome(),
-        Outcome::CrashTruncated
+        Integrity::CrashTruncated
     );
     let log = AuditLog::open_with_heads(&path, Some(KEY.to_vec()), Some(&heads)).unwrap();
     assert_eq!(log.summary().recovered, 1);
@@ -113,7 +121,7 @@ fn a_crash_after_the_last_clean_close_is_recovered_and_reported_as_damage() {
     let report = verify_with_head(&path, Some(KEY), Some(&committed));
     assert_eq!(
         report.outcome(),
-        Outcome::RecoveredDamage,
+        Integrity::RecoveredDamage,
         "{}",
         report.to_text()
     );

@@ -87,7 +87,7 @@ pub enum ProblemKind {
 
 /// What a verification found, as `audit verify` exits with it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Outcome {
+pub enum Integrity {
     /// Every record verified, no damage anywhere.
     Intact = 0,
     /// Edited, dropped, reordered, forged, or cut where a crash cannot have cut it.
@@ -109,11 +109,11 @@ impl ProblemKind {
     }
 
     /// How `audit verify` classes this problem.
-    pub fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> Integrity {
         match self {
-            ProblemKind::Io(_) | ProblemKind::KeyRequired => Outcome::Unverifiable,
-            ProblemKind::Truncated { .. } => Outcome::CrashTruncated,
-            _ => Outcome::Tampered,
+            ProblemKind::Io(_) | ProblemKind::KeyRequired => Integrity::Unverifiable,
+            ProblemKind::Truncated { .. } => Integrity::CrashTruncated,
+            _ => Integrity::Tampered,
         }
     }
 }
@@ -173,15 +173,15 @@ impl fmt::Display for ProblemKind {
 impl VerifyReport {
     /// Whether the whole log verified, with no damage anywhere.
     pub fn is_ok(&self) -> bool {
-        self.outcome() == Outcome::Intact
+        self.outcome() == Integrity::Intact
     }
 
     /// What was found, as an exit code class.
-    pub fn outcome(&self) -> Outcome {
+    pub fn outcome(&self) -> Integrity {
         match (&self.problem, self.recoveries.is_empty()) {
             (Some(p), _) => p.kind.outcome(),
-            (None, false) => Outcome::RecoveredDamage,
-            (None, true) => Outcome::Intact,
+            (None, false) => Integrity::RecoveredDamage,
+            (None, true) => Integrity::Intact,
         }
     }
 

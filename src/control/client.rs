@@ -8,7 +8,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
-use super::wire::{self, Answer, Kind};
+use super::wire::{self, CallerReply, Kind};
 use super::{endpoint, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN};
 use crate::jsonrpc::framing::{self, LineError};
 
@@ -70,7 +70,7 @@ impl Caller {
         name: &str,
         cwd: &Path,
         payload: &[u8],
-    ) -> Result<Answer, String> {
+    ) -> Result<CallerReply, String> {
         if !wire::is_word(name) {
             return Err(format!(
                 "the {} name {name:?} is not a plain word",
@@ -112,7 +112,7 @@ impl Caller {
         &self,
         mut reader: BufReader<std::os::unix::net::UnixStream>,
         sent: Result<(), String>,
-    ) -> Result<Answer, String> {
+    ) -> Result<CallerReply, String> {
         let budget = self.budget_ms;
         let timed_out = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
@@ -140,7 +140,7 @@ impl Caller {
         let mut stderr = vec![0; err_len];
         reader.read_exact(&mut stdout).map_err(timed_out)?;
         reader.read_exact(&mut stderr).map_err(timed_out)?;
-        Ok(Answer {
+        Ok(CallerReply {
             stdout,
             stderr,
             exit_code,

@@ -18,7 +18,7 @@ pub mod wire;
 
 pub use endpoint::{TakenOver, Watched};
 pub use server::{AgentSlot, ControlServer, Handler, Peer, Request};
-pub use wire::{Answer, Kind};
+pub use wire::{CallerReply, Kind};
 
 /// Address of the control socket (`@name` for an abstract socket, else a path), in the
 /// agent's environment.

@@ -53,7 +53,7 @@ pub struct Request {
 
 /// What answers the run's requests.
 pub trait Handler: Send + Sync + 'static {
-    fn handle(&self, request: Request) -> impl Future<Output = wire::Answer> + Send;
+    fn handle(&self, request: Request) -> impl Future<Output = wire::CallerReply> + Send;
 }
 
 /// Where the agent's pid goes once it runs, for the peer check.

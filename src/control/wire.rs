@@ -67,7 +67,7 @@ pub struct RequestHeader {
 
 /// What the calling process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Answer {
+pub struct CallerReply {
     pub stdout: Vec<u8>,
     pub stderr: Vec<u8>,
     pub exit_code: i32,

@@ -20,7 +20,7 @@ use crate::exit::Exit;
 const TICK: Duration = Duration::from_millis(50);
 
 /// How handling a delivery ended.
-pub enum Outcome {
+pub enum Handled {
     /// Answered and acked (or rejected, for a message that is no task).
     Done,
     /// The connection went: the task stays unacked and is given out again.
@@ -59,17 +59,18 @@ impl Ending {
     }
 }
 
-/// The connection to the broker is gone (why).
-struct Lost(String);
+/// Why a task is left unacked, to be given out again: the connection to the broker, or the
+/// run's process, is gone.
+struct Unacked(String);
 
-impl From<AmqpError> for Lost {
-    fn from(e: AmqpError) -> Lost {
-        Lost(crate::error_chain(&e))
+impl From<AmqpError> for Unacked {
+    fn from(e: AmqpError) -> Unacked {
+        Unacked(crate::error_chain(&e))
     }
 }
 
 /// Answers one task on its reply queue, with its correlation id.
-struct Answer {
+struct Replier {
     ch: Channel,
     reply_to: String,
     task_id: String,
@@ -79,7 +80,7 @@ struct Answer {
     started: Instant,
 }
 
-impl Answer {
+impl Replier {
     async fn event(&mut self, mut event: TaskEvent) -> Result<(), AmqpError> {
         self.seq += 1;
         event.seq = self.seq;
@@ -135,7 +136,7 @@ pub async fn delivery(
     s: &mut Session,
     d: Delivery,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
-) -> Outcome {
+) -> Handled {
     let reply_to = d
         .properties
         .reply_to()
@@ -151,7 +152,7 @@ pub async fn delivery(
         tracing::warn!("a message without reply_to was dropped: nobody can be answered");
         return reject(&d).await;
     };
-    let mut answer = Answer {
+    let mut answer = Replier {
         ch: s.tasks.clone(),
         reply_to,
         task_id: correlation.unwrap_or_else(|| "unknown".into()),
@@ -169,7 +170,7 @@ pub async fn delivery(
                 .await;
             return match refused {
                 Ok(()) => reject(&d).await,
-                Err(e) => Outcome::Lost(crate::error_chain(&e)),
+                Err(e) => Handled::Lost(crate::error_chain(&e)),
             };
         }
     };
@@ -177,8 +178,8 @@ pub async fn delivery(
     let outcome = run_task(w, s, &mut answer, &task, shutdown).await;
     match outcome {
         Ok(true) => ack(&d).await,
-        Ok(false) => Outcome::Shutdown,
-        Err(Lost(why)) => Outcome::Lost(why),
+        Ok(false) => Handled::Shutdown,
+        Err(Unacked(why)) => Handled::Lost(why),
     }
 }
 
@@ -186,10 +187,10 @@ pub async fn delivery(
 async fn run_task(
     w: &Worker,
     s: &mut Session,
-    answer: &mut Answer,
+    answer: &mut Replier,
     task: &Task,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
-) -> Result<bool, Lost> {
+) -> Result<bool, Unacked> {
     if s.recent_aborts.contains(&task.task_id) {
         let why = "aborted by the caller before it started".to_owned();
         answer.result(Ending::unrun(Status::Aborted, why)).await?;
@@ -223,13 +224,13 @@ async fn run_task(
     let (status, stop) = supervise(w, s, &mut run, answer, shutdown).await;
     let status = match status {
         Ok(st) => st,
-        Err(e) => return Err(Lost(format!("lost the run's process: {e}"))),
+        Err(e) => return Err(Unacked(format!("lost the run's process: {e}"))),
     };
     let lines = run.new_audit_lines();
     let schema = w.capability.output_schema.as_ref();
     let finished = run.finish(status, schema).await;
     match stop {
-        Some(Stop::Lost(why)) => return Err(Lost(why)),
+        Some(Stop::Lost(why)) => return Err(Unacked(why)),
         Some(Stop::Shutdown) => return Ok(false),
         _ => {}
     }
@@ -295,7 +296,7 @@ async fn supervise(
     w: &Worker,
     s: &mut Session,
     run: &mut Running,
-    answer: &mut Answer,
+    answer: &mut Replier,
     shutdown: &mut (impl Future<Output = ()> + Unpin),
 ) -> (std::io::Result<std::process::ExitStatus>, Option<Stop>) {
     let limit = w.capability.constraints.max_duration_secs;
@@ -335,7 +336,7 @@ async fn supervise(
 }
 
 /// Publishes the run's new audit records as events.
-async fn stream_events(run: &mut Running, answer: &mut Answer) -> Result<(), AmqpError> {
+async fn stream_events(run: &mut Running, answer: &mut Replier) -> Result<(), AmqpError> {
     for line in run.new_audit_lines() {
         if let Some(ev) = super::events::from_audit_line(&answer.task_id, 0, &line) {
             answer.event(ev).await?;
@@ -344,17 +345,17 @@ async fn stream_events(run: &mut Running, answer: &mut Answer) -> Result<(), Amq
     Ok(())
 }
 
-async fn ack(d: &Delivery) -> Outcome {
+async fn ack(d: &Delivery) -> Handled {
     match d.acker.ack(BasicAckOptions::default()).await {
-        Ok(_) => Outcome::Done,
-        Err(e) => Outcome::Lost(crate::error_chain(&e)),
+        Ok(_) => Handled::Done,
+        Err(e) => Handled::Lost(crate::error_chain(&e)),
     }
 }
 
 /// Drops a message that is no task (not requeued: it would come back forever).
-async fn reject(d: &Delivery) -> Outcome {
+async fn reject(d: &Delivery) -> Handled {
     match d.acker.reject(BasicRejectOptions { requeue: false }).await {
-        Ok(_) => Outcome::Done,
-        Err(e) => Outcome::Lost(crate::error_chain(&e)),
+        Ok(_) => Handled::Done,
+        Err(e) => Handled::Lost(crate::error_chain(&e)),
     }
 }

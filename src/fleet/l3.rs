@@ -1,5 +1,6 @@
-//! The L3 safety gate: a task is checked against the capability's declaration and the
-//! worker's policy before anything runs. A refusal carries the reason the caller reads;
+//! The L3 safety gate. HCP stacks four layers (L4 task, L3 safety and contract, L2 session
+//! and lifecycle, L1 transport); L3 is where a task is checked before any execution: here,
+//! against the capability's declaration and the worker's policy, before anything runs. A refusal carries the reason the caller reads;
 //! the agent never starts.
 //!
 //! Checks, in order: the task names this capability; its declared risk is at most the

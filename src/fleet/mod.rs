@@ -16,7 +16,8 @@
 //!
 //! - [`capability`]: the capability file (TOML) and its small JSON-Schema subset.
 //! - [`message`]: the wire messages (task, abort, event, result) and their checks.
-//! - [`l3`]: the safety gate a task passes before anything runs.
+//! - [`l3`]: the safety gate a task passes before anything runs (HCP's layer 3, "safety and
+//!   contract", between the task layer and the session layer).
 //! - [`amqp`]: connecting (heartbeats, timeouts), the topology, confirmed publishing.
 //! - [`events`]: audit records of a run as HCP events.
 //! - [`task_run`]: one task's run: the wrapped agent, its audit tail, abort, output.

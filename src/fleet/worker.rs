@@ -15,7 +15,7 @@ use lapin::{Channel, Connection, Consumer};
 
 use super::amqp::{self, broker, AmqpError, Target};
 use super::capability::Capability;
-use super::handle::{self, Outcome};
+use super::handle::{self, Handled};
 use super::l3::L3Policy;
 use super::message::Abort;
 use super::task_run::Launcher;
@@ -30,6 +30,8 @@ const RECENT_ABORTS: usize = 256;
 pub struct Worker {
     pub target: Target,
     pub capability: Capability,
+    /// The policy of the safety gate every task passes first ([`super::l3`]); `None`: the
+    /// capability's declaration alone is checked.
     pub l3: Option<L3Policy>,
     pub launcher: Launcher,
     /// The longest wait between reconnection attempts.
@@ -151,9 +153,9 @@ impl Worker {
                     };
                     let tag = delivery.delivery_tag;
                     match handle::delivery(self, s, delivery, &mut *shutdown).await {
-                        Outcome::Done => {}
-                        Outcome::Lost(why) => return End::Lost(why),
-                        Outcome::Shutdown => {
+                        Handled::Done => {}
+                        Handled::Lost(why) => return End::Lost(why),
+                        Handled::Shutdown => {
                             // Give the task straight back, for another worker.
                             let _ = s.tasks.basic_nack(tag, BasicNackOptions { requeue: true, ..Default::default() }).await;
                             return End::Shutdown;

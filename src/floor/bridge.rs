@@ -99,9 +99,11 @@ impl Bridge {
                 flags: 0,
             };
             match answer {
-                Answer::Continue => resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32,
-                Answer::Done => {}
-                Answer::Error(e) => resp.error = -e,
+                SyscallReply::Continue => {
+                    resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
+                }
+                SyscallReply::Done => {}
+                SyscallReply::Error(e) => resp.error = -e,
             }
             // SAFETY: a response to the notification we received; ENOENT (the caller is
             // gone) needs nothing.
@@ -114,16 +116,16 @@ impl Bridge {
         listener: RawFd,
         req: &libc::seccomp_notif,
         seen: &mut HashSet<SocketAddr>,
-    ) -> Answer {
+    ) -> SyscallReply {
         if i64::from(req.data.nr) != libc::SYS_connect {
-            return Answer::Continue;
+            return SyscallReply::Continue;
         }
         let tid = req.pid as i32;
         let (fd, ptr, len) = (req.data.args[0] as i32, req.data.args[1], req.data.args[2]);
         let Some(addr) = read_sockaddr(tid, ptr, len as usize) else {
             // Not an Internet address (a Unix socket, netlink, …), or unreadable: the
             // kernel does it, inside the namespace.
-            return Answer::Continue;
+            return SyscallReply::Continue;
         };
         let ip = crate::floor::hosts::canonical(addr.ip());
         // Connecting to 0.0.0.0 or :: reaches loopback.
@@ -146,20 +148,20 @@ impl Bridge {
         }
         let theirs = match their_fd(tid, fd) {
             Ok(t) => t,
-            Err(e) => return Answer::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
         };
         if sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
             // UDP and the rest stay inside the namespace.
-            return Answer::Continue;
+            return SyscallReply::Continue;
         }
         if addr.port() == self.proxy_port {
             self.note_asker(&theirs, addr, tid);
         }
         // Inside the namespace first: the proxy, or a server the tree runs itself.
         match connect_inside(&theirs, addr) {
-            Ok(()) => return Answer::Done,
+            Ok(()) => return SyscallReply::Done,
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
-            Err(e) => return Answer::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
         }
         if addr.port() == 53 {
             return self.refuse(
@@ -180,9 +182,9 @@ impl Bridge {
         match bridge(listener, req.id, tid, fd, addr, &theirs) {
             Ok(()) => {
                 self.counts.bridged.fetch_add(1, Ordering::Relaxed);
-                Answer::Done
+                SyscallReply::Done
             }
-            Err(e) => Answer::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
         }
     }
 
@@ -216,7 +218,7 @@ impl Bridge {
         tid: i32,
         seen: &mut HashSet<SocketAddr>,
         why: &'static str,
-    ) -> Answer {
+    ) -> SyscallReply {
         self.counts.refused.fetch_add(1, Ordering::Relaxed);
         if seen.len() < 4096 && seen.insert(addr) {
             (self.report)(Refusal {
@@ -225,11 +227,11 @@ impl Bridge {
                 why,
             });
         }
-        Answer::Error(libc::EACCES)
+        SyscallReply::Error(libc::EACCES)
     }
 }
 
-enum Answer {
+enum SyscallReply {
     /// The kernel carries the call out (inside the namespace).
     Continue,
     /// Answered with success.

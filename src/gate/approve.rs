@@ -1,6 +1,6 @@
 //! Escalations to a person: who can answer one ([`Approver`]: the terminal, or the Agent
 //! Host Protocol host's clients), what they are asked ([`Escalation`]) and what they said
-//! ([`Answer`]).
+//! ([`Approval`]).
 
 use std::future::Future;
 use std::pin::Pin;
@@ -32,7 +32,7 @@ pub struct Answerer {
 
 /// What a person said. `by` is `None` for the wrapper's own terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Answer {
+pub enum Approval {
     Allow {
         by: Option<Answerer>,
     },
@@ -51,7 +51,7 @@ pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 /// ([`Approver::observe`]), so that a remote approver can show what the agent is doing.
 pub trait Approver: Send + Sync {
     /// Asks about one escalation; resolves by `escalation.deadline` at the latest.
-    fn approve<'a>(&'a self, escalation: Escalation<'a>) -> BoxFuture<'a, Answer>;
+    fn approve<'a>(&'a self, escalation: Escalation<'a>) -> BoxFuture<'a, Approval>;
 
     /// An event the gate saw, with its decision when it was a blocking one.
     fn observe(&self, _event: &Event, _decision: Option<&Decision>) {}

@@ -16,7 +16,7 @@ mod embedded;
 mod parent;
 mod resolve;
 
-pub use approve::{Answer, Answerer, Approver, BoxFuture, Escalation};
+pub use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
 pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
@@ -102,7 +102,7 @@ impl Gate {
         if let Err(e) = recorded.await {
             tracing::error!("audit log: {e}");
         }
-        if let Some(approver) = &self.decider.asker {
+        if let Some(approver) = &self.decider.approver {
             approver.observe(&event, None);
         }
         match &self.decider.harness {
@@ -185,7 +185,7 @@ impl Gate {
                 origin.peer,
             )
             .await?;
-        if let Some(approver) = &self.decider.asker {
+        if let Some(approver) = &self.decider.approver {
             approver.observe(event, Some(decision));
         }
         Ok(())

@@ -6,7 +6,7 @@ use std::time::Duration;
 
 use tokio::time::Instant;
 
-use super::approve::{Answer as Said, Approver, Escalation};
+use super::approve::{Approval, Approver, Escalation};
 use super::decision::{DecidedBy, Decision};
 use super::embedded::Embedded;
 use crate::client::{Client, Fault};
@@ -55,11 +55,11 @@ pub struct Decider {
     pub timeout: Duration,
     /// Who answers an escalation: a person at the terminal, or the clients of the Agent
     /// Host Protocol host; `None`: nobody (escalations fall to the fail mode).
-    pub asker: Option<Arc<dyn Approver>>,
+    pub approver: Option<Arc<dyn Approver>>,
 }
 
 /// One answer of the harness, before `defer` and `escalate` are dealt with.
-struct Answer {
+struct HarnessAnswer {
     verdict: Verdict,
     by: DecidedBy,
     note: Option<String>,
@@ -121,11 +121,11 @@ impl Decider {
     }
 
     /// One ask of whoever answers.
-    async fn ask(&self, event: &Event, deadline: Instant) -> Result<Answer, Fault> {
+    async fn ask(&self, event: &Event, deadline: Instant) -> Result<HarnessAnswer, Fault> {
         match &self.harness {
             Harness::Embedded(embedded) => {
                 let d = embedded.decide(event);
-                Ok(Answer {
+                Ok(HarnessAnswer {
                     verdict: d.verdict,
                     by: d.by,
                     note: d.note,
@@ -139,7 +139,7 @@ impl Decider {
                     .map_err(|_| Fault::Timeout(self.timeout.as_millis() as u64))??;
                 crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
-                Ok(Answer {
+                Ok(HarnessAnswer {
                     verdict,
                     by: DecidedBy::Harness,
                     note: Some("decided by the wrapping run".into()),
@@ -151,7 +151,7 @@ impl Decider {
                 let result = client.event(event, deadline).await?;
                 crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
-                Ok(Answer {
+                Ok(HarnessAnswer {
                     verdict,
                     by: DecidedBy::Harness,
                     note: None,
@@ -178,24 +178,24 @@ impl Decider {
     /// Takes an escalation to whoever can answer it, or to the fail mode without one.
     async fn escalate(&self, escalation: Escalation<'_>, start: Instant) -> Decision {
         let reason = escalation.reason.to_owned();
-        let Some(asker) = &self.asker else {
+        let Some(approver) = &self.approver else {
             let cause = format!(
                 "escalated to a person ({reason}), and no person can answer here (no terminal)"
             );
             return self.fail(cause, start);
         };
         let pending = crate::telemetry::escalation_started();
-        let said = asker.approve(escalation).await;
+        let said = approver.approve(escalation).await;
         let outcome = match &said {
-            Said::Allow { .. } => "allowed",
-            Said::Deny { .. } => "denied",
-            Said::Unanswered(_) => "unanswered",
+            Approval::Allow { .. } => "allowed",
+            Approval::Deny { .. } => "denied",
+            Approval::Unanswered(_) => "unanswered",
         };
         if let Some(pending) = pending {
             pending.answered(outcome);
         }
         let (verdict, by) = match said {
-            Said::Allow { by } => (
+            Approval::Allow { by } => (
                 Verdict::Allow {
                     explicit: true,
                     modified_payload: None,
@@ -203,8 +203,8 @@ impl Decider {
                 },
                 by,
             ),
-            Said::Deny { by, reason } => (Verdict::Block { reason }, by),
-            Said::Unanswered(cause) => return self.fail(cause, start),
+            Approval::Deny { by, reason } => (Verdict::Block { reason }, by),
+            Approval::Unanswered(cause) => return self.fail(cause, start),
         };
         Decision::new(verdict, DecidedBy::Person(by), start.elapsed())
     }

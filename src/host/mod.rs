@@ -6,7 +6,7 @@
 //! authorised answer or the deadline, the wire (JSON-RPC over WebSocket: [`wire`]), the
 //! tokens ([`auth`]), the approvals page and its HTTP routes ([`http`]) and the optional
 //! webhook ([`notify`]). Must not touch: what an answer means for the agent (the gate
-//! turns [`Answer`] into a decision, the fail mode included) or the audit log (the gate
+//! turns [`Approval`] into a decision, the fail mode included) or the audit log (the gate
 //! records who answered, from [`Answerer`]).
 
 pub mod auth;
@@ -27,7 +27,7 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use serde_json::{json, Value};
 use tokio::sync::{broadcast, oneshot};
 
-use crate::gate::{Answer, Answerer};
+use crate::gate::{Answerer, Approval};
 use crate::protocol::Event;
 use state::{chat_uri, Call, CallStatus, Session, Sessions, ROOT, TURN};
 
@@ -58,7 +58,7 @@ pub struct Reply<'a> {
 struct Waiting {
     session: String,
     reason: String,
-    tx: oneshot::Sender<Answer>,
+    tx: oneshot::Sender<Approval>,
 }
 
 #[derive(Default)]
@@ -184,13 +184,13 @@ impl Host {
             from: peer.to_owned(),
         });
         let answer = if approved {
-            Answer::Allow { by }
+            Approval::Allow { by }
         } else {
             let said = message
                 .filter(|m| !m.trim().is_empty())
                 .map(|m| format!(": {m}"))
                 .unwrap_or_default();
-            Answer::Deny {
+            Approval::Deny {
                 by,
                 reason: format!(
                     "denied by {} on the approvals page{said} (escalated because {})",

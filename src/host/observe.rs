@@ -5,14 +5,14 @@ use serde_json::{json, Value};
 
 use super::state::{chat_uri, session_uri, CallStatus, ROOT, TURN};
 use super::{event_key, Host, Waiting};
-use crate::gate::{Answer, Approver, BoxFuture, DecidedBy, Decision, Escalation};
+use crate::gate::{Approval, Approver, BoxFuture, DecidedBy, Decision, Escalation};
 use crate::protocol::{Event, EventType, Verdict};
 
 /// How long a session may stay silent before it is taken for ended.
 const QUIET: std::time::Duration = std::time::Duration::from_secs(300);
 
 impl Approver for Host {
-    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Answer> {
+    fn approve<'a>(&'a self, e: Escalation<'a>) -> BoxFuture<'a, Approval> {
         Box::pin(self.wait_for_person(e))
     }
 
@@ -32,14 +32,14 @@ struct Withdrawn<'a> {
 impl Drop for Withdrawn<'_> {
     fn drop(&mut self) {
         if self.armed {
-            let why = Answer::Unanswered("the call was withdrawn before an answer".into());
+            let why = Approval::Unanswered("the call was withdrawn before an answer".into());
             self.host.settle(self.sid, self.id, &why);
         }
     }
 }
 
 impl Host {
-    async fn wait_for_person(&self, e: Escalation<'_>) -> Answer {
+    async fn wait_for_person(&self, e: Escalation<'_>) -> Approval {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let left = e
             .deadline
@@ -92,7 +92,7 @@ impl Host {
         }
         let answer = match tokio::time::timeout_at(e.deadline, rx).await {
             Ok(Ok(answer)) => answer,
-            _ => Answer::Unanswered(format!(
+            _ => Approval::Unanswered(format!(
                 "escalated to a person ({}), and nobody answered on the approvals host within {} s",
                 e.reason,
                 left.as_secs()
@@ -105,7 +105,7 @@ impl Host {
 
     /// The escalation of call `id` is over: it leaves `inputNeeded`, and a person's answer
     /// is shown at once (the fail mode's, when the decision comes).
-    fn settle(&self, sid: &str, id: &str, answer: &Answer) {
+    fn settle(&self, sid: &str, id: &str, answer: &Approval) {
         let mut inner = self.lock();
         inner.waiting.remove(id);
         let origin = inner.origins.remove(id);
@@ -118,13 +118,13 @@ impl Host {
         inner.action(&self.tx, &session_uri(sid), &cwd, removed);
         inner.status_changed(&self.tx, sid);
         let status = match answer {
-            Answer::Allow { .. } => CallStatus::Running {
+            Approval::Allow { .. } => CallStatus::Running {
                 confirmed: "user-action",
             },
-            Answer::Deny { reason, .. } => CallStatus::Denied {
+            Approval::Deny { reason, .. } => CallStatus::Denied {
                 reason: reason.clone(),
             },
-            Answer::Unanswered(_) => return,
+            Approval::Unanswered(_) => return,
         };
         self.confirm(&mut inner, sid, id, status, origin);
     }

@@ -157,7 +157,7 @@ async fn escalate_and_deny(host: &Arc<Host>, alice: &Token, bob: &Token) {
     host.answer(alice, "10.0.0.1:1", no).unwrap();
     let second = host.answer(alice, "a", reply(chat, true, None));
     assert!(second.is_err());
-    let Answer::Deny { by, reason } = waiting.await.unwrap() else {
+    let Approval::Deny { by, reason } = waiting.await.unwrap() else {
         panic!("not a denial");
     };
     assert_eq!(by.unwrap().who, "alice");
@@ -323,7 +323,7 @@ async fn a_client_learns_what_its_token_allows_and_sees_its_refused_answers_echo
     // Alice's answer is taken: nothing comes back to her alone, and the confirmation
     // everyone sees is her answer's echo.
     assert!(send(&mut alice, None, "dispatchAction", answer(7, true)).is_none());
-    assert!(matches!(waiting.await.unwrap(), Answer::Allow { .. }));
+    assert!(matches!(waiting.await.unwrap(), Approval::Allow { .. }));
     let mut confirmed = None;
     while let Ok(out) = rx.try_recv() {
         let v: Value = serde_json::from_str(&out.text).unwrap();

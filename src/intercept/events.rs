@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use super::{Interceptor, Router};
-use crate::control::{Answer, Request};
+use crate::control::{CallerReply, Request};
 use crate::frameworks::{AgentCommand, Framework, RunContext};
 use crate::gate::{Gate, PARENT_SCOPE};
 use crate::protocol::Event;
@@ -32,7 +32,7 @@ impl EventService {
     }
 
     /// Answers one `event` request: stdout is the decision (`{}` for a notification).
-    pub async fn handle(&self, request: Request) -> Answer {
+    pub async fn handle(&self, request: Request) -> CallerReply {
         if request.scope != PARENT_SCOPE {
             return refused(&format!("no events are served for {:?}", request.scope));
         }
@@ -54,16 +54,16 @@ impl EventService {
     }
 }
 
-fn answered(stdout: Vec<u8>) -> Answer {
-    Answer {
+fn answered(stdout: Vec<u8>) -> CallerReply {
+    CallerReply {
         stdout,
         stderr: Vec::new(),
         exit_code: 0,
     }
 }
 
-fn refused(why: &str) -> Answer {
-    Answer {
+fn refused(why: &str) -> CallerReply {
+    CallerReply {
         stdout: Vec::new(),
         stderr: format!("ahp-wrap: {why}\n").into_bytes(),
         exit_code: 126,

@@ -31,7 +31,7 @@ use std::sync::Arc;
 use tokio::sync::mpsc;
 
 use crate::child::{Agent, Stdio};
-use crate::control::{Answer, Handler, Kind, Request};
+use crate::control::{CallerReply, Handler, Kind, Request};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Origin;
@@ -132,12 +132,12 @@ pub struct Router {
 }
 
 impl Handler for Router {
-    async fn handle(&self, request: Request) -> Answer {
+    async fn handle(&self, request: Request) -> CallerReply {
         match (request.kind, &self.hooks, &self.exec, &self.events) {
             (Kind::Hook, Some(hooks), ..) => hooks.handle(request).await,
             (Kind::Exec, _, Some(exec), _) => exec.handle(request).await,
             (Kind::Event, .., Some(events)) => events.handle(request).await,
-            (kind, ..) => Answer {
+            (kind, ..) => CallerReply {
                 stdout: Vec::new(),
                 stderr: format!(
                     "ahp-wrap: this run serves no {} requests; blocking\n",

@@ -365,7 +365,7 @@ impl Policy {
             match self.settings.unparseable {
                 Unparseable::Escalate => propose(
                     DecisionKind::Escalate.rank(),
-                    decided(
+                    by_rule(
                         Verdict::Escalate {
                             reason,
                             target: None,
@@ -375,7 +375,7 @@ impl Policy {
                 ),
                 Unparseable::Block => propose(
                     DecisionKind::Block.rank(),
-                    decided(
+                    by_rule(
                         Verdict::Block {
                             reason: format!("the shell command could not be parsed ({err})"),
                         },
@@ -389,7 +389,7 @@ impl Policy {
             if rule.is_match(&facts) {
                 propose(
                     rule.decision.rank(),
-                    decided(verdict(rule, event, &facts), &rule.id),
+                    by_rule(verdict(rule, event, &facts), &rule.id),
                 );
             }
         }
@@ -459,7 +459,7 @@ impl RuleExplained {
     }
 }
 
-fn decided(verdict: Verdict, rule: &str) -> PolicyDecision {
+fn by_rule(verdict: Verdict, rule: &str) -> PolicyDecision {
     PolicyDecision {
         verdict,
         rule: Some(rule.to_owned()),

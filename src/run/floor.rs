@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{Held, Run};
+use super::{Run, RunGuard};
 use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::Exit;
@@ -256,7 +256,11 @@ impl NetSide {
 impl Run<'_> {
     /// Starts the network part and the reading of the kernel's refusals once the agent runs
     /// as `agent` (nothing to do without a floor).
-    pub(super) fn floor_start(&mut self, held: &mut Held<'_>, agent: i32) -> Result<(), String> {
+    pub(super) fn floor_start(
+        &mut self,
+        held: &mut RunGuard<'_>,
+        agent: i32,
+    ) -> Result<(), String> {
         let Some(Ok(floor)) = held.floor.as_mut() else {
             return Ok(());
         };
@@ -288,7 +292,7 @@ impl Run<'_> {
 
     /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
     /// or that there is none; both are audited.
-    pub(super) async fn floor_before_start(&mut self, held: &Held<'_>) -> Result<(), Exit> {
+    pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Exit> {
         let message = match &held.floor {
             None => return Ok(()),
             Some(Err(NoFloor::Off(why))) => {
@@ -334,7 +338,7 @@ impl Run<'_> {
     /// The kernel's refusals, counted (each kind was audited as it came); the network's
     /// count; and protected paths that did not exist when the agent started (nothing could be
     /// bound over them) and exist now: said and audited.
-    pub(super) async fn floor_after_end(&mut self, held: &mut Held<'_>) {
+    pub(super) async fn floor_after_end(&mut self, held: &mut RunGuard<'_>) {
         #[cfg(target_os = "linux")]
         if let Some(watching) = held.denials.take() {
             let refusals = watching.finish().await;

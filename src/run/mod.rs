@@ -99,7 +99,7 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         GroupPolicy::OwnGroup => None,
     };
     let interactive = asker.is_some();
-    let asker = match &cfg.host {
+    let approver = match &cfg.host {
         // The host's clients answer escalations instead of the terminal.
         Some(options) => match start_host(options).await {
             Ok(host) => Some(host as Arc<dyn Approver>),
@@ -121,7 +121,7 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
             return Exit::Wrapper;
         }
     };
-    let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), asker).await {
+    let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), approver).await {
         Ok(g) => g,
         Err(e) => {
             eprintln!("ahp-wrap: {e}");
@@ -190,7 +190,7 @@ struct Run<'a> {
 /// forwarder stops (the agent's pid may be reused), interceptors' tasks stop (their own
 /// `Drop`), and the run directory is removed. The guardian, if still held, is dropped
 /// without release: it then ends whatever of the agent is left.
-struct Held<'a> {
+struct RunGuard<'a> {
     forwarder: &'a Forwarder,
     guardian: Option<Guardian>,
     interceptors: Vec<Box<dyn Interceptor>>,
@@ -208,7 +208,7 @@ struct Held<'a> {
     run_dir: RunDir,
 }
 
-impl Drop for Held<'_> {
+impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
         self.forwarder.clear_target();
         self.interceptors.clear();

@@ -8,7 +8,7 @@ use serde_json::{json, Value};
 use tokio::sync::mpsc;
 
 use super::control::Control;
-use super::{prepare::Limits, Held, Process, Run, RunDir, HOOK_MARGIN};
+use super::{prepare::Limits, Process, Run, RunDir, RunGuard, HOOK_MARGIN};
 use crate::child::guardian::Guardian;
 use crate::child::tree::{self, Tracker};
 use crate::child::{self, Agent, GroupPolicy, SpawnOptions, Stdio};
@@ -53,7 +53,7 @@ impl Run<'_> {
             g.clean_up(run_dir.path());
             g.mark(&format!("{ENV_SESSION}={}", self.gate.session_id));
         }
-        let mut held = Held {
+        let mut held = RunGuard {
             forwarder: &forwarder,
             guardian,
             interceptors: Vec::new(),
@@ -92,7 +92,11 @@ impl Run<'_> {
 
     /// Prepare: protects the run's own files and processes, lets each interceptor add to
     /// the agent's command, and says what the person must know before the agent starts.
-    fn prepare(&mut self, held: &mut Held<'_>, limits: &Limits) -> Result<AgentCommand, String> {
+    fn prepare(
+        &mut self,
+        held: &mut RunGuard<'_>,
+        limits: &Limits,
+    ) -> Result<AgentCommand, String> {
         let ask_budget = if self.interactive {
             self.cfg.ask_timeout
         } else {
@@ -177,7 +181,7 @@ impl Run<'_> {
 
     /// Names the run's own executables, run directory and processes to the embedded
     /// policy, which protects them from the agent.
-    fn protect(&self, self_exe: &Path, held: &Held<'_>) {
+    fn protect(&self, self_exe: &Path, held: &RunGuard<'_>) {
         let Harness::Embedded(e) = &self.gate.decider.harness else {
             return;
         };
@@ -222,7 +226,7 @@ impl Run<'_> {
     /// forwarder and the guardian about it. A failure is said and audited.
     async fn spawn(
         &mut self,
-        held: &mut Held<'_>,
+        held: &mut RunGuard<'_>,
         cmd: &AgentCommand,
         group: GroupPolicy,
     ) -> Result<Agent, Exit> {
@@ -274,7 +278,7 @@ impl Run<'_> {
     /// Supervise: starts the interceptors, announces the session, and waits for the agent
     /// to end while its tree is tracked; then ends what it left behind and releases the
     /// guardian. Returns the agent's exit code (or the wrapper's, after an alarm).
-    async fn supervise(&mut self, held: &mut Held<'_>, agent: &mut Agent) -> Exit {
+    async fn supervise(&mut self, held: &mut RunGuard<'_>, agent: &mut Agent) -> Exit {
         let (alarm, alarms) = mpsc::unbounded_channel();
         let mut router = Router::default();
         for interceptor in &mut held.interceptors {
@@ -356,7 +360,7 @@ impl Run<'_> {
 
     /// Finish: each interceptor reports (notes for the person; an exit code that overrides
     /// the agent's), in the order they were prepared.
-    async fn finish(&mut self, held: &mut Held<'_>, mut exit: Exit) -> Exit {
+    async fn finish(&mut self, held: &mut RunGuard<'_>, mut exit: Exit) -> Exit {
         self.floor_after_end(held).await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
@@ -381,7 +385,7 @@ impl Run<'_> {
 }
 
 /// The run's own files: its executables and its run directory.
-fn own_files(self_exe: &Path, held: &Held<'_>) -> Vec<PathBuf> {
+fn own_files(self_exe: &Path, held: &RunGuard<'_>) -> Vec<PathBuf> {
     vec![
         self_exe.to_owned(),
         self_exe.with_file_name("ahp-wrap-hook"),

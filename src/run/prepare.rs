@@ -39,7 +39,7 @@ impl Ids {
 pub async fn gate(
     cfg: &Config,
     ids: Ids,
-    asker: Option<Arc<dyn Approver>>,
+    approver: Option<Arc<dyn Approver>>,
 ) -> Result<(Arc<Gate>, Limits), String> {
     let (harness, limits) = harness(cfg, &ids).await?;
     if cfg.audit_log.is_none()
@@ -56,7 +56,7 @@ pub async fn gate(
         harness,
         fail_mode: cfg.fail_mode,
         timeout: limits.timeout,
-        asker,
+        approver,
     };
     let gate = Gate::new(ids.session, ids.agent, cfg.depth, decider, audit);
     Ok((Arc::new(gate), limits))

@@ -165,7 +165,7 @@ impl Engine {
 
     async fn decide(&self, event: &Event) -> Value {
         // No person here: an escalation is the wrapper's to take to its own.
-        let escalate_back = self.gate.decider.asker.is_none();
+        let escalate_back = self.gate.decider.approver.is_none();
         let within = self.deadline_of(event);
         let d = self
             .gate

@@ -165,7 +165,7 @@ fn pairs(text: &str) -> Vec<(String, String)> {
 const MAX_ARGUMENTS: usize = 4096;
 
 /// A decided event, as its span will say it.
-struct Decided {
+struct DecisionSpan {
     end: SystemTime,
     took: Duration,
     session: String,
@@ -184,7 +184,7 @@ struct Decided {
 
 enum Item {
     Span(Box<Span>),
-    Decided(Box<Decided>),
+    DecisionSpan(Box<DecisionSpan>),
     /// Send what is queued now, then say so.
     Flush(oneshot::Sender<()>),
 }
@@ -234,7 +234,7 @@ impl Exporter {
     /// is copied here; the span is built (and redacted) by the export task, off the
     /// decision's path.
     pub fn decided(&self, event: &Event, record: &AuditRecord, framework: &str, took: Duration) {
-        let decided = Decided {
+        let decided = DecisionSpan {
             end: SystemTime::now(),
             took,
             session: event.session_id.clone(),
@@ -256,7 +256,7 @@ impl Exporter {
         };
         if self
             .queue
-            .try_send(Item::Decided(Box::new(decided)))
+            .try_send(Item::DecisionSpan(Box::new(decided)))
             .is_err()
         {
             self.dropped.inc();
@@ -335,7 +335,7 @@ impl Sender {
                     self.post(batch).await;
                     return;
                 }
-                Some(item @ (Item::Span(..) | Item::Decided(..))) => {
+                Some(item @ (Item::Span(..) | Item::DecisionSpan(..))) => {
                     batch.push(finished(item));
                     if batch.len() >= BATCH {
                         self.post(std::mem::take(&mut batch)).await;
@@ -405,7 +405,7 @@ impl Sender {
 fn finished(item: Item) -> Span {
     let d = match item {
         Item::Span(span) => return *span,
-        Item::Decided(d) => *d,
+        Item::DecisionSpan(d) => *d,
         Item::Flush(_) => unreachable!("a flush is no span"),
     };
     let mut attributes = vec![
@@ -632,7 +632,7 @@ mod tests {
 
     #[test]
     fn an_escalation_answered_by_a_person_says_who_and_how_long_it_waited() {
-        let decided = Decided {
+        let decided = DecisionSpan {
             end: SystemTime::now(),
             took: Duration::from_millis(4200),
             session: "s-1".into(),
@@ -648,7 +648,7 @@ mod tests {
             observed: None,
             reason: Some("not now, key sk-ant-api03-abcdefghijklmnopqrstuvwxyz".into()),
         };
-        let span = finished(Item::Decided(Box::new(decided)));
+        let span = finished(Item::DecisionSpan(Box::new(decided)));
         let a = attributes(&span);
         assert_eq!(a["ahp.decided_by"], "person");
         assert_eq!(a["ahp.escalated"], "true");
@@ -670,20 +670,20 @@ mod tests {
         assert_eq!(status.code, status::StatusCode::Error as i32);
         assert_eq!(status.message, a["ahp.reason"]);
 
-        let at_terminal = Decided {
+        let at_terminal = DecisionSpan {
             source: "person".into(),
             verdict: "allow".into(),
             reason: None,
             arguments: None,
             ..decided_like()
         };
-        let span = finished(Item::Decided(Box::new(at_terminal)));
+        let span = finished(Item::DecisionSpan(Box::new(at_terminal)));
         assert_eq!(attributes(&span)["ahp.escalation.answered_by"], "terminal");
         assert!(span.status.is_none());
     }
 
-    fn decided_like() -> Decided {
-        Decided {
+    fn decided_like() -> DecisionSpan {
+        DecisionSpan {
             end: SystemTime::now(),
             took: Duration::ZERO,
             session: "s".into(),

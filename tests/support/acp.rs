@@ -93,7 +93,7 @@ fn gate(world: &TestDir, decides: Decides) -> Arc<Gate> {
         harness,
         fail_mode: FailMode::Closed,
         timeout: Duration::from_secs(5),
-        asker: None,
+        approver: None,
     };
     let gate = Gate::new(
         "acp-test".into(),

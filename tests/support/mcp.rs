@@ -82,7 +82,7 @@ impl World {
             harness: Harness::Embedded(Arc::new(Embedded::new(policy, Mode::Enforce))),
             fail_mode: FailMode::Closed,
             timeout: Duration::from_secs(10),
-            asker: None,
+            approver: None,
         };
         Arc::new(Gate::new(
             "mcp-test".into(),

@@ -8,7 +8,7 @@ use std::sync::{Arc, Mutex};
 
 use serde_json::{json, Map, Value};
 
-use crate::control::{Answer, Peer, Request};
+use crate::control::{CallerReply, Peer, Request};
 use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
 use crate::gate::{Gate, Origin};
 use crate::protocol::{EventType, Verdict};
@@ -167,7 +167,7 @@ fn unknown_framework(framework: &str) -> Rendered {
 
 impl HookService {
     /// Answers a hook request from the control socket.
-    pub async fn handle(&self, request: Request) -> Answer {
+    pub async fn handle(&self, request: Request) -> CallerReply {
         let rendered = self
             .hook(
                 request.scope,
@@ -177,7 +177,7 @@ impl HookService {
                 request.peer,
             )
             .await;
-        Answer {
+        CallerReply {
             stdout: rendered.stdout,
             stderr: rendered.stderr,
             exit_code: rendered.exit_code,

@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 
 use super::exec::{decode_items, encode_argv, EXIT_REFUSED};
 use crate::child::procfs;
-use crate::control::{Answer, Request};
+use crate::control::{CallerReply, Request};
 use crate::gate::Gate;
 use crate::protocol::{EventType, Verdict};
 
@@ -61,7 +61,7 @@ impl ExecService {
     }
 
     /// Answers one `exec` request.
-    pub async fn handle(&self, request: Request) -> Answer {
+    pub async fn handle(&self, request: Request) -> CallerReply {
         self.answered.fetch_add(1, Ordering::Relaxed);
         let origin = crate::intercept::origin(request.peer, None);
         let exec = match self.decode(&request.payload) {
@@ -151,7 +151,7 @@ impl ExecService {
 
 /// What the shim does with a verdict: run the command as asked (empty answer), run the
 /// changed command, or refuse.
-fn answer(name: &str, argv: &[String], verdict: &Verdict) -> Answer {
+fn answer(name: &str, argv: &[String], verdict: &Verdict) -> CallerReply {
     match verdict {
         Verdict::Allow {
             modified_payload: Some(changed),
@@ -160,11 +160,11 @@ fn answer(name: &str, argv: &[String], verdict: &Verdict) -> Answer {
         | Verdict::Modify {
             modified_payload: changed,
         } => match changed_argv(changed) {
-            Some(new) if new != argv => Answer {
+            Some(new) if new != argv => CallerReply {
                 stdout: encode_argv(&new),
-                ..Answer::default()
+                ..CallerReply::default()
             },
-            Some(_) => Answer::default(),
+            Some(_) => CallerReply::default(),
             None => refused(
                 name,
                 &Verdict::Block {
@@ -172,7 +172,7 @@ fn answer(name: &str, argv: &[String], verdict: &Verdict) -> Answer {
                 },
             ),
         },
-        Verdict::Allow { .. } => Answer::default(),
+        Verdict::Allow { .. } => CallerReply::default(),
         other => refused(name, other),
     }
 }
@@ -193,9 +193,9 @@ fn changed_argv(payload: &Value) -> Option<Vec<String>> {
 }
 
 /// A refusal: the reason on stderr, exit 126.
-fn refused(name: &str, verdict: &Verdict) -> Answer {
+fn refused(name: &str, verdict: &Verdict) -> CallerReply {
     let reason = verdict.reason().unwrap_or("refused by the harness");
-    Answer {
+    CallerReply {
         stdout: Vec::new(),
         stderr: format!("ahp-wrap: {name}: blocked: {reason}\n").into_bytes(),
         exit_code: EXIT_REFUSED,
@@ -257,7 +257,7 @@ mod tests {
                 ))),
                 fail_mode: crate::gate::FailMode::Closed,
                 timeout: std::time::Duration::from_secs(1),
-                asker: None,
+                approver: None,
             },
             crate::audit::Auditor::default(),
         ));

@@ -18,7 +18,7 @@ use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
-use super::{Decided, Direction, GateEvent, Held, OnCall, Outcome, Protocol, Tracked};
+use super::{Direction, Disposition, GateEvent, HeldCall, OnCall, Protocol, Resolution, Tracked};
 use crate::frameworks::shared::output::unapplicable_modify;
 use crate::frameworks::shared::updated_input;
 use crate::jsonrpc::RpcError;
@@ -100,10 +100,10 @@ impl Mcp {
     }
 
     /// A verdict that lets the call through, with the arguments it should run with.
-    fn forward(&self, held: &Held, params: Option<&Value>, args: Option<Value>) -> Decided {
+    fn forward(&self, held: &HeldCall, params: Option<&Value>, args: Option<Value>) -> Resolution {
         let mut payload = held.event.payload.clone();
         let outcome = match args {
-            None => Outcome::Forward,
+            None => Disposition::Forward,
             Some(args) => {
                 let mut p = params
                     .and_then(Value::as_object)
@@ -111,10 +111,10 @@ impl Mcp {
                     .unwrap_or_default();
                 p.insert("arguments".into(), args.clone());
                 payload["arguments"] = args;
-                Outcome::Rewrite(Value::Object(p))
+                Disposition::Rewrite(Value::Object(p))
             }
         };
-        Decided {
+        Resolution {
             outcome,
             watch: Some(Tracked {
                 method: TOOLS_CALL.into(),
@@ -147,9 +147,9 @@ impl Mcp {
 }
 
 /// The answer never forwarded for a call the gate did not let through.
-fn refused(text: String) -> Decided {
-    Decided {
-        outcome: Outcome::Answer(Mcp::tool_error(&text)),
+fn refused(text: String) -> Resolution {
+    Resolution {
+        outcome: Disposition::Answer(Mcp::tool_error(&text)),
         watch: None,
         notices: Vec::new(),
     }
@@ -175,7 +175,7 @@ impl Protocol for Mcp {
         match (dir, method) {
             // A tools/call without an id (not valid MCP) is held too: a lenient server
             // might run it, and only a decision may let it through.
-            (Direction::ToServer, TOOLS_CALL) => OnCall::Hold(Held::new(GateEvent {
+            (Direction::ToServer, TOOLS_CALL) => OnCall::Hold(HeldCall::new(GateEvent {
                 event_type: EventType::PreAction,
                 payload: self.pre_action(params),
                 metadata: self.metadata(),
@@ -188,14 +188,14 @@ impl Protocol for Mcp {
         }
     }
 
-    fn decided(
+    fn resolve(
         &self,
         _dir: Direction,
         _method: &str,
         params: Option<&Value>,
-        held: &Held,
+        held: &HeldCall,
         verdict: &Verdict,
-    ) -> Decided {
+    ) -> Resolution {
         if let Some(modified) = verdict.replacement() {
             return match updated_input(modified) {
                 Ok(args) => self.forward(held, params, Some(args)),

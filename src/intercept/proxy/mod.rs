@@ -36,7 +36,9 @@ use std::time::Duration;
 use serde_json::{Map, Value};
 
 pub use interceptor::StreamProxy;
-pub use protocol::{Decided, Held, Notice, OnCall, Outcome, Protocol, Tracked, REQUEST_CANCELLED};
+pub use protocol::{
+    Disposition, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked, REQUEST_CANCELLED,
+};
 pub use pump::{run, Ended, Streams};
 
 use crate::protocol::{EventType, Verdict};

@@ -23,15 +23,15 @@ pub enum OnCall {
     /// notification it is the same as [`OnCall::Pass`]).
     Watch(Tracked),
     /// Hold it, and everything behind it in its direction, until the gate has decided.
-    Hold(Held),
+    Hold(HeldCall),
     /// Pass it on untouched, after cutting short every decision still held in this scope
-    /// (see [`Held::scope`]): each of those calls gets [`Protocol::cancelled`] instead.
+    /// (see [`HeldCall::scope`]): each of those calls gets [`Protocol::cancelled`] instead.
     Cancel(String),
 }
 
 /// A call held for the gate.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Held {
+pub struct HeldCall {
     /// What the gate is asked.
     pub event: GateEvent,
     /// The protocol has its own way to ask a person (ACP's permission request goes on to
@@ -43,10 +43,10 @@ pub struct Held {
     pub scope: Option<String>,
 }
 
-impl Held {
+impl HeldCall {
     /// A call the gate decides alone (an `escalate` is resolved before it comes back).
-    pub fn new(event: GateEvent) -> Held {
-        Held {
+    pub fn new(event: GateEvent) -> HeldCall {
+        HeldCall {
             event,
             native_ask: false,
             scope: None,
@@ -64,7 +64,7 @@ pub struct Tracked {
 
 /// What a held call becomes.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Outcome {
+pub enum Disposition {
     /// Forward the original bytes.
     Forward,
     /// Forward it with these `params` instead (the rest of the message unchanged).
@@ -87,8 +87,8 @@ pub struct Notice {
 
 /// A verdict applied: what happens to the call, and what to keep to see its answer.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Decided {
-    pub outcome: Outcome,
+pub struct Resolution {
+    pub outcome: Disposition,
     pub watch: Option<Tracked>,
     /// Written, in order, before the outcome.
     pub notices: Vec<Notice>,
@@ -122,27 +122,27 @@ pub trait Protocol: Send + Sync + 'static {
     fn call(&self, dir: Direction, method: &str, params: Option<&Value>, request: bool) -> OnCall;
 
     /// The gate's verdict on a held call (the same arguments as [`Protocol::call`]).
-    fn decided(
+    fn resolve(
         &self,
         dir: Direction,
         method: &str,
         params: Option<&Value>,
-        held: &Held,
+        held: &HeldCall,
         verdict: &Verdict,
-    ) -> Decided;
+    ) -> Resolution;
 
     /// What a held call becomes when its scope was cancelled before its decision (the
-    /// same arguments as [`Protocol::decided`]). By default the sender gets a JSON-RPC
+    /// same arguments as [`Protocol::resolve`]). By default the sender gets a JSON-RPC
     /// error ([`REQUEST_CANCELLED`]) and nothing is forwarded.
     fn cancelled(
         &self,
         dir: Direction,
         method: &str,
         params: Option<&Value>,
-        held: &Held,
-    ) -> Outcome {
+        held: &HeldCall,
+    ) -> Disposition {
         let _ = (dir, params, held);
-        Outcome::Refuse {
+        Disposition::Refuse {
             code: REQUEST_CANCELLED,
             message: format!("ahp-wrap: {method} was cancelled before it was decided"),
         }

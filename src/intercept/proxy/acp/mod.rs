@@ -38,7 +38,9 @@ use std::sync::Mutex;
 use serde_json::{json, Map, Value};
 
 use super::pump::PROXY_ERROR;
-use super::{Decided, Direction, GateEvent, Held, Notice, OnCall, Outcome, Protocol, Tracked};
+use super::{
+    Direction, Disposition, GateEvent, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked,
+};
 use crate::frameworks::shared::output::unapplicable_modify;
 use crate::jsonrpc::RpcError;
 use crate::protocol::{EventType, Verdict};
@@ -136,25 +138,29 @@ impl Acp {
         }
     }
 
-    fn held(&self, method: &str, params: Option<&Value>) -> Option<Held> {
+    fn held(&self, method: &str, params: Option<&Value>) -> Option<HeldCall> {
         let cwd = self.cwd_of(params);
         let cwd = cwd.as_deref();
         let scope = str_at(params, "sessionId").map(str::to_owned);
         let held = match method {
-            PROMPT => Held::new(self.event(EventType::PrePrompt, payload::pre_prompt(params, cwd))),
+            PROMPT => {
+                HeldCall::new(self.event(EventType::PrePrompt, payload::pre_prompt(params, cwd)))
+            }
             PERMISSION => {
                 if let Some(call) = params.and_then(|p| p.get("toolCall")) {
                     lock(&self.tool_calls).seen(str_at(params, "sessionId"), call, false);
                 }
-                Held {
+                HeldCall {
                     native_ask: true,
                     scope,
-                    ..Held::new(self.event(EventType::PreAction, payload::permission(params, cwd)))
+                    ..HeldCall::new(
+                        self.event(EventType::PreAction, payload::permission(params, cwd)),
+                    )
                 }
             }
-            WRITE | READ | TERMINAL => Held {
+            WRITE | READ | TERMINAL => HeldCall {
                 scope,
-                ..Held::new(self.event(
+                ..HeldCall::new(self.event(
                     EventType::PreAction,
                     payload::editor_op(method, params, cwd),
                 ))
@@ -215,14 +221,14 @@ impl Protocol for Acp {
         }
     }
 
-    fn decided(
+    fn resolve(
         &self,
         _dir: Direction,
         method: &str,
         params: Option<&Value>,
-        held: &Held,
+        held: &HeldCall,
         verdict: &Verdict,
-    ) -> Decided {
+    ) -> Resolution {
         match method {
             PROMPT => prompt_decided(params, verdict),
             PERMISSION => permission_decided(params, verdict),
@@ -235,12 +241,12 @@ impl Protocol for Acp {
         _dir: Direction,
         method: &str,
         _params: Option<&Value>,
-        _held: &Held,
-    ) -> Outcome {
+        _held: &HeldCall,
+    ) -> Disposition {
         match method {
             // What the protocol asks the editor to answer after its own session/cancel.
-            PERMISSION => Outcome::Answer(json!({"outcome": {"outcome": "cancelled"}})),
-            _ => Outcome::Refuse {
+            PERMISSION => Disposition::Answer(json!({"outcome": {"outcome": "cancelled"}})),
+            _ => Disposition::Refuse {
                 code: super::REQUEST_CANCELLED,
                 message: format!(
                     "ahp-wrap: the editor cancelled the session before {method} was decided"
@@ -309,25 +315,25 @@ fn shown_to_editor(params: Option<&Value>, reason: &str) -> Vec<Notice> {
     }]
 }
 
-fn decided(outcome: Outcome, watch: Option<Tracked>, notices: Vec<Notice>) -> Decided {
-    Decided {
+fn resolution(outcome: Disposition, watch: Option<Tracked>, notices: Vec<Notice>) -> Resolution {
+    Resolution {
         outcome,
         watch,
         notices,
     }
 }
 
-fn prompt_decided(params: Option<&Value>, verdict: &Verdict) -> Decided {
+fn prompt_decided(params: Option<&Value>, verdict: &Verdict) -> Resolution {
     let why = match (verdict.replacement(), verdict) {
         (Some(modified), _) => match payload::rewritten_prompt(params, modified) {
-            Ok(p) => return decided(Outcome::Rewrite(p), None, Vec::new()),
+            Ok(p) => return resolution(Disposition::Rewrite(p), None, Vec::new()),
             Err(why) => unapplicable_modify(&why),
         },
-        (None, Verdict::Allow { .. }) => return decided(Outcome::Forward, None, Vec::new()),
+        (None, Verdict::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
         (None, v) => refusal_reason(v),
     };
-    let answer = Outcome::Answer(json!({"stopReason": "refusal"}));
-    decided(answer, None, shown_to_editor(params, &why))
+    let answer = Disposition::Answer(json!({"stopReason": "refusal"}));
+    resolution(answer, None, shown_to_editor(params, &why))
 }
 
 /// The `optionId` of the first option of one of these kinds, in the order given.
@@ -341,7 +347,7 @@ fn option(params: Option<&Value>, kinds: &[&str]) -> Option<Value> {
     })
 }
 
-fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Decided {
+fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Resolution {
     let why = match (verdict.replacement(), verdict) {
         // The tool call's input lives in the agent: a permission cannot change it.
         (Some(_), _) => unapplicable_modify(
@@ -351,18 +357,18 @@ fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Decided {
             match option(params, &["allow_once", "allow_always"]) {
                 Some(id) => {
                     let chosen = json!({"outcome": {"outcome": "selected", "optionId": id}});
-                    return decided(Outcome::Answer(chosen), None, Vec::new());
+                    return resolution(Disposition::Answer(chosen), None, Vec::new());
                 }
                 // Nothing to choose: the editor's person decides.
-                None => return decided(Outcome::Forward, None, Vec::new()),
+                None => return resolution(Disposition::Forward, None, Vec::new()),
             }
         }
         // No opinion: the editor asks its person, as without ahp-wrap.
-        (None, Verdict::Allow { .. }) => return decided(Outcome::Forward, None, Vec::new()),
+        (None, Verdict::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
         // A person must decide: the editor's permission UI is the native ask.
         (None, Verdict::Escalate { reason, .. }) => {
             let ask = format!("the harness asks you to decide: {reason}");
-            return decided(Outcome::Forward, None, shown_to_editor(params, &ask));
+            return resolution(Disposition::Forward, None, shown_to_editor(params, &ask));
         }
         (None, v) => refusal_reason(v),
     };
@@ -371,14 +377,19 @@ fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Decided {
         // No reject option offered: "cancelled" is the one answer that never approves.
         None => json!({"outcome": {"outcome": "cancelled"}}),
     };
-    decided(
-        Outcome::Answer(outcome),
+    resolution(
+        Disposition::Answer(outcome),
         None,
         shown_to_editor(params, &why),
     )
 }
 
-fn op_decided(method: &str, params: Option<&Value>, held: &Held, verdict: &Verdict) -> Decided {
+fn op_decided(
+    method: &str,
+    params: Option<&Value>,
+    held: &HeldCall,
+    verdict: &Verdict,
+) -> Resolution {
     let watch = |note: Value| {
         Some(Tracked {
             method: method.to_owned(),
@@ -390,24 +401,24 @@ fn op_decided(method: &str, params: Option<&Value>, held: &Held, verdict: &Verdi
             Ok(p) => {
                 let cwd = held.event.payload["context"]["working_directory"].as_str();
                 let note = payload::editor_op(method, Some(&p), cwd);
-                return decided(Outcome::Rewrite(p), watch(note), Vec::new());
+                return resolution(Disposition::Rewrite(p), watch(note), Vec::new());
             }
             Err(why) => unapplicable_modify(&why),
         },
         (None, Verdict::Allow { .. }) => {
-            return decided(
-                Outcome::Forward,
+            return resolution(
+                Disposition::Forward,
                 watch(held.event.payload.clone()),
                 Vec::new(),
             )
         }
         (None, v) => refusal_reason(v),
     };
-    let refuse = Outcome::Refuse {
+    let refuse = Disposition::Refuse {
         code: PROXY_ERROR,
         message: why.clone(),
     };
-    decided(refuse, None, shown_to_editor(params, &why))
+    resolution(refuse, None, shown_to_editor(params, &why))
 }
 
 fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {

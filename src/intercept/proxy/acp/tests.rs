@@ -4,7 +4,7 @@
 use serde_json::{json, Map, Value};
 
 use super::Acp;
-use crate::intercept::proxy::{Direction, Held, Notice, OnCall, Outcome, Protocol};
+use crate::intercept::proxy::{Direction, Disposition, HeldCall, Notice, OnCall, Protocol};
 use crate::protocol::{EventType, Verdict};
 
 pub(super) const TO_AGENT: Direction = Direction::ToServer;
@@ -14,7 +14,7 @@ pub(super) fn acp() -> Acp {
     Acp::new("gemini", Some("/ws".into()))
 }
 
-pub(super) fn held(a: &Acp, dir: Direction, method: &str, params: &Value) -> Held {
+pub(super) fn held(a: &Acp, dir: Direction, method: &str, params: &Value) -> HeldCall {
     match a.call(dir, method, Some(params), true) {
         OnCall::Hold(h) => h,
         other => panic!("{method} was not held: {other:?}"),
@@ -60,13 +60,13 @@ fn shell_permission() -> Value {
     }))
 }
 
-fn decide(a: &Acp, dir: Direction, method: &str, params: &Value, v: &Verdict) -> super::Decided {
+fn decide(a: &Acp, dir: Direction, method: &str, params: &Value, v: &Verdict) -> super::Resolution {
     let h = held(a, dir, method, params);
-    a.decided(dir, method, Some(params), &h, v)
+    a.resolve(dir, method, Some(params), &h, v)
 }
 
-fn selected(id: &str) -> Outcome {
-    Outcome::Answer(json!({"outcome": {"outcome": "selected", "optionId": id}}))
+fn selected(id: &str) -> Disposition {
+    Disposition::Answer(json!({"outcome": {"outcome": "selected", "optionId": id}}))
 }
 
 fn shown_text(notices: &[Notice]) -> String {
@@ -92,17 +92,20 @@ fn a_prompt_is_a_pre_prompt_and_a_block_is_a_refusal_the_editor_sees() {
     assert_eq!(h.event.payload["prompt"], "fix it");
     assert_eq!(h.event.payload["prompt_blocks"], p["prompt"]);
 
-    let d = a.decided(
+    let d = a.resolve(
         TO_AGENT,
         "session/prompt",
         Some(&p),
         &h,
         &block("no (rule 3)"),
     );
-    assert_eq!(d.outcome, Outcome::Answer(json!({"stopReason": "refusal"})));
+    assert_eq!(
+        d.outcome,
+        Disposition::Answer(json!({"stopReason": "refusal"}))
+    );
     assert!(shown_text(&d.notices).contains("no (rule 3)"));
 
-    let allowed = a.decided(
+    let allowed = a.resolve(
         TO_AGENT,
         "session/prompt",
         Some(&p),
@@ -111,7 +114,7 @@ fn a_prompt_is_a_pre_prompt_and_a_block_is_a_refusal_the_editor_sees() {
     );
     assert_eq!(
         (allowed.outcome, allowed.notices),
-        (Outcome::Forward, vec![])
+        (Disposition::Forward, vec![])
     );
 }
 
@@ -126,7 +129,7 @@ fn a_modified_prompt_is_what_the_agent_gets() {
         &p,
         &modify(json!({"prompt": "fix it gently"})),
     );
-    let Outcome::Rewrite(new) = d.outcome else {
+    let Disposition::Rewrite(new) = d.outcome else {
         panic!("{:?}", d.outcome)
     };
     assert_eq!(new["sessionId"], "s1");
@@ -138,7 +141,7 @@ fn a_modified_prompt_is_what_the_agent_gets() {
     let bad = decide(&a, TO_AGENT, "session/prompt", &p, &modify(json!({"x": 1})));
     assert_eq!(
         bad.outcome,
-        Outcome::Answer(json!({"stopReason": "refusal"}))
+        Disposition::Answer(json!({"stopReason": "refusal"}))
     );
 }
 
@@ -152,18 +155,18 @@ fn a_permission_request_is_asked_natively_and_each_verdict_picks_its_answer() {
     assert_eq!(h.event.payload["tool_name"], "acp__execute");
     assert_eq!(h.event.payload["arguments"]["command"], "rm -rf build");
 
-    let d = |v: &Verdict| a.decided(TO_EDITOR, "session/request_permission", Some(&p), &h, v);
+    let d = |v: &Verdict| a.resolve(TO_EDITOR, "session/request_permission", Some(&p), &h, v);
     let blocked = d(&block("not today"));
     assert_eq!(blocked.outcome, selected("cancel"));
     assert!(shown_text(&blocked.notices).contains("not today"));
     assert_eq!(d(&explicit_allow()).outcome, selected("proceed_once"));
     // No opinion: the editor's person still decides.
-    assert_eq!(d(&Verdict::no_opinion()).outcome, Outcome::Forward);
+    assert_eq!(d(&Verdict::no_opinion()).outcome, Disposition::Forward);
     let escalated = d(&Verdict::Escalate {
         reason: "unsure".into(),
         target: None,
     });
-    assert_eq!(escalated.outcome, Outcome::Forward);
+    assert_eq!(escalated.outcome, Disposition::Forward);
     assert!(shown_text(&escalated.notices).contains("unsure"));
     // A permission cannot change the call: a modify is refused, never approved.
     assert_eq!(
@@ -184,7 +187,7 @@ fn a_block_without_a_reject_option_cancels_and_an_allow_without_allow_option_ask
                    "options": [{"optionId": "x", "name": "Reject all", "kind": "reject_always"}]});
     let d = |v: &Verdict| decide(&a, TO_EDITOR, "session/request_permission", &p, v).outcome;
     assert_eq!(d(&block("no")), selected("x"));
-    assert_eq!(d(&explicit_allow()), Outcome::Forward);
+    assert_eq!(d(&explicit_allow()), Disposition::Forward);
     let none = json!({"sessionId": "s1", "toolCall": {"toolCallId": "c"}, "options": []});
     let out = decide(
         &a,
@@ -196,7 +199,7 @@ fn a_block_without_a_reject_option_cancels_and_an_allow_without_allow_option_ask
     .outcome;
     assert_eq!(
         out,
-        Outcome::Answer(json!({"outcome": {"outcome": "cancelled"}}))
+        Disposition::Answer(json!({"outcome": {"outcome": "cancelled"}}))
     );
 }
 
@@ -285,35 +288,35 @@ fn editor_operations_are_pre_actions_refused_or_rewritten_and_answered_as_post_a
     assert_eq!(h.event.payload["arguments"]["path"], "/ws/secret.txt");
     assert_eq!(h.event.payload["arguments"]["content"], "x");
 
-    let blocked = a.decided(
+    let blocked = a.resolve(
         TO_EDITOR,
         "fs/write_text_file",
         Some(&p),
         &h,
         &block("secret"),
     );
-    let Outcome::Refuse { message, .. } = blocked.outcome else {
+    let Disposition::Refuse { message, .. } = blocked.outcome else {
         panic!("{:?}", blocked.outcome)
     };
     assert_eq!(message, "secret");
 
     let m = modify(json!({"arguments": {"path": "/ws/other.txt", "content": "y"}}));
-    let modified = a.decided(TO_EDITOR, "fs/write_text_file", Some(&p), &h, &m);
+    let modified = a.resolve(TO_EDITOR, "fs/write_text_file", Some(&p), &h, &m);
     assert_eq!(
         modified.outcome,
-        Outcome::Rewrite(json!({"sessionId": "s1", "path": "/ws/other.txt", "content": "y"}))
+        Disposition::Rewrite(json!({"sessionId": "s1", "path": "/ws/other.txt", "content": "y"}))
     );
     let watch = modified.watch.expect("the answer is watched");
     assert_eq!(watch.note["arguments"]["path"], "/ws/other.txt");
 
-    let allowed = a.decided(
+    let allowed = a.resolve(
         TO_EDITOR,
         "fs/write_text_file",
         Some(&p),
         &h,
         &Verdict::no_opinion(),
     );
-    assert_eq!(allowed.outcome, Outcome::Forward);
+    assert_eq!(allowed.outcome, Disposition::Forward);
     let post = a.answered(TO_EDITOR, allowed.watch.unwrap(), &Ok(json!({})));
     let post = post.expect("a post_action");
     assert_eq!(post.event_type, EventType::PostAction);
@@ -332,8 +335,8 @@ fn a_terminal_is_an_argv_and_a_modified_command_line_runs_under_sh() {
         json!({"command": ["rm", "-rf", "/tmp/x"], "cwd": "/ws"})
     );
     let m = modify(json!({"arguments": {"command": "echo safe"}}));
-    let d = a.decided(TO_EDITOR, "terminal/create", Some(&p), &h, &m);
-    let Outcome::Rewrite(new) = d.outcome else {
+    let d = a.resolve(TO_EDITOR, "terminal/create", Some(&p), &h, &m);
+    let Disposition::Rewrite(new) = d.outcome else {
         panic!("{:?}", d.outcome)
     };
     assert_eq!(

@@ -5,11 +5,11 @@ use serde_json::json;
 
 use super::tests::*;
 use super::Acp;
-use crate::intercept::proxy::Held;
+use crate::intercept::proxy::HeldCall;
 use crate::policy::Policy;
 use crate::protocol::{Event, Verdict};
 
-fn policy_verdict(policy: &Policy, h: &Held) -> Verdict {
+fn policy_verdict(policy: &Policy, h: &HeldCall) -> Verdict {
     let event = Event {
         event_type: h.event.event_type,
         session_id: "s".into(),

@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{Engine, Step};
-use crate::intercept::proxy::{Decide, Decided, Direction, Held, Outcome, Protocol};
+use crate::intercept::proxy::{Decide, Direction, Disposition, HeldCall, Protocol, Resolution};
 use crate::jsonrpc::{error_response, notification, response, Frame, Id};
 
 impl<P: Protocol, G: Decide> Engine<P, G> {
@@ -17,13 +17,13 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         id: Option<Id>,
         method: &str,
         params: Option<Value>,
-        held: Held,
+        held: HeldCall,
     ) -> Step {
         // What was passed on before this call goes out now, not after its decision.
         self.flush(dir).await?;
         if let Some(id) = &id {
             // Registered before the decision, so that a proxy ending meanwhile answers it.
-            if !self.insert(dir, id, true, None) {
+            if self.register(dir, id, true, None).is_err() {
                 return self.refuse_busy(dir, id).await;
             }
         }
@@ -38,13 +38,13 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         };
         let decided = tokio::select! {
             verdict = decision => {
-                self.protocol.decided(dir, method, params.as_ref(), &held, &verdict)
+                self.protocol.resolve(dir, method, params.as_ref(), &held, &verdict)
             }
             () = cancelled => {
                 let outcome = self.protocol.cancelled(dir, method, params.as_ref(), &held);
                 let why = format!("the peer cancelled {method} before it was decided");
                 self.gate.abandoned(held.event.clone(), why, started.elapsed()).await;
-                Decided { outcome, watch: None, notices: Vec::new() }
+                Resolution { outcome, watch: None, notices: Vec::new() }
             }
         };
         drop(watch);
@@ -52,7 +52,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
     }
 
     /// Asks the gate about a held call.
-    async fn ask(&self, held: &Held) -> crate::protocol::Verdict {
+    async fn ask(&self, held: &HeldCall) -> crate::protocol::Verdict {
         let ev = held.event.clone();
         let (t, p, m) = (ev.event_type, ev.payload, ev.metadata);
         if held.native_ask {
@@ -64,15 +64,21 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
 
     /// Carries out what a held call became: forwarded as it is or rewritten, or answered
     /// by us and never forwarded.
-    async fn apply(&self, dir: Direction, frame: Frame, id: Option<Id>, decided: Decided) -> Step {
+    async fn apply(
+        &self,
+        dir: Direction,
+        frame: Frame,
+        id: Option<Id>,
+        decided: Resolution,
+    ) -> Step {
         for n in &decided.notices {
             self.answer(n.to, notification(&n.method, &n.params))
                 .await?;
         }
         let id_value = id.as_ref().map_or(Value::Null, Id::to_value);
         let bytes = match decided.outcome {
-            Outcome::Forward => frame.into_raw().to_vec(),
-            Outcome::Rewrite(params) => match rewrite(frame.content(), params) {
+            Disposition::Forward => frame.into_raw().to_vec(),
+            Disposition::Rewrite(params) => match rewrite(frame.content(), params) {
                 Some(bytes) => bytes,
                 None => {
                     self.forget(dir, id.as_ref());
@@ -80,14 +86,14 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
                     return self.refuse(dir, &id_value, why).await;
                 }
             },
-            Outcome::Answer(result) => {
+            Disposition::Answer(result) => {
                 self.forget(dir, id.as_ref());
                 return match id {
                     Some(_) => self.answer(dir.back(), response(&id_value, &result)).await,
                     None => Ok(()),
                 };
             }
-            Outcome::Refuse { code, message } => {
+            Disposition::Refuse { code, message } => {
                 self.forget(dir, id.as_ref());
                 return match id {
                     Some(_) => {

@@ -6,29 +6,33 @@ use super::{lock, Engine, InFlight};
 use crate::intercept::proxy::{Decide, Direction, Protocol, Tracked};
 use crate::jsonrpc::Id;
 
+/// The table of requests in flight in one direction is full.
+pub(super) struct Full;
+
 impl<P: Protocol, G: Decide> Engine<P, G> {
-    /// Records a request travelling `dir`; false when `max_in_flight` are already waiting.
-    pub(super) fn insert(
+    /// Records a request travelling `dir`, or says the table is full (`max_in_flight`
+    /// already waiting). A request reusing the id of one still in flight is not recorded
+    /// (the first keeps the id, so that an answer is never linked to a call it does not
+    /// answer) and is no error here: it is passed on as the peer sent it.
+    pub(super) fn register(
         &self,
         dir: Direction,
         id: &Id,
         held: bool,
         tracked: Option<Tracked>,
-    ) -> bool {
+    ) -> Result<(), Full> {
         let mut pending = lock(&self.pending[dir.index()]);
         let key = id.to_string();
         if pending.contains_key(&key) {
-            // A duplicate id in flight breaks JSON-RPC; the first request keeps it, so that
-            // an answer is never linked to a call it does not answer.
             tracing::warn!(%id, "a request reused the id of one still in flight");
-            return true;
+            return Ok(());
         }
         if pending.len() >= self.options.max_in_flight {
-            return false;
+            return Err(Full);
         }
         let id = id.clone();
         pending.insert(key, InFlight { id, held, tracked });
-        true
+        Ok(())
     }
 
     /// A held request was decided and is about to be forwarded.

@@ -30,7 +30,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
             (Some(method), _) if self.protocol.intercepts(dir, method) => None,
             (Some(_), None) => Some(self.forward(dir, frame.raw()).await),
             (Some(_), Some(id)) => {
-                if !self.insert(dir, &id, false, None) {
+                if self.register(dir, &id, false, None).is_err() {
                     return Some(self.refuse_busy(dir, &id).await);
                 }
                 Some(self.forward(dir, frame.raw()).await)

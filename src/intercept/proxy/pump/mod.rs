@@ -381,7 +381,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
             OnCall::Notify(ev) => (None, Some(ev)),
         };
         if let Some(id) = id {
-            if !self.insert(dir, &id, false, tracked) {
+            if self.register(dir, &id, false, tracked).is_err() {
                 return self.refuse_busy(dir, &id).await;
             }
         }
