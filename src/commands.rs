@@ -14,44 +14,33 @@ use crate::audit::{self, load_key, KEY_ENV};
 use serde_json::Value;
 
 use crate::cli::{AuditCommand, PolicyCommand, ServeArgs};
-use crate::exit::{self, Exit};
+use crate::exit::{self, CommandResult, Exit, Failure, OrExit};
 use crate::gate::{Approver, Decider, Embedded, Harness};
 use crate::policy::Policy;
 use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
 
-pub fn audit(cmd: AuditCommand) -> Exit {
+pub fn audit(cmd: AuditCommand) -> CommandResult {
     match cmd {
         AuditCommand::Verify { path, key_file } => {
-            let key = match load_key(key_file.as_deref(), std::env::var(KEY_ENV).ok()) {
-                Ok(k) => k,
-                Err(e) => {
-                    eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                    return Exit::Error;
-                }
-            };
+            let key = load_key(key_file.as_deref(), std::env::var(KEY_ENV).ok())?;
             // The commit head this machine keeps for the log, if any (see audit::head).
             let head = audit::head::default_dir()
                 .map(|dir| audit::head::head_path(&dir, &path))
                 .and_then(|p| audit::head::read(&p));
             let report = audit::verify_with_head(&path, key.as_deref(), head.as_ref());
             exit::print(&report.to_text());
-            Exit::Status(report.outcome() as u8)
+            Ok(Exit::Status(report.outcome() as u8))
         }
-        AuditCommand::Summary { path, markdown } => match audit::summary(&path) {
-            Ok(s) => {
-                exit::print(&if markdown {
-                    s.to_markdown()
-                } else {
-                    s.to_text()
-                });
-                Exit::OK
-            }
-            Err(e) => {
-                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                Exit::Error
-            }
-        },
+        AuditCommand::Summary { path, markdown } => {
+            let s = audit::summary(&path)?;
+            exit::print(&if markdown {
+                s.to_markdown()
+            } else {
+                s.to_text()
+            });
+            Ok(Exit::OK)
+        }
     }
 }
 
@@ -84,24 +73,11 @@ fn floor(
     policy: Option<&std::path::Path>,
     framework: Option<&str>,
     workspace: Option<std::path::PathBuf>,
-) -> Exit {
-    let spec = match crate::policy::floor_spec(policy) {
-        Ok(s) => s,
-        Err(e) => {
-            eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-            return Exit::Error;
-        }
-    };
-    let framework = match crate::frameworks::find(framework.unwrap_or("generic")) {
-        Some(f) => f,
-        None => {
-            eprintln!(
-                "ahp-wrap: unknown framework {:?}",
-                framework.unwrap_or_default()
-            );
-            return Exit::Error;
-        }
-    };
+) -> CommandResult {
+    let spec = crate::policy::floor_spec(policy)?;
+    let name = framework.unwrap_or("generic");
+    let framework = crate::frameworks::find(name)
+        .ok_or_else(|| Failure::new(Exit::Error, format!("unknown framework {name:?}")))?;
     let (plan, report) = floor_here(&spec, framework, workspace);
     let mut out = String::new();
     if !spec.enabled {
@@ -136,11 +112,11 @@ fn floor(
     out.push('\n');
     out.push_str(&plan.to_string());
     exit::print(&out);
-    if report.complete() && spec.enabled {
+    Ok(if report.complete() && spec.enabled {
         Exit::OK
     } else {
         Exit::Problem
-    }
+    })
 }
 
 /// `ahp-wrap completions SHELL`: the completion script, from the command line's definition.
@@ -154,86 +130,66 @@ pub fn completions(shell: clap_complete::Shell) -> Exit {
 
 /// `ahp-wrap man`: the manual page (roff), from the command line's definition (its
 /// SUBCOMMANDS section lists the others; each has its own `--help`).
-pub fn man() -> Exit {
+pub fn man() -> CommandResult {
     let cmd = <crate::cli::Cli as clap::CommandFactory>::command();
     let mut out = Vec::new();
-    if let Err(e) = clap_mangen::Man::new(cmd).render(&mut out) {
-        eprintln!("ahp-wrap: cannot render the manual page: {e}");
-        return Exit::Error;
-    }
+    clap_mangen::Man::new(cmd)
+        .render(&mut out)
+        .map_err(|e| Failure::new(Exit::Error, format!("cannot render the manual page: {e}")))?;
     exit::print(&String::from_utf8_lossy(&out));
-    Exit::OK
+    Ok(Exit::OK)
 }
 
-pub fn policy(cmd: PolicyCommand) -> Exit {
+pub fn policy(cmd: PolicyCommand) -> CommandResult {
     match cmd {
         PolicyCommand::Default => {
             exit::print(Policy::default_toml());
-            Exit::OK
+            Ok(Exit::OK)
         }
-        PolicyCommand::Check { file } => match Policy::load(&file) {
-            Ok(p) => {
-                let report = p.check().expect("load checked the examples");
-                let base = match p.inherited_rules() {
-                    0 => String::new(),
-                    n => format!(" (on top of {n} rules of the default policy)"),
-                };
-                exit::print(&format!(
-                    "{}: {} rules{base}, {} examples passed\n",
-                    file.display(),
-                    report.rules,
-                    report.examples
-                ));
-                Exit::OK
-            }
-            Err(e) => {
-                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                Exit::Problem
-            }
-        },
+        PolicyCommand::Check { file } => {
+            let p = Policy::load(&file).map_err(|e| Failure::from(e).exiting(Exit::Problem))?;
+            let report = p.check().expect("load checked the examples");
+            let base = match p.inherited_rules() {
+                0 => String::new(),
+                n => format!(" (on top of {n} rules of the default policy)"),
+            };
+            exit::print(&format!(
+                "{}: {} rules{base}, {} examples passed\n",
+                file.display(),
+                report.rules,
+                report.examples
+            ));
+            Ok(Exit::OK)
+        }
         PolicyCommand::Floor {
             policy,
             framework,
             workspace,
         } => floor(policy.as_deref(), framework.as_deref(), workspace),
         PolicyCommand::Eval { file } => {
-            let (policy, event) = match policy_and_event(file.as_deref()) {
-                Ok(both) => both,
-                Err(exit) => return exit,
-            };
+            let (policy, event) = policy_and_event(file.as_deref())?;
             let d = policy.evaluate(&event);
             let mut out = d.verdict.to_json();
             out["rule"] = d.rule.clone().map(Value::String).unwrap_or(Value::Null);
             exit::print(&format!("{out}\n"));
-            decision_exit(&d)
+            Ok(decision_exit(&d))
         }
         PolicyCommand::Explain { file } => {
-            let (policy, event) = match policy_and_event(file.as_deref()) {
-                Ok(both) => both,
-                Err(exit) => return exit,
-            };
+            let (policy, event) = policy_and_event(file.as_deref())?;
             let (d, rules) = policy.explain(&event);
             exit::print(&explained(&d, &rules));
-            decision_exit(&d)
+            Ok(decision_exit(&d))
         }
     }
 }
 
 /// The policy (a file, or the default) and the event on stdin, for `eval` and `explain`.
-fn policy_and_event(file: Option<&std::path::Path>) -> Result<(Policy, Event), Exit> {
-    let policy = load_policy(file).map_err(|e| {
-        eprintln!("ahp-wrap: {e}");
-        Exit::Error
-    })?;
+fn policy_and_event(file: Option<&std::path::Path>) -> Result<(Policy, Event), Failure> {
+    let policy = load_policy(file).or_exit(Exit::Error)?;
     let mut input = String::new();
-    if let Err(e) = std::io::Read::read_to_string(&mut std::io::stdin(), &mut input) {
-        eprintln!("ahp-wrap: cannot read stdin: {e}");
-        return Err(Exit::Error);
-    }
-    let event = event_from_json(&input).map_err(|e| {
-        eprintln!("ahp-wrap: {e}");
-        Exit::Error
-    })?;
+    std::io::Read::read_to_string(&mut std::io::stdin(), &mut input)
+        .map_err(|e| Failure::new(Exit::Error, format!("cannot read stdin: {e}")))?;
+    let event = event_from_json(&input).or_exit(Exit::Error)?;
     Ok((policy, event))
 }
 
@@ -332,57 +288,37 @@ fn event_from_json(text: &str) -> Result<Event, String> {
     serde_json::from_value(v).map_err(|e| format!("not an AHP event: {e}"))
 }
 
-pub fn serve(args: ServeArgs) -> Exit {
-    let listen = match Listen::parse(&args.listen) {
-        Ok(l) => l,
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Error;
-        }
-    };
-    let policy = match load_policy(args.policy.as_deref()) {
-        Ok(p) => p,
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Error;
-        }
-    };
-    let runtime = match tokio::runtime::Builder::new_multi_thread()
+pub fn serve(args: ServeArgs) -> CommandResult {
+    let listen = Listen::parse(&args.listen).or_exit(Exit::Error)?;
+    let policy = load_policy(args.policy.as_deref()).or_exit(Exit::Error)?;
+    let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
         .build()
-    {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("ahp-wrap: cannot start the runtime: {e}");
-            return Exit::Error;
-        }
-    };
-    let host_options = match crate::host::HostOptions::from_args(&args.host.request()) {
-        Ok(h) => h,
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Error;
-        }
-    };
+        .map_err(|e| Failure::new(Exit::Error, format!("cannot start the runtime: {e}")))?;
+    let host_options =
+        crate::host::HostOptions::from_args(&args.host.request()).or_exit(Exit::Error)?;
     if args
         .approval_timeout
         .is_some_and(|s| s.saturating_mul(1000) >= args.timeout)
     {
-        eprintln!(
-            "ahp-wrap: --approval-timeout must be shorter than --timeout ({} ms), the deadline wrappers are given",
-            args.timeout
-        );
-        return Exit::Error;
+        return Err(Failure::new(
+            Exit::Error,
+            format!(
+                "--approval-timeout must be shorter than --timeout ({} ms), the deadline \
+                 wrappers are given",
+                args.timeout
+            ),
+        ));
     }
     if host_options.is_some()
         && !matches!(listen, Listen::Http(_))
         && args.host.host_listen.is_none()
     {
-        eprintln!(
-            "ahp-wrap: the approvals host needs --listen http://ADDR or --host-listen http://ADDR"
-        );
-        return Exit::Error;
+        return Err(Failure::new(
+            Exit::Error,
+            "the approvals host needs --listen http://ADDR or --host-listen http://ADDR",
+        ));
     }
     runtime.block_on(serve_async(args, listen, policy, host_options))
 }
@@ -393,40 +329,20 @@ async fn serve_async(
     listen: Listen,
     policy: Policy,
     host_options: Option<crate::host::HostOptions>,
-) -> Exit {
+) -> CommandResult {
     // Metrics are always kept: the HTTP listener serves them at /metrics.
-    let telemetry = args
-        .telemetry
-        .options("serve", true)
-        .map_err(|e| e.to_string());
-    let started = match telemetry {
-        Ok(options) => crate::telemetry::start(options).await,
-        Err(e) => Err(e),
-    };
-    if let Err(e) = started {
-        eprintln!("ahp-wrap: {e}");
-        return Exit::Error;
-    }
-    let audit = match crate::audit::Auditor::open(
-        args.audit_log.as_deref(),
-        args.audit_key_file.as_deref(),
-    ) {
-        Ok(a) => a.observed_by(crate::telemetry::get().map(|t| t.observer())),
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Error;
-        }
-    };
+    let telemetry = args.telemetry.options("serve", true)?;
+    crate::telemetry::start(telemetry)
+        .await
+        .or_exit(Exit::Error)?;
+    let audit =
+        crate::audit::Auditor::open(args.audit_log.as_deref(), args.audit_key_file.as_deref())
+            .or_exit(Exit::Error)?
+            .observed_by(crate::telemetry::get().map(|t| t.observer()));
     let embedded = Arc::new(Embedded::new(policy, args.mode.into()));
     let host = match &host_options {
         None => None,
-        Some(options) => match start_host(options, &listen).await {
-            Ok(h) => Some(h),
-            Err(e) => {
-                eprintln!("ahp-wrap: {e}");
-                return Exit::Error;
-            }
-        },
+        Some(options) => Some(start_host(options, &listen).await.or_exit(Exit::Error)?),
     };
     let decider = Decider {
         harness: Harness::Embedded(embedded),
@@ -453,13 +369,8 @@ async fn serve_async(
         eprintln!("ahp-wrap serve: listening on {addr}");
     };
     let token = args.token.filter(|t| !t.is_empty());
-    match crate::serve::serve(engine, listen, token, host, announce).await {
-        Ok(()) => Exit::OK,
-        Err(e) => {
-            eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-            Exit::Error
-        }
-    }
+    crate::serve::serve(engine, listen, token, host, announce).await?;
+    Ok(Exit::OK)
 }
 
 /// How long an escalation waits for a person: `--approval-timeout`, else a second less

@@ -1,5 +1,6 @@
 //! Every exit code ahp-wrap exits with, in one type, and the one place that turns it into
-//! the process's exit status.
+//! the process's exit status; and [`Failure`], the error a command ends with, which carries
+//! its exit code and is printed once, by `main`, with its cause chain.
 //!
 //! Owns: the numbers. Must not touch: deciding *when* to exit (the run and the subcommands
 //! do), or hook processes' codes (each framework's contract renders those).
@@ -73,6 +74,59 @@ impl From<Exit> for std::process::ExitCode {
     }
 }
 
+/// Why a command failed, and the code it exits with. A command returns it instead of
+/// printing: `main` prints `ahp-wrap: <why>` once and exits with [`Failure::exit`].
+///
+/// A typed error becomes one with `?` (exit [`Exit::Error`], the message with its cause
+/// chain, as [`crate::error_chain`] writes it); text with [`OrExit::or_exit`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    pub exit: Exit,
+    pub why: String,
+}
+
+impl Failure {
+    pub fn new(exit: Exit, why: impl std::fmt::Display) -> Failure {
+        Failure {
+            exit,
+            why: why.to_string(),
+        }
+    }
+
+    /// The same failure, ending with `exit` instead.
+    pub fn exiting(self, exit: Exit) -> Failure {
+        Failure { exit, ..self }
+    }
+}
+
+impl<E: std::error::Error> From<E> for Failure {
+    fn from(e: E) -> Failure {
+        Failure::new(Exit::Error, crate::error_chain(&e))
+    }
+}
+
+/// Turns an error that is only text into a [`Failure`] with its exit code.
+pub trait OrExit<T> {
+    fn or_exit(self, exit: Exit) -> Result<T, Failure>;
+}
+
+impl<T, E: std::fmt::Display> OrExit<T> for Result<T, E> {
+    fn or_exit(self, exit: Exit) -> Result<T, Failure> {
+        self.map_err(|e| Failure::new(exit, e))
+    }
+}
+
+/// What a command ends with: its exit code, or why it failed.
+pub type CommandResult = Result<Exit, Failure>;
+
+/// Prints a failure the one way (`ahp-wrap: why` on stderr) and gives its exit code.
+pub fn report(outcome: CommandResult) -> Exit {
+    outcome.unwrap_or_else(|f| {
+        eprintln!("ahp-wrap: {}", f.why);
+        f.exit
+    })
+}
+
 /// Writes `text` to stdout. A reader that went away (`ahp-wrap audit summary | head`) is
 /// not our failure: nothing panics, and the rest is dropped.
 pub fn print(text: &str) {
@@ -104,6 +158,29 @@ mod tests {
         for (exit, code) in all {
             assert_eq!(exit.code(), code, "{exit:?}");
         }
+    }
+
+    #[test]
+    fn a_failure_carries_its_exit_and_its_whole_cause_chain() {
+        #[derive(Debug, thiserror::Error)]
+        #[error("cannot load the policy")]
+        struct Outer(#[source] std::io::Error);
+        let io = std::io::Error::new(std::io::ErrorKind::NotFound, "no such file");
+        let f = Failure::from(Outer(io));
+        assert_eq!(f.exit, Exit::Error);
+        assert_eq!(f.why, "cannot load the policy: no such file");
+        let f = f.exiting(Exit::Problem);
+        assert_eq!(
+            (f.exit, f.why.as_str()),
+            (Exit::Problem, "cannot load the policy: no such file")
+        );
+        let text: Result<(), &str> = Err("bad --listen");
+        assert_eq!(
+            text.or_exit(Exit::Wrapper),
+            Err(Failure::new(Exit::Wrapper, "bad --listen"))
+        );
+        assert_eq!(report(Ok(Exit::Status(3))), Exit::Status(3));
+        assert_eq!(report(Err(Failure::new(Exit::NoHooks, "x"))), Exit::NoHooks);
     }
 
     #[test]

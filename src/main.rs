@@ -5,7 +5,7 @@ use std::process::ExitCode;
 use ahp_wrap::cli::{Cli, Command};
 use ahp_wrap::commands;
 use ahp_wrap::config::Config;
-use ahp_wrap::exit::Exit;
+use ahp_wrap::exit::{self, CommandResult, Exit, Failure};
 use ahp_wrap::fleet;
 use ahp_wrap::intercept::hooks::relay;
 use ahp_wrap::intercept::pathshim;
@@ -44,49 +44,46 @@ fn main() -> ExitCode {
             };
         }
     };
-    let exit = match cli.command {
-        Some(Command::Hook { framework, hook }) => {
-            return hook_exit(relay::run_hook(&framework, &hook))
-        }
-        Some(Command::Audit { command }) => commands::audit(command),
-        Some(Command::Completions { shell }) => commands::completions(shell),
-        Some(Command::Man) => commands::man(),
-        Some(Command::Doctor { json }) => commands::doctor(json),
-        Some(Command::Policy { command }) => commands::policy(command),
-        Some(Command::Worker(args)) => match termlog::init(&args.amqp.log, None, false) {
-            Ok(_) => fleet::command::worker(*args),
-            Err(e) => fail(&e, Exit::Error),
-        },
-        Some(Command::Task { command }) => fleet::command::task(command),
-        Some(Command::Serve(args)) => match termlog::init(&args.log, None, false) {
-            Ok(_) => commands::serve(args),
-            Err(e) => fail(&e, Exit::Error),
-        },
-        Some(Command::Mcp(args)) => {
-            // Our stdout is the client's JSON-RPC stream: the log never goes there.
-            match termlog::init(&args.run.log, args.run.log_file.as_deref(), false) {
-                Err(e) => fail(&e, Exit::Wrapper),
-                Ok(_) => match Config::for_mcp(*args) {
-                    Ok(cfg) => run::run(cfg),
-                    Err(e) => fail(&e, Exit::Wrapper),
-                },
-            }
-        }
-        None => match termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true) {
-            Err(e) => fail(&e, Exit::Wrapper),
-            Ok(_) => match Config::from_args(cli.run) {
-                Ok(cfg) => run::run(cfg),
-                Err(e) => fail(&e, Exit::Wrapper),
-            },
-        },
-    };
-    exit.into()
+    exit::report(command(cli)).into()
 }
 
-/// Says why on stderr, and exits with `exit`.
-fn fail(e: &dyn std::error::Error, exit: Exit) -> Exit {
-    eprintln!("ahp-wrap: {}", ahp_wrap::error_chain(e));
-    exit
+/// Every command but a hook call: its exit code, or the failure `main` prints once.
+fn command(cli: Cli) -> CommandResult {
+    // The wrapper's own failures before the agent starts exit 125, as `env` says them.
+    let wrapper = |e: &dyn std::error::Error| Failure::new(Exit::Wrapper, ahp_wrap::error_chain(e));
+    match cli.command {
+        Some(Command::Hook { framework, hook }) => {
+            let code = relay::run_hook(&framework, &hook);
+            Ok(Exit::Status(u8::try_from(code).unwrap_or(1)))
+        }
+        Some(Command::Audit { command }) => commands::audit(command),
+        Some(Command::Completions { shell }) => Ok(commands::completions(shell)),
+        Some(Command::Man) => commands::man(),
+        Some(Command::Doctor { json }) => Ok(commands::doctor(json)),
+        Some(Command::Policy { command }) => commands::policy(command),
+        Some(Command::Worker(args)) => {
+            termlog::init(&args.amqp.log, None, false)?;
+            fleet::command::worker(*args)
+        }
+        Some(Command::Task { command }) => fleet::command::task(command),
+        Some(Command::Serve(args)) => {
+            termlog::init(&args.log, None, false)?;
+            commands::serve(args)
+        }
+        Some(Command::Mcp(args)) => {
+            // Our stdout is the client's JSON-RPC stream: the log never goes there.
+            termlog::init(&args.run.log, args.run.log_file.as_deref(), false)
+                .map_err(|e| wrapper(&e))?;
+            let cfg = Config::for_mcp(*args).map_err(|e| wrapper(&e))?;
+            run::run(cfg)
+        }
+        None => {
+            termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true)
+                .map_err(|e| wrapper(&e))?;
+            let cfg = Config::from_args(cli.run).map_err(|e| wrapper(&e))?;
+            run::run(cfg)
+        }
+    }
 }
 
 /// A hook process exits with what its framework's contract renders.

@@ -16,24 +16,22 @@ use super::message::{Status, Task, TaskResult};
 use super::task_run::Launcher;
 use super::worker::Worker;
 use crate::cli::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
-use crate::exit::{self, Exit};
+use crate::exit::{self, CommandResult, Exit, Failure};
 
-/// Says why on stderr and returns `Exit::Error`.
-fn error(why: impl std::fmt::Display) -> Exit {
-    eprintln!("ahp-wrap: {why}");
-    Exit::Error
+/// A usage or set-up failure (exit 2).
+fn error(why: impl std::fmt::Display) -> Failure {
+    Failure::new(Exit::Error, why)
 }
 
-fn target(a: &AmqpArgs) -> Result<Target, Exit> {
-    Target::parse(
+fn target(a: &AmqpArgs) -> Result<Target, Failure> {
+    Ok(Target::parse(
         &a.amqp,
         a.amqp_heartbeat,
         Duration::from_secs(a.connect_timeout.max(1)),
-    )
-    .map_err(|e| error(crate::error_chain(&e)))
+    )?)
 }
 
-fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
+fn runtime() -> Result<tokio::runtime::Runtime, Failure> {
     // One thread: the thread that starts a run is then the one whose death the run's
     // parent-death signal watches (see `task_run`).
     tokio::runtime::Builder::new_current_thread()
@@ -43,26 +41,14 @@ fn runtime() -> Result<tokio::runtime::Runtime, Exit> {
 }
 
 /// `ahp-wrap worker`.
-pub fn worker(args: WorkerArgs) -> Exit {
-    let telemetry = match args.telemetry.options("worker", false) {
-        Ok(t) => t,
-        Err(e) => return error(e.to_string()),
-    };
-    match configure(args) {
-        Ok((worker, _dir)) => match runtime() {
-            Ok(rt) => rt.block_on(async {
-                if let Err(e) = crate::telemetry::start(telemetry).await {
-                    return error(e);
-                }
-                match worker.run(shutdown_signal()).await {
-                    Ok(()) => Exit::OK,
-                    Err(e) => error(crate::error_chain(&e)),
-                }
-            }),
-            Err(exit) => exit,
-        },
-        Err(exit) => exit,
-    }
+pub fn worker(args: WorkerArgs) -> CommandResult {
+    let telemetry = args.telemetry.options("worker", false)?;
+    let (worker, _dir) = configure(args)?;
+    runtime()?.block_on(async {
+        crate::telemetry::start(telemetry).await.map_err(error)?;
+        worker.run(shutdown_signal()).await?;
+        Ok(Exit::OK)
+    })
 }
 
 /// A private directory removed when dropped.
@@ -74,9 +60,8 @@ impl Drop for WorkDir {
     }
 }
 
-fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Exit> {
-    let capability =
-        Capability::load(&args.capability).map_err(|e| error(crate::error_chain(&e)))?;
+fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Failure> {
+    let capability = Capability::load(&args.capability)?;
     if args.harness.is_some() && args.policy.is_some() {
         return Err(error(
             "--policy applies to the embedded harness; it cannot be used with --harness",
@@ -171,19 +156,19 @@ async fn shutdown_signal() {
 }
 
 /// `ahp-wrap task …`.
-pub fn task(cmd: TaskCommand) -> Exit {
+pub fn task(cmd: TaskCommand) -> CommandResult {
     match cmd {
         TaskCommand::Submit(args) => submit(args),
         TaskCommand::Abort(args) => abort(args),
     }
 }
 
-fn level<T: serde::de::DeserializeOwned>(what: &str, v: &str) -> Result<T, Exit> {
+fn level<T: serde::de::DeserializeOwned>(what: &str, v: &str) -> Result<T, Failure> {
     serde_json::from_value(Value::String(v.to_uppercase()))
         .map_err(|_| error(format!("invalid {what} {v:?}")))
 }
 
-fn task_of(args: &SubmitArgs) -> Result<Task, Exit> {
+fn task_of(args: &SubmitArgs) -> Result<Task, Failure> {
     let mut task = Task::new(
         &args.capability,
         &args.intent,
@@ -206,11 +191,10 @@ fn task_of(args: &SubmitArgs) -> Result<Task, Exit> {
     Ok(task)
 }
 
-fn submit(args: SubmitArgs) -> Exit {
-    let (task, target, rt) = match (task_of(&args), target(&args.amqp), runtime()) {
-        (Ok(t), Ok(g), Ok(r)) => (t, g, r),
-        (Err(e), _, _) | (_, Err(e), _) | (_, _, Err(e)) => return e,
-    };
+fn submit(args: SubmitArgs) -> CommandResult {
+    let task = task_of(&args)?;
+    let target = target(&args.amqp)?;
+    let rt = runtime()?;
     let json = args.json;
     let submitted = || match json {
         true => exit::print(&format!(
@@ -229,13 +213,13 @@ fn submit(args: SubmitArgs) -> Exit {
     };
     let wait = super::submit::submit(&target, &task, timeout, submitted, print);
     match rt.block_on(abort_on_ctrl_c(&target, &task.task_id, wait)) {
-        None => Exit::Status(crate::exit::SIGNAL_BASE + libc::SIGINT as u8),
-        Some(Ok(result)) => exit_of(&result),
-        Some(Err(super::submit::SubmitError::Timeout { task, secs })) => {
-            eprintln!("ahp-wrap: no result for task {task} within {secs} s");
-            Exit::TimedOut
-        }
-        Some(Err(e)) => error(crate::error_chain(&e)),
+        None => Ok(Exit::Status(crate::exit::SIGNAL_BASE + libc::SIGINT as u8)),
+        Some(Ok(result)) => Ok(exit_of(&result)),
+        Some(Err(super::submit::SubmitError::Timeout { task, secs })) => Err(Failure::new(
+            Exit::TimedOut,
+            format!("no result for task {task} within {secs} s"),
+        )),
+        Some(Err(e)) => Err(e.into()),
     }
 }
 
@@ -296,13 +280,8 @@ fn exit_of(r: &TaskResult) -> Exit {
     }
 }
 
-fn abort(args: AbortArgs) -> Exit {
-    let (target, rt) = match (target(&args.amqp), runtime()) {
-        (Ok(g), Ok(r)) => (g, r),
-        (Err(e), _) | (_, Err(e)) => return e,
-    };
-    match rt.block_on(super::submit::abort(&target, &args.task_id, args.reason)) {
-        Ok(()) => Exit::OK,
-        Err(e) => error(crate::error_chain(&e)),
-    }
+fn abort(args: AbortArgs) -> CommandResult {
+    let target = target(&args.amqp)?;
+    runtime()?.block_on(super::submit::abort(&target, &args.task_id, args.reason))?;
+    Ok(Exit::OK)
 }

@@ -43,12 +43,12 @@ pub struct Connection {
     subscribed: HashMap<String, u64>,
 }
 
-type Failure = (i64, String, Option<Value>);
+type RpcFailure = (i64, String, Option<Value>);
 
 /// A dispatched action that was not taken: the error for a client that sent it as a
 /// request, the `action` echo with its `rejectionReason` for one that followed the spec.
 struct Refusal {
-    failure: Failure,
+    failure: RpcFailure,
     echo: Option<String>,
 }
 
@@ -109,7 +109,7 @@ impl Connection {
     }
 
     /// The version both speak. Snapshots come with `subscribe`, after `authenticate`.
-    fn initialize(&mut self, params: Value) -> Result<Value, Failure> {
+    fn initialize(&mut self, params: Value) -> Result<Value, RpcFailure> {
         let p: InitializeParams = serde_json::from_value(params)
             .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
         self.client_id = p.client_id.clone();
@@ -139,7 +139,7 @@ impl Connection {
         })
     }
 
-    fn authed(&self) -> Result<&Token, Failure> {
+    fn authed(&self) -> Result<&Token, RpcFailure> {
         self.token.as_ref().ok_or_else(|| {
             let data = json!({"resources": [Self::resource()]});
             (
@@ -150,7 +150,7 @@ impl Connection {
         })
     }
 
-    fn authenticate(&mut self, params: Value) -> Result<Value, Failure> {
+    fn authenticate(&mut self, params: Value) -> Result<Value, RpcFailure> {
         let p: AuthenticateParams = serde_json::from_value(params)
             .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
         match self.host.tokens.check(&p.token) {
@@ -180,7 +180,7 @@ impl Connection {
         }
     }
 
-    fn subscribe(&mut self, params: Value) -> Result<Value, Failure> {
+    fn subscribe(&mut self, params: Value) -> Result<Value, RpcFailure> {
         let p: SubscribeParams = serde_json::from_value(params)
             .map_err(|e| (-32602, format!("Invalid params: {e}"), None))?;
         let token = self.authed()?;

@@ -11,7 +11,7 @@ use serde_json::json;
 use super::{Run, RunGuard};
 use crate::child::Confine;
 use crate::config::Config;
-use crate::exit::Exit;
+use crate::exit::{Exit, Failure};
 use crate::floor::hosts::HostRules;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;
@@ -292,7 +292,7 @@ impl Run<'_> {
 
     /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
     /// or that there is none; both are audited.
-    pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Exit> {
+    pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Failure> {
         let message = match &held.floor {
             None => return Ok(()),
             Some(Err(NoFloor::Off(why))) => {
@@ -306,10 +306,9 @@ impl Run<'_> {
             }
             Some(Err(NoFloor::Failed(why))) => {
                 let m = format!("cannot set up the floor: {why} (--floor off runs without it)");
-                eprintln!("ahp-wrap: {m}");
                 let payload = json!({"source": "floor", "message": m});
                 self.gate.say(EventType::Error, payload).await;
-                return Err(Exit::Wrapper);
+                return Err(Failure::new(Exit::Wrapper, m));
             }
             Some(Ok(floor)) if floor.report.complete() => {
                 tracing::debug!("floor: {}", floor.report.enforced.join("; "));
@@ -319,10 +318,9 @@ impl Run<'_> {
                 let gaps = floor.report.gaps.join("; ");
                 if self.cfg.require_floor {
                     let m = format!("refusing to start (--require-floor): the floor is not complete here: {gaps}");
-                    eprintln!("ahp-wrap: {m}");
                     let payload = json!({"source": "floor", "message": m});
                     self.gate.say(EventType::Error, payload).await;
-                    return Err(Exit::Wrapper);
+                    return Err(Failure::new(Exit::Wrapper, m));
                 }
                 let m = format!("floor: not enforced here: {gaps}");
                 eprintln!("ahp-wrap: warning: {m}");

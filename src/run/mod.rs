@@ -26,7 +26,7 @@ use crate::child::signals::Forwarder;
 use crate::child::tree;
 use crate::child::GroupPolicy;
 use crate::config::Config;
-use crate::exit::Exit;
+use crate::exit::{CommandResult, Exit, Failure, OrExit};
 use crate::gate::{Approver, Gate, Harness};
 use crate::intercept::Interceptor;
 
@@ -38,7 +38,7 @@ const HOOK_MARGIN: Duration = Duration::from_secs(2);
 const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
 /// Runs the agent under the harness; returns how we exit.
-pub fn run(cfg: Config) -> Exit {
+pub fn run(cfg: Config) -> CommandResult {
     // Fork the guardian while we are still single-threaded.
     let guardian = match Guardian::spawn() {
         Ok(g) => Some(g),
@@ -53,13 +53,12 @@ pub fn run(cfg: Config) -> Exit {
         Err(e) => tracing::debug!("the wrapper is no child subreaper ({e})"),
     }
     let group = GroupPolicy::detect();
-    let forwarder = match Forwarder::install(group) {
-        Ok(f) => f,
-        Err(e) => {
-            eprintln!("ahp-wrap: cannot install signal handlers: {e}");
-            return Exit::Wrapper;
-        }
-    };
+    let forwarder = Forwarder::install(group).map_err(|e| {
+        Failure::new(
+            Exit::Wrapper,
+            format!("cannot install signal handlers: {e}"),
+        )
+    })?;
     // A stream proxy pumps its two directions on two threads; everything else runs on
     // this one (the hook path is lighter without a thread pool).
     let mut builder = match cfg.proxy {
@@ -70,13 +69,10 @@ pub fn run(cfg: Config) -> Exit {
         }
         None => tokio::runtime::Builder::new_current_thread(),
     };
-    let runtime = match builder.enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("ahp-wrap: cannot start the runtime: {e}");
-            return Exit::Wrapper;
-        }
-    };
+    let runtime = builder
+        .enable_all()
+        .build()
+        .map_err(|e| Failure::new(Exit::Wrapper, format!("cannot start the runtime: {e}")))?;
     let process = Process {
         group,
         forwarder,
@@ -93,7 +89,7 @@ struct Process {
     guardian: Option<Guardian>,
 }
 
-async fn run_async(cfg: Config, process: Process) -> Exit {
+async fn run_async(cfg: Config, process: Process) -> CommandResult {
     let asker = match process.group {
         GroupPolicy::Foreground => Asker::for_terminal(cfg.ask_timeout),
         GroupPolicy::OwnGroup => None,
@@ -101,33 +97,24 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
     let interactive = asker.is_some();
     let approver = match &cfg.host {
         // The host's clients answer escalations instead of the terminal.
-        Some(options) => match start_host(options).await {
-            Ok(host) => Some(host as Arc<dyn Approver>),
-            Err(e) => {
-                eprintln!("ahp-wrap: {}", crate::error_chain(&e));
-                return Exit::Wrapper;
-            }
-        },
+        Some(options) => {
+            let host = start_host(options)
+                .await
+                .map_err(|e| Failure::from(e).exiting(Exit::Wrapper))?;
+            Some(host as Arc<dyn Approver>)
+        }
         None => asker.map(|a| Arc::new(a) as Arc<dyn Approver>),
     };
     let telemetry = crate::telemetry::Options {
         framework: Some(cfg.kind().to_owned()),
         ..cfg.telemetry.clone()
     };
-    let telemetry = match crate::telemetry::start(telemetry).await {
-        Ok(t) => t,
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Wrapper;
-        }
-    };
-    let (gate, limits) = match prepare::gate(&cfg, prepare::Ids::new(&cfg), approver).await {
-        Ok(g) => g,
-        Err(e) => {
-            eprintln!("ahp-wrap: {e}");
-            return Exit::Wrapper;
-        }
-    };
+    let telemetry = crate::telemetry::start(telemetry)
+        .await
+        .or_exit(Exit::Wrapper)?;
+    let (gate, limits) = prepare::gate(&cfg, prepare::Ids::new(&cfg), approver)
+        .await
+        .or_exit(Exit::Wrapper)?;
     if let Some(t) = telemetry {
         t.run_started(crate::telemetry::RunSpan {
             session_id: gate.session_id.clone(),
@@ -144,7 +131,8 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
         shown: cfg.program.to_string_lossy().into_owned(),
         notes: Vec::new(),
     };
-    let exit = run.agent(process, &limits).await;
+    let ended = run.agent(process, &limits).await;
+    let exit = ended.as_ref().map_or_else(|f| f.exit, |exit| *exit);
     // Finish: the harness link, the run's span, then what the person reads.
     if let Harness::Remote(client) = &gate.decider.harness {
         client.close(Duration::from_secs(2)).await;
@@ -154,7 +142,7 @@ async fn run_async(cfg: Config, process: Process) -> Exit {
             .await;
     }
     crate::report::report(&cfg, &gate.audit, &run.notes).await;
-    exit
+    ended
 }
 
 /// The Agent Host Protocol host of this run (`--host-listen`), listening.

@@ -13,7 +13,7 @@ use crate::child::guardian::Guardian;
 use crate::child::tree::{self, Tracker};
 use crate::child::{self, Agent, GroupPolicy, SpawnOptions, Stdio};
 use crate::config::{Proxy, ENV_DEPTH, ENV_SESSION, SECRET_ENV};
-use crate::exit::Exit;
+use crate::exit::{CommandResult, Exit, Failure};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Harness;
 use crate::intercept::hooks::Hooks;
@@ -25,25 +25,23 @@ use crate::protocol::EventType;
 
 impl Run<'_> {
     /// Prepare, spawn, supervise and finish the agent; returns the exit code.
-    pub(super) async fn agent(&mut self, process: Process, limits: &Limits) -> Exit {
+    pub(super) async fn agent(&mut self, process: Process, limits: &Limits) -> CommandResult {
         let started = Instant::now();
         if self.cfg.depth > limits.max_depth {
             let message = format!(
                 "refusing to start {}: it would run at sub-agent depth {}, past {} {}",
                 self.shown, self.cfg.depth, limits.depth_source, limits.max_depth
             );
-            eprintln!("ahp-wrap: {message}");
             let payload = json!({"source": "wrapper", "message": message});
             self.gate.say(EventType::Error, payload).await;
-            return Exit::Wrapper;
+            return Err(Failure::new(Exit::Wrapper, message));
         }
-        let run_dir = match RunDir::create() {
-            Ok(d) => d,
-            Err(e) => {
-                eprintln!("ahp-wrap: cannot create a private run directory: {e}");
-                return Exit::Wrapper;
-            }
-        };
+        let run_dir = RunDir::create().map_err(|e| {
+            Failure::new(
+                Exit::Wrapper,
+                format!("cannot create a private run directory: {e}"),
+            )
+        })?;
         let Process {
             group,
             forwarder,
@@ -65,20 +63,11 @@ impl Run<'_> {
             denials: None,
             run_dir,
         };
-        let cmd = match self.prepare(&mut held, limits) {
-            Ok(cmd) => cmd,
-            Err(e) => {
-                eprintln!("ahp-wrap: {e}");
-                return Exit::Wrapper;
-            }
-        };
-        if let Err(exit) = self.floor_before_start(&held).await {
-            return exit;
-        }
-        let mut agent = match self.spawn(&mut held, &cmd, group).await {
-            Ok(agent) => agent,
-            Err(exit) => return exit,
-        };
+        let cmd = self
+            .prepare(&mut held, limits)
+            .map_err(|e| Failure::new(Exit::Wrapper, e))?;
+        self.floor_before_start(&held).await?;
+        let mut agent = self.spawn(&mut held, &cmd, group).await?;
         let exit = self.supervise(&mut held, &mut agent).await;
         let exit = self.finish(&mut held, exit).await;
         let payload = json!({
@@ -87,7 +76,7 @@ impl Run<'_> {
             "total_events_processed": self.gate.events_seen(),
         });
         self.gate.say(EventType::SessionEnd, payload).await;
-        exit
+        Ok(exit)
     }
 
     /// Prepare: protects the run's own files and processes, lets each interceptor add to
@@ -229,7 +218,7 @@ impl Run<'_> {
         held: &mut RunGuard<'_>,
         cmd: &AgentCommand,
         group: GroupPolicy,
-    ) -> Result<Agent, Exit> {
+    ) -> Result<Agent, Failure> {
         let stdio = if held.interceptors.iter().any(|i| i.stdio() == Stdio::Piped) {
             Stdio::Piped
         } else {
@@ -253,7 +242,6 @@ impl Run<'_> {
         let agent = match child::spawn(cmd, opts) {
             Ok(a) => a,
             Err(e) => {
-                eprintln!("ahp-wrap: {e}");
                 let exit = e.exit();
                 let payload = json!({"source": "agent", "message": e.to_string()});
                 self.gate.say(EventType::Error, payload).await;
@@ -262,7 +250,7 @@ impl Run<'_> {
                 if let Some(g) = held.guardian.take() {
                     g.release();
                 }
-                return Err(exit);
+                return Err(Failure::new(exit, e));
             }
         };
         held.forwarder.set_target(agent.id);
