@@ -3,7 +3,7 @@
 
 use std::sync::{Arc, Mutex};
 
-use super::{AuditLog, AuditPeer, AuditRecord, Summary};
+use super::{AuditError, AuditLog, AuditPeer, AuditRecord, Summary};
 use crate::protocol::{Event, Verdict};
 
 /// Told of each record once it is durable, and of each that could not be written (the
@@ -49,20 +49,18 @@ impl Auditor {
     pub fn open(
         path: Option<&std::path::Path>,
         key_file: Option<&std::path::Path>,
-    ) -> Result<Auditor, String> {
+    ) -> Result<Auditor, AuditError> {
         let Some(path) = path else {
             return Ok(Auditor::default());
         };
-        let key = super::load_key(key_file, std::env::var(super::KEY_ENV).ok())
-            .map_err(|e| crate::error_chain(&e))?;
+        let key = super::load_key(key_file, std::env::var(super::KEY_ENV).ok())?;
         let heads = super::head::default_dir();
-        let log = AuditLog::open_with_heads(path, key, heads.as_deref())
-            .map_err(|e| crate::error_chain(&e))?;
+        let log = AuditLog::open_with_heads(path, key, heads.as_deref())?;
         Ok(Auditor::new(log))
     }
 
     /// Appends one record; returns once it is durable.
-    pub async fn record(&self, record: AuditRecord) -> Result<(), String> {
+    pub async fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
         self.write(record).await.map(drop)
     }
 
@@ -74,7 +72,7 @@ impl Auditor {
         framework_session: Option<String>,
         ruling: &Ruling<'_>,
         peer: Option<AuditPeer>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AuditError> {
         let record = decision_record(event, framework_session, ruling, peer);
         self.observed(event, record).await
     }
@@ -85,14 +83,14 @@ impl Auditor {
         event: &Event,
         framework_session: Option<String>,
         peer: Option<AuditPeer>,
-    ) -> Result<(), String> {
+    ) -> Result<(), AuditError> {
         let record = notified(event, framework_session, peer);
         self.observed(event, record).await
     }
 
     /// Writes `record` of `event`, then tells the observer (when there is one) what was
     /// recorded and how long the write took.
-    async fn observed(&self, event: &Event, record: AuditRecord) -> Result<(), String> {
+    async fn observed(&self, event: &Event, record: AuditRecord) -> Result<(), AuditError> {
         let Some(observer) = self.observer else {
             return self.record(record).await;
         };
@@ -110,13 +108,12 @@ impl Auditor {
     }
 
     /// Appends one record; returns it once it is durable.
-    async fn write(&self, record: AuditRecord) -> Result<AuditRecord, String> {
+    async fn write(&self, record: AuditRecord) -> Result<AuditRecord, AuditError> {
         let log = self.log.clone();
         let append = move || {
             log.lock()
-                .map_err(|_| "the audit log lock is poisoned".to_owned())?
-                .append(&record)
-                .map_err(|e| crate::error_chain(&e))?;
+                .map_err(|_| AuditError::Poisoned)?
+                .append(&record)?;
             Ok(record)
         };
         if !self.durable {
@@ -125,7 +122,7 @@ impl Auditor {
         // fdatasync blocks: keep it off the runtime's thread.
         tokio::task::spawn_blocking(append)
             .await
-            .map_err(|e| format!("the audit task failed: {e}"))?
+            .map_err(AuditError::Task)?
     }
 
     /// What has been recorded so far.

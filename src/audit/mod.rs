@@ -186,6 +186,10 @@ pub enum AuditError {
     },
     #[error("audit key from {origin} is {len} bytes; at least {MIN_KEY_LEN} are required")]
     KeyTooShort { origin: String, len: usize },
+    #[error("the audit log lock is poisoned")]
+    Poisoned,
+    #[error("the audit task failed")]
+    Task(#[source] tokio::task::JoinError),
 }
 
 /// Loads the audit key: the contents of `file` (`--audit-key-file`) if given, else `env`

@@ -3,7 +3,7 @@
 //! It reaches the wrapper named in its environment, makes sure the listener *is* that
 //! wrapper before anything leaves, and reads the answer within a deadline.
 
-use std::io::{BufReader, Read, Write};
+use std::io::{self, BufReader, Read, Write};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
@@ -14,6 +14,50 @@ use crate::jsonrpc::framing::{self, LineError};
 
 /// Budget when the wrapper did not say.
 const DEFAULT_BUDGET_MS: u64 = 30_000;
+
+/// Why a call to the wrapper got no answer: the caller's fail-closed answer names it.
+#[derive(Debug, thiserror::Error)]
+pub enum CallError {
+    #[error("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")]
+    NoSocket,
+    #[error("the hook has no wrapper token (AHP_WRAP_TOKEN is not set)")]
+    NoToken,
+    #[error("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")]
+    NoParent,
+    #[error("the hook's time ran out")]
+    OutOfTime,
+    #[error("the {kind} name {name:?} is not a plain word")]
+    NotAWord { kind: &'static str, name: String },
+    #[error("the wrapper cannot be reached at {socket}: {cause}")]
+    Unreachable { socket: String, cause: io::Error },
+    #[error(transparent)]
+    NotTheWrapper(#[from] endpoint::ListenerError),
+    #[error("{0}")]
+    Socket(io::Error),
+    #[error("the wrapper did not take the hook call: {0}")]
+    NotTaken(io::Error),
+    #[error("the wrapper answered \"refused: {0}\"")]
+    Refused(String),
+    #[error("the wrapper gave no answer within {0} ms")]
+    NoAnswer(u64),
+    #[error("the wrapper's answer broke off: {0}")]
+    BrokeOff(io::Error),
+    #[error("the wrapper closed the connection without an answer")]
+    Closed,
+    #[error("the wrapper answered with {0}")]
+    BadLine(LineError),
+    #[error("the wrapper's answer is garbled")]
+    Garbled,
+    #[error(transparent)]
+    Header(#[from] wire::HeaderError),
+}
+
+/// Where a call's failure becomes text: the reason a hook or shim denies with.
+impl From<CallError> for String {
+    fn from(e: CallError) -> String {
+        e.to_string()
+    }
+}
 
 /// The wrapper as the environment names it, and how long a call may take.
 pub struct Caller {
@@ -29,16 +73,14 @@ pub struct Caller {
 
 impl Caller {
     /// Reads the wrapper's address, token, pid and time budget from the environment.
-    pub fn from_env() -> Result<Caller, String> {
+    pub fn from_env() -> Result<Caller, CallError> {
         let budget_ms = std::env::var(ENV_BUDGET)
             .ok()
             .and_then(|v| v.parse().ok())
             .unwrap_or(DEFAULT_BUDGET_MS);
         let deadline = Instant::now() + Duration::from_millis(budget_ms);
-        let socket = std::env::var_os(ENV_SOCKET)
-            .ok_or("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")?;
-        let token = std::env::var(ENV_TOKEN)
-            .map_err(|_| "the hook has no wrapper token (AHP_WRAP_TOKEN is not set)")?;
+        let socket = std::env::var_os(ENV_SOCKET).ok_or(CallError::NoSocket)?;
+        let token = std::env::var(ENV_TOKEN).map_err(|_| CallError::NoToken)?;
         let parent = std::env::var(ENV_PARENT_PID)
             .ok()
             .and_then(|v| v.parse().ok());
@@ -52,10 +94,10 @@ impl Caller {
     }
 
     /// The time left before the deadline; an error once it has passed.
-    pub fn left(&self) -> Result<Duration, String> {
+    pub fn left(&self) -> Result<Duration, CallError> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
-            Err("the hook's time ran out".into())
+            Err(CallError::OutOfTime)
         } else {
             Ok(left)
         }
@@ -70,40 +112,35 @@ impl Caller {
         name: &str,
         cwd: &Path,
         payload: &[u8],
-    ) -> Result<CallerReply, String> {
+    ) -> Result<CallerReply, CallError> {
         if !wire::is_word(name) {
-            return Err(format!(
-                "the {} name {name:?} is not a plain word",
-                kind.as_str()
-            ));
+            return Err(CallError::NotAWord {
+                kind: kind.as_str(),
+                name: name.to_owned(),
+            });
         }
         let cwd = cwd.as_os_str().as_bytes();
-        let mut stream = endpoint::connect(&self.socket).map_err(|e| {
-            format!(
-                "the wrapper cannot be reached at {}: {e}",
-                PathBuf::from(&self.socket).display()
-            )
-        })?;
+        let mut stream =
+            endpoint::connect(&self.socket).map_err(|cause| CallError::Unreachable {
+                socket: PathBuf::from(&self.socket).display().to_string(),
+                cause,
+            })?;
         // Before the payload leaves: whoever answers must be the wrapper itself.
-        let parent = self
-            .parent
-            .ok_or("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")?;
+        let parent = self.parent.ok_or(CallError::NoParent)?;
         endpoint::check_listener(&stream, parent)?;
         let header = wire::request_header(&self.token, kind, scope, name, cwd.len(), payload.len());
         stream
             .set_write_timeout(Some(self.left()?))
-            .map_err(|e| e.to_string())?;
+            .map_err(CallError::Socket)?;
         let mut request = Vec::with_capacity(header.len() + cwd.len() + payload.len());
         request.extend_from_slice(header.as_bytes());
         request.extend_from_slice(cwd);
         request.extend_from_slice(payload);
         // On failure, a refusal may still be waiting to be read: it names the cause better.
-        let sent = stream
-            .write_all(&request)
-            .map_err(|e| format!("the wrapper did not take the hook call: {e}"));
+        let sent = stream.write_all(&request).map_err(CallError::NotTaken);
         stream
             .set_read_timeout(Some(self.left()?))
-            .map_err(|e| e.to_string())?;
+            .map_err(CallError::Socket)?;
         self.read_answer(BufReader::new(stream), sent)
     }
 
@@ -111,30 +148,28 @@ impl Caller {
     fn read_answer(
         &self,
         mut reader: BufReader<std::os::unix::net::UnixStream>,
-        sent: Result<(), String>,
-    ) -> Result<CallerReply, String> {
+        sent: Result<(), CallError>,
+    ) -> Result<CallerReply, CallError> {
         let budget = self.budget_ms;
         let timed_out = |e: std::io::Error| match e.kind() {
             std::io::ErrorKind::WouldBlock | std::io::ErrorKind::TimedOut => {
-                format!("the wrapper gave no answer within {budget} ms")
+                CallError::NoAnswer(budget)
             }
-            _ => format!("the wrapper's answer broke off: {e}"),
+            _ => CallError::BrokeOff(e),
         };
         let mut line = Vec::new();
         let read = framing::read_line(&mut reader, wire::MAX_HEADER, &mut line);
         // Even a cut line may be a refusal: the parent closes right after it.
         if let Some(why) = framing::text(&line).ok().and_then(wire::parse_refusal) {
-            return Err(format!("the wrapper answered \"refused: {why}\""));
+            return Err(CallError::Refused(why.to_owned()));
         }
         sent?;
         match read.map_err(timed_out)?.check(wire::MAX_HEADER) {
             Ok(true) => {}
-            Ok(false) | Err(LineError::Cut) => {
-                return Err("the wrapper closed the connection without an answer".into())
-            }
-            Err(e) => return Err(format!("the wrapper answered with {e}")),
+            Ok(false) | Err(LineError::Cut) => return Err(CallError::Closed),
+            Err(e) => return Err(CallError::BadLine(e)),
         }
-        let line = framing::text(&line).map_err(|_| "the wrapper's answer is garbled")?;
+        let line = framing::text(&line).map_err(|_| CallError::Garbled)?;
         let (exit_code, out_len, err_len) = wire::parse_response_header(line)?;
         let mut stdout = vec![0; out_len];
         let mut stderr = vec![0; err_len];

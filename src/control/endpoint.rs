@@ -98,40 +98,46 @@ fn connect_abstract(_: &[u8]) -> io::Result<UnixStream> {
     ))
 }
 
+/// Why the listener on the wrapper's address is not taken to be the wrapper.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ListenerError {
+    #[error("the control socket's owner cannot be checked ({0})")]
+    Unchecked(nix::errno::Errno),
+    #[error("the control socket is served by user {0} rather than by the wrapper")]
+    User(u32),
+    #[error(
+        "the control socket is served by process {pid} rather than by the wrapper (pid \
+         {parent}): it was taken over"
+    )]
+    Process { pid: i32, parent: i32 },
+}
+
 /// Makes sure the process listening at the other end of `stream` is the wrapper `parent`
 /// (pid) and runs as our user. A mismatch means someone else answers on the wrapper's
 /// address: the shim must not take its word.
-pub fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), String> {
+pub fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), ListenerError> {
     let me = nix::unistd::geteuid().as_raw();
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
         use nix::sys::socket::{getsockopt, sockopt::PeerCredentials};
-        let cred = getsockopt(stream, PeerCredentials)
-            .map_err(|e| format!("the control socket's owner cannot be checked ({e})"))?;
+        let cred = getsockopt(stream, PeerCredentials).map_err(ListenerError::Unchecked)?;
         if cred.uid() != me {
-            return Err(format!(
-                "the control socket is served by user {} rather than by the wrapper",
-                cred.uid()
-            ));
+            return Err(ListenerError::User(cred.uid()));
         }
         if cred.pid() != parent {
-            return Err(format!(
-                "the control socket is served by process {} rather than by the wrapper \
-                 (pid {parent}): it was taken over",
-                cred.pid()
-            ));
+            return Err(ListenerError::Process {
+                pid: cred.pid(),
+                parent,
+            });
         }
     }
     #[cfg(not(any(target_os = "linux", target_os = "android")))]
     {
         // No peer pid here: the uid only; the parent watches its socket's inode instead.
         let _ = parent;
-        let (uid, _) = nix::unistd::getpeereid(stream)
-            .map_err(|e| format!("the control socket's owner cannot be checked ({e})"))?;
+        let (uid, _) = nix::unistd::getpeereid(stream).map_err(ListenerError::Unchecked)?;
         if uid.as_raw() != me {
-            return Err(format!(
-                "the control socket is served by user {uid} rather than by the wrapper"
-            ));
+            return Err(ListenerError::User(uid.as_raw()));
         }
     }
     Ok(())
@@ -189,7 +195,7 @@ mod tests {
         let stream = connect(&bound.address).unwrap();
         let me = std::process::id() as i32;
         assert_eq!(check_listener(&stream, me), Ok(()));
-        let err = check_listener(&stream, me + 1).unwrap_err();
+        let err = check_listener(&stream, me + 1).unwrap_err().to_string();
         assert!(err.contains("rather than by the wrapper"), "{err}");
     }
 

@@ -195,12 +195,33 @@ struct Raw {
     payload: Vec<u8>,
 }
 
+/// Why one connection to the control socket was dropped (logged; the caller fails closed).
+#[derive(Debug, thiserror::Error)]
+enum ConnectionError {
+    #[error("a shim did not send its request in time")]
+    Late,
+    #[error("a bad request header ({0})")]
+    BadLine(crate::jsonrpc::framing::LineError),
+    #[error("reading a request: {0}")]
+    Read(io::Error),
+    #[error("a shim closed the connection before its request")]
+    Closed,
+    #[error("a request header that is not UTF-8")]
+    NotUtf8,
+    #[error(transparent)]
+    Header(#[from] wire::HeaderError),
+    #[error("refused a request with a wrong token")]
+    WrongToken,
+    #[error("answering a shim: {0}")]
+    Answer(io::Error),
+}
+
 async fn connection<H: Handler>(
     stream: UnixStream,
     token: &str,
     handler: &H,
     peer: Peer,
-) -> Result<(), String> {
+) -> Result<(), ConnectionError> {
     let (read, mut write) = stream.into_split();
     let Raw {
         header,
@@ -208,7 +229,7 @@ async fn connection<H: Handler>(
         payload,
     } = tokio::time::timeout(REQUEST_TIMEOUT, read_request(read, &mut write, token))
         .await
-        .map_err(|_| "a shim did not send its request in time".to_owned())??;
+        .map_err(|_| ConnectionError::Late)??;
     let cwd = PathBuf::from(<std::ffi::OsStr as std::os::unix::ffi::OsStrExt>::from_bytes(&cwd));
     let rendered = handler
         .handle(Request {
@@ -232,7 +253,7 @@ async fn connection<H: Handler>(
     write
         .write_all(&answer)
         .await
-        .map_err(|e| format!("answering a shim: {e}"))?;
+        .map_err(ConnectionError::Answer)?;
     Ok(())
 }
 
@@ -243,18 +264,16 @@ async fn read_request(
     read: OwnedReadHalf,
     write: &mut OwnedWriteHalf,
     token: &str,
-) -> Result<Raw, String> {
+) -> Result<Raw, ConnectionError> {
     let mut lines = FramedRead::new(read, LineCodec::new(wire::MAX_HEADER));
     let line = match lines.next().await {
         Some(Ok(frame)) => frame
             .and_then(Frame::whole)
-            .map_err(|e| format!("a bad request header ({e})"))?,
-        Some(Err(e)) => return Err(format!("reading a request: {e}")),
-        None => return Err("a shim closed the connection before its request".into()),
+            .map_err(ConnectionError::BadLine)?,
+        Some(Err(e)) => return Err(ConnectionError::Read(e)),
+        None => return Err(ConnectionError::Closed),
     };
-    let text = line
-        .text()
-        .map_err(|_| "a request header that is not UTF-8")?;
+    let text = line.text().map_err(|_| ConnectionError::NotUtf8)?;
     let header = wire::parse_request_header(text)?;
     let parts = lines.into_parts();
     let buffered: &[u8] = &parts.read_buf;
@@ -267,16 +286,16 @@ async fn read_request(
         // failing on a broken pipe.
         let rest = header.cwd_len as u64 + header.payload_len as u64;
         let _ = tokio::io::copy(&mut (&mut body).take(rest), &mut tokio::io::sink()).await;
-        return Err("refused a request with a wrong token".to_owned());
+        return Err(ConnectionError::WrongToken);
     }
     let mut cwd = vec![0; header.cwd_len];
     body.read_exact(&mut cwd)
         .await
-        .map_err(|e| format!("reading a request: {e}"))?;
+        .map_err(ConnectionError::Read)?;
     let mut payload = vec![0; header.payload_len];
     body.read_exact(&mut payload)
         .await
-        .map_err(|e| format!("reading a request: {e}"))?;
+        .map_err(ConnectionError::Read)?;
     Ok(Raw {
         header,
         cwd,

@@ -93,25 +93,45 @@ pub fn request_header(
     format!("{TAG} {token} {kind} {scope} {name} {cwd_len} {payload_len}\n")
 }
 
-pub fn parse_request_header(line: &str) -> Result<RequestHeader, String> {
+/// Why a header line of the control protocol was not taken.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum HeaderError {
+    #[error("malformed {0} header")]
+    Malformed(&'static str),
+    #[error("unknown protocol tag {0:?}")]
+    Tag(String),
+    #[error("unknown request kind {0:?}")]
+    Kind(String),
+    #[error("invalid scope or name")]
+    Name,
+    #[error("bad {0}")]
+    Number(&'static str),
+    #[error("{0} over {1} bytes")]
+    TooBig(&'static str, usize),
+    #[error("answer over the size limit")]
+    AnswerTooBig,
+}
+
+pub fn parse_request_header(line: &str) -> Result<RequestHeader, HeaderError> {
     let parts: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
     let [tag, token, kind, scope, name, cwd_len, payload_len] = parts[..] else {
-        return Err("malformed request header".into());
+        return Err(HeaderError::Malformed("request"));
     };
     if tag != TAG {
-        return Err(format!("unknown protocol tag {tag:?}"));
+        return Err(HeaderError::Tag(tag.to_owned()));
     }
-    let kind = Kind::parse(kind).ok_or_else(|| format!("unknown request kind {kind:?}"))?;
+    let kind = Kind::parse(kind).ok_or_else(|| HeaderError::Kind(kind.to_owned()))?;
     if !is_word(scope) || !is_word(name) {
-        return Err("invalid scope or name".into());
+        return Err(HeaderError::Name);
     }
-    let cwd_len: usize = cwd_len.parse().map_err(|_| "bad cwd length")?;
-    let payload_len: usize = payload_len.parse().map_err(|_| "bad payload length")?;
+    let number = |text: &str, what| text.parse().map_err(|_| HeaderError::Number(what));
+    let cwd_len: usize = number(cwd_len, "cwd length")?;
+    let payload_len: usize = number(payload_len, "payload length")?;
     if cwd_len > MAX_CWD {
-        return Err(format!("cwd over {MAX_CWD} bytes"));
+        return Err(HeaderError::TooBig("cwd", MAX_CWD));
     }
     if payload_len > MAX_PAYLOAD {
-        return Err(format!("hook payload over {MAX_PAYLOAD} bytes"));
+        return Err(HeaderError::TooBig("hook payload", MAX_PAYLOAD));
     }
     Ok(RequestHeader {
         token: token.to_owned(),
@@ -128,19 +148,23 @@ pub fn response_header(exit_code: i32, stdout_len: usize, stderr_len: usize) -> 
 }
 
 /// `(exit_code, stdout_len, stderr_len)`.
-pub fn parse_response_header(line: &str) -> Result<(i32, usize, usize), String> {
+pub fn parse_response_header(line: &str) -> Result<(i32, usize, usize), HeaderError> {
     let parts: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
     let [tag, code, out, err] = parts[..] else {
-        return Err("malformed answer header".into());
+        return Err(HeaderError::Malformed("answer"));
     };
     if tag != TAG {
-        return Err(format!("unknown protocol tag {tag:?}"));
+        return Err(HeaderError::Tag(tag.to_owned()));
     }
-    let code = code.parse().map_err(|_| "bad exit code")?;
-    let out: usize = out.parse().map_err(|_| "bad stdout length")?;
-    let err: usize = err.parse().map_err(|_| "bad stderr length")?;
+    let code = code.parse().map_err(|_| HeaderError::Number("exit code"))?;
+    let out: usize = out
+        .parse()
+        .map_err(|_| HeaderError::Number("stdout length"))?;
+    let err: usize = err
+        .parse()
+        .map_err(|_| HeaderError::Number("stderr length"))?;
     if out.saturating_add(err) > MAX_ANSWER {
-        return Err("answer over the size limit".into());
+        return Err(HeaderError::AnswerTooBig);
     }
     Ok((code, out, err))
 }

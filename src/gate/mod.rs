@@ -100,7 +100,7 @@ impl Gate {
             .audit
             .notified(&event, origin.framework_session, origin.peer);
         if let Err(e) = recorded.await {
-            tracing::error!("audit log: {e}");
+            tracing::error!("audit log: {}", crate::error_chain(&e));
         }
         if let Some(approver) = &self.decider.approver {
             approver.observe(&event, None);
@@ -155,8 +155,9 @@ impl Gate {
         let Err(e) = self.record(event, &decision, origin.clone()).await else {
             return decision;
         };
-        tracing::error!("audit log: {e}");
-        let mut failed = self.fail(format!("the audit log cannot be written ({e})"));
+        let why = crate::error_chain(&e);
+        tracing::error!("audit log: {why}");
+        let mut failed = self.fail(format!("the audit log cannot be written ({why})"));
         failed.latency = std::time::Duration::ZERO;
         let _ = self
             .audit
@@ -176,7 +177,7 @@ impl Gate {
         event: &Event,
         decision: &Decision,
         origin: Origin,
-    ) -> Result<(), String> {
+    ) -> Result<(), crate::audit::AuditError> {
         self.audit
             .decided(
                 event,
@@ -213,7 +214,7 @@ impl Gate {
             .audit
             .decided(event, origin.framework_session, &ruling, origin.peer);
         if let Err(e) = recorded.await {
-            tracing::error!("audit log: {e}");
+            tracing::error!("audit log: {}", crate::error_chain(&e));
         }
     }
 
@@ -228,7 +229,7 @@ impl Gate {
             std::time::Duration::ZERO,
         );
         if let Err(e) = self.record(event, &decision, origin).await {
-            tracing::error!("audit log: {e}");
+            tracing::error!("audit log: {}", crate::error_chain(&e));
         }
         decision
     }

@@ -11,7 +11,7 @@
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
-use super::{Interceptor, Router};
+use super::{Interceptor, PrepareError, Router};
 use crate::control::{CallerReply, Request};
 use crate::frameworks::{AgentCommand, Framework, RunContext};
 use crate::gate::{Gate, PARENT_SCOPE};
@@ -87,12 +87,9 @@ impl WrappedMcp {
 }
 
 impl Interceptor for WrappedMcp {
-    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String> {
-        let wrapper = std::env::current_exe()
-            .map_err(|e| format!("--wrap-mcp: cannot find ahp-wrap itself ({e})"))?;
-        self.framework
-            .wrap_mcp(run, cmd, &wrapper)
-            .map_err(|e| crate::error_chain(&e))
+    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), PrepareError> {
+        let wrapper = std::env::current_exe().map_err(PrepareError::NoSelf)?;
+        Ok(self.framework.wrap_mcp(run, cmd, &wrapper)?)
     }
 
     fn serve(&self, router: &mut Router) {

@@ -33,7 +33,7 @@ use tokio::sync::mpsc;
 use crate::child::{Agent, Stdio};
 use crate::control::{CallerReply, Handler, Kind, Request};
 use crate::exit::Exit;
-use crate::frameworks::{AgentCommand, RunContext};
+use crate::frameworks::{AgentCommand, FrameworkError, RunContext};
 use crate::gate::Origin;
 use hooks::HookService;
 
@@ -73,11 +73,27 @@ pub struct Report {
     pub exit: Option<Exit>,
 }
 
+/// Why an interceptor could not add itself to the agent's command: the run does not start.
+#[derive(Debug, thiserror::Error)]
+pub enum PrepareError {
+    #[error(transparent)]
+    Framework(#[from] FrameworkError),
+    #[error("--intercept: {0:?} is not a command name")]
+    NotACommand(String),
+    #[error("cannot create the PATH shim directory {}: {cause}", dir.display())]
+    ShimDir {
+        dir: std::path::PathBuf,
+        cause: std::io::Error,
+    },
+    #[error("--wrap-mcp: cannot find ahp-wrap itself ({0})")]
+    NoSelf(std::io::Error),
+}
+
 /// One way of intercepting the agent.
 pub trait Interceptor: Send {
     /// Adds to the agent's command line and environment what it needs to reach this
     /// interceptor. An error stops the run before the agent starts.
-    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String>;
+    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), PrepareError>;
 
     /// How this interceptor needs the agent's stdio.
     fn stdio(&self) -> Stdio {

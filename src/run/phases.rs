@@ -135,7 +135,9 @@ impl Run<'_> {
             ..AgentCommand::default()
         };
         for interceptor in &mut held.interceptors {
-            interceptor.prepare(&run, &mut cmd)?;
+            interceptor
+                .prepare(&run, &mut cmd)
+                .map_err(|e| crate::error_chain(&e))?;
         }
         let env =
             |k: &str, v: &dyn AsRef<std::ffi::OsStr>| (OsString::from(k), v.as_ref().to_owned());

@@ -50,7 +50,8 @@ pub async fn gate(
              written, so nothing is signed"
         );
     }
-    let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())?
+    let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())
+        .map_err(|e| crate::error_chain(&e))?
         .observed_by(crate::telemetry::get().map(|t| t.observer()));
     let decider = Decider {
         harness,

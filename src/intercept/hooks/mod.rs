@@ -16,7 +16,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use super::{End, Interceptor, Report, Router};
+use super::{End, Interceptor, PrepareError, Report, Router};
 use crate::exit::Exit;
 use crate::frameworks::{AgentCommand, Framework, RunContext};
 use crate::gate::Gate;
@@ -44,10 +44,8 @@ impl Hooks {
 }
 
 impl Interceptor for Hooks {
-    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String> {
-        self.framework
-            .prepare(run, cmd)
-            .map_err(|e| e.to_string())?;
+    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), PrepareError> {
+        self.framework.prepare(run, cmd)?;
         self.expect_hook = cmd.expect_hook.clone();
         Ok(())
     }

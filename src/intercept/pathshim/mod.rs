@@ -24,7 +24,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::{Interceptor, Router};
+use super::{Interceptor, PrepareError, Router};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Gate;
 pub use service::ExecService;
@@ -87,7 +87,7 @@ impl PathShims {
 }
 
 impl Interceptor for PathShims {
-    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), String> {
+    fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), PrepareError> {
         let dir = shim_dir(&run.run_dir, &run.self_exe, &self.commands)?;
         // A kept directory lies outside the run's own: the floor protects it as well.
         cmd.floor.protected.push(dir.clone());
@@ -135,12 +135,12 @@ fn shim_dir(
     run_dir: &Path,
     hook_exe: &Path,
     commands: &BTreeSet<String>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, PrepareError> {
     if let Some(name) = commands
         .iter()
         .find(|n| !crate::control::wire::is_word(n) || n.contains('/'))
     {
-        return Err(format!("--intercept: {name:?} is not a command name"));
+        return Err(PrepareError::NotACommand(name.clone()));
     }
     if let Some(base) = run_dir.parent() {
         let kept = base.join(kept_name(hook_exe, commands));
@@ -149,11 +149,9 @@ fn shim_dir(
         }
     }
     let dir = run_dir.join("bin");
-    make_dir(&dir, hook_exe, commands).map_err(|e| {
-        format!(
-            "cannot create the PATH shim directory {}: {e}",
-            dir.display()
-        )
+    make_dir(&dir, hook_exe, commands).map_err(|cause| PrepareError::ShimDir {
+        dir: dir.clone(),
+        cause,
     })?;
     Ok(dir)
 }

@@ -13,7 +13,7 @@ use super::{run, Ended, Options, Protocol, Streams};
 use crate::child::{Agent, Stdio};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Gate;
-use crate::intercept::{Alarm, End, Interceptor, Report, Stop};
+use crate::intercept::{Alarm, End, Interceptor, PrepareError, Report, Stop};
 
 /// How long a server has to exit by itself once its stdin is closed, before the run ends
 /// it (SIGTERM, then SIGKILL), as MCP's stdio transport asks of a client.
@@ -39,7 +39,7 @@ impl<P: Protocol + 'static> StreamProxy<P> {
 }
 
 impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
-    fn prepare(&mut self, _run: &RunContext, _cmd: &mut AgentCommand) -> Result<(), String> {
+    fn prepare(&mut self, _run: &RunContext, _cmd: &mut AgentCommand) -> Result<(), PrepareError> {
         Ok(())
     }
 
