@@ -342,7 +342,17 @@ async fn serve_async(
     let embedded = Arc::new(Embedded::new(policy, args.mode.into()));
     let host = match &host_options {
         None => None,
-        Some(options) => Some(start_host(options, &listen).await.or_exit(Exit::Error)?),
+        Some(options) => {
+            let page = match &listen {
+                Listen::Http(addr) => Some(format!("http://{addr}/")),
+                _ => None,
+            };
+            let (host, own) = options.listen(page).await?;
+            if let Some(page) = own {
+                eprintln!("ahp-wrap serve: approvals page on {page}");
+            }
+            Some(host)
+        }
     };
     let decider = Decider {
         harness: Harness::Embedded(embedded),
@@ -381,36 +391,4 @@ fn approval_timeout(secs: Option<u64>, timeout_ms: u64) -> Duration {
         Some(s) => Duration::from_secs(s),
         None => Duration::from_millis(timeout_ms.saturating_sub(1000).max(500)),
     }
-}
-
-/// The approvals host of `serve`: on `--host-listen` if given (its page announced), and
-/// on the HTTP listener's address too.
-async fn start_host(
-    options: &crate::host::HostOptions,
-    listen: &Listen,
-) -> Result<Arc<crate::host::Host>, String> {
-    let own = match &options.listen {
-        Some(addr) => Some(
-            tokio::net::TcpListener::bind(addr)
-                .await
-                .map_err(|e| format!("cannot listen on {addr}: {e}"))?,
-        ),
-        None => None,
-    };
-    let page = match (&own, listen) {
-        (Some(l), _) => l.local_addr().ok().map(|a| format!("http://{a}/")),
-        (None, Listen::Http(addr)) => Some(format!("http://{addr}/")),
-        _ => None,
-    };
-    let host = options
-        .start(page.clone())
-        .map_err(|e| crate::error_chain(&e))?;
-    if let Some(l) = own {
-        eprintln!(
-            "ahp-wrap serve: approvals page on {}",
-            page.unwrap_or_default()
-        );
-        tokio::spawn(crate::host::serve_on(host.clone(), l));
-    }
-    Ok(host)
 }

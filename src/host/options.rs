@@ -19,6 +19,12 @@ pub enum HostError {
     Token(#[from] TokenError),
     #[error("--notify-webhook needs the approvals host (--host-token or --host-token-file)")]
     WebhookWithoutHost,
+    #[error("cannot listen on {addr}")]
+    Bind {
+        addr: String,
+        #[source]
+        cause: std::io::Error,
+    },
 }
 
 /// The host's options as the command line gives them (`--host-listen`, `--host-token`,
@@ -86,5 +92,26 @@ impl HostOptions {
         let link = self.public_url.clone().or(page);
         let webhook = self.webhook.clone().map(|url| Webhook::new(url, link));
         Ok(Host::new(tokens, webhook))
+    }
+
+    /// Starts the host. With `--host-listen` it gets a listener of its own: bound here,
+    /// served in the background, and its page is there (returned, for the caller to say);
+    /// without, `page` is where the caller serves it.
+    pub async fn listen(
+        &self,
+        page: Option<String>,
+    ) -> Result<(Arc<Host>, Option<String>), HostError> {
+        let Some(addr) = &self.listen else {
+            return Ok((self.start(page)?, None));
+        };
+        let bind = |cause| HostError::Bind {
+            addr: addr.clone(),
+            cause,
+        };
+        let listener = tokio::net::TcpListener::bind(addr).await.map_err(bind)?;
+        let own = format!("http://{}/", listener.local_addr().map_err(bind)?);
+        let host = self.start(Some(own.clone()))?;
+        tokio::spawn(super::serve_on(host.clone(), listener));
+        Ok((host, Some(own)))
     }
 }

@@ -98,9 +98,16 @@ async fn run_async(cfg: Config, process: Process) -> CommandResult {
     let approver = match &cfg.host {
         // The host's clients answer escalations instead of the terminal.
         Some(options) => {
-            let host = start_host(options)
+            // The run's host always has a listener of its own (`--host-listen`).
+            let (host, page) = options
+                .listen(None)
                 .await
                 .map_err(|e| Failure::from(e).exiting(Exit::Wrapper))?;
+            let page = page.unwrap_or_default();
+            eprintln!(
+                "ahp-wrap: approvals page on {page} (Agent Host Protocol: {}host)",
+                page.replacen("http", "ws", 1)
+            );
             Some(host as Arc<dyn Approver>)
         }
         None => asker.map(|a| Arc::new(a) as Arc<dyn Approver>),
@@ -143,24 +150,6 @@ async fn run_async(cfg: Config, process: Process) -> CommandResult {
     }
     crate::report::report(&cfg, &gate.audit, &run.notes).await;
     ended
-}
-
-/// The Agent Host Protocol host of this run (`--host-listen`), listening.
-async fn start_host(
-    options: &crate::host::HostOptions,
-) -> Result<Arc<crate::host::Host>, std::io::Error> {
-    let addr = options.listen.clone().unwrap_or_default();
-    let listener = tokio::net::TcpListener::bind(&addr).await?;
-    let page = format!("http://{}/", listener.local_addr()?);
-    let host = options
-        .start(Some(page.clone()))
-        .map_err(|e| std::io::Error::other(crate::error_chain(&e)))?;
-    eprintln!(
-        "ahp-wrap: approvals page on {page} (Agent Host Protocol: {}host)",
-        page.replacen("http", "ws", 1)
-    );
-    tokio::spawn(crate::host::serve_on(host.clone(), listener));
-    Ok(host)
 }
 
 /// The run once the gate exists.
