@@ -78,6 +78,17 @@ pub mod telemetry;
 pub mod termlog;
 pub mod transport;
 
+/// Whether `s` is a plain name: 1 to `max` ASCII letters, digits, `-`, `_`, `.`, or bytes
+/// of `extra`. Names that travel in protocol headers, queue names and file names are
+/// checked with it, so that none can smuggle a separator, a path or a control byte.
+pub fn is_plain_name(s: &str, max: usize, extra: &[u8]) -> bool {
+    !s.is_empty()
+        && s.len() <= max
+        && s.bytes().all(|b| {
+            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') || extra.contains(&b)
+        })
+}
+
 /// `n` random bytes as lowercase hex.
 pub fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];

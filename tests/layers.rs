@@ -9,10 +9,10 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
-/// What each module may import, from the bottom layer up. `error_chain`, `random_hex` are
-/// the crate root's helpers; `exit`, `termlog` and `jsonrpc` are leaves.
+/// What each module may import, from the bottom layer up. `error_chain`, `random_hex`,
+/// `is_plain_name` are the crate root's helpers; `exit`, `termlog` and `jsonrpc` are leaves.
 const LAYERS: &[(&str, &[&str])] = &[
-    ("exit", &[]),
+    ("exit", &["error_chain"]),
     ("termlog", &[]),
     ("jsonrpc", &[]),
     ("rundir", &["random_hex"]),
@@ -20,7 +20,10 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("protocol", &["jsonrpc"]),
     ("policy", &["protocol", "floor"]),
     ("child", &["exit", "random_hex"]),
-    ("control", &["child", "jsonrpc", "random_hex"]),
+    (
+        "control",
+        &["child", "is_plain_name", "jsonrpc", "random_hex"],
+    ),
     ("transport", &["child", "jsonrpc", "error_chain"]),
     ("audit", &["protocol", "jsonrpc", "termlog", "error_chain"]),
     (
@@ -38,6 +41,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "audit",
             "client",
             "control",
+            "error_chain",
             "policy",
             "protocol",
             "telemetry",
@@ -142,6 +146,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "error_chain",
             "exit",
             "gate",
+            "is_plain_name",
             "policy",
             "protocol",
             "random_hex",

@@ -75,10 +75,7 @@ pub struct CallerReply {
 
 /// Names of frameworks and hooks are plain words, so the header stays unambiguous.
 pub fn is_word(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 64
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'_' || b == b'-' || b == b'.')
+    crate::is_plain_name(s, 64, b"")
 }
 
 pub fn request_header(

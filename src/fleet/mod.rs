@@ -52,8 +52,5 @@ pub fn task_queue(capability: &str) -> String {
 
 /// Whether `s` is a plain name: 1 to 128 letters, digits, `-`, `_`, `.`, `:`.
 pub fn is_name(s: &str) -> bool {
-    !s.is_empty()
-        && s.len() <= 128
-        && s.bytes()
-            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.' | b':'))
+    crate::is_plain_name(s, 128, b":")
 }
