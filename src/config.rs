@@ -153,7 +153,7 @@ impl Config {
 
     /// An MCP server behind the proxy: PATH shims only where `--intercept` asks for them.
     pub fn for_mcp(args: crate::cli::McpArgs) -> Result<Config, ConfigError> {
-        let explicit = args.run.intercept.clone();
+        let explicit = args.run.supervision.intercept.clone();
         let no = args.run.no_intercept.clone();
         let mut cfg = Config::from_args(args.run)?;
         let name = match args.name {
@@ -181,13 +181,13 @@ impl Config {
 
 impl Config {
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
-        if args.audit_key_file.is_some() && args.audit_log.is_none() {
+        if args.supervision.audit_key_file.is_some() && args.audit_log.is_none() {
             return Err(ConfigError::KeyWithoutLog);
         }
         let mut agent = args.agent.into_iter();
         let program = agent.next().ok_or(ConfigError::NoAgent)?;
-        let acp = args.framework.as_deref() == Some(ACP);
-        let framework = match &args.framework {
+        let acp = args.supervision.framework.as_deref() == Some(ACP);
+        let framework = match &args.supervision.framework {
             // An ACP agent is reached through its stream, not through hooks.
             Some(name) if name == ACP => frameworks::find("generic").expect("generic exists"),
             Some(name) => frameworks::find(name).ok_or_else(|| {
@@ -198,15 +198,16 @@ impl Config {
             None => frameworks::detect(std::path::Path::new(&program)),
         };
         let harness = args
+            .supervision
             .harness
             .as_deref()
             .filter(|s| !s.is_empty())
             .map(HarnessSpec::parse)
             .transpose()?;
-        if harness.is_some() && args.policy.is_some() {
+        if harness.is_some() && args.supervision.policy.is_some() {
             return Err(ConfigError::PolicyWithHarness);
         }
-        if args.timeout == 0 {
+        if args.supervision.timeout == 0 {
             return Err(ConfigError::ZeroTimeout);
         }
         let host = crate::host::HostOptions::from_args(&args.host.request())?;
@@ -232,15 +233,15 @@ impl Config {
                 auth: args.auth.into(),
                 max_frame: args.max_frame.max(1024),
             },
-            fail_mode: args.fail_mode.into(),
-            mode: args.mode.into(),
-            policy: args.policy,
-            timeout: Duration::from_millis(args.timeout),
+            fail_mode: args.supervision.fail_mode.into(),
+            mode: args.supervision.mode.into(),
+            policy: args.supervision.policy,
+            timeout: Duration::from_millis(args.supervision.timeout),
             max_depth: args.max_depth,
             depth,
             parent_session: std::env::var(ENV_SESSION).ok(),
             audit_log: args.audit_log,
-            audit_key_file: args.audit_key_file,
+            audit_key_file: args.supervision.audit_key_file,
             summary: match args.summary {
                 crate::cli::SummaryArg::Auto => SummaryWhen::Auto,
                 crate::cli::SummaryArg::Always => SummaryWhen::Always,
@@ -260,7 +261,7 @@ impl Config {
             quiet: args.quiet || matches!(args.log.trim(), "error" | "off"),
             path_shims: path_shims(
                 framework.path_shims() && !acp,
-                &args.intercept,
+                &args.supervision.intercept,
                 args.no_intercept.as_deref(),
             ),
             proxy: acp.then_some(Proxy::Acp),

@@ -6,8 +6,6 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
-use crate::cli::{FailMode, Mode};
-
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Submit a task and print its events and result. Exit codes: 0 complete; the agent's
@@ -113,6 +111,11 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "FILE")]
     pub capability: PathBuf,
 
+    // The run options each task's run gets: the harness or the embedded policy (which
+    // also checks intents at L3), the fail mode, the deadline, the framework, PATH shims.
+    #[command(flatten)]
+    pub run: super::run::Supervision,
+
     /// The longest wait between reconnection attempts after the broker is lost, in seconds.
     #[arg(long, default_value_t = 30, value_name = "SECS")]
     pub reconnect_max: u64,
@@ -125,38 +128,6 @@ pub struct WorkerArgs {
     /// when the worker stops).
     #[arg(long, value_name = "PATH")]
     pub audit_log: Option<PathBuf>,
-
-    /// Key for HMAC-signing the audit log (else AHP_WRAP_AUDIT_KEY).
-    #[arg(long, value_name = "PATH")]
-    pub audit_key_file: Option<PathBuf>,
-
-    /// The harness each run asks (as for a run); without it, the embedded policy.
-    #[arg(long, env = "AHP_WRAP_HARNESS", value_name = "SPEC")]
-    pub harness: Option<String>,
-
-    /// Policy file for the embedded harness and for the L3 check of intents.
-    #[arg(long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-
-    /// Embedded policy mode (also for the L3 check of intents).
-    #[arg(long, value_enum, default_value = "enforce")]
-    pub mode: Mode,
-
-    /// What a blocking event gets when no valid decision arrives in time.
-    #[arg(long, value_enum, default_value = "closed")]
-    pub fail_mode: FailMode,
-
-    /// Deadline for one blocking event, in milliseconds.
-    #[arg(long, default_value_t = 10_000, value_name = "MS")]
-    pub timeout: u64,
-
-    /// The agent's framework (default: from the agent's executable name).
-    #[arg(long, value_name = "NAME")]
-    pub framework: Option<String>,
-
-    /// Also intercept these commands through PATH shims (as for a run).
-    #[arg(long, value_name = "CMD,...", value_delimiter = ',')]
-    pub intercept: Vec<String>,
 
     #[command(flatten)]
     pub telemetry: super::TelemetryArgs,

@@ -4,25 +4,17 @@
 use std::ffi::OsString;
 use std::path::PathBuf;
 
-use clap::Args;
+use clap::{Args, ValueEnum};
 
 use super::{AuthScheme, FailMode, FloorArg, HostArgs, Mode, SummaryArg, TelemetryArgs};
 
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    // Help text, not rustdoc: its brackets are not links.
-    #[allow(rustdoc::broken_intra_doc_links)]
-    /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
-    ///
-    /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
-    /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
-    #[arg(
-        help_heading = "Harness",
-        long,
-        env = "AHP_WRAP_HARNESS",
-        value_name = "SPEC"
-    )]
-    pub harness: Option<String>,
+    // What decides and how: the harness or the embedded policy, the fail mode, the
+    // deadline, the framework, the PATH shims (shared with `worker`, which passes them on
+    // to each task's run).
+    #[command(flatten)]
+    pub supervision: Supervision,
 
     /// Token for the harness (HTTP header or WebSocket query parameter).
     #[arg(
@@ -41,43 +33,6 @@ pub struct RunArgs {
     #[arg(help_heading = "Harness", long, value_enum, default_value = "bearer")]
     pub auth: AuthScheme,
 
-    /// What a blocking event gets when no valid decision arrives in time.
-    #[arg(help_heading = "Harness", long, value_enum, default_value = "closed")]
-    pub fail_mode: FailMode,
-
-    /// Policy file (TOML) for the embedded harness.
-    ///
-    /// Policy file (TOML) for the embedded harness; default: the built-in default policy
-    /// (`ahp-wrap policy default` prints it).
-    #[arg(help_heading = "Policy", long, value_name = "FILE")]
-    pub policy: Option<PathBuf>,
-
-    /// enforce, or observe: block nothing, record what would have been blocked.
-    ///
-    /// Embedded policy mode: enforce, or observe (block nothing, record what would have
-    /// been blocked).
-    #[arg(help_heading = "Policy", long, value_enum, default_value = "enforce")]
-    pub mode: Mode,
-
-    /// Deadline for one blocking event, in milliseconds.
-    ///
-    /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
-    /// when smaller).
-    #[arg(
-        help_heading = "Harness",
-        long,
-        default_value_t = 10_000,
-        value_name = "MS"
-    )]
-    pub timeout: u64,
-
-    /// The agent's framework (default: from its executable name).
-    ///
-    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
-    /// acp, path or generic (default: from the agent's executable name; else generic).
-    #[arg(help_heading = "Interception", long, value_name = "NAME")]
-    pub framework: Option<String>,
-
     /// Append an audit record for every event and decision to this file (JSON lines).
     #[arg(
         help_heading = "Audit",
@@ -86,13 +41,6 @@ pub struct RunArgs {
         value_name = "PATH"
     )]
     pub audit_log: Option<PathBuf>,
-
-    /// Key file for HMAC-signing the audit log.
-    ///
-    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
-    /// at least 16 bytes).
-    #[arg(help_heading = "Audit", long, value_name = "PATH")]
-    pub audit_key_file: Option<PathBuf>,
 
     /// When to print the run's summary on stderr.
     ///
@@ -201,18 +149,6 @@ pub struct RunArgs {
     #[arg(help_heading = "Interception", long)]
     pub wrap_mcp: bool,
 
-    /// Also check these commands through PATH shims (turns them on for any framework).
-    ///
-    /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
-    /// PATH shims on for any framework (they are on by default for generic and path).
-    #[arg(
-        help_heading = "Interception",
-        long,
-        value_name = "CMD,...",
-        value_delimiter = ','
-    )]
-    pub intercept: Vec<String>,
-
     /// Do not shim these commands, or with no value, none.
     ///
     /// Do not shim these commands (comma-separated; repeatable), or with no value, no
@@ -231,4 +167,163 @@ pub struct RunArgs {
         value_name = "AGENT"
     )]
     pub agent: Vec<OsString>,
+}
+
+/// The options of a run that a `worker` takes too and gives each task's run: declared once,
+/// and written back as arguments by [`Supervision::to_args`].
+#[derive(Debug, Clone, Args)]
+pub struct Supervision {
+    // Help text, not rustdoc: its brackets are not links.
+    #[allow(rustdoc::broken_intra_doc_links)]
+    /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
+    ///
+    /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
+    /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
+    #[arg(
+        help_heading = "Harness",
+        long,
+        env = "AHP_WRAP_HARNESS",
+        value_name = "SPEC"
+    )]
+    pub harness: Option<String>,
+
+    /// What a blocking event gets when no valid decision arrives in time.
+    #[arg(help_heading = "Harness", long, value_enum, default_value = "closed")]
+    pub fail_mode: FailMode,
+
+    /// Policy file (TOML) for the embedded harness.
+    ///
+    /// Policy file (TOML) for the embedded harness; default: the built-in default policy
+    /// (`ahp-wrap policy default` prints it).
+    #[arg(help_heading = "Policy", long, value_name = "FILE")]
+    pub policy: Option<PathBuf>,
+
+    /// enforce, or observe: block nothing, record what would have been blocked.
+    ///
+    /// Embedded policy mode: enforce, or observe (block nothing, record what would have
+    /// been blocked).
+    #[arg(help_heading = "Policy", long, value_enum, default_value = "enforce")]
+    pub mode: Mode,
+
+    /// Deadline for one blocking event, in milliseconds.
+    ///
+    /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
+    /// when smaller).
+    #[arg(
+        help_heading = "Harness",
+        long,
+        default_value_t = 10_000,
+        value_name = "MS"
+    )]
+    pub timeout: u64,
+
+    /// The agent's framework (default: from its executable name).
+    ///
+    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
+    /// acp, path or generic (default: from the agent's executable name; else generic).
+    #[arg(help_heading = "Interception", long, value_name = "NAME")]
+    pub framework: Option<String>,
+
+    /// Key file for HMAC-signing the audit log.
+    ///
+    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
+    /// at least 16 bytes).
+    #[arg(help_heading = "Audit", long, value_name = "PATH")]
+    pub audit_key_file: Option<PathBuf>,
+
+    /// Also check these commands through PATH shims (turns them on for any framework).
+    ///
+    /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
+    /// PATH shims on for any framework (they are on by default for generic and path).
+    #[arg(
+        help_heading = "Interception",
+        long,
+        value_name = "CMD,...",
+        value_delimiter = ','
+    )]
+    pub intercept: Vec<String>,
+}
+
+impl Supervision {
+    /// These options as a run's command line takes them.
+    pub fn to_args(&self) -> Vec<OsString> {
+        let name = |v: Option<clap::builder::PossibleValue>| {
+            OsString::from(v.map(|p| p.get_name().to_owned()).unwrap_or_default())
+        };
+        let mut out: Vec<OsString> = vec![
+            "--mode".into(),
+            name(self.mode.to_possible_value()),
+            "--fail-mode".into(),
+            name(self.fail_mode.to_possible_value()),
+            "--timeout".into(),
+            self.timeout.to_string().into(),
+        ];
+        let mut pass = |flag: &str, v: Option<OsString>| {
+            if let Some(v) = v {
+                out.push(flag.into());
+                out.push(v);
+            }
+        };
+        pass("--harness", self.harness.clone().map(Into::into));
+        pass("--policy", self.policy.clone().map(Into::into));
+        pass("--framework", self.framework.clone().map(Into::into));
+        pass(
+            "--audit-key-file",
+            self.audit_key_file.clone().map(Into::into),
+        );
+        for cmd in &self.intercept {
+            pass("--intercept", Some(cmd.into()));
+        }
+        out
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::Parser;
+
+    use crate::cli::Cli;
+
+    fn supervision(args: &[&str]) -> super::Supervision {
+        let cli =
+            Cli::try_parse_from(["ahp-wrap"].iter().chain(args).chain(&["--", "agent"])).unwrap();
+        cli.run.supervision
+    }
+
+    /// A worker gives each task's run its options as arguments: they must mean there what
+    /// they meant to the worker.
+    #[test]
+    fn the_options_written_back_parse_to_the_same_options() {
+        let given = supervision(&[
+            "--harness=stdio:policy-server",
+            "--policy=p.toml",
+            "--mode=observe",
+            "--fail-mode=open",
+            "--timeout=2500",
+            "--framework=codex",
+            "--audit-key-file=k",
+            "--intercept=git,cp",
+        ]);
+        let args = given.to_args();
+        let strs: Vec<&str> = args.iter().map(|a| a.to_str().unwrap()).collect();
+        let again = supervision(&strs);
+        assert_eq!(format!("{again:?}"), format!("{given:?}"));
+        let defaults = supervision(&[]);
+        let strs: Vec<String> = defaults
+            .to_args()
+            .iter()
+            .map(|a| a.to_string_lossy().into_owned())
+            .collect();
+        assert_eq!(
+            strs,
+            [
+                "--mode",
+                "enforce",
+                "--fail-mode",
+                "closed",
+                "--timeout",
+                "10000"
+            ]
+        );
+    }
 }

@@ -6,7 +6,6 @@ use std::os::unix::fs::DirBuilderExt;
 use std::path::PathBuf;
 use std::time::Duration;
 
-use clap::ValueEnum;
 use serde_json::Value;
 
 use super::amqp::Target;
@@ -62,16 +61,16 @@ impl Drop for WorkDir {
 
 fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Failure> {
     let capability = Capability::load(&args.capability)?;
-    if args.harness.is_some() && args.policy.is_some() {
+    if args.run.harness.is_some() && args.run.policy.is_some() {
         return Err(error(
             "--policy applies to the embedded harness; it cannot be used with --harness",
         ));
     }
-    let l3 = match &args.harness {
+    let l3 = match &args.run.harness {
         Some(_) => None,
         None => Some(L3Policy {
-            policy: crate::commands::load_policy(args.policy.as_deref()).map_err(error)?,
-            mode: args.mode.into(),
+            policy: crate::commands::load_policy(args.run.policy.as_deref()).map_err(error)?,
+            mode: args.run.mode.into(),
         }),
     };
     let target = target(&args.amqp)?;
@@ -108,33 +107,13 @@ fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Failure> {
     Ok((worker, dir))
 }
 
-/// The run options every task's run gets.
+/// The run options every task's run gets: the worker's own, and its telemetry (each task's
+/// run exports its spans where the worker's go).
 fn wrap_args(a: &WorkerArgs) -> Vec<OsString> {
-    let name = |v: &dyn Fn() -> Option<clap::builder::PossibleValue>| {
-        OsString::from(v().map(|p| p.get_name().to_owned()).unwrap_or_default())
-    };
-    let mut out: Vec<OsString> = vec![
-        "--mode".into(),
-        name(&|| a.mode.to_possible_value()),
-        "--fail-mode".into(),
-        name(&|| a.fail_mode.to_possible_value()),
-        "--timeout".into(),
-        a.timeout.to_string().into(),
-    ];
-    let mut pass = |flag: &str, v: Option<OsString>| {
-        if let Some(v) = v {
-            out.push(flag.into());
-            out.push(v);
-        }
-    };
-    pass("--harness", a.harness.clone().map(Into::into));
-    pass("--policy", a.policy.clone().map(Into::into));
-    pass("--framework", a.framework.clone().map(Into::into));
-    // Each task's run exports its own spans where the worker's go.
-    pass("--otlp", a.telemetry.otlp.clone().map(Into::into));
-    pass("--audit-key-file", a.audit_key_file.clone().map(Into::into));
-    for cmd in &a.intercept {
-        pass("--intercept", Some(cmd.into()));
+    let mut out = a.run.to_args();
+    if let Some(otlp) = &a.telemetry.otlp {
+        out.push("--otlp".into());
+        out.push(otlp.into());
     }
     out
 }
