@@ -1,4 +1,5 @@
-//! AHP 2.4 wire types: event types and their blocking split, events, and strictly parsed decisions.
+//! AHP 2.4 wire types: event types and their blocking split, events, the tool-call payload
+//! ([`ToolCall`]), and strictly parsed decisions.
 //!
 //! Owns: what AHP adds to JSON-RPC — its methods' payloads, its rule that our ids are strings
 //! (a harness answering with a numeric id breaks the protocol, [`jsonrpc`]), and strict JSON
@@ -13,6 +14,45 @@ pub use decision::{parse_decision, DecisionError, Verdict};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
+
+/// The payload of a tool call (`action_type: "tool_call"`), as every interceptor describes
+/// one to the harness: the tool's name, its arguments, where it runs (`context`), and the
+/// interceptor's own sections (`mcp`, `acp`, `result`, call ids) beside them.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ToolCall {
+    pub tool_name: String,
+    pub arguments: Value,
+    pub context: Value,
+    pub extra: Map<String, Value>,
+}
+
+impl ToolCall {
+    pub fn new(tool_name: impl Into<String>, arguments: Value, context: Value) -> ToolCall {
+        ToolCall {
+            tool_name: tool_name.into(),
+            arguments,
+            context,
+            extra: Map::new(),
+        }
+    }
+
+    /// With the section `key` (a section of the interceptor's own, or a call id).
+    pub fn with(mut self, key: &str, value: Value) -> ToolCall {
+        self.extra.insert(key.to_owned(), value);
+        self
+    }
+
+    /// The event payload.
+    pub fn into_payload(self) -> Value {
+        let mut payload = Map::new();
+        payload.insert("action_type".into(), "tool_call".into());
+        payload.insert("tool_name".into(), self.tool_name.into());
+        payload.insert("arguments".into(), self.arguments);
+        payload.insert("context".into(), self.context);
+        payload.extend(self.extra);
+        Value::Object(payload)
+    }
+}
 
 /// The protocol version we speak in `ahp/handshake`.
 pub const PROTOCOL_VERSION: &str = "2.4";
@@ -181,6 +221,19 @@ pub fn now_rfc3339() -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn a_tool_call_payload_has_the_shape_every_interceptor_sends() {
+        let call = ToolCall::new("exec", json!({"command": ["ls"]}), json!({"cwd": "/w"}))
+            .with("tool_use_id", json!("t1"));
+        assert_eq!(
+            call.into_payload(),
+            json!({"action_type": "tool_call", "tool_name": "exec",
+                   "arguments": {"command": ["ls"]}, "context": {"cwd": "/w"},
+                   "tool_use_id": "t1"})
+        );
+    }
 
     #[test]
     fn blocking_split_is_the_2_4_split() {

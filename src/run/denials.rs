@@ -12,7 +12,7 @@ use tokio::io::unix::AsyncFd;
 use crate::audit::AuditPeer;
 use crate::floor::denials::{self, Collector, Denial, Reader};
 use crate::gate::{Gate, Origin};
-use crate::protocol::EventType;
+use crate::protocol::{EventType, ToolCall};
 
 /// How long the end of a run waits for records the kernel has yet to hand over, and for
 /// the end of a domain that refused something (its record carries the kernel's count).
@@ -145,12 +145,7 @@ async fn audit(gate: &Gate, state: &Mutex<State>, new: Vec<Denial>) {
         if let Some(pid) = d.pid {
             context["process"] = json!({"pid": pid, "comm": d.comm, "exe": d.exe});
         }
-        let payload = json!({
-            "action_type": "tool_call",
-            "tool_name": d.tool(),
-            "arguments": arguments,
-            "context": context,
-        });
+        let payload = ToolCall::new(d.tool(), arguments, context).into_payload();
         let mut metadata = Map::new();
         metadata.insert("interceptor".into(), "floor".into());
         let event = gate.event(EventType::PreAction, payload, metadata);

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::adapter::{FrameworkError, HookContext};
+use crate::frameworks::adapter::{FrameworkError, HookContext, ToolCall};
 
 /// A payload that is not what `framework` sends for `hook`.
 fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {
@@ -100,18 +100,19 @@ impl<'a> HookPayload<'a> {
     /// `tool_input`, else `{}`), `context`, and each of the call-id fields in `ids` the
     /// payload has.
     pub fn tool_call(&self, context: Value, ids: &[&str]) -> Result<Value, FrameworkError> {
-        let mut p = json!({
-            "action_type": "tool_call",
-            "tool_name": self.require("tool_name")?,
-            "arguments": self.obj.get("tool_input").cloned().unwrap_or_else(|| json!({})),
-            "context": context,
-        });
+        // A name that is not text is kept as its JSON text.
+        let name = match self.require("tool_name")? {
+            Value::String(name) => name,
+            other => other.to_string(),
+        };
+        let arguments = self.obj.get("tool_input").cloned();
+        let mut call = ToolCall::new(name, arguments.unwrap_or_else(|| json!({})), context);
         for k in ids {
             if let Some(id) = self.obj.get(*k) {
-                p[*k] = id.clone();
+                call = call.with(k, id.clone());
             }
         }
-        Ok(p)
+        Ok(call.into_payload())
     }
 
     /// A `pre_prompt` payload: the user's `prompt` (required) and `context`.

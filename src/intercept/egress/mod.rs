@@ -30,7 +30,7 @@ mod tunnel;
 use crate::floor::hosts::{HostRules, Judgement, Target};
 use crate::floor::spec::Unknown;
 use crate::gate::{Gate, Origin};
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, ToolCall, Verdict};
 
 /// How long the proxy waits for an upstream connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -303,16 +303,12 @@ impl Egress {
                     .collect(),
             );
         }
-        let payload = json!({
-            "action_type": "tool_call",
-            "tool_name": "net",
-            "arguments": {
-                "host": target.to_string(),
-                "port": port,
-                "url": format!("{scheme}://{target}:{port}/"),
-            },
-            "context": context,
+        let arguments = json!({
+            "host": target.to_string(),
+            "port": port,
+            "url": format!("{scheme}://{target}:{port}/"),
         });
+        let payload = ToolCall::new("net", arguments, context).into_payload();
         let mut metadata = Map::new();
         metadata.insert("interceptor".into(), "egress".into());
         let event = self.gate.event(EventType::PreAction, payload, metadata);

@@ -13,7 +13,7 @@ use super::exec::{decode_items, encode_argv, EXIT_REFUSED};
 use crate::child::procfs;
 use crate::control::{CallerReply, Request};
 use crate::gate::Gate;
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, ToolCall, Verdict};
 
 /// Answers `exec` requests for one run.
 pub struct ExecService {
@@ -140,12 +140,8 @@ impl ExecService {
         if !exec.changed.is_empty() {
             context["env_changed"] = Value::Object(exec.changed.clone());
         }
-        json!({
-            "action_type": "tool_call",
-            "tool_name": "exec",
-            "arguments": {"command": exec.argv, "cwd": cwd},
-            "context": context,
-        })
+        let arguments = json!({"command": exec.argv, "cwd": cwd});
+        ToolCall::new("exec", arguments, context).into_payload()
     }
 }
 

@@ -22,7 +22,7 @@ use super::{Direction, Disposition, GateEvent, HeldCall, OnCall, Protocol, Resol
 use crate::frameworks::shared::output::unapplicable_modify;
 use crate::frameworks::shared::updated_input;
 use crate::jsonrpc::RpcError;
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, ToolCall, Verdict};
 
 const TOOLS_CALL: &str = "tools/call";
 const INITIALIZE: &str = "initialize";
@@ -71,18 +71,16 @@ impl Mcp {
         if let Some(cwd) = &self.cwd {
             context.insert("working_directory".into(), cwd.display().to_string().into());
         }
-        json!({
-            "action_type": "tool_call",
-            "tool_name": format!("mcp__{}__{tool}", self.server),
-            "arguments": arguments,
-            "mcp": {
-                "server": self.server,
-                "tool": tool,
-                "protocol_version": version,
-                "round_trip": round_trip,
-            },
-            "context": context,
-        })
+        let mcp = json!({
+            "server": self.server,
+            "tool": tool,
+            "protocol_version": version,
+            "round_trip": round_trip,
+        });
+        let name = format!("mcp__{}__{tool}", self.server);
+        ToolCall::new(name, arguments, Value::Object(context))
+            .with("mcp", mcp)
+            .into_payload()
     }
 
     fn metadata(&self) -> Map<String, Value> {

@@ -8,6 +8,7 @@
 use serde_json::{json, Map, Value};
 
 use crate::frameworks::shared::updated_input;
+use crate::protocol::ToolCall;
 
 /// A prefix that names every ACP tool for the policy (`acp__write_text_file`,
 /// `acp__execute`), as `mcp__<server>__` names MCP tools.
@@ -94,13 +95,9 @@ pub fn editor_op(method: &str, params: Option<&Value>, cwd: Option<&str>) -> Val
         "terminal/create" => json!({"env": p.get("env")}),
         _ => json!({}),
     };
-    json!({
-        "action_type": "tool_call",
-        "tool_name": format!("{TOOL_PREFIX}{tool}"),
-        "arguments": arguments,
-        "acp": acp_part(method, params, extra),
-        "context": context(cwd),
-    })
+    ToolCall::new(format!("{TOOL_PREFIX}{tool}"), arguments, context(cwd))
+        .with("acp", acp_part(method, params, extra))
+        .into_payload()
 }
 
 /// The `pre_action` payload of a `session/request_permission`: the tool call the agent
@@ -135,18 +132,19 @@ pub fn permission(params: Option<&Value>, cwd: Option<&str>) -> Value {
         _ => shown,
     };
     let options = params.and_then(|p| p.get("options")).cloned();
-    json!({
-        "action_type": "tool_call",
-        "tool_name": format!("{TOOL_PREFIX}{kind}"),
-        "arguments": arguments,
-        "acp": acp_part("session/request_permission", params, json!({
+    let acp = acp_part(
+        "session/request_permission",
+        params,
+        json!({
             "tool_call_id": str_at(call, "toolCallId"),
             "title": str_at(call, "title"),
             "kind": kind,
             "options": options,
-        })),
-        "context": context(cwd),
-    })
+        }),
+    );
+    ToolCall::new(format!("{TOOL_PREFIX}{kind}"), arguments, context(cwd))
+        .with("acp", acp)
+        .into_payload()
 }
 
 /// What a tool call without `rawInput` shows of its arguments.
@@ -202,20 +200,21 @@ pub fn tool_result(params: Option<&Value>, cwd: Option<&str>) -> Option<Value> {
         return None;
     }
     let tool_kind = str_at(Some(update), "kind").unwrap_or("other");
-    Some(json!({
-        "action_type": "tool_call",
-        "tool_name": format!("{TOOL_PREFIX}{tool_kind}"),
-        "arguments": update.get("rawInput").cloned().unwrap_or(json!({})),
-        "result": {
-            "status": if status == "completed" { "success" } else { "error" },
-            "output": update.get("rawOutput").or(update.get("content")),
-        },
-        "acp": acp_part("session/update", params, json!({
+    let arguments = update.get("rawInput").cloned().unwrap_or(json!({}));
+    let result = json!({
+        "status": if status == "completed" { "success" } else { "error" },
+        "output": update.get("rawOutput").or(update.get("content")),
+    });
+    let acp = acp_part(
+        "session/update",
+        params,
+        json!({
             "tool_call_id": str_at(Some(update), "toolCallId"),
             "title": str_at(Some(update), "title"),
-        })),
-        "context": context(cwd),
-    }))
+        }),
+    );
+    let call = ToolCall::new(format!("{TOOL_PREFIX}{tool_kind}"), arguments, context(cwd));
+    Some(call.with("result", result).with("acp", acp).into_payload())
 }
 
 /// The `session/prompt` params with the prompt a harness asked for: `prompt` as text (when
