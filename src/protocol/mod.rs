@@ -8,9 +8,11 @@
 
 mod decision;
 pub mod jsonrpc;
+mod modify;
 mod strict;
 
 pub use decision::{parse_decision, DecisionError, Verdict};
+pub use modify::{unapplicable_modify, updated_input};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

@@ -15,5 +15,6 @@ mod shim;
 pub mod timeout;
 mod verdict;
 
+pub use crate::frameworks::adapter::updated_input;
 pub use shim::Shim;
-pub use verdict::{additional_context, updated_input};
+pub use verdict::additional_context;

@@ -85,10 +85,7 @@ pub fn unapplicable(why: &str) -> Verdict {
     }
 }
 
-/// The reason given when a harness's modified payload cannot be applied.
-pub fn unapplicable_modify(why: &str) -> String {
-    format!("ahp-wrap blocked this because the harness's modified payload cannot be applied: {why}")
-}
+pub use crate::frameworks::adapter::unapplicable_modify;
 
 /// The reason given when a decision has no meaning on a hook of `agent` (its display name).
 pub fn unexpected(verdict: &Verdict, agent: &str) -> String {

@@ -1,23 +1,9 @@
-//! AHP decision fields in the shapes agents with Claude-style hooks accept: the tool input
-//! of a modify, the text of an allow's context.
+//! AHP decision fields in the shapes agents with Claude-style hooks accept: the text of an
+//! allow's context (the tool input of a modify is the adapter's `updated_input`).
 
 use serde_json::{Map, Value};
 
 use crate::frameworks::adapter::Verdict;
-
-/// The tool input a harness asked for. A harness sees the agent's tool input as
-/// `arguments`, so it may send back a whole pre_action payload (its `arguments` is taken)
-/// or just the new arguments.
-pub fn updated_input(modified: &Value) -> Result<Value, String> {
-    match modified {
-        Value::Object(o) => match o.get("arguments") {
-            Some(Value::Object(args)) => Ok(Value::Object(args.clone())),
-            Some(_) => Err("its \"arguments\" is not an object".into()),
-            None => Ok(modified.clone()),
-        },
-        _ => Err("it is not a JSON object".into()),
-    }
-}
 
 /// Text for the agent's "additional context" for the model, from what a harness returned
 /// with an allow: `additional_context` (text) and AHP's `injected_context` (facts, files,

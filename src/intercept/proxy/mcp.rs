@@ -18,11 +18,12 @@ use std::sync::Mutex;
 
 use serde_json::{json, Map, Value};
 
-use super::{Direction, Disposition, GateEvent, HeldCall, OnCall, Protocol, Resolution, Tracked};
-use crate::frameworks::shared::output::unapplicable_modify;
-use crate::frameworks::shared::updated_input;
+use super::{
+    post_action_result, Direction, Disposition, GateEvent, HeldCall, OnCall, Protocol, Resolution,
+    Tracked,
+};
 use crate::jsonrpc::RpcError;
-use crate::protocol::{EventType, ToolCall, Verdict};
+use crate::protocol::{unapplicable_modify, updated_input, EventType, ToolCall, Verdict};
 
 const TOOLS_CALL: &str = "tools/call";
 const INITIALIZE: &str = "initialize";
@@ -123,19 +124,10 @@ impl Mcp {
     }
 
     fn post_action(&self, mut payload: Value, outcome: &Result<Value, RpcError>) -> GateEvent {
-        payload["result"] = match outcome {
-            Ok(result) => {
-                let is_error = result.get("isError") == Some(&Value::Bool(true));
-                json!({
-                    "status": if is_error { "error" } else { "success" },
-                    "output": result,
-                })
-            }
-            Err(e) => json!({
-                "status": "error",
-                "error": {"code": e.code, "message": e.message},
-            }),
-        };
+        let is_error = outcome
+            .as_ref()
+            .is_ok_and(|r| r.get("isError") == Some(&Value::Bool(true)));
+        payload["result"] = post_action_result(outcome, is_error);
         GateEvent {
             event_type: EventType::PostAction,
             payload,

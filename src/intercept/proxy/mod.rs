@@ -37,7 +37,8 @@ use serde_json::{Map, Value};
 
 pub use interceptor::StreamProxy;
 pub use protocol::{
-    Disposition, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked, REQUEST_CANCELLED,
+    post_action_result, Disposition, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked,
+    REQUEST_CANCELLED,
 };
 pub use pump::{run, Ended, Streams};
 

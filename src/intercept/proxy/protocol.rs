@@ -156,3 +156,18 @@ pub trait Protocol: Send + Sync + 'static {
         outcome: &Result<Value, RpcError>,
     ) -> Option<GateEvent>;
 }
+
+/// The `result` of a `post_action`: how a forwarded call was answered. `failed` says whether
+/// a JSON-RPC result still reports a failed call (an MCP tool's `isError`).
+pub fn post_action_result(outcome: &Result<Value, RpcError>, failed: bool) -> Value {
+    match outcome {
+        Ok(result) => serde_json::json!({
+            "status": if failed { "error" } else { "success" },
+            "output": result,
+        }),
+        Err(e) => serde_json::json!({
+            "status": "error",
+            "error": {"code": e.code, "message": e.message},
+        }),
+    }
+}

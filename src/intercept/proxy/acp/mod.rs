@@ -39,11 +39,11 @@ use serde_json::{json, Map, Value};
 
 use super::pump::PROXY_ERROR;
 use super::{
-    Direction, Disposition, GateEvent, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked,
+    post_action_result, Direction, Disposition, GateEvent, HeldCall, Notice, OnCall, Protocol,
+    Resolution, Tracked,
 };
-use crate::frameworks::shared::output::unapplicable_modify;
 use crate::jsonrpc::RpcError;
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{unapplicable_modify, EventType, Verdict};
 use payload::str_at;
 pub use payload::TOOL_PREFIX;
 
@@ -269,13 +269,7 @@ impl Protocol for Acp {
             }
             WRITE | READ | TERMINAL => {
                 let mut payload = tracked.note;
-                payload["result"] = match outcome {
-                    Ok(result) => json!({"status": "success", "output": result}),
-                    Err(e) => json!({
-                        "status": "error",
-                        "error": {"code": e.code, "message": e.message},
-                    }),
-                };
+                payload["result"] = post_action_result(outcome, false);
                 Some(self.event(EventType::PostAction, payload))
             }
             _ => None,

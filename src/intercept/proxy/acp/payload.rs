@@ -7,8 +7,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::shared::updated_input;
-use crate::protocol::ToolCall;
+use crate::protocol::{updated_input, ToolCall};
 
 /// A prefix that names every ACP tool for the policy (`acp__write_text_file`,
 /// `acp__execute`), as `mcp__<server>__` names MCP tools.
