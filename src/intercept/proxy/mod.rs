@@ -49,24 +49,14 @@ use crate::protocol::{EventType, Verdict};
 pub trait Decide: Send + Sync + 'static {
     /// The final verdict on a blocking event: defer, escalate and the fail mode are already
     /// resolved (an `escalate` or `defer` that still comes back is treated as a block).
-    fn decide(
-        &self,
-        event_type: EventType,
-        payload: Value,
-        metadata: Map<String, Value>,
-    ) -> impl Future<Output = Verdict> + Send;
+    fn decide(&self, event: GateEvent) -> impl Future<Output = Verdict> + Send;
 
     /// The verdict on a blocking event whose call has its own way to ask a person (ACP's
     /// permission request, which goes on to the editor): defer and the fail mode are
     /// resolved, but an `escalate` comes back, meaning "let the person decide there".
     /// By default the same as [`Decide::decide`].
-    fn decide_native(
-        &self,
-        event_type: EventType,
-        payload: Value,
-        metadata: Map<String, Value>,
-    ) -> impl Future<Output = Verdict> + Send {
-        self.decide(event_type, payload, metadata)
+    fn decide_native(&self, event: GateEvent) -> impl Future<Output = Verdict> + Send {
+        self.decide(event)
     }
 
     /// A blocking event whose decision was abandoned because its sender's peer cancelled
@@ -80,12 +70,7 @@ pub trait Decide: Send + Sync + 'static {
     ) -> impl Future<Output = ()> + Send;
 
     /// Tells the harness (and the audit log) about something that needs no decision.
-    fn notify(
-        &self,
-        event_type: EventType,
-        payload: Value,
-        metadata: Map<String, Value>,
-    ) -> impl Future<Output = ()> + Send;
+    fn notify(&self, event: GateEvent) -> impl Future<Output = ()> + Send;
 }
 
 /// Which way a frame travels. The *client* is the peer on our stdin/stdout (an agent for
@@ -160,22 +145,12 @@ pub struct GateEvent {
 /// `escalate` is resolved by the gate (a person at the terminal, else the fail mode) before
 /// it comes back; [`Decide::decide_native`] lets it come back.
 impl Decide for crate::gate::Gate {
-    async fn decide(
-        &self,
-        event_type: EventType,
-        payload: Value,
-        metadata: Map<String, Value>,
-    ) -> Verdict {
-        gate_decide(self, event_type, payload, metadata, false).await
+    async fn decide(&self, event: GateEvent) -> Verdict {
+        gate_decide(self, event, false).await
     }
 
-    async fn decide_native(
-        &self,
-        event_type: EventType,
-        payload: Value,
-        metadata: Map<String, Value>,
-    ) -> Verdict {
-        gate_decide(self, event_type, payload, metadata, true).await
+    async fn decide_native(&self, event: GateEvent) -> Verdict {
+        gate_decide(self, event, true).await
     }
 
     async fn abandoned(&self, ev: GateEvent, why: String, waited: Duration) {
@@ -184,20 +159,14 @@ impl Decide for crate::gate::Gate {
         crate::gate::Gate::abandoned(self, &event, why, waited, origin).await;
     }
 
-    async fn notify(&self, event_type: EventType, payload: Value, metadata: Map<String, Value>) {
-        let event = self.event(event_type, payload, metadata);
+    async fn notify(&self, ev: GateEvent) {
+        let event = self.event(ev.event_type, ev.payload, ev.metadata);
         crate::gate::Gate::notify(self, event, crate::gate::Origin::default()).await;
     }
 }
 
-async fn gate_decide(
-    gate: &crate::gate::Gate,
-    event_type: EventType,
-    payload: Value,
-    metadata: Map<String, Value>,
-    native_ask: bool,
-) -> Verdict {
-    let event = gate.event(event_type, payload, metadata);
+async fn gate_decide(gate: &crate::gate::Gate, ev: GateEvent, native_ask: bool) -> Verdict {
+    let event = gate.event(ev.event_type, ev.payload, ev.metadata);
     let origin = crate::gate::Origin::default();
     crate::gate::Gate::decide(gate, &event, native_ask, origin)
         .await

@@ -5,7 +5,7 @@ use std::collections::VecDeque;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use serde_json::{json, Map, Value};
+use serde_json::{json, Value};
 use tokio::io::{AsyncBufReadExt, AsyncReadExt, AsyncWriteExt, BufReader, DuplexStream};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
@@ -41,8 +41,8 @@ impl ScriptGate {
 }
 
 impl Decide for Arc<ScriptGate> {
-    async fn decide(&self, t: EventType, payload: Value, _: Map<String, Value>) -> Verdict {
-        self.seen.lock().unwrap().push((t, payload));
+    async fn decide(&self, ev: super::GateEvent) -> Verdict {
+        self.seen.lock().unwrap().push((ev.event_type, ev.payload));
         self.permits.acquire().await.unwrap().forget();
         let next = self.verdicts.lock().unwrap().pop_front();
         next.unwrap_or_else(Verdict::no_opinion)
@@ -54,8 +54,8 @@ impl Decide for Arc<ScriptGate> {
         self.seen.lock().unwrap().push((ev.event_type, payload));
     }
 
-    async fn notify(&self, t: EventType, payload: Value, _: Map<String, Value>) {
-        self.seen.lock().unwrap().push((t, payload));
+    async fn notify(&self, ev: super::GateEvent) {
+        self.seen.lock().unwrap().push((ev.event_type, ev.payload));
     }
 }
 

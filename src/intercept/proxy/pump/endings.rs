@@ -4,7 +4,7 @@
 use serde_json::{Map, Value};
 
 use super::{lock, Ended, Engine, InFlight, PROXY_ERROR};
-use crate::intercept::proxy::{Decide, Direction, Protocol};
+use crate::intercept::proxy::{Decide, Direction, GateEvent, Protocol};
 use crate::jsonrpc::error_response;
 use crate::protocol::EventType;
 
@@ -35,9 +35,12 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
             payload.insert("server".into(), self.protocol.server_label().into());
             payload.insert("message".into(), why.into());
             payload.insert("unanswered_requests".into(), unanswered.into());
-            self.gate
-                .notify(EventType::Error, Value::Object(payload), Map::new())
-                .await;
+            let event = GateEvent {
+                event_type: EventType::Error,
+                payload: Value::Object(payload),
+                metadata: Map::new(),
+            };
+            self.gate.notify(event).await;
         }
         fault.map_or(Ended::ServerClosed, Ended::ServerFault)
     }

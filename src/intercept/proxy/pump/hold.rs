@@ -53,12 +53,11 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
 
     /// Asks the gate about a held call.
     async fn ask(&self, held: &HeldCall) -> crate::protocol::Verdict {
-        let ev = held.event.clone();
-        let (t, p, m) = (ev.event_type, ev.payload, ev.metadata);
+        let event = held.event.clone();
         if held.native_ask {
-            self.gate.decide_native(t, p, m).await
+            self.gate.decide_native(event).await
         } else {
-            self.gate.decide(t, p, m).await
+            self.gate.decide(event).await
         }
     }
 

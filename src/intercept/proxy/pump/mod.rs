@@ -314,9 +314,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
                 self.forward(dir, frame.raw()).await?;
                 if let Some(tracked) = answered {
                     if let Some(ev) = self.protocol.answered(dir.back(), tracked, &outcome) {
-                        self.gate
-                            .notify(ev.event_type, ev.payload, ev.metadata)
-                            .await;
+                        self.gate.notify(ev).await;
                     }
                 }
                 Ok(())
@@ -387,9 +385,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         }
         self.forward(dir, frame.raw()).await?;
         if let Some(ev) = notify {
-            self.gate
-                .notify(ev.event_type, ev.payload, ev.metadata)
-                .await;
+            self.gate.notify(ev).await;
         }
         Ok(())
     }
