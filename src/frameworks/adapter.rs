@@ -24,7 +24,7 @@ pub use super::{
     AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven, Rendered,
     RunContext,
 };
-pub use crate::protocol::{unapplicable_modify, updated_input, EventType, ToolCall, Verdict};
+pub use crate::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
 
 /// Whether a name is a plain word (what the control socket accepts as a scope or a name:
 /// an MCP server's name, for `ahp-wrap mcp --name`).

@@ -7,8 +7,8 @@
 use serde_json::{json, Value};
 
 use crate::frameworks::adapter::{
-    AgentCommand, EventType, Framework, FrameworkError, HookContext, Mapped, Rendered, RunContext,
-    Verdict,
+    AgentCommand, EventType, Final, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    RunContext,
 };
 
 /// Exit code of a blocked generic hook.
@@ -94,7 +94,7 @@ impl Framework for Generic {
         }))
     }
 
-    fn render(&self, _cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    fn render(&self, _cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
         if event.is_some_and(|e| !e.event_type.is_blocking()) {
             return Rendered {
                 stdout: b"{\"delivered\":\"notification\"}\n".to_vec(),
@@ -104,7 +104,7 @@ impl Framework for Generic {
         let mut stdout = verdict.to_json().to_string().into_bytes();
         stdout.push(b'\n');
         match verdict {
-            Verdict::Block { reason } | Verdict::Escalate { reason, .. } => Rendered {
+            Final::Block { reason } | Final::Ask { reason, .. } => Rendered {
                 stdout,
                 stderr: format!("{reason}\n").into_bytes(),
                 exit_code: EXIT_BLOCK,
@@ -158,7 +158,7 @@ mod tests {
         let r = Generic::GENERIC.render(
             &cx(),
             None,
-            &Verdict::Block {
+            &Final::Block {
                 reason: "no".into(),
             },
         );
@@ -166,7 +166,7 @@ mod tests {
         assert_eq!(r.stderr, b"no\n");
         let v: Value = serde_json::from_slice(&r.stdout).unwrap();
         assert_eq!(v, json!({"decision": "block", "reason": "no"}));
-        let r = Generic::GENERIC.render(&cx(), None, &Verdict::no_opinion());
+        let r = Generic::GENERIC.render(&cx(), None, &Final::no_opinion());
         assert_eq!(r.exit_code, 0);
     }
 }

@@ -36,7 +36,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final};
 
 /// What a framework can rely on when it prepares the agent's command line.
 #[derive(Debug, Clone)]
@@ -118,10 +118,9 @@ pub trait Framework: Send + Sync + 'static {
     /// Maps one hook call to the AHP event to send; `None` when this hook needs no event.
     fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError>;
 
-    /// Renders a final decision in the framework's own hook contract. `Verdict::Defer`
-    /// never reaches here; `Verdict::Escalate` does only when [`Framework::native_ask`]
-    /// said yes.
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered;
+    /// Renders the gate's final decision in the framework's own hook contract; it is a
+    /// [`Final::Ask`] only when [`Framework::native_ask`] said yes.
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered;
 
     /// Whether the framework has its own "ask the user" answer for this hook.
     fn native_ask(&self, cx: &HookContext<'_>) -> bool {

@@ -11,7 +11,7 @@ pub mod jsonrpc;
 mod modify;
 mod strict;
 
-pub use decision::{parse_decision, DecisionError, Verdict};
+pub use decision::{parse_decision, DecisionError, Final, Verdict};
 pub use modify::{unapplicable_modify, updated_input};
 
 use serde::{Deserialize, Serialize};

@@ -12,7 +12,7 @@ use crate::frameworks::adapter::shared::output::{
     unapplicable,
 };
 use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
 /// on stderr. Used only for hook names we do not know.
@@ -20,7 +20,7 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a non-blocking hook error: Claude goes on and notes the message.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(hook) = HookName::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
@@ -43,7 +43,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
     }
 }
 
-fn pre_tool_use(verdict: &Verdict) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> Rendered {
     let out = |decision: &str, reason: &str, input| {
         permission_decision("PreToolUse", decision, reason, input)
     };
@@ -54,17 +54,17 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
         };
     }
     match verdict {
-        Verdict::Allow { explicit: true, .. } => out("allow", "allowed by the AHP harness", None),
+        Final::Allow { explicit: true, .. } => out("allow", "allowed by the AHP harness", None),
         // No opinion: Claude's own permission rules decide.
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => out("deny", reason, None),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => out("deny", reason, None),
         // Only reached when Claude can ask a person itself (interactive, not `-p`).
-        Verdict::Escalate { reason, .. } => out("ask", reason, None),
-        Verdict::Modify { .. } | Verdict::Defer { .. } => out("deny", &unexpected(verdict), None),
+        Final::Ask { reason, .. } => out("ask", reason, None),
+        Final::Modify { .. } => out("deny", &unexpected(verdict), None),
     }
 }
 
-fn permission_request(verdict: &Verdict) -> Rendered {
+fn permission_request(verdict: &Final) -> Rendered {
     let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
@@ -73,26 +73,24 @@ fn permission_request(verdict: &Verdict) -> Rendered {
         };
     }
     match verdict {
-        Verdict::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
+        Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
         // No opinion, or a person should decide: Claude shows its own permission dialog.
-        Verdict::Allow { .. } | Verdict::Escalate { .. } => Rendered::default(),
-        Verdict::Block { reason } => out(json!({"behavior": "deny", "message": reason})),
-        Verdict::Modify { .. } | Verdict::Defer { .. } => {
-            out(json!({"behavior": "deny", "message": unexpected(verdict)}))
-        }
+        Final::Allow { .. } | Final::Ask { .. } => Rendered::default(),
+        Final::Block { reason } => out(json!({"behavior": "deny", "message": reason})),
+        Final::Modify { .. } => out(json!({"behavior": "deny", "message": unexpected(verdict)})),
     }
 }
 
-fn user_prompt_submit(verdict: &Verdict) -> Rendered {
+fn user_prompt_submit(verdict: &Final) -> Rendered {
     let block = |reason: &str| decision("block", reason);
     match verdict {
         // Claude has no way to replace a prompt: refusing is the only safe reading.
         _ if verdict.replacement().is_some() => block(
             "ahp-wrap blocked this prompt because the harness rewrote it, and Claude Code cannot run a rewritten prompt",
         ),
-        Verdict::Allow { .. } => with_context(ClaudeEvent::UserPromptSubmit, verdict),
-        Verdict::Block { reason } => block(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+        Final::Allow { .. } => with_context(ClaudeEvent::UserPromptSubmit, verdict),
+        Final::Block { reason } => block(reason),
+        Final::Ask { .. } | Final::Modify { .. } => {
             block(&unexpected(verdict))
         }
     }
@@ -100,21 +98,21 @@ fn user_prompt_submit(verdict: &Verdict) -> Rendered {
 
 /// PostToolUse(Failure): a notification, so only a failed relay can block here; the tool
 /// has already run, and the reason reaches the model.
-fn after_tool(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
+fn after_tool(event: ClaudeEvent, verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => decision("block", reason),
+        Final::Block { reason } => decision("block", reason),
         _ => with_context(event, verdict),
     }
 }
 
-fn with_context(event: ClaudeEvent, verdict: &Verdict) -> Rendered {
+fn with_context(event: ClaudeEvent, verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
+        Final::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
         _ => context_or_silence(event.name(), additional_context(verdict)),
     }
 }
 
-fn unexpected(verdict: &Verdict) -> String {
+fn unexpected(verdict: &Final) -> String {
     SHIM.unexpected(verdict)
 }
 
@@ -123,7 +121,7 @@ mod tests {
     use super::*;
     use crate::frameworks::adapter::testing::{allow, block, cx};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
@@ -131,7 +129,7 @@ mod tests {
     fn pre_tool_use_decisions() {
         // No opinion: silence, so Claude's own permission prompt still applies.
         assert_eq!(
-            render(&cx("PreToolUse"), None, &Verdict::no_opinion()),
+            render(&cx("PreToolUse"), None, &Final::no_opinion()),
             Rendered::default()
         );
         let (v, code) = out("PreToolUse.print", &allow(true, json!({})));
@@ -146,7 +144,7 @@ mod tests {
         assert_eq!(o["permissionDecisionReason"], "not here");
         let (v, _) = out(
             "PreToolUse",
-            &Verdict::Escalate {
+            &Final::Ask {
                 reason: "ask ops".into(),
                 target: None,
             },
@@ -165,7 +163,7 @@ mod tests {
         ] {
             let (v, _) = out(
                 "PreToolUse",
-                &Verdict::Modify {
+                &Final::Modify {
                     modified_payload: modified,
                 },
             );
@@ -175,7 +173,7 @@ mod tests {
         }
         let (v, _) = out(
             "PermissionRequest",
-            &Verdict::Modify {
+            &Final::Modify {
                 modified_payload: json!({"command": "ls"}),
             },
         );
@@ -186,7 +184,7 @@ mod tests {
         // A payload that cannot be applied is refused, not run as it was.
         let (v, _) = out(
             "PreToolUse",
-            &Verdict::Modify {
+            &Final::Modify {
                 modified_payload: json!("ls"),
             },
         );
@@ -208,7 +206,7 @@ mod tests {
             v.unwrap()["hookSpecificOutput"]["decision"],
             json!({"behavior": "deny", "message": "no"})
         );
-        assert_eq!(out("PermissionRequest", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("PermissionRequest", &Final::no_opinion()), (None, 0));
     }
 
     #[test]
@@ -228,18 +226,18 @@ mod tests {
         );
         let (v, _) = out(
             "UserPromptSubmit",
-            &Verdict::Modify {
+            &Final::Modify {
                 modified_payload: json!({"prompt": "x"}),
             },
         );
         assert_eq!(v.unwrap()["decision"], "block");
-        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("UserPromptSubmit", &Final::no_opinion()), (None, 0));
     }
 
     #[test]
     fn notifications_never_block_the_agent() {
         for hook in ["Stop", "SessionEnd", "SubagentStop", "SessionStart"] {
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
             let r = render(&cx(hook), None, &block("relay down"));
             assert_eq!(r.exit_code, EXIT_HOOK_ERROR, "{hook}");
             assert!(r.stdout.is_empty());

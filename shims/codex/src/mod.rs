@@ -18,8 +18,8 @@ mod render;
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
-    Rendered, RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
+    Proven, Rendered, RunContext, Shim,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook codex <Event>`.
@@ -106,7 +106,7 @@ impl Framework for Codex {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
         render::render(cx, event, verdict)
     }
 

@@ -12,7 +12,7 @@ use crate::frameworks::adapter::shared::output::{
     context_or_silence, decision, hook_specific, permission_decision, stderr_exit, unapplicable,
 };
 use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
 /// stderr. Used only for hook names we do not know.
@@ -20,7 +20,7 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a failed hook that Codex reports and otherwise ignores.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(event) = CodexEvent::parse(cx.hook) else {
         let reason = non_empty(&SHIM.unknown_hook_reason(verdict));
         return stderr_exit(&reason, EXIT_BLOCK);
@@ -45,7 +45,7 @@ fn non_empty(reason: &str) -> String {
     }
 }
 
-fn pre_tool_use(verdict: &Verdict) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> Rendered {
     let out = |decision: &str, reason: &str, input| {
         permission_decision("PreToolUse", decision, &non_empty(reason), input)
     };
@@ -65,17 +65,15 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
     match verdict {
         // Codex has no plain allow for PreToolUse (it reports one as an unsupported
         // answer): whether the tool runs is up to its own approval and sandbox settings.
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => out("deny", reason, None),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => out("deny", reason, None),
         // Codex's "ask" fails open; an escalation never gets here (`native_ask` is false),
         // and if it ever does it is refused.
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
-            out("deny", &unexpected(verdict), None)
-        }
+        Final::Ask { .. } | Final::Modify { .. } => out("deny", &unexpected(verdict), None),
     }
 }
 
-fn permission_request(verdict: &Verdict) -> Rendered {
+fn permission_request(verdict: &Final) -> Rendered {
     let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     let deny = |reason: &str| out(json!({"behavior": "deny", "message": non_empty(reason)}));
     match verdict {
@@ -84,26 +82,26 @@ fn permission_request(verdict: &Verdict) -> Rendered {
         _ if verdict.replacement().is_some() => deny(
             "ahp-wrap blocked this because the harness rewrote the command at Codex's permission request, where a rewrite cannot be applied",
         ),
-        Verdict::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
+        Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
         // No opinion: Codex's own approval flow decides.
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => deny(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => deny(reason),
+        Final::Ask { .. } | Final::Modify { .. } => {
             deny(&unexpected(verdict))
         }
     }
 }
 
-fn user_prompt_submit(verdict: &Verdict) -> Rendered {
+fn user_prompt_submit(verdict: &Final) -> Rendered {
     let block = |reason: &str| decision("block", &non_empty(reason));
     match verdict {
         // Codex has no way to replace a prompt: refusing is the only safe reading.
         _ if verdict.replacement().is_some() => block(
             "ahp-wrap blocked this prompt because the harness rewrote it, and Codex cannot run a rewritten prompt",
         ),
-        Verdict::Allow { .. } => with_context(CodexEvent::UserPromptSubmit, verdict),
-        Verdict::Block { reason } => block(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+        Final::Allow { .. } => with_context(CodexEvent::UserPromptSubmit, verdict),
+        Final::Block { reason } => block(reason),
+        Final::Ask { .. } | Final::Modify { .. } => {
             block(&unexpected(verdict))
         }
     }
@@ -111,25 +109,25 @@ fn user_prompt_submit(verdict: &Verdict) -> Rendered {
 
 /// PostToolUse is a notification, so only a failed relay blocks here. The tool has run;
 /// Codex gives the model the reason instead of the tool's output.
-fn post_tool_use(verdict: &Verdict) -> Rendered {
+fn post_tool_use(verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => decision("block", &non_empty(reason)),
+        Final::Block { reason } => decision("block", &non_empty(reason)),
         _ => with_context(CodexEvent::PostToolUse, verdict),
     }
 }
 
-fn with_context(event: CodexEvent, verdict: &Verdict) -> Rendered {
+fn with_context(event: CodexEvent, verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => notification_error(reason),
+        Final::Block { reason } => notification_error(reason),
         _ => context_or_silence(event.name(), additional_context(verdict)),
     }
 }
 
 /// Events that cannot be refused: a block (the relay failed) becomes a failed hook that
 /// Codex reports, never a `decision: block` or an exit 2.
-fn notification(verdict: &Verdict) -> Rendered {
+fn notification(verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => notification_error(reason),
+        Final::Block { reason } => notification_error(reason),
         _ => Rendered::default(),
     }
 }
@@ -138,7 +136,7 @@ fn notification_error(reason: &str) -> Rendered {
     stderr_exit(&non_empty(reason), EXIT_HOOK_ERROR)
 }
 
-fn unexpected(verdict: &Verdict) -> String {
+fn unexpected(verdict: &Final) -> String {
     SHIM.unexpected(verdict)
 }
 
@@ -147,12 +145,12 @@ mod tests {
     use super::*;
     use crate::frameworks::adapter::testing::{allow, block, cx, modify};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     /// The only deny Codex honours: exit 0, `permissionDecision: "deny"`, a reason.
-    fn assert_deny(hook: &str, verdict: &Verdict) -> String {
+    fn assert_deny(hook: &str, verdict: &Final) -> String {
         let (v, code) = out(hook, verdict);
         assert_eq!(code, 0, "{hook} {verdict:?}");
         let o = v.unwrap()["hookSpecificOutput"].clone();
@@ -167,24 +165,17 @@ mod tests {
     fn pre_tool_use_allow_is_silence_and_block_a_reasoned_deny() {
         // Codex supports neither a plain allow nor ask: both explicit and no-opinion
         // allows leave its own approval settings in charge.
-        for v in [Verdict::no_opinion(), allow(true, json!({}))] {
+        for v in [Final::no_opinion(), allow(true, json!({}))] {
             assert_eq!(render(&cx("PreToolUse"), None, &v), Rendered::default());
         }
         assert_eq!(assert_deny("PreToolUse", &block("not here")), "not here");
         // An empty reason would make Codex run the tool: one is supplied.
         assert!(assert_deny("PreToolUse", &block("  ")).contains("no reason"));
-        for v in [
-            Verdict::Escalate {
-                reason: "ask ops".into(),
-                target: None,
-            },
-            Verdict::Defer {
-                retry_after_ms: 5,
-                reason: None,
-            },
-        ] {
-            assert!(assert_deny("PreToolUse", &v).contains("cannot be applied"));
-        }
+        let ask = Final::Ask {
+            reason: "ask ops".into(),
+            target: None,
+        };
+        assert!(assert_deny("PreToolUse", &ask).contains("cannot be applied"));
     }
 
     #[test]
@@ -200,7 +191,7 @@ mod tests {
             assert_eq!(o["updatedInput"], json!({"command": "ls"}));
         }
         // An allow carrying a modified payload is a modify too.
-        let v = Verdict::Allow {
+        let v = Final::Allow {
             explicit: false,
             modified_payload: Some(json!({"command": "pwd"})),
             extra: Default::default(),
@@ -227,7 +218,7 @@ mod tests {
         let d = &v.unwrap()["hookSpecificOutput"]["decision"];
         assert_eq!(d["behavior"], "deny");
         assert!(!d["message"].as_str().unwrap().is_empty());
-        assert_eq!(out("PermissionRequest", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("PermissionRequest", &Final::no_opinion()), (None, 0));
         let (v, _) = out("PermissionRequest", &modify(json!({"command": "ls"})));
         assert_eq!(
             v.unwrap()["hookSpecificOutput"]["decision"]["behavior"],
@@ -252,13 +243,13 @@ mod tests {
         );
         let (v, _) = out("UserPromptSubmit", &modify(json!({"prompt": "x"})));
         assert_eq!(v.unwrap()["decision"], "block");
-        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("UserPromptSubmit", &Final::no_opinion()), (None, 0));
     }
 
     #[test]
     fn notifications_never_block_and_stop_never_loops() {
         for hook in ["Stop", "SessionEnd", "SessionStart"] {
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
             // A failed relay: a failed hook (exit 1), never exit 2 or `decision: block`.
             let r = render(&cx(hook), None, &block("relay down"));
             assert_eq!(r.exit_code, EXIT_HOOK_ERROR, "{hook}");

@@ -17,7 +17,7 @@ use crate::frameworks::adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
 pub const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
@@ -25,7 +25,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 /// The reason given when a block came without one (Copilot shows an empty reason badly).
 const NO_REASON: &str = "ahp-wrap blocked this tool call";
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(event) = CopilotEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
@@ -67,7 +67,7 @@ fn new_prompt(modified: &Value) -> Result<&str, String> {
     Ok(p)
 }
 
-fn user_prompt_submitted(verdict: &Verdict) -> Rendered {
+fn user_prompt_submitted(verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match new_prompt(modified) {
             Ok(p) => json_stdout(json!({ "modifiedPrompt": p })),
@@ -75,8 +75,8 @@ fn user_prompt_submitted(verdict: &Verdict) -> Rendered {
         };
     }
     match verdict {
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => handled(reason),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => handled(reason),
         _ => handled(&unexpected(verdict)),
     }
 }
@@ -88,7 +88,7 @@ fn deny(reason: &str) -> Rendered {
     }))
 }
 
-fn pre_tool_use(verdict: &Verdict) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(args) => json_stdout(json!({"permissionDecision": "allow", "modifiedArgs": args})),
@@ -96,26 +96,22 @@ fn pre_tool_use(verdict: &Verdict) -> Rendered {
         };
     }
     match verdict {
-        Verdict::Allow { explicit: true, .. } => {
-            json_stdout(json!({"permissionDecision": "allow"}))
-        }
+        Final::Allow { explicit: true, .. } => json_stdout(json!({"permissionDecision": "allow"})),
         // No opinion: Copilot's own permission system stays in charge.
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => deny(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
-            deny(&unexpected(verdict))
-        }
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => deny(reason),
+        Final::Ask { .. } | Final::Modify { .. } => deny(&unexpected(verdict)),
     }
 }
 
-fn permission_request(verdict: &Verdict) -> Rendered {
+fn permission_request(verdict: &Final) -> Rendered {
     let out = |v: Value| json_stdout(v);
     match verdict {
         _ if verdict.replacement().is_some() => out(json!({"behavior": "deny",
             "message": unapplicable_modify("Copilot's permissionRequest cannot change the arguments")})),
-        Verdict::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => out(json!({"behavior": "deny", "message": non_empty(reason)})),
+        Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => out(json!({"behavior": "deny", "message": non_empty(reason)})),
         _ => out(json!({"behavior": "deny", "message": unexpected(verdict)})),
     }
 }
@@ -128,7 +124,7 @@ fn non_empty(reason: &str) -> &str {
     }
 }
 
-fn unexpected(verdict: &Verdict) -> String {
+fn unexpected(verdict: &Final) -> String {
     SHIM.unexpected(verdict)
 }
 
@@ -137,13 +133,13 @@ mod tests {
     use super::*;
     use crate::frameworks::adapter::testing::{allow, block, modify};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]
     fn pre_tool_use_denies_allows_and_modifies() {
-        assert_eq!(out("preToolUse", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("preToolUse", &Final::no_opinion()), (None, 0));
         assert_eq!(
             out("preToolUse", &block("no")),
             (
@@ -172,7 +168,7 @@ mod tests {
         );
         let (v, _) = out("preToolUse", &modify(json!("ls")));
         assert_eq!(v.unwrap()["permissionDecision"], "deny");
-        let esc = Verdict::Escalate {
+        let esc = Final::Ask {
             reason: "ask".into(),
             target: None,
         };
@@ -184,7 +180,7 @@ mod tests {
 
     #[test]
     fn permission_prompts_and_notifications() {
-        assert_eq!(out("permissionRequest", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("permissionRequest", &Final::no_opinion()), (None, 0));
         assert_eq!(
             out("permissionRequest", &allow(true, json!({}))).0,
             Some(json!({"behavior": "allow"}))
@@ -193,10 +189,7 @@ mod tests {
             out("permissionRequest", &block("R")).0,
             Some(json!({"behavior": "deny", "message": "R"}))
         );
-        assert_eq!(
-            out("userPromptSubmitted", &Verdict::no_opinion()),
-            (None, 0)
-        );
+        assert_eq!(out("userPromptSubmitted", &Final::no_opinion()), (None, 0));
         assert_eq!(
             out("userPromptSubmitted", &block("P")),
             (
@@ -226,7 +219,7 @@ mod tests {
             "sessionEnd",
         ] {
             assert_eq!(out(hook, &block("down")), (None, EXIT_HOOK_ERROR), "{hook}");
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
         }
         assert_eq!(out("other", &block("x")), (None, EXIT_DENY));
     }

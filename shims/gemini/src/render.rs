@@ -11,7 +11,7 @@ use crate::frameworks::adapter::shared::output::{
     context_or_silence, decision, hook_specific, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
 /// not know, where no JSON contract applies.
@@ -19,7 +19,7 @@ const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error: Gemini goes on with a warning.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(event) = GeminiEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
@@ -29,7 +29,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
         GeminiEvent::AfterTool => match verdict {
             // Only a failed relay blocks here: the tool already ran, and the model gets the
             // reason instead of its output.
-            Verdict::Block { reason } => deny(reason),
+            Final::Block { reason } => deny(reason),
             _ => with_context(event, verdict),
         },
         GeminiEvent::SessionStart => with_context(event, verdict),
@@ -45,7 +45,7 @@ fn deny(reason: &str) -> Rendered {
     decision("deny", reason)
 }
 
-fn before_tool(verdict: &Verdict) -> Rendered {
+fn before_tool(verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         // Gemini replaces the whole tool input with this one.
         return match updated_input(modified) {
@@ -56,36 +56,34 @@ fn before_tool(verdict: &Verdict) -> Rendered {
     match verdict {
         // Explicit or not: Gemini's own approval mode stays in charge (there is no
         // "skip the confirmation" answer worth giving in a headless run).
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => deny(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
-            deny(&unexpected(verdict))
-        }
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => deny(reason),
+        Final::Ask { .. } | Final::Modify { .. } => deny(&unexpected(verdict)),
     }
 }
 
 /// BeforeAgent (the user's prompt) and BeforeModel (each model request): a deny keeps the
 /// request from the model.
-fn before_prompt(event: GeminiEvent, verdict: &Verdict) -> Rendered {
+fn before_prompt(event: GeminiEvent, verdict: &Final) -> Rendered {
     match verdict {
         // Rewriting a prompt is not something we can make Gemini do exactly: refuse.
         _ if verdict.replacement().is_some() => deny(
             "ahp-wrap blocked this prompt because the harness rewrote it, and Gemini CLI cannot run a rewritten prompt",
         ),
-        Verdict::Allow { .. } if event == GeminiEvent::BeforeAgent => with_context(event, verdict),
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => deny(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
+        Final::Allow { .. } if event == GeminiEvent::BeforeAgent => with_context(event, verdict),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => deny(reason),
+        Final::Ask { .. } | Final::Modify { .. } => {
             deny(&unexpected(verdict))
         }
     }
 }
 
 /// `additional_context` from an allow, for the hooks where Gemini passes it to the model.
-fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
+fn with_context(event: GeminiEvent, verdict: &Final) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
-        Verdict::Allow { extra, .. } => context_or_silence(
+        Final::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
+        Final::Allow { extra, .. } => context_or_silence(
             event.name(),
             extra
                 .get("additional_context")
@@ -96,7 +94,7 @@ fn with_context(event: GeminiEvent, verdict: &Verdict) -> Rendered {
     }
 }
 
-fn unexpected(verdict: &Verdict) -> String {
+fn unexpected(verdict: &Final) -> String {
     SHIM.unexpected(verdict)
 }
 
@@ -105,13 +103,13 @@ mod tests {
     use super::*;
     use crate::frameworks::adapter::testing::{allow, block};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]
     fn before_tool_decisions() {
-        assert_eq!(out("BeforeTool", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("BeforeTool", &Final::no_opinion()), (None, 0));
         assert_eq!(out("BeforeTool", &allow(true, json!({}))), (None, 0));
         assert_eq!(
             out("BeforeTool", &block("not here")),
@@ -119,7 +117,7 @@ mod tests {
         );
         let (v, _) = out(
             "BeforeTool",
-            &Verdict::Escalate {
+            &Final::Ask {
                 reason: "ask".into(),
                 target: None,
             },
@@ -135,7 +133,7 @@ mod tests {
         ] {
             let (v, code) = out(
                 "BeforeTool",
-                &Verdict::Modify {
+                &Final::Modify {
                     modified_payload: modified,
                 },
             );
@@ -147,7 +145,7 @@ mod tests {
         }
         let (v, _) = out(
             "BeforeTool",
-            &Verdict::Modify {
+            &Final::Modify {
                 modified_payload: json!(["ls"]),
             },
         );
@@ -163,12 +161,12 @@ mod tests {
             );
             let (v, _) = out(
                 hook,
-                &Verdict::Modify {
+                &Final::Modify {
                     modified_payload: json!({"prompt": "x"}),
                 },
             );
             assert_eq!(v.unwrap()["decision"], "deny");
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0));
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0));
         }
         let (v, _) = out(
             "BeforeAgent",
@@ -183,7 +181,7 @@ mod tests {
     #[test]
     fn notifications_never_steer_the_agent() {
         for hook in ["AfterAgent", "SessionEnd", "Notification", "SessionStart"] {
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
             assert_eq!(
                 out(hook, &block("relay down")),
                 (None, EXIT_HOOK_ERROR),

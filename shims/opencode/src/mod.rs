@@ -16,8 +16,8 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
-    Rendered, RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
+    Proven, Rendered, RunContext, Shim,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
@@ -104,7 +104,7 @@ impl Framework for OpenCode {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
         render::render(cx, event, verdict)
     }
 

@@ -18,14 +18,14 @@ use crate::frameworks::adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which the plugin blocks on the stderr text: only for hooks we do not know.
 const EXIT_BLOCK: i32 = 2;
 /// Exit code of a notification whose relay failed (the plugin only logs it).
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(event) = OpenCodeEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
@@ -44,7 +44,7 @@ fn block(reason: &str) -> Rendered {
     json_stdout(json!({"decision": "block", "reason": reason}))
 }
 
-fn tool_execute_before(verdict: &Verdict) -> Rendered {
+fn tool_execute_before(verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(args) => json_stdout(json!({"decision": "modify", "args": args})),
@@ -54,8 +54,8 @@ fn tool_execute_before(verdict: &Verdict) -> Rendered {
     match verdict {
         // No opinion or explicit: OpenCode's own permission rules stay in charge (a plugin
         // hook cannot approve a call past them).
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => block(reason),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => block(reason),
         _ => block(&SHIM.unexpected(verdict)),
     }
 }
@@ -72,7 +72,7 @@ fn new_prompt(modified: &Value) -> Result<&str, String> {
     }
 }
 
-fn chat_message(verdict: &Verdict) -> Rendered {
+fn chat_message(verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match new_prompt(modified) {
             Ok(p) => json_stdout(json!({"decision": "modify", "prompt": p})),
@@ -80,8 +80,8 @@ fn chat_message(verdict: &Verdict) -> Rendered {
         };
     }
     match verdict {
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => block(&format!("ahp-wrap blocked this prompt: {reason}")),
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => block(&format!("ahp-wrap blocked this prompt: {reason}")),
         _ => block(&SHIM.unexpected(verdict)),
     }
 }
@@ -91,14 +91,14 @@ mod tests {
     use super::*;
     use crate::frameworks::adapter::testing::{allow, block as blocked, modify};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]
     fn tools_are_blocked_or_run_with_new_arguments() {
         let hook = "tool.execute.before";
-        assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out(hook, &Final::no_opinion()), (None, 0));
         assert_eq!(out(hook, &allow(true, json!({}))), (None, 0));
         assert_eq!(
             out(hook, &blocked("no")),
@@ -116,7 +116,7 @@ mod tests {
         );
         let bad = out(hook, &modify(json!("ls"))).0.unwrap();
         assert_eq!(bad["decision"], "block");
-        let escalate = Verdict::Escalate {
+        let escalate = Final::Ask {
             reason: "r".into(),
             target: None,
         };
@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn prompts_are_blocked_or_rewritten_and_notifications_never_steer() {
         let hook = "chat.message";
-        assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out(hook, &Final::no_opinion()), (None, 0));
         let (v, code) = out(hook, &blocked("P"));
         assert_eq!(
             (v.unwrap()["reason"].clone(), code),
@@ -149,7 +149,7 @@ mod tests {
                 (None, EXIT_HOOK_ERROR),
                 "{hook}"
             );
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
         }
         assert_eq!(out("permission.ask", &blocked("x")), (None, EXIT_BLOCK));
     }

@@ -15,8 +15,8 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven,
-    Rendered, RunContext, Shim, Verdict,
+    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
+    Proven, Rendered, RunContext, Shim,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook qwen <Event>`.
@@ -87,7 +87,7 @@ impl Framework for Qwen {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
         render::render(cx, event, verdict)
     }
 

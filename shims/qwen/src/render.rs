@@ -8,7 +8,7 @@ use super::{QwenEvent, SHIM};
 use crate::frameworks::adapter::shared::output::{
     decision, notification, permission_decision, stderr_exit,
 };
-use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which Qwen blocks on stderr text: only for hook names we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -17,7 +17,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 /// What the model reads when a harness asked for a modified tool call.
 pub const MODIFY_UNSUPPORTED: &str = "ahp-wrap blocked this tool call: the harness asked to modify it, and Qwen Code cannot run a modified tool call, so it was not run at all";
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
     let Some(event) = QwenEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
@@ -28,13 +28,13 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
                 "block",
                 "ahp-wrap blocked this prompt because the harness rewrote it, and Qwen Code cannot run a rewritten prompt",
             ),
-            Verdict::Allow { .. } => Rendered::default(),
-            Verdict::Block { reason } => decision("block", reason),
+            Final::Allow { .. } => Rendered::default(),
+            Final::Block { reason } => decision("block", reason),
             _ => decision("block", &unexpected(verdict)),
         },
         QwenEvent::PostToolUse | QwenEvent::PostToolUseFailure => match verdict {
             // Only a failed relay blocks a notification: the model hears it.
-            Verdict::Block { reason } => decision("block", reason),
+            Final::Block { reason } => decision("block", reason),
             _ => Rendered::default(),
         },
         // Never a `decision: block` here: on Stop it would make the agent go on.
@@ -44,20 +44,18 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Verdict) 
     }
 }
 
-fn pre_tool_use(verdict: &Verdict) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> Rendered {
     let deny = |reason: &str| permission_decision("PreToolUse", "deny", reason, None);
     match verdict {
         _ if verdict.replacement().is_some() => deny(MODIFY_UNSUPPORTED),
         // No opinion or explicit: Qwen's own approval mode stays in charge.
-        Verdict::Allow { .. } => Rendered::default(),
-        Verdict::Block { reason } => deny(reason),
-        Verdict::Escalate { .. } | Verdict::Modify { .. } | Verdict::Defer { .. } => {
-            deny(&unexpected(verdict))
-        }
+        Final::Allow { .. } => Rendered::default(),
+        Final::Block { reason } => deny(reason),
+        Final::Ask { .. } | Final::Modify { .. } => deny(&unexpected(verdict)),
     }
 }
 
-fn unexpected(verdict: &Verdict) -> String {
+fn unexpected(verdict: &Final) -> String {
     SHIM.unexpected(verdict)
 }
 
@@ -67,13 +65,13 @@ mod tests {
     use crate::frameworks::adapter::testing::block;
     use serde_json::{json, Value};
 
-    fn out(hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 
     #[test]
     fn pre_tool_use_denies_blocks_and_modifications() {
-        assert_eq!(out("PreToolUse", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("PreToolUse", &Final::no_opinion()), (None, 0));
         let (v, code) = out("PreToolUse", &block("no"));
         assert_eq!(code, 0);
         assert_eq!(
@@ -82,7 +80,7 @@ mod tests {
         );
         let (v, _) = out(
             "PreToolUse",
-            &Verdict::Modify {
+            &Final::Modify {
                 modified_payload: json!({"command": "ls"}),
             },
         );
@@ -97,10 +95,10 @@ mod tests {
             out("UserPromptSubmit", &block("P")),
             (Some(json!({"decision": "block", "reason": "P"})), 0)
         );
-        assert_eq!(out("UserPromptSubmit", &Verdict::no_opinion()), (None, 0));
+        assert_eq!(out("UserPromptSubmit", &Final::no_opinion()), (None, 0));
         for hook in ["Stop", "SessionEnd", "SessionStart"] {
             assert_eq!(out(hook, &block("down")), (None, EXIT_HOOK_ERROR), "{hook}");
-            assert_eq!(out(hook, &Verdict::no_opinion()), (None, 0), "{hook}");
+            assert_eq!(out(hook, &Final::no_opinion()), (None, 0), "{hook}");
         }
         assert_eq!(
             out("PostToolUse", &block("down")).0.unwrap()["decision"],

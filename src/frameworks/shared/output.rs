@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::frameworks::adapter::{Rendered, Verdict};
+use crate::frameworks::adapter::{Final, Rendered};
 
 /// `v` as one line of JSON on stdout, exit 0.
 pub fn json_stdout(v: Value) -> Rendered {
@@ -71,16 +71,16 @@ pub fn context_or_silence(event: &str, context: Option<String>) -> Rendered {
 /// Hooks whose event cannot be refused: a block (the relay failed) becomes a hook error
 /// (the reason on stderr, `exit_code`) that the agent reports and otherwise ignores; any
 /// other decision is silence.
-pub fn notification(verdict: &Verdict, exit_code: i32) -> Rendered {
+pub fn notification(verdict: &Final, exit_code: i32) -> Rendered {
     match verdict {
-        Verdict::Block { reason } => stderr_exit(reason, exit_code),
+        Final::Block { reason } => stderr_exit(reason, exit_code),
         _ => Rendered::default(),
     }
 }
 
 /// The block a modify becomes when its payload cannot be applied (`why`).
-pub fn unapplicable(why: &str) -> Verdict {
-    Verdict::Block {
+pub fn unapplicable(why: &str) -> Final {
+    Final::Block {
         reason: unapplicable_modify(why),
     }
 }
@@ -88,7 +88,7 @@ pub fn unapplicable(why: &str) -> Verdict {
 pub use crate::frameworks::adapter::unapplicable_modify;
 
 /// The reason given when a decision has no meaning on a hook of `agent` (its display name).
-pub fn unexpected(verdict: &Verdict, agent: &str) -> String {
+pub fn unexpected(verdict: &Final, agent: &str) -> String {
     format!(
         "ahp-wrap blocked this because a {:?} decision cannot be applied to this {agent} hook",
         verdict.name()
@@ -102,10 +102,10 @@ pub mod testing {
 
     use serde_json::Value;
 
-    use crate::frameworks::adapter::{HookContext, Mapped, Rendered, Verdict};
+    use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
     /// A shim's `render`.
-    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Verdict) -> Rendered;
+    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> Rendered;
 
     /// A headless hook call named `hook`.
     pub fn cx(hook: &str) -> HookContext<'_> {
@@ -127,28 +127,28 @@ pub mod testing {
     }
 
     /// What `render` prints on stdout (parsed, if anything) and its exit code.
-    pub fn out(render: Render, hook: &str, verdict: &Verdict) -> (Option<Value>, i32) {
+    pub fn out(render: Render, hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         let r = render(&cx(hook), None, verdict);
         let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
         (v, r.exit_code)
     }
 
-    pub fn allow(explicit: bool, extra: Value) -> Verdict {
-        Verdict::Allow {
+    pub fn allow(explicit: bool, extra: Value) -> Final {
+        Final::Allow {
             explicit,
             modified_payload: None,
             extra: serde_json::from_value(extra).unwrap(),
         }
     }
 
-    pub fn block(reason: &str) -> Verdict {
-        Verdict::Block {
+    pub fn block(reason: &str) -> Final {
+        Final::Block {
             reason: reason.into(),
         }
     }
 
-    pub fn modify(payload: Value) -> Verdict {
-        Verdict::Modify {
+    pub fn modify(payload: Value) -> Final {
+        Final::Modify {
             modified_payload: payload,
         }
     }
@@ -189,10 +189,10 @@ mod tests {
             (0, b"why\n".to_vec(), 2)
         );
         assert!(json_stdout(json!({})).stdout.ends_with(b"}\n"));
-        let block = Verdict::Block { reason: "r".into() };
+        let block = Final::Block { reason: "r".into() };
         assert_eq!(notification(&block, 1), stderr_exit("r", 1));
-        assert_eq!(notification(&Verdict::no_opinion(), 1), Rendered::default());
-        let Verdict::Block { reason } = unapplicable("x") else {
+        assert_eq!(notification(&Final::no_opinion(), 1), Rendered::default());
+        let Final::Block { reason } = unapplicable("x") else {
             panic!("a modify that cannot be applied is a block");
         };
         assert_eq!(reason, unapplicable_modify("x"));

@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use crate::frameworks::adapter::{FrameworkError, Verdict};
+use crate::frameworks::adapter::{Final, FrameworkError};
 
 /// A framework's shim, by name: what its errors, reasons and hook commands say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -43,7 +43,7 @@ impl Shim {
 
     /// The reason printed for a hook name this shim does not know: the verdict's own, if
     /// it has one.
-    pub fn unknown_hook_reason(self, verdict: &Verdict) -> Cow<'_, str> {
+    pub fn unknown_hook_reason(self, verdict: &Final) -> Cow<'_, str> {
         match verdict.reason() {
             Some(reason) => Cow::Borrowed(reason),
             None => format!("ahp-wrap does not know this {} hook", self.agent).into(),
@@ -51,7 +51,7 @@ impl Shim {
     }
 
     /// The reason given when a decision has no meaning on one of this agent's hooks.
-    pub fn unexpected(self, verdict: &Verdict) -> String {
+    pub fn unexpected(self, verdict: &Final) -> String {
         super::output::unexpected(verdict, self.agent)
     }
 
@@ -98,12 +98,12 @@ mod tests {
             e.contains("foo") && e.contains("Nope") && e.contains("no such Foo CLI hook"),
             "{e}"
         );
-        let block = Verdict::Block {
+        let block = Final::Block {
             reason: "no".into(),
         };
         assert_eq!(FOO.unknown_hook_reason(&block), "no");
         assert_eq!(
-            FOO.unknown_hook_reason(&Verdict::no_opinion()),
+            FOO.unknown_hook_reason(&Final::no_opinion()),
             "ahp-wrap does not know this Foo CLI hook"
         );
         assert!(FOO.unexpected(&block).contains("this Foo CLI hook"));

@@ -3,13 +3,13 @@
 
 use serde_json::{Map, Value};
 
-use crate::frameworks::adapter::Verdict;
+use crate::frameworks::adapter::Final;
 
 /// Text for the agent's "additional context" for the model, from what a harness returned
 /// with an allow: `additional_context` (text) and AHP's `injected_context` (facts, files,
 /// knowledge, …).
-pub fn additional_context(verdict: &Verdict) -> Option<String> {
-    let Verdict::Allow { extra, .. } = verdict else {
+pub fn additional_context(verdict: &Final) -> Option<String> {
+    let Final::Allow { extra, .. } = verdict else {
         return None;
     };
     let mut parts: Vec<String> = Vec::new();

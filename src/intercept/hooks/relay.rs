@@ -14,7 +14,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 use crate::control::client::Caller;
 use crate::control::wire::{self, Kind};
 use crate::frameworks::{self, HookContext, Rendered};
-use crate::protocol::Verdict;
+use crate::protocol::Final;
 
 /// Exit code when the framework itself is unknown (no deny form to render).
 const EXIT_UNKNOWN_FRAMEWORK: i32 = 2;
@@ -37,7 +37,7 @@ pub fn run_hook(framework: &str, hook: &str) -> i32 {
                 interactive: false,
             };
             let reason = format!("ahp-wrap blocked this because {cause} (the hook fails closed)");
-            fw.render(&cx, None, &Verdict::Block { reason })
+            fw.render(&cx, None, &Final::Block { reason })
         }
     };
     emit(&rendered)

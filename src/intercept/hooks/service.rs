@@ -11,7 +11,7 @@ use serde_json::{json, Map, Value};
 use crate::control::{CallerReply, Peer, Request};
 use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
 use crate::gate::{Gate, Origin};
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final};
 
 /// Answers hook calls for one run.
 pub struct HookService {
@@ -82,7 +82,7 @@ impl HookService {
         };
         let mapped = match fw.map(&cx, &payload) {
             Ok(Some(m)) => m,
-            Ok(None) => return fw.render(&cx, None, &Verdict::no_opinion()),
+            Ok(None) => return fw.render(&cx, None, &Final::no_opinion()),
             Err(e) => return self.not_understood(fw, &cx, e, origin(None)).await,
         };
         self.note_framework_session(&mapped);
@@ -93,10 +93,10 @@ impl HookService {
         let origin = origin(mapped.framework_session.clone());
         if mapped.event_type.is_blocking() {
             let decision = self.gate.decide(&event, fw.native_ask(&cx), origin).await;
-            fw.render(&cx, Some(&mapped), &decision.verdict)
+            fw.render(&cx, Some(&mapped), &Final::from(decision.verdict))
         } else {
             self.gate.notify(event, origin).await;
-            fw.render(&cx, Some(&mapped), &Verdict::no_opinion())
+            fw.render(&cx, Some(&mapped), &Final::no_opinion())
         }
     }
 
@@ -134,7 +134,7 @@ impl HookService {
         );
         self.gate.notify(error, origin).await;
         let decision = self.gate.fail(message);
-        fw.render(cx, None, &decision.verdict)
+        fw.render(cx, None, &Final::from(decision.verdict))
     }
 }
 

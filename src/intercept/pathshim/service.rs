@@ -13,7 +13,7 @@ use super::exec::{decode_items, encode_argv, EXIT_REFUSED};
 use crate::child::procfs;
 use crate::control::{CallerReply, Request};
 use crate::gate::Gate;
-use crate::protocol::{EventType, ToolCall, Verdict};
+use crate::protocol::{EventType, Final, ToolCall};
 
 /// Answers `exec` requests for one run.
 pub struct ExecService {
@@ -68,7 +68,7 @@ impl ExecService {
             Ok(e) => e,
             Err(why) => {
                 let cause = format!("the PATH shim for {} sent {why}", request.name);
-                return refused(&request.name, &self.gate.fail(cause).verdict);
+                return refused(&request.name, &Final::from(self.gate.fail(cause).verdict));
             }
         };
         let payload = self.payload(&exec, &request);
@@ -76,7 +76,7 @@ impl ExecService {
         metadata.insert("interceptor".into(), "pathshim".into());
         let event = self.gate.event(EventType::PreAction, payload, metadata);
         let decision = self.gate.decide(&event, false, origin).await;
-        answer(&request.name, &exec.argv, &decision.verdict)
+        answer(&request.name, &exec.argv, &Final::from(decision.verdict))
     }
 
     /// Decodes the payload: the argv count, the argv, then the watched environment.
@@ -147,13 +147,13 @@ impl ExecService {
 
 /// What the shim does with a verdict: run the command as asked (empty answer), run the
 /// changed command, or refuse.
-fn answer(name: &str, argv: &[String], verdict: &Verdict) -> CallerReply {
+fn answer(name: &str, argv: &[String], verdict: &Final) -> CallerReply {
     match verdict {
-        Verdict::Allow {
+        Final::Allow {
             modified_payload: Some(changed),
             ..
         }
-        | Verdict::Modify {
+        | Final::Modify {
             modified_payload: changed,
         } => match changed_argv(changed) {
             Some(new) if new != argv => CallerReply {
@@ -163,12 +163,12 @@ fn answer(name: &str, argv: &[String], verdict: &Verdict) -> CallerReply {
             Some(_) => CallerReply::default(),
             None => refused(
                 name,
-                &Verdict::Block {
+                &Final::Block {
                     reason: "the harness changed the command into something that is not one".into(),
                 },
             ),
         },
-        Verdict::Allow { .. } => CallerReply::default(),
+        Final::Allow { .. } => CallerReply::default(),
         other => refused(name, other),
     }
 }
@@ -189,7 +189,7 @@ fn changed_argv(payload: &Value) -> Option<Vec<String>> {
 }
 
 /// A refusal: the reason on stderr, exit 126.
-fn refused(name: &str, verdict: &Verdict) -> CallerReply {
+fn refused(name: &str, verdict: &Final) -> CallerReply {
     let reason = verdict.reason().unwrap_or("refused by the harness");
     CallerReply {
         stdout: Vec::new(),
@@ -210,31 +210,31 @@ mod tests {
     #[test]
     fn a_verdict_becomes_run_change_or_refuse() {
         let asked = argv(&["rm", "-rf", "x"]);
-        let run = answer("rm", &asked, &Verdict::no_opinion());
+        let run = answer("rm", &asked, &Final::no_opinion());
         assert_eq!((run.exit_code, run.stdout.len()), (0, 0));
         let blocked = answer(
             "rm",
             &asked,
-            &Verdict::Block {
+            &Final::Block {
                 reason: "no".into(),
             },
         );
         assert_eq!(blocked.exit_code, EXIT_REFUSED);
         assert_eq!(blocked.stderr, b"ahp-wrap: rm: blocked: no\n");
-        let changed = Verdict::Modify {
+        let changed = Final::Modify {
             modified_payload: json!({"arguments": {"command": ["rm", "x"]}}),
         };
         let c = answer("rm", &asked, &changed);
         assert_eq!((c.exit_code, c.stdout.as_slice()), (0, &b"rm\0x\0"[..]));
-        let line = Verdict::Modify {
+        let line = Final::Modify {
             modified_payload: json!({"arguments": {"command": "echo hi"}}),
         };
         assert_eq!(answer("rm", &asked, &line).stdout, b"sh\0-c\0echo hi\0");
-        let junk = Verdict::Modify {
+        let junk = Final::Modify {
             modified_payload: json!({"arguments": {"command": 42}}),
         };
         assert_eq!(answer("rm", &asked, &junk).exit_code, EXIT_REFUSED);
-        let empty = Verdict::Modify {
+        let empty = Final::Modify {
             modified_payload: json!({"arguments": {"command": []}}),
         };
         assert_eq!(answer("rm", &asked, &empty).exit_code, EXIT_REFUSED);

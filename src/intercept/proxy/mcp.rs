@@ -23,7 +23,7 @@ use super::{
     Tracked,
 };
 use crate::jsonrpc::RpcError;
-use crate::protocol::{unapplicable_modify, updated_input, EventType, ToolCall, Verdict};
+use crate::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
 
 const TOOLS_CALL: &str = "tools/call";
 const INITIALIZE: &str = "initialize";
@@ -184,7 +184,7 @@ impl Protocol for Mcp {
         _method: &str,
         params: Option<&Value>,
         held: &HeldCall,
-        verdict: &Verdict,
+        verdict: &Final,
     ) -> Resolution {
         if let Some(modified) = verdict.replacement() {
             return match updated_input(modified) {
@@ -193,14 +193,16 @@ impl Protocol for Mcp {
             };
         }
         match verdict {
-            Verdict::Allow { .. } => self.forward(held, params, None),
-            Verdict::Block { reason } => refused(reason.clone()),
-            // The gate resolves both; one that still comes back was not resolved in time.
-            Verdict::Escalate { reason, .. } => refused(format!(
+            Final::Allow { .. } => self.forward(held, params, None),
+            Final::Block { reason } => refused(reason.clone()),
+            // MCP has no native ask: the gate puts an escalation to a person itself, and
+            // one that still comes back was not answered.
+            Final::Ask { reason, .. } => refused(format!(
                 "ahp-wrap blocked this because it was escalated to a person ({reason}) and no \
                  person answered"
             )),
-            Verdict::Defer { .. } | Verdict::Modify { .. } => refused(
+            // Its replacement was taken above.
+            Final::Modify { .. } => refused(
                 "ahp-wrap blocked this because the harness did not decide in time".to_owned(),
             ),
         }

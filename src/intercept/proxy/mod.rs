@@ -42,20 +42,20 @@ pub use protocol::{
 };
 pub use pump::{run, Ended, Streams};
 
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final};
 
 /// What the proxy asks for each intercepted frame (implemented by the run's
 /// [`crate::gate::Gate`], below; by a test double in unit tests only).
 pub trait Decide: Send + Sync + 'static {
     /// The final verdict on a blocking event: defer, escalate and the fail mode are already
-    /// resolved (an `escalate` or `defer` that still comes back is treated as a block).
-    fn decide(&self, event: GateEvent) -> impl Future<Output = Verdict> + Send;
+    /// resolved (an `Ask` that still comes back is treated as a block).
+    fn decide(&self, event: GateEvent) -> impl Future<Output = Final> + Send;
 
     /// The verdict on a blocking event whose call has its own way to ask a person (ACP's
     /// permission request, which goes on to the editor): defer and the fail mode are
-    /// resolved, but an `escalate` comes back, meaning "let the person decide there".
+    /// resolved, but an escalation comes back as [`Final::Ask`]: "let the person decide there".
     /// By default the same as [`Decide::decide`].
-    fn decide_native(&self, event: GateEvent) -> impl Future<Output = Verdict> + Send {
+    fn decide_native(&self, event: GateEvent) -> impl Future<Output = Final> + Send {
         self.decide(event)
     }
 
@@ -145,11 +145,11 @@ pub struct GateEvent {
 /// `escalate` is resolved by the gate (a person at the terminal, else the fail mode) before
 /// it comes back; [`Decide::decide_native`] lets it come back.
 impl Decide for crate::gate::Gate {
-    async fn decide(&self, event: GateEvent) -> Verdict {
+    async fn decide(&self, event: GateEvent) -> Final {
         gate_decide(self, event, false).await
     }
 
-    async fn decide_native(&self, event: GateEvent) -> Verdict {
+    async fn decide_native(&self, event: GateEvent) -> Final {
         gate_decide(self, event, true).await
     }
 
@@ -165,10 +165,9 @@ impl Decide for crate::gate::Gate {
     }
 }
 
-async fn gate_decide(gate: &crate::gate::Gate, ev: GateEvent, native_ask: bool) -> Verdict {
+async fn gate_decide(gate: &crate::gate::Gate, ev: GateEvent, native_ask: bool) -> Final {
     let event = gate.event(ev.event_type, ev.payload, ev.metadata);
     let origin = crate::gate::Origin::default();
-    crate::gate::Gate::decide(gate, &event, native_ask, origin)
-        .await
-        .verdict
+    let decision = crate::gate::Gate::decide(gate, &event, native_ask, origin).await;
+    Final::from(decision.verdict)
 }

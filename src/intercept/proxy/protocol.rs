@@ -6,7 +6,7 @@ use serde_json::Value;
 
 use super::{Direction, GateEvent};
 use crate::jsonrpc::RpcError;
-use crate::protocol::Verdict;
+use crate::protocol::Final;
 
 /// The JSON-RPC error code of a request cancelled before it was answered (LSP's
 /// `RequestCancelled`, which ACP uses too).
@@ -128,7 +128,7 @@ pub trait Protocol: Send + Sync + 'static {
         method: &str,
         params: Option<&Value>,
         held: &HeldCall,
-        verdict: &Verdict,
+        verdict: &Final,
     ) -> Resolution;
 
     /// What a held call becomes when its scope was cancelled before its decision (the

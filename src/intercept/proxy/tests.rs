@@ -12,7 +12,7 @@ use tokio::task::JoinHandle;
 
 use super::mcp::Mcp;
 use super::{run, Decide, Ended, Options, Protocol, Streams};
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final, Verdict};
 
 /// A gate that answers from a script (allow when it runs out) and records what it saw.
 /// Each decision first takes a permit, so a test can hold decisions back.
@@ -41,11 +41,11 @@ impl ScriptGate {
 }
 
 impl Decide for Arc<ScriptGate> {
-    async fn decide(&self, ev: super::GateEvent) -> Verdict {
+    async fn decide(&self, ev: super::GateEvent) -> Final {
         self.seen.lock().unwrap().push((ev.event_type, ev.payload));
         self.permits.acquire().await.unwrap().forget();
         let next = self.verdicts.lock().unwrap().pop_front();
-        next.unwrap_or_else(Verdict::no_opinion)
+        next.map_or_else(Final::no_opinion, Final::from)
     }
 
     async fn abandoned(&self, ev: super::GateEvent, why: String, _: Duration) {

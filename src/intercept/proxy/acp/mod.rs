@@ -43,7 +43,7 @@ use super::{
     Resolution, Tracked,
 };
 use crate::jsonrpc::RpcError;
-use crate::protocol::{unapplicable_modify, EventType, Verdict};
+use crate::protocol::{unapplicable_modify, EventType, Final};
 use payload::str_at;
 pub use payload::TOOL_PREFIX;
 
@@ -227,7 +227,7 @@ impl Protocol for Acp {
         method: &str,
         params: Option<&Value>,
         held: &HeldCall,
-        verdict: &Verdict,
+        verdict: &Final,
     ) -> Resolution {
         match method {
             PROMPT => prompt_decided(params, verdict),
@@ -278,12 +278,12 @@ impl Protocol for Acp {
 }
 
 /// Why a verdict that does not let the call through did not, in words for a person.
-fn refusal_reason(verdict: &Verdict) -> String {
+fn refusal_reason(verdict: &Final) -> String {
     match verdict {
-        Verdict::Block { reason } => reason.clone(),
+        Final::Block { reason } => reason.clone(),
         // The gate resolves both (an escalate comes back only where there is a native
         // ask); one that still comes back was not resolved in time.
-        Verdict::Escalate { reason, .. } => format!(
+        Final::Ask { reason, .. } => format!(
             "ahp-wrap blocked this because it was escalated to a person ({reason}) and no person \
              answered"
         ),
@@ -317,13 +317,13 @@ fn resolution(outcome: Disposition, watch: Option<Tracked>, notices: Vec<Notice>
     }
 }
 
-fn prompt_decided(params: Option<&Value>, verdict: &Verdict) -> Resolution {
+fn prompt_decided(params: Option<&Value>, verdict: &Final) -> Resolution {
     let why = match (verdict.replacement(), verdict) {
         (Some(modified), _) => match payload::rewritten_prompt(params, modified) {
             Ok(p) => return resolution(Disposition::Rewrite(p), None, Vec::new()),
             Err(why) => unapplicable_modify(&why),
         },
-        (None, Verdict::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
+        (None, Final::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
         (None, v) => refusal_reason(v),
     };
     let answer = Disposition::Answer(json!({"stopReason": "refusal"}));
@@ -341,13 +341,13 @@ fn option(params: Option<&Value>, kinds: &[&str]) -> Option<Value> {
     })
 }
 
-fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Resolution {
+fn permission_decided(params: Option<&Value>, verdict: &Final) -> Resolution {
     let why = match (verdict.replacement(), verdict) {
         // The tool call's input lives in the agent: a permission cannot change it.
         (Some(_), _) => unapplicable_modify(
             "an ACP permission request cannot change the tool call it asks about",
         ),
-        (None, Verdict::Allow { explicit: true, .. }) => {
+        (None, Final::Allow { explicit: true, .. }) => {
             match option(params, &["allow_once", "allow_always"]) {
                 Some(id) => {
                     let chosen = json!({"outcome": {"outcome": "selected", "optionId": id}});
@@ -358,9 +358,9 @@ fn permission_decided(params: Option<&Value>, verdict: &Verdict) -> Resolution {
             }
         }
         // No opinion: the editor asks its person, as without ahp-wrap.
-        (None, Verdict::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
+        (None, Final::Allow { .. }) => return resolution(Disposition::Forward, None, Vec::new()),
         // A person must decide: the editor's permission UI is the native ask.
-        (None, Verdict::Escalate { reason, .. }) => {
+        (None, Final::Ask { reason, .. }) => {
             let ask = format!("the harness asks you to decide: {reason}");
             return resolution(Disposition::Forward, None, shown_to_editor(params, &ask));
         }
@@ -382,7 +382,7 @@ fn op_decided(
     method: &str,
     params: Option<&Value>,
     held: &HeldCall,
-    verdict: &Verdict,
+    verdict: &Final,
 ) -> Resolution {
     let watch = |note: Value| {
         Some(Tracked {
@@ -399,7 +399,7 @@ fn op_decided(
             }
             Err(why) => unapplicable_modify(&why),
         },
-        (None, Verdict::Allow { .. }) => {
+        (None, Final::Allow { .. }) => {
             return resolution(
                 Disposition::Forward,
                 watch(held.event.payload.clone()),

@@ -5,7 +5,12 @@ use serde_json::{json, Map, Value};
 
 use super::Acp;
 use crate::intercept::proxy::{Direction, Disposition, HeldCall, Notice, OnCall, Protocol};
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final, Verdict};
+
+const DEFERRED: Verdict = Verdict::Defer {
+    retry_after_ms: 5,
+    reason: None,
+};
 
 pub(super) const TO_AGENT: Direction = Direction::ToServer;
 pub(super) const TO_EDITOR: Direction = Direction::ToClient;
@@ -21,22 +26,22 @@ pub(super) fn held(a: &Acp, dir: Direction, method: &str, params: &Value) -> Hel
     }
 }
 
-fn block(reason: &str) -> Verdict {
-    Verdict::Block {
+fn block(reason: &str) -> Final {
+    Final::Block {
         reason: reason.into(),
     }
 }
 
-fn explicit_allow() -> Verdict {
-    Verdict::Allow {
+fn explicit_allow() -> Final {
+    Final::Allow {
         explicit: true,
         modified_payload: None,
         extra: Map::new(),
     }
 }
 
-fn modify(payload: Value) -> Verdict {
-    Verdict::Modify {
+fn modify(payload: Value) -> Final {
+    Final::Modify {
         modified_payload: payload,
     }
 }
@@ -60,7 +65,7 @@ fn shell_permission() -> Value {
     }))
 }
 
-fn decide(a: &Acp, dir: Direction, method: &str, params: &Value, v: &Verdict) -> super::Resolution {
+fn decide(a: &Acp, dir: Direction, method: &str, params: &Value, v: &Final) -> super::Resolution {
     let h = held(a, dir, method, params);
     a.resolve(dir, method, Some(params), &h, v)
 }
@@ -110,7 +115,7 @@ fn a_prompt_is_a_pre_prompt_and_a_block_is_a_refusal_the_editor_sees() {
         "session/prompt",
         Some(&p),
         &h,
-        &Verdict::no_opinion(),
+        &Final::no_opinion(),
     );
     assert_eq!(
         (allowed.outcome, allowed.notices),
@@ -155,14 +160,14 @@ fn a_permission_request_is_asked_natively_and_each_verdict_picks_its_answer() {
     assert_eq!(h.event.payload["tool_name"], "acp__execute");
     assert_eq!(h.event.payload["arguments"]["command"], "rm -rf build");
 
-    let d = |v: &Verdict| a.resolve(TO_EDITOR, "session/request_permission", Some(&p), &h, v);
+    let d = |v: &Final| a.resolve(TO_EDITOR, "session/request_permission", Some(&p), &h, v);
     let blocked = d(&block("not today"));
     assert_eq!(blocked.outcome, selected("cancel"));
     assert!(shown_text(&blocked.notices).contains("not today"));
     assert_eq!(d(&explicit_allow()).outcome, selected("proceed_once"));
     // No opinion: the editor's person still decides.
-    assert_eq!(d(&Verdict::no_opinion()).outcome, Disposition::Forward);
-    let escalated = d(&Verdict::Escalate {
+    assert_eq!(d(&Final::no_opinion()).outcome, Disposition::Forward);
+    let escalated = d(&Final::Ask {
         reason: "unsure".into(),
         target: None,
     });
@@ -173,10 +178,8 @@ fn a_permission_request_is_asked_natively_and_each_verdict_picks_its_answer() {
         d(&modify(json!({"command": "ls"}))).outcome,
         selected("cancel")
     );
-    let deferred = d(&Verdict::Defer {
-        retry_after_ms: 5,
-        reason: None,
-    });
+    // A defer never comes out of the gate; one that did would be a block.
+    let deferred = d(&Final::from(DEFERRED));
     assert_eq!(deferred.outcome, selected("cancel"));
 }
 
@@ -185,7 +188,7 @@ fn a_block_without_a_reject_option_cancels_and_an_allow_without_allow_option_ask
     let a = acp();
     let p = json!({"sessionId": "s1", "toolCall": {"toolCallId": "c", "kind": "edit"},
                    "options": [{"optionId": "x", "name": "Reject all", "kind": "reject_always"}]});
-    let d = |v: &Verdict| decide(&a, TO_EDITOR, "session/request_permission", &p, v).outcome;
+    let d = |v: &Final| decide(&a, TO_EDITOR, "session/request_permission", &p, v).outcome;
     assert_eq!(d(&block("no")), selected("x"));
     assert_eq!(d(&explicit_allow()), Disposition::Forward);
     let none = json!({"sessionId": "s1", "toolCall": {"toolCallId": "c"}, "options": []});
@@ -314,7 +317,7 @@ fn editor_operations_are_pre_actions_refused_or_rewritten_and_answered_as_post_a
         "fs/write_text_file",
         Some(&p),
         &h,
-        &Verdict::no_opinion(),
+        &Final::no_opinion(),
     );
     assert_eq!(allowed.outcome, Disposition::Forward);
     let post = a.answered(TO_EDITOR, allowed.watch.unwrap(), &Ok(json!({})));

@@ -52,7 +52,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
     }
 
     /// Asks the gate about a held call.
-    async fn ask(&self, held: &HeldCall) -> crate::protocol::Verdict {
+    async fn ask(&self, held: &HeldCall) -> crate::protocol::Final {
         let event = held.event.clone();
         if held.native_ask {
             self.gate.decide_native(event).await
