@@ -68,22 +68,14 @@ fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::frameworks::adapter::testing::cx;
 
     pub fn sample(event: &str) -> Vec<u8> {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("shims/codex/samples")
-            .join(format!("{event}.json"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        crate::frameworks::adapter::testing::sample("codex", event)
     }
 
     fn mapped(hook: &str) -> Mapped {
-        let cx = HookContext {
-            hook,
-            cwd: Path::new("/somewhere"),
-            interactive: false,
-        };
-        map(&cx, &sample(hook)).unwrap().unwrap()
+        map(&cx(hook), &sample(hook)).unwrap().unwrap()
     }
 
     #[test]
@@ -153,11 +145,6 @@ mod tests {
 
     #[test]
     fn malformed_payloads_are_errors() {
-        let cx = |hook| HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        };
         assert!(map(&cx("PreToolUse"), b"nope").is_err());
         assert!(map(&cx("PreToolUse"), b"[]").is_err());
         assert!(map(&cx("PreToolUse"), b"{}").is_err());

@@ -58,19 +58,10 @@ fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use std::path::Path;
+    use crate::frameworks::adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("shims/qwen/samples")
-            .join(format!("{hook}.json"));
-        let payload = std::fs::read(&path).unwrap();
-        let cx = HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        };
-        map(&cx, &payload).unwrap().unwrap()
+        map(&cx(hook), &sample("qwen", hook)).unwrap().unwrap()
     }
 
     #[test]
@@ -111,11 +102,6 @@ mod tests {
 
     #[test]
     fn malformed_payloads_are_errors() {
-        let cx = |hook| HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        };
         assert!(map(&cx("PreToolUse"), b"{}").is_err());
         assert!(map(&cx("PreToolUse"), b"[]").is_err());
         assert!(map(&cx("UserPromptSubmit"), b"{}").is_err());
