@@ -11,9 +11,7 @@
 //! Run through `bench/run.sh` (with `--write`, the table goes into BENCHMARKS.md); alone:
 //! `cargo bench --bench fleet [-- --quick]`. Under `cargo test` it does nothing.
 
-#[path = "../tests/support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
+use ahp_wrap_testkit::rabbitmq;
 mod support;
 
 use std::collections::HashMap;

@@ -10,15 +10,9 @@
 //! for a patch, `execute` for a command) when its approval policy asks. Its only reject
 //! option is `abort`, which ends the turn: one prompt per tool call here.
 
-#[path = "support/acp.rs"]
-#[allow(dead_code)] // what the ACP suites share; each drives its own agent
-mod acp;
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/llm_agents.rs"]
-#[allow(dead_code)] // each test crate uses a different part of the helpers
-mod support;
+use ahp_wrap_testkit::acp;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::Path;
 

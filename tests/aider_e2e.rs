@@ -8,9 +8,7 @@
 //! aider's `--yes-always` answers "no" to running shell commands (0.86: `confirm_ask` with
 //! `explicit_yes_required`), so the user's "y" comes on stdin instead, as typed answers.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this one uses a part
-mod agents;
+use ahp_wrap_testkit::agents;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -79,7 +77,7 @@ fn world() -> TestDir {
 fn wrapped(world: &TestDir, llm: &FakeServer, wrapper: &[&str]) -> Run {
     let answers = world.dir.path().join("answers");
     std::fs::write(&answers, "y\n".repeat(10)).unwrap();
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
     cmd.args(wrapper).arg("--").arg(aider_bin());
     cmd.args([
         "--openai-api-base",
@@ -210,7 +208,7 @@ fn aider_is_stopped_from_deleting_outside_the_workspace_and_its_copy_runs() {
             .any(|(d, argv)| d == "allow" && argv == &["cp", "a.txt", "b.txt"]),
         &format!("no audited allow of the cp: {execs:?}"),
     );
-    let out = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+    let out = Command::new(ahp_wrap_testkit::wrap_bin())
         .args(["audit", "verify"])
         .arg(&audit)
         .output()

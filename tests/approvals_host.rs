@@ -4,8 +4,7 @@
 //! decides (what runs on disk says so), the deadline falls to the fail mode, tokens limit
 //! what a client sees and may do, and the audit log records who answered from where.
 
-#[path = "support/approvals.rs"]
-mod approvals;
+use ahp_wrap_testkit::approvals;
 
 use std::process::Child;
 use std::time::Duration;

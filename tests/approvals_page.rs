@@ -7,17 +7,9 @@
 //! answer the host refused. Each test keeps a screenshot of the page under
 //! target/tmp/approvals-page/ (the path is printed).
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/approvals.rs"]
-#[allow(dead_code)]
-mod approvals;
-#[path = "support/browser.rs"]
-mod browser;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::approvals;
+use ahp_wrap_testkit::browser;
+use ahp_wrap_testkit::claude_code as support;
 
 use std::path::PathBuf;
 use std::time::Duration;

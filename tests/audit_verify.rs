@@ -1,7 +1,7 @@
 //! `ahp-wrap audit verify` exit codes on logs written by real runs: intact, crash-cut,
 //! cut after the fact (caught by the commit head a clean close leaves), recovered damage.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::path::Path;
 use std::process::Command;

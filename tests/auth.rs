@@ -5,7 +5,7 @@
 
 #![allow(clippy::result_large_err)] // tungstenite's handshake callback signature
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};

@@ -1,7 +1,7 @@
 //! The agent as our child, transparently: exit codes, signals, byte-exact pass-through,
 //! no orphans, a missing agent.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};

@@ -2,12 +2,8 @@
 //! asking to read an SSH key or to delete a directory outside the workspace is stopped, an
 //! ordinary command still runs, and the audit log verifies.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)] // shared with the other Claude Code suites
-mod support;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as support;
 
 use serde_json::json;
 use support::{bash, run, FakeApi, World};
@@ -83,7 +79,7 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
 
     // The audit log verifies and names both blocks.
     let verify = agents::run_captured(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        std::process::Command::new(ahp_wrap_testkit::wrap_bin())
             .args(["audit", "verify"])
             .arg(&audit),
         std::time::Duration::from_secs(30),

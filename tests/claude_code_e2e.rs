@@ -3,11 +3,7 @@
 //! 127.0.0.1 and a scripted stdio harness that the test controls. Each test proves its
 //! point by what happens on disk and by what the model server receives.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-mod support;
+use ahp_wrap_testkit::claude_code as support;
 
 use serde_json::{json, Value};
 use support::{bash, run, FakeApi, World};

@@ -6,15 +6,8 @@
 //! delete. The directory survives and the model gets the error. With `--floor off` the same
 //! run deletes it, which shows the test can fail.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "common/dirs.rs"]
-#[allow(dead_code)] // the floor suites share it; this one uses outside_temp
-mod dirs;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)] // shared with the other Claude Code suites
-mod support;
+use ahp_wrap_testkit::claude_code as support;
+use ahp_wrap_testkit::common::dirs;
 
 use serde_json::json;
 use support::{bash, run, FakeApi, World};

@@ -1,7 +1,7 @@
 //! The Claude Code shim's hook process on its own (no CLI needed): when the wrapper cannot
 //! be reached, a hook call fails closed in Claude's own deny form.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;
@@ -15,7 +15,7 @@ fn hook(event: &str, sample: &str) -> std::process::Output {
             .join(format!("{sample}.json")),
     )
     .unwrap();
-    let mut hook = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut hook = Command::new(ahp_wrap_testkit::wrap_bin());
     hook.args(["hook", "claude-code", event])
         .env("AHP_WRAP_SOCKET", "/nonexistent/ahp-wrap.sock")
         .env("AHP_WRAP_TOKEN", "t")

@@ -2,12 +2,8 @@
 //! is a command that works, nothing of ours is drawn over its screen, and the warnings it
 //! hid (its screen clears ours) come back after it exits.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as support;
 
 use std::process::Command;
 use std::time::Duration;

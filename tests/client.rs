@@ -1,6 +1,6 @@
 //! The AHP client as a library: pipelined requests matched by id, and `ahp/query`.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::time::Duration;
 

@@ -7,11 +7,7 @@
 //! how it trusts hooks (the hash ahp-wrap computes), our hooks are skipped silently, and
 //! these tests fail.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/codex.rs"]
-mod support;
+use ahp_wrap_testkit::codex as support;
 
 use serde_json::{json, Value};
 use support::{run, shell, FakeApi, World};
@@ -465,7 +461,7 @@ fn a_codex_that_never_calls_our_hooks_is_reported_loudly() {
     std::os::unix::fs::PermissionsExt::set_mode(&mut perms, 0o755);
     std::fs::set_permissions(&fake, perms).unwrap();
     let harness = world.harness(json!({}));
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = std::process::Command::new(ahp_wrap_testkit::wrap_bin());
     cmd.args(["--harness", &harness, "--"])
         .arg(&fake)
         .args(["exec", "do it"])

@@ -3,13 +3,7 @@
 //! pointing at a scripted fake Chat Completions server on 127.0.0.1) with a scripted stdio
 //! harness. Each run takes about 4 s (the binary unpacks itself into the test's HOME).
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/llm_agents.rs"]
-// Each test crate uses a different part of the helpers.
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::{Path, PathBuf};
 

@@ -2,18 +2,10 @@
 //! same shell commands in Claude Code, Codex, Gemini CLI and OpenCode (the real CLIs), shown
 //! by what ran on disk and what did not.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)]
-mod claude;
-#[path = "support/codex.rs"]
-#[allow(dead_code)]
-mod codex;
-#[path = "support/llm_agents.rs"]
-#[allow(dead_code)]
-mod llm;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as claude;
+use ahp_wrap_testkit::codex;
+use ahp_wrap_testkit::llm_agents as llm;
 
 use std::path::{Path, PathBuf};
 
@@ -65,7 +57,7 @@ fn check(agent: &str, ws: &Path, out: &str) {
 fn the_policy_file_is_valid_and_its_examples_hold() {
     let dir = tempfile::tempdir().unwrap();
     let out = agents::run_captured(
-        std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+        std::process::Command::new(ahp_wrap_testkit::wrap_bin())
             .args(["policy", "check"])
             .arg(policy_file(dir.path())),
         std::time::Duration::from_secs(30),

@@ -3,7 +3,7 @@
 //! read, one whose hooks would be refused, and the rest missing. Read from its JSON and its
 //! exit code.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;

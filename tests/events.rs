@@ -2,7 +2,7 @@
 //! heartbeats with the agent's resource use, and error when the agent dies by a signal or
 //! a hook process sends what cannot be read.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;

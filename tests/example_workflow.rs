@@ -3,12 +3,8 @@
 //! tests/claude-code/setup.sh) and a scripted fake model. tests/examples.rs runs the other
 //! examples and checks that each has a test.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as support;
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
@@ -20,9 +16,7 @@ fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
 }
 
-fn wrap_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ahp-wrap")
-}
+use ahp_wrap_testkit::wrap_bin;
 
 /// One step of a workflow job, as the runner reads it.
 #[derive(Debug, serde::Deserialize)]

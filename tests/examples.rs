@@ -7,12 +7,7 @@
 //! a secret; the systemd unit is checked by `systemd-analyze verify` and its `ExecStart` is
 //! run. The GitHub Actions workflow's steps run in tests/example_workflow.rs.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::agents;
 
 use std::collections::BTreeSet;
 use std::io::{BufRead, BufReader, Write};
@@ -30,9 +25,7 @@ fn example(path: &str) -> PathBuf {
     root().join("examples").join(path)
 }
 
-fn wrap_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ahp-wrap")
-}
+use ahp_wrap_testkit::wrap_bin;
 
 /// Each example, and the test that runs it (`file::test`, `file` under tests/).
 const COVERED: &[(&str, &str)] = &[
@@ -473,7 +466,7 @@ fn the_systemd_unit_verifies_and_its_command_serves() {
     let unit = std::fs::read_to_string(example("systemd/ahp-wrap-serve.service")).unwrap();
     let dir = tempfile::tempdir().unwrap();
     // Where the unit expects the binary, this build's.
-    let here = unit.replace("/usr/local/bin/ahp-wrap", wrap_bin());
+    let here = unit.replace("/usr/local/bin/ahp-wrap", &wrap_bin().display().to_string());
     if Path::new("/usr/bin/systemd-analyze").exists() {
         let file = dir.path().join("ahp-wrap-serve.service");
         std::fs::write(&file, &here).unwrap();
@@ -506,7 +499,7 @@ fn the_systemd_unit_verifies_and_its_command_serves() {
             _ => a,
         })
         .collect();
-    assert_eq!(argv[0], wrap_bin());
+    assert_eq!(Path::new(&argv[0]), wrap_bin());
     let mut serve = Command::new(&argv[0])
         .args(&argv[1..])
         .env("AHP_WRAP_SERVE_TOKEN", "wrappers-token-0123456789")

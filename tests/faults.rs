@@ -1,7 +1,7 @@
 //! A harness that misbehaves: each fault ends in the fail mode with a reason that names
 //! the cause, the gated action never runs, and the agent's own exit code comes back.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;

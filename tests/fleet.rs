@@ -1,17 +1,11 @@
 //! HCP over a real RabbitMQ (a private broker this test binary starts, see
-//! support/rabbitmq.rs): `ahp-wrap worker` processes take tasks from a capability's queue,
+//! the testkit's `rabbitmq`): `ahp-wrap worker` processes take tasks from a capability's queue,
 //! `ahp-wrap task submit` / `task abort` are the caller. The agent is a shell script; each
 //! test proves its point on disk (markers, pids) and by the broker's state.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this suite uses a part
-mod agents;
-#[path = "support/fleet.rs"]
-#[allow(dead_code)] // shared by the fleet suites; each uses a part
-mod fleet;
-#[path = "support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::fleet;
+use ahp_wrap_testkit::rabbitmq;
 
 use std::collections::BTreeSet;
 use std::time::Duration;

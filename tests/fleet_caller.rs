@@ -3,15 +3,8 @@
 //! error at once, Ctrl-C at `task submit` aborts the task, and a task past the capability's
 //! time limit is stopped (each time the agent is gone, checked in /proc and on disk).
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this suite uses a part
-mod agents;
-#[path = "support/fleet.rs"]
-#[allow(dead_code)]
-mod fleet;
-#[path = "support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
+use ahp_wrap_testkit::fleet;
+use ahp_wrap_testkit::rabbitmq;
 
 use std::process::Stdio;
 use std::time::Duration;

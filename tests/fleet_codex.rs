@@ -4,18 +4,9 @@
 //! harness, a blocked command never runs (on disk), the model gets the reason, and the
 //! caller sees the block as a `warning` event and Codex's answer as the result.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this suite uses a part
-mod agents;
-#[path = "support/fleet.rs"]
-#[allow(dead_code)]
-mod fleet;
-#[path = "support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
-#[path = "support/codex.rs"]
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::codex as support;
+use ahp_wrap_testkit::fleet;
+use ahp_wrap_testkit::rabbitmq;
 
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -111,7 +102,7 @@ fn codex_worker(
     harness: &str,
 ) -> fleet::Worker {
     let codex = world.command(api, None, &[], "{task}");
-    let mut worker = Command::new(fleet::bin());
+    let mut worker = Command::new(ahp_wrap_testkit::wrap_bin());
     worker
         .args([
             "worker",

@@ -2,15 +2,8 @@
 //! or a caller starts, and a capability file that does not parse. Each is a clear message
 //! and exit 2, at once.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this suite uses a part
-mod agents;
-#[path = "support/fleet.rs"]
-#[allow(dead_code)]
-mod fleet;
-#[path = "support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::fleet;
 
 use std::time::Duration;
 

@@ -3,15 +3,8 @@
 //! away (durable queue, persistent message) is given out again and finished once, and new
 //! tasks are taken by the same worker.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this suite uses a part
-mod agents;
-#[path = "support/fleet.rs"]
-#[allow(dead_code)]
-mod fleet;
-#[path = "support/rabbitmq.rs"]
-#[allow(dead_code)]
-mod rabbitmq;
+use ahp_wrap_testkit::fleet;
+use ahp_wrap_testkit::rabbitmq;
 
 use std::time::Duration;
 

@@ -8,7 +8,7 @@
 //! Each test's world lives under the target directory, not under /tmp: the temp directories
 //! are writable on the floor, so a victim there would prove nothing.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::path::PathBuf;
 use std::process::{Command, Output};

@@ -9,7 +9,7 @@
 //! subsystem off; or, as root, the wrapper started by `setpriv` without `CAP_AUDIT_READ`;
 //! or another user), nothing is counted and `policy floor` says why.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};

@@ -3,13 +3,7 @@
 //! (`GOOGLE_GEMINI_BASE_URL`) and a scripted stdio harness. Each test proves its point by
 //! what happens on disk and by what the model server receives.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/llm_agents.rs"]
-// Each test crate uses a different part of the helpers.
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::Path;
 

@@ -2,7 +2,7 @@
 //! each of our transports): a generic hook round trip ending in allow and in block, and the
 //! wrapper's own events arriving at the reference server.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::net::TcpListener;
 use std::path::Path;

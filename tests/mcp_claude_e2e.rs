@@ -3,12 +3,8 @@
 //! Anthropic API, calls the real `@modelcontextprotocol/server-filesystem`
 //! (tests/mcp/setup.sh) through the proxy. What reaches the disk and the model proves it.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)] // the Claude Code helpers; this suite drives MCP tools, not Bash
-mod support;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as support;
 
 use std::path::{Path, PathBuf};
 
@@ -44,7 +40,7 @@ fn mcp_config(world: &World, extra: &[&str]) -> PathBuf {
     ]);
     let config = json!({"mcpServers": {"fs": {
         "type": "stdio",
-        "command": env!("CARGO_BIN_EXE_ahp-wrap"),
+        "command": ahp_wrap_testkit::wrap_bin(),
         "args": args,
     }}});
     let file = world.dir.path().join("mcp.json");
@@ -248,7 +244,7 @@ fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
         })
         .collect();
     assert_eq!(proxied, [("block", true), ("allow", true)], "{records:#?}");
-    let verified = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+    let verified = std::process::Command::new(ahp_wrap_testkit::wrap_bin())
         .args(["audit", "verify"])
         .arg(&audit_log)
         .output()

@@ -2,9 +2,7 @@
 //! server exit by itself (and ends one that does not, after a short grace), and a server that
 //! breaks the stream gets its open calls answered with an error and the run failed.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this one uses the skip rule
-mod agents;
+use ahp_wrap_testkit::agents;
 
 use std::io::{BufRead, BufReader, Write};
 use std::process::{Command, Stdio};
@@ -15,7 +13,7 @@ use agents::run_with_input;
 const INITIALIZE: &str = r#"{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"t","version":"1"}}}"#;
 
 fn mcp(server: &[&str]) -> Command {
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
     cmd.args(["mcp", "--name", "t", "--summary", "never", "--"])
         .args(server);
     cmd
@@ -105,7 +103,7 @@ fn via_run_outside_a_run_and_wrap_mcp_elsewhere_refuse() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("started");
     let touch = format!("touch {}", marker.display());
-    let out = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+    let out = Command::new(ahp_wrap_testkit::wrap_bin())
         .args(["mcp", "--via-run", "--name", "t", "--", "sh", "-c", &touch])
         .env_remove("AHP_WRAP_SOCKET")
         .stdin(Stdio::null())
@@ -121,7 +119,7 @@ fn via_run_outside_a_run_and_wrap_mcp_elsewhere_refuse() {
         .arg(&script)
         .status()
         .unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"))
+    let out = Command::new(ahp_wrap_testkit::wrap_bin())
         .args(["--wrap-mcp", "--framework", "gemini", "--"])
         .arg(&script)
         .stdin(Stdio::null())

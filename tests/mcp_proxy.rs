@@ -4,11 +4,7 @@
 //! session with an embedded policy as the gate. Each point is proven by what is on disk,
 //! what the client got, and what the audit log recorded.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; this one uses `skip`
-mod agents;
-#[path = "support/mcp.rs"]
-mod support;
+use ahp_wrap_testkit::mcp as support;
 
 use std::time::Duration;
 

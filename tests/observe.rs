@@ -1,7 +1,7 @@
 //! The embedded default policy in enforce and observe mode, through the generic hook: what
 //! ran on disk, what the audit log records, and the Markdown summary for CI.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -3,13 +3,7 @@
 //! server on 127.0.0.1 (a provider in the user's own OpenCode config) and a scripted stdio
 //! harness. Each test's HOME also holds a plugin of the user's, which must still load.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/llm_agents.rs"]
-// Each test crate uses a different part of the helpers.
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::PathBuf;
 

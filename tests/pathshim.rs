@@ -2,7 +2,7 @@
 //! `bash -c`, `xargs`, `env`, with a false `argv[0]` — and each is checked by the wrapper
 //! before it runs. What happened is read from the disk and the audit log.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::path::Path;
 use std::process::Command;

@@ -6,7 +6,7 @@
 //! The install is a release build (a few minutes the first time; `CARGO_TARGET_DIR` is this
 //! repository's `target/`, so later runs rebuild only what changed).
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::path::{Path, PathBuf};
 use std::process::Command;

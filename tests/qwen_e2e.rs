@@ -2,13 +2,7 @@
 //! by tests/qwen/setup.sh), driven by a scripted fake OpenAI Chat Completions server on
 //! 127.0.0.1 and a scripted stdio harness. Qwen runs are slow (5–18 s), so there are three.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/llm_agents.rs"]
-// Each test crate uses a different part of the helpers.
-#[allow(dead_code)]
-mod support;
+use ahp_wrap_testkit::llm_agents as support;
 
 use serde_json::{json, Value};
 use support::{shell, Agent, FakeLlm, World};

@@ -1,7 +1,7 @@
 //! `ahp-wrap serve` as a harness for other AHP clients: the reference client (a3s-ahp 2.4)
 //! over every listener, token auth on the network ones, and one audit log for all.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The subcommands' exits as a script sees them: a reader that went away does not make
 //! ahp-wrap panic, and each outcome has its documented code.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::os::fd::OwnedFd;
 use std::process::{Command, Stdio};

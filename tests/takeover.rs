@@ -2,7 +2,7 @@
 //! socket with its own listener still gets the harness's decision (or, with a path socket,
 //! the run ends loudly), and a hook call from outside the agent's tree is audited as such.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::path::Path;
 use std::process::{Command, Stdio};

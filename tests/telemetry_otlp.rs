@@ -4,12 +4,8 @@
 //!   with the audit log's verdicts, rules and redactions;
 //! - a collector that is down or hangs changes no decision and holds nothing up.
 
-#[path = "support/agents.rs"]
-#[allow(dead_code)] // what every agent suite shares; each uses a part
-mod agents;
-#[path = "support/claude_code.rs"]
-#[allow(dead_code)] // shared with the other Claude Code suites
-mod support;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code as support;
 
 use std::io::{BufRead, BufReader};
 use std::path::{Path, PathBuf};
@@ -264,7 +260,7 @@ b=$?
 echo "$a $b" > rcs"#,
         dir = dir.display()
     );
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
     if let Some(url) = otlp {
         cmd.args(["--otlp", url]);
     }
@@ -329,7 +325,7 @@ fn a_collector_that_is_down_or_hangs_changes_no_decision_and_holds_nothing_up() 
 fn a_bad_export_setting_is_refused_before_the_agent_starts() {
     let dir = tempfile::tempdir().unwrap();
     let marker = dir.path().join("started");
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
     cmd.args(["--otlp", "collector:4318", "--", "touch"])
         .arg(&marker);
     let out = agents::run_captured(&mut cmd, Duration::from_secs(10));
@@ -337,7 +333,7 @@ fn a_bad_export_setting_is_refused_before_the_agent_starts() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--otlp: \"collector:4318\""));
     assert!(!marker.exists(), "the agent must not start");
 
-    let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
     cmd.args(["--", "touch"])
         .arg(&marker)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", "http://127.0.0.1:4317")

@@ -3,7 +3,7 @@
 //! that decided events from the reference client (a3s-ahp) agree with the audit log, and
 //! `promtool check metrics` finds nothing to say about the exposition.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::collections::BTreeMap;
 use std::path::Path;

@@ -1,7 +1,7 @@
 //! The terminal belongs to the agent: while it runs on a real pty, nothing of ours is
 //! written there; the log goes to a file, and the warnings come after the agent has exited.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -1,7 +1,7 @@
 //! Honesty about what is not supervised: a generic agent that never calls a hook is told
 //! about at start and at exit, and `--require-hooks` turns such a run into a failure.
 
-mod common;
+use ahp_wrap_testkit::common;
 
 use std::process::Command;
 use std::time::Duration;

@@ -13,11 +13,8 @@
 //! mode; a person on the approvals page, reached from a thread that enters the namespace),
 //! `loopback = false`, and `enabled = false` (the network open, the files still confined).
 
-#[path = "../support/approvals.rs"]
-#[allow(dead_code)] // the approvals suites' helpers: this one answers the page's questions
-mod approvals;
-#[path = "../common/mod.rs"]
-mod common;
+use ahp_wrap_testkit::approvals;
+use ahp_wrap_testkit::common;
 mod settings;
 
 use std::os::unix::process::CommandExt;

@@ -31,7 +31,7 @@ pub async fn within<F: Future>(f: F) -> F::Output {
 /// `node_modules/@modelcontextprotocol/<name>/dist/index.js`, or a failure that says how
 /// to install it.
 fn server_js(name: &str) -> PathBuf {
-    let js = super::agents::root()
+    let js = crate::agents::root()
         .join("tests/.cache/mcp/node_modules/@modelcontextprotocol")
         .join(name)
         .join("dist/index.js");
@@ -41,7 +41,7 @@ fn server_js(name: &str) -> PathBuf {
          the pinned servers from the npm registry), or set {}=mcp to skip these tests on \
          purpose",
         js.display(),
-        super::agents::SKIP_ENV,
+        crate::agents::SKIP_ENV,
     );
     js
 }

@@ -13,7 +13,7 @@ pub use crate::agents::Run;
 use crate::agents::{self, FakeServer, TestDir};
 
 /// The pinned Claude Code version (installed by tests/claude-code/setup.sh).
-pub const VERSION: &str = include_str!("../claude-code/VERSION");
+pub const VERSION: &str = include_str!("../../claude-code/VERSION");
 /// How long one wrapped or unwrapped run may take before the test fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -91,7 +91,7 @@ impl World {
     pub fn command(&self, api: &FakeApi, wrapper: Option<&[&str]>, claude: &[&str]) -> Command {
         let mut cmd = match wrapper {
             Some(args) => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+                let mut c = Command::new(crate::wrap_bin());
                 c.args(args).arg("--").arg(claude_bin());
                 c
             }

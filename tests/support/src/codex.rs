@@ -13,7 +13,7 @@ pub use crate::agents::Run;
 use crate::agents::{self, FakeServer, TestDir};
 
 /// The pinned Codex version (installed by tests/codex/setup.sh).
-pub const VERSION: &str = include_str!("../codex/VERSION");
+pub const VERSION: &str = include_str!("../../codex/VERSION");
 /// How long one wrapped or unwrapped run may take before the test fails.
 pub const RUN_LIMIT: Duration = Duration::from_secs(60);
 
@@ -92,7 +92,7 @@ impl World {
     pub fn new() -> World {
         World(TestDir::new(
             "ahp-codex-e2e-",
-            Some(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+            Some(crate::target_tmpdir().as_path()),
             &["home", "codex-home"],
         ))
     }
@@ -120,7 +120,7 @@ impl World {
     ) -> Command {
         let mut cmd = match wrapper {
             Some(args) => {
-                let mut c = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+                let mut c = Command::new(crate::wrap_bin());
                 c.args(args).arg("--").arg(codex_bin());
                 c
             }

@@ -2,8 +2,6 @@
 //! time limit that print everything when they fail (`process.rs`, which the agent
 //! end-to-end suites share).
 
-#![allow(dead_code, unused_imports)] // each suite uses a part
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
@@ -12,10 +10,7 @@ pub mod process;
 pub use dirs::{outside_temp, outside_tree};
 pub use process::{run, show};
 
-/// The `ahp-wrap` binary under test.
-pub fn wrap_bin() -> PathBuf {
-    PathBuf::from(env!("CARGO_BIN_EXE_ahp-wrap"))
-}
+pub use crate::wrap_bin;
 
 /// An example program, next to the binary. Plain `cargo test` builds examples there;
 /// `cargo test --all-targets` builds them as tests instead, so build it when missing.
@@ -27,7 +22,7 @@ pub fn example(name: &str) -> PathBuf {
         let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
         let status = Command::new(cargo)
             .args(["build", "--example", name])
-            .current_dir(env!("CARGO_MANIFEST_DIR"))
+            .current_dir(crate::root())
             .status()
             .unwrap();
         assert!(status.success(), "cannot build the example {name}");
@@ -38,9 +33,7 @@ pub fn example(name: &str) -> PathBuf {
 
 /// A file under tests/support.
 pub fn support(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
-        .join("tests/support")
-        .join(name)
+    crate::root().join("tests/support").join(name)
 }
 
 /// A shell agent that asks the wrapper, through the generic hook, whether it may run a

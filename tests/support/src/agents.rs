@@ -12,13 +12,10 @@ use std::time::{Duration, Instant};
 
 use serde_json::{json, Value};
 
-#[path = "../common/process.rs"]
-mod process;
-#[allow(unused_imports)] // each suite uses a part
-pub use process::{run as run_captured, run_with_input, run_within, show, Run};
+pub use crate::common::process::{run as run_captured, run_with_input, run_within, show, Run};
 
 pub fn root() -> &'static Path {
-    Path::new(env!("CARGO_MANIFEST_DIR"))
+    crate::root()
 }
 
 /// The variable that skips the end-to-end suites of agent CLIs whose setup was skipped on

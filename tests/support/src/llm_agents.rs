@@ -38,10 +38,10 @@ impl Agent {
 
     fn version(self) -> &'static str {
         match self {
-            Agent::Gemini => include_str!("../gemini/VERSION").trim(),
-            Agent::Qwen => include_str!("../qwen/VERSION").trim(),
-            Agent::Copilot => include_str!("../copilot/VERSION").trim(),
-            Agent::OpenCode => include_str!("../opencode/VERSION").trim(),
+            Agent::Gemini => include_str!("../../gemini/VERSION").trim(),
+            Agent::Qwen => include_str!("../../qwen/VERSION").trim(),
+            Agent::Copilot => include_str!("../../copilot/VERSION").trim(),
+            Agent::OpenCode => include_str!("../../opencode/VERSION").trim(),
         }
     }
 
@@ -197,7 +197,7 @@ impl World {
         prompt: &str,
         env: &[(&str, &Path)],
     ) -> Run {
-        let mut cmd = Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+        let mut cmd = Command::new(crate::wrap_bin());
         cmd.args(wrapper).arg("--").arg(self.agent.bin());
         let base = format!("http://127.0.0.1:{}", llm.port);
         agents::offline(&mut cmd, self);

@@ -11,10 +11,6 @@ use serde_json::Value;
 use crate::agents::{run_within, Run};
 use crate::rabbitmq::Broker;
 
-pub fn bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ahp-wrap")
-}
-
 /// One test's directory: `home/` (HOME of every process), `ws/` (their working
 /// directory), capability files and agent scripts.
 pub struct Fleet {
@@ -57,7 +53,7 @@ impl Fleet {
     /// here (a worker's temporary directory, left behind when it is SIGKILLed, goes with
     /// the test's).
     pub fn command(&self, args: &[&str]) -> Command {
-        let mut cmd = Command::new(bin());
+        let mut cmd = Command::new(crate::wrap_bin());
         cmd.args(args)
             .current_dir(self.path("ws"))
             .env_clear()

@@ -19,7 +19,7 @@ use serde_json::{json, Value};
 use tokio::process::Command;
 
 use crate::agents::{self, TestDir};
-use crate::support::{Agent, FakeLlm};
+use crate::llm_agents::{Agent, FakeLlm};
 
 /// The rules both ACP suites run under: writes to files named secret* are blocked, by a
 /// file tool, a patch or a shell command alike; a command that creates `explicit-marker` is
@@ -170,7 +170,7 @@ impl AcpAgent {
 }
 
 /// The pinned codex-acp version (installed by tests/codex-acp/setup.sh).
-const CODEX_ACP_VERSION: &str = include_str!("../codex-acp/VERSION");
+const CODEX_ACP_VERSION: &str = include_str!("../../codex-acp/VERSION");
 
 /// Gemini CLI in ACP mode. File edits are approved by the agent itself (`auto_edit`), so
 /// that they reach the editor as `fs/write_text_file`; shell commands still ask for
@@ -352,7 +352,7 @@ async fn through_the_cli(
 ) -> Vec<Value> {
     let agent = agent.command(world, llm);
     let std = agent.as_std();
-    let mut cmd = std::process::Command::new(env!("CARGO_BIN_EXE_ahp-wrap"));
+    let mut cmd = std::process::Command::new(crate::wrap_bin());
     cmd.args(["--framework", "acp"])
         .args(wrapper)
         .arg("--")

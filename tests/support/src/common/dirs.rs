@@ -11,7 +11,7 @@ pub fn outside_temp() -> PathBuf {
         .filter_map(|t| t.canonicalize().ok())
         .collect();
     let home = std::env::var_os("HOME").map(|h| PathBuf::from(h).join(".ahp-wrap-floor-tests"));
-    let candidates = [Some(PathBuf::from(env!("CARGO_TARGET_TMPDIR"))), home];
+    let candidates = [Some(crate::target_tmpdir()), home];
     for dir in candidates.into_iter().flatten() {
         if std::fs::create_dir_all(&dir).is_err() {
             continue;

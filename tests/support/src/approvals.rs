@@ -39,10 +39,6 @@ pub fn confirm(req: &Value, approved: bool) -> (String, StateAction) {
     (chat, StateAction::ChatToolCallConfirmed(action))
 }
 
-pub fn wrap_bin() -> &'static str {
-    env!("CARGO_BIN_EXE_ahp-wrap")
-}
-
 /// Writes the policy (one escalating rule) and the token file into `dir`.
 pub fn write_files(dir: &Path) -> (PathBuf, PathBuf) {
     let policy = dir.join("policy.toml");
@@ -98,7 +94,7 @@ impl Serve {
     fn start_on(dir: &Path, listen: &[&str], extra: &[&str]) -> Serve {
         let (policy, tokens) = write_files(dir);
         let audit = dir.join("serve-audit.jsonl");
-        let mut child = Command::new(wrap_bin())
+        let mut child = Command::new(crate::wrap_bin())
             .arg("serve")
             .args(listen)
             .args(["--log", "info", "--policy"])
@@ -190,7 +186,7 @@ pub fn wrapped_touch(serve: &Serve, ws: &Path) -> Child {
 
 /// `ahp-wrap --harness <serve> --intercept touch -- sh -c <script>` in `ws`.
 pub fn wrapped(serve: &Serve, ws: &Path, script: &str) -> Child {
-    Command::new(wrap_bin())
+    Command::new(crate::wrap_bin())
         .args(["--harness", &serve.harness(), "--timeout", "60000"])
         .args(["--intercept", "touch", "--summary", "never"])
         .args(["--", "sh", "-c", script])
@@ -209,7 +205,7 @@ pub fn wrapped(serve: &Serve, ws: &Path, script: &str) -> Child {
 /// the reader thread).
 pub fn hosted_touch(dir: &Path, ws: &Path) -> (Child, String, std::thread::JoinHandle<String>) {
     let (policy, tokens) = write_files(dir);
-    let mut child = Command::new(wrap_bin())
+    let mut child = Command::new(crate::wrap_bin())
         .args(["--host-listen", "http://127.0.0.1:0", "--timeout", "60000"])
         .arg("--host-token-file")
         .arg(&tokens)
