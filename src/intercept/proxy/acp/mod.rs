@@ -281,13 +281,16 @@ impl Protocol for Acp {
 fn refusal_reason(verdict: &Final) -> String {
     match verdict {
         Final::Block { reason } => reason.clone(),
-        // The gate resolves both (an escalate comes back only where there is a native
-        // ask); one that still comes back was not resolved in time.
+        // An escalation comes back only where the editor is the native ask; one that comes
+        // back elsewhere was not answered.
         Final::Ask { reason, .. } => format!(
             "ahp-wrap blocked this because it was escalated to a person ({reason}) and no person \
              answered"
         ),
-        _ => "ahp-wrap blocked this because the harness did not decide in time".to_owned(),
+        // The callers forward an allow and apply a modify before they ask for a reason.
+        Final::Allow { .. } | Final::Modify { .. } => {
+            "ahp-wrap blocked this because the harness did not decide in time".to_owned()
+        }
     }
 }
 
