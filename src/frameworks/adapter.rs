@@ -1,8 +1,8 @@
 //! The adapter API: everything a framework's shim may use from the rest of the crate.
 //!
 //! A shim (`shims/<name>/src/`, and `generic.rs` here) maps one agent's hook contract to
-//! AHP and back. It gets the [`Framework`] trait and its types, the AHP [`Verdict`] and
-//! [`EventType`], the shared helpers ([`shared`]) and the few services listed below — and
+//! AHP and back. It gets the [`Framework`] trait and its types, the gate's [`Final`]
+//! decision and AHP's [`EventType`], the shared helpers ([`shared`]) and the few services listed below — and
 //! nothing else of the core: not the client, the control socket, the gate or the policy.
 //! What a shim needs from the core is added here, by name, where a reviewer sees it.
 //!
