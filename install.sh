@@ -2,7 +2,8 @@
 # Builds and installs ahp-wrap, its shims, shell completions and manual page; or removes them.
 #
 #   ./install.sh               build (a few minutes the first time) and install
-#   ./install.sh --uninstall   remove what it installed
+#   ./install.sh --uninstall   remove what it installed (and the PATH shim directories its
+#                              runs kept, where they keep them)
 #   ./install.sh --build-into DIR   only build the two executables as installed, into DIR
 #
 #   PREFIX   where to install (default: ~/.local):
@@ -30,6 +31,23 @@ files=(
 
 case "${1:-}" in
   --uninstall)
+    # The PATH shim directories runs keep beside their own directories (see rundir.rs and
+    # src/intercept/pathshim) whose links lead to this install: first, while they resolve.
+    hook=$(readlink -f "$PREFIX/bin/ahp-wrap-hook" || true)
+    wrap=$(readlink -f "$PREFIX/bin/ahp-wrap" || true)
+    for base in "${XDG_RUNTIME_DIR:-}" /run "${TMPDIR:-/tmp}"; do
+      [ -n "$base" ] && [ -d "$base" ] || continue
+      for d in "$base"/ahp-wrap-shims-"$(id -u)"-*; do
+        [ -d "$d" ] && [ ! -L "$d" ] || continue
+        for l in "$d"/*; do
+          t=$(readlink -f "$l" 2>/dev/null || true)
+          if [ -L "$l" ] && [ -n "$t" ] && { [ "$t" = "$hook" ] || [ "$t" = "$wrap" ]; }; then
+            rm -rf "$d" && say "removed $d"
+            break
+          fi
+        done
+      done
+    done
     for f in "${files[@]}"; do
       if [ -e "$f" ]; then rm -f "$f" && say "removed $f"; fi
     done

@@ -163,8 +163,18 @@ fn the_quick_start_runs_as_written() {
     }
     let man = std::fs::read_to_string(local.join("share/man/man1/ahp-wrap.1")).unwrap();
     assert!(man.contains(".TH ahp-wrap"), "a manual page: {man:.200}");
+    // The run kept its PATH shim directory (links to this install's hook) for the next run;
+    // --uninstall removes it with the rest.
+    let hook = local.join("bin/ahp-wrap-hook").canonicalize().unwrap();
+    let kept = kept_shim_dirs(&hook);
+    assert!(!kept.is_empty(), "the run kept no PATH shim directory");
     let out = bash("./install.sh --uninstall", home.path());
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        kept.iter().all(|d| !d.exists()),
+        "{kept:?} left after --uninstall: {}",
+        show(&out)
+    );
     for f in installed {
         assert!(
             !local.join(f).exists(),
@@ -179,6 +189,37 @@ fn the_quick_start_runs_as_written() {
         ci.lines().any(|l| l.trim() == last),
         ".ci/run does not run {last}"
     );
+}
+
+/// The kept PATH shim directories (`ahp-wrap-shims-*` where runs make their directories)
+/// whose links lead to `hook`.
+fn kept_shim_dirs(hook: &Path) -> Vec<PathBuf> {
+    let bases = [
+        std::env::var_os("XDG_RUNTIME_DIR").map(PathBuf::from),
+        Some(PathBuf::from("/run")),
+        Some(std::env::temp_dir()),
+    ];
+    let mut kept = Vec::new();
+    for base in bases.into_iter().flatten() {
+        let Ok(entries) = std::fs::read_dir(&base) else {
+            continue;
+        };
+        for dir in entries.flatten().map(|e| e.path()) {
+            let ours = dir
+                .file_name()
+                .is_some_and(|n| n.to_string_lossy().starts_with("ahp-wrap-shims-"));
+            let leads_to_hook = ours
+                && std::fs::read_dir(&dir).is_ok_and(|links| {
+                    links
+                        .flatten()
+                        .any(|l| l.path().canonicalize().is_ok_and(|t| t == hook))
+                });
+            if leads_to_hook && !kept.contains(&dir) {
+                kept.push(dir);
+            }
+        }
+    }
+    kept
 }
 
 /// Whether an ELF64 executable names a program interpreter (a PT_INTERP program header): a
