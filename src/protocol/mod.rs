@@ -7,11 +7,13 @@
 //! and the line codec are `crate::jsonrpc`), or what a decision leads to (`decide`).
 
 mod decision;
+mod final_decision;
 pub mod jsonrpc;
 mod modify;
 mod strict;
 
-pub use decision::{parse_decision, DecisionError, Final, Verdict};
+pub use decision::{parse_decision, DecisionError, Verdict};
+pub use final_decision::Final;
 pub use modify::{unapplicable_modify, updated_input};
 
 use serde::{Deserialize, Serialize};
