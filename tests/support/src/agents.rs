@@ -131,14 +131,7 @@ impl FakeServer {
     }
 }
 
-pub fn read_jsonl(path: &Path) -> Vec<Value> {
-    std::fs::read_to_string(path)
-        .unwrap_or_default()
-        .lines()
-        .filter(|l| !l.trim().is_empty())
-        .map(|l| serde_json::from_str(l).unwrap())
-        .collect()
-}
+pub use crate::common::read_jsonl;
 
 /// One test's private directory: a workspace (`ws/`) and the scripted harness's files.
 pub struct TestDir {
@@ -171,30 +164,13 @@ impl TestDir {
     }
 
     /// `--harness stdio:…` for the scripted harness with these rules.
-    pub fn harness(&self, mut rules: Value) -> String {
-        rules["log"] = self.events_log().display().to_string().into();
-        let file = self.dir.path().join("rules.json");
-        std::fs::write(&file, rules.to_string()).unwrap();
-        format!(
-            "stdio:python3 {} {}",
-            root().join("tests/support/script_harness.py").display(),
-            file.display()
-        )
+    pub fn harness(&self, rules: Value) -> String {
+        crate::common::script_harness_logging_to(self.dir.path(), &self.events_log(), rules)
     }
 
     /// The events the harness received (`ahp/event` params and the events of batches).
     pub fn harness_events(&self) -> Vec<Value> {
-        read_jsonl(&self.events_log())
-            .into_iter()
-            .flat_map(|m| match m["method"].as_str() {
-                Some("ahp/event") => vec![m["params"].clone()],
-                Some("ahp/batch") => m["params"]["events"]
-                    .as_array()
-                    .cloned()
-                    .unwrap_or_default(),
-                _ => Vec::new(),
-            })
-            .collect()
+        crate::common::logged_events(&self.events_log())
     }
 
     /// Events of one type the harness received.

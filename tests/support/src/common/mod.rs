@@ -58,18 +58,30 @@ pub fn read(dir: &Path, name: &str) -> String {
     std::fs::read_to_string(dir.join(name)).unwrap_or_default()
 }
 
-/// The JSON lines of `dir/name` (none when it does not exist).
-pub fn json_lines(dir: &Path, name: &str) -> Vec<serde_json::Value> {
-    read(dir, name)
+/// The JSON lines of the file at `path` (none when it does not exist).
+pub fn read_jsonl(path: &Path) -> Vec<serde_json::Value> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
         .lines()
         .filter(|l| !l.trim().is_empty())
         .map(|l| serde_json::from_str(l).unwrap())
         .collect()
 }
 
+/// The JSON lines of `dir/name` (none when it does not exist).
+pub fn json_lines(dir: &Path, name: &str) -> Vec<serde_json::Value> {
+    read_jsonl(&dir.join(name))
+}
+
 /// Every event a scripted harness logged to `dir/harness.jsonl`, single or batched.
 pub fn harness_events(dir: &Path) -> Vec<serde_json::Value> {
-    json_lines(dir, "harness.jsonl")
+    logged_events(&dir.join("harness.jsonl"))
+}
+
+/// Every event the scripted harness logged to `log` (`ahp/event` params and the events of
+/// batches).
+pub fn logged_events(log: &Path) -> Vec<serde_json::Value> {
+    read_jsonl(log)
         .into_iter()
         .flat_map(|m| match m["method"].as_str() {
             Some("ahp/event") => vec![m["params"].clone()],
@@ -84,8 +96,13 @@ pub fn harness_events(dir: &Path) -> Vec<serde_json::Value> {
 
 /// The scripted stdio harness (`tests/support/script_harness.py`) with these `rules` (a
 /// JSON object; its `log` is set to `dir/harness.jsonl`), as a `--harness` spec.
-pub fn script_harness(dir: &Path, mut rules: serde_json::Value) -> String {
-    rules["log"] = dir.join("harness.jsonl").display().to_string().into();
+pub fn script_harness(dir: &Path, rules: serde_json::Value) -> String {
+    script_harness_logging_to(dir, &dir.join("harness.jsonl"), rules)
+}
+
+/// [`script_harness`], its rules in `dir/rules.json`, logging every message to `log`.
+pub fn script_harness_logging_to(dir: &Path, log: &Path, mut rules: serde_json::Value) -> String {
+    rules["log"] = log.display().to_string().into();
     let file = dir.join("rules.json");
     std::fs::write(&file, rules.to_string()).unwrap();
     format!(
