@@ -2,7 +2,8 @@
 //! files (`| `src/<file>` | what it does |`), so a file added to a shim is explained where a
 //! shim author looks first; the crate's module map (`src/lib.rs`) names every top-level
 //! module; every relative link of the Markdown resolves, to a file and a heading; every
-//! setup a test is ignored without (`skip_e2e = "<setup>"`) is a setup under `tests/`.
+//! setup a test is ignored without (`skip_e2e = "<setup>"`) is a setup under `tests/`, and
+//! that cfg is set exactly for the setups `AHP_WRAP_SKIP_AGENT_E2E` names.
 
 use std::path::Path;
 
@@ -171,4 +172,32 @@ fn every_skipped_setup_a_test_names_is_a_setup() {
         "only {seen} skip_e2e names found: is the pattern still used?"
     );
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// `build.rs` turns `AHP_WRAP_SKIP_AGENT_E2E` (as it was when this was built) into the
+/// `skip_e2e` cfg the end-to-end tests are ignored by: a setup is skipped exactly when the
+/// variable names it (or says `all`). Where the variable is not set (CI), nothing is.
+#[test]
+fn the_skip_variable_is_the_skip_cfg() {
+    let list = option_env!("AHP_WRAP_SKIP_AGENT_E2E").unwrap_or("");
+    let named = |setup: &str| {
+        list.split(',')
+            .map(str::trim)
+            .any(|s| s == setup || s == "all")
+    };
+    let cfgs = [
+        ("claude-code", cfg!(skip_e2e = "claude-code")),
+        ("codex", cfg!(skip_e2e = "codex")),
+        ("qwen", cfg!(skip_e2e = "qwen")),
+        ("mcp", cfg!(skip_e2e = "mcp")),
+        ("rabbitmq", cfg!(skip_e2e = "rabbitmq")),
+        ("approvals", cfg!(skip_e2e = "approvals")),
+    ];
+    for (setup, skipped) in cfgs {
+        assert_eq!(
+            skipped,
+            named(setup),
+            "AHP_WRAP_SKIP_AGENT_E2E={list:?} at build time, but skip_e2e = {setup:?} is {skipped}"
+        );
+    }
 }

@@ -261,3 +261,57 @@ fn quiet_keeps_the_refusal_and_drops_the_notes_and_the_summary() {
         assert!(!text.contains("audited event"), "{quiet:?}: {text}");
     }
 }
+
+/// A command that fails says why once, on one `ahp-wrap:` line with the whole cause chain,
+/// and exits with the failure's own code: the one place that prints is `main`.
+#[test]
+fn a_failure_is_said_once_with_its_cause_and_its_code() {
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing.toml");
+    let missing = missing.to_str().unwrap();
+    let cases: [(&[&str], i32, &str); 3] = [
+        // A typed error with a source: the cause comes after the context.
+        (
+            &["policy", "check", missing],
+            1,
+            "No such file or directory",
+        ),
+        // Text, from an option check.
+        (
+            &["serve", "--listen", "bogus"],
+            2,
+            "unknown --listen \"bogus\"",
+        ),
+        // The run's own failure: the agent cannot be found, as a shell says it.
+        (
+            &["-q", "--", "/nonexistent/agent"],
+            127,
+            "command not found",
+        ),
+    ];
+    for (args, code, why) in cases {
+        let out = Command::new(wrap_bin())
+            .args(args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(code), "{args:?}: {stderr}");
+        let said: Vec<&str> = stderr
+            .lines()
+            .filter(|l| l.starts_with("ahp-wrap: ") && l.contains(why))
+            .collect();
+        assert_eq!(said.len(), 1, "{args:?}: said once, not {said:?}: {stderr}");
+    }
+    // The cause chain: the context, then what the system said.
+    let out = Command::new(wrap_bin())
+        .args(["policy", "check", missing])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("{missing}: No such file or directory")),
+        "{stderr}"
+    );
+}
