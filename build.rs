@@ -1,4 +1,9 @@
-//! Marks the end-to-end suites skipped on purpose, so that they show as *ignored*.
+//! Compiles the manifest shims in, and marks the end-to-end suites skipped on purpose, so
+//! that they show as *ignored*.
+//!
+//! Every `shims/<name>/shim.toml` becomes one entry of `$OUT_DIR/built_in_shims.rs`, which
+//! `src/frameworks/manifest` includes: a shim written as a manifest needs no Rust, not even a
+//! line in a list.
 //!
 //! `AHP_WRAP_SKIP_AGENT_E2E` names test setups (`tests/<setup>/setup.sh`, comma-separated, or
 //! `all`) whose real CLIs or servers were not installed on purpose. Each named setup becomes
@@ -12,6 +17,7 @@ use std::path::Path;
 const SKIP_ENV: &str = "AHP_WRAP_SKIP_AGENT_E2E";
 
 fn main() {
+    built_in_shims();
     println!("cargo::rerun-if-env-changed={SKIP_ENV}");
     println!("cargo::rustc-check-cfg=cfg(skip_e2e, values(any()))");
     let list = std::env::var(SKIP_ENV).unwrap_or_default();
@@ -41,4 +47,31 @@ fn setups() -> Vec<String> {
         .filter(|e| e.path().join("setup.sh").is_file())
         .filter_map(|e| e.file_name().into_string().ok())
         .collect()
+}
+
+/// Writes the list of manifest shims, `&[(path, text)]`, for `include!`.
+fn built_in_shims() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    println!("cargo::rerun-if-changed=shims");
+    let mut found: Vec<String> = std::fs::read_dir(root.join("shims"))
+        .map(|entries| {
+            entries
+                .flatten()
+                .filter(|e| e.path().join("shim.toml").is_file())
+                .filter_map(|e| e.file_name().into_string().ok())
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    let mut list = String::from("&[\n");
+    for name in found {
+        let relative = format!("shims/{name}/shim.toml");
+        let absolute = root.join(&relative).display().to_string();
+        list.push_str(&format!(
+            "    ({relative:?}, include_str!({absolute:?})),\n"
+        ));
+    }
+    list.push(']');
+    let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
+    std::fs::write(Path::new(&out).join("built_in_shims.rs"), list).expect("OUT_DIR is writable");
 }

@@ -44,7 +44,8 @@ Examples:
   ahp-wrap policy default > my-policy.toml                start a policy of your own
 
 Frameworks (--framework, else from the agent's executable name): claude-code (claude), codex,
-gemini, qwen, copilot, opencode, acp (an ACP agent), path (PATH shims only), generic.
+gemini, qwen, copilot, opencode, acp (an ACP agent), path (PATH shims only), generic, and
+the shim manifests loaded (--shim FILE, $XDG_CONFIG_HOME/ahp-wrap/shims).
 
 Exit codes: the agent's own; 125 ahp-wrap refused or failed; 122 --require-hooks and no hook
 was called; 127 agent not found; 126 agent not executable. More: README.md.";
@@ -100,6 +101,11 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Check shim manifests: an agent's hook system described in TOML (docs/shims.md).
+    Shim {
+        #[command(subcommand)]
+        command: ShimCommand,
+    },
     /// What an agent's hook system calls (not for people).
     ///
     /// Relays the hook payload (stdin) to the wrapper and prints the decision in the
@@ -109,6 +115,23 @@ pub enum Command {
         framework: String,
         /// The hook or event name.
         hook: String,
+    },
+}
+
+#[derive(Debug, Subcommand)]
+pub enum ShimCommand {
+    /// Load a manifest and try it on the payloads recorded from the real agent.
+    ///
+    /// Refuses a manifest that does not load, with its line and field; then maps each
+    /// recorded payload (`samples/<Event>.json` beside the manifest, or in --samples) to its
+    /// AHP event and renders each decision that event can get. Exit 0 when all is well, 1
+    /// otherwise.
+    Check {
+        /// The manifest.
+        file: PathBuf,
+        /// Where the recorded payloads are (default: `samples/` beside the manifest).
+        #[arg(long, value_name = "DIR")]
+        samples: Option<PathBuf>,
     },
 }
 

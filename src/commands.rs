@@ -1,5 +1,5 @@
 //! The subcommands other than running an agent: `serve`, `policy …`, `audit …`, `doctor`,
-//! `completions`, `man`.
+//! `shim check`, `completions`, `man`.
 //!
 //! Owns: what each prints and its exit code. Must not touch: the run (`run/`), or the
 //! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
@@ -13,12 +13,26 @@ use std::time::Duration;
 use crate::audit::{self, load_key, KEY_ENV};
 use serde_json::Value;
 
-use crate::cli::{AuditCommand, PolicyCommand, ServeArgs};
+use crate::cli::{AuditCommand, PolicyCommand, ServeArgs, ShimCommand};
 use crate::exit::{self, CommandResult, Exit, Failure, OrExit};
 use crate::gate::{Approver, Decider, Embedded, Harness};
 use crate::policy::Policy;
 use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
+
+pub fn shim(cmd: ShimCommand) -> Exit {
+    match cmd {
+        ShimCommand::Check { file, samples } => {
+            let report = crate::frameworks::manifest::check::check(&file, samples.as_deref());
+            exit::print(&(report.lines.join("\n") + "\n"));
+            if report.ok {
+                Exit::OK
+            } else {
+                Exit::Problem
+            }
+        }
+    }
+}
 
 pub fn audit(cmd: AuditCommand) -> CommandResult {
     match cmd {

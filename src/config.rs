@@ -39,6 +39,8 @@ pub enum ConfigError {
     Harness(#[from] SpecError),
     #[error("unknown framework {0:?} (known: {1})")]
     UnknownFramework(String, String),
+    #[error("--shim: {0}")]
+    Shim(#[from] frameworks::manifest::ManifestError),
     #[error("--policy applies to the embedded harness; it cannot be used with --harness")]
     PolicyWithHarness,
     #[error("--timeout must be more than 0 ms")]
@@ -186,6 +188,7 @@ impl Config {
         }
         let mut agent = args.agent.into_iter();
         let program = agent.next().ok_or(ConfigError::NoAgent)?;
+        frameworks::load_shims(&args.supervision.shim)?;
         let acp = args.supervision.framework.as_deref() == Some(ACP);
         let framework = match &args.supervision.framework {
             // An ACP agent is reached through its stream, not through hooks.

@@ -224,6 +224,14 @@ pub struct Supervision {
     #[arg(help_heading = "Interception", long, value_name = "NAME")]
     pub framework: Option<String>,
 
+    /// Load a shim manifest: an agent's hooks described in TOML (repeatable).
+    ///
+    /// Load a shim manifest (repeatable): an agent's hook system described in TOML
+    /// (docs/shims.md), beside the built-in shims and those in
+    /// $XDG_CONFIG_HOME/ahp-wrap/shims. One that does not load stops the run.
+    #[arg(help_heading = "Interception", long = "shim", value_name = "FILE")]
+    pub shim: Vec<PathBuf>,
+
     /// Key file for HMAC-signing the audit log.
     ///
     /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
@@ -267,6 +275,9 @@ impl Supervision {
         pass("--harness", self.harness.clone().map(Into::into));
         pass("--policy", self.policy.clone().map(Into::into));
         pass("--framework", self.framework.clone().map(Into::into));
+        for file in &self.shim {
+            pass("--shim", Some(file.into()));
+        }
         pass(
             "--audit-key-file",
             self.audit_key_file.clone().map(Into::into),

@@ -61,8 +61,8 @@ impl Found {
 /// its hooks could be injected, 1 otherwise.
 pub fn doctor(as_json: bool) -> Exit {
     let agents: Vec<Found> = frameworks::all()
-        .into_iter()
-        .filter_map(|f| f.proven().map(|p| find(f, p)))
+        .iter()
+        .filter_map(|&f| f.proven().map(|p| find(f, p)))
         .collect();
     let (enforced, missing) = floor();
     let logs = logs();

@@ -97,11 +97,13 @@ mod tests {
         }
     }
 
-    /// The files the rule covers: every shim's sources, `generic.rs` and `shared/`.
+    /// The files the rule covers: every shim's sources, `generic.rs`, `shared/` and the
+    /// manifest shim (`manifest/`).
     fn adapter_files() -> Vec<PathBuf> {
         let root = Path::new(env!("CARGO_MANIFEST_DIR"));
         let mut files = vec![root.join("src/frameworks/generic.rs")];
         rust_files(&root.join("src/frameworks/shared"), &mut files);
+        rust_files(&root.join("src/frameworks/manifest"), &mut files);
         for shim in std::fs::read_dir(root.join("shims")).unwrap() {
             let src = shim.unwrap().path().join("src");
             if src.is_dir() {

@@ -26,13 +26,13 @@ pub mod copilot;
 #[path = "../../shims/gemini/src/mod.rs"]
 pub mod gemini;
 pub mod generic;
+pub mod manifest;
 #[path = "../../shims/opencode/src/mod.rs"]
 pub mod opencode;
-#[path = "../../shims/qwen/src/mod.rs"]
-pub mod qwen;
 pub mod shared;
 
 use std::path::{Path, PathBuf};
+use std::sync::OnceLock;
 
 use serde_json::Value;
 
@@ -301,22 +301,69 @@ static PATH: generic::Generic = generic::Generic::PATH;
 static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
-static QWEN: qwen::Qwen = qwen::Qwen;
 static COPILOT: copilot::Copilot = copilot::Copilot;
 static OPENCODE: opencode::OpenCode = opencode::OpenCode;
 
-/// Every framework this build knows.
-pub fn all() -> [&'static dyn Framework; 8] {
-    [
+/// Every framework this process knows, once loaded.
+static REGISTRY: OnceLock<Vec<&'static dyn Framework>> = OnceLock::new();
+
+/// Loads the manifest shims named on the command line (`--shim FILE`) into the registry,
+/// beside the built-in ones, the ones `AHP_WRAP_SHIM` names and the user's own. Called
+/// before the registry is first used; a manifest that does not load is an error here.
+pub fn load_shims(files: &[PathBuf]) -> Result<(), manifest::ManifestError> {
+    if files.is_empty() {
+        return Ok(());
+    }
+    let mut named = Vec::new();
+    for file in files {
+        let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
+        named.push((manifest::load(&path)?, path));
+    }
+    if REGISTRY.set(registry(named)).is_err() {
+        tracing::warn!("the frameworks were loaded before --shim was read; it is ignored");
+    }
+    Ok(())
+}
+
+/// The code shims, then the manifests: built in, named by `AHP_WRAP_SHIM`, in the user's
+/// directory, and `named`. A later manifest of a name replaces an earlier framework of that
+/// name (a user's copy of a shim, for a newer agent). A manifest from a file that does not
+/// load is left out with a warning: `ahp-wrap doctor` lists it.
+fn registry(named: Vec<(manifest::Manifest, PathBuf)>) -> Vec<&'static dyn Framework> {
+    let mut list: Vec<&'static dyn Framework> = vec![
         &GENERIC,
         &PATH,
         &CLAUDE_CODE,
         &CODEX,
         &GEMINI,
-        &QWEN,
         &COPILOT,
         &OPENCODE,
-    ]
+    ];
+    let mut shims: Vec<manifest::ManifestShim> = manifest::built_in()
+        .into_iter()
+        .map(manifest::ManifestShim::new)
+        .collect();
+    for path in manifest::files() {
+        match manifest::load(&path) {
+            Ok(m) => shims.push(manifest::ManifestShim::from_file(m, path)),
+            Err(e) => tracing::warn!("the shim manifest {e}; it is left out"),
+        }
+    }
+    shims.extend(
+        named
+            .into_iter()
+            .map(|(m, path)| manifest::ManifestShim::from_file(m, path)),
+    );
+    for shim in shims {
+        list.retain(|f| f.name() != shim.name());
+        list.push(Box::leak(Box::new(shim)));
+    }
+    list
+}
+
+/// Every framework this process knows.
+pub fn all() -> &'static [&'static dyn Framework] {
+    REGISTRY.get_or_init(|| registry(Vec::new()))
 }
 
 /// The framework called `name`.
@@ -333,7 +380,8 @@ pub fn find(name: &str) -> Option<&'static dyn Framework> {
 pub fn detect(program: &Path) -> &'static dyn Framework {
     let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
     all()
-        .into_iter()
+        .iter()
+        .copied()
         .find(|f| f.executables().contains(&file))
         .unwrap_or(&GENERIC)
 }
@@ -347,7 +395,8 @@ pub fn floor_owner(framework: &'static dyn Framework, program: &Path) -> &'stati
     }
     let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
     all()
-        .into_iter()
+        .iter()
+        .copied()
         .find(|f| f.executables().contains(&file) || f.adapters().contains(&file))
         .unwrap_or(framework)
 }

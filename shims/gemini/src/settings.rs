@@ -31,10 +31,10 @@ pub const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
 /// Where Gemini looks for system settings on Linux when the variable is not set.
 pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
 
-const SYSTEM: SystemSettings = SystemSettings {
+const SYSTEM: SystemSettings<'static> = SystemSettings {
     framework: NAME,
     env_settings: ENV_SYSTEM_SETTINGS,
-    env_defaults: ENV_SYSTEM_DEFAULTS,
+    defaults: Some((ENV_SYSTEM_DEFAULTS, "system-defaults.json")),
     default_path: DEFAULT_SYSTEM_SETTINGS,
     file_name: SETTINGS_FILE,
 };

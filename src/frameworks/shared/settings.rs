@@ -84,19 +84,20 @@ pub fn append_hook_groups(
 /// A run replaces it with a merged copy in the run directory: the real file's settings
 /// plus our hooks, and the defaults variable pointing back at the real defaults file.
 #[derive(Debug)]
-pub struct SystemSettings {
+pub struct SystemSettings<'a> {
     pub framework: &'static str,
     /// The variable naming the system settings file.
-    pub env_settings: &'static str,
-    /// The variable naming the system defaults file.
-    pub env_defaults: &'static str,
+    pub env_settings: &'a str,
+    /// The variable naming the system defaults file, and that file's name beside the
+    /// system settings when the variable is not set.
+    pub defaults: Option<(&'a str, &'a str)>,
     /// Where the agent looks when `env_settings` is not set.
-    pub default_path: &'static str,
+    pub default_path: &'a str,
     /// The merged copy's file name in the run directory.
-    pub file_name: &'static str,
+    pub file_name: &'a str,
 }
 
-impl SystemSettings {
+impl SystemSettings<'_> {
     fn err(&self, why: impl Into<String>) -> FrameworkError {
         FrameworkError::Prepare {
             framework: self.framework,
@@ -112,15 +113,10 @@ impl SystemSettings {
     }
 
     /// The system defaults file the agent would read without us.
-    fn defaults_path(&self, real: &Path) -> OsString {
-        std::env::var_os(self.env_defaults)
+    fn defaults_path(&self, env: &str, file: &str, real: &Path) -> OsString {
+        std::env::var_os(env)
             .filter(|v| !v.is_empty())
-            .unwrap_or_else(|| {
-                real.parent()
-                    .unwrap_or(Path::new("/"))
-                    .join("system-defaults.json")
-                    .into()
-            })
+            .unwrap_or_else(|| real.parent().unwrap_or(Path::new("/")).join(file).into())
     }
 
     /// The settings in `path`: a JSON object, or nothing when there is no such file.
@@ -151,21 +147,35 @@ impl SystemSettings {
         real: &Path,
         merged: Map<String, Value>,
     ) -> Result<(), FrameworkError> {
-        let defaults = self.defaults_path(real);
-        let path = run.run_dir.join(self.file_name);
-        let text = serde_json::to_vec_pretty(&Value::Object(merged))
-            .map_err(|e| self.err(format!("cannot encode the settings: {e}")))?;
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
-            .map_err(|e| self.err(format!("cannot write {}: {e}", path.display())))?;
+        let path = write_private(run, self.file_name, &Value::Object(merged))
+            .map_err(|why| self.err(why))?;
         cmd.env.push((self.env_settings.into(), path.into()));
-        cmd.env.push((self.env_defaults.into(), defaults));
+        if let Some((env, file)) = self.defaults {
+            let defaults = self.defaults_path(env, file, real);
+            cmd.env.push((env.into(), defaults));
+        }
         Ok(())
     }
+}
+
+/// Writes `settings` as `file_name` in the run directory (0600, never over an existing
+/// file); its path.
+pub fn write_private(
+    run: &RunContext,
+    file_name: &str,
+    settings: &Value,
+) -> Result<PathBuf, String> {
+    let path = run.run_dir.join(file_name);
+    let text = serde_json::to_vec_pretty(settings)
+        .map_err(|e| format!("cannot encode the settings: {e}"))?;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(&path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    Ok(path)
 }
 
 #[cfg(test)]
@@ -221,7 +231,7 @@ mod tests {
         let s = SystemSettings {
             framework: "fw",
             env_settings: "AHP_WRAP_TEST_UNSET_SETTINGS",
-            env_defaults: "AHP_WRAP_TEST_UNSET_DEFAULTS",
+            defaults: Some(("AHP_WRAP_TEST_UNSET_DEFAULTS", "system-defaults.json")),
             default_path: "/etc/fw/settings.json",
             file_name: "fw.json",
         };

@@ -23,14 +23,16 @@ const READ_CHUNK: usize = 16 * 1024;
 
 /// Runs one hook call; returns the exit code for the hook process.
 pub fn run_hook(framework: &str, hook: &str) -> i32 {
-    let Some(fw) = frameworks::find(framework) else {
-        eprintln!("ahp-wrap: unknown framework {framework:?}; blocking");
-        return EXIT_UNKNOWN_FRAMEWORK;
-    };
     let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
     let rendered = match relay(framework, hook, &cwd) {
         Ok(r) => r,
+        // Only now is the framework looked up: loading the shims (some are manifests to
+        // parse) is no cost of a call the wrapper answers.
         Err(cause) => {
+            let Some(fw) = frameworks::find(framework) else {
+                eprintln!("ahp-wrap: unknown framework {framework:?}; blocking");
+                return EXIT_UNKNOWN_FRAMEWORK;
+            };
             let cx = HookContext {
                 hook,
                 cwd: &cwd,
