@@ -170,19 +170,7 @@ fn a_modified_command_and_a_rewritten_prompt_are_what_runs() {
 )]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
     let world = World::new(Agent::Copilot);
-    let marker = world.ws().join("down-marker");
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", marker.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [{"event": "pre_action", "exit": true}]}));
-    let r = world.wrapped(
-        &llm,
-        &["--harness", &harness, "--timeout", "1500"],
-        PROMPT,
-        &[],
-    );
-    r.check(!marker.exists(), "the command ran without a decision");
+    let (r, llm) = support::harness_goes_down(&world, bash, PROMPT);
     let results = llm.tool_results();
     r.check(
         results.len() == 1 && text(&results[0]).contains("ahp-wrap blocked this"),

@@ -114,19 +114,7 @@ fn a_modified_command_runs_as_modified() {
 )]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
     let (world, _) = world();
-    let marker = world.ws().join("down-marker");
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", marker.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [{"event": "pre_action", "exit": true}]}));
-    let r = world.wrapped(
-        &llm,
-        &["--harness", &harness, "--timeout", "1500"],
-        PROMPT,
-        &[],
-    );
-    r.check(!marker.exists(), "the command ran without a decision");
+    let (r, llm) = support::harness_goes_down(&world, bash, PROMPT);
     let results = llm.tool_results();
     r.check(
         results.len() == 1

@@ -77,23 +77,11 @@ fn a_modified_command_runs_in_neither_form_because_qwen_cannot_apply_it() {
 )]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
     let world = World::new(Agent::Qwen);
-    let marker = world.ws().join("down-marker");
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([shell(&format!("touch {}", marker.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [{"event": "pre_action", "exit": true}]}));
-    let r = world.wrapped(
-        &llm,
-        &["--harness", &harness, "--timeout", "1500"],
-        PROMPT,
-        &[],
-    );
+    let (r, llm) = support::harness_goes_down(&world, shell, PROMPT);
     r.check(
         r.output.status.code() == Some(0),
         "the run should end normally",
     );
-    r.check(!marker.exists(), "the command ran without a decision");
     // The continuation prompt is a blocking event too, so it is refused as well: the
     // conversation stops there, and the reason is in the run's output.
     r.check(

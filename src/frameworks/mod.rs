@@ -422,13 +422,16 @@ mod tests {
         assert!(!range.contains("unknown") && !range.contains("0"));
     }
 
-    /// Each shim's proven version is the one its end-to-end suite installs.
+    /// Each shim of an agent with hooks declares the versions it is proven on, and they
+    /// hold the one its end-to-end suite installs.
     #[test]
     fn each_shim_is_proven_on_the_version_its_suite_pins() {
         let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR"));
-        let mut seen = 0;
-        for f in all() {
-            let Some(proven) = f.proven() else { continue };
+        let mut seen = Vec::new();
+        for f in all().iter().filter(|f| f.injects_hooks()) {
+            let proven = f
+                .proven()
+                .unwrap_or_else(|| panic!("{} declares no proven versions", f.name()));
             // Each setup under tests/ is named as its framework.
             let setup = f.name();
             let pinned = std::fs::read_to_string(root.join("tests").join(setup).join("VERSION"))
@@ -438,9 +441,11 @@ mod tests {
                 "{}: {proven} vs {pinned}",
                 f.name()
             );
-            seen += 1;
+            seen.push(f.name());
         }
-        assert_eq!(seen, 6, "the six agents with hooks declare theirs");
+        for shim in ["claude-code", "qwen", "droid"] {
+            assert!(seen.contains(&shim), "{shim} in {seen:?}");
+        }
     }
 
     #[test]

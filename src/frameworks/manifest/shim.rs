@@ -98,7 +98,12 @@ impl ManifestShim {
             .iter()
             .filter_map(|a| a.to_str())
             .take_while(|a| *a != "--")
-            .find(|a| refused.iter().any(|r| r == a))
+            .find(|a| {
+                refused.iter().any(|r| {
+                    a.strip_prefix(r.as_str())
+                        .is_some_and(|rest| rest.is_empty() || rest.starts_with('='))
+                })
+            })
             .map(str::to_owned)
     }
 }
@@ -136,12 +141,15 @@ impl Framework for ManifestShim {
         let shim = self.shim();
         if let Some(flag) = self.refused_flag(cmd) {
             return Err(shim.prepare_error(format!(
-                "{flag} turns off {}'s hooks, so the run could not be supervised",
+                "{flag} would keep {} from loading the hooks this run injects, so the run \
+                 could not be supervised",
                 self.manifest.agent
             )));
         }
         let inject = &self.manifest.inject;
-        if let (Some(env), Some(replaces)) = (&inject.env, &inject.replaces) {
+        if let Some(env) = &inject.env {
+            // The variable names one file: the one it names already (else the one it
+            // replaces, if any) is merged into ours.
             let system = SystemSettings {
                 framework: self.manifest.name,
                 env_settings: env,
@@ -149,21 +157,22 @@ impl Framework for ManifestShim {
                     .defaults_env
                     .as_deref()
                     .zip(inject.defaults_file.as_deref()),
-                default_path: replaces,
+                default_path: inject.replaces.as_deref().unwrap_or(""),
                 file_name: inject.file.get_ref(),
             };
             let real = system.real_path();
-            let merged = self.settings(run, system.read(&real)?)?;
+            let base = if real.as_os_str().is_empty() {
+                Map::new()
+            } else {
+                system.read(&real)?
+            };
+            let merged = self.settings(run, base)?;
             system.install(run, cmd, &real, merged)?;
-        } else {
+        } else if let Some(flag) = &inject.flag {
             let settings = self.settings(run, Map::new())?;
             let path = write_private(run, inject.file.get_ref(), &Value::Object(settings))
                 .map_err(|why| shim.prepare_error(why))?;
-            if let Some(env) = &inject.env {
-                cmd.env.push((env.into(), path.into()));
-            } else if let Some(flag) = &inject.flag {
-                cmd.args.splice(0..0, [flag.into(), path.into()]);
-            }
+            cmd.args.splice(0..0, [flag.into(), path.into()]);
         }
         cmd.expect_hook = inject.expect_hook.clone();
         if let Some(file) = &self.file {

@@ -193,7 +193,16 @@ fn qwen_settings_are_merged_into_the_system_file_they_replace() {
         .prepare(&run(&run_dir), &mut cmd)
         .unwrap_err()
         .to_string();
-    assert!(e.contains("--bare turns off Qwen Code's hooks"), "{e}");
+    assert!(
+        e.contains("--bare would keep Qwen Code from loading the hooks"),
+        "{e}"
+    );
+    cmd.args = vec!["--safe-mode=1".into()];
+    assert!(shim.prepare(&run(&run_dir), &mut cmd).is_err());
+    cmd.args = vec!["--".into(), "--bare".into()];
+    let path = run_dir.join("qwen-system-settings.json");
+    std::fs::remove_file(&path).unwrap();
+    assert!(shim.prepare(&run(&run_dir), &mut cmd).is_ok());
 }
 
 /// A manifest for an agent that takes its settings with a flag, applies a modified tool

@@ -1,4 +1,5 @@
-//! Helpers for the end-to-end tests on the real Gemini CLI, Qwen Code, Copilot CLI and OpenCode:
+//! Helpers for the end-to-end tests on the real Gemini CLI, Qwen Code, Copilot CLI, OpenCode
+//! and droid:
 //! the pinned binaries, the scripted fake model server (`fake_llm.py`: Gemini `generateContent` /
 //! `streamGenerateContent` and OpenAI Chat Completions), the scripted harness, and one
 //! test's private world (HOME, settings, workspace). The rest is in `agents.rs`, which the
@@ -24,6 +25,7 @@ pub enum Agent {
     Qwen,
     Copilot,
     OpenCode,
+    Droid,
 }
 
 impl Agent {
@@ -33,6 +35,7 @@ impl Agent {
             Agent::Qwen => "qwen",
             Agent::Copilot => "copilot",
             Agent::OpenCode => "opencode",
+            Agent::Droid => "droid",
         }
     }
 
@@ -42,6 +45,7 @@ impl Agent {
             Agent::Qwen => include_str!("../../qwen/VERSION").trim(),
             Agent::Copilot => include_str!("../../copilot/VERSION").trim(),
             Agent::OpenCode => include_str!("../../opencode/VERSION").trim(),
+            Agent::Droid => include_str!("../../droid/VERSION").trim(),
         }
     }
 
@@ -131,6 +135,21 @@ fn opencode_user_config() -> Value {
     })
 }
 
+/// droid's user settings: the fake model server as a custom Chat Completions model
+/// (`custom:Fake-0`), and a user hook of their own that leaves a mark (`user-hook-ran` in
+/// HOME) on every tool call.
+fn droid_user_settings(base: &str) -> Value {
+    json!({
+        "customModels": [{
+            "model": "gpt-fake", "displayName": "Fake", "baseUrl": format!("{base}/v1"),
+            "apiKey": "sk-fake", "provider": "generic-chat-completion-api",
+            "maxOutputTokens": 4096
+        }],
+        "hooks": {"PreToolUse": [{"matcher": "*", "hooks": [{"type": "command",
+            "command": "echo ran >> \"$HOME/user-hook-ran\"", "timeout": 10}]}]}
+    })
+}
+
 /// One test's private world: HOME with the agent's user settings, a workspace, the harness.
 pub struct World {
     base: TestDir,
@@ -166,7 +185,8 @@ impl World {
             // proves that the user's config still loads beside ours.
             Agent::OpenCode => opencode_user_config(),
             // Copilot needs no settings: offline mode and the provider are environment.
-            Agent::Copilot => return world,
+            // droid's model names the fake server's port: written when the run starts.
+            Agent::Copilot | Agent::Droid => return world,
         });
         world
     }
@@ -180,6 +200,7 @@ impl World {
             Agent::Qwen => home.join(".qwen/settings.json"),
             Agent::Copilot => home.join(".copilot/settings.json"),
             Agent::OpenCode => home.join(".config/opencode/opencode.json"),
+            Agent::Droid => home.join(".factory/settings.json"),
         }
     }
 
@@ -199,6 +220,22 @@ impl World {
     ) -> Run {
         let mut cmd = Command::new(crate::wrap_bin());
         cmd.args(wrapper).arg("--").arg(self.agent.bin());
+        self.run_agent(cmd, llm, prompt, env)
+    }
+
+    /// The agent alone, as [`World::wrapped`] runs it, without `ahp-wrap`.
+    pub fn unwrapped(&self, llm: &FakeLlm, prompt: &str, env: &[(&str, &Path)]) -> Run {
+        self.run_agent(Command::new(self.agent.bin()), llm, prompt, env)
+    }
+
+    /// `cmd` (the agent, wrapped or not) given the prompt and its offline environment, run.
+    fn run_agent(
+        &self,
+        mut cmd: Command,
+        llm: &FakeLlm,
+        prompt: &str,
+        env: &[(&str, &Path)],
+    ) -> Run {
         let base = format!("http://127.0.0.1:{}", llm.port);
         agents::offline(&mut cmd, self);
         cmd.env("TERM", "dumb")
@@ -232,6 +269,14 @@ impl World {
                     .env("COPILOT_PROVIDER_BASE_URL", format!("{base}/v1"))
                     .env("COPILOT_PROVIDER_TYPE", "openai")
                     .env("COPILOT_MODEL", "gpt-fake");
+            }
+            Agent::Droid => {
+                // The model is the user's own (a custom model in their settings): a run that
+                // reaches the fake model proves that the user's settings still load beside
+                // ours. Air-gapped: no call to Factory's service.
+                self.user_settings(droid_user_settings(&base));
+                cmd.args(["exec", "-m", "custom:Fake-0", "--auto", "low", prompt])
+                    .env("FACTORY_AIRGAP_ENABLED", "true");
             }
             Agent::OpenCode => {
                 // npm offline: OpenCode's background install of its plugin package into the
@@ -291,6 +336,32 @@ pub fn one_blocked_one_allowed(
     );
     r.check(!blocked.exists(), "the blocked command ran");
     r.check(allowed.exists(), "the allowed command did not run");
+    (r, llm)
+}
+
+/// The scenario every agent suite has for a harness that dies: the model asks, through
+/// `call`, for a command, and the harness exits when asked about it. Runs the agent under
+/// `ahp-wrap --harness … --timeout 1500` with `prompt` and checks on disk that the command
+/// never ran; returns the run and the fake model for the suite's own checks of what the
+/// model and the person were told.
+pub fn harness_goes_down(
+    world: &World,
+    call: impl Fn(&str) -> Value,
+    prompt: &str,
+) -> (Run, FakeLlm) {
+    let marker = world.ws().join("down-marker");
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([call(&format!("touch {}", marker.display())), {"text": "All done."}]),
+    );
+    let harness = world.harness(json!({"rules": [{"event": "pre_action", "exit": true}]}));
+    let r = world.wrapped(
+        &llm,
+        &["--harness", &harness, "--timeout", "1500"],
+        prompt,
+        &[],
+    );
+    r.check(!marker.exists(), "the command ran without a decision");
     (r, llm)
 }
 
