@@ -1,46 +1,11 @@
 //! End to end on the real OpenCode CLI (the version pinned in tests/opencode/VERSION,
-//! installed by tests/opencode/setup.sh), driven by a scripted fake OpenAI Chat Completions
+//! installed by tests/opencode/setup.sh): the OpenCode family's scenarios
+//! (`ahp_wrap_testkit::opencode_family`), driven by a scripted fake OpenAI Chat Completions
 //! server on 127.0.0.1 (a provider in the user's own OpenCode config) and a scripted stdio
-//! harness. Each test's HOME also holds a plugin of the user's, which must still load.
+//! harness, with a plugin of the user's that must still load.
 
-use ahp_wrap_testkit::llm_agents as support;
-
-use std::path::PathBuf;
-
-use serde_json::{json, Value};
-use support::{shell_tool, Agent, FakeLlm, World};
-
-const PROMPT: &str = "please do the task";
-
-/// A turn in which the model runs `command` with OpenCode's `bash` tool.
-fn bash(command: &str) -> Value {
-    shell_tool("bash", command)
-}
-
-fn text(v: &Value) -> String {
-    v.to_string()
-}
-
-/// A test's world with a plugin of the user's in `~/.config/opencode/plugins/`, which
-/// writes `user-plugin.log` in the test's directory: `loaded` when OpenCode loads it, and
-/// `before <tool>` for each tool call it sees.
-fn world() -> (World, PathBuf) {
-    let world = World::new(Agent::OpenCode);
-    let log = world.dir.path().join("user-plugin.log");
-    let plugins = world.dir.path().join("home/.config/opencode/plugins");
-    std::fs::create_dir_all(&plugins).unwrap();
-    let log_js = Value::from(log.to_str().unwrap()).to_string();
-    let source = format!(
-        r#"import {{ appendFileSync }} from "node:fs";
-export const UserMarker = async () => {{
-  appendFileSync({log_js}, "loaded\n");
-  return {{ "tool.execute.before": async (input) => appendFileSync({log_js}, `before ${{input.tool}}\n`) }};
-}};
-"#
-    );
-    std::fs::write(plugins.join("user-marker.js"), source).unwrap();
-    (world, log)
-}
+use ahp_wrap_testkit::llm_agents::Agent;
+use ahp_wrap_testkit::opencode_family as scenario;
 
 #[test]
 #[cfg_attr(
@@ -48,31 +13,8 @@ export const UserMarker = async () => {{
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
 )]
 fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_plugin_still_loads() {
-    let (world, user_log) = world();
-    let (r, llm) = support::one_blocked_one_allowed(&world, bash, PROMPT);
-    support::check_reason_then_output(&r, &llm);
-    let user = std::fs::read_to_string(&user_log).unwrap_or_default();
-    r.check(
-        user.starts_with("loaded\n") && user.matches("before bash").count() == 2,
-        &format!("the user's own plugin did not run: {user:?}"),
-    );
-    let pre = world.harness_saw("pre_action");
-    r.check(pre.len() == 2, "two pre_actions");
-    assert_eq!(pre[0]["payload"]["tool_name"], "bash");
-    assert!(pre[0]["payload"]["tool_call_id"].is_string());
-    let prompt = world.harness_saw("pre_prompt");
-    assert!(text(&prompt[0]["payload"]["prompt"]).contains(PROMPT));
-    let post = world.harness_saw("post_action");
-    r.check(
-        post.len() == 1 && text(&post[0]["payload"]["result"]).contains("OUTPUT-4471"),
-        &format!("post_action: {post:?}"),
-    );
-    let response = world.harness_saw("post_response");
-    r.check(
-        response
-            .iter()
-            .any(|e| e["payload"]["response"] == "All done."),
-        &format!("post_response: {response:?}"),
+    scenario::a_blocked_command_never_runs_an_allowed_one_does_and_the_users_plugin_still_loads(
+        Agent::OpenCode,
     );
 }
 
@@ -82,29 +24,7 @@ fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_plugin_still_l
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
 )]
 fn a_modified_command_runs_as_modified() {
-    let (world, _) = world();
-    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", orig.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "decision": {"decision": "modify",
-         "modified_payload": {"command": format!("touch {} && echo MODIFIED-88", new.display()),
-                              "description": "rewritten"}}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!orig.exists(), "the unmodified command ran");
-    r.check(new.exists(), "the modified command did not run");
-    let results = llm.tool_results();
-    r.check(
-        results.len() == 1 && text(&results[0]).contains("MODIFIED-88"),
-        &format!("the model did not get the modified command's output: {results:?}"),
-    );
+    scenario::a_modified_command_runs_as_modified(Agent::OpenCode);
 }
 
 #[test]
@@ -113,15 +33,7 @@ fn a_modified_command_runs_as_modified() {
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
 )]
 fn a_harness_that_goes_down_gets_the_command_blocked() {
-    let (world, _) = world();
-    let (r, llm) = support::harness_goes_down(&world, bash, PROMPT);
-    let results = llm.tool_results();
-    r.check(
-        results.len() == 1
-            && text(&results[0]).contains("ahp-wrap blocked this")
-            && text(&results[0]).contains("fail mode: closed"),
-        &format!("the model was not told why: {results:?}"),
-    );
+    scenario::a_harness_that_goes_down_gets_the_command_blocked(Agent::OpenCode);
 }
 
 #[test]
@@ -130,29 +42,7 @@ fn a_harness_that_goes_down_gets_the_command_blocked() {
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
 )]
 fn a_blocked_prompt_never_reaches_the_model() {
-    let (world, _) = world();
-    let marker = world.ws().join("prompt-marker");
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", marker.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_prompt", "decision": {"decision": "block", "reason": "no prompts (rule 9)"}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() != Some(0),
-        "OpenCode should fail the run",
-    );
-    r.check(
-        llm.requests().iter().all(|q| q["kind"] == "other"),
-        "a model request went out",
-    );
-    r.check(!marker.exists(), "the command ran");
-    r.check(
-        r.stderr().contains("no prompts (rule 9)"),
-        "the user was not told why",
-    );
+    scenario::a_blocked_prompt_never_reaches_the_model(Agent::OpenCode);
 }
 
 #[test]
@@ -161,29 +51,5 @@ fn a_blocked_prompt_never_reaches_the_model() {
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
 )]
 fn a_rewritten_prompt_is_what_the_model_gets() {
-    let (world, _) = world();
-    let llm = FakeLlm::start(world.dir.path(), json!([{"text": "All done."}]));
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_prompt", "decision": {"decision": "modify",
-         "modified_payload": {"prompt": "the rewritten task R-5150"}}}
-    ]}));
-    let r = world.wrapped(
-        &llm,
-        &["--harness", &harness],
-        "the original task O-2323",
-        &[],
-    );
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    let bodies: Vec<String> = llm.requests().iter().map(|q| text(&q["body"])).collect();
-    r.check(
-        llm.main_bodies().len() == 1 && text(&llm.main_bodies()[0]).contains("R-5150"),
-        &format!("the model did not get the rewritten prompt: {bodies:?}"),
-    );
-    r.check(
-        bodies.iter().all(|b| !b.contains("O-2323")),
-        &format!("the original prompt reached the model server: {bodies:?}"),
-    );
+    scenario::a_rewritten_prompt_is_what_the_model_gets(Agent::OpenCode);
 }

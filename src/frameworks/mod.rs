@@ -302,7 +302,8 @@ static CLAUDE_CODE: claude_code::ClaudeCode = claude_code::ClaudeCode;
 static CODEX: codex::Codex = codex::Codex;
 static GEMINI: gemini::Gemini = gemini::Gemini;
 static COPILOT: copilot::Copilot = copilot::Copilot;
-static OPENCODE: opencode::OpenCode = opencode::OpenCode;
+static OPENCODE: opencode::OpenCode = opencode::OpenCode(&opencode::OPENCODE);
+static KILO: opencode::OpenCode = opencode::OpenCode(&opencode::KILO);
 
 /// Every framework this process knows, once loaded.
 static REGISTRY: OnceLock<Vec<&'static dyn Framework>> = OnceLock::new();
@@ -338,6 +339,7 @@ fn registry(named: Vec<(manifest::Manifest, PathBuf)>) -> Vec<&'static dyn Frame
         &GEMINI,
         &COPILOT,
         &OPENCODE,
+        &KILO,
     ];
     let mut shims: Vec<manifest::ManifestShim> = manifest::built_in()
         .into_iter()

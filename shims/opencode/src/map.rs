@@ -6,13 +6,20 @@
 
 use serde_json::{json, Map, Value};
 
-use super::{OpenCodeEvent, NAME, SHIM};
+#[cfg(test)]
+use super::OPENCODE;
+use super::{Flavor, OpenCodeEvent};
 use crate::frameworks::adapter::shared::payload::HookPayload;
 use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
 
-pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-    let event = OpenCodeEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
-    let p = HookPayload::parse(NAME, cx, payload)?;
+pub fn map(
+    flavor: &Flavor,
+    cx: &HookContext<'_>,
+    payload: &[u8],
+) -> Result<Option<Mapped>, FrameworkError> {
+    let name = flavor.shim.framework;
+    let event = OpenCodeEvent::parse(cx.hook).ok_or_else(|| flavor.shim.unknown_hook(cx.hook))?;
+    let p = HookPayload::parse(name, cx, payload)?;
     // A plugin hook's `input`, or a bus event's `properties`.
     let fields = match p
         .get("input")
@@ -46,7 +53,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
         OpenCodeEvent::SessionCreated => {
             let info = &fields.get("info").cloned().unwrap_or(Value::Null);
             let payload = json!({
-                "framework": NAME,
+                "framework": name,
                 "source": "created",
                 "model": null,
                 "framework_session_id": session,
@@ -66,7 +73,7 @@ pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, Frame
         ),
         OpenCodeEvent::SessionDeleted => (
             EventType::SessionEnd,
-            json!({"framework": NAME, "reason": "deleted", "framework_session_id": session, "context": context}),
+            json!({"framework": name, "reason": "deleted", "framework_session_id": session, "context": context}),
         ),
     };
     Ok(Some(Mapped {
@@ -144,7 +151,9 @@ mod tests {
     use crate::frameworks::adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
-        map(&cx(hook), &sample("opencode", hook)).unwrap().unwrap()
+        map(&OPENCODE, &cx(hook), &sample("opencode", hook))
+            .unwrap()
+            .unwrap()
     }
 
     #[test]
@@ -192,7 +201,7 @@ mod tests {
     #[test]
     fn errors_and_ends_map_and_malformed_payloads_are_errors() {
         let err = br#"{"event": {"type": "session.error", "properties": {"sessionID": "ses_1", "error": {"name": "X"}}}}"#;
-        let m = map(&cx("session.error"), err).unwrap().unwrap();
+        let m = map(&OPENCODE, &cx("session.error"), err).unwrap().unwrap();
         assert_eq!(
             (m.event_type, m.payload["error"]["name"].clone()),
             (EventType::Error, "X".into())
@@ -200,20 +209,26 @@ mod tests {
         let end =
             br#"{"event": {"type": "session.deleted", "properties": {"sessionID": "ses_1"}}}"#;
         assert_eq!(
-            map(&cx("session.deleted"), end)
+            map(&OPENCODE, &cx("session.deleted"), end)
                 .unwrap()
                 .unwrap()
                 .event_type,
             EventType::SessionEnd
         );
-        assert!(map(&cx("tool.execute.before"), b"{}").is_err());
+        assert!(map(&OPENCODE, &cx("tool.execute.before"), b"{}").is_err());
         assert!(map(
+            &OPENCODE,
             &cx("tool.execute.before"),
             br#"{"input": {"tool": "bash"}, "output": {}}"#
         )
         .is_err());
-        assert!(map(&cx("chat.message"), br#"{"input": {}, "output": {}}"#).is_err());
-        assert!(map(&cx("permission.ask"), b"{}").is_err());
-        assert!(map(&cx("session.idle"), b"[]").is_err());
+        assert!(map(
+            &OPENCODE,
+            &cx("chat.message"),
+            br#"{"input": {}, "output": {}}"#
+        )
+        .is_err());
+        assert!(map(&OPENCODE, &cx("permission.ask"), b"{}").is_err());
+        assert!(map(&OPENCODE, &cx("session.idle"), b"[]").is_err());
     }
 }

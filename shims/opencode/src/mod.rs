@@ -1,5 +1,7 @@
 //! The `opencode` shim: OpenCode's plugin hooks, reached through a plugin of ours that is
 //! written into the run directory and added for one run through `OPENCODE_CONFIG_CONTENT`.
+//! It serves the OpenCode family: OpenCode, and Kilo Code (`kilo`), a fork that renamed
+//! OpenCode's variables and directories and kept its plugin API ([`Flavor`]).
 //!
 //! Everything OpenCode-specific lives in this folder (`shims/opencode/`): injection and the
 //! plugin (`config.rs`, `plugin.js`), payload mapping (`map.rs`), rendering (`render.rs`),
@@ -23,11 +25,71 @@ use crate::frameworks::adapter::{
 /// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
 pub const NAME: &str = "opencode";
 
-/// Names the framework in errors and hook commands, and the agent in reasons.
-pub const SHIM: Shim = Shim {
-    framework: NAME,
-    agent: "OpenCode",
+/// One agent of the OpenCode family: what differs between OpenCode and a fork of it.
+#[derive(Debug)]
+pub struct Flavor {
+    /// Names the framework in errors and hook commands, and the agent in reasons.
+    pub shim: Shim,
+    pub executables: &'static [&'static str],
+    pub packages: &'static [&'static str],
+    pub proven: Proven,
+    pub model_hosts: &'static [&'static str],
+    /// The variable with config content the agent layers over every config file.
+    pub env_config_content: &'static str,
+    /// The variable with which the agent loads no external plugin (ours included).
+    pub env_pure: &'static str,
+    /// The agent's directory under the XDG data, state and cache directories.
+    pub xdg_dir: &'static str,
+}
+
+/// OpenCode itself.
+pub const OPENCODE: Flavor = Flavor {
+    shim: Shim {
+        framework: NAME,
+        agent: "OpenCode",
+    },
+    executables: &["opencode"],
+    packages: &["opencode-ai"],
+    proven: Proven::pinned(include_str!("../../../tests/opencode/VERSION")),
+    model_hosts: &[
+        "opencode.ai",
+        "models.dev",
+        "api.anthropic.com",
+        "api.openai.com",
+    ],
+    env_config_content: "OPENCODE_CONFIG_CONTENT",
+    env_pure: "OPENCODE_PURE",
+    xdg_dir: "opencode",
 };
+
+/// Kilo Code's CLI, a fork of OpenCode: `KILO_*` for `OPENCODE_*`, `kilo` for `opencode`.
+pub const KILO: Flavor = Flavor {
+    shim: Shim {
+        framework: "kilo",
+        agent: "Kilo Code",
+    },
+    executables: &["kilo", "kilocode"],
+    packages: &[
+        "@kilocode/cli",
+        "@kilocode/cli-linux-x64",
+        "@kilocode/cli-linux-x64-baseline",
+        "@kilocode/cli-linux-arm64",
+    ],
+    proven: Proven::pinned(include_str!("../../../tests/kilo/VERSION")),
+    model_hosts: &[
+        "api.kilo.ai",
+        "app.kilo.ai",
+        "models.dev",
+        "api.anthropic.com",
+        "api.openai.com",
+    ],
+    env_config_content: "KILO_CONFIG_CONTENT",
+    env_pure: "KILO_PURE",
+    xdg_dir: "kilo",
+};
+
+/// Names the framework in errors and hook commands, and the agent in reasons.
+pub const SHIM: Shim = OPENCODE.shim;
 
 hook_events! {
     /// What our plugin relays, by OpenCode's own names (in the order OpenCode fires them in
@@ -44,30 +106,24 @@ hook_events! {
     }
 }
 
-pub struct OpenCode;
+/// An agent of the OpenCode family, as a framework.
+pub struct OpenCode(pub &'static Flavor);
 
 impl Framework for OpenCode {
     fn packages(&self) -> &'static [&'static str] {
-        &["opencode-ai"]
+        self.0.packages
     }
 
     fn proven(&self) -> Option<Proven> {
-        Some(Proven::pinned(include_str!(
-            "../../../tests/opencode/VERSION"
-        )))
+        Some(self.0.proven)
     }
 
     fn injection_refused(&self) -> Option<String> {
-        config::pure_refusal(std::env::var(config::ENV_PURE).ok().as_deref())
+        config::pure_refusal(self.0, std::env::var(self.0.env_pure).ok().as_deref())
     }
 
     fn model_hosts(&self) -> &'static [&'static str] {
-        &[
-            "opencode.ai",
-            "models.dev",
-            "api.anthropic.com",
-            "api.openai.com",
-        ]
+        self.0.model_hosts
     }
 
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
@@ -76,7 +132,7 @@ impl Framework for OpenCode {
             std::env::var_os(var)
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| home.join(default), std::path::PathBuf::from)
-                .join("opencode")
+                .join(self.0.xdg_dir)
         };
         AgentFiles {
             state: vec![
@@ -89,23 +145,23 @@ impl Framework for OpenCode {
     }
 
     fn name(&self) -> &'static str {
-        NAME
+        self.0.shim.framework
     }
 
     fn executables(&self) -> &'static [&'static str] {
-        &["opencode"]
+        self.0.executables
     }
 
     fn prepare(&self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-        config::prepare(run, cmd)
+        config::prepare(self.0, run, cmd)
     }
 
     fn map(&self, cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
-        map::map(cx, payload)
+        map::map(self.0, cx, payload)
     }
 
     fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
-        render::render(cx, event, verdict)
+        render::render(self.0, cx, event, verdict)
     }
 
     // `native_ask` stays false: a plugin hook can only let a call through, change it or
@@ -129,6 +185,10 @@ mod tests {
         assert_eq!(
             crate::frameworks::adapter::testing::detect(Path::new("/x/opencode")).name(),
             NAME
+        );
+        assert_eq!(
+            crate::frameworks::adapter::testing::detect(Path::new("/x/kilo")).name(),
+            "kilo"
         );
     }
 }

@@ -9,6 +9,9 @@
 import { spawn, spawnSync } from "node:child_process";
 
 const HOOK_EXE = "__AHP_WRAP_HOOK_EXE__";
+/// The framework the hook speaks for (`opencode`, or a fork's name) and the agent's name.
+const FRAMEWORK = "__AHP_WRAP_FRAMEWORK__";
+const AGENT = "__AHP_WRAP_AGENT__";
 const TIMEOUT_MS = __AHP_WRAP_TIMEOUT_MS__;
 /// The most of the hook's stdout or stderr we keep.
 const MAX_OUTPUT = 4 * 1024 * 1024;
@@ -28,7 +31,7 @@ function relay(hook, payload, cwd) {
     };
     let child;
     try {
-      child = spawn(HOOK_EXE, ["hook", "opencode", hook], { cwd, stdio: ["pipe", "pipe", "pipe"] });
+      child = spawn(HOOK_EXE, ["hook", FRAMEWORK, hook], { cwd, stdio: ["pipe", "pipe", "pipe"] });
     } catch (e) {
       resolve({ failed: `the ahp-wrap hook could not start (${e && e.message})` });
       return;
@@ -55,7 +58,7 @@ function relay(hook, payload, cwd) {
 
 /// Runs the hook executable for a notification, waiting for it; the answer is not used.
 function relaySync(hook, payload, cwd) {
-  spawnSync(HOOK_EXE, ["hook", "opencode", hook], {
+  spawnSync(HOOK_EXE, ["hook", FRAMEWORK, hook], {
     cwd,
     input: JSON.stringify(payload),
     stdio: ["pipe", "ignore", "ignore"],
@@ -68,7 +71,7 @@ function relaySync(hook, payload, cwd) {
 function answer(result) {
   const closed = (why) => ({
     decision: "block",
-    reason: `ahp-wrap blocked this because ${why} (the OpenCode plugin fails closed)`,
+    reason: `ahp-wrap blocked this because ${why} (the ${AGENT} plugin fails closed)`,
   });
   if (result.failed) return closed(result.failed);
   if (result.code !== 0) {

@@ -13,11 +13,14 @@
 
 use serde_json::{json, Value};
 
-use super::{OpenCodeEvent, SHIM};
+#[cfg(test)]
+use super::OPENCODE;
+use super::{Flavor, OpenCodeEvent};
 use crate::frameworks::adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
+use crate::frameworks::adapter::Shim;
 use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
 
 /// Exit code with which the plugin blocks on the stderr text: only for hooks we do not know.
@@ -25,13 +28,19 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a notification whose relay failed (the plugin only logs it).
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+pub fn render(
+    flavor: &Flavor,
+    cx: &HookContext<'_>,
+    _event: Option<&Mapped>,
+    verdict: &Final,
+) -> Rendered {
+    let shim = flavor.shim;
     let Some(event) = OpenCodeEvent::parse(cx.hook) else {
-        return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
+        return stderr_exit(&shim.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
     match event {
-        OpenCodeEvent::ToolExecuteBefore => tool_execute_before(verdict),
-        OpenCodeEvent::ChatMessage => chat_message(verdict),
+        OpenCodeEvent::ToolExecuteBefore => tool_execute_before(shim, verdict),
+        OpenCodeEvent::ChatMessage => chat_message(shim, verdict),
         OpenCodeEvent::ToolExecuteAfter
         | OpenCodeEvent::SessionCreated
         | OpenCodeEvent::SessionIdle
@@ -44,7 +53,7 @@ fn block(reason: &str) -> Rendered {
     json_stdout(json!({"decision": "block", "reason": reason}))
 }
 
-fn tool_execute_before(verdict: &Final) -> Rendered {
+fn tool_execute_before(shim: Shim, verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(args) => json_stdout(json!({"decision": "modify", "args": args})),
@@ -56,7 +65,7 @@ fn tool_execute_before(verdict: &Final) -> Rendered {
         // hook cannot approve a call past them).
         Final::Allow { .. } => Rendered::default(),
         Final::Block { reason } => block(reason),
-        _ => block(&SHIM.unexpected(verdict)),
+        _ => block(&shim.unexpected(verdict)),
     }
 }
 
@@ -72,7 +81,7 @@ fn new_prompt(modified: &Value) -> Result<&str, String> {
     }
 }
 
-fn chat_message(verdict: &Final) -> Rendered {
+fn chat_message(shim: Shim, verdict: &Final) -> Rendered {
     if let Some(modified) = verdict.replacement() {
         return match new_prompt(modified) {
             Ok(p) => json_stdout(json!({"decision": "modify", "prompt": p})),
@@ -82,7 +91,7 @@ fn chat_message(verdict: &Final) -> Rendered {
     match verdict {
         Final::Allow { .. } => Rendered::default(),
         Final::Block { reason } => block(&format!("ahp-wrap blocked this prompt: {reason}")),
-        _ => block(&SHIM.unexpected(verdict)),
+        _ => block(&shim.unexpected(verdict)),
     }
 }
 
@@ -92,6 +101,9 @@ mod tests {
     use crate::frameworks::adapter::testing::{allow, block as blocked, modify};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
+        let render = |cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final| {
+            super::render(&OPENCODE, cx, event, verdict)
+        };
         crate::frameworks::adapter::testing::out(render, hook, verdict)
     }
 

@@ -27,6 +27,7 @@ pub mod common;
 pub mod fleet;
 pub mod llm_agents;
 pub mod mcp;
+pub mod opencode_family;
 pub mod rabbitmq;
 
 /// The project's root directory.

@@ -25,6 +25,7 @@ pub enum Agent {
     Qwen,
     Copilot,
     OpenCode,
+    Kilo,
     Droid,
 }
 
@@ -35,6 +36,7 @@ impl Agent {
             Agent::Qwen => "qwen",
             Agent::Copilot => "copilot",
             Agent::OpenCode => "opencode",
+            Agent::Kilo => "kilo",
             Agent::Droid => "droid",
         }
     }
@@ -45,6 +47,7 @@ impl Agent {
             Agent::Qwen => include_str!("../../qwen/VERSION").trim(),
             Agent::Copilot => include_str!("../../copilot/VERSION").trim(),
             Agent::OpenCode => include_str!("../../opencode/VERSION").trim(),
+            Agent::Kilo => include_str!("../../kilo/VERSION").trim(),
             Agent::Droid => include_str!("../../droid/VERSION").trim(),
         }
     }
@@ -119,14 +122,14 @@ pub fn shell_tool(tool: &str, command: &str) -> Value {
 }
 
 /// OpenCode's user config: the fake model server as an OpenAI-compatible provider, its URL
-/// taken from `OPENCODE_TEST_BASE_URL` (OpenCode substitutes `{env:…}`), no sharing.
-fn opencode_user_config() -> Value {
+/// taken from the variable `url_env` (OpenCode substitutes `{env:…}`), no sharing.
+fn opencode_user_config(url_env: &str) -> Value {
     json!({
         "$schema": "https://opencode.ai/config.json",
         "provider": {"fake": {
             "npm": "@ai-sdk/openai-compatible",
             "name": "Fake",
-            "options": {"baseURL": "{env:OPENCODE_TEST_BASE_URL}", "apiKey": "dummy"},
+            "options": {"baseURL": format!("{{env:{url_env}}}"), "apiKey": "dummy"},
             "models": {"gpt-fake": {"name": "gpt-fake", "tool_call": true}}
         }},
         "model": "fake/gpt-fake",
@@ -183,7 +186,14 @@ impl World {
             }),
             // The provider lives in the user's own config: a run that reaches the fake model
             // proves that the user's config still loads beside ours.
-            Agent::OpenCode => opencode_user_config(),
+            Agent::OpenCode => opencode_user_config("OPENCODE_TEST_BASE_URL"),
+            // Kilo's own provider is off: it would ask Kilo's service for its models.
+            Agent::Kilo => {
+                let mut config = opencode_user_config("KILO_TEST_BASE_URL");
+                config["$schema"] = "https://app.kilo.ai/config.json".into();
+                config["disabled_providers"] = json!(["kilo"]);
+                config
+            }
             // Copilot needs no settings: offline mode and the provider are environment.
             // droid's model names the fake server's port: written when the run starts.
             Agent::Copilot | Agent::Droid => return world,
@@ -200,6 +210,7 @@ impl World {
             Agent::Qwen => home.join(".qwen/settings.json"),
             Agent::Copilot => home.join(".copilot/settings.json"),
             Agent::OpenCode => home.join(".config/opencode/opencode.json"),
+            Agent::Kilo => home.join(".config/kilo/kilo.json"),
             Agent::Droid => home.join(".factory/settings.json"),
         }
     }
@@ -277,6 +288,17 @@ impl World {
                 self.user_settings(droid_user_settings(&base));
                 cmd.args(["exec", "-m", "custom:Fake-0", "--auto", "low", prompt])
                     .env("FACTORY_AIRGAP_ENABLED", "true");
+            }
+            Agent::Kilo => {
+                // As OpenCode, under Kilo's names; `--auto`: a headless run rejects any
+                // permission it would ask for (a path outside the project) and fails.
+                cmd.args(["run", "--auto", prompt])
+                    .env("KILO_TEST_BASE_URL", format!("{base}/v1"))
+                    .env("KILO_DISABLE_MODELS_FETCH", "1")
+                    .env("KILO_DISABLE_AUTOUPDATE", "1")
+                    .env("KILO_DISABLE_SHARE", "1")
+                    .env("KILO_TELEMETRY_LEVEL", "off")
+                    .env("npm_config_offline", "true");
             }
             Agent::OpenCode => {
                 // npm offline: OpenCode's background install of its plugin package into the
