@@ -44,8 +44,8 @@ Examples:
   ahp-wrap policy default > my-policy.toml                start a policy of your own
 
 Frameworks (--framework, else from the agent's executable name): claude-code (claude), codex,
-gemini, qwen, copilot, opencode, acp (an ACP agent), path (PATH shims only), generic, and
-the shim manifests loaded (--shim FILE, $XDG_CONFIG_HOME/ahp-wrap/shims).
+gemini, qwen, droid, copilot, opencode, kilo, acp (an ACP agent), path (PATH shims only),
+generic, and the shim manifests loaded (--shim FILE, $XDG_CONFIG_HOME/ahp-wrap/shims).
 
 Exit codes: the agent's own; 125 ahp-wrap refused or failed; 122 --require-hooks and no hook
 was called; 127 agent not found; 126 agent not executable. More: README.md.";

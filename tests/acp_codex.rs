@@ -16,7 +16,7 @@ use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::Path;
 
-use acp::{session_through_the_cli, AcpAgent, Decides, POLICY};
+use acp::{AcpAgent, Decides};
 use agents::TestDir;
 use serde_json::{json, Value};
 use support::FakeLlm;
@@ -44,58 +44,6 @@ fn add_file(name: &str, line: &str) -> Value {
     ))
 }
 
-/// `ahp-wrap --framework acp --policy POLICY --audit-log … -- codex-acp …`, the editor's
-/// person answering `person`, one prompt for each of `prompts`; what the editor saw.
-async fn through_the_cli(world: &TestDir, llm: &FakeLlm, person: &str, prompts: &[&str]) -> Editor {
-    let policy = world.dir.path().join("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let audit_log = world.dir.path().join("audit.jsonl");
-    let wrapper = [
-        "--policy",
-        policy.to_str().unwrap(),
-        "--audit-log",
-        audit_log.to_str().unwrap(),
-    ];
-    Editor(session_through_the_cli(world, AcpAgent::CodexAcp, llm, &wrapper, person, prompts).await)
-}
-
-/// Everything the editor saw, in order (see acp_editor.mjs).
-struct Editor(Vec<Value>);
-
-impl Editor {
-    fn saw(&self, kind: &str) -> Vec<&Value> {
-        self.0.iter().filter(|e| e["kind"] == kind).collect()
-    }
-
-    /// The titles of the permission requests the editor's person was asked.
-    fn asked(&self) -> Vec<String> {
-        self.saw("permission")
-            .iter()
-            .map(|p| p["toolCall"]["title"].as_str().unwrap_or("").to_owned())
-            .collect()
-    }
-
-    fn messages(&self) -> String {
-        self.saw("update")
-            .iter()
-            .filter(|u| u["update"]["sessionUpdate"] == "agent_message_chunk")
-            .filter_map(|u| u["update"]["content"]["text"].as_str())
-            .collect::<Vec<_>>()
-            .join("\n")
-    }
-
-    fn stops(&self) -> Vec<Value> {
-        self.saw("stop")
-            .iter()
-            .map(|s| s["stopReason"].clone())
-            .collect()
-    }
-}
-
-fn audit(world: &TestDir) -> Vec<Value> {
-    agents::read_jsonl(&world.dir.path().join("audit.jsonl"))
-}
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 #[cfg_attr(
     any(skip_e2e = "acp", skip_e2e = "codex-acp"),
@@ -121,7 +69,7 @@ async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_
         "touch the secret marker",
         "touch the allowed marker",
     ];
-    let e = through_the_cli(&world, &llm, "allow", &prompts).await;
+    let e = acp::under_the_policy(&world, AcpAgent::CodexAcp, &llm, "allow", &prompts).await;
     let log = format!("the editor saw: {:#?}", e.0);
 
     acp::assert_blocked_and_allowed(&ws, "hello\n", &log);
@@ -148,13 +96,12 @@ async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_
 
     // The audit log: both blocks decided by the rule on the permission requests, the
     // finished tool calls reported.
-    let records = audit(&world);
-    let blocked: Vec<&str> = records
-        .iter()
-        .filter(|r| r["event_type"] == "pre_action" && r["decision"] == "block")
-        .map(|r| r["payload"]["tool_name"].as_str().unwrap())
-        .collect();
-    assert_eq!(blocked, ["acp__edit", "acp__execute"], "{records:#?}");
+    let records = acp::audit(&world);
+    assert_eq!(
+        acp::blocked_tools(&world),
+        ["acp__edit", "acp__execute"],
+        "{records:#?}"
+    );
     for tool in ["acp__edit", "acp__execute"] {
         assert!(
             records.iter().any(|r| r["event_type"] == "post_action"
@@ -183,7 +130,8 @@ async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_th
         ]),
     );
     // The editor's person says no to everything.
-    let e = through_the_cli(&world, &llm, "reject", &["one", "two"]).await;
+    let e =
+        acp::under_the_policy(&world, AcpAgent::CodexAcp, &llm, "reject", &["one", "two"]).await;
     let log = format!("the editor saw: {:#?}", e.0);
     assert!(
         ws.join("explicit-marker").exists(),

@@ -210,18 +210,9 @@ async fn the_command_line_puts_the_proxy_where_the_editor_expects_the_agent() {
             {"text": "All done."}
         ]),
     );
-    let policy = world.dir.path().join("policy.toml");
-    std::fs::write(&policy, POLICY).unwrap();
-    let audit_log = world.dir.path().join("audit.jsonl");
-    let wrapper = [
-        "--policy",
-        policy.to_str().unwrap(),
-        "--audit-log",
-        audit_log.to_str().unwrap(),
-    ];
-    let editor =
-        acp::session_through_the_cli(&world, AcpAgent::Gemini, &llm, &wrapper, "allow", &[PROMPT])
-            .await;
+    let editor = acp::under_the_policy(&world, AcpAgent::Gemini, &llm, "allow", &[PROMPT])
+        .await
+        .0;
     assert!(
         !ws.join("secret.txt").exists(),
         "the blocked write reached the disk: {editor:#?}"

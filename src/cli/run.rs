@@ -219,8 +219,9 @@ pub struct Supervision {
 
     /// The agent's framework (default: from its executable name).
     ///
-    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, copilot, opencode,
-    /// acp, path or generic (default: from the agent's executable name; else generic).
+    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, droid, copilot,
+    /// opencode, kilo, acp, path, generic or a shim manifest's name (default: from the
+    /// agent's executable name; else generic).
     #[arg(help_heading = "Interception", long, value_name = "NAME")]
     pub framework: Option<String>,
 

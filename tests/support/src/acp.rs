@@ -1,5 +1,6 @@
-//! What tests/acp_proxy.rs and tests/acp_codex.rs run: a real ACP agent ([`AcpAgent`]: Gemini
-//! CLI in `--acp` mode, or Zed's codex-acp, against the scripted fake model server), a real
+//! What tests/acp_proxy.rs, tests/acp_codex.rs and tests/acp_claude.rs run: a real ACP agent
+//! ([`AcpAgent`]: Gemini CLI in `--acp` mode, Zed's codex-acp or claude-agent-acp, against a
+//! scripted fake model server), a real
 //! editor built on the official ACP client library (`acp_editor.mjs`), and the proxy between
 //! them with a real gate: in-process, or as `ahp-wrap --framework acp`.
 
@@ -18,8 +19,8 @@ use ahp_wrap::transport::{AuthScheme, HarnessSpec, LinkConfig};
 use serde_json::{json, Value};
 use tokio::process::Command;
 
-use crate::agents::{self, TestDir};
-use crate::llm_agents::{Agent, FakeLlm};
+use crate::agents::{self, FakeServer, TestDir};
+use crate::llm_agents::Agent;
 
 /// The rules both ACP suites run under: writes to files named secret* are blocked, by a
 /// file tool, a patch or a shell command alike; a command that creates `explicit-marker` is
@@ -132,14 +133,17 @@ impl Session {
     }
 }
 
-/// The ACP agents these suites drive, each offline against the scripted fake model server
-/// (`fake_llm.py`, which speaks Gemini's API and OpenAI's Responses API).
+/// The ACP agents these suites drive, each offline against a scripted fake model server
+/// (`fake_llm.py`, which speaks Gemini's API and OpenAI's Responses API, or
+/// `fake_anthropic.py` for Claude).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum AcpAgent {
     /// Gemini CLI in `--acp` mode (tests/gemini/setup.sh).
     Gemini,
     /// Zed's ACP adapter for Codex, `codex-acp` (tests/codex-acp/setup.sh).
     CodexAcp,
+    /// Zed's ACP adapter for Claude Code, `claude-agent-acp` (tests/claude-acp/setup.sh).
+    ClaudeAcp,
 }
 
 impl AcpAgent {
@@ -148,15 +152,17 @@ impl AcpAgent {
         match self {
             AcpAgent::Gemini => "gemini",
             AcpAgent::CodexAcp => "codex-acp",
+            AcpAgent::ClaudeAcp => "claude-agent-acp",
         }
     }
 
     /// The agent's command, in the workspace, offline, against `llm`; its stderr goes to
     /// `agent.stderr` in the test's directory.
-    fn command(self, world: &TestDir, llm: &FakeLlm) -> Command {
+    fn command(self, world: &TestDir, llm: &FakeServer) -> Command {
         let mut cmd = match self {
             AcpAgent::Gemini => gemini(world, llm),
             AcpAgent::CodexAcp => codex_acp(world, llm),
+            AcpAgent::ClaudeAcp => claude_acp(world, llm),
         };
         cmd.stdin(Stdio::piped())
             .stdout(Stdio::piped())
@@ -175,7 +181,7 @@ const CODEX_ACP_VERSION: &str = include_str!("../../codex-acp/VERSION");
 /// Gemini CLI in ACP mode. File edits are approved by the agent itself (`auto_edit`), so
 /// that they reach the editor as `fs/write_text_file`; shell commands still ask for
 /// permission.
-fn gemini(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
+fn gemini(world: &TestDir, llm: &FakeServer) -> std::process::Command {
     let mut cmd = std::process::Command::new(Agent::Gemini.bin());
     agents::offline(&mut cmd, world);
     cmd.args(["--acp", "-m", "gemini-2.5-flash", "--skip-trust"])
@@ -197,7 +203,7 @@ fn gemini(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
 /// bubblewrap, which a test machine may lack: commands run unsandboxed, and every patch and
 /// every command not known to be read-only asks first (`approval_policy = "untrusted"`), as
 /// a `session/request_permission` to the editor.
-fn codex_acp(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
+fn codex_acp(world: &TestDir, llm: &FakeServer) -> std::process::Command {
     let bin = agents::installed_bin(
         "codex-acp",
         CODEX_ACP_VERSION.trim(),
@@ -227,6 +233,27 @@ fn codex_acp(world: &TestDir, llm: &FakeLlm) -> std::process::Command {
     cmd.env("CODEX_HOME", home)
         .env("FAKE_KEY", "dummy")
         .env("NO_PROXY", "*");
+    cmd
+}
+
+/// The pinned claude-agent-acp version (installed by tests/claude-acp/setup.sh).
+const CLAUDE_ACP_VERSION: &str = include_str!("../../claude-acp/VERSION");
+
+/// claude-agent-acp, running the Claude Code its Agent SDK bundles against the fake
+/// Anthropic server, its configuration in the test's HOME. Claude Code's own permission mode
+/// is the default one: every edit and every command not known to be read-only asks first,
+/// as a `session/request_permission` to the editor.
+fn claude_acp(world: &TestDir, api: &FakeServer) -> std::process::Command {
+    let bin = agents::installed_bin(
+        "claude-acp",
+        CLAUDE_ACP_VERSION.trim(),
+        "claude-agent-acp",
+        "ACP adapter for Claude Code",
+        "@zed-industries/claude-agent-acp",
+    );
+    let mut cmd = std::process::Command::new(bin);
+    agents::offline(&mut cmd, world);
+    crate::claude_code::offline_env(&mut cmd, world.dir.path().join("home/.claude"), api.port);
     cmd
 }
 
@@ -261,7 +288,7 @@ fn editor(world: &TestDir, person: &str, prompts: &[&str], more: Value) -> Comma
 pub async fn session(
     world: &TestDir,
     agent_kind: AcpAgent,
-    llm: &FakeLlm,
+    llm: &FakeServer,
     decides: Decides<'_>,
     person: &str,
     prompts: &[&str],
@@ -319,7 +346,7 @@ pub async fn session(
 pub async fn session_through_the_cli(
     world: &TestDir,
     agent: AcpAgent,
-    llm: &FakeLlm,
+    llm: &FakeServer,
     wrapper: &[&str],
     person: &str,
     prompts: &[&str],
@@ -328,12 +355,47 @@ pub async fn session_through_the_cli(
     through_the_cli(world, agent, llm, wrapper, ed).await
 }
 
+/// [`session_through_the_cli`] under the rules both ACP suites share: `ahp-wrap --framework
+/// acp --policy` [`POLICY`] `--audit-log <test dir>/audit.jsonl -- <agent>`.
+pub async fn under_the_policy(
+    world: &TestDir,
+    agent: AcpAgent,
+    llm: &FakeServer,
+    person: &str,
+    prompts: &[&str],
+) -> Editor {
+    let policy = world.dir.path().join("policy.toml");
+    std::fs::write(&policy, POLICY).unwrap();
+    let audit_log = world.dir.path().join("audit.jsonl");
+    let wrapper = [
+        "--policy",
+        policy.to_str().unwrap(),
+        "--audit-log",
+        audit_log.to_str().unwrap(),
+    ];
+    Editor(session_through_the_cli(world, agent, llm, &wrapper, person, prompts).await)
+}
+
+/// The records of the audit log [`under_the_policy`] keeps.
+pub fn audit(world: &TestDir) -> Vec<Value> {
+    agents::read_jsonl(&world.dir.path().join("audit.jsonl"))
+}
+
+/// The tools whose `pre_action` the audit log says was blocked, in order.
+pub fn blocked_tools(world: &TestDir) -> Vec<String> {
+    audit(world)
+        .iter()
+        .filter(|r| r["event_type"] == "pre_action" && r["decision"] == "block")
+        .filter_map(|r| r["payload"]["tool_name"].as_str().map(str::to_owned))
+        .collect()
+}
+
 /// [`session_through_the_cli`] with an editor whose person says yes to what it is asked but
 /// cancels the turn as soon as `file` holds `text`.
 pub async fn cancelled_through_the_cli(
     world: &TestDir,
     agent: AcpAgent,
-    llm: &FakeLlm,
+    llm: &FakeServer,
     wrapper: &[&str],
     prompts: &[&str],
     (file, text): (&Path, &str),
@@ -346,7 +408,7 @@ pub async fn cancelled_through_the_cli(
 async fn through_the_cli(
     world: &TestDir,
     agent: AcpAgent,
-    llm: &FakeLlm,
+    llm: &FakeServer,
     wrapper: &[&str],
     mut editor: Command,
 ) -> Vec<Value> {
@@ -409,6 +471,41 @@ async fn through_the_cli(
     assert!(exit.is_ok(), "ahp-wrap did not end after the editor left");
     down.abort();
     agents::read_jsonl(&world.dir.path().join("editor.jsonl"))
+}
+
+/// Everything the editor saw, in order (see acp_editor.mjs).
+pub struct Editor(pub Vec<Value>);
+
+impl Editor {
+    pub fn saw(&self, kind: &str) -> Vec<&Value> {
+        self.0.iter().filter(|e| e["kind"] == kind).collect()
+    }
+
+    /// The titles of the permission requests the editor's person was asked.
+    pub fn asked(&self) -> Vec<String> {
+        self.saw("permission")
+            .iter()
+            .map(|p| p["toolCall"]["title"].as_str().unwrap_or("").to_owned())
+            .collect()
+    }
+
+    /// The text of every agent message the editor showed.
+    pub fn messages(&self) -> String {
+        self.saw("update")
+            .iter()
+            .filter(|u| u["update"]["sessionUpdate"] == "agent_message_chunk")
+            .filter_map(|u| u["update"]["content"]["text"].as_str())
+            .collect::<Vec<_>>()
+            .join("\n")
+    }
+
+    /// Each prompt's stop reason, in order.
+    pub fn stops(&self) -> Vec<Value> {
+        self.saw("stop")
+            .iter()
+            .map(|s| s["stopReason"].clone())
+            .collect()
+    }
 }
 
 /// What every ACP scenario checks on disk, in the workspace `ws`: the blocked write

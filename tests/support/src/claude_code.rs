@@ -99,20 +99,23 @@ impl World {
         };
         cmd.args(claude);
         agents::offline(&mut cmd, self);
-        cmd.env("CLAUDE_CONFIG_DIR", self.config_dir())
-            .env(
-                "ANTHROPIC_BASE_URL",
-                format!("http://127.0.0.1:{}", api.port),
-            )
-            .env("ANTHROPIC_API_KEY", "dummy")
-            .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
-            .env("DISABLE_TELEMETRY", "1")
-            .env("DISABLE_AUTOUPDATER", "1")
-            .env("DISABLE_ERROR_REPORTING", "1")
-            .env("DISABLE_BUG_COMMAND", "1")
-            .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1");
+        offline_env(&mut cmd, self.config_dir(), api.port);
         cmd
     }
+}
+
+/// Claude Code's environment for a run offline: its configuration in `config_dir`, its
+/// model the fake Anthropic server on `port`, and no traffic to anything else.
+pub fn offline_env(cmd: &mut Command, config_dir: PathBuf, port: u16) {
+    cmd.env("CLAUDE_CONFIG_DIR", config_dir)
+        .env("ANTHROPIC_BASE_URL", format!("http://127.0.0.1:{port}"))
+        .env("ANTHROPIC_API_KEY", "dummy")
+        .env("CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC", "1")
+        .env("DISABLE_TELEMETRY", "1")
+        .env("DISABLE_AUTOUPDATER", "1")
+        .env("DISABLE_ERROR_REPORTING", "1")
+        .env("DISABLE_BUG_COMMAND", "1")
+        .env("CLAUDE_CODE_DISABLE_FEEDBACK_SURVEY", "1");
 }
 
 /// Runs `cmd` to the end within [`RUN_LIMIT`], killing it (and failing) past that.

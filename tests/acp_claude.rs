@@ -1,0 +1,179 @@
+//! Claude Code over ACP: Zed's adapter `claude-agent-acp` (pinned, tests/claude-acp/setup.sh),
+//! which runs the Claude Code its Agent SDK bundles, driven by the scripted fake Anthropic
+//! server, behind `ahp-wrap --framework acp` as an editor's configuration would run it, with
+//! the editor built on the official ACP client library (tests/acp/setup.sh). Each point is
+//! proven by what is on disk, what the editor saw, and the audit log.
+//!
+//! Like codex-acp, claude-agent-acp 0.23 never calls the editor's `fs/*` or `terminal/*`
+//! methods: Claude Code writes its files and runs its commands itself, after a
+//! `session/request_permission` (kind `edit` for Write and Edit, `execute` for Bash) in its
+//! default permission mode. Unlike codex-acp, a rejected call does not end the turn: Claude
+//! reads the refusal and goes on, so each prompt here ends `end_turn`.
+
+use ahp_wrap_testkit::acp;
+use ahp_wrap_testkit::agents;
+use ahp_wrap_testkit::claude_code::FakeApi;
+
+use std::path::Path;
+
+use acp::{AcpAgent, Decides};
+use agents::TestDir;
+use serde_json::{json, Value};
+
+fn world() -> TestDir {
+    TestDir::new(
+        "ahp-acp-claude-",
+        Some(Path::new(env!("CARGO_TARGET_TMPDIR"))),
+        &["home/.claude"],
+    )
+}
+
+/// A scripted turn in which Claude runs one command with its Bash tool.
+fn bash(command: &str) -> Value {
+    json!({"tool_use": {"name": "Bash", "input": {"command": command, "description": "a test step"}}})
+}
+
+/// A scripted turn in which Claude writes a new file with its Write tool.
+fn write(path: &Path, content: &str) -> Value {
+    json!({"tool_use": {"name": "Write", "input": {"file_path": path, "content": content}}})
+}
+
+fn text(t: &str) -> Value {
+    json!({"text": t})
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "claude-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or claude-acp setup"
+)]
+async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_the_rest() {
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    // Each call, refused or not, is followed by the model's closing words for that prompt.
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            write(&ws.join("secret.txt"), "hello\n"),
+            text("Could not write it."),
+            write(&ws.join("notes.txt"), "hello\n"),
+            text("Wrote the notes."),
+            bash(&format!("touch {}", ws.join("secret-marker").display())),
+            text("Could not touch it."),
+            bash(&format!("touch {}", ws.join("allowed-marker").display())),
+            text("All done."),
+        ]),
+    );
+    let prompts = [
+        "write the secret",
+        "write the notes",
+        "touch the secret marker",
+        "touch the allowed marker",
+    ];
+    let e = acp::under_the_policy(&world, AcpAgent::ClaudeAcp, &api, "allow", &prompts).await;
+    let log = format!("the editor saw: {:#?}", e.0);
+
+    acp::assert_blocked_and_allowed(&ws, "hello\n", &log);
+
+    // The person was asked about the write and the command the policy had no opinion on,
+    // never about the blocked ones; Claude read that those two were refused (ACP's reject
+    // carries no reason to the agent).
+    let asked = e.asked();
+    assert_eq!(asked.len(), 2, "{log}");
+    assert!(asked[0].contains("notes.txt"), "{log}");
+    assert!(asked[1].contains("allowed-marker"), "{log}");
+    let refusals: Vec<String> = api
+        .tool_results()
+        .iter()
+        .map(|r| r.to_string())
+        .filter(|r| r.contains("refused permission"))
+        .collect();
+    assert_eq!(refusals.len(), 2, "{:#?}", api.tool_results());
+    // Claude Code does it all itself: no file or terminal call reaches the editor.
+    assert!(
+        e.saw("write").is_empty() && e.saw("read").is_empty(),
+        "{log}"
+    );
+    assert!(e.saw("terminal").is_empty(), "{log}");
+    assert_eq!(e.stops(), ["end_turn"; 4], "{log}");
+
+    // The audit log: both blocks decided by the rule on the permission requests.
+    assert_eq!(
+        acp::blocked_tools(&world),
+        ["acp__edit", "acp__execute"],
+        "{:#?}",
+        acp::audit(&world)
+    );
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "claude-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or claude-acp setup"
+)]
+async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_the_person() {
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            bash(&format!("touch {}", ws.join("explicit-marker").display())),
+            text("Done."),
+            bash(&format!("touch {}", ws.join("asked-marker").display())),
+            text("Done."),
+        ]),
+    );
+    // The editor's person says no to everything.
+    let e =
+        acp::under_the_policy(&world, AcpAgent::ClaudeAcp, &api, "reject", &["one", "two"]).await;
+    let log = format!("the editor saw: {:#?}", e.0);
+    assert!(
+        ws.join("explicit-marker").exists(),
+        "the explicitly allowed command did not run; {log}"
+    );
+    assert!(
+        !ws.join("asked-marker").exists(),
+        "the person's no was overridden; {log}"
+    );
+    let asked = e.asked();
+    assert_eq!(asked.len(), 1, "{log}");
+    assert!(asked[0].contains("asked-marker"), "{log}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[cfg_attr(
+    any(skip_e2e = "acp", skip_e2e = "claude-acp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the acp or claude-acp setup"
+)]
+async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
+    let world = world();
+    let ws = world.ws().canonicalize().unwrap();
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            bash(&format!("touch {}", ws.join("marker").display())),
+            text("done")
+        ]),
+    );
+    let s = acp::session(
+        &world,
+        AcpAgent::ClaudeAcp,
+        &api,
+        Decides::HarnessDown,
+        "allow",
+        &["please do the task"],
+    )
+    .await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+    assert_eq!(
+        s.saw("stop"),
+        [json!({"kind": "stop", "stopReason": "refusal"})],
+        "{log}"
+    );
+    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
+    assert!(api.main_bodies().is_empty(), "the prompt reached the model");
+    assert!(!ws.join("marker").exists());
+}
