@@ -92,10 +92,12 @@ pub enum Command {
     /// Print the manual page (roff): `ahp-wrap man | man -l -`.
     Man,
     /// Check this machine: each supported agent on PATH (its version, and whether its shim
-    /// is proven on it), whether its hooks could be injected, the floor, where logs go.
+    /// is proven on it), whether its hooks could be injected, the user's shim manifests, the
+    /// floor, where logs go.
     ///
     /// Exit 0 when every agent found is on the version its shim is proven on and its hooks
-    /// could be injected, 1 otherwise (agents not installed do not count).
+    /// could be injected, and every shim manifest of the user's loads; 1 otherwise (agents
+    /// not installed do not count).
     Doctor {
         /// Print JSON instead of text.
         #[arg(long)]

@@ -158,3 +158,55 @@ fn a_run_warns_once_about_an_agent_on_an_unproven_version() {
     assert_eq!(agent(&report, "claude")["version"], "2.0.1", "{report:#}");
     assert_eq!(agent(&report, "claude")["status"], "not proven");
 }
+
+/// A manifest of the user's for an agent nobody compiled in: doctor finds that agent on
+/// PATH by the manifest and holds its version against the manifest's range; a manifest
+/// that does not load is named with its line and field, and makes doctor exit 1.
+#[test]
+fn doctor_checks_the_users_own_manifests() {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    let shims = dir.path().join("config/ahp-wrap/shims");
+    std::fs::create_dir_all(&bin).unwrap();
+    std::fs::create_dir_all(&shims).unwrap();
+    let manifest = r#"
+name = "toy"
+agent = "Toy Agent"
+executables = ["toy-agent"]
+proven = ["1.2.0", "1.4.0"]
+
+[inject]
+file = "toy.json"
+flag = "--settings"
+timeout_unit = "ms"
+
+[[events]]
+name = "BeforeTool"
+ahp = "pre_action"
+shape = "tool_call"
+block = { stderr = "{reason}", exit = 2 }
+"#;
+    std::fs::write(shims.join("toy.toml"), manifest).unwrap();
+    fake(&bin, "toy-agent", "toy-agent 1.3.1");
+    let config = dir.path().join("config");
+    let env = [("XDG_CONFIG_HOME", config.to_str().unwrap())];
+    let (code, report) = doctor(&bin, &env);
+    assert_eq!(code, Some(0), "{report:#}");
+    let toy = agent(&report, "toy-agent");
+    assert_eq!(toy["framework"], "toy", "{report:#}");
+    assert_eq!(toy["status"], "proven", "{report:#}");
+    assert_eq!(toy["proven"], "1.2.0 to 1.4.0");
+    assert_eq!(report["manifests"][0]["name"], "toy", "{report:#}");
+
+    fake(&bin, "toy-agent", "toy-agent 1.5.0");
+    let broken = manifest.replace("timeout_unit = \"ms\"", "timeout_unit = \"minutes\"");
+    std::fs::write(shims.join("zz-broken.toml"), broken).unwrap();
+    let (code, report) = doctor(&bin, &env);
+    assert_eq!(code, Some(1), "{report:#}");
+    assert_eq!(agent(&report, "toy-agent")["status"], "not proven");
+    let error = report["manifests"][1]["error"].as_str().unwrap_or_default();
+    assert!(
+        error.contains("zz-broken.toml:10: timeout_unit: ") && error.contains("minutes"),
+        "{report:#}"
+    );
+}

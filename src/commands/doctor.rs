@@ -1,7 +1,8 @@
 //! `ahp-wrap doctor`: what a run on this machine would get, said before any run. For each
 //! agent with a shim that is on PATH: its version, and whether it is the version the shim is
-//! proven on; whether its hooks could be injected here; which parts of the floor this
-//! kernel enforces; where the logs go.
+//! proven on; whether its hooks could be injected here; the shim manifests of the user's
+//! (loaded, or refused with their line and field); which parts of the floor this kernel
+//! enforces; where the logs go.
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
@@ -66,17 +67,19 @@ pub fn doctor(as_json: bool) -> Exit {
         .collect();
     let (enforced, missing) = floor();
     let logs = logs();
-    let ok = !agents.iter().any(Found::problem);
+    let manifests = manifests();
+    let ok = !agents.iter().any(Found::problem) && manifests.iter().all(|m| m["error"].is_null());
     if as_json {
         let out = json!({
             "agents": agents.iter().map(Found::to_json).collect::<Vec<_>>(),
+            "manifests": manifests,
             "floor": {"enforced": enforced, "missing": missing},
             "logs": logs,
             "ok": ok,
         });
         exit::print(&format!("{out:#}\n"));
     } else {
-        exit::print(&text(&agents, &enforced, &missing, &logs, ok));
+        exit::print(&text(&agents, &manifests, &enforced, &missing, &logs, ok));
     }
     if ok {
         Exit::OK
@@ -135,6 +138,21 @@ fn version(program: &Path) -> Option<String> {
     re.find(&out).map(|m| m.as_str().to_owned())
 }
 
+/// The shim manifests from files (`AHP_WRAP_SHIM`, the user's directory): each file, and
+/// the framework it names or why it does not load (what makes doctor exit 1: a run leaves
+/// it out).
+fn manifests() -> Vec<Value> {
+    frameworks::manifest::files()
+        .into_iter()
+        .map(|file| match frameworks::manifest::load(&file) {
+            Ok(m) => json!({"file": file.display().to_string(), "name": m.name, "error": null}),
+            Err(e) => {
+                json!({"file": file.display().to_string(), "name": null, "error": e.to_string()})
+            }
+        })
+        .collect()
+}
+
 /// The floor a run of an agent here would get, with the default policy: what is enforced,
 /// what is missing.
 fn floor() -> (Vec<String>, Vec<String>) {
@@ -165,6 +183,7 @@ fn logs() -> Value {
 
 fn text(
     agents: &[Found],
+    manifests: &[Value],
     enforced: &[String],
     missing: &[String],
     logs: &Value,
@@ -196,6 +215,19 @@ fn text(
             }
         };
         out.push_str(&line);
+    }
+    if !manifests.is_empty() {
+        out.push_str("\nShim manifests from files:\n");
+        for m in manifests {
+            match (m["name"].as_str(), m["error"].as_str()) {
+                (Some(name), _) => out.push_str(&format!(
+                    "  {name:<9} {}\n",
+                    m["file"].as_str().unwrap_or("")
+                )),
+                (_, Some(error)) => out.push_str(&format!("  NOT LOADED: {error}\n")),
+                _ => {}
+            }
+        }
     }
     out.push_str("\nThe floor here (default policy, this directory as the workspace):\n");
     for e in enforced {

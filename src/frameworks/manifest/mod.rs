@@ -649,7 +649,9 @@ fn field_in(message: &str) -> Option<String> {
     let start = message.find('`')? + 1;
     let len = message[start..].find('`')?;
     let name = &message[start..start + len];
-    (message.contains("field") || message.contains("variant")).then(|| name.to_owned())
+    // An unknown or missing field names itself; any other message (a wrong type, an
+    // unknown variant) is about the value on the line, whose key is the field.
+    message.contains("field `").then(|| name.to_owned())
 }
 
 /// The key written on the line at `offset` (`tool = "yes"` → `tool`), or the table header.

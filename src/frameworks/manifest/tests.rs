@@ -353,7 +353,7 @@ fn a_malformed_manifest_is_refused_with_its_line_and_field() {
         (
             r#"ahp = "pre_action""#,
             r#"ahp = "pre_acton""#,
-            "pre_acton",
+            "ahp",
             "pre_acton",
         ),
         ("tool = true", "tool = \"yes\"", "tool", "tool = \"yes\""),
