@@ -54,3 +54,12 @@ fn a_blocked_prompt_never_reaches_the_model() {
 fn a_rewritten_prompt_is_what_the_model_gets() {
     scenario::a_rewritten_prompt_is_what_the_model_gets(Agent::Kilo);
 }
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "kilo",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the kilo setup"
+)]
+fn a_hook_whose_wrapper_is_gone_blocks() {
+    scenario::a_hook_whose_wrapper_is_gone_blocks(Agent::Kilo);
+}

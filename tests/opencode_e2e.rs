@@ -53,3 +53,12 @@ fn a_blocked_prompt_never_reaches_the_model() {
 fn a_rewritten_prompt_is_what_the_model_gets() {
     scenario::a_rewritten_prompt_is_what_the_model_gets(Agent::OpenCode);
 }
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "opencode",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the opencode setup"
+)]
+fn a_hook_whose_wrapper_is_gone_blocks() {
+    scenario::a_hook_whose_wrapper_is_gone_blocks(Agent::OpenCode);
+}

@@ -4,7 +4,7 @@
 //! the user's own config) and a scripted stdio harness. Each test's HOME also holds a plugin
 //! of the user's, which must still load.
 
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
 
@@ -167,5 +167,46 @@ pub fn a_rewritten_prompt_is_what_the_model_gets(agent: Agent) {
     r.check(
         bodies.iter().all(|b| !b.contains("O-2323")),
         &format!("the original prompt reached the model server: {bodies:?}"),
+    );
+}
+
+/// The plugin a wrapped run writes, left behind while the wrapper is gone (a run killed, the
+/// agent started again by hand with the same config content): each hook call finds no
+/// wrapper, and blocks. The prompt is the first call: it never reaches the model, and the
+/// person reads why.
+pub fn a_hook_whose_wrapper_is_gone_blocks(agent: Agent) {
+    let (world, _) = world(agent);
+    let marker = world.ws().join("orphan-marker");
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([bash(&format!("touch {}", marker.display())), {"text": "All done."}]),
+    );
+    let (framework, name, env) = match agent {
+        Agent::Kilo => ("kilo", "Kilo Code", "KILO_CONFIG_CONTENT"),
+        _ => ("opencode", "OpenCode", "OPENCODE_CONFIG_CONTENT"),
+    };
+    // The plugin as the shim fills it in (shims/opencode/src/config.rs).
+    let literal = |s: &str| Value::from(s).to_string();
+    let source = std::fs::read_to_string(crate::root().join("shims/opencode/src/plugin.js"))
+        .unwrap()
+        .replace(
+            "\"__AHP_WRAP_HOOK_EXE__\"",
+            &literal(crate::wrap_bin().to_str().unwrap()),
+        )
+        .replace("\"__AHP_WRAP_FRAMEWORK__\"", &literal(framework))
+        .replace("\"__AHP_WRAP_AGENT__\"", &literal(name))
+        .replace("__AHP_WRAP_TIMEOUT_MS__", "20000");
+    let plugin = world.dir.path().join("left-behind.js");
+    std::fs::write(&plugin, source).unwrap();
+    let content = json!({"plugin": [format!("file://{}", plugin.display())]}).to_string();
+    let r = world.unwrapped(&llm, PROMPT, &[(env, Path::new(&content))]);
+    r.check(!marker.exists(), "the command ran with no wrapper to ask");
+    r.check(
+        llm.requests().iter().all(|q| q["kind"] == "other"),
+        "a model request went out with no wrapper to ask",
+    );
+    r.check(
+        r.stderr().contains("the hook fails closed"),
+        "the person was not told why",
     );
 }
