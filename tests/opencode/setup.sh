@@ -1,47 +1,13 @@
 #!/bin/sh
 # Installs the pinned OpenCode CLI (tests/opencode/VERSION) from the npm registry into
-# tests/.cache/agents/opencode-<version>/ for tests/opencode_e2e.rs. Idempotent: when the
-# binary is already there and answers --version, it does nothing.
+# tests/.cache/agents/opencode-<version>/ for tests/opencode_e2e.rs (idempotent; the steps:
+# tests/support/npm_agent.sh). opencode-ai ships its native (Bun-compiled) binary in an
+# optional per-platform dependency (opencode-<os>-<arch>[-baseline][-musl]); its postinstall
+# only links it, so scripts are skipped and the binary is found here.
 #
 # Usage: tests/opencode/setup.sh        (prints the path of the installed `opencode`)
 set -eu
-here=$(cd "$(dirname "$0")" && pwd)
-root=$(cd "$here/../.." && pwd)
-version=$(tr -d ' \n' < "$here/VERSION")
-dir="$root/tests/.cache/agents/opencode-$version"
-link="$dir/opencode"
-
-if [ -x "$link" ] && [ "$("$link" --version 2>/dev/null)" = "$version" ]; then
-    echo "$link"
-    exit 0
-fi
-
-mkdir -p "$dir"
-cd "$dir"
-[ -f package.json ] || echo '{"name":"ahp-wrap-e2e-opencode","private":true}' > package.json
-# opencode-ai ships its native (Bun-compiled) binary in an optional per-platform dependency
-# (opencode-<os>-<arch>[-baseline][-musl]); its postinstall only links it, so scripts are
-# skipped and the binary is found here.
-npm install --no-audit --no-fund --no-save --loglevel=error --ignore-scripts "opencode-ai@$version" >&2
-
-real=""
-for candidate in "$dir"/node_modules/opencode-linux-*/bin/opencode; do
-    [ -x "$candidate" ] || continue
-    # The first platform package whose binary runs here (baseline builds need no AVX2).
-    if [ "$("$candidate" --version 2>/dev/null)" = "$version" ]; then
-        real=$candidate
-        break
-    fi
-done
-if [ -z "$real" ]; then
-    echo "setup: no runnable native opencode binary found under $dir/node_modules" >&2
-    exit 1
-fi
-# A link named `opencode` to the native binary, so that ahp-wrap detects the framework by
-# the executable name.
-ln -sf "$real" "$link"
-[ "$("$link" --version)" = "$version" ] || {
-    echo "setup: $link --version does not say $version" >&2
-    exit 1
-}
-echo "$link"
+. "$(dirname "$0")/../support/npm_agent.sh"
+npm_agent_begin opencode opencode
+npm_agent_install "opencode-ai@$version" --ignore-scripts
+npm_agent_link "$(npm_agent_first_runnable "$dir"/node_modules/opencode-linux-*/bin/opencode)"
