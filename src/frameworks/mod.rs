@@ -320,8 +320,13 @@ pub fn load_shims(files: &[PathBuf]) -> Result<(), manifest::ManifestError> {
         let path = std::fs::canonicalize(file).unwrap_or_else(|_| file.clone());
         named.push((manifest::load(&path)?, path));
     }
+    let names: Vec<&'static str> = named.iter().map(|(m, _)| m.name).collect();
     if REGISTRY.set(registry(named)).is_err() {
-        tracing::warn!("the frameworks were loaded before --shim was read; it is ignored");
+        // Loaded already: by an earlier task of this process with the same options, fine;
+        // else the frameworks were looked up before the options were read.
+        for name in names.into_iter().filter(|n| find(n).is_none()) {
+            tracing::warn!("the shim manifest {name} came too late to be loaded; it is left out");
+        }
     }
     Ok(())
 }

@@ -482,7 +482,19 @@ fn event(e: Spanned<EventRaw>, i: usize, at: &At<'_>) -> Result<Event, ManifestE
             "every event needs a `block` output: a failed relay blocks any hook".into(),
         ));
     };
+    let block_span = block.span();
     let block = native(Some(block), "block")?;
+    // A block the agent would read as "go on" lets the call through.
+    if blocking && block.stdout.is_none() && block.exit == 0 {
+        return Err(at(
+            block_span,
+            &field("block"),
+            format!(
+                "a block of a {} event must print an answer on stdout or exit non-zero: silence and exit 0 is \"go on\"",
+                e.ahp.as_str()
+            ),
+        ));
+    }
     let non_blocking = |o: &Option<Spanned<OutputRaw>>, name: &str| -> Result<(), ManifestError> {
         match o {
             Some(o) if !blocking => Err(at(

@@ -419,6 +419,16 @@ fn a_malformed_manifest_is_refused_with_its_line_and_field() {
             "{e}"
         );
     }
+    // A block that says nothing and exits 0 would let the call through.
+    let e = parse(
+        &FULL.replace(
+            r#"block = { stderr = "{reason}", exit = 2 }"#,
+            r#"block = { stderr = "{reason}" }"#,
+        ),
+        "bad.toml",
+    )
+    .unwrap_err();
+    assert_eq!(e.field, "events[1].block", "{e}");
     // A modify the agent applies must be a tool call's answer that holds the input.
     let e = parse(&FULL.replace("{updated_input}", "{reason}"), "bad.toml").unwrap_err();
     assert_eq!(e.field, "events[1].modify");
