@@ -757,7 +757,7 @@ pub(crate) fn files_in(dir: &Path, ext: &str) -> Vec<PathBuf> {
     files
 }
 
-/// `value` as JSON where a template has TOML (a table, an array, a string…).
+/// A TOML table (the settings a manifest forces) as a JSON object.
 pub(crate) fn json_table(t: &toml::Table) -> Map<String, Value> {
     serde_json::to_value(t)
         .ok()
