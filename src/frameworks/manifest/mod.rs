@@ -6,7 +6,8 @@
 //! flag, merged with the file it replaces), which hook events it fires and what AHP event
 //! each becomes, where the fields sit in a hook's stdin JSON (JSON pointers), and how each
 //! decision is written back (output templates and exit codes), including the decisions the
-//! agent lacks and what they become. [`ManifestShim`] is the one [`Framework`] that carries
+//! agent lacks and what they become. [`ManifestShim`] is the one
+//! [`Framework`](crate::frameworks::adapter::Framework) that carries
 //! any manifest out; the format is documented in `docs/shims.md`.
 //!
 //! Manifests come from the binary (every `shims/<name>/shim.toml`, compiled in), from
