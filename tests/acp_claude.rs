@@ -16,7 +16,7 @@ use ahp_wrap_testkit::claude_code::FakeApi;
 
 use std::path::Path;
 
-use acp::{AcpAgent, Decides};
+use acp::{AcpAgent, Decides, FOUR_PROMPTS};
 use agents::TestDir;
 use serde_json::{json, Value};
 
@@ -65,24 +65,13 @@ async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_
             text("All done."),
         ]),
     );
-    let prompts = [
-        "write the secret",
-        "write the notes",
-        "touch the secret marker",
-        "touch the allowed marker",
-    ];
-    let e = acp::under_the_policy(&world, AcpAgent::ClaudeAcp, &api, "allow", &prompts).await;
+    let e = acp::under_the_policy(&world, AcpAgent::ClaudeAcp, &api, "allow", &FOUR_PROMPTS).await;
     let log = format!("the editor saw: {:#?}", e.0);
 
     acp::assert_blocked_and_allowed(&ws, "hello\n", &log);
-
-    // The person was asked about the write and the command the policy had no opinion on,
-    // never about the blocked ones; Claude read that those two were refused (ACP's reject
-    // carries no reason to the agent).
-    let asked = e.asked();
-    assert_eq!(asked.len(), 2, "{log}");
-    assert!(asked[0].contains("notes.txt"), "{log}");
-    assert!(asked[1].contains("allowed-marker"), "{log}");
+    e.assert_asked_only_about_the_allowed(&log);
+    // Claude read that the blocked two were refused (ACP's reject carries no reason to the
+    // agent).
     let refusals: Vec<String> = api
         .tool_results()
         .iter()
@@ -90,12 +79,7 @@ async fn a_blocked_write_or_command_never_happens_and_the_editor_still_asks_for_
         .filter(|r| r.contains("refused permission"))
         .collect();
     assert_eq!(refusals.len(), 2, "{:#?}", api.tool_results());
-    // Claude Code does it all itself: no file or terminal call reaches the editor.
-    assert!(
-        e.saw("write").is_empty() && e.saw("read").is_empty(),
-        "{log}"
-    );
-    assert!(e.saw("terminal").is_empty(), "{log}");
+    e.assert_no_file_or_terminal_calls(&log);
     assert_eq!(e.stops(), ["end_turn"; 4], "{log}");
 
     // The audit log: both blocks decided by the rule on the permission requests.

@@ -16,7 +16,7 @@ use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::Path;
 
-use acp::{AcpAgent, Decides};
+use acp::{AcpAgent, Decides, FOUR_PROMPTS};
 use agents::TestDir;
 use serde_json::{json, Value};
 use support::FakeLlm;
@@ -63,30 +63,14 @@ async fn a_blocked_patch_or_command_never_happens_and_the_editor_still_asks_for_
             {"text": "All done."}
         ]),
     );
-    let prompts = [
-        "write the secret",
-        "write the notes",
-        "touch the secret marker",
-        "touch the allowed marker",
-    ];
-    let e = acp::under_the_policy(&world, AcpAgent::CodexAcp, &llm, "allow", &prompts).await;
+    let e = acp::under_the_policy(&world, AcpAgent::CodexAcp, &llm, "allow", &FOUR_PROMPTS).await;
     let log = format!("the editor saw: {:#?}", e.0);
 
     acp::assert_blocked_and_allowed(&ws, "hello\n", &log);
-
-    // The editor's person was asked about the patch and the command the harness had no
-    // opinion on, and never about the blocked ones; it saw why they were blocked.
-    let asked = e.asked();
-    assert_eq!(asked.len(), 2, "{log}");
-    assert!(asked[0].contains("notes.txt"), "{log}");
-    assert!(asked[1].contains("allowed-marker"), "{log}");
+    e.assert_asked_only_about_the_allowed(&log);
+    // The person saw why the blocked two were blocked.
     assert!(e.messages().contains("(rule acp-1)"), "{log}");
-    // Codex does it all itself: no file or terminal call ever reaches the editor.
-    assert!(
-        e.saw("write").is_empty() && e.saw("read").is_empty(),
-        "{log}"
-    );
-    assert!(e.saw("terminal").is_empty(), "{log}");
+    e.assert_no_file_or_terminal_calls(&log);
     // A rejected approval is Codex's `abort`: that prompt's turn ends there, cancelled.
     assert_eq!(
         e.stops(),

@@ -508,6 +508,36 @@ impl Editor {
     }
 }
 
+/// The four prompts of the scenario the agents that act by themselves share (codex-acp,
+/// claude-agent-acp): write the secret (blocked), write the notes (asked), touch the secret
+/// marker (blocked), touch the allowed marker (asked); one scripted call for each.
+pub const FOUR_PROMPTS: [&str; 4] = [
+    "write the secret",
+    "write the notes",
+    "touch the secret marker",
+    "touch the allowed marker",
+];
+
+impl Editor {
+    /// The [`FOUR_PROMPTS`] scenario's person was asked about the write and the command the
+    /// policy had no opinion on, in order, and never about the blocked ones.
+    pub fn assert_asked_only_about_the_allowed(&self, log: &str) {
+        let asked = self.asked();
+        assert_eq!(asked.len(), 2, "{log}");
+        assert!(asked[0].contains("notes.txt"), "{log}");
+        assert!(asked[1].contains("allowed-marker"), "{log}");
+    }
+
+    /// The agent did it all itself: no file or terminal call reached the editor.
+    pub fn assert_no_file_or_terminal_calls(&self, log: &str) {
+        assert!(
+            self.saw("write").is_empty() && self.saw("read").is_empty(),
+            "{log}"
+        );
+        assert!(self.saw("terminal").is_empty(), "{log}");
+    }
+}
+
 /// What every ACP scenario checks on disk, in the workspace `ws`: the blocked write
 /// (`secret.txt`) and the blocked command (`secret-marker`) did not happen; the allowed write
 /// left `notes` in `notes.txt` and the allowed command made `allowed-marker`. `log` is what
