@@ -16,7 +16,7 @@ use ahp_wrap_testkit::claude_code::FakeApi;
 
 use std::path::Path;
 
-use acp::{AcpAgent, Decides, FOUR_PROMPTS};
+use acp::{AcpAgent, FOUR_PROMPTS};
 use agents::TestDir;
 use serde_json::{json, Value};
 
@@ -109,21 +109,7 @@ async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_th
             text("Done."),
         ]),
     );
-    // The editor's person says no to everything.
-    let e =
-        acp::under_the_policy(&world, AcpAgent::ClaudeAcp, &api, "reject", &["one", "two"]).await;
-    let log = format!("the editor saw: {:#?}", e.0);
-    assert!(
-        ws.join("explicit-marker").exists(),
-        "the explicitly allowed command did not run; {log}"
-    );
-    assert!(
-        !ws.join("asked-marker").exists(),
-        "the person's no was overridden; {log}"
-    );
-    let asked = e.asked();
-    assert_eq!(asked.len(), 1, "{log}");
-    assert!(asked[0].contains("asked-marker"), "{log}");
+    acp::explicit_allow_then_a_person_who_says_no(&world, AcpAgent::ClaudeAcp, &api).await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -142,22 +128,5 @@ async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
             text("done")
         ]),
     );
-    let s = acp::session(
-        &world,
-        AcpAgent::ClaudeAcp,
-        &api,
-        Decides::HarnessDown,
-        "allow",
-        &["please do the task"],
-    )
-    .await;
-    let log = format!("the editor saw: {:#?}", s.editor);
-    assert_eq!(
-        s.saw("stop"),
-        [json!({"kind": "stop", "stopReason": "refusal"})],
-        "{log}"
-    );
-    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
-    assert!(api.main_bodies().is_empty(), "the prompt reached the model");
-    assert!(!ws.join("marker").exists());
+    acp::harness_down_refuses_the_prompt(&world, AcpAgent::ClaudeAcp, &api).await;
 }

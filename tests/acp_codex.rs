@@ -16,7 +16,7 @@ use ahp_wrap_testkit::llm_agents as support;
 
 use std::path::Path;
 
-use acp::{AcpAgent, Decides, FOUR_PROMPTS};
+use acp::{AcpAgent, FOUR_PROMPTS};
 use agents::TestDir;
 use serde_json::{json, Value};
 use support::FakeLlm;
@@ -113,22 +113,14 @@ async fn an_explicit_allow_answers_for_the_editor_and_no_opinion_leaves_it_to_th
             {"text": "Done."}
         ]),
     );
-    // The editor's person says no to everything.
-    let e =
-        acp::under_the_policy(&world, AcpAgent::CodexAcp, &llm, "reject", &["one", "two"]).await;
-    let log = format!("the editor saw: {:#?}", e.0);
-    assert!(
-        ws.join("explicit-marker").exists(),
-        "the explicitly allowed command did not run; {log}"
+    let e = acp::explicit_allow_then_a_person_who_says_no(&world, AcpAgent::CodexAcp, &llm).await;
+    // A rejected approval is Codex's `abort`: that prompt's turn ends there, cancelled.
+    assert_eq!(
+        e.stops(),
+        ["end_turn", "cancelled"],
+        "the editor saw: {:#?}",
+        e.0
     );
-    assert!(
-        !ws.join("asked-marker").exists(),
-        "the person's no was overridden; {log}"
-    );
-    let asked = e.asked();
-    assert_eq!(asked.len(), 1, "{log}");
-    assert!(asked[0].contains("asked-marker"), "{log}");
-    assert_eq!(e.stops(), ["end_turn", "cancelled"], "{log}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -143,22 +135,5 @@ async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
         world.dir.path(),
         json!([shell(&format!("touch {}", ws.join("marker").display())), {"text": "done"}]),
     );
-    let s = acp::session(
-        &world,
-        AcpAgent::CodexAcp,
-        &llm,
-        Decides::HarnessDown,
-        "allow",
-        &["please do the task"],
-    )
-    .await;
-    let log = format!("the editor saw: {:#?}", s.editor);
-    assert_eq!(
-        s.saw("stop"),
-        [json!({"kind": "stop", "stopReason": "refusal"})],
-        "{log}"
-    );
-    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
-    assert!(llm.main_bodies().is_empty(), "the prompt reached the model");
-    assert!(!ws.join("marker").exists());
+    acp::harness_down_refuses_the_prompt(&world, AcpAgent::CodexAcp, &llm).await;
 }

@@ -538,6 +538,66 @@ impl Editor {
     }
 }
 
+/// The explicit-allow scenario: the agent, scripted (by the caller's `server`) to make
+/// `explicit-marker` and then `asked-marker` in the workspace, one prompt each, under
+/// [`POLICY`], with a person who says no to everything. The policy's explicit allow answers
+/// for the editor (the first marker is made, the person never asked); its silence leaves the
+/// second to the person (asked, refused, not made). Returns what the editor saw.
+pub async fn explicit_allow_then_a_person_who_says_no(
+    world: &TestDir,
+    agent: AcpAgent,
+    server: &FakeServer,
+) -> Editor {
+    let ws = world.ws().canonicalize().unwrap();
+    let e = under_the_policy(world, agent, server, "reject", &["one", "two"]).await;
+    let log = format!("the editor saw: {:#?}", e.0);
+    assert!(
+        ws.join("explicit-marker").exists(),
+        "the explicitly allowed command did not run; {log}"
+    );
+    assert!(
+        !ws.join("asked-marker").exists(),
+        "the person's no was overridden; {log}"
+    );
+    let asked = e.asked();
+    assert_eq!(asked.len(), 1, "{log}");
+    assert!(asked[0].contains("asked-marker"), "{log}");
+    e
+}
+
+/// The harness-down scenario: the agent, scripted (by the caller's `server`) to make
+/// `marker` in the workspace, through the proxy in-process with a harness nobody listens on.
+/// The prompt itself is refused: the turn stops with `refusal`, the editor reads why, the
+/// model is never asked and nothing is made.
+pub async fn harness_down_refuses_the_prompt(
+    world: &TestDir,
+    agent: AcpAgent,
+    server: &FakeServer,
+) {
+    let ws = world.ws().canonicalize().unwrap();
+    let s = session(
+        world,
+        agent,
+        server,
+        Decides::HarnessDown,
+        "allow",
+        &["please do the task"],
+    )
+    .await;
+    let log = format!("the editor saw: {:#?}", s.editor);
+    assert_eq!(
+        s.saw("stop"),
+        [json!({"kind": "stop", "stopReason": "refusal"})],
+        "{log}"
+    );
+    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
+    assert!(
+        server.main_bodies().is_empty(),
+        "the prompt reached the model"
+    );
+    assert!(!ws.join("marker").exists());
+}
+
 /// What every ACP scenario checks on disk, in the workspace `ws`: the blocked write
 /// (`secret.txt`) and the blocked command (`secret-marker`) did not happen; the allowed write
 /// left `notes` in `notes.txt` and the allowed command made `allowed-marker`. `log` is what
