@@ -35,7 +35,7 @@ const SYSTEM: SystemSettings<'static> = SystemSettings {
     framework: NAME,
     env_settings: ENV_SYSTEM_SETTINGS,
     defaults: Some((ENV_SYSTEM_DEFAULTS, "system-defaults.json")),
-    default_path: DEFAULT_SYSTEM_SETTINGS,
+    default_path: Some(DEFAULT_SYSTEM_SETTINGS),
     file_name: SETTINGS_FILE,
 };
 
@@ -119,13 +119,12 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
     // answers first.
     let timeout_ms = timeout::hook_timeout_ms(run);
     let nonce = run_nonce();
-    let merged = merge(
-        load_system_settings(&real)?,
-        &run.self_exe,
-        &nonce,
-        timeout_ms,
-    )?;
-    SYSTEM.install(run, cmd, &real, merged)
+    let system = match &real {
+        Some(path) => load_system_settings(path)?,
+        None => Map::new(),
+    };
+    let merged = merge(system, &run.self_exe, &nonce, timeout_ms)?;
+    SYSTEM.install(run, cmd, real.as_deref(), merged)
 }
 
 #[cfg(test)]

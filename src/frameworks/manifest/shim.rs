@@ -157,17 +157,16 @@ impl Framework for ManifestShim {
                     .defaults_env
                     .as_deref()
                     .zip(inject.defaults_file.as_deref()),
-                default_path: inject.replaces.as_deref().unwrap_or(""),
+                default_path: inject.replaces.as_deref(),
                 file_name: inject.file.get_ref(),
             };
             let real = system.real_path();
-            let base = if real.as_os_str().is_empty() {
-                Map::new()
-            } else {
-                system.read(&real)?
+            let base = match &real {
+                Some(path) => system.read(path)?,
+                None => Map::new(),
             };
             let merged = self.settings(run, base)?;
-            system.install(run, cmd, &real, merged)?;
+            system.install(run, cmd, real.as_deref(), merged)?;
         } else if let Some(flag) = &inject.flag {
             let settings = self.settings(run, Map::new())?;
             let path = write_private(run, inject.file.get_ref(), &Value::Object(settings))

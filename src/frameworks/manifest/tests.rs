@@ -445,3 +445,45 @@ fn every_built_in_manifest_loads_and_its_samples_check() {
     }
     assert_eq!(qwen().name(), "qwen");
 }
+
+/// droid's way: the variable names one file, so a file the user already named in it is
+/// merged into ours (their own hooks and settings kept), and with none named, ours is alone.
+#[test]
+fn an_env_injection_merges_the_file_the_variable_already_names() {
+    const VAR: &str = "AHP_WRAP_TEST_MANIFEST_RUNTIME_SETTINGS";
+    let droid = include_str!("../../../shims/droid/shim.toml")
+        .replace("FACTORY_RUNTIME_SETTINGS_PATH", VAR);
+    let shim = ManifestShim::new(parse(&droid, "droid.toml").unwrap());
+    let dir = tempfile::tempdir().unwrap();
+    let theirs = dir.path().join("theirs.json");
+    std::fs::write(
+        &theirs,
+        json!({"model": "mine", "hooks": {"PreToolUse": [{"matcher": "Execute",
+            "hooks": [{"type": "command", "command": "their-hook"}]}]}})
+        .to_string(),
+    )
+    .unwrap();
+    let prepared = |run_dir: &Path| {
+        std::fs::create_dir_all(run_dir).unwrap();
+        let mut cmd = AgentCommand::default();
+        shim.prepare(&run(run_dir), &mut cmd).unwrap();
+        let (name, path) = cmd.env[0].clone();
+        assert_eq!(name, VAR);
+        let written: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+        (cmd, written)
+    };
+    let (cmd, alone) = prepared(&dir.path().join("run1"));
+    assert_eq!(cmd.env.len(), 1, "no defaults variable: {:?}", cmd.env);
+    assert!(alone.get("model").is_none());
+    assert_eq!(alone["hooks"]["PreToolUse"].as_array().unwrap().len(), 1);
+    std::env::set_var(VAR, &theirs);
+    let (_, merged) = prepared(&dir.path().join("run2"));
+    std::env::remove_var(VAR);
+    assert_eq!(merged["model"], "mine");
+    let pre = merged["hooks"]["PreToolUse"].as_array().unwrap();
+    assert_eq!(pre[0]["hooks"][0]["command"], "their-hook");
+    assert!(pre[1]["hooks"][0]["command"]
+        .as_str()
+        .unwrap()
+        .ends_with("hook droid PreToolUse"));
+}

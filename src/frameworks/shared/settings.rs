@@ -91,8 +91,8 @@ pub struct SystemSettings<'a> {
     /// The variable naming the system defaults file, and that file's name beside the
     /// system settings when the variable is not set.
     pub defaults: Option<(&'a str, &'a str)>,
-    /// Where the agent looks when `env_settings` is not set.
-    pub default_path: &'a str,
+    /// Where the agent looks when `env_settings` is not set, if anywhere.
+    pub default_path: Option<&'a str>,
     /// The merged copy's file name in the run directory.
     pub file_name: &'a str,
 }
@@ -105,11 +105,12 @@ impl SystemSettings<'_> {
         }
     }
 
-    /// The system settings file the agent would read without us.
-    pub fn real_path(&self) -> PathBuf {
+    /// The system settings file the agent would read without us, if any.
+    pub fn real_path(&self) -> Option<PathBuf> {
         std::env::var_os(self.env_settings)
             .filter(|v| !v.is_empty())
-            .map_or_else(|| self.default_path.into(), PathBuf::from)
+            .map(PathBuf::from)
+            .or_else(|| self.default_path.map(PathBuf::from))
     }
 
     /// The system defaults file the agent would read without us.
@@ -138,19 +139,19 @@ impl SystemSettings<'_> {
         }
     }
 
-    /// Writes `merged` (the settings from `real` plus ours) as this run's system settings
-    /// file (0600, never over an existing file) and points the agent at it.
+    /// Writes `merged` (the settings from `real`, if any, plus ours) as this run's system
+    /// settings file (0600, never over an existing file) and points the agent at it.
     pub fn install(
         &self,
         run: &RunContext,
         cmd: &mut AgentCommand,
-        real: &Path,
+        real: Option<&Path>,
         merged: Map<String, Value>,
     ) -> Result<(), FrameworkError> {
         let path = write_private(run, self.file_name, &Value::Object(merged))
             .map_err(|why| self.err(why))?;
         cmd.env.push((self.env_settings.into(), path.into()));
-        if let Some((env, file)) = self.defaults {
+        if let (Some((env, file)), Some(real)) = (self.defaults, real) {
             let defaults = self.defaults_path(env, file, real);
             cmd.env.push((env.into(), defaults));
         }
@@ -232,10 +233,13 @@ mod tests {
             framework: "fw",
             env_settings: "AHP_WRAP_TEST_UNSET_SETTINGS",
             defaults: Some(("AHP_WRAP_TEST_UNSET_DEFAULTS", "system-defaults.json")),
-            default_path: "/etc/fw/settings.json",
+            default_path: Some("/etc/fw/settings.json"),
             file_name: "fw.json",
         };
-        assert_eq!(s.real_path(), Path::new("/etc/fw/settings.json"));
+        assert_eq!(
+            s.real_path().as_deref(),
+            Some(Path::new("/etc/fw/settings.json"))
+        );
         let dir = tempfile::tempdir().unwrap();
         assert!(s.read(&dir.path().join("absent.json")).unwrap().is_empty());
         std::fs::write(dir.path().join("list.json"), "[]").unwrap();
