@@ -169,24 +169,8 @@ fn doctor_checks_the_users_own_manifests() {
     let shims = dir.path().join("config/ahp-wrap/shims");
     std::fs::create_dir_all(&bin).unwrap();
     std::fs::create_dir_all(&shims).unwrap();
-    let manifest = r#"
-name = "toy"
-agent = "Toy Agent"
-executables = ["toy-agent"]
-proven = ["1.2.0", "1.4.0"]
-
-[inject]
-file = "toy.json"
-flag = "--settings"
-timeout_unit = "ms"
-
-[[events]]
-name = "BeforeTool"
-ahp = "pre_action"
-shape = "tool_call"
-block = { stderr = "{reason}", exit = 2 }
-"#;
-    std::fs::write(shims.join("toy.toml"), manifest).unwrap();
+    let manifest = std::fs::read_to_string(common::support("toy_shim.toml")).unwrap();
+    std::fs::write(shims.join("toy.toml"), &manifest).unwrap();
     fake(&bin, "toy-agent", "toy-agent 1.3.1");
     let config = dir.path().join("config");
     let env = [("XDG_CONFIG_HOME", config.to_str().unwrap())];
@@ -200,13 +184,19 @@ block = { stderr = "{reason}", exit = 2 }
 
     fake(&bin, "toy-agent", "toy-agent 1.5.0");
     let broken = manifest.replace("timeout_unit = \"ms\"", "timeout_unit = \"minutes\"");
+    let line = broken
+        .lines()
+        .position(|l| l.contains("\"minutes\""))
+        .unwrap()
+        + 1;
     std::fs::write(shims.join("zz-broken.toml"), broken).unwrap();
     let (code, report) = doctor(&bin, &env);
     assert_eq!(code, Some(1), "{report:#}");
     assert_eq!(agent(&report, "toy-agent")["status"], "not proven");
     let error = report["manifests"][1]["error"].as_str().unwrap_or_default();
     assert!(
-        error.contains("zz-broken.toml:10: timeout_unit: ") && error.contains("minutes"),
+        error.contains(&format!("zz-broken.toml:{line}: timeout_unit: "))
+            && error.contains("minutes"),
         "{report:#}"
     );
 }

@@ -14,37 +14,10 @@ use common::process::run_with_input;
 use common::*;
 use serde_json::json;
 
-/// The agent's manifest: it takes its settings with `--settings`, counts milliseconds, and
-/// reads a deny from `{"decision": "deny"}`.
-const TOY: &str = r#"
-name = "toy"
-agent = "Toy Agent"
-executables = ["toy-agent"]
-
-[inject]
-file = "toy-settings.json"
-flag = "--settings"
-timeout_unit = "ms"
-
-[payload]
-session = "/session"
-tool_name = "/tool/name"
-arguments = "/tool/input"
-call_ids = ["/tool/id"]
-
-[[events]]
-name = "SessionStart"
-ahp = "session_start"
-shape = "session_start"
-block = { stderr = "{reason}", exit = 1 }
-
-[[events]]
-name = "BeforeTool"
-ahp = "pre_action"
-shape = "tool_call"
-tool = true
-block = { stdout = { decision = "deny", reason = "{reason}" } }
-"#;
+/// The agent's manifest (tests/support/toy_shim.toml).
+fn toy() -> String {
+    std::fs::read_to_string(support("toy_shim.toml")).unwrap()
+}
 
 fn shim_check(args: &[&str]) -> (Option<i32>, String) {
     let out = Command::new(wrap_bin())
@@ -88,7 +61,7 @@ fn shim_check_tries_a_manifest_on_its_samples_and_refuses_a_broken_one_by_line_a
         "the line and the field: {out}"
     );
     // A manifest with no recorded payloads is not called checked.
-    std::fs::write(&bad, TOY).unwrap();
+    std::fs::write(&bad, toy()).unwrap();
     let (code, out) = shim_check(&[bad.to_str().unwrap()]);
     assert_eq!(code, Some(1), "{out}");
     assert!(out.contains("no recorded payloads"), "{out}");
@@ -99,7 +72,7 @@ fn an_agent_described_by_a_manifest_is_supervised_and_its_hook_fails_closed_alon
     let dir = tempfile::tempdir().unwrap();
     let d = dir.path();
     let manifest = d.join("toy.toml");
-    std::fs::write(&manifest, TOY).unwrap();
+    std::fs::write(&manifest, toy()).unwrap();
     let (blocked, allowed) = (d.join("blocked-marker"), d.join("allowed-marker"));
     std::fs::write(
         d.join("script.json"),
@@ -172,5 +145,32 @@ fn an_agent_described_by_a_manifest_is_supervised_and_its_hook_fails_closed_alon
         unknown.stderr().contains("unknown framework"),
         "{}",
         unknown.stderr()
+    );
+}
+
+/// `--shim` with a manifest that does not load stops the run before the agent starts: the
+/// wrapper's own failure (125), the line and the field said, the agent never run.
+#[test]
+fn a_run_with_a_broken_manifest_stops_before_the_agent_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path();
+    let text = toy().replace("shape = \"tool_call\"", "shape = \"tool_cal\"");
+    let line = text.lines().position(|l| l.contains("tool_cal\"")).unwrap() + 1;
+    let manifest = d.join("broken.toml");
+    std::fs::write(&manifest, &text).unwrap();
+    let marker = d.join("agent-ran");
+    let mut cmd = Command::new(wrap_bin());
+    cmd.args(["--shim", manifest.to_str().unwrap(), "--"])
+        .args(["touch", marker.to_str().unwrap()])
+        .current_dir(d);
+    let r = run_with_input(&mut cmd, b"", Duration::from_secs(30));
+    r.check(
+        r.output.status.code() == Some(125),
+        "the wrapper's own failure",
+    );
+    r.check(!marker.exists(), "the agent ran");
+    r.check(
+        r.stderr().contains(&format!("broken.toml:{line}: shape: ")),
+        "the line and the field were not said",
     );
 }
