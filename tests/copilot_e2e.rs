@@ -8,7 +8,7 @@ use ahp_wrap_testkit::llm_agents as support;
 use std::path::{Path, PathBuf};
 
 use serde_json::{json, Value};
-use support::{Agent, FakeLlm, World};
+use support::{Agent, World};
 
 const PROMPT: &str = "please do the task";
 
@@ -129,26 +129,17 @@ fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_home_is_kept()
 )]
 fn a_modified_command_and_a_rewritten_prompt_are_what_runs() {
     let world = World::new(Agent::Copilot);
-    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", orig.display())), {"text": "All done."}]),
-    );
     // A whole pre_action payload, as a harness echoes it back with new arguments.
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_prompt", "decision": {"decision": "modify",
-         "modified_payload": {"prompt": "REWRITTEN-PROMPT-77"}}},
-        {"event": "pre_action", "decision": {"decision": "modify",
-         "modified_payload": {"tool_name": "bash", "arguments":
-            {"command": format!("touch {} && echo MODIFIED-88", new.display()),
-             "description": "modified"}}}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!orig.exists(), "the unmodified command ran");
+    let (r, llm, new) = support::modified_call(&world, bash, PROMPT, |new| {
+        json!([
+            {"event": "pre_prompt", "decision": {"decision": "modify",
+             "modified_payload": {"prompt": "REWRITTEN-PROMPT-77"}}},
+            {"event": "pre_action", "decision": {"decision": "modify",
+             "modified_payload": {"tool_name": "bash", "arguments":
+                {"command": format!("touch {} && echo MODIFIED-88", new.display()),
+                 "description": "modified"}}}}
+        ])
+    });
     r.check(new.exists(), "the modified command did not run");
     let results = llm.tool_results();
     r.check(

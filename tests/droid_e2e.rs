@@ -62,22 +62,11 @@ fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_own_settings_l
 )]
 fn a_modified_command_runs_in_place_of_the_models() {
     let world = World::new(Agent::Droid);
-    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([execute(&format!("touch {}", orig.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "decision": {"decision": "modify",
+    let (r, _, new) = support::modified_call(&world, execute, PROMPT, |new| {
+        json!([{"event": "pre_action", "decision": {"decision": "modify",
          "modified_payload": {"arguments": {"command": format!("touch {}", new.display()),
-            "summary": "modified", "riskLevel": "low", "riskLevelReason": "a test"}}}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!orig.exists(), "the unmodified command ran");
+            "summary": "modified", "riskLevel": "low", "riskLevelReason": "a test"}}}}])
+    });
     r.check(new.exists(), "the modified command did not run");
 }
 

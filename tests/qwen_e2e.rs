@@ -5,7 +5,7 @@
 use ahp_wrap_testkit::llm_agents as support;
 
 use serde_json::{json, Value};
-use support::{shell, Agent, FakeLlm, World};
+use support::{shell, Agent, World};
 
 const PROMPT: &str = "please do the task";
 
@@ -44,21 +44,10 @@ fn a_blocked_command_never_runs_and_an_allowed_one_does() {
 )]
 fn a_modified_command_runs_in_neither_form_because_qwen_cannot_apply_it() {
     let world = World::new(Agent::Qwen);
-    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([shell(&format!("touch {}", orig.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "decision": {"decision": "modify",
-         "modified_payload": {"command": format!("touch {}", new.display())}}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!orig.exists(), "the unmodified command ran");
+    let (r, llm, new) = support::modified_call(&world, shell, PROMPT, |new| {
+        json!([{"event": "pre_action", "decision": {"decision": "modify",
+         "modified_payload": {"command": format!("touch {}", new.display())}}}])
+    });
     r.check(
         !new.exists(),
         "the modified command ran (update the Qwen README and render)",

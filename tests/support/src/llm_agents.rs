@@ -387,6 +387,33 @@ pub fn harness_goes_down(
     (r, llm)
 }
 
+/// The modify scenario of every agent suite: the model asks, through `call`, to touch `orig`
+/// in the workspace, and the harness answers with the rules `rules` gives for the path of
+/// `new` (the file the harness's own command makes). Runs the agent under `ahp-wrap
+/// --harness` with `prompt` and checks that the run ended normally and the model's own
+/// command never ran; returns the run, the fake model and `new`, for the suite's own checks
+/// (whether the modified command ran is the agent's matter: Qwen cannot apply one).
+pub fn modified_call(
+    world: &World,
+    call: impl Fn(&str) -> Value,
+    prompt: &str,
+    rules: impl Fn(&Path) -> Value,
+) -> (Run, FakeLlm, PathBuf) {
+    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([call(&format!("touch {}", orig.display())), {"text": "All done."}]),
+    );
+    let harness = world.harness(json!({ "rules": rules(&new) }));
+    let r = world.wrapped(&llm, &["--harness", &harness], prompt, &[]);
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    r.check(!orig.exists(), "the unmodified command ran");
+    (r, llm, new)
+}
+
 /// What the model must have received in [`one_blocked_one_allowed`]: the harness's reason for
 /// the first command, the output of the second.
 pub fn check_reason_then_output(r: &Run, llm: &FakeLlm) {

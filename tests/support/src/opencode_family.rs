@@ -80,22 +80,11 @@ pub fn a_blocked_command_never_runs_an_allowed_one_does_and_the_users_plugin_sti
 
 pub fn a_modified_command_runs_as_modified(agent: Agent) {
     let (world, _) = world(agent);
-    let (orig, new) = (world.ws().join("orig"), world.ws().join("new"));
-    let llm = FakeLlm::start(
-        world.dir.path(),
-        json!([bash(&format!("touch {}", orig.display())), {"text": "All done."}]),
-    );
-    let harness = world.harness(json!({"rules": [
-        {"event": "pre_action", "decision": {"decision": "modify",
+    let (r, llm, new) = support::modified_call(&world, bash, PROMPT, |new| {
+        json!([{"event": "pre_action", "decision": {"decision": "modify",
          "modified_payload": {"command": format!("touch {} && echo MODIFIED-88", new.display()),
-                              "description": "rewritten"}}}
-    ]}));
-    let r = world.wrapped(&llm, &["--harness", &harness], PROMPT, &[]);
-    r.check(
-        r.output.status.code() == Some(0),
-        "the run should end normally",
-    );
-    r.check(!orig.exists(), "the unmodified command ran");
+                              "description": "rewritten"}}}])
+    });
     r.check(new.exists(), "the modified command did not run");
     let results = llm.tool_results();
     r.check(
