@@ -88,9 +88,6 @@ pub const KILO: Flavor = Flavor {
     xdg_dir: "kilo",
 };
 
-/// Names the framework in errors and hook commands, and the agent in reasons.
-pub const SHIM: Shim = OPENCODE.shim;
-
 hook_events! {
     /// What our plugin relays, by OpenCode's own names (in the order OpenCode fires them in
     /// a simple run): its plugin hooks and the bus events we pass on. The plugin hooks every
