@@ -49,7 +49,9 @@ fn setups() -> Vec<String> {
         .collect()
 }
 
-/// Writes the list of manifest shims, `&[(path, text)]`, for `include!`.
+/// Writes the list of manifest shims for `include!`: each one's path and text, and the two
+/// fields a run looks every framework up by (its name and executables), read here so that a
+/// run parses only the manifest it uses, not every one at start-up.
 fn built_in_shims() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("cargo::rerun-if-changed=shims");
@@ -66,12 +68,38 @@ fn built_in_shims() {
     let mut list = String::from("&[\n");
     for name in found {
         let relative = format!("shims/{name}/shim.toml");
-        let absolute = root.join(&relative).display().to_string();
+        let absolute = root.join(&relative);
+        let text = std::fs::read_to_string(&absolute)
+            .unwrap_or_else(|e| panic!("{relative}: cannot read it: {e}"));
+        let (name, executables) = identity(&text).unwrap_or_else(|why| panic!("{relative}: {why}"));
         list.push_str(&format!(
-            "    ({relative:?}, include_str!({absolute:?})),\n"
+            "    BuiltIn {{ path: {relative:?}, text: include_str!({:?}), name: {name:?}, \
+             executables: &{executables:?} }},\n",
+            absolute.display().to_string()
         ));
     }
     list.push(']');
     let out = std::env::var("OUT_DIR").expect("cargo sets OUT_DIR");
     std::fs::write(Path::new(&out).join("built_in_shims.rs"), list).expect("OUT_DIR is writable");
+}
+
+/// A manifest's `name` and `executables` (the rest is checked where it is parsed, and by the
+/// unit test that loads every built-in manifest).
+fn identity(text: &str) -> Result<(String, Vec<String>), String> {
+    let table: toml::Table = text.parse().map_err(|e| format!("not TOML: {e}"))?;
+    let name = table
+        .get("name")
+        .and_then(toml::Value::as_str)
+        .ok_or("no `name` string")?
+        .to_owned();
+    let executables = table
+        .get("executables")
+        .and_then(toml::Value::as_array)
+        .and_then(|list| {
+            list.iter()
+                .map(|v| v.as_str().map(str::to_owned))
+                .collect::<Option<Vec<_>>>()
+        })
+        .ok_or("no `executables` list of strings")?;
+    Ok((name, executables))
 }

@@ -346,24 +346,20 @@ fn registry(named: Vec<(manifest::Manifest, PathBuf)>) -> Vec<&'static dyn Frame
         &OPENCODE,
         &KILO,
     ];
-    let mut shims: Vec<manifest::ManifestShim> = manifest::built_in()
-        .into_iter()
-        .map(manifest::ManifestShim::new)
-        .collect();
+    let mut shims: Vec<&'static dyn Framework> = manifest::built_in().collect();
+    let from_file = |(m, path)| -> &'static dyn Framework {
+        Box::leak(Box::new(manifest::ManifestShim::from_file(m, path)))
+    };
     for path in manifest::files() {
         match manifest::load(&path) {
-            Ok(m) => shims.push(manifest::ManifestShim::from_file(m, path)),
+            Ok(m) => shims.push(from_file((m, path))),
             Err(e) => tracing::warn!("the shim manifest {e}; it is left out"),
         }
     }
-    shims.extend(
-        named
-            .into_iter()
-            .map(|(m, path)| manifest::ManifestShim::from_file(m, path)),
-    );
+    shims.extend(named.into_iter().map(from_file));
     for shim in shims {
         list.retain(|f| f.name() != shim.name());
-        list.push(Box::leak(Box::new(shim)));
+        list.push(shim);
     }
     list
 }

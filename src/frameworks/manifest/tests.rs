@@ -438,8 +438,19 @@ fn a_malformed_manifest_is_refused_with_its_line_and_field() {
 #[test]
 fn every_built_in_manifest_loads_and_its_samples_check() {
     assert!(!BUILT_IN.is_empty());
-    for (path, text) in BUILT_IN {
-        let m = parse(text, path).unwrap_or_else(|e| panic!("{e}"));
+    for built_in in BUILT_IN {
+        let m = parse(built_in.text, built_in.path).unwrap_or_else(|e| panic!("{e}"));
+        // What the build read for the run's look-ups is what the parser reads.
+        assert_eq!(
+            (built_in.name, built_in.executables),
+            (m.name, m.executables)
+        );
+        assert!(
+            ManifestShim::new(parse(built_in.text, built_in.path).unwrap())
+                .adapters()
+                .is_empty()
+        );
+        let path = built_in.path;
         let file = Path::new(env!("CARGO_MANIFEST_DIR")).join(path);
         let report = check::check(&file, None);
         assert!(report.ok, "{}: {}", m.name, report.lines.join("\n"));
