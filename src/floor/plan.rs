@@ -1,7 +1,9 @@
 //! The floor made concrete for one run: which directories may be written, which paths are
 //! bound read-only or hidden, and which protected paths do not exist yet.
 
+use std::ffi::{OsStr, OsString};
 use std::fmt;
+use std::os::unix::ffi::{OsStrExt, OsStringExt};
 use std::path::{Component, Path, PathBuf};
 
 use super::Spec;
@@ -123,11 +125,7 @@ impl Plan {
             }
             writable.push(dir.clone());
         }
-        let mut writable: Vec<PathBuf> = writable
-            .iter()
-            .filter(|d| d.is_dir())
-            .map(|d| paths.canonical(d))
-            .collect();
+        let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
         dedup(&mut writable);
         let devices = DEVICES
             .iter()
@@ -135,22 +133,22 @@ impl Plan {
             .filter(|d| d.exists())
             .collect();
 
-        let hidden_all: Vec<PathBuf> = spec
+        // What exists of it; never what would hide the work itself.
+        let hidden: Vec<PathBuf> = spec
             .hidden(&home, &ws)
             .iter()
-            .map(|p| paths.canonical(p))
-            .collect();
-        // Never hide what would hide the work itself.
-        let hidden: Vec<PathBuf> = hidden_all
-            .into_iter()
-            .filter(|h| h.exists() && !writable.iter().any(|w| w.starts_with(h)))
+            .filter_map(|p| match paths.look(p) {
+                (h, Some(_)) => Some(h),
+                (_, None) => None,
+            })
+            .filter(|h| !writable.iter().any(|w| w.starts_with(h)))
             .collect();
 
         let mut read_only = Vec::new();
         let mut absent = Vec::new();
         let mut pinned = Vec::new();
         for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
-            let p = paths.canonical(p);
+            let (p, exists) = paths.look(p);
             let Some(root) = writable
                 .iter()
                 .filter(|w| p.starts_with(w))
@@ -161,7 +159,7 @@ impl Plan {
             if hidden.iter().any(|h| p.starts_with(h)) {
                 continue;
             }
-            if p.exists() {
+            if exists.is_some() {
                 let mut between = p.parent();
                 while let Some(dir) = between.filter(|d| d != root && d.starts_with(root)) {
                     pinned.push(dir.to_owned());
@@ -254,57 +252,111 @@ pub fn canonical(path: &Path) -> PathBuf {
 /// [`canonical`] for many paths at once: each directory on the way is looked at once
 /// (`lstat`, and `realpath` only for a symbolic link), where `realpath` of each path would
 /// read every component again (a plan resolves a hundred paths beneath the same few
-/// directories).
+/// directories); and what it found answers whether a path exists, and is a directory,
+/// without another `stat`.
 #[derive(Default)]
 struct Resolver {
-    /// An absolute path as written, and what it resolves to when it exists.
-    seen: std::collections::HashMap<PathBuf, Option<PathBuf>>,
+    /// An absolute path as [`plain`] writes it (bytes: a `Path` hashes and splits itself
+    /// component by component), and what it resolves to when it exists.
+    seen: std::collections::HashMap<Vec<u8>, Option<Found>>,
+}
+
+/// An existing path, resolved.
+#[derive(Debug, Clone)]
+struct Found {
+    path: PathBuf,
+    dir: bool,
 }
 
 impl Resolver {
     fn canonical(&mut self, path: &Path) -> PathBuf {
-        let plain = path.is_absolute()
-            && path
-                .components()
-                .all(|c| matches!(c, Component::RootDir | Component::Normal(_)));
-        if !plain {
-            return slow_canonical(path);
-        }
-        if let Some(found) = self.resolve(path) {
-            return found;
-        }
-        let mut rest = Vec::new();
-        let mut at = path;
-        while let (Some(parent), Some(name)) = (at.parent(), at.file_name()) {
-            rest.push(name);
-            if let Some(mut out) = self.resolve(parent) {
-                out.extend(rest.iter().rev());
-                return out;
-            }
-            at = parent;
-        }
-        path.to_owned()
+        self.look(path).0
     }
 
-    /// Where `path` (absolute, no `.` or `..`) leads, when it exists.
-    fn resolve(&mut self, path: &Path) -> Option<PathBuf> {
+    /// The canonical path of an existing directory (symbolic links followed).
+    fn dir(&mut self, path: &Path) -> Option<PathBuf> {
+        match self.look(path) {
+            (p, Some(true)) => Some(p),
+            _ => None,
+        }
+    }
+
+    /// [`Self::canonical`], and whether the path exists: `Some(is a directory)`.
+    fn look(&mut self, path: &Path) -> (PathBuf, Option<bool>) {
+        let Some(plain) = plain(path) else {
+            let p = slow_canonical(path);
+            let kind = p.metadata().ok().map(|m| m.is_dir());
+            return (p, kind);
+        };
+        if let Some(found) = self.resolve(&plain) {
+            return (found.path, Some(found.dir));
+        }
+        // The longest existing ancestor, resolved, and the rest as written.
+        let mut at = plain.len();
+        while let Some(cut) = plain[..at].iter().rposition(|&b| b == b'/') {
+            if let Some(found) = self.resolve(&plain[..cut.max(1)]) {
+                let mut out = found.path.into_os_string().into_vec();
+                if out.last() != Some(&b'/') {
+                    out.push(b'/');
+                }
+                out.extend_from_slice(&plain[cut + 1..]);
+                return (PathBuf::from(OsString::from_vec(out)), None);
+            }
+            at = cut;
+        }
+        (path.to_owned(), None)
+    }
+
+    /// Where `path` (absolute, written as [`plain`] writes it) leads, when it exists.
+    fn resolve(&mut self, path: &[u8]) -> Option<Found> {
         if let Some(known) = self.seen.get(path) {
             return known.clone();
         }
-        let found = match (path.parent(), path.file_name()) {
-            (Some(parent), Some(name)) => self.resolve(parent).and_then(|dir| {
-                let at = dir.join(name);
+        let found = match path.iter().rposition(|&b| b == b'/') {
+            Some(cut) if path.len() > 1 => self.resolve(&path[..cut.max(1)]).and_then(|dir| {
+                let at = dir.path.join(OsStr::from_bytes(&path[cut + 1..]));
                 match std::fs::symlink_metadata(&at) {
-                    Ok(m) if m.file_type().is_symlink() => std::fs::canonicalize(&at).ok(),
-                    Ok(_) => Some(at),
+                    Ok(m) if m.file_type().is_symlink() => {
+                        let path = std::fs::canonicalize(&at).ok()?;
+                        let dir = path.is_dir();
+                        Some(Found { path, dir })
+                    }
+                    Ok(m) => Some(Found {
+                        path: at,
+                        dir: m.is_dir(),
+                    }),
                     Err(_) => None,
                 }
             }),
-            _ => Some(path.to_owned()), // the root
+            // The root.
+            _ => Some(Found {
+                path: PathBuf::from("/"),
+                dir: true,
+            }),
         };
-        self.seen.insert(path.to_owned(), found.clone());
+        self.seen.insert(path.to_vec(), found.clone());
         found
     }
+}
+
+/// An absolute path without `.` or `..` as bytes, one `/` between names and none at the
+/// end; `None` for any other path.
+fn plain(path: &Path) -> Option<Vec<u8>> {
+    let mut out = Vec::with_capacity(path.as_os_str().len());
+    for c in path.components() {
+        match c {
+            Component::RootDir => {}
+            Component::Normal(name) => {
+                out.push(b'/');
+                out.extend_from_slice(name.as_bytes());
+            }
+            _ => return None,
+        }
+    }
+    if out.is_empty() {
+        out.push(b'/');
+    }
+    path.is_absolute().then_some(out)
 }
 
 /// [`canonical`] of a relative path or one with `.` or `..`, one `realpath` per ancestor.
@@ -358,7 +410,7 @@ mod tests {
     }
 
     #[test]
-    fn the_resolver_agrees_with_realpath_on_links_missing_and_dangling_paths() {
+    fn the_resolver_agrees_with_realpath_and_stat_on_links_missing_and_dangling_paths() {
         let t = tempfile::tempdir().unwrap();
         let root = t.path().canonicalize().unwrap();
         std::fs::create_dir_all(root.join("real/deep")).unwrap();
@@ -385,6 +437,10 @@ mod tests {
         ] {
             let path = root.join(p);
             assert_eq!(r.canonical(&path), slow_canonical(&path), "{p}");
+            // Whether it exists and is a directory, as `stat` (links followed) says.
+            let kind = path.metadata().ok().map(|m| m.is_dir());
+            assert_eq!(r.look(&path).1, kind, "{p}");
+            assert_eq!(r.dir(&path).is_some(), kind == Some(true), "{p}");
         }
         assert_eq!(r.canonical(&root.join("link/deep")), root.join("real/deep"));
         assert_eq!(

@@ -104,8 +104,10 @@ pub fn floor_spec(file: Option<&Path>) -> Result<crate::floor::Spec, PolicyError
     struct FloorOnly {
         floor: Option<crate::floor::Spec>,
     }
+    // Searched from the end, where the section is: from the start, the search reads the
+    // whole commented policy first.
     let default_text = DEFAULT_TOML
-        .split_once("\n[floor]\n")
+        .rsplit_once("\n[floor]\n")
         .map(|(_, rest)| format!("[floor]\n{rest}"))
         .expect("the default policy ends with its [floor] section");
     let default: FloorOnly = toml::from_str(&default_text).map_err(|source| PolicyError::Toml {
