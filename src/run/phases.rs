@@ -23,6 +23,11 @@ use crate::intercept::{End, Router};
 use crate::policy::Protected;
 use crate::protocol::EventType;
 
+/// How long after the agent starts the embedded policy is built ahead of its first event,
+/// on a thread of its own: the agent's first tool call comes later than that (a model's
+/// answer), and a run that is over sooner never builds it.
+const POLICY_AHEAD_AFTER: std::time::Duration = std::time::Duration::from_millis(20);
+
 impl Run<'_> {
     /// Prepare, spawn, supervise and finish the agent; returns the exit code.
     pub(super) async fn agent(&mut self, process: Process, limits: &Limits) -> CommandResult {
@@ -292,6 +297,14 @@ impl Run<'_> {
         self.gate
             .say(EventType::SessionStart, self.start_payload(agent.id.pid()))
             .await;
+        if let Harness::Embedded(embedded) = &self.gate.decider.harness {
+            // Unless the run is over by then (a run that ends at once never pays for it).
+            let embedded = embedded.clone();
+            tokio::spawn(async move {
+                tokio::time::sleep(POLICY_AHEAD_AFTER).await;
+                embedded.warm_up();
+            });
+        }
         let link = held.guardian.as_ref().and_then(Guardian::link);
         let mut tree = Tracker::new(agent.id.pid(), link, held.cgroup.take());
         let (status, stopped) = super::supervise::until_exit(
