@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Every benchmark, one table: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP]
-#                                         [--pathshim] [--telemetry] [--fleet]
+#                                         [--pathshim] [--telemetry] [--fleet] [--repeat N]
 #
 #   --quick     fewer calls and shorter criterion runs (a smoke run; the figures are rougher)
 #   --write     also write the table into BENCHMARKS.md's results block
@@ -13,6 +13,9 @@
 #               in their own block
 #   --fleet     only the HCP fleet rows (benches/fleet.rs: tasks/s through a private RabbitMQ
 #               broker, latency per task against the same run started directly)
+#   --repeat N  the whole-process benches N times (the criterion ones once), each table kept
+#               in $target/bench-runs/, then their spread (bench/spread.py: min / median /
+#               max of every row); --write puts the spread in its own block, not the results
 #
 # Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
 # harness client, audit log, the parent's share of a hook), then the whole-process benches
@@ -28,7 +31,7 @@ export CRITERION_HOME=${CRITERION_HOME:-$target/criterion}
 export AHP_BENCH_TMPDIR=${AHP_BENCH_TMPDIR:-$target}
 mkdir -p "$AHP_BENCH_TMPDIR"
 
-quick=() write=() crit=() compare=() only=() fleet=
+quick=() write=() crit=() compare=() only=() fleet= repeat=
 while [ $# -gt 0 ]; do
   case $1 in
     --quick) quick=(--quick) crit=(--warm-up-time 1 --measurement-time 1) ;;
@@ -37,7 +40,8 @@ while [ $# -gt 0 ]; do
     --pathshim) only=(--only pathshim) ;;
     --telemetry) only=(--only telemetry) ;;
     --fleet) fleet=only ;;
-    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim] [--telemetry] [--fleet]" >&2; exit 2 ;;
+    --repeat) repeat=${2:?--repeat needs a count}; shift ;;
+    *) echo "usage: bench/run.sh [--quick] [--write] [--compare OTHER-AHP-WRAP] [--pathshim] [--telemetry] [--fleet] [--repeat N]" >&2; exit 2 ;;
   esac
   shift
 done
@@ -79,6 +83,18 @@ log=$target/bench-inproc.log
 echo "in-process benches (criterion; full output in $log)…" >&2
 cargo bench --locked --bench inproc -- ${crit[@]+"${crit[@]}"} >"$log"
 grep -E '^[a-z_]+/[a-z_]+ +time:|^[a-z_]+/[a-z_]+$|^ +time:' "$log" >&2 || true
+if [ -n "$repeat" ]; then
+  runs=$target/bench-runs
+  rm -rf "$runs" && mkdir -p "$runs"
+  for i in $(seq "$repeat"); do
+    echo "whole-process benches, run $i of $repeat…" >&2
+    cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} \
+      ${compare[@]+"${compare[@]}"} | tee "$runs/run-$i.md"
+  done
+  spread=()
+  if [ ${#write[@]} -gt 0 ]; then spread=(--write BENCHMARKS.md); fi
+  exec python3 bench/spread.py "$runs"/run-*.md ${spread[@]+"${spread[@]}"}
+fi
 cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} ${write[@]+"${write[@]}"} \
   ${compare[@]+"${compare[@]}"}
 # The MCP stream proxy: pass-through, an intercepted call, memory over a long stream.
