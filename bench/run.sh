@@ -15,7 +15,8 @@
 #               broker, latency per task against the same run started directly)
 #   --repeat N  the whole-process benches N times (the criterion ones once), each table kept
 #               in $target/bench-runs/, then their spread (bench/spread.py: min / median /
-#               max of every row); --write puts the spread in its own block, not the results
+#               max of every row); --write puts the spread in its own block, and the last
+#               run's table in the results block
 #
 # Builds the release (bench-profile) binaries, runs the criterion benches (benches/inproc.rs:
 # harness client, audit log, the parent's share of a hook), then the whole-process benches
@@ -88,7 +89,10 @@ if [ -n "$repeat" ]; then
   rm -rf "$runs" && mkdir -p "$runs"
   for i in $(seq "$repeat"); do
     echo "whole-process benches, run $i of $repeat…" >&2
-    cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} \
+    # The last run also writes the results block (the latest run), as a single run does.
+    last=()
+    if [ "$i" = "$repeat" ]; then last=(${write[@]+"${write[@]}"}); fi
+    cargo bench --locked --bench wrapper -- ${quick[@]+"${quick[@]}"} ${last[@]+"${last[@]}"} \
       ${compare[@]+"${compare[@]}"} | tee "$runs/run-$i.md"
   done
   spread=()

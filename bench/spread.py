@@ -14,7 +14,7 @@ import statistics
 import sys
 
 BEGIN, END = "<!-- bench:spread:begin -->", "<!-- bench:spread:end -->"
-NUMBER = re.compile(r"([+-]*)([0-9][0-9,]*(?:\.[0-9]+)?)\s*(ms|µs|MiB|MB/s|%|×|/s)?")
+NUMBER = re.compile(r"([+-]*)([0-9][0-9,]*(?:\.[0-9]+)?)\s*(ms|µs|ns|MiB|MB/s|%|×|/s)?")
 
 
 def number(cell):
@@ -45,8 +45,9 @@ def spread(values, signed=False):
     unit = values[0][1]
     nums = sorted(v for v, u in values if u == unit)
     big = max(abs(n) for n in nums) >= 100
-    signed = signed and unit in ("ms", "µs", "MiB")
-    fmt = ("{:+,.0f}" if big else "{:+.2f}") if signed else ("{:,.0f}" if big else "{:.2f}")
+    signed = signed and unit in ("ms", "µs", "ns", "MiB")
+    whole = big or all(n == int(n) for n in nums)
+    fmt = ("{:+,.0f}" if whole else "{:+.2f}") if signed else ("{:,.0f}" if whole else "{:.2f}")
     parts = [fmt.format(n) for n in (nums[0], statistics.median(nums), nums[-1])]
     return f"{' / '.join(parts)} {unit}".strip()
 
@@ -83,7 +84,9 @@ def main(argv):
                 break
     lines = [
         f"{len(files)} runs; each figure as min / median / max over them (each run's own "
-        "baseline taken in the same run).",
+        "baseline taken in the same run). The rows a run reads from criterion's saved "
+        "estimates (the client, the audit log, the parent's in-process share) were measured "
+        "once, before the runs, and repeat that figure.",
         "",
     ]
     lines += [f"- {m}" for m in machines]

@@ -24,7 +24,7 @@ pub(super) const BUILT_IN: &[BuiltIn] = include!(concat!(env!("OUT_DIR"), "/buil
 
 /// The built-in manifests, as frameworks. Each is parsed the first time a run asks it more
 /// than its name and executables: a run parses the one it uses, and a run of another
-/// agent none (the two of today cost more instructions than the rest of a start-up).
+/// agent none (parsing the two of today was a quarter of a start-up's instructions).
 pub fn built_in() -> impl Iterator<Item = &'static dyn Framework> {
     BUILT_IN.iter().map(|source| {
         let shim: &'static BuiltInShim = Box::leak(Box::new(BuiltInShim {
@@ -233,5 +233,47 @@ mod tests {
             assert!(!shim.packages().is_empty(), "{}", source.path);
             assert!(matches!(shim.parsed.get(), Some(Ok(_))), "{}", source.path);
         }
+    }
+
+    /// A built-in manifest that does not load (a bug the test above catches) fails its runs
+    /// and blocks its hooks, saying why, rather than being an agent nobody supervises.
+    #[test]
+    fn a_built_in_manifest_that_does_not_load_fails_closed() {
+        static BROKEN: BuiltIn = BuiltIn {
+            path: "shims/broken/shim.toml",
+            text: "name = \"broken\"\nexecutables = [\"broken\"]\n",
+            name: "broken",
+            executables: &["broken"],
+        };
+        let shim = BuiltInShim {
+            source: &BROKEN,
+            parsed: OnceLock::new(),
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let run = RunContext {
+            self_exe: "/bin/false".into(),
+            run_dir: dir.path().to_owned(),
+            hook_budget_ms: 1000,
+            interactive: false,
+        };
+        let e = shim
+            .prepare(&run, &mut AgentCommand::default())
+            .unwrap_err();
+        assert!(e.to_string().contains("shims/broken/shim.toml"), "{e}");
+        let cx = HookContext {
+            hook: "PreToolUse",
+            cwd: dir.path(),
+            interactive: false,
+        };
+        assert!(shim.map(&cx, b"{}").is_err());
+        // Even an allow: without the manifest there is no allow in the agent's terms.
+        let allow = Final::Allow {
+            explicit: true,
+            modified_payload: None,
+            extra: Default::default(),
+        };
+        let rendered = shim.render(&cx, None, &allow);
+        assert_eq!(rendered.exit_code, 2);
+        assert!(String::from_utf8_lossy(&rendered.stderr).contains("does not load"));
     }
 }
