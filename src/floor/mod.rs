@@ -26,6 +26,7 @@ pub mod bridge;
 pub mod denials;
 pub mod hosts;
 pub mod plan;
+mod resolve;
 pub mod spec;
 
 #[cfg(target_os = "linux")]
