@@ -289,12 +289,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let user_file = dir.path().join("user.json");
         std::fs::write(&user_file, r#"{"env":{"A":"1"}}"#).unwrap();
-        let run = RunContext {
-            self_exe: "/bin/ahp-wrap".into(),
-            run_dir: dir.path().to_owned(),
-            hook_budget_ms: 12_001,
-            interactive: false,
-        };
+        let run = crate::frameworks::adapter::testing::run_in(dir.path());
         let mut cmd = AgentCommand {
             program: "claude".into(),
             args: vec![

@@ -291,12 +291,7 @@ mod tests {
     #[test]
     fn prepare_puts_one_merged_hooks_override_first() {
         let dir = tempfile::tempdir().unwrap();
-        let run = RunContext {
-            self_exe: "/bin/ahp-wrap".into(),
-            run_dir: dir.path().to_owned(),
-            hook_budget_ms: 12_001,
-            interactive: false,
-        };
+        let run = crate::frameworks::adapter::testing::run_in(dir.path());
         let mut cmd = AgentCommand {
             program: "codex".into(),
             args: os(&["exec", "-c", "hooks.Stop=[]", "--json", "do it"]),

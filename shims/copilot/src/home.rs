@@ -161,12 +161,7 @@ mod tests {
         std::fs::create_dir_all(real.join("session-state")).unwrap();
         std::fs::write(real.join("config.json"), "{}").unwrap();
         std::fs::write(real.join("hooks/mine.json"), "{}").unwrap();
-        let run = RunContext {
-            self_exe: "/bin/ahp-wrap".into(),
-            run_dir: dir.path().join("run"),
-            hook_budget_ms: 12_001,
-            interactive: false,
-        };
+        let run = crate::frameworks::adapter::testing::run_in(&dir.path().join("run"));
         std::fs::create_dir(&run.run_dir).unwrap();
         let mut cmd = AgentCommand::default();
         prepare_over(&run, &mut cmd, &real).unwrap();

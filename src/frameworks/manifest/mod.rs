@@ -18,6 +18,7 @@
 //! Must not touch: like every shim, only the adapter API (`crate::frameworks::adapter`).
 //! A manifest that does not load is refused with its line and its field, never half used.
 
+mod built_in;
 pub mod check;
 mod render;
 mod shape;
@@ -33,9 +34,10 @@ use toml::Spanned;
 
 use crate::frameworks::adapter::EventType;
 
+pub use built_in::built_in;
 pub use shim::ManifestShim;
 pub(crate) use sources::files_in;
-pub use sources::{built_in, files, load, user_dir, ENV_SHIM};
+pub use sources::{files, load, user_dir, ENV_SHIM};
 use validate::{check_raw, event, field_in, key_on_line, line_of};
 
 /// A manifest that cannot be used: where, and why.

@@ -2,7 +2,7 @@ use std::path::Path;
 
 use serde_json::{json, Value};
 
-use super::sources::BUILT_IN;
+use super::built_in::BUILT_IN;
 use super::*;
 use crate::frameworks::adapter::testing::{block, cx, modify, sample};
 use crate::frameworks::adapter::{AgentCommand, Final, Framework, RunContext};

@@ -102,7 +102,7 @@ pub mod testing {
 
     use serde_json::Value;
 
-    use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+    use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered, RunContext};
 
     /// A shim's `render`.
     pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> Rendered;
@@ -112,6 +112,16 @@ pub mod testing {
         HookContext {
             hook,
             cwd: Path::new("/"),
+            interactive: false,
+        }
+    }
+
+    /// A headless run of `/bin/ahp-wrap` in `run_dir`, whose hooks may take 12,001 ms.
+    pub fn run_in(run_dir: &Path) -> RunContext {
+        RunContext {
+            self_exe: "/bin/ahp-wrap".into(),
+            run_dir: run_dir.to_owned(),
+            hook_budget_ms: 12_001,
             interactive: false,
         }
     }
