@@ -551,6 +551,15 @@ pub async fn explicit_allow_then_a_person_who_says_no(
     let ws = world.ws().canonicalize().unwrap();
     let e = under_the_policy(world, agent, server, "reject", &["one", "two"]).await;
     let log = format!("the editor saw: {:#?}", e.0);
+    explicit_ran_and_the_refused_one_did_not(&ws, &e.asked(), &log);
+    e
+}
+
+/// What an explicit allow beside a question the person refuses leaves in `ws`: the allowed
+/// command ran (`explicit-marker`), the asked one did not (`asked-marker`), and the person
+/// was asked once, about it (`asked`: the titles of the permission requests). `log` says
+/// what the editor saw.
+pub fn explicit_ran_and_the_refused_one_did_not(ws: &Path, asked: &[String], log: &str) {
     assert!(
         ws.join("explicit-marker").exists(),
         "the explicitly allowed command did not run; {log}"
@@ -559,10 +568,8 @@ pub async fn explicit_allow_then_a_person_who_says_no(
         !ws.join("asked-marker").exists(),
         "the person's no was overridden; {log}"
     );
-    let asked = e.asked();
     assert_eq!(asked.len(), 1, "{log}");
     assert!(asked[0].contains("asked-marker"), "{log}");
-    e
 }
 
 /// The harness-down scenario: the agent, scripted (by the caller's `server`) to make
