@@ -262,6 +262,26 @@ fn quiet_keeps_the_refusal_and_drops_the_notes_and_the_summary() {
     }
 }
 
+/// The embedded default policy is built on a thread of its own once the agent has run a
+/// moment (20 ms), before any event asks for it, so that the agent's first tool call does
+/// not wait for it: a run whose agent does nothing but wait says so in its debug log.
+#[test]
+fn the_embedded_policy_is_built_ahead_of_the_first_event() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["--log", "debug", "--", "sh", "-c", "sleep 0.5"])
+            .current_dir(dir.path()),
+        Duration::from_secs(30),
+    );
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(out.status.success(), "{said}");
+    assert!(
+        said.contains("the embedded policy was built ahead of the first event"),
+        "{said}"
+    );
+}
+
 /// A command that fails says why once, on one `ahp-wrap:` line with the whole cause chain,
 /// and exits with the failure's own code: the one place that prints is `main`.
 #[test]

@@ -71,20 +71,33 @@ impl Embedded {
         std::thread::Builder::new()
             .name("policy".into())
             .spawn(move || {
-                me.policy();
+                let start = Instant::now();
+                let mut built = false;
+                me.policy.get_or_init(|| {
+                    built = true;
+                    me.build()
+                });
+                if built {
+                    tracing::debug!(
+                        "the embedded policy was built ahead of the first event, in {} ms",
+                        start.elapsed().as_millis()
+                    );
+                }
             })
             .inspect_err(|e| tracing::debug!("the policy is built on the first event: {e}"))
             .ok()
     }
 
     fn policy(&self) -> &Policy {
-        self.policy.get_or_init(|| {
-            let p = Policy::default_policy().trusting_code_changed_before(self.started);
-            match &self.workspace {
-                Some(ws) => p.with_workspace(ws),
-                None => p,
-            }
-        })
+        self.policy.get_or_init(|| self.build())
+    }
+
+    fn build(&self) -> Policy {
+        let p = Policy::default_policy().trusting_code_changed_before(self.started);
+        match &self.workspace {
+            Some(ws) => p.with_workspace(ws),
+            None => p,
+        }
     }
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
