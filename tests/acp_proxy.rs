@@ -155,27 +155,7 @@ async fn with_the_harness_down_the_prompt_is_refused_and_nothing_runs() {
         world.dir.path(),
         json!([shell(&format!("touch {}", ws.join("marker").display())), {"text": "done"}]),
     );
-    let s = session(
-        &world,
-        AcpAgent::Gemini,
-        &llm,
-        Decides::HarnessDown,
-        "allow",
-        &[PROMPT],
-    )
-    .await;
-    let log = format!("the editor saw: {:#?}", s.editor);
-    assert_eq!(
-        s.saw("stop"),
-        [json!({"kind": "stop", "stopReason": "refusal"})],
-        "{log}"
-    );
-    assert!(
-        s.messages().contains("[ahp-wrap]"),
-        "the editor was not told why; {log}"
-    );
-    assert!(llm.main_bodies().is_empty(), "the prompt reached the model");
-    assert!(!ws.join("marker").exists());
+    acp::harness_down_refuses_the_prompt(&world, AcpAgent::Gemini, &llm).await;
     let records = audit(&world);
     assert!(
         records

@@ -597,7 +597,10 @@ pub async fn harness_down_refuses_the_prompt(
         [json!({"kind": "stop", "stopReason": "refusal"})],
         "{log}"
     );
-    assert!(s.messages().contains("[ahp-wrap]"), "{log}");
+    assert!(
+        s.messages().contains("[ahp-wrap]"),
+        "the editor was not told why; {log}"
+    );
     assert!(
         server.main_bodies().is_empty(),
         "the prompt reached the model"
