@@ -8,7 +8,8 @@
 #
 #   PREFIX   where to install (default: ~/.local):
 #            $PREFIX/bin/ahp-wrap                  the wrapper (with lld: the code a run
-#                                                  executes laid out first, less of it resident)
+#                                                  executes laid out first, less of it resident;
+#                                                  statically linked on Linux with glibc)
 #            $PREFIX/bin/ahp-wrap-hook             what hooks and PATH shims run (statically linked
 #                                                  on Linux with glibc: no dynamic loader per call)
 #            $PREFIX/share/ahp-wrap/shims          each framework's shim files and notes
@@ -114,7 +115,22 @@ if ! links "${wrap_flags[@]}"; then
   wrap_flags=()
   wrap_how="linked as cargo links it: this linker lacks lld's --symbol-ordering-file or DT_RELR"
 fi
-build ahp-wrap "${wrap_flags[@]}" || failed
+# Linked statically where glibc is, as a position-independent executable (ASLR kept): no
+# dynamic loader at each start (a start costs 0.6 ms less; BENCHMARKS.md). Its user lookups
+# read /etc/passwd and its name lookups /etc/hosts and DNS with glibc's own code; other
+# sources in nsswitch.conf (systemd, LDAP) are loaded from the system's glibc at run time,
+# which must then be the version it was built with: install again after a glibc upgrade.
+wrap_static=()
+if getconf GNU_LIBC_VERSION >/dev/null 2>&1 && links "${wrap_flags[@]}" -C target-feature=+crt-static; then
+  wrap_static=(-C target-feature=+crt-static)
+fi
+if [ ${#wrap_static[@]} -gt 0 ] && build ahp-wrap "${wrap_flags[@]}" "${wrap_static[@]}" &&
+  static "$tdir/release/ahp-wrap"; then
+  wrap_how="$wrap_how, statically linked"
+else
+  [ ${#wrap_static[@]} -gt 0 ] && { tail -n 5 "$log" >&2; wrap_how="$wrap_how, dynamically linked: the static link failed, above"; }
+  build ahp-wrap "${wrap_flags[@]}" || failed
+fi
 # The hook, started on every tool call: linked statically where glibc is (no dynamic loader's
 # work per call), which its code allows (no name-service lookups).
 hook_how="dynamically linked"

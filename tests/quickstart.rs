@@ -111,33 +111,42 @@ fn the_quick_start_runs_as_written() {
             "install.sh did not name {f}:\n{stderr}"
         );
     }
-    // The hook, started on every tool call, needs no dynamic loader where glibc is (it is
-    // linked statically: no PT_INTERP program header).
+    // The hook, started on every tool call, and the wrapper need no dynamic loader where
+    // glibc is (they are linked statically: no PT_INTERP program header), and the wrapper
+    // stays position-independent (ASLR).
     let glibc = Command::new("getconf")
         .arg("GNU_LIBC_VERSION")
         .output()
         .is_ok_and(|o| o.status.success());
     if glibc {
+        let dynamic = std::fs::read(std::env::current_exe().unwrap()).unwrap();
+        assert!(
+            has_interpreter(&dynamic),
+            "the check reads a dynamic one (this test) as such"
+        );
+        for (name, how) in [
+            ("ahp-wrap-hook", "ahp-wrap-hook (statically linked)"),
+            ("ahp-wrap", "statically linked)"),
+        ] {
+            let elf = std::fs::read(local.join("bin").join(name)).unwrap();
+            assert!(
+                !has_interpreter(&elf),
+                "the installed {name} is dynamically linked:\n{stderr}"
+            );
+            assert!(stderr.contains(how), "{stderr}");
+        }
         let wrapper = std::fs::read(local.join("bin/ahp-wrap")).unwrap();
-        assert!(
-            has_interpreter(&wrapper),
-            "the check reads a dynamic one as such"
-        );
-        let hook = std::fs::read(local.join("bin/ahp-wrap-hook")).unwrap();
-        assert!(
-            !has_interpreter(&hook),
-            "the installed hook is dynamically linked:\n{stderr}"
-        );
-        assert!(
-            stderr.contains("ahp-wrap-hook (statically linked)"),
-            "{stderr}"
+        assert_eq!(
+            u16::from_le_bytes([wrapper[0x10], wrapper[0x11]]),
+            3,
+            "the installed wrapper is not position-independent (ET_DYN)"
         );
     }
     // The wrapper's code starts with the functions a run executes (bench/hot-functions.txt,
     // given to lld, the linker rustc uses on x86-64 Linux): most of its first 200 functions
     // are in the list (linked as cargo links it, 57 of them are: `_start` and a few more).
     if glibc && cfg!(target_arch = "x86_64") {
-        assert!(stderr.contains("ahp-wrap (its hot code first)"), "{stderr}");
+        assert!(stderr.contains("ahp-wrap (its hot code first"), "{stderr}");
         let nm = Command::new("nm")
             .args(["-n", "--defined-only"])
             .arg(local.join("bin/ahp-wrap"))
