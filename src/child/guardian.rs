@@ -30,17 +30,23 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    /// Forks the guardian. Call it while the process is still single-threaded.
-    pub fn spawn() -> std::io::Result<Guardian> {
+    /// Forks the guardian. Call it while the process is still single-threaded. `first` runs
+    /// in the guardian before it detaches (where the run has work for a process of its own
+    /// at start-up, off the wrapper's path); the wrapper drops it.
+    pub fn spawn(first: Option<Box<dyn FnOnce()>>) -> std::io::Result<Guardian> {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
         // SAFETY: called before any thread is started (see `run`), so the child may run
         // arbitrary code; it never returns into the caller.
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
+                if let Some(first) = first {
+                    first();
+                }
                 guard(read)
             }
             ForkResult::Parent { child } => {
+                drop(first);
                 tree::register_own(child.as_raw());
                 drop(read);
                 Ok(Guardian {

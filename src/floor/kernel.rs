@@ -122,7 +122,7 @@ impl Support {
 }
 
 /// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying.
-fn namespaces_possible() -> Result<(), String> {
+pub(super) fn namespaces_possible() -> Result<(), String> {
     if std::env::var_os(ENV_FLOOR).is_some() {
         return Err(
             "inherited: this run is inside another run's floor, whose namespace and \
@@ -186,6 +186,8 @@ struct Namespaces {
     uid_map: Vec<u8>,
     gid_map: Vec<u8>,
     mounts: Vec<Mount>,
+    /// The user and network namespaces made ahead, to join instead of making them.
+    made: Option<super::ahead::Made>,
 }
 
 impl Prepared {
@@ -193,24 +195,38 @@ impl Prepared {
     /// `scratch` is a private directory of the run's (for the empty file bound over secret
     /// files).
     /// With `net`, the tree also gets a network namespace of its own (where namespaces are
-    /// possible); the wrapper's end of the channel comes back with it.
+    /// possible); the wrapper's end of the channel comes back with it. `ahead` brings the
+    /// user and network namespaces made at start-up, which the agent then joins.
     pub fn new(
         plan: &Plan,
         support: &Support,
         scratch: &Path,
         net: Option<&NetRequest>,
+        ahead: Option<super::Ahead>,
     ) -> Result<(Prepared, Option<NetPeer>), FloorError> {
         if support.landlock_abi < 1 {
             return Err(FloorError::Unsupported);
         }
         let landlock = Some(ruleset(plan, ABI::from(support.landlock_abi))?);
-        let namespaces = match support.namespaces {
+        let mut namespaces = match support.namespaces {
             Ok(()) => Some(Namespaces::new(plan, scratch)?),
             Err(_) => None,
         };
-        let (net, peer) = match (net, &namespaces) {
-            (Some(request), Some(_)) => {
+        let (net, peer) = match (net, &mut namespaces) {
+            (Some(request), Some(ns)) => {
                 let (child, peer) = netns::NetChild::new(request)?;
+                ns.made = ahead.and_then(|a| {
+                    a.take()
+                        .inspect(|_| {
+                            tracing::debug!(
+                                "floor: the agent joins the user and network namespaces made ahead"
+                            )
+                        })
+                        .inspect_err(|e| {
+                            tracing::debug!("floor: {e}; the agent's process makes its own")
+                        })
+                        .ok()
+                });
                 (Some(child), Some(peer))
             }
             _ => (None, None),
@@ -336,6 +352,7 @@ impl Namespaces {
             uid_map: format!("{uid} {uid} 1\n").into_bytes(),
             gid_map: format!("{gid} {gid} 1\n").into_bytes(),
             mounts,
+            made: None,
         })
     }
 
@@ -344,18 +361,28 @@ impl Namespaces {
     fn enter(&self, net: bool) -> std::io::Result<()> {
         // SAFETY: plain system calls on values we own; nothing allocates.
         unsafe {
-            let flags = match net {
-                true => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
-                false => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
-            };
-            if libc::unshare(flags) != 0 {
-                return fail(b"ahp-wrap: floor: cannot create a user and mount namespace (run with --floor off, or see docs/floor.md)\n");
-            }
-            write_proc(c"/proc/self/setgroups", b"deny")?;
-            write_proc(c"/proc/self/uid_map", &self.uid_map)?;
-            write_proc(c"/proc/self/gid_map", &self.gid_map)?;
-            if net {
-                netns::loopback_up()?;
+            match &self.made {
+                Some(made) => {
+                    made.join()?;
+                    if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                }
+                None => {
+                    let flags = match net {
+                        true => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
+                        false => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+                    };
+                    if libc::unshare(flags) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a user and mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                    write_proc(c"/proc/self/setgroups", b"deny")?;
+                    write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+                    write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+                    if net {
+                        netns::loopback_up()?;
+                    }
+                }
             }
             let none = std::ptr::null::<libc::c_char>();
             if libc::mount(
@@ -407,19 +434,31 @@ impl Namespaces {
     }
 }
 
-/// Writes `data` to a /proc file with plain system calls.
+/// Writes `data` to a /proc file with plain system calls, or says why not.
 ///
 /// # Safety
 /// For a pre-exec step: no allocation.
 unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    if write_file(path, data).is_err() {
+        return fail(b"ahp-wrap: floor: cannot write a /proc/self map\n");
+    }
+    Ok(())
+}
+
+/// Writes `data` to a file in one `write(2)`, silently.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+pub(super) unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
     let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
     if fd < 0 {
-        return fail(b"ahp-wrap: floor: cannot open a /proc/self map\n");
+        return Err(std::io::Error::last_os_error());
     }
     let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    let e = std::io::Error::last_os_error();
     libc::close(fd);
     if n != data.len() as isize {
-        return fail(b"ahp-wrap: floor: cannot write a /proc/self map\n");
+        return Err(e);
     }
     Ok(())
 }
@@ -487,6 +526,99 @@ fn cstring(path: &Path) -> Result<CString, FloorError> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Forks a child that runs `f` and exits with what it returns; returns that code.
+    fn in_child(f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the child runs `f` (system calls, and allocation, which glibc keeps usable
+        // after fork) and exits without unwinding.
+        match unsafe { libc::fork() } {
+            0 => unsafe { libc::_exit(f()) },
+            pid => {
+                let mut status = 0;
+                // SAFETY: reaps our own child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                libc::WEXITSTATUS(status)
+            }
+        }
+    }
+
+    /// The agent's process, given a floor with a network part, ends up in user, mount and
+    /// network namespaces of its own, loopback up, its writes confined: whether it joins
+    /// namespaces made ahead (as the guardian's child makes them) or makes them itself (when
+    /// the maker failed).
+    #[test]
+    fn the_agents_process_gets_its_namespaces_made_ahead_or_by_itself() {
+        let support = Support::probe();
+        if support.landlock_abi < 1 || support.namespaces.is_err() {
+            eprintln!("skipped: no Landlock or no user namespaces here");
+            return;
+        }
+        let ours = |ns: &str| std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let (user, net, mnt) = (ours("user"), ours("net"), ours("mnt"));
+        let scratch = tempfile::tempdir().unwrap();
+        let outside = scratch.path().with_extension("outside");
+        let plan = Plan {
+            writable: vec![scratch.path().to_owned()],
+            net: Some(super::super::plan::NetPlan { loopback: true }),
+            ..Plan::default()
+        };
+        let request = NetRequest {
+            proxy_port: 45_678,
+            control: None,
+        };
+        for made_ahead in [true, false] {
+            let ahead = made_ahead.then(|| {
+                let (ahead, maker) = super::super::ahead::wanted(super::super::Mode::On)
+                    .expect("namespaces are possible here");
+                assert_eq!(
+                    in_child(|| {
+                        maker.make();
+                        0
+                    }),
+                    0
+                );
+                ahead
+            });
+            let (prepared, peer) =
+                Prepared::new(&plan, &support, scratch.path(), Some(&request), ahead).unwrap();
+            let ns = prepared.namespaces.as_ref().unwrap();
+            assert_eq!(ns.made.is_some(), made_ahead);
+            let code = in_child(|| {
+                if prepared.apply().is_err() {
+                    return 1;
+                }
+                if ours("user") == user || ours("net") == net || ours("mnt") == mnt {
+                    return 2;
+                }
+                // Loopback carries a datagram (a TCP connect would wait for the wrapper's
+                // bridge, which this test does not run).
+                let mut got = [0u8; 2];
+                let udp = std::net::UdpSocket::bind("127.0.0.1:0");
+                let echoed = udp.is_ok_and(|u| {
+                    u.set_read_timeout(Some(std::time::Duration::from_secs(5)))
+                        .is_ok()
+                        && u.send_to(b"hi", u.local_addr().unwrap()).is_ok()
+                        && u.recv(&mut got).is_ok_and(|n| got[..n] == *b"hi")
+                });
+                if !echoed {
+                    return 3;
+                }
+                if std::fs::write(&outside, b"x").is_ok() {
+                    return 4;
+                }
+                match std::fs::write(scratch.path().join("inside"), b"x") {
+                    Ok(()) => 0,
+                    Err(_) => 5,
+                }
+            });
+            assert_eq!(code, 0, "made ahead: {made_ahead} (1 apply, 2 namespaces, 3 loopback, 4 write outside, 5 write inside)");
+            assert!(!outside.exists());
+            assert!(
+                peer.unwrap().receive().is_ok(),
+                "the sockets made in the namespace"
+            );
+        }
+    }
 
     #[test]
     fn this_kernel_reports_what_it_offers() {

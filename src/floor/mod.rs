@@ -11,6 +11,8 @@
 //!   agent's process between `fork` and `exec` ([`Prepared`]): a user and mount namespace with
 //!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
 //!   only beneath the writable roots; no signals to processes outside the tree).
+//! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
+//!   the guardian forks, for the agent's process to join ([`Ahead`]).
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
 //!   read it, sorted into the run's own.
 //!
@@ -20,6 +22,8 @@
 //!
 //! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
 
+#[cfg(target_os = "linux")]
+mod ahead;
 #[cfg(target_os = "linux")]
 pub mod bridge;
 #[cfg(target_os = "linux")]
@@ -34,6 +38,8 @@ mod kernel;
 #[cfg(target_os = "linux")]
 mod netns;
 
+#[cfg(target_os = "linux")]
+pub use ahead::{wanted as namespaces_ahead, Ahead, Maker};
 #[cfg(target_os = "linux")]
 pub use kernel::{Prepared, Support};
 #[cfg(target_os = "linux")]

@@ -173,7 +173,11 @@ impl NetChild {
             }
             fds[count] = notify as libc::c_int;
             count += 1;
-            send_fds(self.channel.as_raw_fd(), &fds[..count])?;
+            if send_fds(self.channel.as_raw_fd(), &fds[..count]).is_err() {
+                return fail(
+                    b"ahp-wrap: floor: cannot hand the network namespace's sockets to the wrapper\n",
+                );
+            }
             for fd in &fds[..count] {
                 libc::close(*fd);
             }
@@ -182,11 +186,11 @@ impl NetChild {
     }
 }
 
-/// Sends `fds` over the Unix socket `channel` (SCM_RIGHTS), with a stack buffer.
+/// Sends `fds` over the Unix socket `channel` (SCM_RIGHTS) with one byte, from stack buffers.
 ///
 /// # Safety
 /// For a pre-exec step: no allocation.
-unsafe fn send_fds(channel: libc::c_int, fds: &[libc::c_int]) -> std::io::Result<()> {
+pub(super) unsafe fn send_fds(channel: libc::c_int, fds: &[libc::c_int]) -> std::io::Result<()> {
     let mut space = [0u64; 8];
     let mut byte = [0u8; 1];
     let mut iov = libc::iovec {
@@ -205,54 +209,64 @@ unsafe fn send_fds(channel: libc::c_int, fds: &[libc::c_int]) -> std::io::Result
     (*cmsg).cmsg_len = libc::CMSG_LEN(data_len) as _;
     std::ptr::copy_nonoverlapping(fds.as_ptr(), libc::CMSG_DATA(cmsg).cast(), fds.len());
     if libc::sendmsg(channel, &msg, 0) != 1 {
-        return fail(
-            b"ahp-wrap: floor: cannot hand the network namespace's sockets to the wrapper\n",
-        );
+        return Err(std::io::Error::last_os_error());
     }
     Ok(())
+}
+
+/// Receives one message on the Unix socket `channel` into `data` (waiting for it unless
+/// `flags` holds `MSG_DONTWAIT`): how many bytes came, and the descriptors sent with them
+/// (close-on-exec).
+pub(super) fn receive_fds(
+    channel: libc::c_int,
+    data: &mut [u8],
+    flags: libc::c_int,
+) -> std::io::Result<(usize, Vec<OwnedFd>)> {
+    use std::os::fd::FromRawFd;
+    let mut space = [0u64; 8];
+    let mut iov = libc::iovec {
+        iov_base: data.as_mut_ptr().cast(),
+        iov_len: data.len(),
+    };
+    // SAFETY: recvmsg into buffers we own; the descriptors received are then ours.
+    unsafe {
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = space.as_mut_ptr().cast();
+        msg.msg_controllen = std::mem::size_of_val(&space) as _;
+        let n = libc::recvmsg(channel, &mut msg, flags | libc::MSG_CMSG_CLOEXEC);
+        if n < 0 {
+            return Err(std::io::Error::last_os_error());
+        }
+        let mut fds = Vec::new();
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
+                let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
+                let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
+                for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
+                    fds.push(OwnedFd::from_raw_fd(*data.add(i)));
+                }
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        Ok((n as usize, fds))
+    }
 }
 
 impl NetPeer {
     /// Takes what the agent's process sent before `exec` (it is there once the agent runs),
     /// and listens on the sockets.
     pub fn receive(&self) -> std::io::Result<NetReceived> {
-        use std::os::fd::FromRawFd;
-        let mut space = [0u64; 8];
         let mut byte = [0u8; 1];
-        let mut iov = libc::iovec {
-            iov_base: byte.as_mut_ptr().cast(),
-            iov_len: 1,
-        };
-        // SAFETY: recvmsg into buffers we own; the descriptors received are then ours.
-        let fds = unsafe {
-            let mut msg: libc::msghdr = std::mem::zeroed();
-            msg.msg_iov = &mut iov;
-            msg.msg_iovlen = 1;
-            msg.msg_control = space.as_mut_ptr().cast();
-            msg.msg_controllen = std::mem::size_of_val(&space) as _;
-            let n = libc::recvmsg(
-                self.channel.as_raw_fd(),
-                &mut msg,
-                libc::MSG_DONTWAIT | libc::MSG_CMSG_CLOEXEC,
-            );
-            if n != 1 {
+        let fds = match receive_fds(self.channel.as_raw_fd(), &mut byte, libc::MSG_DONTWAIT) {
+            Ok((1, fds)) => fds,
+            _ => {
                 return Err(std::io::Error::other(
                     "the agent's process sent no sockets from its network namespace",
-                ));
+                ))
             }
-            let mut fds = Vec::new();
-            let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
-            while !cmsg.is_null() {
-                if (*cmsg).cmsg_level == libc::SOL_SOCKET && (*cmsg).cmsg_type == libc::SCM_RIGHTS {
-                    let bytes = (*cmsg).cmsg_len as usize - libc::CMSG_LEN(0) as usize;
-                    let data = libc::CMSG_DATA(cmsg).cast::<libc::c_int>();
-                    for i in 0..bytes / std::mem::size_of::<libc::c_int>() {
-                        fds.push(OwnedFd::from_raw_fd(*data.add(i)));
-                    }
-                }
-                cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
-            }
-            fds
         };
         let want = if self.has_control { 3 } else { 2 };
         if fds.len() != want {
@@ -288,14 +302,25 @@ impl NetPeer {
     }
 }
 
-/// Brings `lo` up in the new network namespace (SIOCSIFFLAGS).
+/// Brings `lo` up in the new network namespace (SIOCSIFFLAGS), or says why not.
 ///
 /// # Safety
 /// For a pre-exec step: no allocation.
 pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
+    if set_loopback_up().is_err() {
+        return fail(b"ahp-wrap: floor: cannot bring loopback up in the network namespace\n");
+    }
+    Ok(())
+}
+
+/// Brings `lo` up in the calling process's network namespace (SIOCSIFFLAGS), silently.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+pub(super) unsafe fn set_loopback_up() -> std::io::Result<()> {
     let s = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
     if s < 0 {
-        return fail(b"ahp-wrap: floor: cannot open a socket in the network namespace\n");
+        return Err(std::io::Error::last_os_error());
     }
     // struct ifreq: the name, then the flags (a short) at offset 16.
     let mut ifr = [0u8; 40];
@@ -304,9 +329,10 @@ pub(super) unsafe fn loopback_up() -> std::io::Result<()> {
     let flags = (libc::IFF_UP | libc::IFF_RUNNING) as i16;
     ifr[16..18].copy_from_slice(&flags.to_ne_bytes());
     let r = libc::ioctl(s, libc::SIOCSIFFLAGS as _, ifr.as_mut_ptr());
+    let e = std::io::Error::last_os_error();
     libc::close(s);
     if r != 0 {
-        return fail(b"ahp-wrap: floor: cannot bring loopback up in the network namespace\n");
+        return Err(e);
     }
     Ok(())
 }

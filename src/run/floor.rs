@@ -66,12 +66,14 @@ pub(super) enum NoFloor {
 }
 
 /// Prepares the floor for `cmd` (after every interceptor amended it), or says why there is
-/// none. `protected` are the wrapper's own files; `control` the control socket's address
-/// (an abstract one must exist in the agent's network namespace too).
+/// none. `ahead` brings the namespaces made at start-up; `protected` are the wrapper's own
+/// files; `control` the control socket's address (an abstract one must exist in the agent's
+/// network namespace too).
 pub(super) fn prepare(
     cfg: &Config,
     cmd: &mut AgentCommand,
     run_dir: &Path,
+    #[cfg(target_os = "linux")] ahead: Option<floor::Ahead>,
     protected: Vec<PathBuf>,
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
@@ -97,6 +99,9 @@ pub(super) fn prepare(
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
+    #[cfg(target_os = "linux")]
+    return kernel(cmd, plan, run_dir, ahead, rules, control);
+    #[cfg(not(target_os = "linux"))]
     kernel(cmd, plan, run_dir, rules, control)
 }
 
@@ -105,6 +110,7 @@ fn kernel(
     cmd: &mut AgentCommand,
     plan: Plan,
     run_dir: &Path,
+    ahead: Option<floor::Ahead>,
     rules: HostRules,
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
@@ -125,8 +131,9 @@ fn kernel(
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
     });
-    let (mut prepared, peer) = floor::Prepared::new(&plan, &support, run_dir, request.as_ref())
-        .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
+    let (mut prepared, peer) =
+        floor::Prepared::new(&plan, &support, run_dir, request.as_ref(), ahead)
+            .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
     if reader.is_ok() {
         prepared.log_denials();
     }

@@ -39,8 +39,16 @@ const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
 /// Runs the agent under the harness; returns how we exit.
 pub fn run(cfg: Config) -> CommandResult {
+    // The agent's namespaces are made by a process the guardian forks, while we prepare.
+    #[cfg(target_os = "linux")]
+    let (ahead, first) = match crate::floor::namespaces_ahead(cfg.floor) {
+        Some((ahead, maker)) => (Some(ahead), Some(Box::new(move || maker.make()) as Box<_>)),
+        None => (None, None),
+    };
+    #[cfg(not(target_os = "linux"))]
+    let first = None;
     // Fork the guardian while we are still single-threaded.
-    let guardian = match Guardian::spawn() {
+    let guardian = match Guardian::spawn(first) {
         Ok(g) => Some(g),
         Err(e) => {
             tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");
@@ -77,16 +85,20 @@ pub fn run(cfg: Config) -> CommandResult {
         group,
         forwarder,
         guardian,
+        #[cfg(target_os = "linux")]
+        ahead,
     };
     runtime.block_on(run_async(cfg, process))
 }
 
 /// What the run set up before its runtime: where the agent lives among process groups,
-/// the signal forwarder, and the guardian.
+/// the signal forwarder, the guardian, and where the agent's namespaces arrive.
 struct Process {
     group: GroupPolicy,
     forwarder: Forwarder,
     guardian: Option<Guardian>,
+    #[cfg(target_os = "linux")]
+    ahead: Option<crate::floor::Ahead>,
 }
 
 async fn run_async(cfg: Config, process: Process) -> CommandResult {
@@ -182,6 +194,9 @@ struct RunGuard<'a> {
     /// The floor's refusals read from the kernel's audit log, once the agent runs.
     #[cfg(target_os = "linux")]
     denials: Option<denials::Watching>,
+    /// The agent's namespaces made ahead, until the floor is prepared.
+    #[cfg(target_os = "linux")]
+    ahead: Option<crate::floor::Ahead>,
     run_dir: RunDir,
 }
 

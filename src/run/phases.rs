@@ -51,6 +51,8 @@ impl Run<'_> {
             group,
             forwarder,
             mut guardian,
+            #[cfg(target_os = "linux")]
+            ahead,
         } = process;
         if let Some(g) = guardian.as_mut() {
             g.clean_up(run_dir.path());
@@ -66,6 +68,8 @@ impl Run<'_> {
             net: None,
             #[cfg(target_os = "linux")]
             denials: None,
+            #[cfg(target_os = "linux")]
+            ahead,
             run_dir,
         };
         let cmd = self
@@ -164,6 +168,8 @@ impl Run<'_> {
             self.cfg,
             &mut cmd,
             held.run_dir.path(),
+            #[cfg(target_os = "linux")]
+            held.ahead.take(),
             own_files,
             &control.address(),
         ));
