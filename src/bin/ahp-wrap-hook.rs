@@ -2,16 +2,58 @@
 //! executable, so that the per-tool-call process starts fast (few relocations to apply)
 //! while staying a position-independent executable. Same arguments and behaviour as
 //! `ahp-wrap hook <framework> <hook>`.
+//!
+//! It starts at C's `main`, without the Rust runtime's start-up: that start-up installs a
+//! stack-overflow handler (it reads `/proc/self/maps` and sets an alternate signal stack,
+//! a dozen system calls), which a process started on every tool call and every shimmed
+//! command does without. What of it matters here is done below: standard descriptors that
+//! exist, `SIGPIPE` ignored, a panic's exit code, and standard output flushed at the end.
 
-use std::process::ExitCode;
+#![no_main]
 
-fn main() -> ExitCode {
+use std::io::Write;
+use std::os::raw::{c_char, c_int};
+
+#[no_mangle]
+extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
+    start_up();
+    // A panic ends the process as the Rust runtime would end it (its message said, 101).
+    let code = std::panic::catch_unwind(run).unwrap_or(101);
+    let _ = std::io::stdout().flush();
+    code
+}
+
+/// What the Rust runtime's start-up does that this process needs: descriptors 0 to 2 open
+/// (else a socket could take one, and an answer meant for stdout would go into it), and a
+/// write to a closed pipe an error rather than death by `SIGPIPE`.
+fn start_up() {
+    // SAFETY: poll of three descriptors, then open(2) and signal(2), as the runtime does.
+    unsafe {
+        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        });
+        if libc::poll(fds.as_mut_ptr(), 3, 0) >= 0 {
+            for fd in &fds {
+                if fd.revents & libc::POLLNVAL != 0
+                    && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != fd.fd
+                {
+                    libc::abort();
+                }
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+fn run() -> c_int {
     // Started as a command in a run's PATH shim directory: ask the wrapper, then run it
     // or not (see `intercept::pathshim`).
     if let Some(name) = ahp_wrap::intercept::pathshim::exec::invoked_as(false) {
         let code =
             ahp_wrap::intercept::pathshim::exec::run(&name, std::env::args_os().skip(1).collect());
-        return ExitCode::from(u8::try_from(code).unwrap_or(1));
+        return u8::try_from(code).map_or(1, c_int::from);
     }
     let args: Vec<String> = std::env::args().skip(1).collect();
     let code = match args.as_slice() {
@@ -23,5 +65,5 @@ fn main() -> ExitCode {
             2
         }
     };
-    ExitCode::from(u8::try_from(code).unwrap_or(1))
+    u8::try_from(code).map_or(1, c_int::from)
 }

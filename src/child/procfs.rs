@@ -64,10 +64,22 @@ pub fn stat(pid: i32) -> Option<Stat> {
 }
 
 /// A process's command line, each argument lossily decoded and the whole capped at
-/// [`CMDLINE_CAP`] bytes; `None` when it cannot be read.
+/// [`CMDLINE_CAP`] bytes; `None` when it cannot be read. Read as [`stat`] reads: one open,
+/// reads into a buffer of the cap (one, nearly always), no size query.
 pub fn cmdline(pid: i32) -> Option<Vec<String>> {
-    let raw = std::fs::read(format!("/proc/{pid}/cmdline")).ok()?;
-    let raw = &raw[..raw.len().min(CMDLINE_CAP)];
+    use std::io::Read;
+    let mut file = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
+    let mut buf = [0u8; CMDLINE_CAP];
+    let mut len = 0;
+    while len < buf.len() {
+        match file.read(&mut buf[len..]) {
+            Ok(0) => break,
+            Ok(n) => len += n,
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(_) => return None,
+        }
+    }
+    let raw = &buf[..len];
     Some(
         raw.split(|&b| b == 0)
             .filter(|a| !a.is_empty())

@@ -123,15 +123,13 @@ impl ExecService {
     /// runs and from which processes.
     fn payload(&self, exec: &Exec, request: &Request) -> Value {
         let cwd = request.cwd.display().to_string();
-        let ancestry: Vec<Value> = procfs::ancestry(
-            request.peer.pid,
-            self.agent.load(Ordering::SeqCst),
-            std::process::id() as i32,
-        )
-        .into_iter()
-        .skip(1) // the shim process itself: its argv is the command
-        .map(|(pid, argv)| json!({"pid": pid, "argv": argv}))
-        .collect();
+        // From the shim process's parent: the shim's own argv is the command.
+        let me = std::process::id() as i32;
+        let parent = procfs::stat(request.peer.pid).map_or(me, |st| st.ppid);
+        let ancestry: Vec<Value> = procfs::ancestry(parent, self.agent.load(Ordering::SeqCst), me)
+            .into_iter()
+            .map(|(pid, argv)| json!({"pid": pid, "argv": argv}))
+            .collect();
         let mut context = json!({
             "working_directory": cwd,
             "interceptor": "pathshim",
