@@ -12,7 +12,7 @@
 //!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
 //!   only beneath the writable roots; no signals to processes outside the tree).
 //! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
-//!   the guardian forks, for the agent's process to join ([`Ahead`]).
+//!   the guardian starts, for the agent's process to join ([`Ahead`]).
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
 //!   read it, sorted into the run's own.
 //!

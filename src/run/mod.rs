@@ -39,7 +39,7 @@ const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
 /// Runs the agent under the harness; returns how we exit.
 pub fn run(cfg: Config) -> CommandResult {
-    // The agent's namespaces are made by a process the guardian forks, while we prepare.
+    // The agent's namespaces are made by a process the guardian starts, while we prepare.
     #[cfg(target_os = "linux")]
     let (ahead, first) = match crate::floor::namespaces_ahead(cfg.floor) {
         Some((ahead, maker)) => (Some(ahead), Some(Box::new(move || maker.make()) as Box<_>)),
