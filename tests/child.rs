@@ -157,13 +157,63 @@ fn alive(pid: i32) -> bool {
 
 #[test]
 fn no_orphan_survives_a_killed_wrapper() {
+    let guardians = no_orphan_survives_a_killed(Command::new(wrap_bin()));
+    // The guardian is the small executable beside the wrapper, spawned.
+    assert!(
+        guardians
+            .iter()
+            .any(|g| g.starts_with("ahp-wrap-hook guardian")),
+        "{guardians:?}"
+    );
+}
+
+#[test]
+fn no_orphan_survives_a_killed_wrapper_without_the_small_executable() {
+    // The wrapper alone in its directory: it forks its guardian instead.
+    let alone = tempfile::tempdir().unwrap();
+    let bin = alone.path().join("ahp-wrap");
+    std::fs::copy(wrap_bin(), &bin).unwrap();
+    let guardians = no_orphan_survives_a_killed(Command::new(&bin));
+    assert!(
+        guardians.iter().all(|g| !g.contains("ahp-wrap-hook")),
+        "{guardians:?}"
+    );
+}
+
+#[test]
+fn a_guardian_that_ends_at_once_is_said_and_the_agent_still_runs() {
+    // An older small executable beside the wrapper, which knows no `guardian`: it exits at
+    // once. The agent must run (its pre-exec step no longer writes to the dead guardian's
+    // pipe), and the run says it has no guardian.
+    let alone = tempfile::tempdir().unwrap();
+    let bin = alone.path().join("ahp-wrap");
+    std::fs::copy(wrap_bin(), &bin).unwrap();
+    std::os::unix::fs::symlink("/bin/false", alone.path().join("ahp-wrap-hook")).unwrap();
+    let out = Command::new(&bin)
+        .args(["--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert!(
+        stderr.contains("the guardian process ended at once"),
+        "{stderr}"
+    );
+}
+
+/// Starts `wrapper` over an agent with a grandchild, kills it (SIGKILL) and checks both are
+/// ended, and the run directory removed; returns the command lines of the wrapper's children
+/// that were not the agent (its guardian), as they ran.
+fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     // The agent starts a grandchild too; both must go.
     let script = format!(
         "sleep 300 & echo $! > {d}/grandchild; echo \"$AHP_WRAP_SOCKET\" > {d}/socket; echo $$ > {d}/agent; wait",
         d = dir.path().display()
     );
-    let mut wrapper = wrap()
+    let mut wrapper = wrapper
+        .arg("--")
         // A path socket, to find the run directory it lives in.
         .env("AHP_WRAP_CONTROL", "path")
         .args(["sh", "-c", &script])
@@ -185,6 +235,24 @@ fn no_orphan_survives_a_killed_wrapper() {
     ));
     let (agent, grandchild) = (pid("agent"), pid("grandchild"));
     assert!(alive(agent) && alive(grandchild));
+    let children = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        wrapper.id(),
+        wrapper.id()
+    ))
+    .unwrap();
+    let guardians: Vec<String> = children
+        .split_whitespace()
+        .filter(|p| *p != agent.to_string())
+        .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .map(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            let name = c.split(' ').next().unwrap_or_default();
+            let base = name.rsplit('/').next().unwrap_or_default();
+            format!("{base}{}", &c[name.len()..])
+        })
+        .collect();
+    assert!(!guardians.is_empty(), "the wrapper has a guardian");
     wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
     wrapper.wait().unwrap();
     assert!(
@@ -208,6 +276,7 @@ fn no_orphan_survives_a_killed_wrapper() {
         "{} is left behind",
         run_dir.display()
     );
+    guardians
 }
 
 /// An agent script that starts four processes trying to outlive it, each writing its pid

@@ -1,7 +1,8 @@
 //! `ahp-wrap-hook hook <framework> <hook>`: the hook entry point alone, in a small
 //! executable, so that the per-tool-call process starts fast (few relocations to apply)
 //! while staying a position-independent executable. Same arguments and behaviour as
-//! `ahp-wrap hook <framework> <hook>`.
+//! `ahp-wrap hook <framework> <hook>`. The same executable is what PATH shims run (under a
+//! command's name) and a run's guardian (`ahp-wrap-hook guardian`, started by the wrapper).
 //!
 //! It starts at C's `main`, without the Rust runtime's start-up: that start-up installs a
 //! stack-overflow handler (it reads `/proc/self/maps` and sets an alternate signal stack,
@@ -12,6 +13,8 @@
 #![no_main]
 
 use std::io::Write;
+
+use ahp_wrap::child::guardian;
 use std::os::raw::{c_char, c_int};
 
 #[no_mangle]
@@ -59,6 +62,21 @@ fn run() -> c_int {
     let code = match args.as_slice() {
         [cmd, framework, hook] if cmd == "hook" => {
             ahp_wrap::intercept::hooks::relay::run_hook(framework, hook)
+        }
+        // A run's guardian, started by the wrapper (see `child::guardian`).
+        [cmd, work @ ..] if cmd == guardian::GUARDIAN_ARG => {
+            #[cfg(target_os = "linux")]
+            if work
+                .iter()
+                .any(|w| w == ahp_wrap::floor::MAKE_NAMESPACES_ARG)
+            {
+                use std::os::fd::FromRawFd;
+                // SAFETY: our standard output is the maker's socket (the wrapper set it so).
+                let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(1) };
+                ahp_wrap::floor::Maker::new(socket).make();
+            }
+            let _ = work;
+            guardian::run_spawned()
         }
         _ => {
             eprintln!("usage: ahp-wrap-hook hook <FRAMEWORK> <HOOK>");

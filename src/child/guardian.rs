@@ -1,5 +1,6 @@
-//! The guardian: a tiny process forked at start-up that outlives a killed wrapper just
-//! long enough to take the agent down with it.
+//! The guardian: a tiny process started with the wrapper (the small executable,
+//! `ahp-wrap-hook guardian`; a fork of the wrapper where there is none) that outlives a
+//! killed wrapper just long enough to take the agent down with it.
 //!
 //! A wrapper killed with SIGKILL runs no code, so the agent would be orphaned (and
 //! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
@@ -30,23 +31,42 @@ pub struct Guardian {
 }
 
 impl Guardian {
-    /// Forks the guardian. Call it while the process is still single-threaded. `first` runs
-    /// in the guardian before it detaches (where the run has work for a process of its own
-    /// at start-up, off the wrapper's path); the wrapper drops it.
-    pub fn spawn(first: Option<Box<dyn FnOnce()>>) -> std::io::Result<Guardian> {
+    /// Starts the guardian as `program guardian [args]`, its orders on its standard input and
+    /// `stdout` as its standard output (for work it does first, which `args` name). It is
+    /// spawned (`posix_spawn`): nothing of this process is copied, so the pages the wrapper
+    /// writes later fault no copy, as they would for a forked guardian as long as it lives.
+    /// Without `program` (no small executable beside this one), forks one: call it while the
+    /// process is still single-threaded.
+    pub fn spawn(
+        program: Option<&std::path::Path>,
+        args: &[&str],
+        stdout: Option<OwnedFd>,
+    ) -> std::io::Result<Guardian> {
         let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        if let Some(program) = program {
+            use std::process::Stdio;
+            let child = std::process::Command::new(program)
+                .arg(GUARDIAN_ARG)
+                .args(args)
+                .stdin(Stdio::from(read))
+                .stdout(stdout.map_or_else(Stdio::null, Stdio::from))
+                .spawn()?;
+            let pid = child.id() as i32;
+            tree::register_own(pid);
+            return Ok(Guardian {
+                pipe: std::fs::File::from(write),
+                pid,
+            });
+        }
+        drop(stdout);
         // SAFETY: called before any thread is started (see `run`), so the child may run
         // arbitrary code; it never returns into the caller.
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
-                if let Some(first) = first {
-                    first();
-                }
                 guard(read)
             }
             ForkResult::Parent { child } => {
-                drop(first);
                 tree::register_own(child.as_raw());
                 drop(read);
                 Ok(Guardian {
@@ -55,6 +75,17 @@ impl Guardian {
                 })
             }
         }
+    }
+
+    /// Whether the guardian has ended already (it was reaped now): one that never took
+    /// orders, such as an older small executable that knows no `guardian`.
+    pub fn ended(&self) -> bool {
+        use nix::sys::wait::{waitpid, WaitPidFlag, WaitStatus};
+        let pid = nix::unistd::Pid::from_raw(self.pid);
+        !matches!(
+            waitpid(pid, Some(WaitPidFlag::WNOHANG)),
+            Ok(WaitStatus::StillAlive)
+        )
     }
 
     /// The guardian's process id (protected from the agent like the wrapper's own).
@@ -99,6 +130,21 @@ impl Guardian {
     /// The agent ended normally: the guardian exits without touching anything.
     pub fn release(mut self) {
         let _ = writeln!(self.pipe, "release");
+    }
+}
+
+/// The first argument of the small executable (`ahp-wrap-hook`) that makes it a guardian.
+pub const GUARDIAN_ARG: &str = "guardian";
+
+/// The life of a guardian started as its own program ([`Guardian::spawn`]): its orders come
+/// on its standard input.
+pub fn run_spawned() -> ! {
+    // Off descriptor 0, which detaching points at /dev/null.
+    // SAFETY: duplicates our own standard input.
+    match unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) } {
+        -1 => exit_now(),
+        // SAFETY: a descriptor fcntl just made, ours alone.
+        fd => guard(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }),
     }
 }
 

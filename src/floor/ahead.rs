@@ -18,6 +18,10 @@ use std::time::Duration;
 
 use super::kernel::{fail, write_file};
 
+/// The argument that tells the guardian to make the namespaces first (its standard output
+/// is then the maker's socket).
+pub const MAKE_NAMESPACES_ARG: &str = "namespaces";
+
 /// The longest the wrapper waits for the namespaces when it needs them (they are made in
 /// under a millisecond, while the wrapper prepares the run for longer than that).
 const WAIT: Duration = Duration::from_secs(2);
@@ -31,7 +35,7 @@ pub struct Ahead {
     socket: UnixStream,
 }
 
-/// The maker's end, for the process that forks it (the guardian).
+/// The maker's end, for the process that starts it (the guardian).
 #[derive(Debug)]
 pub struct Maker {
     socket: UnixStream,
@@ -53,20 +57,28 @@ pub fn wanted(floor: super::Mode) -> Option<(Ahead, Maker)> {
         return None;
     }
     let (ours, theirs) = UnixStream::pair().ok()?;
-    let map = |id: u32| format!("{id} {id} 1\n").into_bytes();
-    Some((
-        Ahead { socket: ours },
-        Maker {
-            socket: theirs,
-            uid_map: map(nix::unistd::geteuid().as_raw()),
-            gid_map: map(nix::unistd::getegid().as_raw()),
-        },
-    ))
+    Some((Ahead { socket: ours }, Maker::new(theirs.into())))
 }
 
 impl Maker {
+    /// The maker's end of the socket pair [`wanted`] made, in the process that starts the
+    /// maker (the guardian, which got it as its standard output).
+    pub fn new(socket: OwnedFd) -> Maker {
+        let map = |id: u32| format!("{id} {id} 1\n").into_bytes();
+        Maker {
+            socket: socket.into(),
+            uid_map: map(nix::unistd::geteuid().as_raw()),
+            gid_map: map(nix::unistd::getegid().as_raw()),
+        }
+    }
+
+    /// The socket, to hand to the process that will start the maker.
+    pub fn into_socket(self) -> OwnedFd {
+        self.socket.into()
+    }
+
     /// Starts the maker and waits for it. Call it in a single-threaded process (the
-    /// guardian, before it detaches). The maker shares this process's memory and runs while
+    /// guardian, first thing). The maker shares this process's memory and runs while
     /// this process waits (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does): no page tables
     /// copied, which in a copy of the wrapper took longer than the namespaces themselves.
     pub fn make(self) {

@@ -39,7 +39,7 @@ mod kernel;
 mod netns;
 
 #[cfg(target_os = "linux")]
-pub use ahead::{wanted as namespaces_ahead, Ahead, Maker};
+pub use ahead::{wanted as namespaces_ahead, Ahead, Maker, MAKE_NAMESPACES_ARG};
 #[cfg(target_os = "linux")]
 pub use kernel::{Prepared, Support};
 #[cfg(target_os = "linux")]

@@ -39,16 +39,21 @@ const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
 /// Runs the agent under the harness; returns how we exit.
 pub fn run(cfg: Config) -> CommandResult {
-    // The agent's namespaces are made by a process the guardian starts, while we prepare.
+    // The guardian is the small executable beside this one, spawned; where the floor wants
+    // namespaces, it first makes them for the agent, while we prepare.
+    let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
     #[cfg(target_os = "linux")]
-    let (ahead, first) = match crate::floor::namespaces_ahead(cfg.floor) {
-        Some((ahead, maker)) => (Some(ahead), Some(Box::new(move || maker.make()) as Box<_>)),
-        None => (None, None),
+    let (ahead, maker) = match crate::floor::namespaces_ahead(cfg.floor) {
+        Some((ahead, maker)) if small.is_some() => (Some(ahead), Some(maker.into_socket())),
+        _ => (None, None),
     };
     #[cfg(not(target_os = "linux"))]
-    let first = None;
-    // Fork the guardian while we are still single-threaded.
-    let guardian = match Guardian::spawn(first) {
+    let maker = None;
+    let args: &[&str] = match maker {
+        Some(_) => &[crate::floor::MAKE_NAMESPACES_ARG],
+        None => &[],
+    };
+    let guardian = match Guardian::spawn(small.as_deref(), args, maker) {
         Ok(g) => Some(g),
         Err(e) => {
             tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");

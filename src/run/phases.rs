@@ -237,6 +237,14 @@ impl Run<'_> {
         } else {
             Stdio::Inherit
         };
+        if held.guardian.as_ref().is_some_and(Guardian::ended) {
+            // Before the agent writes to its pipe (a pipe with no reader would kill it).
+            let m = "the guardian process ended at once (an ahp-wrap-hook older than this \
+                     wrapper beside it?): the agent may outlive a killed wrapper";
+            eprintln!("ahp-wrap: warning: {m}");
+            self.notes.push(format!("warning: {m}"));
+            held.guardian = None;
+        }
         let cgroup = child::cgroup::Cgroup::create()
             .inspect_err(|e| tracing::debug!("no cgroup for the agent: {e}"))
             .ok();
@@ -406,11 +414,16 @@ fn own_files(self_exe: &Path, held: &RunGuard<'_>) -> Vec<PathBuf> {
 /// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
 /// Both take `hook <framework> <hook>`.
 fn hook_executable(self_exe: &Path) -> PathBuf {
+    small_executable(self_exe).unwrap_or_else(|| self_exe.to_owned())
+}
+
+/// The small executable (`ahp-wrap-hook`) beside `self_exe`, when it is there.
+pub(super) fn small_executable(self_exe: &Path) -> Option<PathBuf> {
     use std::os::unix::fs::PermissionsExt;
     let sibling = self_exe.with_file_name("ahp-wrap-hook");
     match sibling.metadata() {
-        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => sibling,
-        _ => self_exe.to_owned(),
+        Ok(m) if m.is_file() && m.permissions().mode() & 0o111 != 0 => Some(sibling),
+        _ => None,
     }
 }
 
