@@ -171,9 +171,7 @@ fn no_orphan_survives_a_killed_wrapper() {
 fn no_orphan_survives_a_killed_wrapper_without_the_small_executable() {
     // The wrapper alone in its directory: it forks its guardian instead.
     let alone = tempfile::tempdir().unwrap();
-    let bin = alone.path().join("ahp-wrap");
-    std::fs::copy(wrap_bin(), &bin).unwrap();
-    let guardians = no_orphan_survives_a_killed(Command::new(&bin));
+    let guardians = no_orphan_survives_a_killed(Command::new(wrapper_copy(alone.path())));
     assert!(
         guardians.iter().all(|g| !g.contains("ahp-wrap-hook")),
         "{guardians:?}"
@@ -186,8 +184,7 @@ fn a_guardian_that_ends_at_once_is_said_and_the_agent_still_runs() {
     // once. The agent must run (its pre-exec step no longer writes to the dead guardian's
     // pipe), and the run says it has no guardian.
     let alone = tempfile::tempdir().unwrap();
-    let bin = alone.path().join("ahp-wrap");
-    std::fs::copy(wrap_bin(), &bin).unwrap();
+    let bin = wrapper_copy(alone.path());
     std::os::unix::fs::symlink("/bin/false", alone.path().join("ahp-wrap-hook")).unwrap();
     let out = Command::new(&bin)
         .args(["--", "sh", "-c", "echo ran"])
@@ -200,6 +197,13 @@ fn a_guardian_that_ends_at_once_is_said_and_the_agent_still_runs() {
         stderr.contains("the guardian process ended at once"),
         "{stderr}"
     );
+}
+
+/// A copy of the wrapper in `dir`, without the small executable beside it.
+fn wrapper_copy(dir: &std::path::Path) -> std::path::PathBuf {
+    let bin = dir.join("ahp-wrap");
+    std::fs::copy(wrap_bin(), &bin).unwrap();
+    bin
 }
 
 /// Starts `wrapper` over an agent with a grandchild, kills it (SIGKILL) and checks both are
