@@ -53,6 +53,8 @@ impl Guardian {
                 .spawn()?;
             let pid = child.id() as i32;
             tree::register_own(pid);
+            #[cfg(target_os = "linux")]
+            beside_us(pid);
             return Ok(Guardian {
                 pipe: std::fs::File::from(write),
                 pid,
@@ -136,9 +138,41 @@ impl Guardian {
 /// The first argument of the small executable (`ahp-wrap-hook`) that makes it a guardian.
 pub const GUARDIAN_ARG: &str = "guardian";
 
+/// Moves a process just started off the processor we run on, when we may run on another: a
+/// new process waits for the processor of the one that started it until that one blocks,
+/// and the guardian's first work (the agent's namespaces) is meant to be done while the
+/// wrapper prepares, not once it waits for it. The guardian takes our mask back once done
+/// ([`run_spawned`]).
+#[cfg(target_os = "linux")]
+fn beside_us(pid: i32) {
+    let size = std::mem::size_of::<libc::cpu_set_t>();
+    // SAFETY: plain system calls on a set we own.
+    unsafe {
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        let cpu = libc::sched_getcpu();
+        if cpu < 0 || libc::sched_getaffinity(0, size, &mut set) != 0 {
+            return;
+        }
+        libc::CPU_CLR(cpu as usize, &mut set);
+        if libc::CPU_COUNT(&set) > 0 {
+            libc::sched_setaffinity(pid, size, &set);
+        }
+    }
+}
+
 /// The life of a guardian started as its own program ([`Guardian::spawn`]): its orders come
 /// on its standard input.
 pub fn run_spawned() -> ! {
+    // Our parent's processors again (it moved us off its own for our first work).
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on a set we own.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(libc::getppid(), size, &mut set) == 0 {
+            libc::sched_setaffinity(0, size, &set);
+        }
+    }
     // Off descriptor 0, which detaching points at /dev/null.
     // SAFETY: duplicates our own standard input.
     match unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) } {
