@@ -119,13 +119,7 @@ impl Maker {
         let socket = self.socket.as_raw_fd();
         let step = |what: &'static [u8]| {
             move |e: std::io::Error| {
-                let mut why = [0u8; 64];
-                let code = e.raw_os_error().unwrap_or(0).to_le_bytes();
-                let n = (4 + what.len()).min(why.len());
-                why[..4].copy_from_slice(&code);
-                why[4..n].copy_from_slice(&what[..n - 4]);
-                // SAFETY: a write of our own buffer.
-                unsafe { libc::write(socket, why.as_ptr().cast(), n) };
+                say_failure(socket, what, &e);
                 e
             }
         };
@@ -153,6 +147,17 @@ impl Maker {
             super::netns::send_fds(socket, &[user, net]).map_err(step(b"send"))
         }
     }
+}
+
+/// Tells the wrapper which step failed and why: the error number (4 bytes, little-endian),
+/// then the step's name, in one message from a stack buffer (no allocation).
+fn say_failure(socket: std::os::fd::RawFd, step: &[u8], e: &std::io::Error) {
+    let mut why = [0u8; 64];
+    let n = (4 + step.len()).min(why.len());
+    why[..4].copy_from_slice(&e.raw_os_error().unwrap_or(0).to_le_bytes());
+    why[4..n].copy_from_slice(&step[..n - 4]);
+    // SAFETY: a write of our own buffer.
+    unsafe { libc::write(socket, why.as_ptr().cast(), n) };
 }
 
 impl Ahead {
@@ -195,5 +200,28 @@ impl Made {
             );
         }
         Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_makers_failure_reaches_the_wrapper_with_its_step_and_error() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let error = std::io::Error::from_raw_os_error(libc::EPERM);
+        say_failure(theirs.as_raw_fd(), b"uid_map", &error);
+        let why = Ahead { socket: ours }.take().unwrap_err();
+        assert!(why.contains("failed at uid_map"), "{why}");
+        assert!(why.contains(&error.to_string()), "{why}");
+    }
+
+    #[test]
+    fn a_maker_that_ends_without_a_word_is_said() {
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        drop(theirs);
+        let why = Ahead { socket: ours }.take().unwrap_err();
+        assert!(why.contains("without a word"), "{why}");
     }
 }
