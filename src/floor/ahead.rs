@@ -16,7 +16,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use super::kernel::{fail, write_file};
+use super::kernel::{fail, id_map, write_file};
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
 /// is then the maker's socket).
@@ -64,11 +64,10 @@ impl Maker {
     /// The maker's end of the socket pair [`wanted`] made, in the process that starts the
     /// maker (the guardian, which got it as its standard output).
     pub fn new(socket: OwnedFd) -> Maker {
-        let map = |id: u32| format!("{id} {id} 1\n").into_bytes();
         Maker {
             socket: socket.into(),
-            uid_map: map(nix::unistd::geteuid().as_raw()),
-            gid_map: map(nix::unistd::getegid().as_raw()),
+            uid_map: id_map(nix::unistd::geteuid().as_raw()),
+            gid_map: id_map(nix::unistd::getegid().as_raw()),
         }
     }
 

@@ -349,8 +349,8 @@ impl Namespaces {
             });
         }
         Ok(Namespaces {
-            uid_map: format!("{uid} {uid} 1\n").into_bytes(),
-            gid_map: format!("{gid} {gid} 1\n").into_bytes(),
+            uid_map: id_map(uid),
+            gid_map: id_map(gid),
             mounts,
             made: None,
         })
@@ -432,6 +432,11 @@ impl Namespaces {
         }
         Ok(())
     }
+}
+
+/// A `uid_map` or `gid_map` line that maps `id` to itself, and nothing else.
+pub(super) fn id_map(id: u32) -> Vec<u8> {
+    format!("{id} {id} 1\n").into_bytes()
 }
 
 /// Writes `data` to a /proc file with plain system calls, or says why not.
