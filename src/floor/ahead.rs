@@ -16,7 +16,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use super::kernel::{fail, id_map, write_file};
+use super::kernel::fail;
+use super::namespaces::{id_map, write_file};
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
 /// is then the maker's socket).

@@ -11,6 +11,8 @@
 //!   agent's process between `fork` and `exec` ([`Prepared`]): a user and mount namespace with
 //!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
 //!   only beneath the writable roots; no signals to processes outside the tree).
+//! - `namespaces` (Linux): the user and mount namespaces the agent's process enters, with the
+//!   plan's binds and empty mounts.
 //! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
 //!   the guardian starts, for the agent's process to join ([`Ahead`]).
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
@@ -35,6 +37,8 @@ pub mod spec;
 
 #[cfg(target_os = "linux")]
 mod kernel;
+#[cfg(target_os = "linux")]
+mod namespaces;
 #[cfg(target_os = "linux")]
 mod netns;
 

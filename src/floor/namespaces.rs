@@ -1,0 +1,254 @@
+//! The agent's user and mount namespaces (and network namespace, with the floor's network
+//! part), on Linux: what [`Prepared`](super::Prepared) makes of a plan's binds, empty mounts
+//! and id maps in the parent, and the step that enters them in the agent's process (joining
+//! the user and network namespaces [made ahead](super::ahead) when they were).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::kernel::fail;
+use super::netns;
+use super::{FloorError, Plan};
+
+/// One mount the child makes in its own mount namespace.
+#[derive(Debug)]
+enum Mount {
+    /// `path` bound onto itself, then (`Some(flags)`) remounted with `flags`: read-only or
+    /// writable, with the flags its mount already has (a user namespace may not clear them).
+    Bind {
+        path: CString,
+        remount: Option<libc::c_ulong>,
+    },
+    /// An empty, read-only tmpfs over a directory.
+    Empty { path: CString },
+    /// The empty file `src` bound read-only over a file.
+    EmptyFile {
+        src: CString,
+        path: CString,
+        flags: libc::c_ulong,
+    },
+}
+
+#[derive(Debug)]
+pub(super) struct Namespaces {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    mounts: Vec<Mount>,
+    /// The user and network namespaces made ahead, to join instead of making them.
+    pub(super) made: Option<super::ahead::Made>,
+}
+
+impl Namespaces {
+    pub(super) fn new(plan: &Plan, scratch: &Path) -> Result<Namespaces, FloorError> {
+        let uid = nix::unistd::geteuid().as_raw();
+        let gid = nix::unistd::getegid().as_raw();
+        let mut mounts = Vec::new();
+        for dir in &plan.pinned {
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                remount: None,
+            });
+        }
+        for path in &plan.read_only {
+            mounts.push(Mount::Bind {
+                path: cstring(path)?,
+                remount: Some(libc::MS_RDONLY | locked_flags(path)),
+            });
+        }
+        for dir in &plan.reopened {
+            // A bind inherits the read-only flag of the mount it is taken from.
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                remount: Some(locked_flags(dir) & !libc::MS_RDONLY),
+            });
+        }
+        let mut empty_file = None;
+        for path in &plan.hidden {
+            if path.is_dir() {
+                mounts.push(Mount::Empty {
+                    path: cstring(path)?,
+                });
+                continue;
+            }
+            let src = match &empty_file {
+                Some(src) => src,
+                None => empty_file.insert(make_empty_file(scratch)?),
+            };
+            mounts.push(Mount::EmptyFile {
+                src: cstring(src)?,
+                path: cstring(path)?,
+                flags: locked_flags(path),
+            });
+        }
+        Ok(Namespaces {
+            uid_map: id_map(uid),
+            gid_map: id_map(gid),
+            mounts,
+            made: None,
+        })
+    }
+
+    /// A user namespace (the same uid and gid, mapped to themselves) and a mount namespace,
+    /// with the plan's binds and empty mounts.
+    pub(super) fn enter(&self, net: bool) -> std::io::Result<()> {
+        // SAFETY: plain system calls on values we own; nothing allocates.
+        unsafe {
+            match &self.made {
+                Some(made) => {
+                    made.join()?;
+                    if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                }
+                None => {
+                    let flags = match net {
+                        true => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
+                        false => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+                    };
+                    if libc::unshare(flags) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a user and mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                    write_proc(c"/proc/self/setgroups", b"deny")?;
+                    write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+                    write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+                    if net {
+                        netns::loopback_up()?;
+                    }
+                }
+            }
+            let none = std::ptr::null::<libc::c_char>();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return fail(b"ahp-wrap: floor: cannot make the mounts private\n");
+            }
+            for m in &self.mounts {
+                let ok = match m {
+                    Mount::Bind { path, remount } => {
+                        let p = path.as_ptr();
+                        libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
+                            && remount.is_none_or(|flags| {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            })
+                    }
+                    Mount::Empty { path } => {
+                        let f =
+                            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                        libc::mount(
+                            c"tmpfs".as_ptr(),
+                            path.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            f,
+                            c"size=4k,mode=0555".as_ptr().cast(),
+                        ) == 0
+                    }
+                    Mount::EmptyFile { src, path, flags } => {
+                        let p = path.as_ptr();
+                        libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
+                            && {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            }
+                    }
+                };
+                if !ok {
+                    return fail(b"ahp-wrap: floor: a protecting mount failed\n");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A `uid_map` or `gid_map` line that maps `id` to itself, and nothing else.
+pub(super) fn id_map(id: u32) -> Vec<u8> {
+    format!("{id} {id} 1\n").into_bytes()
+}
+
+/// Writes `data` to a /proc file with plain system calls, or says why not.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    if write_file(path, data).is_err() {
+        return fail(b"ahp-wrap: floor: cannot write a /proc/self map\n");
+    }
+    Ok(())
+}
+
+/// Writes `data` to a file in one `write(2)`, silently.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+pub(super) unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    let e = std::io::Error::last_os_error();
+    libc::close(fd);
+    if n != data.len() as isize {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The flags of the mount `path` is on that a read-only remount must keep.
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs into a zeroed struct we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let f = st.f_flag;
+    let mut out = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            out |= ms_flag;
+        }
+    }
+    out
+}
+
+fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("floor-empty");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o444)
+        .open(&path)
+        .map_err(|source| FloorError::Prepare {
+            what: "the empty file in",
+            path: dir.display().to_string(),
+            source,
+        })?;
+    Ok(path)
+}
+
+fn cstring(path: &Path) -> Result<CString, FloorError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| FloorError::Prepare {
+        what: "a path with a NUL byte:",
+        path: path.display().to_string(),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    })
+}
