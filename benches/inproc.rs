@@ -274,6 +274,7 @@ fn hook_benches(c: &mut Criterion) {
                     peer: ahp_wrap::control::Peer {
                         pid: std::process::id() as i32,
                         descends_from_agent: true,
+                        parent: None,
                     },
                 }))
             },

@@ -77,27 +77,31 @@ fn adopted_and_agent(table: &HashMap<i32, Stat>, me: i32) -> Vec<i32> {
 }
 
 /// Whether process `pid` comes from the agent's tree: the agent is among its ancestors, or
-/// it descends from an orphan the wrapper (`me`) adopted. A walk up the ppid links.
-pub fn descends_from(pid: i32, agent: i32, me: i32) -> bool {
+/// it descends from an orphan the wrapper (`me`) adopted. A walk up the ppid links; with the
+/// answer comes `pid`'s parent when the walk read it (a caller that climbs further starts
+/// there without reading it again).
+pub fn descends_from(pid: i32, agent: i32, me: i32) -> (bool, Option<i32>) {
     let mut cur = pid;
+    let mut parent = None;
     // A chain longer than this is a loop read across a pid reuse.
     for _ in 0..1024 {
         if cur == agent && agent > 0 {
-            return true;
+            return (true, parent);
         }
         let Some(st) = procfs::stat(cur) else {
-            return false;
+            return (false, parent);
         };
+        parent = parent.or(Some(st.ppid));
         if st.ppid == me {
             // A child of ours: the agent (caught above), one of our own, or an adopted orphan.
-            return cur != me && !own().contains(&cur);
+            return (cur != me && !own().contains(&cur), parent);
         }
         if st.ppid <= 1 {
-            return false;
+            return (false, parent);
         }
         cur = st.ppid;
     }
-    false
+    (false, parent)
 }
 
 /// The wrapper's view of the agent's tree while it runs.

@@ -35,6 +35,8 @@ pub struct Peer {
     /// read from the agent's environment by some other process of the same user: the call
     /// is still answered, but audited as such.
     pub descends_from_agent: bool,
+    /// Its parent's pid, when checking where it comes from read it.
+    pub parent: Option<i32>,
 }
 
 /// One request that passed the checks (user, token, sizes).
@@ -140,9 +142,14 @@ impl ControlServer {
                 Ok(cred) if cred.uid() == uid => {
                     let pid = cred.pid().unwrap_or(0);
                     let agent = self.agent.0.load(Ordering::SeqCst);
+                    let (descends_from_agent, parent) = match pid > 0 {
+                        true => tree::descends_from(pid, agent, me),
+                        false => (false, None),
+                    };
                     Peer {
                         pid,
-                        descends_from_agent: pid > 0 && tree::descends_from(pid, agent, me),
+                        descends_from_agent,
+                        parent,
                     }
                 }
                 Ok(cred) => {

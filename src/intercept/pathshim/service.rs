@@ -125,7 +125,11 @@ impl ExecService {
         let cwd = request.cwd.display().to_string();
         // From the shim process's parent: the shim's own argv is the command.
         let me = std::process::id() as i32;
-        let parent = procfs::stat(request.peer.pid).map_or(me, |st| st.ppid);
+        let parent = request
+            .peer
+            .parent
+            .or_else(|| procfs::stat(request.peer.pid).map(|st| st.ppid))
+            .unwrap_or(me);
         let ancestry: Vec<Value> = procfs::ancestry(parent, self.agent.load(Ordering::SeqCst), me)
             .into_iter()
             .map(|(pid, argv)| json!({"pid": pid, "argv": argv}))
