@@ -106,23 +106,12 @@ while :; do sleep 0.05; done"#,
         .unwrap()
 }
 
-fn wait_until(mut what: impl FnMut() -> bool, limit: Duration) -> bool {
-    let start = Instant::now();
-    while !what() {
-        if start.elapsed() > limit {
-            return false;
-        }
-        std::thread::sleep(Duration::from_millis(10));
-    }
-    true
-}
-
 #[test]
 fn term_hup_and_int_sent_to_the_wrapper_reach_the_agent() {
     for sig in ["TERM", "HUP", "INT"] {
         let dir = tempfile::tempdir().unwrap();
         let mut child = trapping_agent(dir.path());
-        assert!(wait_until(
+        assert!(eventually(
             || dir.path().join("ready").exists(),
             Duration::from_secs(20)
         ));
@@ -131,7 +120,7 @@ fn term_hup_and_int_sent_to_the_wrapper_reach_the_agent() {
             .status()
             .unwrap();
         assert!(status.success());
-        assert!(wait_until(
+        assert!(eventually(
             || child.try_wait().unwrap().is_some(),
             Duration::from_secs(20)
         ));
@@ -145,142 +134,6 @@ fn term_hup_and_int_sent_to_the_wrapper_reach_the_agent() {
         );
         assert_eq!(status.code(), Some(0), "the agent handled it and exited 0");
     }
-}
-
-fn alive(pid: i32) -> bool {
-    // A zombie is dead for our purposes.
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(s) => !s[s.rfind(')').unwrap() + 2..].starts_with('Z'),
-        Err(_) => false,
-    }
-}
-
-#[test]
-fn no_orphan_survives_a_killed_wrapper() {
-    let guardians = no_orphan_survives_a_killed(Command::new(wrap_bin()));
-    // The guardian is the small executable beside the wrapper, spawned.
-    assert!(
-        guardians
-            .iter()
-            .any(|g| g.starts_with("ahp-wrap-hook guardian")),
-        "{guardians:?}"
-    );
-}
-
-#[test]
-fn no_orphan_survives_a_killed_wrapper_without_the_small_executable() {
-    // The wrapper alone in its directory: it forks its guardian instead.
-    let alone = tempfile::tempdir().unwrap();
-    let guardians = no_orphan_survives_a_killed(Command::new(wrapper_copy(alone.path())));
-    assert!(
-        guardians.iter().all(|g| !g.contains("ahp-wrap-hook")),
-        "{guardians:?}"
-    );
-}
-
-#[test]
-fn a_guardian_that_ends_at_once_is_said_and_the_agent_still_runs() {
-    // An older small executable beside the wrapper, which knows no `guardian`: it exits at
-    // once. The agent must run (its pre-exec step no longer writes to the dead guardian's
-    // pipe), and the run says it has no guardian.
-    let alone = tempfile::tempdir().unwrap();
-    let bin = wrapper_copy(alone.path());
-    std::os::unix::fs::symlink("/bin/false", alone.path().join("ahp-wrap-hook")).unwrap();
-    let out = Command::new(&bin)
-        .args(["--", "sh", "-c", "echo ran"])
-        .output()
-        .unwrap();
-    let stderr = String::from_utf8_lossy(&out.stderr);
-    assert_eq!(out.status.code(), Some(0), "{stderr}");
-    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
-    assert!(
-        stderr.contains("the guardian process ended at once"),
-        "{stderr}"
-    );
-}
-
-/// A copy of the wrapper in `dir`, without the small executable beside it.
-fn wrapper_copy(dir: &std::path::Path) -> std::path::PathBuf {
-    let bin = dir.join("ahp-wrap");
-    std::fs::copy(wrap_bin(), &bin).unwrap();
-    bin
-}
-
-/// Starts `wrapper` over an agent with a grandchild, kills it (SIGKILL) and checks both are
-/// ended, and the run directory removed; returns the command lines of the wrapper's children
-/// that were not the agent (its guardian), as they ran.
-fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
-    let dir = tempfile::tempdir().unwrap();
-    // The agent starts a grandchild too; both must go.
-    let script = format!(
-        "sleep 300 & echo $! > {d}/grandchild; echo \"$AHP_WRAP_SOCKET\" > {d}/socket; echo $$ > {d}/agent; wait",
-        d = dir.path().display()
-    );
-    let mut wrapper = wrapper
-        .arg("--")
-        // A path socket, to find the run directory it lives in.
-        .env("AHP_WRAP_CONTROL", "path")
-        .args(["sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
-    let pid = |name: &str| -> i32 {
-        std::fs::read_to_string(dir.path().join(name))
-            .unwrap()
-            .trim()
-            .parse()
-            .unwrap()
-    };
-    assert!(wait_until(
-        || !read(dir.path(), "grandchild").is_empty() && !read(dir.path(), "agent").is_empty(),
-        Duration::from_secs(20)
-    ));
-    let (agent, grandchild) = (pid("agent"), pid("grandchild"));
-    assert!(alive(agent) && alive(grandchild));
-    let children = std::fs::read_to_string(format!(
-        "/proc/{}/task/{}/children",
-        wrapper.id(),
-        wrapper.id()
-    ))
-    .unwrap();
-    let guardians: Vec<String> = children
-        .split_whitespace()
-        .filter(|p| *p != agent.to_string())
-        .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
-        .map(|c| {
-            let c = String::from_utf8_lossy(&c).replace('\0', " ");
-            let name = c.split(' ').next().unwrap_or_default();
-            let base = name.rsplit('/').next().unwrap_or_default();
-            format!("{base}{}", &c[name.len()..])
-        })
-        .collect();
-    assert!(!guardians.is_empty(), "the wrapper has a guardian");
-    wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
-    wrapper.wait().unwrap();
-    assert!(
-        wait_until(
-            || !alive(agent) && !alive(grandchild),
-            Duration::from_secs(10)
-        ),
-        "agent alive: {}, grandchild alive: {}",
-        alive(agent),
-        alive(grandchild)
-    );
-    // The killed wrapper's private run directory does not stay behind either.
-    let socket = read(dir.path(), "socket");
-    let run_dir = std::path::Path::new(socket.trim())
-        .parent()
-        .unwrap()
-        .to_owned();
-    assert!(run_dir.components().count() > 2, "{run_dir:?}");
-    assert!(
-        wait_until(|| !run_dir.exists(), Duration::from_secs(10)),
-        "{} is left behind",
-        run_dir.display()
-    );
-    guardians
 }
 
 /// An agent script that starts four processes trying to outlive it, each writing its pid
@@ -311,7 +164,7 @@ fn start_escaping(dir: &std::path::Path, then: &str) -> std::process::Child {
         .stderr(Stdio::null())
         .spawn()
         .unwrap();
-    assert!(wait_until(
+    assert!(eventually(
         || dir.join("ready").exists(),
         Duration::from_secs(20)
     ));
@@ -350,7 +203,7 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
     // The double-forked ones were adopted by the wrapper (a child subreaper), not by init...
     let orphan = pids[4];
     assert!(
-        wait_until(
+        eventually(
             || ppid(orphan) == Some(wrapper.id() as i32),
             Duration::from_secs(10)
         ),
@@ -364,7 +217,7 @@ fn no_escaped_descendant_survives_a_killed_wrapper() {
     wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
     wrapper.wait().unwrap();
     let killed = Instant::now();
-    let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
+    let gone = eventually(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
     let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
     kill_all(&pids);
     assert!(
@@ -383,7 +236,7 @@ fn an_orphan_adopted_just_before_the_wrapper_is_killed_is_ended_too() {
     wrapper.kill().unwrap();
     wrapper.wait().unwrap();
     let orphan = pid_in(dir.path(), "orphan").unwrap();
-    let gone = wait_until(|| !alive(orphan), Duration::from_secs(3));
+    let gone = eventually(|| !alive(orphan), Duration::from_secs(3));
     kill_all(&[orphan]);
     assert!(gone, "the orphan {orphan} survived the wrapper's SIGKILL");
 }
@@ -409,7 +262,7 @@ fn no_escaped_descendant_survives_the_agents_exit() {
         .iter()
         .map(|n| pid_in(dir.path(), n).unwrap())
         .collect();
-    let gone = wait_until(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
+    let gone = eventually(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
     let left: Vec<_> = names.iter().zip(&pids).filter(|(_, &p)| alive(p)).collect();
     kill_all(&pids);
     assert!(

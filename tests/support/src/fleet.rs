@@ -11,6 +11,8 @@ use serde_json::Value;
 use crate::agents::{run_within, Run};
 use crate::rabbitmq::Broker;
 
+pub use crate::common::process::alive;
+
 /// One test's directory: `home/` (HOME of every process), `ws/` (their working
 /// directory), capability files and agent scripts.
 pub struct Fleet {
@@ -219,18 +221,6 @@ pub fn wait_file(path: &Path, limit: Duration) {
     }
 }
 
-/// Whether process `pid` is alive (a zombie counts as gone).
-pub fn alive(pid: i32) -> bool {
-    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
-        Ok(stat) => !stat
-            .rsplit(')')
-            .next()
-            .unwrap_or("")
-            .trim_start()
-            .starts_with('Z'),
-        Err(_) => false,
-    }
-}
 
 /// Waits until process `pid` is gone; false if it is still alive after `limit`.
 pub fn wait_gone(pid: i32, limit: Duration) -> bool {

@@ -189,3 +189,28 @@ pub fn show(out: &Output) -> String {
         String::from_utf8_lossy(&out.stderr)
     )
 }
+
+/// Whether process `pid` is alive (a zombie counts as gone).
+pub fn alive(pid: i32) -> bool {
+    match std::fs::read_to_string(format!("/proc/{pid}/stat")) {
+        Ok(stat) => !stat
+            .rsplit(')')
+            .next()
+            .unwrap_or("")
+            .trim_start()
+            .starts_with('Z'),
+        Err(_) => false,
+    }
+}
+
+/// Whether `what` comes true within `limit`, looked at every 10 ms.
+pub fn eventually(mut what: impl FnMut() -> bool, limit: Duration) -> bool {
+    let start = Instant::now();
+    while !what() {
+        if start.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(10));
+    }
+    true
+}

@@ -1,0 +1,226 @@
+//! The guardian, and the small executable it is: a killed wrapper's agent and everything it
+//! started are ended, with the guardian spawned as `ahp-wrap-hook guardian` or forked where
+//! that is missing; one that ends at once is said; it runs where the wrapper may run; and
+//! the small executable lives through a closed standard output.
+
+use ahp_wrap_testkit::common;
+
+use std::process::{Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+#[test]
+fn no_orphan_survives_a_killed_wrapper() {
+    let guardians = no_orphan_survives_a_killed(Command::new(wrap_bin()));
+    // The guardian is the small executable beside the wrapper, spawned.
+    assert!(
+        guardians
+            .iter()
+            .any(|g| g.starts_with("ahp-wrap-hook guardian")),
+        "{guardians:?}"
+    );
+}
+
+#[test]
+fn no_orphan_survives_a_killed_wrapper_without_the_small_executable() {
+    // The wrapper alone in its directory: it forks its guardian instead.
+    let alone = tempfile::tempdir().unwrap();
+    let guardians = no_orphan_survives_a_killed(Command::new(wrapper_copy(alone.path())));
+    assert!(
+        guardians.iter().all(|g| !g.contains("ahp-wrap-hook")),
+        "{guardians:?}"
+    );
+}
+
+#[test]
+fn a_guardian_that_ends_at_once_is_said_and_the_agent_still_runs() {
+    // An older small executable beside the wrapper, which knows no `guardian`: it exits at
+    // once. The agent must run (its pre-exec step no longer writes to the dead guardian's
+    // pipe), and the run says it has no guardian.
+    let alone = tempfile::tempdir().unwrap();
+    let bin = wrapper_copy(alone.path());
+    std::os::unix::fs::symlink("/bin/false", alone.path().join("ahp-wrap-hook")).unwrap();
+    let out = Command::new(&bin)
+        .args(["--", "sh", "-c", "echo ran"])
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "ran\n");
+    assert!(
+        stderr.contains("the guardian process ended at once"),
+        "{stderr}"
+    );
+}
+
+#[test]
+fn the_guardian_runs_on_the_wrappers_processors_once_started() {
+    // The wrapper starts its guardian off its own processor (for the namespaces it makes
+    // first); the guardian must then take the wrapper's processors back, not stay pinned.
+    let mut wrapper = Command::new(wrap_bin())
+        .args(["--", "sleep", "5"])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let allowed = |pid: u32| {
+        std::fs::read_to_string(format!("/proc/{pid}/status"))
+            .unwrap_or_default()
+            .lines()
+            .find(|l| l.starts_with("Cpus_allowed_list:"))
+            .map(str::to_owned)
+    };
+    let guardian = || {
+        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", wrapper.id()))
+            .unwrap_or_default()
+            .split_whitespace()
+            .filter_map(|p| p.parse::<u32>().ok())
+            .find(|p| {
+                std::fs::read(format!("/proc/{p}/cmdline"))
+                    .is_ok_and(|c| String::from_utf8_lossy(&c).contains("ahp-wrap-hook\0guardian"))
+            })
+    };
+    let mut g = None;
+    assert!(eventually(
+        || {
+            g = guardian();
+            g.is_some()
+        },
+        Duration::from_secs(10)
+    ));
+    let g = g.unwrap();
+    let theirs = allowed(wrapper.id());
+    assert!(theirs.is_some());
+    let same = eventually(|| allowed(g) == theirs, Duration::from_secs(5));
+    let mine = allowed(g);
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    assert!(same, "guardian {mine:?}, wrapper {theirs:?}");
+}
+
+#[test]
+fn the_small_executable_survives_a_closed_standard_output() {
+    // It starts without the Rust runtime's start-up and ignores SIGPIPE itself: a hook whose
+    // reader has gone exits as it would have with one, not killed by the signal.
+    let payload = std::fs::read(
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR"))
+            .join("shims/claude-code/samples/PreToolUse.json"),
+    )
+    .unwrap();
+    let run = |reader_gone: bool| {
+        use std::io::{Read, Write};
+        let (reader, writer) = std::io::pipe().unwrap();
+        let mut child = Command::new(env!("CARGO_BIN_EXE_ahp-wrap-hook"))
+            .args(["hook", "claude-code", "PreToolUse"])
+            .env_remove("AHP_WRAP_SOCKET")
+            .stdin(Stdio::piped())
+            .stdout(writer)
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap();
+        let mut out = Vec::new();
+        let mut reader = (!reader_gone).then_some(reader);
+        // It may refuse before it has read all of it.
+        let _ = child.stdin.take().unwrap().write_all(&payload);
+        if let Some(r) = reader.as_mut() {
+            r.read_to_end(&mut out).unwrap();
+        }
+        (child.wait().unwrap(), out)
+    };
+    let (with_reader, out) = run(false);
+    assert!(
+        String::from_utf8_lossy(&out).contains("\"deny\""),
+        "the hook refuses without a wrapper: {}",
+        String::from_utf8_lossy(&out)
+    );
+    let (without, _) = run(true);
+    use std::os::unix::process::ExitStatusExt;
+    assert_eq!(without.signal(), None, "{without}");
+    assert_eq!(without.code(), with_reader.code());
+}
+
+/// A copy of the wrapper in `dir`, without the small executable beside it.
+fn wrapper_copy(dir: &std::path::Path) -> std::path::PathBuf {
+    let bin = dir.join("ahp-wrap");
+    std::fs::copy(wrap_bin(), &bin).unwrap();
+    bin
+}
+
+/// Starts `wrapper` over an agent with a grandchild, kills it (SIGKILL) and checks both are
+/// ended, and the run directory removed; returns the command lines of the wrapper's children
+/// that were not the agent (its guardian), as they ran.
+fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
+    let dir = tempfile::tempdir().unwrap();
+    // The agent starts a grandchild too; both must go.
+    let script = format!(
+        "sleep 300 & echo $! > {d}/grandchild; echo \"$AHP_WRAP_SOCKET\" > {d}/socket; echo $$ > {d}/agent; wait",
+        d = dir.path().display()
+    );
+    let mut wrapper = wrapper
+        .arg("--")
+        // A path socket, to find the run directory it lives in.
+        .env("AHP_WRAP_CONTROL", "path")
+        .args(["sh", "-c", &script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    let pid = |name: &str| -> i32 {
+        std::fs::read_to_string(dir.path().join(name))
+            .unwrap()
+            .trim()
+            .parse()
+            .unwrap()
+    };
+    assert!(eventually(
+        || !read(dir.path(), "grandchild").is_empty() && !read(dir.path(), "agent").is_empty(),
+        Duration::from_secs(20)
+    ));
+    let (agent, grandchild) = (pid("agent"), pid("grandchild"));
+    assert!(alive(agent) && alive(grandchild));
+    let children = std::fs::read_to_string(format!(
+        "/proc/{}/task/{}/children",
+        wrapper.id(),
+        wrapper.id()
+    ))
+    .unwrap();
+    let guardians: Vec<String> = children
+        .split_whitespace()
+        .filter(|p| *p != agent.to_string())
+        .filter_map(|p| std::fs::read(format!("/proc/{p}/cmdline")).ok())
+        .map(|c| {
+            let c = String::from_utf8_lossy(&c).replace('\0', " ");
+            let name = c.split(' ').next().unwrap_or_default();
+            let base = name.rsplit('/').next().unwrap_or_default();
+            format!("{base}{}", &c[name.len()..])
+        })
+        .collect();
+    assert!(!guardians.is_empty(), "the wrapper has a guardian");
+    wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
+    wrapper.wait().unwrap();
+    assert!(
+        eventually(
+            || !alive(agent) && !alive(grandchild),
+            Duration::from_secs(10)
+        ),
+        "agent alive: {}, grandchild alive: {}",
+        alive(agent),
+        alive(grandchild)
+    );
+    // The killed wrapper's private run directory does not stay behind either.
+    let socket = read(dir.path(), "socket");
+    let run_dir = std::path::Path::new(socket.trim())
+        .parent()
+        .unwrap()
+        .to_owned();
+    assert!(run_dir.components().count() > 2, "{run_dir:?}");
+    assert!(
+        eventually(|| !run_dir.exists(), Duration::from_secs(10)),
+        "{} is left behind",
+        run_dir.display()
+    );
+    guardians
+}
