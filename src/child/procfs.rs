@@ -2,6 +2,7 @@
 //! resource use for heartbeat events.
 
 use std::collections::HashMap;
+use std::ffi::OsStr;
 use std::time::Instant;
 
 /// One reading.
@@ -44,15 +45,41 @@ pub fn processes() -> Option<HashMap<i32, Stat>> {
 /// adopted by a subreaper is the child of one of its threads); `None` when the kernel does
 /// not list them (built without `CONFIG_PROC_CHILDREN`) or they cannot be read. A handful of
 /// reads where [`processes`] reads one file per process on the machine.
+///
+/// The first thread is read last: a thread that ends hands its children to the first thread
+/// still alive (that one, in a process whose main thread has not returned), so none is missed
+/// by a thread ending while the others are read (one gone before its read is skipped).
 pub fn children(pid: i32) -> Option<Vec<i32>> {
+    let list = |tid: &OsStr| {
+        std::fs::read_to_string(format!(
+            "/proc/{pid}/task/{}/children",
+            tid.to_string_lossy()
+        ))
+    };
+    let first = pid.to_string();
     let mut out = Vec::new();
-    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
-        let list = std::fs::read_to_string(task.ok()?.path().join("children")).ok()?;
+    let mut add = |list: &str| {
         out.extend(
             list.split_whitespace()
                 .filter_map(|p| p.parse::<i32>().ok()),
-        );
+        )
+    };
+    for task in std::fs::read_dir(format!("/proc/{pid}/task")).ok()? {
+        let tid = task.ok()?.file_name();
+        if tid == first.as_str() {
+            continue;
+        }
+        match list(&tid) {
+            Ok(l) => add(&l),
+            // Ended since the listing: its children are another thread's.
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => {}
+            Err(_) => return None,
+        }
     }
+    add(&list(OsStr::new(&first)).ok()?);
+    // A thread that ended after its read has its children listed twice.
+    out.sort_unstable();
+    out.dedup();
     Some(out)
 }
 
@@ -274,6 +301,29 @@ fn parse_stat(text: &str) -> Option<Stat> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_children_are_listed_while_a_thread_ends() {
+        let mut child = std::process::Command::new("sleep")
+            .arg("30")
+            .spawn()
+            .unwrap();
+        let pid = child.id() as i32;
+        let me = std::process::id() as i32;
+        // Each listing with a thread of ours ending at some moment of it.
+        let lost = (0..2000u64)
+            .filter(|i| {
+                let until = Instant::now() + std::time::Duration::from_micros(i % 60);
+                let ending = std::thread::spawn(move || while Instant::now() < until {});
+                let listed = children(me);
+                ending.join().unwrap();
+                !listed.is_some_and(|c| c.contains(&pid))
+            })
+            .count();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert_eq!(lost, 0, "listings without the child, of 2000");
+    }
 
     #[test]
     fn parses_stat_with_odd_names() {
