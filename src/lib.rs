@@ -51,6 +51,8 @@
 //! - [`report`]: the summary, notes and held-back warnings at the end of a run.
 //! - [`rundir`]: the private run directory for one run's generated files.
 //! - [`exit`]: every exit code, in one type.
+//! - [`vfork`]: a function run in a new process that shares our memory until it calls
+//!   `exec` (the agent's process, the namespaces' maker).
 
 pub mod ask;
 pub mod audit;
@@ -77,6 +79,7 @@ pub mod serve;
 pub mod telemetry;
 pub mod termlog;
 pub mod transport;
+pub mod vfork;
 
 /// Whether `s` is a plain name: 1 to `max` ASCII letters, digits, `-`, `_`, `.`, or bytes
 /// of `extra`. Names that travel in protocol headers, queue names and file names are

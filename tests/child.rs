@@ -37,6 +37,33 @@ fn death_by_signal_n_is_128_plus_n() {
 }
 
 #[test]
+fn the_agent_starts_with_the_signals_a_shell_would_give_it() {
+    use std::os::unix::process::CommandExt;
+    // The wrapper started with SIGALRM ignored (as `nohup` ignores SIGHUP): the agent keeps
+    // that; SIGPIPE, which the wrapper ignores itself, is the default again; none is blocked.
+    let mut c = wrap();
+    c.args(["grep", "-E", "^Sig(Blk|Ign)", "/proc/self/status"]);
+    // SAFETY: one system call before exec.
+    unsafe {
+        c.pre_exec(|| {
+            libc::signal(libc::SIGALRM, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let out = run(&mut c, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", show(&out));
+    let text = String::from_utf8_lossy(&out.stdout);
+    let mask = |name: &str| {
+        let line = text.lines().find(|l| l.starts_with(name)).unwrap();
+        u64::from_str_radix(line.split_whitespace().nth(1).unwrap(), 16).unwrap()
+    };
+    let bit = |sig: i32| 1u64 << (sig - 1);
+    assert_eq!(mask("SigBlk:"), 0, "{text}");
+    assert_ne!(mask("SigIgn:") & bit(libc::SIGALRM), 0, "{text}");
+    assert_eq!(mask("SigIgn:") & bit(libc::SIGPIPE), 0, "{text}");
+}
+
+#[test]
 fn missing_agent_exits_127_with_a_message() {
     let out = run(
         wrap().arg("no-such-agent-anywhere"),

@@ -10,16 +10,17 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 
 /// What each module may import, from the bottom layer up. `error_chain`, `random_hex`,
-/// `is_plain_name` are the crate root's helpers; `exit`, `termlog` and `jsonrpc` are leaves.
+/// `is_plain_name` are the crate root's helpers; `exit`, `termlog`, `jsonrpc` and `vfork` are leaves.
 const LAYERS: &[(&str, &[&str])] = &[
     ("exit", &["error_chain"]),
     ("termlog", &[]),
     ("jsonrpc", &[]),
     ("rundir", &["random_hex"]),
-    ("floor", &[]),
+    ("vfork", &[]),
+    ("floor", &["vfork"]),
     ("protocol", &["jsonrpc"]),
     ("policy", &["protocol", "floor"]),
-    ("child", &["exit", "random_hex"]),
+    ("child", &["exit", "random_hex", "vfork"]),
     (
         "control",
         &["child", "is_plain_name", "jsonrpc", "random_hex"],

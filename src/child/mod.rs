@@ -9,11 +9,13 @@ mod command;
 pub use command::{AgentCommand, AgentFiles};
 pub mod cgroup;
 pub mod guardian;
+mod process;
 pub mod procfs;
+pub use process::Process;
 pub mod signals;
 pub mod tree;
 
-use std::ffi::{CStr, OsStr};
+use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 
@@ -129,7 +131,7 @@ pub struct SpawnOptions<'a> {
 
 /// The running agent.
 pub struct Agent {
-    pub child: tokio::process::Child,
+    pub process: Process,
     pub id: ChildId,
 }
 
@@ -159,55 +161,52 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
         .or_else(|| std::env::var_os("PATH"));
     let path = resolve(&cmd.program, path_var.as_deref())?;
     let shown = cmd.program.to_string_lossy().into_owned();
-    let mut c = tokio::process::Command::new(&path);
-    c.arg0(&cmd.program).args(&cmd.args);
-    for key in opts.remove_env {
-        c.env_remove(key);
-    }
+    // Ours, less what the agent must not inherit, and the command's own (the last wins).
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| !opts.remove_env.iter().any(|r| k == r))
+        .collect();
     for (k, v) in &cmd.env {
-        c.env(k, v);
+        env.retain(|(old, _)| old != k);
+        env.push((k.clone(), v.clone()));
     }
-    if opts.stdio == Stdio::Piped {
-        c.stdin(std::process::Stdio::piped())
-            .stdout(std::process::Stdio::piped());
-    }
-    let group = opts.group == GroupPolicy::OwnGroup;
-    if group {
-        c.process_group(0);
-    }
-    if opts.guardian_fd.is_some() || opts.cgroup.is_some() || opts.confine.is_some() {
-        let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup.map(CStr::to_owned));
-        let confine = opts.confine.clone();
-        // SAFETY: `join`, `announce` and the confinement are async-signal-safe, as a
-        // pre-exec hook must be.
-        unsafe {
-            c.pre_exec(move || {
-                // Into the cgroup first: whatever the agent starts is born inside it.
-                if let Some(procs) = &procs {
-                    cgroup::join(procs);
-                }
-                if let Some(fd) = guardian_fd {
-                    guardian::announce(fd, group);
-                }
-                // Last: the confinement may take away what the steps above need.
-                match &confine {
-                    Some(confine) => confine(),
-                    None => Ok(()),
-                }
-            });
+    let own_group = opts.group == GroupPolicy::OwnGroup;
+    let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup);
+    let confine = opts.confine.as_deref();
+    let before_exec = || {
+        // Into the cgroup first: whatever the agent starts is born inside it.
+        if let Some(procs) = procs {
+            cgroup::join(procs);
         }
-    }
-    let child = c.spawn().map_err(|e| match e.kind() {
+        if let Some(fd) = guardian_fd {
+            guardian::announce(fd, own_group);
+        }
+        // Last: the confinement may take away what the steps above need.
+        match confine {
+            Some(confine) => confine(),
+            None => Ok(()),
+        }
+    };
+    let process = Process::start(process::Start {
+        path: &path,
+        argv: std::iter::once(cmd.program.as_os_str())
+            .chain(cmd.args.iter().map(OsString::as_os_str))
+            .collect(),
+        env,
+        piped: opts.stdio == Stdio::Piped,
+        own_group,
+        before_exec: Some(&before_exec),
+    })
+    .map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => SpawnError::NotFound(shown.clone()),
         _ => SpawnError::NotExecutable(shown.clone(), e),
     })?;
-    let pid = child.id().expect("a just-spawned child has a pid") as i32;
-    let id = if group {
+    let pid = process.id();
+    let id = if own_group {
         ChildId::Group(pid)
     } else {
         ChildId::Process(pid)
     };
-    Ok(Agent { child, id })
+    Ok(Agent { process, id })
 }
 
 #[cfg(test)]

@@ -27,9 +27,6 @@ pub const MAKE_NAMESPACES_ARG: &str = "namespaces";
 /// under a millisecond, while the wrapper prepares the run for longer than that).
 const WAIT: Duration = Duration::from_secs(2);
 
-/// The maker's stack: a few frames of system calls.
-const MAKER_STACK: usize = 256 * 1024;
-
 /// The wrapper's end: where the namespaces arrive.
 #[derive(Debug)]
 pub struct Ahead {
@@ -79,38 +76,19 @@ impl Maker {
 
     /// Starts the maker and waits for it. Call it in a single-threaded process (the
     /// guardian, first thing). The maker shares this process's memory and runs while
-    /// this process waits (`CLONE_VM | CLONE_VFORK`, as `posix_spawn` does): no page tables
-    /// copied, which in a copy of the wrapper took longer than the namespaces themselves.
+    /// this process waits ([`vfork`](crate::vfork)): no page tables copied.
     pub fn make(self) {
-        extern "C" fn maker(arg: *mut libc::c_void) -> libc::c_int {
-            // SAFETY: `arg` is the `Maker` below, alive in the memory of the process that
-            // waits for us.
-            let maker = unsafe { &*arg.cast::<Maker>() };
-            match maker.in_child() {
-                Ok(()) => 0,
-                Err(_) => 1,
-            }
-        }
-        let mut stack = vec![0u8; MAKER_STACK];
-        // The stack grows down from its end, aligned for the call.
-        let top = (stack.as_mut_ptr() as usize + MAKER_STACK) & !15;
-        let arg = std::ptr::from_ref(&self).cast_mut().cast();
-        // SAFETY: the child runs `maker` on its own stack, makes only system calls on what
-        // `self` holds (no allocation) and exits; we are suspended until it has.
-        let pid = unsafe {
-            libc::clone(
-                maker,
-                top as *mut libc::c_void,
-                libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
-                arg,
-            )
+        let mut maker = || match self.in_child() {
+            Ok(()) => 0,
+            Err(_) => 1,
         };
-        if pid > 0 {
+        // SAFETY: the maker makes only system calls on what `self` holds (no allocation)
+        // and exits.
+        if let Ok(pid) = unsafe { crate::vfork::run(&mut maker) } {
             let mut status = 0;
             // SAFETY: reaps the child just started.
             unsafe { libc::waitpid(pid, &mut status, 0) };
         }
-        drop(stack);
     }
 
     /// In the maker: the namespaces, then their descriptors sent to the wrapper; or,

@@ -322,7 +322,7 @@ impl Run<'_> {
         let link = held.guardian.as_ref().and_then(Guardian::link);
         let mut tree = Tracker::new(agent.id.pid(), link, held.cgroup.take());
         let (status, stopped) = super::supervise::until_exit(
-            &mut agent.child,
+            &mut agent.process,
             &mut tree,
             &self.gate,
             self.cfg.heartbeat,

@@ -18,13 +18,13 @@ const NEVER: Duration = Duration::from_secs(3600 * 24 * 365);
 /// Waits for the agent to end. Returns its status, and the first stop an interceptor asked
 /// for (its cause has been said, or is normal).
 pub async fn until_exit(
-    child: &mut tokio::process::Child,
+    child: &mut crate::child::Process,
     tree: &mut Tracker,
     gate: &Gate,
     heartbeat: Option<Duration>,
     mut alarms: mpsc::UnboundedReceiver<Stop>,
 ) -> (std::io::Result<std::process::ExitStatus>, Option<Stop>) {
-    let pid = child.id().map_or(0, |p| p as i32);
+    let pid = child.id();
     let mut tree_tick =
         tokio::time::interval_at(tokio::time::Instant::now() + tree::TICK, tree::TICK);
     let mut sampler = Sampler::new(pid);

@@ -49,8 +49,8 @@ impl<P: Protocol + Send + Sync + 'static> Interceptor for StreamProxy<P> {
 
     fn start(&mut self, agent: &mut Agent, alarm: Alarm) {
         let (Some(server_in), Some(server_out), Some(protocol)) = (
-            agent.child.stdin.take(),
-            agent.child.stdout.take(),
+            agent.process.stdin.take(),
+            agent.process.stdout.take(),
             self.protocol.take(),
         ) else {
             let _ = alarm.send(Stop {
