@@ -11,7 +11,6 @@ use ahp_wrap::intercept::hooks::relay;
 use ahp_wrap::intercept::pathshim;
 use ahp_wrap::run;
 use ahp_wrap::termlog;
-use clap::Parser;
 
 fn main() -> ExitCode {
     // Started as a command in a run's PATH shim directory (when there is no small hook
@@ -33,7 +32,7 @@ fn main() -> ExitCode {
     }
     // A usage error exits 125, as every failure of the wrapper itself does: an agent's own
     // exit code 2 must not be mistaken for a mistyped option.
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::try_parse_quick() {
         Ok(cli) => cli,
         Err(e) => {
             let _ = e.print();
