@@ -271,10 +271,7 @@ impl Config {
             wrap_mcp: args.wrap_mcp,
             via_run: false,
             host,
-            floor: match args.floor {
-                crate::cli::FloorArg::On => crate::floor::Mode::On,
-                crate::cli::FloorArg::Off => crate::floor::Mode::Off,
-            },
+            floor: args.floor.into(),
             require_floor: args.require_floor,
             workspace: workspace(args.workspace)?,
             telemetry,
@@ -327,6 +324,15 @@ fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
             Err(e) => Err(bad(&d, e.to_string())),
         },
         None => std::env::current_dir().map_err(|e| bad(std::path::Path::new("."), e.to_string())),
+    }
+}
+
+impl From<crate::cli::FloorArg> for crate::floor::Mode {
+    fn from(floor: crate::cli::FloorArg) -> Self {
+        match floor {
+            crate::cli::FloorArg::On => crate::floor::Mode::On,
+            crate::cli::FloorArg::Off => crate::floor::Mode::Off,
+        }
     }
 }
 

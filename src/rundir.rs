@@ -6,10 +6,12 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
-/// A private (0700) directory for one run, removed when dropped.
+/// A private (0700) directory for one run, removed when dropped (unless [`RunDir::leave`]
+/// handed its removal to someone else).
 #[derive(Debug)]
 pub struct RunDir {
     path: PathBuf,
+    left: bool,
 }
 
 impl RunDir {
@@ -38,7 +40,7 @@ impl RunDir {
         for base in first.into_iter().chain([std::env::temp_dir()]) {
             let path = base.join(format!("ahp-wrap-{}", crate::random_hex(8)));
             match std::fs::DirBuilder::new().mode(0o700).create(&path) {
-                Ok(()) => return Ok(RunDir { path }),
+                Ok(()) => return Ok(RunDir { path, left: false }),
                 Err(e) => last = Some(e),
             }
         }
@@ -47,6 +49,11 @@ impl RunDir {
 
     pub fn path(&self) -> &Path {
         &self.path
+    }
+
+    /// Not removed when dropped: whoever it was handed to removes it.
+    pub fn leave(&mut self) {
+        self.left = true;
     }
 }
 
@@ -60,6 +67,9 @@ pub fn only_root_can_write(path: &Path) -> bool {
 
 impl Drop for RunDir {
     fn drop(&mut self) {
+        if self.left {
+            return;
+        }
         let _ = std::fs::remove_dir_all(&self.path);
     }
 }

@@ -211,16 +211,44 @@ fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
         alive(grandchild)
     );
     // The killed wrapper's private run directory does not stay behind either.
-    let socket = read(dir.path(), "socket");
-    let run_dir = std::path::Path::new(socket.trim())
-        .parent()
-        .unwrap()
-        .to_owned();
-    assert!(run_dir.components().count() > 2, "{run_dir:?}");
+    run_dir_goes(&read(dir.path(), "socket"), "killed");
+    guardians
+}
+
+/// The run directory of the path control socket `socket` (as the agent saw it in its
+/// environment) is removed within a few seconds.
+fn run_dir_goes(socket: &str, what: &str) {
+    let run_dir = std::path::Path::new(socket.trim()).parent().unwrap();
+    assert!(run_dir.components().count() > 2, "{what}: {run_dir:?}");
     assert!(
         eventually(|| !run_dir.exists(), Duration::from_secs(10)),
-        "{} is left behind",
+        "{what}: {} is left behind",
         run_dir.display()
     );
-    guardians
+}
+
+#[test]
+fn a_run_that_ends_normally_leaves_no_run_directory_with_either_guardian() {
+    let dir = tempfile::tempdir().unwrap();
+    let copy = wrapper_copy(dir.path());
+    for (wrapper, what) in [(wrap_bin(), "spawned"), (copy, "forked")] {
+        let socket = dir.path().join(format!("socket-{what}"));
+        let status = Command::new(&wrapper)
+            .arg("--")
+            // A path socket, to find the run directory it lives in.
+            .env("AHP_WRAP_CONTROL", "path")
+            .args([
+                "sh",
+                "-c",
+                &format!("echo \"$AHP_WRAP_SOCKET\" > {}", socket.display()),
+            ])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .status()
+            .unwrap();
+        assert!(status.success(), "{what}: {status}");
+        // The guardian removes it once the wrapper has exited.
+        run_dir_goes(&std::fs::read_to_string(&socket).unwrap(), what);
+    }
 }

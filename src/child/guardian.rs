@@ -129,7 +129,10 @@ impl Guardian {
         }
     }
 
-    /// The agent ended normally: the guardian exits without touching anything.
+    /// The run ended normally (the agent's tree has ended): the guardian removes the run
+    /// directory it was told about ([`Guardian::clean_up`]) and exits, touching nothing
+    /// else; the wrapper exits meanwhile (a directory's removal costs 0.1–0.2 ms where it
+    /// is not in memory, as `/run` on a disk).
     pub fn release(mut self) {
         let _ = writeln!(self.pipe, "release");
     }
@@ -281,6 +284,9 @@ impl Orders {
     /// `cgroup <dir>`, `rundir <dir>`.
     fn take(&mut self, line: &str) {
         if line == "release" {
+            if let Some(dir) = &self.clean_up {
+                let _ = std::fs::remove_dir_all(dir);
+            }
             exit_now()
         }
         if let Some(t) = line

@@ -37,29 +37,51 @@ const HOOK_MARGIN: Duration = Duration::from_secs(2);
 /// nothing: the connection is refused at once).
 const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
-/// Runs the agent under the harness; returns how we exit.
-pub fn run(cfg: Config) -> CommandResult {
-    // The guardian is the small executable beside this one, spawned; where the floor wants
-    // namespaces, it first makes them for the agent, while we prepare.
-    let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
+/// What a run starts first, before its log and its configuration are read: the guardian,
+/// the small executable beside this one, spawned; where the floor wants namespaces, it
+/// first makes them for the agent, while we prepare.
+pub struct Early {
+    guardian: std::io::Result<Guardian>,
     #[cfg(target_os = "linux")]
-    let (ahead, maker) = match crate::floor::namespaces_ahead(cfg.floor) {
-        Some((ahead, maker)) if small.is_some() => (Some(ahead), Some(maker.into_socket())),
-        _ => (None, None),
-    };
-    #[cfg(not(target_os = "linux"))]
-    let maker = None;
-    let args: &[&str] = match maker {
-        Some(_) => &[crate::floor::MAKE_NAMESPACES_ARG],
-        None => &[],
-    };
-    let guardian = match Guardian::spawn(small.as_deref(), args, maker) {
+    ahead: Option<crate::floor::Ahead>,
+}
+
+impl Early {
+    /// Starts the guardian, for a run whose floor is `floor`. Call it while this process
+    /// is single-threaded.
+    pub fn start(floor: crate::floor::Mode) -> Early {
+        let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
+        #[cfg(target_os = "linux")]
+        let (ahead, maker) = match crate::floor::namespaces_ahead(floor) {
+            Some((ahead, maker)) if small.is_some() => (Some(ahead), Some(maker.into_socket())),
+            _ => (None, None),
+        };
+        #[cfg(not(target_os = "linux"))]
+        let (maker, _) = (None, floor);
+        let args: &[&str] = match maker {
+            Some(_) => &[crate::floor::MAKE_NAMESPACES_ARG],
+            None => &[],
+        };
+        Early {
+            guardian: Guardian::spawn(small.as_deref(), args, maker),
+            #[cfg(target_os = "linux")]
+            ahead,
+        }
+    }
+}
+
+/// Runs the agent under the harness, with what [`Early::start`] started; returns how we
+/// exit.
+pub fn run(cfg: Config, early: Early) -> CommandResult {
+    let guardian = match early.guardian {
         Ok(g) => Some(g),
         Err(e) => {
             tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");
             None
         }
     };
+    #[cfg(target_os = "linux")]
+    let ahead = early.ahead;
     // Orphans of the agent's tree come back to us, so that none outlives the run.
     match tree::become_subreaper() {
         Ok(()) => tracing::debug!("the wrapper is a child subreaper"),
@@ -182,8 +204,10 @@ struct Run<'a> {
 
 /// What the run holds while the agent may run; dropping it cleans up on every path: the
 /// forwarder stops (the agent's pid may be reused), interceptors' tasks stop (their own
-/// `Drop`), and the run directory is removed. The guardian, if still held, is dropped
-/// without release: it then ends whatever of the agent is left.
+/// `Drop`), and the run directory is removed. Once the agent's tree has ended, the guardian
+/// is released and removes the run directory itself, after we exit; before that, it is
+/// dropped without release: it then ends whatever of the agent is left (and removes the
+/// directory).
 struct RunGuard<'a> {
     forwarder: &'a Forwarder,
     guardian: Option<Guardian>,
@@ -203,12 +227,24 @@ struct RunGuard<'a> {
     #[cfg(target_os = "linux")]
     ahead: Option<crate::floor::Ahead>,
     run_dir: RunDir,
+    /// The agent's tree has ended (or never started): the guardian may be released.
+    ended: bool,
 }
 
 impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
         self.forwarder.clear_target();
         self.interceptors.clear();
-        tracing::debug!("run directory {} removed", self.run_dir.path().display());
+        match self.guardian.take() {
+            Some(g) if self.ended => {
+                self.run_dir.leave();
+                g.release();
+                tracing::debug!(
+                    "run directory {} left to the guardian",
+                    self.run_dir.path().display()
+                );
+            }
+            _ => tracing::debug!("run directory {} removed", self.run_dir.path().display()),
+        }
     }
 }

@@ -71,6 +71,7 @@ impl Run<'_> {
             #[cfg(target_os = "linux")]
             ahead,
             run_dir,
+            ended: false,
         };
         let cmd = self
             .prepare(&mut held, limits)
@@ -268,9 +269,7 @@ impl Run<'_> {
                 self.gate.say(EventType::Error, payload).await;
                 let payload = json!({"exit_code": exit.code(), "reason": "spawn_failed"});
                 self.gate.say(EventType::SessionEnd, payload).await;
-                if let Some(g) = held.guardian.take() {
-                    g.release();
-                }
+                held.ended = true;
                 return Err(Failure::new(exit, e));
             }
         };
@@ -334,9 +333,8 @@ impl Run<'_> {
         if left > 0 {
             tracing::debug!("ended {left} process(es) the agent left behind");
         }
-        if let Some(g) = held.guardian.take() {
-            g.release();
-        }
+        // The tree has ended: the guardian is released with the run (see `RunGuard`).
+        held.ended = true;
         match status {
             Ok(_) if stopped.as_ref().is_some_and(|s| s.failed) => Exit::Wrapper,
             Ok(status) => {
