@@ -1,5 +1,5 @@
 //! The floor on Linux: what this kernel offers, and the confinement the agent's process
-//! applies to itself between `fork` and `exec`.
+//! applies to itself before its `exec`.
 //!
 //! Everything that allocates, opens paths or may fail for a reason worth a sentence is done
 //! in the parent ([`Prepared::new`]); the child ([`Prepared::apply`]) only makes system

@@ -8,7 +8,7 @@
 //! - [`plan`]: the spec made concrete for one run: the workspace, the temp directories, the
 //!   agent's own state (declared by its shim), the package caches, and the wrapper's own files.
 //! - `kernel` (Linux): what this kernel offers ([`Support`]), and the confinement applied in the
-//!   agent's process between `fork` and `exec` ([`Prepared`]): a user and mount namespace with
+//!   agent's process before its `exec` ([`Prepared`]): a user and mount namespace with
 //!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
 //!   only beneath the writable roots; no signals to processes outside the tree).
 //! - `namespaces` (Linux): the user and mount namespaces the agent's process enters, with the
