@@ -29,7 +29,8 @@ pub(super) struct Start<'a> {
     pub piped: bool,
     /// In a process group of its own.
     pub own_group: bool,
-    /// The last steps before `exec`: async-signal-safe (see [`crate::vfork::run`]).
+    /// The last steps before `exec`: async-signal-safe (see [`crate::vfork::run`]), their
+    /// error an OS error (`last_os_error`: nothing to allocate or free).
     pub before_exec: Option<&'a dyn Fn() -> io::Result<()>>,
 }
 
@@ -119,29 +120,42 @@ impl Process {
         // return (the process then exits).
         let pid = unsafe { crate::vfork::run(&mut child) }?;
         let (ours, _theirs) = pipes.unzip();
-        match error.load(Ordering::Relaxed) {
-            0 => {}
-            code => {
-                let mut status = 0;
-                // SAFETY: reaps the process that did not run the agent.
-                unsafe { libc::waitpid(pid, &mut status, 0) };
-                return Err(io::Error::from_raw_os_error(code));
+        let reap = |kill: bool| {
+            let mut status = 0;
+            // SAFETY: ends (when asked) and reaps our own child.
+            unsafe {
+                if kill {
+                    libc::kill(pid, libc::SIGKILL);
+                }
+                libc::waitpid(pid, &mut status, 0);
             }
-        }
-        let (stdin, stdout) = match ours {
-            Some((w_in, r_out)) => (
-                Some(pipe::Sender::from_owned_fd(w_in)?),
-                Some(pipe::Receiver::from_owned_fd(r_out)?),
-            ),
-            None => (None, None),
         };
-        Ok(Process {
-            pid,
-            ended: Ended::watch(pid)?,
-            status: None,
-            stdin,
-            stdout,
-        })
+        if let code @ 1.. = error.load(Ordering::Relaxed) {
+            // It did not run the agent, and has exited.
+            reap(false);
+            return Err(io::Error::from_raw_os_error(code));
+        }
+        // The agent runs: should we fail to hold it, it is not left running unwatched.
+        let held = (|| {
+            let (stdin, stdout) = match ours {
+                Some((w_in, r_out)) => (
+                    Some(pipe::Sender::from_owned_fd(w_in)?),
+                    Some(pipe::Receiver::from_owned_fd(r_out)?),
+                ),
+                None => (None, None),
+            };
+            Ok(Process {
+                pid,
+                ended: Ended::watch(pid)?,
+                status: None,
+                stdin,
+                stdout,
+            })
+        })();
+        if held.is_err() {
+            reap(true);
+        }
+        held
     }
 
     /// Its pid.
