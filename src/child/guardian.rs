@@ -28,6 +28,8 @@ const GRACE: Duration = Duration::from_secs(2);
 pub struct Guardian {
     pipe: std::fs::File,
     pid: i32,
+    /// It was told the run directory ([`Guardian::clean_up`]).
+    cleans: bool,
 }
 
 impl Guardian {
@@ -58,6 +60,7 @@ impl Guardian {
             return Ok(Guardian {
                 pipe: std::fs::File::from(write),
                 pid,
+                cleans: false,
             });
         }
         drop(stdout);
@@ -74,6 +77,7 @@ impl Guardian {
                 Ok(Guardian {
                     pipe: std::fs::File::from(write),
                     pid: child.as_raw(),
+                    cleans: false,
                 })
             }
         }
@@ -116,7 +120,7 @@ impl Guardian {
     /// sent as one line, so it must not contain a newline (ours never does).
     pub fn clean_up(&mut self, dir: &std::path::Path) {
         if let Some(d) = dir.to_str().filter(|d| !d.contains('\n')) {
-            let _ = writeln!(self.pipe, "rundir {d}");
+            self.cleans = writeln!(self.pipe, "rundir {d}").is_ok();
         }
     }
 
@@ -132,9 +136,10 @@ impl Guardian {
     /// The run ended normally (the agent's tree has ended): the guardian removes the run
     /// directory it was told about ([`Guardian::clean_up`]) and exits, touching nothing
     /// else; the wrapper exits meanwhile (a directory's removal costs 0.1–0.2 ms where it
-    /// is not in memory, as `/run` on a disk).
-    pub fn release(mut self) {
-        let _ = writeln!(self.pipe, "release");
+    /// is not in memory, as `/run` on a disk). Whether the guardian removes it: else the
+    /// caller does.
+    pub fn release(mut self) -> bool {
+        writeln!(self.pipe, "release").is_ok() && self.cleans
     }
 }
 

@@ -235,16 +235,16 @@ impl Drop for RunGuard<'_> {
     fn drop(&mut self) {
         self.forwarder.clear_target();
         self.interceptors.clear();
-        match self.guardian.take() {
-            Some(g) if self.ended => {
-                self.run_dir.leave();
-                g.release();
-                tracing::debug!(
-                    "run directory {} left to the guardian",
-                    self.run_dir.path().display()
-                );
-            }
-            _ => tracing::debug!("run directory {} removed", self.run_dir.path().display()),
+        // Dropped without release (the tree not ended), the guardian ends what is left.
+        let released = self.ended && self.guardian.take().is_some_and(Guardian::release);
+        if released {
+            self.run_dir.leave();
         }
+        let how = if released {
+            "left to the guardian"
+        } else {
+            "removed"
+        };
+        tracing::debug!("run directory {} {how}", self.run_dir.path().display());
     }
 }
