@@ -221,7 +221,6 @@ pub fn wait_file(path: &Path, limit: Duration) {
     }
 }
 
-
 /// Waits until process `pid` is gone; false if it is still alive after `limit`.
 pub fn wait_gone(pid: i32, limit: Duration) -> bool {
     let start = Instant::now();
