@@ -79,8 +79,8 @@ impl Process {
         // (ours, the process's): its stdin's write end and its stdout's read end are ours.
         let pipes = match how.piped {
             true => {
-                let (r_in, w_in) = pipe_pair()?;
-                let (r_out, w_out) = pipe_pair()?;
+                let (r_in, w_in) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
+                let (r_out, w_out) = nix::unistd::pipe2(nix::fcntl::OFlag::O_CLOEXEC)?;
                 Some(((w_in, r_out), (r_in, w_out)))
             }
             false => None,
@@ -221,18 +221,6 @@ impl Ended {
     }
 }
 
-/// A pipe, both ends close-on-exec: (read, write).
-fn pipe_pair() -> io::Result<(OwnedFd, OwnedFd)> {
-    let mut fds = [0; 2];
-    // SAFETY: pipe2(2) into our array; the two descriptors are then ours.
-    unsafe {
-        if libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok((OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])))
-    }
-}
-
 /// The pointers `execve` takes, ending in a null one.
 fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
     strings
@@ -350,6 +338,19 @@ mod tests {
             })
             .unwrap_err();
             assert_eq!(e.kind(), io::ErrorKind::PermissionDenied);
+        });
+    }
+
+    #[test]
+    fn without_a_pidfd_its_end_is_learnt_from_sigchld() {
+        runtime().block_on(async {
+            let mut p = start(&["sh", "-c", "sleep 0.2; exit 3"], false, None).unwrap();
+            // As on a kernel without pidfd_open (before 5.3).
+            let signal = tokio::signal::unix::SignalKind::child();
+            p.ended = Ended::Sigchld(tokio::signal::unix::signal(signal).unwrap());
+            let waited = tokio::time::timeout(std::time::Duration::from_secs(20), p.wait());
+            let status = waited.await.expect("woken by SIGCHLD").unwrap();
+            assert_eq!(status.code(), Some(3));
         });
     }
 
