@@ -149,8 +149,8 @@ pub const GUARDIAN_ARG: &str = "guardian";
 /// Moves a process just started off the processor we run on, when we may run on another: a
 /// new process waits for the processor of the one that started it until that one blocks,
 /// and the guardian's first work (the agent's namespaces) is meant to be done while the
-/// wrapper prepares, not once it waits for it. The guardian takes our mask back once done
-/// ([`run_spawned`]).
+/// wrapper prepares, not once it waits for it. The guardian takes our mask back when our
+/// first order comes ([`take_the_parents_processors`]).
 #[cfg(target_os = "linux")]
 fn beside_us(pid: i32) {
     let size = std::mem::size_of::<libc::cpu_set_t>();
@@ -171,16 +171,6 @@ fn beside_us(pid: i32) {
 /// The life of a guardian started as its own program ([`Guardian::spawn`]): its orders come
 /// on its standard input.
 pub fn run_spawned() -> ! {
-    // Our parent's processors again (it moved us off its own for our first work).
-    #[cfg(target_os = "linux")]
-    // SAFETY: plain system calls on a set we own.
-    unsafe {
-        let size = std::mem::size_of::<libc::cpu_set_t>();
-        let mut set: libc::cpu_set_t = std::mem::zeroed();
-        if libc::sched_getaffinity(libc::getppid(), size, &mut set) == 0 {
-            libc::sched_setaffinity(0, size, &set);
-        }
-    }
     // Off descriptor 0, which detaching points at /dev/null.
     // SAFETY: duplicates our own standard input.
     match unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) } {
@@ -248,6 +238,22 @@ fn close_from(first: std::os::fd::RawFd, keep: std::os::fd::RawFd) {
     }
 }
 
+/// Our parent's processors again: the wrapper moves a guardian it spawned off its own
+/// processor for its first work ([`beside_us`]), after starting it and before writing it any
+/// order, so once an order has come the move is behind us (taken back earlier, a move that
+/// came late would pin the guardian for the whole run).
+fn take_the_parents_processors() {
+    #[cfg(target_os = "linux")]
+    // SAFETY: plain system calls on a set we own.
+    unsafe {
+        let size = std::mem::size_of::<libc::cpu_set_t>();
+        let mut set: libc::cpu_set_t = std::mem::zeroed();
+        if libc::sched_getaffinity(libc::getppid(), size, &mut set) == 0 {
+            libc::sched_setaffinity(0, size, &set);
+        }
+    }
+}
+
 /// What the wrapper told the guardian to end and remove should it die.
 #[derive(Default)]
 struct Orders {
@@ -270,10 +276,16 @@ impl Orders {
         let mut orders = Orders::default();
         let mut buf = Vec::new();
         let mut chunk = [0u8; 256];
+        let mut first = true;
         loop {
             match pipe.read(&mut chunk) {
                 Ok(0) => break,
-                Ok(n) => buf.extend_from_slice(&chunk[..n]),
+                Ok(n) => {
+                    if std::mem::take(&mut first) {
+                        take_the_parents_processors();
+                    }
+                    buf.extend_from_slice(&chunk[..n]);
+                }
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 Err(_) => break,
             }
