@@ -141,10 +141,14 @@ fn the_small_executable_survives_a_closed_standard_output() {
     assert_eq!(without.code(), with_reader.code());
 }
 
-/// A copy of the wrapper in `dir`, without the small executable beside it.
+/// The wrapper in `dir`, without the small executable beside it: a hard link where it can
+/// be (a copy just written can fail to start with "Text file busy" while another test's
+/// process, forked meanwhile, still holds the descriptor it was written through).
 fn wrapper_copy(dir: &std::path::Path) -> std::path::PathBuf {
     let bin = dir.join("ahp-wrap");
-    std::fs::copy(wrap_bin(), &bin).unwrap();
+    if std::fs::hard_link(wrap_bin(), &bin).is_err() {
+        std::fs::copy(wrap_bin(), &bin).unwrap();
+    }
     bin
 }
 
