@@ -330,3 +330,57 @@ while [ ! -e go ]; do sleep 0.05; done"#,
         assert!(text.contains(line), "no {line} in:\n{text}");
     }
 }
+
+/// The proxy counts every frame it reads, whether it looked at it alone (a request) or
+/// passed it on with the frames around it in one run (notifications it has no interest in):
+/// the counters match what went through, and what went through is what was sent.
+#[tokio::test]
+async fn a_proxy_counts_each_frame_it_passes_on_alone_or_in_a_run() {
+    use std::io::{BufRead, Read, Write};
+    let mut child = Command::new(common::wrap_bin())
+        .args(["mcp", "--metrics-listen", "127.0.0.1:0", "--name", "echo"])
+        .args(["--summary", "never", "--", "cat"])
+        .stdin(Stdio::piped())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("ahp-wrap: metrics on ").map(str::to_owned))
+        .expect("the proxy says where its metrics are");
+    std::thread::spawn(move || for _ in lines {});
+    let mut stdin = child.stdin.take().unwrap();
+    let mut stdout = child.stdout.take().unwrap();
+    let mut proxy = Killed(child);
+    let note = r#"{"jsonrpc":"2.0","method":"notifications/progress","params":{"progress":1}}"#;
+    let mut sent = String::new();
+    for i in 0..2000 {
+        match i {
+            700 => sent.push_str(r#"{"jsonrpc":"2.0","id":1,"method":"ping"}"#),
+            1400 => {}
+            _ => sent.push_str(note),
+        }
+        sent.push('\n');
+    }
+    // One write: most frames are read many at a time.
+    stdin.write_all(sent.as_bytes()).unwrap();
+    let mut back = vec![0; sent.len()];
+    stdout.read_exact(&mut back).unwrap();
+    assert!(
+        back == sent.as_bytes(),
+        "what came back differs from what was sent"
+    );
+    let text = reqwest::get(&url).await.unwrap().text().await.unwrap();
+    drop(stdin);
+    assert!(proxy.0.wait().unwrap().success());
+    for dir in ["to_server", "to_client"] {
+        for (name, want) in [("frames", 2000), ("bytes", sent.len())] {
+            let line =
+                format!(r#"ahp_wrap_proxy_{name}_total{{direction="{dir}",proxy="mcp"}} {want}"#);
+            assert!(text.contains(&line), "no {line} in:\n{text}");
+        }
+    }
+}

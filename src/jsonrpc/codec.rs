@@ -2,6 +2,7 @@
 //! of [`super::framing`] and keeping each frame's raw bytes for byte-exact pass-through.
 
 use bytes::{Buf, Bytes, BytesMut};
+use tokio::io::{AsyncRead, AsyncReadExt};
 use tokio_util::codec::Decoder;
 
 use super::framing::{self, LineError, NEWLINE};
@@ -135,6 +136,96 @@ impl Decoder for LineCodec {
     }
 }
 
+/// Reads frames from a stream with a [`LineCodec`], as `FramedRead` does, and can also hand
+/// out whole frames already read as one run, without splitting them: a reader that passes
+/// most frames on untouched writes a run with one system call and no copy.
+pub struct FrameReader<R> {
+    reader: R,
+    codec: LineCodec,
+    buf: BytesMut,
+    /// How much one read asks for (at least).
+    capacity: usize,
+    eof: bool,
+}
+
+/// What [`FrameReader::next`] gives.
+#[derive(Debug)]
+pub enum Next {
+    /// Whole frames, at least one, as they came.
+    Run(Bytes),
+    /// One frame (perhaps cut by the end of the stream), or an oversized line.
+    Frame(Result<Frame, LineError>),
+}
+
+impl<R: AsyncRead + Unpin> FrameReader<R> {
+    pub fn new(reader: R, codec: LineCodec, capacity: usize) -> FrameReader<R> {
+        FrameReader {
+            reader,
+            codec,
+            buf: BytesMut::with_capacity(capacity),
+            capacity,
+            eof: false,
+        }
+    }
+
+    /// The next frames: the first `run(whole)` bytes of `whole`, the whole frames read and
+    /// not yet taken, as one [`Next::Run`] (`run` must answer 0 or the end of one of them);
+    /// else the next frame alone. `None` at the end of the stream. Cancel-safe: what was
+    /// read stays buffered.
+    pub async fn next(&mut self, run: impl Fn(&[u8]) -> usize) -> Option<std::io::Result<Next>> {
+        loop {
+            if let Some(taken) = self.take_run(&run) {
+                return Some(Ok(Next::Run(taken)));
+            }
+            let item = if self.eof {
+                self.codec.decode_eof(&mut self.buf)
+            } else {
+                self.codec.decode(&mut self.buf)
+            };
+            match item {
+                Ok(Some(item)) => return Some(Ok(Next::Frame(item))),
+                Err(e) => return Some(Err(e)),
+                Ok(None) if self.eof => return None,
+                Ok(None) => {}
+            }
+            if self.buf.capacity() - self.buf.len() < self.capacity {
+                self.buf.reserve(self.capacity);
+            }
+            match self.reader.read_buf(&mut self.buf).await {
+                Ok(0) => self.eof = true,
+                Ok(_) => {}
+                Err(e) => return Some(Err(e)),
+            }
+        }
+    }
+
+    /// What is read and not yet taken.
+    pub fn buffered(&self) -> &[u8] {
+        &self.buf
+    }
+
+    /// The run `run` takes, if any. Never while an oversized line is being skipped, nor
+    /// when the buffer could hold a line longer than the limit: those are for the codec to
+    /// report.
+    fn take_run(&mut self, run: impl Fn(&[u8]) -> usize) -> Option<Bytes> {
+        if self.codec.discarding || self.buf.len() > self.codec.limit {
+            return None;
+        }
+        let whole = memchr::memrchr(NEWLINE, &self.buf).map_or(0, |at| at + 1);
+        if whole == 0 {
+            return None;
+        }
+        let n = run(&self.buf[..whole]);
+        debug_assert!(n == 0 || (n <= whole && self.buf[n - 1] == NEWLINE));
+        if n == 0 {
+            return None;
+        }
+        // The codec starts its search again from the new front.
+        self.codec.searched = 0;
+        Some(self.buf.split_to(n).freeze())
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use futures_util::StreamExt;
@@ -207,6 +298,43 @@ mod tests {
         assert_eq!(first.content(), b"{\"a\":1}");
         assert_eq!(first.text(), Ok("{\"a\":1}"));
         assert!(codec.decode(&mut buf).unwrap().unwrap().unwrap().is_blank());
+    }
+
+    /// Reads all of `input` (one write) with a [`FrameReader`] of limit `limit` whose runs
+    /// are the whole frames up to the first that holds an `X`.
+    async fn read_runs(input: &'static [u8], limit: usize) -> Vec<String> {
+        let mut reader = FrameReader::new(input, LineCodec::new(limit), 64);
+        let run = |whole: &[u8]| match memchr::memchr(b'X', whole) {
+            None => whole.len(),
+            Some(at) => memchr::memrchr(NEWLINE, &whole[..at]).map_or(0, |nl| nl + 1),
+        };
+        let mut got = Vec::new();
+        while let Some(read) = reader.next(run).await {
+            got.push(match read.unwrap() {
+                Next::Run(b) => format!("run {}", String::from_utf8_lossy(&b)),
+                Next::Frame(Ok(f)) if f.is_cut() => {
+                    format!("cut {}", String::from_utf8_lossy(f.raw()))
+                }
+                Next::Frame(Ok(f)) => format!("frame {}", String::from_utf8_lossy(f.raw())),
+                Next::Frame(Err(e)) => format!("error {e}"),
+            });
+        }
+        got
+    }
+
+    #[tokio::test]
+    async fn runs_stop_at_the_first_frame_they_refuse_and_never_take_a_cut_or_long_one() {
+        assert_eq!(
+            read_runs(b"a\nb\nXc\nd\nXe\nf", 100).await,
+            ["run a\nb\n", "frame Xc\n", "run d\n", "frame Xe\n", "cut f"]
+        );
+        assert_eq!(read_runs(b"X\n\n", 100).await, ["frame X\n", "run \n"]);
+        // A buffer that could hold a line past the limit is left to the codec, which
+        // reports it; once it is skipped, runs come back.
+        assert_eq!(
+            read_runs(b"0123456789ABC\nok\n", 10).await,
+            ["error a frame over the 10-byte limit", "frame ok\n"]
+        );
     }
 
     #[tokio::test]

@@ -237,10 +237,10 @@ pub struct FrameCounters {
 }
 
 impl FrameCounters {
-    /// One frame of `len` bytes was read.
+    /// `count` frames of `len` bytes in all were read.
     #[inline]
-    pub fn frame(&self, len: usize) {
-        self.frames.inc();
+    pub fn frames(&self, count: usize, len: usize) {
+        self.frames.inc_by(count as u64);
         self.bytes.inc_by(len as u64);
     }
 }
@@ -324,7 +324,7 @@ mod tests {
             .inc();
         m.escalation_started().answered("allowed");
         m.escalation_started();
-        m.frame_counters("mcp", "to_server").frame(10);
+        m.frame_counters("mcp", "to_server").frames(1, 10);
         let text = m.render();
         assert!(
             text.contains("# TYPE ahp_wrap_decisions_total counter"),

@@ -39,6 +39,10 @@ impl Out {
     /// Writes `bytes` now (after whatever is queued).
     pub(super) async fn send(&self, bytes: &[u8]) -> std::io::Result<()> {
         let mut s = self.state.lock().await;
+        if s.queued.is_empty() {
+            // Nothing before it: written from where it is, without a copy.
+            return s.write(bytes).await;
+        }
         s.queued.extend_from_slice(bytes);
         s.write_queued().await
     }
@@ -79,6 +83,15 @@ impl OutState {
     /// Writes the queue whole, then flushes; clears it either way.
     async fn write_queued(&mut self) -> std::io::Result<()> {
         let bytes = std::mem::take(&mut self.queued);
+        let written = self.write(&bytes).await;
+        // The buffer is kept for the next frames (its capacity, not its bytes).
+        self.queued = bytes;
+        self.queued.clear();
+        written
+    }
+
+    /// Writes `bytes` whole, then flushes.
+    async fn write(&mut self, bytes: &[u8]) -> std::io::Result<()> {
         if self.broken {
             return Err(std::io::Error::new(
                 std::io::ErrorKind::BrokenPipe,
@@ -90,12 +103,9 @@ impl OutState {
         };
         // Not cancellation-safe by nature: `broken` stays set if this future is dropped.
         self.broken = true;
-        w.write_all(&bytes).await?;
+        w.write_all(bytes).await?;
         w.flush().await?;
         self.broken = false;
-        // The buffer is kept for the next frames (its capacity, not its bytes).
-        self.queued = bytes;
-        self.queued.clear();
         Ok(())
     }
 }

@@ -366,6 +366,26 @@ async fn a_server_that_dies_or_writes_an_oversized_line_fails_what_it_left() {
 }
 
 #[tokio::test]
+async fn frames_the_server_wrote_before_an_oversized_line_still_reach_the_client() {
+    let options = Options {
+        max_frame: 256,
+        ..Options::default()
+    };
+    let mut rig = Rig::start(ScriptGate::new(vec![], 9), options);
+    let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n";
+    // In one write: both frames are read together, the first one queued behind the second.
+    rig.server_sends(&format!("{note}{note}{}\n", "y".repeat(300)))
+        .await;
+    assert_eq!(rig.client_gets().await, note);
+    assert_eq!(rig.client_gets().await, note);
+    let ended = rig.ended().await;
+    assert!(
+        matches!(ended, Ended::ServerFault(ref w) if w.contains("256")),
+        "{ended:?}"
+    );
+}
+
+#[tokio::test]
 async fn a_call_in_flight_when_the_client_leaves_closes_the_server_stdin() {
     let mut rig = Rig::start(ScriptGate::new(vec![], 9), Options::default());
     rig.client_sends(&call(json!(1), "slow", json!({}))).await;

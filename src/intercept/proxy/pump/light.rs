@@ -91,12 +91,34 @@ impl Quick {
     }
 
     pub(super) fn passes(&self, content: &[u8]) -> bool {
-        if self.id.find(content).is_some() {
-            return false;
+        self.first_suspect(content).is_none()
+    }
+
+    /// Where the first byte that fails the scan is in `bytes` (an `"id"` key, an escape, a
+    /// method of interest). None of them spans a `\n`, so in a run of frames every frame
+    /// that ends before that offset passes (see [`Quick::passing_run`]).
+    fn first_suspect(&self, bytes: &[u8]) -> Option<usize> {
+        let mut end = self.id.find(bytes).unwrap_or(bytes.len());
+        if let Some(at) = memchr::memchr_iter(b'\\', &bytes[..end])
+            .find(|&i| matches!(bytes.get(i + 1), Some(b'u' | b'/')))
+        {
+            end = at;
         }
-        let spelled = memchr::memchr_iter(b'\\', content)
-            .any(|i| matches!(content.get(i + 1), Some(b'u' | b'/')));
-        !spelled && !self.names.iter().any(|n| n.find(content).is_some())
+        for name in &self.names {
+            if let Some(at) = name.find(&bytes[..end]) {
+                end = at;
+            }
+        }
+        (end < bytes.len()).then_some(end)
+    }
+
+    /// How many bytes at the start of `whole` (whole frames) are frames that all pass the
+    /// scan: those before the first one that fails it. One scan for the whole run instead of
+    /// one per frame.
+    pub(super) fn passing_run(&self, whole: &[u8]) -> usize {
+        self.first_suspect(whole).map_or(whole.len(), |at| {
+            memchr::memrchr(b'\n', &whole[..at]).map_or(0, |nl| nl + 1)
+        })
     }
 }
 
@@ -125,6 +147,22 @@ mod tests {
         ));
         // A protocol that does not list its methods: nothing passes unparsed.
         assert!(Quick::new(None).is_none());
+    }
+
+    #[test]
+    fn a_run_ends_before_the_first_frame_the_scan_would_not_pass() {
+        let q = Quick::new(Some(&["tools/call"])).unwrap();
+        let note = r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#;
+        let run = |frames: &[&str]| {
+            let whole: String = frames.iter().map(|f| format!("{f}\n")).collect();
+            let n = q.passing_run(whole.as_bytes());
+            whole[..n].matches('\n').count()
+        };
+        assert_eq!(run(&[note, note, note]), 3);
+        assert_eq!(run(&[note, r#"{"id":1,"result":{}}"#, note]), 1);
+        assert_eq!(run(&[r#"{"method":"tools/call"}"#, note]), 0);
+        assert_eq!(run(&[note, note, r#"{"method":"tools\/call"}"#]), 2);
+        assert_eq!(run(&[note, "not JSON", "", r#"{"\u0069d":1}"#]), 3);
     }
 
     /// A frame the byte scan passes unparsed must be one the protocol would pass anyway: every

@@ -1,5 +1,8 @@
 //! The engine: two pumps, client → server and server → client, each reading frames with the
 //! crate's bounded [`LineCodec`] and handling them strictly in order; and how the proxy ends.
+//! Frames the byte scan passes unparsed ([`light::Quick`]) are taken from the read buffer as
+//! runs, each written on whole without a copy; every other frame is looked at
+//! alone.
 //!
 //! Order: a pump handles one frame at a time, so a held frame holds everything behind it in
 //! its direction (requests and notifications alike) until its decision, and nothing is ever
@@ -14,10 +17,8 @@ use std::future::Future;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use futures_util::StreamExt;
 use serde_json::Value;
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio_util::codec::FramedRead;
 
 mod cancel;
 mod endings;
@@ -27,6 +28,7 @@ mod light;
 
 use super::out::Out;
 use super::{Decide, Direction, OnCall, Options, Protocol, Tracked};
+use crate::jsonrpc::codec::{FrameReader, Next};
 use crate::jsonrpc::{classify, error_response, Frame, Id, LineCodec, LineError, Message};
 
 /// The JSON-RPC error code of every error the proxy itself answers with (MCP's SDKs use it
@@ -112,13 +114,26 @@ where
     let mut to_server = Pump::start(&engine, Direction::ToServer, streams.client_in);
     let mut to_client = Pump::start(&engine, Direction::ToClient, streams.server_out);
     tokio::pin!(shutdown);
+    let ended = ends(&engine, &mut to_server, &mut to_client, shutdown).await;
+    // Whole frames a stopped pump had queued for the client still go out.
+    let _ = engine.outs[Direction::ToClient.index()].flush().await;
+    ended
+}
+
+/// Waits for the first end, and ends the other side.
+async fn ends<P: Protocol, G: Decide>(
+    engine: &Engine<P, G>,
+    to_server: &mut Pump,
+    to_client: &mut Pump,
+    shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
+) -> Ended {
     // The pump that is not finished is stopped (a pump stopped in the middle of a write
     // leaves that way out marked broken, see `Out`, so no frame is ever cut in two) before
     // the other side is ended, except the server's last output after the client left.
     tokio::select! {
         gone = to_server.ended() => match gone {
             Gone { server: false, fault } => {
-                engine.client_gone(&mut to_client).await;
+                engine.client_gone(to_client).await;
                 fault.map_or(Ended::ClientClosed, Ended::ClientFault)
             }
             Gone { server: true, fault } => {
@@ -137,7 +152,7 @@ where
                 Ended::ClientFault(fault.unwrap_or_else(|| "the client went away".into()))
             }
         },
-        () = &mut shutdown => {
+        () = shutdown => {
             to_server.stop().await;
             to_client.stop().await;
             engine.fail_pending("ahp-wrap is shutting down").await;
@@ -227,9 +242,12 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         // Large reads: a stream of small frames costs one system call per buffer, not per
         // frame.
         let codec = LineCodec::new(self.options.max_frame);
-        let mut frames = FramedRead::with_capacity(reader, codec, READ_CAPACITY);
+        let mut frames = FrameReader::new(reader, codec, READ_CAPACITY);
+        // The frames the byte scan passes, taken as runs (see `light::Quick`).
+        let quick = self.quick[dir.index()].as_ref();
+        let run = |whole: &[u8]| quick.map_or(0, |q| q.passing_run(whole));
         loop {
-            let step = match frames.next().await {
+            let step = match frames.next(run).await {
                 None => Err(Gone {
                     server: from_server,
                     fault: None,
@@ -238,17 +256,33 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
                     server: from_server,
                     fault: Some(format!("reading failed: {e}")),
                 }),
-                Some(Ok(Err(e))) => self.unreadable(dir, e).await,
-                Some(Ok(Ok(frame))) if frame.is_cut() => self.unreadable(dir, LineError::Cut).await,
-                Some(Ok(Ok(frame))) => {
+                Some(Ok(read)) => {
                     if let Some(counters) = &self.counters[dir.index()] {
-                        counters.frame(frame.raw().len());
+                        match &read {
+                            Next::Run(run) => {
+                                counters.frames(memchr::memchr_iter(b'\n', run).count(), run.len())
+                            }
+                            Next::Frame(Ok(frame)) if !frame.is_cut() => {
+                                counters.frames(1, frame.raw().len());
+                            }
+                            Next::Frame(_) => {}
+                        }
                     }
-                    // More whole frames already read: pass-through ones may be written
-                    // together, once these are handled.
-                    let more = memchr_newline(frames.read_buffer());
+                    // More whole frames already read behind whole ones: pass-through ones
+                    // may be written together, once these are handled. (Never after a
+                    // frame that ends the stream: what follows it must go out at once.)
+                    let whole = matches!(&read, Next::Run(_))
+                        || matches!(&read, Next::Frame(Ok(f)) if !f.is_cut());
+                    let more = whole && memchr_newline(frames.buffered());
                     self.batching[dir.index()].store(more, Ordering::Relaxed);
-                    self.frame(dir, frame).await
+                    match read {
+                        Next::Run(run) => self.forward(dir, &run).await,
+                        Next::Frame(Err(e)) => self.unreadable(dir, e).await,
+                        Next::Frame(Ok(frame)) if frame.is_cut() => {
+                            self.unreadable(dir, LineError::Cut).await
+                        }
+                        Next::Frame(Ok(frame)) => self.frame(dir, frame).await,
+                    }
                 }
             };
             let step = match step {
@@ -258,6 +292,9 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
                 step => step,
             };
             if let Err(gone) = step {
+                // Whole frames queued before the end still go out.
+                self.batching[dir.index()].store(false, Ordering::Relaxed);
+                let _ = self.flush(dir).await;
                 return gone;
             }
         }
@@ -406,8 +443,18 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
 
     /// Passes a frame on, the way it travels.
     async fn forward(&self, dir: Direction, bytes: &[u8]) -> Step {
+        self.write(
+            dir,
+            bytes,
+            self.batching[dir.index()].load(Ordering::Relaxed),
+        )
+        .await
+    }
+
+    /// Writes `bytes` the way `dir` goes, or queues them (see [`Out::queue`]).
+    async fn write(&self, dir: Direction, bytes: &[u8], queue: bool) -> Step {
         let out = &self.outs[dir.index()];
-        let written = if self.batching[dir.index()].load(Ordering::Relaxed) {
+        let written = if queue {
             out.queue(bytes).await
         } else {
             out.send(bytes).await
@@ -426,10 +473,11 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         })
     }
 
-    /// Writes a message of our own (a line without its `\n`) towards `to`.
+    /// Writes a message of our own (a line without its `\n`) towards `to`, at once (after
+    /// whatever is queued): it may be the last thing written that way.
     async fn answer(&self, to: Direction, mut line: String) -> Step {
         line.push('\n');
-        self.forward(to, line.as_bytes()).await
+        self.write(to, line.as_bytes(), false).await
     }
 }
 
