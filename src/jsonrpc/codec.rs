@@ -138,7 +138,7 @@ impl Decoder for LineCodec {
 
 /// Reads frames from a stream with a [`LineCodec`], as `FramedRead` does, and can also hand
 /// out whole frames already read as one run, without splitting them: a reader that passes
-/// most frames on untouched writes a run with one system call and no copy.
+/// most frames on untouched writes a run in one piece, without a copy.
 pub struct FrameReader<R> {
     reader: R,
     codec: LineCodec,

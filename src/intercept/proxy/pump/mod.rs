@@ -1,8 +1,7 @@
 //! The engine: two pumps, client → server and server → client, each reading frames with the
 //! crate's bounded [`LineCodec`] and handling them strictly in order; and how the proxy ends.
 //! Frames the byte scan passes unparsed ([`light::Quick`]) are taken from the read buffer as
-//! runs, each written on whole without a copy; every other frame is looked at
-//! alone.
+//! runs, each written on whole without a copy; every other frame is looked at alone.
 //!
 //! Order: a pump handles one frame at a time, so a held frame holds everything behind it in
 //! its direction (requests and notifications alike) until its decision, and nothing is ever
