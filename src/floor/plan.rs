@@ -10,7 +10,7 @@ use super::Spec;
 /// The temp directories every run may write (and `$TMPDIR`).
 const TEMP: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
-/// The temp directories of this machine and environment: [`TEMP`] and `$TMPDIR`.
+/// The temp directories of this machine and environment: `TEMP` and `$TMPDIR`.
 pub fn temp_dirs() -> Vec<PathBuf> {
     let tmpdir = std::env::var_os("TMPDIR").filter(|v| !v.is_empty());
     TEMP.iter()
@@ -43,7 +43,7 @@ const ENV_CACHES: [(&str, &str); 8] = [
     ("XDG_CACHE_HOME", ""),
 ];
 
-/// The caches [`ENV_CACHES`] names in this environment.
+/// The caches `ENV_CACHES` names in this environment.
 pub fn env_caches() -> Vec<PathBuf> {
     ENV_CACHES
         .iter()

@@ -13,8 +13,8 @@
 //!             └  URLs
 //! ```
 //!
-//! - [`rules`]: the file format (see `docs/policy.md`) and compiled matchers.
-//! - [`examples`]: `match` / `no_match` examples, checked at load.
+//! - `rules`: the file format (see `docs/policy.md`) and compiled matchers.
+//! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //!
 //! The engine only decides; enforce or observe mode is the caller's business.

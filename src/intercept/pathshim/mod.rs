@@ -1,7 +1,7 @@
 //! PATH shims: for agents without hooks (and in addition to hooks where asked), a private
 //! directory placed first on the agent's `PATH` holds one entry per intercepted command, a
 //! link to the small hook executable (a directory kept between runs, checked at each start:
-//! [`shim_dir`]). Run by name (`rm -rf x`, from the agent, a nested
+//! `shim_dir`). Run by name (`rm -rf x`, from the agent, a nested
 //! shell, `xargs` or `env`), the entry asks the wrapper first ([`exec`], an `exec` request
 //! on the control socket), then executes the real program found further down `PATH`, the
 //! changed command, or refuses with the reason (exit 126). The parent side ([`service`])
