@@ -176,7 +176,13 @@ async fn a_held_call_holds_its_direction_in_order_while_the_other_flows() {
     let first = call(json!(1), "write_file", json!({"path": "/a"}));
     let list = "{\"jsonrpc\":\"2.0\",\"id\":2,\"method\":\"tools/list\"}\n";
     let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/cancelled\",\"params\":{}}\n";
-    rig.client_sends(&format!("{first}{list}{note}")).await;
+    // In one write, so that the notifications before the call and after it are read with
+    // it: those before it pass at once (in a run), the others wait behind it.
+    let progress = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n";
+    rig.client_sends(&format!("{progress}{progress}{first}{list}{note}"))
+        .await;
+    assert_eq!(rig.server_gets().await, progress);
+    assert_eq!(rig.server_gets().await, progress);
     assert!(
         stays_quiet(&mut rig.to_server).await,
         "forwarded before its decision"
