@@ -284,9 +284,22 @@ async fn prometheus_scrapes_a_live_serve_and_its_counters_match_the_audit_log() 
     drop(prom);
 }
 
+/// Where `child` (its stderr piped) says its metrics are; the rest of its stderr is read
+/// and dropped, so that it never blocks on a full pipe.
+fn metrics_url(child: &mut Child) -> String {
+    use std::io::BufRead;
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = lines
+        .by_ref()
+        .map_while(Result::ok)
+        .find_map(|l| l.strip_prefix("ahp-wrap: metrics on ").map(str::to_owned))
+        .expect("it says where its metrics are");
+    std::thread::spawn(move || for _ in lines {});
+    url
+}
+
 #[tokio::test]
 async fn a_run_serves_its_own_metrics_while_the_agent_runs() {
-    use std::io::BufRead;
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
         r#"cd '{dir}'
@@ -304,14 +317,8 @@ while [ ! -e go ]; do sleep 0.05; done"#,
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    let url = metrics_url(&mut child);
     let mut run = Killed(child);
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("ahp-wrap: metrics on ").map(str::to_owned))
-        .expect("the run says where its metrics are");
-    std::thread::spawn(move || for _ in lines {});
     let deadline = Instant::now() + Duration::from_secs(20);
     while !dir.path().join("asked").exists() {
         assert!(Instant::now() < deadline, "the agent never asked");
@@ -336,7 +343,7 @@ while [ ! -e go ]; do sleep 0.05; done"#,
 /// the counters match what went through, and what went through is what was sent.
 #[tokio::test]
 async fn a_proxy_counts_each_frame_it_passes_on_alone_or_in_a_run() {
-    use std::io::{BufRead, Read, Write};
+    use std::io::{Read, Write};
     let mut child = Command::new(common::wrap_bin())
         .args(["mcp", "--metrics-listen", "127.0.0.1:0", "--name", "echo"])
         .args(["--summary", "never", "--", "cat"])
@@ -345,13 +352,7 @@ async fn a_proxy_counts_each_frame_it_passes_on_alone_or_in_a_run() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    let url = lines
-        .by_ref()
-        .map_while(Result::ok)
-        .find_map(|l| l.strip_prefix("ahp-wrap: metrics on ").map(str::to_owned))
-        .expect("the proxy says where its metrics are");
-    std::thread::spawn(move || for _ in lines {});
+    let url = metrics_url(&mut child);
     let mut stdin = child.stdin.take().unwrap();
     let mut stdout = child.stdout.take().unwrap();
     let mut proxy = Killed(child);

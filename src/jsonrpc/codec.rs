@@ -138,7 +138,10 @@ impl Decoder for LineCodec {
 
 /// Reads frames from a stream with a [`LineCodec`], as `FramedRead` does, and can also hand
 /// out whole frames already read as one run, without splitting them: a reader that passes
-/// most frames on untouched writes a run in one piece, without a copy.
+/// most frames on untouched writes a run in one piece, without a copy. Not `FramedRead`
+/// itself: it decodes a frame as soon as a read comes back, before a run could be taken,
+/// and asks each read only for the room left behind the frames taken, so that its reads
+/// shrink as runs are split off (this one asks for `capacity` every time).
 pub struct FrameReader<R> {
     reader: R,
     codec: LineCodec,
