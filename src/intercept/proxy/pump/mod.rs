@@ -113,52 +113,10 @@ where
     let mut to_server = Pump::start(&engine, Direction::ToServer, streams.client_in);
     let mut to_client = Pump::start(&engine, Direction::ToClient, streams.server_out);
     tokio::pin!(shutdown);
-    let ended = ends(&engine, &mut to_server, &mut to_client, shutdown).await;
+    let ended = endings::ends(&engine, &mut to_server, &mut to_client, shutdown).await;
     // Whole frames a stopped pump had queued for the client still go out.
     let _ = engine.outs[Direction::ToClient.index()].flush().await;
     ended
-}
-
-/// Waits for the first end, and ends the other side.
-async fn ends<P: Protocol, G: Decide>(
-    engine: &Engine<P, G>,
-    to_server: &mut Pump,
-    to_client: &mut Pump,
-    shutdown: std::pin::Pin<&mut impl Future<Output = ()>>,
-) -> Ended {
-    // The pump that is not finished is stopped (a pump stopped in the middle of a write
-    // leaves that way out marked broken, see `Out`, so no frame is ever cut in two) before
-    // the other side is ended, except the server's last output after the client left.
-    tokio::select! {
-        gone = to_server.ended() => match gone {
-            Gone { server: false, fault } => {
-                engine.client_gone(to_client).await;
-                fault.map_or(Ended::ClientClosed, Ended::ClientFault)
-            }
-            Gone { server: true, fault } => {
-                to_client.stop().await;
-                engine.server_gone(fault).await
-            }
-        },
-        gone = to_client.ended() => match gone {
-            Gone { server: true, fault } => {
-                to_server.stop().await;
-                engine.server_gone(fault).await
-            }
-            Gone { server: false, fault } => {
-                to_server.stop().await;
-                engine.outs[Direction::ToServer.index()].close().await;
-                Ended::ClientFault(fault.unwrap_or_else(|| "the client went away".into()))
-            }
-        },
-        () = shutdown => {
-            to_server.stop().await;
-            to_client.stop().await;
-            engine.fail_pending("ahp-wrap is shutting down").await;
-            engine.outs[Direction::ToServer.index()].close().await;
-            Ended::Shutdown
-        }
-    }
 }
 
 /// One direction's pump, as a task of its own; stopped when dropped.
