@@ -173,8 +173,8 @@ pub struct RunArgs {
 /// and written back as arguments by [`Supervision::to_args`].
 #[derive(Debug, Clone, Args)]
 pub struct Supervision {
-    // Help text, not rustdoc: its brackets are not links.
-    #[allow(rustdoc::broken_intra_doc_links)]
+    // Help text, not rustdoc: its brackets are not links, its angle brackets not tags.
+    #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
     /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
     ///
     /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
