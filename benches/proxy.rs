@@ -3,7 +3,8 @@
 //!
 //! - pass-through: 256 MiB of non-intercepted JSON-RPC notifications (1 KiB lines) written
 //!   into the proxy in front of `cat` (which sends them back, so every line crosses the
-//!   proxy twice) and read back, first byte out to last;
+//!   proxy twice) and read back, first byte out to last; then the same with answers of
+//!   64 KiB (large tool results), which the proxy reads for their id;
 //! - an intercepted call: `tools/call` one at a time to a server that answers at once (this
 //!   binary's responder role), the embedded policy deciding each, p50 and p95;
 //! - memory: the proxy's peak RSS (VmHWM) after 1 GiB streamed through it.
@@ -49,6 +50,7 @@ fn main() {
     let mut rows = Vec::new();
     eprintln!("proxy pass-through…");
     rows.extend(passthrough(if quick { 3 } else { 7 }));
+    rows.push(answers(if quick { 3 } else { 7 }));
     eprintln!("proxy intercepted calls…");
     rows.extend(intercepted(if quick { 200 } else { 1000 }));
     eprintln!("proxy memory over 1 GiB…");
@@ -147,7 +149,7 @@ fn spawn(mut cmd: Command) -> Child {
 }
 
 /// One notification line of about 1 KiB.
-fn frame() -> Vec<u8> {
+fn notification() -> Vec<u8> {
     let data = "a".repeat(1000);
     let mut line =
         format!(r#"{{"jsonrpc":"2.0","method":"notifications/message","params":{{"level":"info","data":"{data}"}}}}"#)
@@ -156,20 +158,28 @@ fn frame() -> Vec<u8> {
     line
 }
 
-/// Streams `size` bytes of frames through `child` and back; returns MB/s (first byte out to
-/// last) and, before closing its stdin, the VmHWM of the child in KiB.
-fn stream(mut child: Child, size: usize) -> (f64, u64) {
-    let frame = frame();
+/// One answer line of about 64 KiB: a large tool result. Its id answers no request (`cat`
+/// sends it back), which the proxy passes on as it passes a late answer.
+fn answer() -> Vec<u8> {
+    let text = "a".repeat(64_000);
+    let mut line = format!(
+        r#"{{"jsonrpc":"2.0","id":7,"result":{{"content":[{{"type":"text","text":"{text}"}}]}}}}"#
+    )
+    .into_bytes();
+    line.push(b'\n');
+    line
+}
+
+/// Streams `size` bytes of `frame`s through `child` and back; returns MB/s (first byte out
+/// to last) and, before closing its stdin, the VmHWM of the child in KiB.
+fn stream(mut child: Child, size: usize, frame: Vec<u8>) -> (f64, u64) {
     let count = size / frame.len();
     let total = count * frame.len();
     let mut stdin = child.stdin.take().expect("piped");
     let mut stdout = child.stdout.take().expect("piped");
     let (done_tx, done_rx) = std::sync::mpsc::channel::<()>();
     let writer = std::thread::spawn(move || {
-        let mut chunk = Vec::with_capacity(64 * frame.len());
-        for _ in 0..64 {
-            chunk.extend_from_slice(&frame);
-        }
+        let chunk = frame.repeat(64);
         let mut left = count;
         while left > 0 {
             let n = left.min(64);
@@ -217,10 +227,11 @@ fn passthrough(n: usize) -> Vec<String> {
     let (mut ours, mut bare, mut relay, mut wide) =
         (Vec::new(), Vec::new(), Vec::new(), Vec::new());
     for _ in 0..n {
-        bare.push(stream(spawn(command(&["cat"])), 256 << 20).0);
-        relay.push(stream(spawn(relayed(ROLE_RELAY, &["cat"])), 256 << 20).0);
-        wide.push(stream(spawn(relayed(ROLE_WIDE_RELAY, &["cat"])), 256 << 20).0);
-        ours.push(stream(spawn(proxied(&["cat"])), 256 << 20).0);
+        let through = |cmd| stream(spawn(cmd), 256 << 20, notification()).0;
+        bare.push(through(command(&["cat"])));
+        relay.push(through(relayed(ROLE_RELAY, &["cat"])));
+        wide.push(through(relayed(ROLE_WIDE_RELAY, &["cat"])));
+        ours.push(through(proxied(&["cat"])));
     }
     let w = support::median(&mut ours);
     let what =
@@ -244,6 +255,23 @@ fn passthrough(n: usize) -> Vec<String> {
         )
     })
     .collect()
+}
+
+/// Large answers, which the proxy reads for their id (the light look) before passing them
+/// on, against the relay on the same 1 MiB pipes. No target: answers come one per request,
+/// so a stream of them is a worst case, shown to keep the parsed path in sight.
+fn answers(n: usize) -> String {
+    let (mut ours, mut wide) = (Vec::new(), Vec::new());
+    for _ in 0..n {
+        let through = |cmd| stream(spawn(cmd), 256 << 20, answer()).0;
+        wide.push(through(relayed(ROLE_WIDE_RELAY, &["cat"])));
+        ours.push(through(proxied(&["cat"])));
+    }
+    let (w, base) = (support::median(&mut ours), support::median(&mut wide));
+    format!(
+        "| Pass-through of answers, each read for its id (256 MiB of 64 KiB tool results, there and back through `cat`, median of {n}), against the relay on 1 MiB pipes | {w:.0} MB/s | relay, 1 MiB pipes, {base:.0} MB/s | {:.0} % | — | — |",
+        100.0 * w / base
+    )
 }
 
 fn command(argv: &[&str]) -> Command {
@@ -314,7 +342,7 @@ fn intercepted(calls: usize) -> Vec<String> {
 }
 
 fn memory(size: usize) -> String {
-    let (_, hwm) = stream(spawn(proxied(&["cat"])), size);
+    let (_, hwm) = stream(spawn(proxied(&["cat"])), size, notification());
     let mib = hwm as f64 / 1024.0;
     let meets = if mib < 64.0 { "yes" } else { "**no**" };
     format!(
