@@ -82,6 +82,33 @@ impl LineCodec {
     pub fn limit(&self) -> usize {
         self.limit
     }
+
+    /// Takes from the front of `buf` the first `run(whole)` bytes of `whole`, the whole
+    /// frames in it, as one piece (`run` must answer 0 or the end of one of them); `None`
+    /// when it takes none. Never while an oversized line is being skipped, nor when the
+    /// buffer could hold a line longer than the limit: those are for [`Decoder::decode`] to
+    /// report.
+    pub fn decode_run(
+        &mut self,
+        buf: &mut BytesMut,
+        run: impl Fn(&[u8]) -> usize,
+    ) -> Option<Bytes> {
+        if self.discarding || buf.len() > self.limit {
+            return None;
+        }
+        let whole = memchr::memrchr(NEWLINE, buf).map_or(0, |at| at + 1);
+        if whole == 0 {
+            return None;
+        }
+        let n = run(&buf[..whole]);
+        debug_assert!(n == 0 || (n <= whole && buf[n - 1] == NEWLINE));
+        if n == 0 {
+            return None;
+        }
+        // The search for a `\n` starts again from the new front.
+        self.searched = 0;
+        Some(buf.split_to(n).freeze())
+    }
 }
 
 impl Decoder for LineCodec {
@@ -177,7 +204,7 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// read stays buffered.
     pub async fn next(&mut self, run: impl Fn(&[u8]) -> usize) -> Option<std::io::Result<Next>> {
         loop {
-            if let Some(taken) = self.take_run(&run) {
+            if let Some(taken) = self.codec.decode_run(&mut self.buf, &run) {
                 return Some(Ok(Next::Run(taken)));
             }
             let item = if self.eof {
@@ -205,27 +232,6 @@ impl<R: AsyncRead + Unpin> FrameReader<R> {
     /// What is read and not yet taken.
     pub fn buffered(&self) -> &[u8] {
         &self.buf
-    }
-
-    /// The run `run` takes, if any. Never while an oversized line is being skipped, nor
-    /// when the buffer could hold a line longer than the limit: those are for the codec to
-    /// report.
-    fn take_run(&mut self, run: impl Fn(&[u8]) -> usize) -> Option<Bytes> {
-        if self.codec.discarding || self.buf.len() > self.codec.limit {
-            return None;
-        }
-        let whole = memchr::memrchr(NEWLINE, &self.buf).map_or(0, |at| at + 1);
-        if whole == 0 {
-            return None;
-        }
-        let n = run(&self.buf[..whole]);
-        debug_assert!(n == 0 || (n <= whole && self.buf[n - 1] == NEWLINE));
-        if n == 0 {
-            return None;
-        }
-        // The codec starts its search again from the new front.
-        self.codec.searched = 0;
-        Some(self.buf.split_to(n).freeze())
     }
 }
 
