@@ -164,6 +164,14 @@ fn call(id: Value, tool: &str, args: Value) -> String {
     format!("{m}\n")
 }
 
+/// Options whose frames hold at most 256 bytes, for the tests of oversized lines.
+fn small_frames() -> Options {
+    Options {
+        max_frame: 256,
+        ..Options::default()
+    }
+}
+
 fn block(reason: &str) -> Verdict {
     Verdict::Block {
         reason: reason.into(),
@@ -298,11 +306,7 @@ async fn non_json_and_odd_json_pass_through_byte_for_byte() {
 
 #[tokio::test]
 async fn calls_that_cannot_be_read_or_batched_are_refused_not_forwarded() {
-    let options = Options {
-        max_frame: 256,
-        ..Options::default()
-    };
-    let mut rig = Rig::start(ScriptGate::new(vec![], 9), options);
+    let mut rig = Rig::start(ScriptGate::new(vec![], 9), small_frames());
     let huge = call(json!(1), "write_file", json!({"content": "x".repeat(300)}));
     let bad_id = "{\"jsonrpc\":\"2.0\",\"id\":{\"x\":1},\"method\":\"tools/call\",\"params\":{}}\n";
     let no_version = "{\"id\":4,\"method\":\"tools/call\",\"params\":{}}\n";
@@ -337,11 +341,7 @@ async fn calls_that_cannot_be_read_or_batched_are_refused_not_forwarded() {
 #[tokio::test]
 async fn a_server_that_dies_or_writes_an_oversized_line_fails_what_it_left() {
     for garbage in [None, Some("y".repeat(300) + "\n")] {
-        let options = Options {
-            max_frame: 256,
-            ..Options::default()
-        };
-        let mut rig = Rig::start(ScriptGate::new(vec![], 9), options);
+        let mut rig = Rig::start(ScriptGate::new(vec![], 9), small_frames());
         rig.client_sends(&call(json!(1), "echo", json!({}))).await;
         rig.client_sends("{\"jsonrpc\":\"2.0\",\"id\":\"b\",\"method\":\"tools/list\"}\n")
             .await;
@@ -373,11 +373,7 @@ async fn a_server_that_dies_or_writes_an_oversized_line_fails_what_it_left() {
 
 #[tokio::test]
 async fn frames_the_server_wrote_before_an_oversized_line_still_reach_the_client() {
-    let options = Options {
-        max_frame: 256,
-        ..Options::default()
-    };
-    let mut rig = Rig::start(ScriptGate::new(vec![], 9), options);
+    let mut rig = Rig::start(ScriptGate::new(vec![], 9), small_frames());
     let note = "{\"jsonrpc\":\"2.0\",\"method\":\"notifications/progress\"}\n";
     // In one write: both frames are read together, the first one queued behind the second.
     rig.server_sends(&format!("{note}{note}{}\n", "y".repeat(300)))
