@@ -72,8 +72,20 @@ fn the_guardian_runs_on_the_wrappers_processors_once_started() {
             .find(|l| l.starts_with("Cpus_allowed_list:"))
             .map(str::to_owned)
     };
-    let guardian = || {
-        std::fs::read_to_string(format!("/proc/{0}/task/{0}/children", wrapper.id()))
+    let g = spawned_guardian(wrapper.id());
+    let theirs = allowed(wrapper.id());
+    assert!(theirs.is_some());
+    let same = eventually(|| allowed(g) == theirs, Duration::from_secs(5));
+    let mine = allowed(g);
+    wrapper.kill().unwrap();
+    wrapper.wait().unwrap();
+    assert!(same, "guardian {mine:?}, wrapper {theirs:?}");
+}
+
+/// The guardian the wrapper `pid` spawned (the small executable's `guardian`), waited for.
+fn spawned_guardian(pid: u32) -> u32 {
+    let find = || {
+        std::fs::read_to_string(format!("/proc/{pid}/task/{pid}/children"))
             .unwrap_or_default()
             .split_whitespace()
             .filter_map(|p| p.parse::<u32>().ok())
@@ -83,21 +95,51 @@ fn the_guardian_runs_on_the_wrappers_processors_once_started() {
             })
     };
     let mut g = None;
+    assert!(
+        eventually(
+            || {
+                g = find();
+                g.is_some()
+            },
+            Duration::from_secs(10)
+        ),
+        "the wrapper has no guardian"
+    );
+    g.unwrap()
+}
+
+#[test]
+fn a_run_whose_guardian_died_removes_its_run_directory_itself() {
+    // The guardian removes the run directory after a normal end only if it is there to take
+    // the release; killed during the run, the wrapper must remove it, not leave it to nobody.
+    let dir = tempfile::tempdir().unwrap();
+    let script = format!(
+        "echo \"$AHP_WRAP_SOCKET\" > {d}/socket; while [ ! -e {d}/go ]; do sleep 0.05; done",
+        d = dir.path().display()
+    );
+    let mut wrapper = agent_script(Command::new(wrap_bin()), &script)
+        .spawn()
+        .unwrap();
+    let guardian = spawned_guardian(wrapper.id());
     assert!(eventually(
-        || {
-            g = guardian();
-            g.is_some()
-        },
-        Duration::from_secs(10)
+        || !read(dir.path(), "socket").is_empty(),
+        Duration::from_secs(20)
     ));
-    let g = g.unwrap();
-    let theirs = allowed(wrapper.id());
-    assert!(theirs.is_some());
-    let same = eventually(|| allowed(g) == theirs, Duration::from_secs(5));
-    let mine = allowed(g);
-    wrapper.kill().unwrap();
-    wrapper.wait().unwrap();
-    assert!(same, "guardian {mine:?}, wrapper {theirs:?}");
+    let guardian = nix::unistd::Pid::from_raw(guardian as i32);
+    nix::sys::signal::kill(guardian, nix::sys::signal::Signal::SIGKILL).unwrap();
+    // Dead (a zombie until the wrapper reaps it): its end of the orders' pipe is closed.
+    let dead = || {
+        std::fs::read_to_string(format!("/proc/{guardian}/stat"))
+            .map_or(true, |s| s.contains(") Z "))
+    };
+    assert!(
+        eventually(dead, Duration::from_secs(10)),
+        "the guardian lives"
+    );
+    std::fs::write(dir.path().join("go"), "").unwrap();
+    let status = wrapper.wait().unwrap();
+    assert!(status.success(), "{status}");
+    run_dir_goes(&read(dir.path(), "socket"), "without its guardian");
 }
 
 #[test]
@@ -155,23 +197,14 @@ fn wrapper_copy(dir: &std::path::Path) -> std::path::PathBuf {
 /// Starts `wrapper` over an agent with a grandchild, kills it (SIGKILL) and checks both are
 /// ended, and the run directory removed; returns the command lines of the wrapper's children
 /// that were not the agent (its guardian), as they ran.
-fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
+fn no_orphan_survives_a_killed(wrapper: Command) -> Vec<String> {
     let dir = tempfile::tempdir().unwrap();
     // The agent starts a grandchild too; both must go.
     let script = format!(
         "sleep 300 & echo $! > {d}/grandchild; echo \"$AHP_WRAP_SOCKET\" > {d}/socket; echo $$ > {d}/agent; wait",
         d = dir.path().display()
     );
-    let mut wrapper = wrapper
-        .arg("--")
-        // A path socket, to find the run directory it lives in.
-        .env("AHP_WRAP_CONTROL", "path")
-        .args(["sh", "-c", &script])
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut wrapper = agent_script(wrapper, &script).spawn().unwrap();
     let pid = |name: &str| -> i32 {
         std::fs::read_to_string(dir.path().join(name))
             .unwrap()
@@ -219,6 +252,19 @@ fn no_orphan_survives_a_killed(mut wrapper: Command) -> Vec<String> {
     guardians
 }
 
+/// `wrapper` running `sh -c script` as its agent, quietly, with a path control socket (the
+/// run directory it lives in is then known from `$AHP_WRAP_SOCKET`).
+fn agent_script(mut wrapper: Command, script: &str) -> Command {
+    wrapper
+        .arg("--")
+        .env("AHP_WRAP_CONTROL", "path")
+        .args(["sh", "-c", script])
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null());
+    wrapper
+}
+
 /// The run directory of the path control socket `socket` (as the agent saw it in its
 /// environment) is removed within a few seconds.
 fn run_dir_goes(socket: &str, what: &str) {
@@ -237,18 +283,8 @@ fn a_run_that_ends_normally_leaves_no_run_directory_with_either_guardian() {
     let copy = wrapper_copy(dir.path());
     for (wrapper, what) in [(wrap_bin(), "spawned"), (copy, "forked")] {
         let socket = dir.path().join(format!("socket-{what}"));
-        let status = Command::new(&wrapper)
-            .arg("--")
-            // A path socket, to find the run directory it lives in.
-            .env("AHP_WRAP_CONTROL", "path")
-            .args([
-                "sh",
-                "-c",
-                &format!("echo \"$AHP_WRAP_SOCKET\" > {}", socket.display()),
-            ])
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
+        let script = format!("echo \"$AHP_WRAP_SOCKET\" > {}", socket.display());
+        let status = agent_script(Command::new(&wrapper), &script)
             .status()
             .unwrap();
         assert!(status.success(), "{what}: {status}");
