@@ -104,6 +104,19 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
+    /// Apply changes the floor kept aside: the instructions an agent wrote into one of its
+    /// mixed state files (`~/.claude.json`'s MCP servers, say), which a run did not merge.
+    ///
+    /// The run names the file it kept them in (under $XDG_STATE_HOME/ahp-wrap/quarantine/).
+    /// Prints each change, applies them to the state file (atomically), and removes the
+    /// record. `--dry-run` only prints.
+    Restore {
+        /// The record the run named.
+        file: std::path::PathBuf,
+        /// Print the changes without applying them.
+        #[arg(long)]
+        dry_run: bool,
+    },
     /// Check shim manifests: an agent's hook system described in TOML (docs/shims.md).
     Shim {
         #[command(subcommand)]

@@ -1,11 +1,13 @@
 //! The subcommands other than running an agent: `serve`, `policy …`, `audit …`, `doctor`,
-//! `shim check`, `completions`, `man`.
+//! `restore`, `shim check`, `completions`, `man`.
 //!
 //! Owns: what each prints and its exit code. Must not touch: the run (`run/`), or the
 //! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
 
 mod doctor;
+mod restore;
 pub use doctor::doctor;
+pub use restore::restore;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -50,6 +50,8 @@
 //! - [`ask`]: asking a person on the controlling terminal, for `escalate`.
 //! - [`report`]: the summary, notes and held-back warnings at the end of a run.
 //! - [`rundir`]: the private run directory for one run's generated files.
+//! - [`statefile`]: an agent's mixed state files (its bookkeeping beside instructions in one
+//!   file), and the key-by-key merge of what it changed in its private copy on the floor.
 //! - [`exit`]: every exit code, in one type.
 //! - [`vfork`]: a function run in a new process that shares our memory until it calls
 //!   `exec` (the agent's process, the namespaces' maker).
@@ -76,6 +78,7 @@ pub mod report;
 pub mod run;
 pub mod rundir;
 pub mod serve;
+pub mod statefile;
 pub mod telemetry;
 pub mod termlog;
 pub mod transport;

@@ -12,6 +12,9 @@ pub struct AgentFiles {
     pub state: Vec<PathBuf>,
     /// Files (or directories) beneath them it must never write: settings, hooks.
     pub protected: Vec<PathBuf>,
+    /// Files that mix the agent's own bookkeeping with instructions (`~/.claude.json`): on
+    /// the floor it writes a private copy, whose changes are sorted key by key at the end.
+    pub mixed: Vec<crate::statefile::StateFile>,
 }
 
 /// The agent command, as a framework may amend it before launch.

@@ -116,6 +116,24 @@ impl Support {
                 plan.hidden.len()
             )),
         }
+        if !plan.mixed.is_empty() {
+            match &self.namespaces {
+                Ok(()) => r.enforced.push(format!(
+                    "the agent's mixed state files ({}): written through a private copy; its \
+                     own keys merged at the end, instructions kept aside",
+                    plan.mixed.len()
+                )),
+                Err(_) => r.gaps.push(format!(
+                    "the agent cannot save its own state in {}: no private copy can be bound \
+                     here (it gets EACCES)",
+                    plan.mixed
+                        .iter()
+                        .map(|p| p.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
         r
     }
 }
@@ -269,7 +287,13 @@ fn ruleset(plan: &Plan, abi: ABI) -> Result<OwnedFd, FloorError> {
     for dir in &plan.writable {
         created = created.add_rule(rule(dir, handled)?).map_err(lerr)?;
     }
-    for file in &plan.devices {
+    // The private copies of mixed state files, written in place through the binds over
+    // their files (the rule holds on the copy's inode, which the bind shows there).
+    let files = plan
+        .devices
+        .iter()
+        .chain(plan.copies.iter().map(|c| &c.copy));
+    for file in files {
         let access = handled & AccessFs::from_file(abi);
         created = created.add_rule(rule(file, access)?).map_err(lerr)?;
     }

@@ -22,6 +22,13 @@ enum Mount {
     },
     /// An empty, read-only tmpfs over a directory.
     Empty { path: CString },
+    /// The run's private copy `src` of a mixed state file bound over it, then remounted
+    /// with `flags` (writable: the copy's mount may be read-only, as the run directory is).
+    Copy {
+        src: CString,
+        path: CString,
+        flags: libc::c_ulong,
+    },
     /// The empty file `src` bound read-only over a file.
     EmptyFile {
         src: CString,
@@ -48,6 +55,13 @@ impl Namespaces {
             mounts.push(Mount::Bind {
                 path: cstring(dir)?,
                 remount: None,
+            });
+        }
+        for copy in &plan.copies {
+            mounts.push(Mount::Copy {
+                src: cstring(&copy.copy)?,
+                path: cstring(&copy.file)?,
+                flags: locked_flags(&copy.copy) & !libc::MS_RDONLY,
             });
         }
         for path in &plan.read_only {
@@ -148,6 +162,14 @@ impl Namespaces {
                             f,
                             c"size=4k,mode=0555".as_ptr().cast(),
                         ) == 0
+                    }
+                    Mount::Copy { src, path, flags } => {
+                        let p = path.as_ptr();
+                        libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
+                            && {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            }
                     }
                     Mount::EmptyFile { src, path, flags } => {
                         let p = path.as_ptr();

@@ -71,6 +71,8 @@ pub struct Context {
     pub temp: Vec<PathBuf>,
     /// Package caches the environment names ([`env_caches`]).
     pub caches: Vec<PathBuf>,
+    /// The agent's mixed state files (declared by its shim): written through a private copy.
+    pub mixed: Vec<PathBuf>,
     /// Create the state and cache directories that are missing (a run does; printing the
     /// floor does not).
     pub create_missing: bool,
@@ -95,9 +97,25 @@ pub struct Plan {
     /// Protected paths beneath a writable directory that do not exist yet: nothing can be
     /// bound over them, so the run looks at them again at its end.
     pub absent: Vec<PathBuf>,
+    /// The agent's mixed state files whose directory exists (symlinks resolved; never one
+    /// beneath a hidden path): each is written through a private copy for the run, bound
+    /// over it ([`Plan::copies`]), whose changes are sorted key by key at the end.
+    pub mixed: Vec<PathBuf>,
+    /// The private copies the run made of [`Plan::mixed`] files: each bound writable over
+    /// its file (the file itself is no writable root).
+    pub copies: Vec<Copy>,
     /// The network part (`[floor.net]`), when asked for: whether loopback TCP reaches this
     /// machine's services.
     pub net: Option<NetPlan>,
+}
+
+/// A mixed state file and the run's private copy of it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Copy {
+    /// The file the agent names.
+    pub file: PathBuf,
+    /// The copy bound over it.
+    pub copy: PathBuf,
 }
 
 /// The network part of a plan.
@@ -143,11 +161,30 @@ impl Plan {
             .filter(|h| !writable.iter().any(|w| w.starts_with(h)))
             .collect();
 
+        // Where the parent exists: the run makes the file itself if need be (an empty table),
+        // as a place to bind the copy over.
+        let mut mixed: Vec<PathBuf> = cx
+            .mixed
+            .iter()
+            .filter_map(|p| match p.parent().map(|d| paths.look(d)) {
+                Some((d, Some(true))) => match paths.look(&d.join(p.file_name()?)) {
+                    (file, None | Some(false)) => Some(file),
+                    (_, Some(true)) => None,
+                },
+                _ => None,
+            })
+            .filter(|m| !hidden.iter().any(|h| m.starts_with(h)))
+            .collect();
+        dedup(&mut mixed);
+
         let mut read_only = Vec::new();
         let mut absent = Vec::new();
         let mut pinned = Vec::new();
         for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
             let (p, exists) = paths.look(p);
+            if mixed.contains(&p) {
+                continue; // written through its copy, merged key by key
+            }
             let Some(root) = writable
                 .iter()
                 .filter(|w| p.starts_with(w))
@@ -187,6 +224,8 @@ impl Plan {
             reopened,
             hidden,
             absent,
+            mixed,
+            copies: Vec::new(),
             net: spec.net.enabled().then(|| NetPlan {
                 loopback: spec.net.loopback(),
             }),
@@ -229,6 +268,11 @@ impl fmt::Display for Plan {
         list(
             "protected but absent (checked again at the end)",
             &self.absent,
+        )?;
+        list(
+            "mixed state files (written through a private copy; the agent's own keys merged \
+             at the end, instructions kept aside)",
+            &self.mixed,
         )?;
         match &self.net {
             Some(net) => writeln!(

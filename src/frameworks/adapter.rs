@@ -25,6 +25,8 @@ pub use super::{
     RunContext,
 };
 pub use crate::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
+/// An agent's mixed state files: the declaration in [`AgentFiles::mixed`].
+pub use crate::statefile::{Format as StateFormat, KeyRule, StateFile, Treatment};
 
 /// Whether a name is a plain word (what the control socket accepts as a scope or a name:
 /// an MCP server's name, for `ahp-wrap mcp --name`).

@@ -8,6 +8,7 @@ use std::sync::Arc;
 
 use serde_json::json;
 
+use super::statefiles::Copies;
 use super::{Run, RunGuard};
 use crate::child::Confine;
 use crate::config::Config;
@@ -30,6 +31,8 @@ pub(super) struct RunFloor {
     /// runs; then [`Watching`](super::denials::Watching)).
     #[cfg(target_os = "linux")]
     pub denials: Option<floor::denials::Reader>,
+    /// The private copies of the agent's mixed state files, sorted and merged at the end.
+    pub copies: Copies,
 }
 
 /// The wrapper's side of the network part, before the agent runs.
@@ -93,6 +96,11 @@ pub(super) fn prepare(
     );
     cx.agent_state.extend(cmd.floor.state.iter().cloned());
     cx.protected.extend(cmd.floor.protected.iter().cloned());
+    let mut declared = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program))
+        .agent_files(&cx.home)
+        .mixed;
+    declared.extend(cmd.floor.mixed.iter().cloned());
+    cx.mixed = declared.iter().map(|f| f.path.clone()).collect();
     cx.protected.extend(protected);
     cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
@@ -100,7 +108,7 @@ pub(super) fn prepare(
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
     #[cfg(target_os = "linux")]
-    return kernel(cmd, plan, run_dir, ahead, rules, control);
+    return kernel(cmd, plan, &declared, run_dir, ahead, rules, control);
     #[cfg(not(target_os = "linux"))]
     kernel(cmd, plan, run_dir, rules, control)
 }
@@ -108,7 +116,8 @@ pub(super) fn prepare(
 #[cfg(target_os = "linux")]
 fn kernel(
     cmd: &mut AgentCommand,
-    plan: Plan,
+    mut plan: Plan,
+    declared: &[crate::statefile::StateFile],
     run_dir: &Path,
     ahead: Option<floor::Ahead>,
     rules: HostRules,
@@ -117,7 +126,7 @@ fn kernel(
     use std::os::unix::ffi::OsStrExt;
     let support = floor::Support::probe();
     let reader = floor::denials::Reader::open(support.landlock_abi);
-    let report = support.report(&plan, &reader);
+    let mut report = support.report(&plan, &reader);
     if support.landlock_abi < 1 {
         return Ok(RunFloor {
             plan,
@@ -125,8 +134,19 @@ fn kernel(
             confine: None,
             net: None,
             denials: None,
+            copies: Copies::default(),
         });
     }
+    // A copy can be bound only in a mount namespace of the tree's own.
+    let copies = match support.namespaces {
+        Ok(()) if !plan.mixed.is_empty() => {
+            let (copies, problems) = Copies::make(declared, &plan.mixed, &run_dir.join("state"));
+            report.gaps.extend(problems);
+            plan.copies = copies.binds();
+            copies
+        }
+        _ => Copies::default(),
+    };
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
@@ -157,6 +177,7 @@ fn kernel(
         confine: Some(Arc::new(move || prepared.apply())),
         net,
         denials: reader.ok(),
+        copies,
     })
 }
 
@@ -174,6 +195,7 @@ fn kernel(
         report,
         confine: None,
         net: None,
+        copies: Copies::default(),
     })
 }
 
@@ -393,6 +415,17 @@ impl Run<'_> {
         let Some(Ok(floor)) = &held.floor else {
             return;
         };
+        let workspace = floor.plan.writable.first().cloned().unwrap_or_default();
+        let outcomes = floor.copies.finish(
+            &workspace.to_string_lossy(),
+            super::statefiles::quarantine_dir().as_deref(),
+        );
+        for outcome in outcomes {
+            self.say_state_file(outcome).await;
+        }
+        let Some(Ok(floor)) = &held.floor else {
+            return;
+        };
         let appeared = floor.plan.appeared();
         if appeared.is_empty() {
             return;
@@ -406,6 +439,53 @@ impl Run<'_> {
         eprintln!("ahp-wrap: warning: {m}");
         self.notes.push(format!("warning: {m}"));
         let payload = json!({"source": "floor", "message": m, "paths": list});
+        self.gate.say(EventType::Error, payload).await;
+    }
+}
+
+impl Run<'_> {
+    /// Says what became of the agent's changes to one mixed state file: in the log when all
+    /// were merged; at exit and in the audit log when some were kept aside or could not be
+    /// merged (the person's choices must not vanish without a word).
+    async fn say_state_file(&mut self, o: super::statefiles::Outcome) {
+        let file = o.file.display().to_string();
+        if !o.merged.is_empty() {
+            tracing::info!(
+                "floor: merged the agent's changes to its own keys in {file}: {}",
+                o.merged.join(", ")
+            );
+        }
+        let restore = |q: &Path| format!("ahp-wrap restore {}", q.display());
+        let m = match (&o.failed, o.kept.is_empty()) {
+            (Some(why), _) => format!(
+                "floor: the agent's changes to {file} could not be merged ({why}); {}",
+                match &o.quarantine {
+                    Some(q) => format!("its copy is kept at {}", q.display()),
+                    None => "its copy is lost (no state directory for a quarantine)".to_owned(),
+                }
+            ),
+            (None, true) => return,
+            (None, false) => format!(
+                "floor: {} change(s) the agent made to instructions in {file} were not merged: \
+                 {}; {}",
+                o.kept.len(),
+                o.kept.join(", "),
+                match &o.quarantine {
+                    Some(q) => format!("kept at {} (to apply them: {})", q.display(), restore(q)),
+                    None => "not kept (no state directory for a quarantine)".to_owned(),
+                }
+            ),
+        };
+        eprintln!("ahp-wrap: warning: {m}");
+        self.notes.push(format!("warning: {m}"));
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "file": file,
+            "merged": o.merged,
+            "kept": o.kept,
+            "quarantine": o.quarantine,
+        });
         self.gate.say(EventType::Error, payload).await;
     }
 }
@@ -424,6 +504,7 @@ pub(crate) fn context(
         workspace,
         agent_state: own.state,
         protected: own.protected,
+        mixed: own.mixed.into_iter().map(|f| f.path).collect(),
         temp: floor::plan::temp_dirs(),
         caches: floor::plan::env_caches(),
         home,

@@ -13,6 +13,7 @@ mod denials;
 pub(crate) mod floor;
 mod phases;
 mod prepare;
+mod statefiles;
 mod supervise;
 
 pub use crate::rundir::{only_root_can_write, RunDir};

@@ -14,10 +14,11 @@ mod map;
 mod mcp;
 mod render;
 mod settings;
+mod state;
 
 use crate::frameworks::adapter::{
     hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook claude-code <Event>`.
@@ -98,17 +99,29 @@ impl Framework for ClaudeCode {
     }
 
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
-        // Sessions, projects, todos and its own `.claude.json` (with CLAUDE_CONFIG_DIR);
-        // never its settings, hooks or plugins.
-        let config = std::env::var_os("CLAUDE_CONFIG_DIR")
+        // Sessions, projects, todos; never its settings, hooks or plugins. Its `.claude.json`
+        // (in the home directory itself, or in CLAUDE_CONFIG_DIR) mixes its bookkeeping with
+        // MCP servers and grants: written through a private copy, merged key by key.
+        let custom = std::env::var_os("CLAUDE_CONFIG_DIR")
             .filter(|v| !v.is_empty())
-            .map_or_else(|| home.join(".claude"), std::path::PathBuf::from);
+            .map(std::path::PathBuf::from);
+        let config = custom.clone().unwrap_or_else(|| home.join(".claude"));
+        let claude_json = custom
+            .unwrap_or_else(|| home.to_owned())
+            .join(".claude.json");
         AgentFiles {
             protected: ["settings.json", "settings.local.json", "hooks", "plugins"]
                 .iter()
                 .map(|f| config.join(f))
                 .collect(),
             state: vec![config],
+            mixed: vec![StateFile {
+                lock: Some(claude_json.with_file_name(".claude.json.lock")),
+                path: claude_json,
+                format: StateFormat::Json,
+                rules: state::claude_json_rules(),
+                other: Treatment::Own,
+            }],
         }
     }
 

@@ -81,6 +81,7 @@ impl Framework for Codex {
             .filter(|v| !v.is_empty())
             .map_or_else(|| home.join(".codex"), std::path::PathBuf::from);
         AgentFiles {
+            mixed: Vec::new(),
             protected: vec![dir.join("config.toml"), dir.join("hooks.json")],
             state: vec![dir],
         }

@@ -73,6 +73,7 @@ impl Framework for Copilot {
             return AgentFiles::default();
         };
         AgentFiles {
+            mixed: Vec::new(),
             protected: vec![dir.join(home::HOOKS_DIR), dir.join("mcp-config.json")],
             state: vec![dir],
         }

@@ -73,6 +73,7 @@ impl Framework for Gemini {
         // Chats, history and its temp files; never its settings or extensions.
         let dir = home.join(".gemini");
         AgentFiles {
+            mixed: Vec::new(),
             protected: vec![dir.join("settings.json"), dir.join("extensions")],
             state: vec![dir],
         }

@@ -132,6 +132,7 @@ impl Framework for OpenCode {
                 .join(self.0.xdg_dir)
         };
         AgentFiles {
+            mixed: Vec::new(),
             state: vec![
                 xdg("XDG_DATA_HOME", ".local/share"),
                 xdg("XDG_STATE_HOME", ".local/state"),

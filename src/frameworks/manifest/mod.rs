@@ -95,6 +95,26 @@ pub struct Files {
     pub state: Vec<String>,
     #[serde(default)]
     pub protected: Vec<String>,
+    /// Files that mix the agent's bookkeeping with instructions (`[[files.mixed]]`).
+    #[serde(default)]
+    pub mixed: Vec<Mixed>,
+}
+
+/// One mixed state file under the home directory: the agent writes a private copy on the
+/// floor, and at the end its changes to keys the rules call `own` are merged, the rest kept
+/// aside (docs/shims.md).
+#[derive(Debug, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Mixed {
+    pub path: String,
+    pub format: crate::frameworks::adapter::StateFormat,
+    /// First match wins: `{ key = "mcpServers", treatment = "guarded" }`.
+    #[serde(default)]
+    pub keys: Vec<crate::frameworks::adapter::KeyRule>,
+    /// A key no rule names.
+    pub other: crate::frameworks::adapter::Treatment,
+    /// The lock directory the agent takes around its writes, under the home directory.
+    pub lock: Option<String>,
 }
 
 /// How one run's hooks reach the agent: a settings file written in the run directory.

@@ -13,7 +13,7 @@ use crate::frameworks::adapter::shared::settings::{
 use crate::frameworks::adapter::shared::timeout;
 use crate::frameworks::adapter::{
     run_nonce, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    Proven, Rendered, RunContext, Shim, StateFile,
 };
 
 /// A manifest, as a framework.
@@ -134,6 +134,17 @@ impl Framework for ManifestShim {
         AgentFiles {
             state: files.state.iter().map(|p| home.join(p)).collect(),
             protected: files.protected.iter().map(|p| home.join(p)).collect(),
+            mixed: files
+                .mixed
+                .iter()
+                .map(|m| StateFile {
+                    path: home.join(&m.path),
+                    format: m.format,
+                    rules: m.keys.clone(),
+                    other: m.other,
+                    lock: m.lock.as_ref().map(|l| home.join(l)),
+                })
+                .collect(),
         }
     }
 
