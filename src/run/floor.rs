@@ -417,7 +417,7 @@ impl Run<'_> {
         };
         let workspace = floor.plan.writable.first().cloned().unwrap_or_default();
         let outcomes = floor.copies.finish(
-            &workspace.to_string_lossy(),
+            &super::statefiles::project_names(&workspace),
             super::statefiles::quarantine_dir().as_deref(),
         );
         for outcome in outcomes {

@@ -81,7 +81,7 @@ impl Copies {
 
     /// Sorts and merges every file's changes (after the agent's tree has ended), keeping
     /// aside what must not be merged in `quarantine`.
-    pub(super) fn finish(&self, workspace: &str, quarantine: Option<&Path>) -> Vec<Outcome> {
+    pub(super) fn finish(&self, workspace: &[String], quarantine: Option<&Path>) -> Vec<Outcome> {
         self.0
             .iter()
             .filter_map(|h| h.finish(workspace, quarantine))
@@ -152,7 +152,7 @@ fn hold(file: &StateFile, path: &Path, dir: &Path, n: usize) -> Result<Held, Mer
 }
 
 impl Held {
-    fn finish(&self, workspace: &str, quarantine: Option<&Path>) -> Option<Outcome> {
+    fn finish(&self, workspace: &[String], quarantine: Option<&Path>) -> Option<Outcome> {
         let path = &self.copy.file;
         let mut outcome = Outcome {
             file: path.clone(),
@@ -287,6 +287,18 @@ impl Held {
             .ok()?;
         Some(path)
     }
+}
+
+/// The names an agent may give this run's project: the workspace, and the top of the git
+/// repository it lies in (the nearest directory above with a `.git`).
+pub(super) fn project_names(workspace: &Path) -> Vec<String> {
+    let mut names = vec![workspace.display().to_string()];
+    if let Some(top) = workspace.ancestors().find(|d| d.join(".git").exists()) {
+        if top != workspace {
+            names.push(top.display().to_string());
+        }
+    }
+    names
 }
 
 /// Where kept-aside changes go: `quarantine/` in the user's state directory for ahp-wrap.

@@ -105,8 +105,8 @@ pub fn serialize(doc: &Value, format: Format, path: &Path) -> Result<Vec<u8>, Me
 }
 
 /// Every key whose value differs between `before` and `after`, down to the leaves: tables
-/// are compared key by key (a table added or removed whole counts as each of its keys);
-/// anything else (a list, a string, a number) is one value.
+/// are compared key by key (a table added or removed whole counts as each of its keys, an
+/// empty one as itself); anything else (a list, a string, a number) is one value.
 pub fn changes(before: &Value, after: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     walk(Some(before), Some(after), &mut Vec::new(), &mut out);
@@ -127,7 +127,10 @@ fn walk(
     if before == after {
         return;
     }
-    if let (Some(b), Some(a)) = (table(before), table(after)) {
+    let empty_table = |v: Option<&Value>| matches!(v, Some(Value::Object(m)) if m.is_empty());
+    let whole =
+        (before.is_none() && empty_table(after)) || (after.is_none() && empty_table(before));
+    if let (false, Some(b), Some(a)) = (whole, table(before), table(after)) {
         let mut names: Vec<&String> = b.keys().chain(a.keys()).collect();
         names.sort();
         names.dedup();
@@ -152,7 +155,7 @@ fn walk(
 ///
 /// A change kept aside is shown at the entry its rule names (`mcpServers.evil`, not each
 /// key of that server).
-pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &str) -> Sorted {
+pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String]) -> Sorted {
     let mut sorted = Sorted::default();
     for change in changes(before, after) {
         let empty = |v: &Option<Value>| match v {
@@ -369,11 +372,12 @@ mod tests {
     #[test]
     fn changes_go_down_to_the_leaves() {
         let before = json!({"a": 1, "t": {"x": [1], "y": "keep"}, "gone": {"p": 1, "q": 2}});
-        let after = json!({"a": 2, "t": {"x": [1, 2], "y": "keep", "z": {"n": true}}, "new": null});
+        let after = json!({"a": 2, "t": {"x": [1, 2], "y": "keep", "z": {"n": true}}, "new": null,
+                           "seen": {}});
         let c = changes(&before, &after);
         assert_eq!(
             keys(&c),
-            ["a", "gone.p", "gone.q", "new", "t.x", "t.z.n"],
+            ["a", "gone.p", "gone.q", "new", "seen", "t.x", "t.z.n"],
             "{c:?}"
         );
         assert_eq!(c[1].new, None);
@@ -395,7 +399,7 @@ mod tests {
                 "/w/other": {"hasTrustDialogAccepted": true, "allowedTools": ["Bash(*)"]}
             }
         });
-        let sorted = sort(&file, &before, &after, "/w/app");
+        let sorted = sort(&file, &before, &after, &["/w/app".to_owned()]);
         assert_eq!(
             keys(&sorted.merged),
             [
@@ -405,6 +409,7 @@ mod tests {
                 "projects[\"/w/app\"].allowedTools",
                 "projects[\"/w/app\"].hasClaudeMdExternalIncludesApproved",
                 "projects[\"/w/app\"].hasTrustDialogAccepted",
+                "projects[\"/w/app\"].mcpServers",
             ]
         );
         assert_eq!(
@@ -420,7 +425,7 @@ mod tests {
             rules: Vec::new(),
             ..file
         };
-        let sorted = sort(&open, &before, &after, "/w/app");
+        let sorted = sort(&open, &before, &after, &["/w/app".to_owned()]);
         assert!(sorted.kept.is_empty());
         assert!(keys(&sorted.merged).contains(&"mcpServers.evil.command".to_owned()));
     }
@@ -430,7 +435,7 @@ mod tests {
         let file = claude_like(Treatment::Own);
         let before = json!({"projects": {"/w/x": {"mcpServers": {"mine": {"command": "srv"}}}}});
         let after = json!({"projects": "gone"});
-        let sorted = sort(&file, &before, &after, "/w/app");
+        let sorted = sort(&file, &before, &after, &["/w/app".to_owned()]);
         assert!(sorted.merged.is_empty(), "{sorted:?}");
         assert_eq!(keys(&sorted.kept), ["projects"]);
     }
@@ -443,7 +448,7 @@ mod tests {
         // Meanwhile another session outside the wrapper wrote the real file.
         let mut real = json!({"numStartups": 1, "tips": {"a": 1}, "old": {"k": 1},
                               "theme": "light", "mcpServers": {"mine": {}}});
-        let sorted = sort(&file, &before, &after, "/w/app");
+        let sorted = sort(&file, &before, &after, &["/w/app".to_owned()]);
         assert!(apply(&mut real, &sorted.merged, &after).is_empty());
         assert_eq!(
             real,

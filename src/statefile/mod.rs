@@ -56,7 +56,8 @@ pub enum Treatment {
 }
 
 /// A key pattern and its treatment. A key is a path of names separated by `.`: `*` is any
-/// one name, `{workspace}` the run's workspace (as the agent names it: its absolute path).
+/// one name, `{workspace}` the run's project as the agent names it: the workspace's absolute
+/// path, or the top of the git repository it lies in (Claude Code keys a project there).
 /// `projects.*.mcpServers` names the MCP servers of every project.
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
@@ -74,22 +75,22 @@ impl KeyRule {
     }
 
     /// Whether this rule's key is `key` or a key above it.
-    fn covers(&self, key: &[String], workspace: &str) -> bool {
+    fn covers(&self, key: &[String], workspace: &[String]) -> bool {
         let pattern: Vec<&str> = self.key.split('.').collect();
         pattern.len() <= key.len() && Self::agree(&pattern, key, workspace)
     }
 
     /// Whether this rule's key lies beneath `key` (`key` is a key above it).
-    fn beneath(&self, key: &[String], workspace: &str) -> bool {
+    fn beneath(&self, key: &[String], workspace: &[String]) -> bool {
         let pattern: Vec<&str> = self.key.split('.').collect();
         pattern.len() > key.len() && Self::agree(&pattern, key, workspace)
     }
 
     /// Whether the names `pattern` and `key` have in common match.
-    fn agree(pattern: &[&str], key: &[String], workspace: &str) -> bool {
+    fn agree(pattern: &[&str], key: &[String], workspace: &[String]) -> bool {
         pattern.iter().zip(key).all(|(p, k)| match *p {
             "*" => true,
-            "{workspace}" => k == workspace,
+            "{workspace}" => workspace.contains(k),
             p => p == k,
         })
     }
@@ -97,7 +98,7 @@ impl KeyRule {
 
 impl StateFile {
     /// How a change to `key` is treated in a run whose workspace is `workspace`.
-    pub fn treatment(&self, key: &[String], workspace: &str) -> Treatment {
+    pub fn treatment(&self, key: &[String], workspace: &[String]) -> Treatment {
         self.rules
             .iter()
             .find(|r| r.covers(key, workspace))
@@ -105,7 +106,7 @@ impl StateFile {
     }
 
     /// How many names long the key of the rule that decides `key` is, when a rule does.
-    pub fn rule_depth(&self, key: &[String], workspace: &str) -> Option<usize> {
+    pub fn rule_depth(&self, key: &[String], workspace: &[String]) -> Option<usize> {
         self.rules
             .iter()
             .find(|r| r.covers(key, workspace))
@@ -114,7 +115,7 @@ impl StateFile {
 
     /// Whether a guarded key may lie beneath `key`: a change that replaces a whole table
     /// there with something else (or removes it) changes the guarded keys in it too.
-    pub fn guards_beneath(&self, key: &[String], workspace: &str) -> bool {
+    pub fn guards_beneath(&self, key: &[String], workspace: &[String]) -> bool {
         self.rules
             .iter()
             .any(|r| r.treatment == Treatment::Guarded && r.beneath(key, workspace))
@@ -163,7 +164,7 @@ mod tests {
             other: Treatment::Own,
             lock: None,
         };
-        let t = |k: &[&str]| file.treatment(&key(k), "/w/app");
+        let t = |k: &[&str]| file.treatment(&key(k), &["/w/app".to_owned()]);
         assert_eq!(t(&["mcpServers", "evil", "command"]), Treatment::Guarded);
         assert_eq!(t(&["mcpServers"]), Treatment::Guarded);
         assert_eq!(t(&["numStartups"]), Treatment::Own);

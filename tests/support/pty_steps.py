@@ -5,7 +5,7 @@ usage: pty_steps.py [--cols N] [--limit SECS] WAIT KEYS [WAIT KEYS ...] -- comma
 
 Starts the command as the session leader of a new pty, then for each step waits until WAIT
 appears in the output since the previous step (an empty WAIT waits for nothing) and types
-KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C). Answers the terminal's cursor
+KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C, '\\x1b[B' for the down arrow). Answers the terminal's cursor
 position queries (ESC[6n) as a terminal would. Echoes everything the command printed and
 exits with its exit code (128+N for signal N; 99 when the limit is reached).
 """
@@ -61,8 +61,18 @@ while time.time() < deadline:
         wait, keys = steps.pop(0)
         mark = out.index(wait, mark) + len(wait) if wait else len(out)
         time.sleep(0.3)
-        for k in keys:
-            os.write(fd, bytes([k]))
+        i = 0
+        while i < len(keys):
+            # An escape sequence (an arrow key: ESC [ B) goes in one write: split, its ESC
+            # alone would read as the Escape key.
+            j = i + 1
+            if keys[i] == 0x1b and keys[i + 1:i + 2] == b"[":
+                j = i + 2
+                while j < len(keys) and not (0x40 <= keys[j] <= 0x7e):
+                    j += 1
+                j += 1
+            os.write(fd, keys[i:j])
+            i = j
             time.sleep(0.02)
     done, st = os.waitpid(pid, os.WNOHANG)
     if done:
