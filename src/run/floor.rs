@@ -140,7 +140,12 @@ fn kernel(
     // A copy can be bound only in a mount namespace of the tree's own.
     let copies = match support.namespaces {
         Ok(()) if !plan.mixed.is_empty() => {
-            let (copies, problems) = Copies::make(declared, &plan.mixed, &run_dir.join("state"));
+            let (copies, problems) = Copies::make(
+                declared,
+                &plan.mixed,
+                &plan.writable,
+                &run_dir.join("state"),
+            );
             report.gaps.extend(problems);
             plan.copies = copies.binds();
             copies
@@ -466,9 +471,13 @@ impl Run<'_> {
             ),
             (None, true) => return,
             (None, false) => format!(
-                "floor: {} change(s) the agent made to instructions in {file} were not merged: \
-                 {}; {}",
+                "floor: {} change(s) the agent made to instructions in {file} {}: {}; {}",
                 o.kept.len(),
+                if o.in_place {
+                    "were undone at the end of the run"
+                } else {
+                    "were not merged"
+                },
                 o.kept.join(", "),
                 match &o.quarantine {
                     Some(q) => format!("kept at {} (to apply them: {})", q.display(), restore(q)),

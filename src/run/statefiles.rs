@@ -24,8 +24,13 @@ pub(super) struct Held {
     file: StateFile,
     /// The real file (symlinks resolved) and its copy.
     copy: Copy,
-    /// What the file held when the copy was made.
+    /// What the file held when the copy was made, parsed and as bytes.
     before: Value,
+    before_bytes: Vec<u8>,
+    /// The file lies beneath a writable root: the agent writes it in place (it replaces it by
+    /// a rename, which a bind would refuse), and at the end its changes to instruction keys
+    /// are undone. `copy.copy` is then the file itself.
+    in_place: bool,
     /// Whether the run made the file (the agent had not yet): removed again if the agent
     /// leaves it empty.
     made: bool,
@@ -45,15 +50,19 @@ pub(super) struct Outcome {
     pub quarantine: Option<PathBuf>,
     /// Why something could not be merged (the copy is then kept whole).
     pub failed: Option<String>,
+    /// The agent wrote the file in place: what was kept aside was undone there.
+    pub in_place: bool,
 }
 
 impl Copies {
     /// Copies each of `mixed` (the plan's, canonical) into `dir`, making a file that does not
-    /// exist yet. A file that cannot be read or copied is left out, with the reason (the agent
+    /// exist yet; one beneath a `writable` root is only read (written in place, settled at
+    /// the end). A file that cannot be read or copied is left out, with the reason (the agent
     /// then cannot write it, as before).
     pub(super) fn make(
         declared: &[StateFile],
         mixed: &[PathBuf],
+        writable: &[PathBuf],
         dir: &Path,
     ) -> (Copies, Vec<String>) {
         let mut held = Vec::new();
@@ -62,7 +71,8 @@ impl Copies {
             let Some(file) = declared.iter().find(|d| same_file(&d.path, path)) else {
                 continue;
             };
-            match hold(file, path, dir, n) {
+            let in_place = writable.iter().any(|w| path.starts_with(w));
+            match hold(file, path, (!in_place).then_some(dir), n) {
                 Ok(h) => held.push(h),
                 Err(e) => problems.push(format!(
                     "{} is not writable for the agent on this run: {}",
@@ -76,7 +86,11 @@ impl Copies {
 
     /// What the floor binds.
     pub(super) fn binds(&self) -> Vec<Copy> {
-        self.0.iter().map(|h| h.copy.clone()).collect()
+        self.0
+            .iter()
+            .filter(|h| !h.in_place)
+            .map(|h| h.copy.clone())
+            .collect()
     }
 
     /// Sorts and merges every file's changes (after the agent's tree has ended), keeping
@@ -102,7 +116,8 @@ fn same_file(declared: &Path, path: &Path) -> bool {
             })
 }
 
-fn hold(file: &StateFile, path: &Path, dir: &Path, n: usize) -> Result<Held, MergeError> {
+/// Holds one file: copied into `dir`, or (`None`: it is written in place) only read.
+fn hold(file: &StateFile, path: &Path, dir: Option<&Path>, n: usize) -> Result<Held, MergeError> {
     use std::os::unix::fs::OpenOptionsExt;
     let read = |source| MergeError::Read {
         path: path.display().to_string(),
@@ -110,6 +125,7 @@ fn hold(file: &StateFile, path: &Path, dir: &Path, n: usize) -> Result<Held, Mer
     };
     let (bytes, made) = match std::fs::read(path) {
         Ok(b) => (b, false),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.is_none() => (Vec::new(), false),
         Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
             let empty: &[u8] = match file.format {
                 Format::Json => b"{}",
@@ -127,6 +143,19 @@ fn hold(file: &StateFile, path: &Path, dir: &Path, n: usize) -> Result<Held, Mer
         Err(e) => return Err(read(e)),
     };
     let before = merge::parse(&bytes, file.format, path)?;
+    let Some(dir) = dir else {
+        return Ok(Held {
+            file: file.clone(),
+            copy: Copy {
+                file: path.to_owned(),
+                copy: path.to_owned(),
+            },
+            before,
+            before_bytes: bytes,
+            in_place: true,
+            made,
+        });
+    };
     std::fs::create_dir_all(dir).map_err(read)?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
     let copy = dir.join(format!("{n}-{}", name.trim_start_matches('.')));
@@ -147,6 +176,8 @@ fn hold(file: &StateFile, path: &Path, dir: &Path, n: usize) -> Result<Held, Mer
             copy,
         },
         before,
+        before_bytes: bytes,
+        in_place: false,
         made,
     })
 }
@@ -160,18 +191,29 @@ impl Held {
             kept: Vec::new(),
             quarantine: None,
             failed: None,
+            in_place: self.in_place,
         };
-        let after = std::fs::read(&self.copy.copy)
-            .map_err(|source| MergeError::Read {
-                path: self.copy.copy.display().to_string(),
-                source,
-            })
-            .and_then(|b| merge::parse(&b, self.file.format, path));
+        let after = match std::fs::read(&self.copy.copy) {
+            // Written in place, it may have been removed: nothing is left of any key.
+            Err(e) if self.in_place && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
+            r => r,
+        }
+        .map_err(|source| MergeError::Read {
+            path: self.copy.copy.display().to_string(),
+            source,
+        })
+        .and_then(|b| merge::parse(&b, self.file.format, path));
         let after = match after {
             Ok(a) => a,
             Err(e) => {
                 outcome.failed = Some(crate::error_chain(&e));
                 outcome.quarantine = quarantine.and_then(|q| self.keep_whole(q));
+                if self.in_place {
+                    // Nothing unreadable is left where later sessions read.
+                    if let Err(e) = merge::write_atomic(path, &self.before_bytes) {
+                        tracing::warn!("{}: {}", path.display(), crate::error_chain(&e));
+                    }
+                }
                 return Some(outcome);
             }
         };
@@ -182,6 +224,24 @@ impl Held {
         let sorted = merge::sort(&self.file, &self.before, &after, workspace);
         outcome.merged = sorted.merged.iter().map(|c| key_text(&c.key)).collect();
         outcome.kept = sorted.kept.iter().map(|c| key_text(&c.key)).collect();
+        if self.in_place {
+            if !sorted.kept.is_empty() {
+                outcome.quarantine = quarantine.and_then(|q| self.keep(q, &sorted.kept));
+                let undo: Vec<Change> = sorted
+                    .kept
+                    .iter()
+                    .map(|c| Change {
+                        key: c.key.clone(),
+                        old: c.new.clone(),
+                        new: c.old.clone(),
+                    })
+                    .collect();
+                if let Err(e) = self.merge(&undo, &self.before) {
+                    outcome.failed = Some(format!("its instructions could not be undone: {e}"));
+                }
+            }
+            return Some(outcome);
+        }
         if !sorted.merged.is_empty() {
             if let Err(e) = self.merge(&sorted.merged, &after) {
                 outcome.failed = Some(e);

@@ -18,8 +18,8 @@ mod render;
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, KeyRule,
+    Mapped, Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook codex <Event>`.
@@ -80,9 +80,18 @@ impl Framework for Codex {
         let dir = std::env::var_os("CODEX_HOME")
             .filter(|v| !v.is_empty())
             .map_or_else(|| home.join(".codex"), std::path::PathBuf::from);
+        // Its config.toml is both the user's configuration and where Codex saves the trust
+        // answer for a folder (and a few notices): written in place (Codex replaces it by a
+        // rename), its changes to anything else undone at the end.
         AgentFiles {
-            mixed: Vec::new(),
-            protected: vec![dir.join("config.toml"), dir.join("hooks.json")],
+            mixed: vec![StateFile {
+                path: dir.join("config.toml"),
+                format: StateFormat::Toml,
+                rules: config_rules(),
+                other: Treatment::Guarded,
+                lock: None,
+            }],
+            protected: vec![dir.join("hooks.json")],
             state: vec![dir],
         }
     }
@@ -116,6 +125,23 @@ impl Framework for Codex {
     // else the fail mode).
 }
 
+/// The keys of Codex's `config.toml` that are its own bookkeeping: this project's trust
+/// answer, the TUI's notices and what `/model` chose. Everything else (MCP servers,
+/// `notify`, sandbox and approval settings, providers, profiles, other projects' trust) is
+/// the user's configuration.
+fn config_rules() -> Vec<KeyRule> {
+    [
+        "projects.{workspace}.trust_level",
+        "notice",
+        "tui.screen_reader_detection_done",
+        "tui.model_availability_nux",
+        "model",
+        "model_reasoning_effort",
+    ]
+    .into_iter()
+    .map(|key| KeyRule::new(key, Treatment::Own))
+    .collect()
+}
 #[cfg(test)]
 mod tests {
     use super::*;
