@@ -499,3 +499,34 @@ fn an_env_injection_merges_the_file_the_variable_already_names() {
         .unwrap()
         .ends_with("hook droid PreToolUse"));
 }
+
+#[test]
+fn a_manifest_declares_a_mixed_state_file_key_by_key() {
+    use crate::frameworks::adapter::{StateFormat, Treatment};
+    let text = QWEN.replace(
+        "[files]\n",
+        "[files]\nmixed = [{ path = \".qwen/state.json\", format = \"json\", other = \"own\", \
+         lock = \".qwen/state.json.lock\", keys = [{ key = \"mcpServers\", treatment = \
+         \"guarded\" }] }]\n",
+    );
+    let shim = ManifestShim::new(parse(&text, "qwen.toml").unwrap());
+    let files = shim.agent_files(Path::new("/h"));
+    let mixed = &files.mixed[0];
+    assert_eq!(mixed.path, Path::new("/h/.qwen/state.json"));
+    assert_eq!(mixed.format, StateFormat::Json);
+    assert_eq!(
+        mixed.lock.as_deref(),
+        Some(Path::new("/h/.qwen/state.json.lock"))
+    );
+    let key = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    assert_eq!(
+        mixed.treatment(&key(&["mcpServers", "x"]), &[]),
+        Treatment::Guarded
+    );
+    assert_eq!(mixed.treatment(&key(&["theme"]), &[]), Treatment::Own);
+    let bad = QWEN.replace(
+        "[files]\n",
+        "[files]\nmixed = [{ path = \"x\", format = \"yaml\", other = \"own\" }]\n",
+    );
+    assert!(parse(&bad, "bad.toml").is_err());
+}
