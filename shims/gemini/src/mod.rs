@@ -15,8 +15,8 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, KeyRule,
+    Mapped, Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook gemini <Event>`.
@@ -72,9 +72,33 @@ impl Framework for Gemini {
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Chats, history and its temp files; never its settings or extensions.
         let dir = home.join(".gemini");
+        // Its trust answers: this project's is its own, trust granted to any other folder
+        // is undone at the end (a grant to every later session there). Its settings.json
+        // holds the auth method and theme a first run asks for, beside hooks and MCP
+        // servers: those two are its own, the rest undone.
+        let own = |keys: &[&str]| {
+            keys.iter()
+                .map(|k| KeyRule::new(k, Treatment::Own))
+                .collect()
+        };
         AgentFiles {
-            mixed: Vec::new(),
-            protected: vec![dir.join("settings.json"), dir.join("extensions")],
+            mixed: vec![
+                StateFile {
+                    path: dir.join("trustedFolders.json"),
+                    format: StateFormat::Json,
+                    rules: own(&["{workspace}"]),
+                    other: Treatment::Guarded,
+                    lock: None,
+                },
+                StateFile {
+                    path: dir.join("settings.json"),
+                    format: StateFormat::Json,
+                    rules: own(&["security.auth.selectedType", "ui.theme"]),
+                    other: Treatment::Guarded,
+                    lock: None,
+                },
+            ],
+            protected: vec![dir.join("extensions")],
             state: vec![dir],
         }
     }
