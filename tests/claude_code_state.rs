@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use ahp_wrap_testkit::terminal::on_terminal;
+
 use serde_json::{json, Value};
 
 /// A home outside the temp directories (which the floor makes writable), with Claude's
@@ -56,61 +58,8 @@ fn claude(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str])
     cmd
 }
 
-/// `cmd` on a fresh pty, through `steps` (pairs of what to wait for and what to type):
-/// the screen with its control sequences and spacing taken out, and the exit code.
-fn on_terminal(cmd: Command, steps: &[&str]) -> (String, Option<i32>) {
-    let mut pty = Command::new("python3");
-    pty.arg(agents::root().join("tests/support/pty_steps.py"))
-        .args(["--limit", "90"])
-        .args(steps)
-        .arg("--")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    pty.current_dir(cmd.get_current_dir().unwrap()).env_clear();
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            pty.env(k, v);
-        }
-    }
-    pty.env("TERM", "xterm-256color")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(pty, Duration::from_secs(120));
-    (squeezed(&r.output.stdout), r.output.status.code())
-}
-
-/// The screen's text with escape sequences and all white space removed (Claude draws words
-/// apart with cursor moves, not spaces).
-fn squeezed(screen: &[u8]) -> String {
-    let text = String::from_utf8_lossy(screen);
-    let mut out = String::new();
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => match chars.next() {
-                Some('[') => {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() || c == '~' {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    for c in chars.by_ref() {
-                        if c == '\x07' {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            c if c.is_whitespace() => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
+/// How long one interactive run may take.
+const LIMIT: Duration = Duration::from_secs(90);
 
 const TRUST: &str = "Isthisaprojectyoucreatedoroneyoutrust?";
 const API_KEY: &str = "Doyouwanttousethisapikey?";
@@ -141,7 +90,7 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (String, String, Value) 
         "",
         "\\r",
     ];
-    let (screen1, code) = on_terminal(claude(dir, &api, wrapper, &[]), &first);
+    let (screen1, code) = on_terminal(&claude(dir, &api, wrapper, &[]), &first, LIMIT);
     assert_eq!(code, Some(0), "{screen1}");
     assert!(screen1.contains(TRUST), "Claude asks for trust: {screen1}");
     assert!(
@@ -156,7 +105,7 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (String, String, Value) 
 
     let api = FakeApi::start(dir.dir.path(), "second", json!([{"text": "FINISHED-TURN"}]));
     let second = ["agents", "hello\\r", "FINISHED-TURN", "/exit", "", "\\r"];
-    let (screen2, code) = on_terminal(claude(dir, &api, wrapper, &[]), &second);
+    let (screen2, code) = on_terminal(&claude(dir, &api, wrapper, &[]), &second, LIMIT);
     assert_eq!(code, Some(0), "{screen2}");
     assert!(
         !api.main_bodies().is_empty(),

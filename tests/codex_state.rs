@@ -14,6 +14,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use ahp_wrap_testkit::terminal::on_terminal;
+
 use serde_json::json;
 
 /// The user's configuration before any run: a comment, an MCP server of theirs, another
@@ -82,47 +84,8 @@ fn codex(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str]) 
     cmd
 }
 
-/// `cmd` on a fresh pty through `steps`: the screen without escape sequences and white
-/// space, and the exit code.
-fn on_terminal(cmd: Command, steps: &[&str]) -> (String, Option<i32>) {
-    let mut pty = Command::new("python3");
-    pty.arg(agents::root().join("tests/support/pty_steps.py"))
-        .args(["--limit", "90"])
-        .args(steps)
-        .arg("--")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    pty.current_dir(cmd.get_current_dir().unwrap()).env_clear();
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            pty.env(k, v);
-        }
-    }
-    pty.env("TERM", "xterm-256color")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(pty, Duration::from_secs(120));
-    let text = String::from_utf8_lossy(&r.output.stdout);
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => {
-                if chars.next() == Some('[') {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() || c == '~' {
-                            break;
-                        }
-                    }
-                }
-            }
-            c if c.is_whitespace() => {}
-            c => out.push(c),
-        }
-    }
-    (out, r.output.status.code())
-}
+/// How long one interactive run may take.
+const LIMIT: Duration = Duration::from_secs(90);
 
 const TRUST: &str = "Trustthisfolder?";
 
@@ -146,7 +109,7 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
         "",
         "\\r",
     ];
-    let (screen, code) = on_terminal(codex(dir, &api, wrapper, &[]), &first);
+    let (screen, code) = on_terminal(&codex(dir, &api, wrapper, &[]), &first, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains(TRUST), "Codex asks for trust: {screen}");
     assert!(
@@ -159,7 +122,7 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
     );
     let api = FakeApi::start(dir.dir.path(), "second", json!([{"text": "FINISHED-TURN"}]));
     let second = ["anything", "hello\\r", "FINISHED-TURN", "/quit", "", "\\r"];
-    let (screen, code) = on_terminal(codex(dir, &api, wrapper, &[]), &second);
+    let (screen, code) = on_terminal(&codex(dir, &api, wrapper, &[]), &second, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(!screen.contains(TRUST), "asked again: {screen}");
     read_toml(&config(dir))

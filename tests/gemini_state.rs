@@ -13,6 +13,8 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::Duration;
 
+use ahp_wrap_testkit::terminal::on_terminal;
+
 use serde_json::{json, Value};
 
 fn world() -> TestDir {
@@ -70,47 +72,8 @@ fn gemini(dir: &TestDir, llm: &FakeServer, wrapper: Option<&[&str]>, args: &[&st
     cmd
 }
 
-/// `cmd` on a fresh pty through `steps`: the screen without escape sequences and white
-/// space, and the exit code.
-fn on_terminal(cmd: Command, steps: &[&str]) -> (String, Option<i32>) {
-    let mut pty = Command::new("python3");
-    pty.arg(agents::root().join("tests/support/pty_steps.py"))
-        .args(["--limit", "60"])
-        .args(steps)
-        .arg("--")
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    pty.current_dir(cmd.get_current_dir().unwrap()).env_clear();
-    for (k, v) in cmd.get_envs() {
-        if let Some(v) = v {
-            pty.env(k, v);
-        }
-    }
-    pty.env("TERM", "xterm-256color")
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    let r = agents::run_within(pty, Duration::from_secs(90));
-    let text = String::from_utf8_lossy(&r.output.stdout);
-    let mut out = String::new();
-    let mut chars = text.chars();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => {
-                if chars.next() == Some('[') {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() || c == '~' {
-                            break;
-                        }
-                    }
-                }
-            }
-            c if c.is_whitespace() => {}
-            c => out.push(c),
-        }
-    }
-    (out, r.output.status.code())
-}
+/// How long one interactive run may take.
+const LIMIT: Duration = Duration::from_secs(60);
 
 const TRUST: &str = "Doyoutrustthefilesinthisfolder?";
 const AUTH: &str = "Howwouldyouliketoauthenticate";
@@ -120,8 +83,9 @@ const AUTH: &str = "Howwouldyouliketoauthenticate";
 fn three_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (Value, Value) {
     let none = llm(dir, "none", json!([]));
     let (screen, code) = on_terminal(
-        gemini(dir, &none, wrapper, &[]),
+        &gemini(dir, &none, wrapper, &[]),
         &["folder?", "", "Trust", "\\r"],
+        LIMIT,
     );
     assert!(screen.contains(TRUST), "Gemini asks for trust: {screen}");
     assert_eq!(code, Some(199), "Gemini restarts to apply trust: {screen}");
@@ -145,7 +109,7 @@ fn three_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (Value, Value) {
         "",
         "\\r",
     ];
-    let (screen, code) = on_terminal(gemini(dir, &api, wrapper, &[]), &steps);
+    let (screen, code) = on_terminal(&gemini(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(
         screen.contains(AUTH),
@@ -168,7 +132,7 @@ fn three_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (Value, Value) {
         "",
         "\\r",
     ];
-    let (screen, code) = on_terminal(gemini(dir, &api, wrapper, &[]), &steps);
+    let (screen, code) = on_terminal(&gemini(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(
         !screen.contains(TRUST) && !screen.contains(AUTH),

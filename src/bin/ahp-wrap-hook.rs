@@ -58,9 +58,16 @@ fn run() -> c_int {
             ahp_wrap::intercept::pathshim::exec::run(&name, std::env::args_os().skip(1).collect());
         return u8::try_from(code).map_or(1, c_int::from);
     }
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    // Not `std::env::args()`: it panics on an argument that is not UTF-8, and a panic's
+    // exit code is no refusal to an agent.
+    let args: Vec<String> = std::env::args_os()
+        .skip(1)
+        .map(|a| a.into_string().unwrap_or_else(|_| "\u{fffd}".to_owned()))
+        .collect();
     let code = match args.as_slice() {
-        [cmd, framework, hook] if cmd == "hook" => {
+        [cmd, framework, hook]
+            if cmd == "hook" && !framework.contains('\u{fffd}') && !hook.contains('\u{fffd}') =>
+        {
             ahp_wrap::intercept::hooks::relay::run_hook(framework, hook)
         }
         // A run's guardian, started by the wrapper (see `child::guardian`).
@@ -78,8 +85,12 @@ fn run() -> c_int {
             let _ = work;
             guardian::run_spawned()
         }
+        // Exit 2 with the reason: what every agent's hook contract reads as "deny".
         _ => {
-            eprintln!("usage: ahp-wrap-hook hook <FRAMEWORK> <HOOK>");
+            eprintln!(
+                "ahp-wrap-hook: refused: the hook command line is malformed (usage: \
+                 ahp-wrap-hook hook <FRAMEWORK> <HOOK>)"
+            );
             2
         }
     };

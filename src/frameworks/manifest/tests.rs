@@ -503,30 +503,26 @@ fn an_env_injection_merges_the_file_the_variable_already_names() {
 #[test]
 fn a_manifest_declares_a_mixed_state_file_key_by_key() {
     use crate::frameworks::adapter::{StateFormat, Treatment};
-    let text = QWEN.replace(
-        "[files]\n",
-        "[files]\nmixed = [{ path = \".qwen/state.json\", format = \"json\", other = \"own\", \
-         lock = \".qwen/state.json.lock\", keys = [{ key = \"mcpServers\", treatment = \
-         \"guarded\" }] }]\n",
-    );
-    let shim = ManifestShim::new(parse(&text, "qwen.toml").unwrap());
-    let files = shim.agent_files(Path::new("/h"));
+    let files = qwen().agent_files(Path::new("/h"));
     let mixed = &files.mixed[0];
-    assert_eq!(mixed.path, Path::new("/h/.qwen/state.json"));
+    assert_eq!(mixed.path, Path::new("/h/.qwen/trustedFolders.json"));
     assert_eq!(mixed.format, StateFormat::Json);
+    assert_eq!(mixed.lock, None);
+    let key = |k: &str| vec![k.to_owned()];
+    let ws = ["/w/app".to_owned()];
+    assert_eq!(mixed.treatment(&key("/w/app"), &ws), Treatment::Own);
+    assert_eq!(mixed.treatment(&key("/elsewhere"), &ws), Treatment::Guarded);
+    let with_lock = QWEN.replace(
+        "{ path = \".qwen/trustedFolders.json\",",
+        "{ lock = \".qwen/l\", path = \".qwen/trustedFolders.json\",",
+    );
+    let shim = ManifestShim::new(parse(&with_lock, "qwen.toml").unwrap());
+    let files = shim.agent_files(Path::new("/h"));
     assert_eq!(
-        mixed.lock.as_deref(),
-        Some(Path::new("/h/.qwen/state.json.lock"))
+        files.mixed[0].lock.as_deref(),
+        Some(Path::new("/h/.qwen/l"))
     );
-    let key = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
-    assert_eq!(
-        mixed.treatment(&key(&["mcpServers", "x"]), &[]),
-        Treatment::Guarded
-    );
-    assert_eq!(mixed.treatment(&key(&["theme"]), &[]), Treatment::Own);
-    let bad = QWEN.replace(
-        "[files]\n",
-        "[files]\nmixed = [{ path = \"x\", format = \"yaml\", other = \"own\" }]\n",
-    );
+    let bad = QWEN.replace("format = \"json\", other", "format = \"yaml\", other");
+    assert_ne!(bad, QWEN);
     assert!(parse(&bad, "bad.toml").is_err());
 }

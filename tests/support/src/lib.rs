@@ -11,6 +11,7 @@
 //! - [`acp`], [`mcp`]: the ACP and MCP peers and worlds; [`approvals`], [`browser`]: the
 //!   approvals host and its page in a real Chromium; [`rabbitmq`], [`fleet`]: a private
 //!   broker and the fleet's workers.
+//! - [`terminal`]: an agent CLI on a real pseudo-terminal, driven through steps.
 
 // A test world is made with `new()`, so that each test says it starts a fresh one.
 #![allow(clippy::new_without_default)]
@@ -29,6 +30,7 @@ pub mod llm_agents;
 pub mod mcp;
 pub mod opencode_family;
 pub mod rabbitmq;
+pub mod terminal;
 
 /// The project's root directory.
 pub fn root() -> &'static Path {
