@@ -154,9 +154,10 @@ fn walk(
 /// may lie is kept aside.
 ///
 /// A change kept aside is shown at the entry its rule names (`mcpServers.evil`, not each
-/// key of that server).
+/// key of that server), else at the table added or removed whole.
 pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String]) -> Sorted {
     let mut sorted = Sorted::default();
+    let mut guarded = Vec::new();
     for change in changes(before, after) {
         let empty = |v: &Option<Value>| match v {
             Some(Value::Array(a)) => a.is_empty(),
@@ -177,21 +178,30 @@ pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String
         };
         match treatment {
             Treatment::Own => sorted.merged.push(change),
-            Treatment::Guarded => {
-                let entry = file
-                    .rule_depth(&change.key, workspace)
-                    .map_or(change.key.len(), |d| (d + 1).min(change.key.len()));
-                let key = change.key[..entry].to_vec();
-                if sorted.kept.last().is_some_and(|k| k.key == key) {
-                    continue;
-                }
-                sorted.kept.push(Change {
-                    old: lookup(before, &key).cloned(),
-                    new: lookup(after, &key).cloned(),
-                    key,
-                });
-            }
+            Treatment::Guarded => guarded.push(change),
         }
+    }
+    // Each kept change is shown, and kept, at the shallowest key that holds nothing merged
+    // and is the entry its rule names or a table added or removed whole.
+    for change in guarded {
+        let rule_entry = file.rule_depth(&change.key, workspace).map(|d| d + 1);
+        let entry = (1..change.key.len())
+            .find(|&n| {
+                let k = &change.key[..n];
+                let whole = lookup(before, k).is_none() || lookup(after, k).is_none();
+                (whole || rule_entry == Some(n))
+                    && !sorted.merged.iter().any(|m| m.key.starts_with(k))
+            })
+            .unwrap_or(change.key.len());
+        let key = change.key[..entry].to_vec();
+        if sorted.kept.iter().any(|k| k.key == key) {
+            continue;
+        }
+        sorted.kept.push(Change {
+            old: lookup(before, &key).cloned(),
+            new: lookup(after, &key).cloned(),
+            key,
+        });
     }
     sorted
 }
@@ -412,14 +422,26 @@ mod tests {
                 "projects[\"/w/app\"].mcpServers",
             ]
         );
-        assert_eq!(
-            keys(&sorted.kept),
-            [
-                "mcpServers.evil",
-                "projects[\"/w/other\"].allowedTools",
-                "projects[\"/w/other\"].hasTrustDialogAccepted",
-            ]
+        // Added whole: kept whole, but never with what was merged.
+        assert_eq!(keys(&sorted.kept), ["mcpServers", "projects[\"/w/other\"]"]);
+        // With no rule, a guarded server is kept aside whole too.
+        let unruled = StateFile {
+            rules: Vec::new(),
+            other: Treatment::Guarded,
+            ..file.clone()
+        };
+        let sorted = sort(&unruled, &before, &after, &["/w/app".to_owned()]);
+        assert!(
+            keys(&sorted.kept).contains(&"mcpServers".to_owned()),
+            "{sorted:?}"
         );
+        // Beside a server of the user's, the new one is its own entry.
+        let mut with_mine = before.clone();
+        with_mine["mcpServers"] = json!({"mine": {"command": "srv"}});
+        let mut after_mine = after.clone();
+        after_mine["mcpServers"]["mine"] = json!({"command": "srv"});
+        let sorted = sort(&file, &with_mine, &after_mine, &["/w/app".to_owned()]);
+        assert_eq!(keys(&sorted.kept)[0], "mcpServers.evil");
         // Opened to every key, the same run would have written the server.
         let open = StateFile {
             rules: Vec::new(),
