@@ -20,6 +20,7 @@ use crate::statefile::{key_text, Format, StateFile};
 const LOCK_WAIT: Duration = Duration::from_secs(2);
 
 /// One mixed state file held for the run.
+#[derive(Clone)]
 pub(super) struct Held {
     file: StateFile,
     /// The real file (symlinks resolved) and its copy.
@@ -27,6 +28,9 @@ pub(super) struct Held {
     /// What the file held when the copy was made, parsed and as bytes.
     before: Value,
     before_bytes: Vec<u8>,
+    /// The copy is bound over the file (else the agent writes the file in place, or writes
+    /// the copy itself: an overlay's entry that stands for the file).
+    bound: bool,
     /// The file lies beneath a writable root: the agent writes it in place (it replaces it by
     /// a rename, which a bind would refuse), and at the end its changes to instruction keys
     /// are undone. `copy.copy` is then the file itself.
@@ -72,7 +76,11 @@ impl Copies {
                 continue;
             };
             let in_place = writable.iter().any(|w| path.starts_with(w));
-            match hold(file, path, (!in_place).then_some(dir), n) {
+            let one = match &file.through {
+                Some(through) => hold_through(file, path, through),
+                None => hold(file, path, (!in_place).then_some(dir), n),
+            };
+            match one {
                 Ok(h) => held.push(h),
                 Err(e) => problems.push(format!(
                     "{} is not writable for the agent on this run: {}",
@@ -88,7 +96,7 @@ impl Copies {
     pub(super) fn binds(&self) -> Vec<Copy> {
         self.0
             .iter()
-            .filter(|h| !h.in_place)
+            .filter(|h| h.bound)
             .map(|h| h.copy.clone())
             .collect()
     }
@@ -114,6 +122,33 @@ fn same_file(declared: &Path, path: &Path) -> bool {
                 let p = d.join(name);
                 p == path || p.canonicalize().is_ok_and(|c| c == path)
             })
+}
+
+/// Holds one file the agent writes through `through` (an overlay's entry standing for it):
+/// only what it holds now is kept.
+fn hold_through(file: &StateFile, path: &Path, through: &Path) -> Result<Held, MergeError> {
+    let bytes = match std::fs::read(path) {
+        Ok(b) => b,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
+        Err(source) => {
+            return Err(MergeError::Read {
+                path: path.display().to_string(),
+                source,
+            })
+        }
+    };
+    Ok(Held {
+        file: file.clone(),
+        copy: Copy {
+            file: path.to_owned(),
+            copy: through.to_owned(),
+        },
+        before: merge::parse(&bytes, file.format, path)?,
+        before_bytes: bytes,
+        bound: false,
+        in_place: false,
+        made: false,
+    })
 }
 
 /// Holds one file: copied into `dir`, or (`None`: it is written in place) only read.
@@ -152,6 +187,7 @@ fn hold(file: &StateFile, path: &Path, dir: Option<&Path>, n: usize) -> Result<H
             },
             before,
             before_bytes: bytes,
+            bound: false,
             in_place: true,
             made,
         });
@@ -177,6 +213,7 @@ fn hold(file: &StateFile, path: &Path, dir: Option<&Path>, n: usize) -> Result<H
         },
         before,
         before_bytes: bytes,
+        bound: true,
         in_place: false,
         made,
     })
@@ -193,6 +230,24 @@ impl Held {
             failed: None,
             in_place: self.in_place,
         };
+        // An overlay's entry still linked to the file (or never made): whatever the tree
+        // wrote went to the file itself, which is then settled as one written in place.
+        let through_file = self
+            .copy
+            .copy
+            .symlink_metadata()
+            .is_ok_and(|m| m.file_type().is_file());
+        if !self.bound && !self.in_place && !through_file {
+            let in_place = Held {
+                in_place: true,
+                copy: Copy {
+                    file: path.clone(),
+                    copy: path.clone(),
+                },
+                ..self.clone()
+            };
+            return in_place.finish(workspace, quarantine);
+        }
         let after = match std::fs::read(&self.copy.copy) {
             // Written in place, it may have been removed: nothing is left of any key.
             Err(e) if self.in_place && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
@@ -234,6 +289,7 @@ impl Held {
                         key: c.key.clone(),
                         old: c.new.clone(),
                         new: c.old.clone(),
+                        member: c.member,
                     })
                     .collect();
                 if let Err(e) = self.merge(&undo, &self.before) {

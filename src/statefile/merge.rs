@@ -18,6 +18,11 @@ pub struct Change {
     pub key: Vec<String>,
     pub old: Option<Value>,
     pub new: Option<Value>,
+    /// The key's last name is a member of a list of strings (`trustedFolders`, a project's
+    /// `allowedTools`) added (`new` is `true`) or removed (`old` is `true`): each member is
+    /// sorted on its own, as if the list were a table of them.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub member: bool,
 }
 
 /// A run's changes, sorted.
@@ -71,7 +76,12 @@ pub fn parse(bytes: &[u8], format: Format, path: &Path) -> Result<Value, MergeEr
         return Ok(Value::Object(Map::new()));
     }
     let value = match format {
-        Format::Json => serde_json::from_slice(bytes).map_err(|e| bad(e.to_string()))?,
+        Format::Json => match serde_json::from_slice(bytes) {
+            Ok(v) => v,
+            // Some agents head their JSON with `//` comment lines (Copilot's config.json).
+            Err(e) => serde_json::from_slice(&without_comment_lines(bytes))
+                .map_err(|_| bad(e.to_string()))?,
+        },
         Format::Toml => {
             let text = std::str::from_utf8(bytes).map_err(|e| bad(e.to_string()))?;
             let table: toml::Table = toml::from_str(text).map_err(|e| bad(e.to_string()))?;
@@ -84,6 +94,16 @@ pub fn parse(bytes: &[u8], format: Format, path: &Path) -> Result<Value, MergeEr
         });
     }
     Ok(value)
+}
+
+/// `bytes` without its lines that start (after blanks) with `//`.
+fn without_comment_lines(bytes: &[u8]) -> Vec<u8> {
+    bytes
+        .split_inclusive(|&b| b == b'\n')
+        .filter(|line| !line.trim_ascii_start().starts_with(b"//"))
+        .flatten()
+        .copied()
+        .collect()
 }
 
 /// `doc` written back in `format` (JSON as the agents write it: two-space indentation).
@@ -127,6 +147,17 @@ fn walk(
     if before == after {
         return;
     }
+    if let (Some(b), Some(a)) = (strings(before), strings(after)) {
+        if !(b.is_empty() && a.is_empty()) {
+            for m in b.iter().filter(|m| !a.contains(m)) {
+                out.push(member(key, m, true, false));
+            }
+            for m in a.iter().filter(|m| !b.contains(m)) {
+                out.push(member(key, m, false, true));
+            }
+            return;
+        }
+    }
     let empty_table = |v: Option<&Value>| matches!(v, Some(Value::Object(m)) if m.is_empty());
     let whole =
         (before.is_none() && empty_table(after)) || (after.is_none() && empty_table(before));
@@ -145,7 +176,29 @@ fn walk(
         key: key.clone(),
         old: before.cloned(),
         new: after.cloned(),
+        member: false,
     });
+}
+
+/// The strings of a list of strings (`None` when absent: an empty list, not a list of
+/// strings: nothing), `Some` only where members can be compared.
+fn strings(v: Option<&Value>) -> Option<Vec<&str>> {
+    match v {
+        None => Some(Vec::new()),
+        Some(Value::Array(a)) if !a.is_empty() => a.iter().map(Value::as_str).collect(),
+        _ => None,
+    }
+}
+
+fn member(key: &[String], name: &str, was: bool, is: bool) -> Change {
+    let mut key = key.to_vec();
+    key.push(name.to_owned());
+    Change {
+        key,
+        old: was.then_some(Value::Bool(true)),
+        new: is.then_some(Value::Bool(true)),
+        member: true,
+    }
 }
 
 /// Sorts `changes` to `file` by its rules, for a run in `workspace`. A key added with an
@@ -184,6 +237,10 @@ pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String
     // Each kept change is shown, and kept, at the shallowest key that holds nothing merged
     // and is the entry its rule names or a table added or removed whole.
     for change in guarded {
+        if change.member {
+            sorted.kept.push(change);
+            continue;
+        }
         let rule_entry = file.rule_depth(&change.key, workspace).map(|d| d + 1);
         let entry = (1..change.key.len())
             .find(|&n| {
@@ -201,8 +258,16 @@ pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String
             old: lookup(before, &key).cloned(),
             new: lookup(after, &key).cloned(),
             key,
+            member: false,
         });
     }
+    // A change beneath one kept whole is in it.
+    let whole: Vec<Vec<String>> = sorted.kept.iter().map(|c| c.key.clone()).collect();
+    sorted.kept.retain(|c| {
+        !whole
+            .iter()
+            .any(|w| w.len() < c.key.len() && c.key.starts_with(w))
+    });
     sorted
 }
 
@@ -212,35 +277,73 @@ pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String
 pub fn apply(doc: &mut Value, changes: &[Change], after: &Value) -> Vec<Change> {
     let mut failed = Vec::new();
     for change in changes {
-        let Some((last, above)) = change.key.split_last() else {
-            continue;
+        let applied = match change.member {
+            true => apply_member(doc, change),
+            false => apply_value(doc, change, after),
         };
-        let mut at = &mut *doc;
-        let mut ok = true;
-        for name in above {
-            let Value::Object(m) = at else {
-                ok = false;
-                break;
-            };
-            at = m
-                .entry(name.clone())
-                .or_insert_with(|| Value::Object(Map::new()));
-        }
-        match (at, &change.new) {
-            (Value::Object(m), Some(v)) => {
-                m.insert(last.clone(), v.clone());
-            }
-            (Value::Object(m), None) => {
-                m.remove(last);
-                prune(doc, above, after);
-            }
-            _ => ok = false,
-        }
-        if !ok {
+        if !applied {
             failed.push(change.clone());
         }
     }
     failed
+}
+
+/// The table at `key` in `doc`, made (with the tables above it) where missing; `None` where
+/// something on the way is not a table.
+fn table_at<'a>(doc: &'a mut Value, key: &[String]) -> Option<&'a mut Map<String, Value>> {
+    let mut at = doc;
+    for name in key {
+        at = at
+            .as_object_mut()?
+            .entry(name.clone())
+            .or_insert_with(|| Value::Object(Map::new()));
+    }
+    at.as_object_mut()
+}
+
+fn apply_value(doc: &mut Value, change: &Change, after: &Value) -> bool {
+    let Some((last, above)) = change.key.split_last() else {
+        return true;
+    };
+    let Some(m) = table_at(doc, above) else {
+        return false;
+    };
+    match &change.new {
+        Some(v) => {
+            m.insert(last.clone(), v.clone());
+        }
+        None => {
+            m.remove(last);
+            prune(doc, above, after);
+        }
+    }
+    true
+}
+
+/// Adds or removes one member of a list of strings.
+fn apply_member(doc: &mut Value, change: &Change) -> bool {
+    let [parents @ .., list, name] = change.key.as_slice() else {
+        return false;
+    };
+    if change.new.is_none() && lookup(doc, &change.key[..change.key.len() - 1]).is_none() {
+        return true; // nothing to remove it from
+    }
+    let Some(m) = table_at(doc, parents) else {
+        return false;
+    };
+    let Value::Array(items) = m
+        .entry(list.clone())
+        .or_insert_with(|| Value::Array(Vec::new()))
+    else {
+        return false;
+    };
+    let item = Value::String(name.clone());
+    match change.new {
+        Some(_) if !items.contains(&item) => items.push(item),
+        Some(_) => {}
+        None => items.retain(|i| *i != item),
+    }
+    true
 }
 
 /// Removes the tables above a removed key, deepest first, while they are empty in `doc`
@@ -368,6 +471,7 @@ mod tests {
                 KeyRule::new("projects.*.mcpServers", Treatment::Guarded),
             ],
             other,
+            through: None,
             lock: None,
         }
     }
@@ -413,7 +517,7 @@ mod tests {
         assert_eq!(
             keys(&sorted.merged),
             [
-                "customApiKeyResponses.approved",
+                "customApiKeyResponses.approved.abc",
                 "customApiKeyResponses.rejected",
                 "numStartups",
                 "projects[\"/w/app\"].allowedTools",
@@ -453,6 +557,52 @@ mod tests {
     }
 
     #[test]
+    fn members_of_a_list_are_sorted_one_by_one() {
+        let file = StateFile {
+            path: PathBuf::from("/h/.copilot/config.json"),
+            format: Format::Json,
+            rules: vec![KeyRule::new("trustedFolders.{workspace}", Treatment::Own)],
+            other: Treatment::Guarded,
+            through: None,
+            lock: None,
+        };
+        let before = json!({"trustedFolders": ["/mine"], "tip": 1});
+        let after = json!({"trustedFolders": ["/mine", "/w/app", "/elsewhere"], "tip": 1});
+        let sorted = sort(&file, &before, &after, &["/w/app".to_owned()]);
+        assert_eq!(keys(&sorted.merged), ["trustedFolders[\"/w/app\"]"]);
+        assert_eq!(keys(&sorted.kept), ["trustedFolders[\"/elsewhere\"]"]);
+        // Merged into a file another session changed meanwhile; undone the other way.
+        let mut real = json!({"trustedFolders": ["/mine", "/theirs"]});
+        assert!(apply(&mut real, &sorted.merged, &after).is_empty());
+        assert_eq!(
+            real["trustedFolders"],
+            json!(["/mine", "/theirs", "/w/app"])
+        );
+        let undo: Vec<Change> = sorted
+            .kept
+            .iter()
+            .map(|c| Change {
+                old: c.new.clone(),
+                new: c.old.clone(),
+                ..c.clone()
+            })
+            .collect();
+        let mut in_place = after.clone();
+        assert!(apply(&mut in_place, &undo, &before).is_empty());
+        assert_eq!(in_place["trustedFolders"], json!(["/mine", "/w/app"]));
+        // Removing from a list that is gone changes nothing.
+        let mut none = json!({});
+        let gone = Change {
+            key: vec!["x".into(), "y".into()],
+            old: Some(json!(true)),
+            new: None,
+            member: true,
+        };
+        assert!(apply(&mut none, &[gone], &before).is_empty());
+        assert_eq!(none, json!({}));
+    }
+
+    #[test]
     fn replacing_a_table_that_holds_grants_is_kept_aside() {
         let file = claude_like(Treatment::Own);
         let before = json!({"projects": {"/w/x": {"mcpServers": {"mine": {"command": "srv"}}}}});
@@ -486,6 +636,7 @@ mod tests {
             key: vec!["t".into(), "x".into()],
             old: None,
             new: Some(json!(1)),
+            member: false,
         };
         let mut real = json!({"t": 5});
         assert_eq!(

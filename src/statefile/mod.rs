@@ -30,6 +30,10 @@ pub struct StateFile {
     pub rules: Vec<KeyRule>,
     /// How a key no rule names is treated.
     pub other: Treatment,
+    /// Where the agent writes this file in this run, when not at `path`: an overlay's entry
+    /// that stands for it (Copilot's run-private home). What the agent leaves there is sorted
+    /// against what `path` held at the start and merged into `path`.
+    pub through: Option<PathBuf>,
     /// A lock the agent itself takes around its writes (a directory it makes and removes):
     /// the merge takes it too, so that a session running outside the wrapper at the same
     /// time does not write over it.
@@ -162,6 +166,7 @@ mod tests {
                 KeyRule::new("projects.*.mcpServers", Treatment::Guarded),
             ],
             other: Treatment::Own,
+            through: None,
             lock: None,
         };
         let t = |k: &[&str]| file.treatment(&key(k), &["/w/app".to_owned()]);

@@ -116,6 +116,7 @@ impl Framework for ClaudeCode {
                 .collect(),
             state: vec![config],
             mixed: vec![StateFile {
+                through: None,
                 lock: Some(claude_json.with_file_name(".claude.json.lock")),
                 path: claude_json,
                 format: StateFormat::Json,

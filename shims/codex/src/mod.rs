@@ -89,6 +89,7 @@ impl Framework for Codex {
                 format: StateFormat::Toml,
                 rules: config_rules(),
                 other: Treatment::Guarded,
+                through: None,
                 lock: None,
             }],
             protected: vec![dir.join("hooks.json")],

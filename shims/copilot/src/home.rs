@@ -15,7 +15,9 @@ use serde_json::{json, Map, Value};
 
 use super::{CopilotEvent, SHIM};
 use crate::frameworks::adapter::shared::timeout;
-use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
+use crate::frameworks::adapter::{
+    run_nonce, AgentCommand, FrameworkError, KeyRule, RunContext, StateFile, StateFormat, Treatment,
+};
 
 /// The variable naming Copilot's home directory.
 pub const ENV_HOME: &str = "COPILOT_HOME";
@@ -101,6 +103,31 @@ pub fn build_overlay(real: &Path, overlay: &Path, ours: &Value, nonce: &str) -> 
         .map_err(|e| format!("cannot write {}: {e}", file.display()))
 }
 
+/// Copilot's `config.json`, written through the overlay: its own bookkeeping (first launch,
+/// tips, the theme and model) and this project's trust are merged; trust in any other
+/// folder, and anything that names a server or a hook, is kept aside.
+fn config_file(real: &Path, overlay: &Path) -> StateFile {
+    use Treatment::{Guarded, Own};
+    StateFile {
+        path: real.join(CONFIG),
+        format: StateFormat::Json,
+        rules: vec![
+            KeyRule::new("trustedFolders.{workspace}", Own),
+            KeyRule::new("trustedFolders", Guarded),
+            KeyRule::new("trusted_folders.{workspace}", Own),
+            KeyRule::new("trusted_folders", Guarded),
+            KeyRule::new("mcpServers", Guarded),
+            KeyRule::new("hooks", Guarded),
+        ],
+        other: Own,
+        through: Some(overlay.join(CONFIG)),
+        lock: None,
+    }
+}
+
+/// Copilot's settings file of its own, in its home.
+const CONFIG: &str = "config.json";
+
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     // Copilot hands the hook command to a shell.
     SHIM.check_plain_exe(&run.self_exe)?;
@@ -132,6 +159,9 @@ fn prepare_over(
     // Copilot creates what the real home lacks inside the overlay; our hooks stay ours.
     cmd.floor.state.push(overlay.clone());
     cmd.floor.protected.push(overlay.join(HOOKS_DIR));
+    // Copilot replaces its config.json by a rename, which turns the overlay's link into a
+    // file of the run's: what it saved there (a folder's trust) is sorted and merged back.
+    cmd.floor.mixed.push(config_file(real, &overlay));
     cmd.env.push((ENV_HOME.into(), overlay.into()));
     // Copilot fires sessionStart in every session: without it the hooks were not loaded.
     cmd.expect_hook = Some(CopilotEvent::SessionStart.name().to_owned());

@@ -88,6 +88,7 @@ impl Framework for Gemini {
                     format: StateFormat::Json,
                     rules: own(&["{workspace}"]),
                     other: Treatment::Guarded,
+                    through: None,
                     lock: None,
                 },
                 StateFile {
@@ -95,6 +96,7 @@ impl Framework for Gemini {
                     format: StateFormat::Json,
                     rules: own(&["security.auth.selectedType", "ui.theme"]),
                     other: Treatment::Guarded,
+                    through: None,
                     lock: None,
                 },
             ],

@@ -142,6 +142,7 @@ impl Framework for ManifestShim {
                     format: m.format,
                     rules: m.keys.clone(),
                     other: m.other,
+                    through: None,
                     lock: m.lock.as_ref().map(|l| home.join(l)),
                 })
                 .collect(),
