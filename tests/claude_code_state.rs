@@ -6,11 +6,11 @@
 //! in the file. And an agent that writes an MCP server into the file from Python leaves the
 //! real file without it: the server is kept aside, and `ahp-wrap restore` applies it.
 
-use ahp_wrap_testkit::agents::{self, TestDir};
+use ahp_wrap_testkit::agents::{self, read_json, TestDir};
 use ahp_wrap_testkit::claude_code::{self as support, bash, FakeApi};
 use ahp_wrap_testkit::common::dirs;
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -35,21 +35,10 @@ fn claude_json(dir: &TestDir) -> PathBuf {
     dir.dir.path().join("home/.claude.json")
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 /// `claude` (wrapped by `ahp-wrap` with `wrapper` args when given) in `dir`'s workspace,
 /// offline, with Claude's configuration in the home directory (no CLAUDE_CONFIG_DIR).
 fn claude(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
-    let mut cmd = match wrapper {
-        Some(w) => {
-            let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-            c.args(w).arg("--").arg(support::claude_bin());
-            c
-        }
-        None => Command::new(support::claude_bin()),
-    };
+    let mut cmd = agents::wrapped_or_not(&support::claude_bin(), wrapper);
     cmd.args(args);
     agents::offline(&mut cmd, dir);
     support::offline_env(&mut cmd, PathBuf::new(), api.port);

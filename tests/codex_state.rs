@@ -54,14 +54,7 @@ fn read_toml(path: &Path) -> toml::Table {
 
 /// `codex ARGS` (wrapped when `wrapper` is given) offline, its state in `~/.codex`.
 fn codex(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
-    let mut cmd = match wrapper {
-        Some(w) => {
-            let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-            c.args(w).arg("--").arg(support::codex_bin());
-            c
-        }
-        None => Command::new(support::codex_bin()),
-    };
+    let mut cmd = agents::wrapped_or_not(&support::codex_bin(), wrapper);
     let provider = format!(
         "model_providers.fake={{name=\"fake\",base_url=\"http://127.0.0.1:{}/v1\",wire_api=\"responses\",env_key=\"FAKE_KEY\"}}",
         api.port

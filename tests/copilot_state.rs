@@ -8,7 +8,7 @@
 
 use ahp_wrap_testkit::agents::{self, FakeServer, TestDir};
 use ahp_wrap_testkit::common::dirs;
-use ahp_wrap_testkit::llm_agents::{shell_tool, Agent};
+use ahp_wrap_testkit::llm_agents::{fake_llm, shell_tool, Agent};
 use ahp_wrap_testkit::terminal::on_terminal;
 
 use std::path::{Path, PathBuf};
@@ -53,24 +53,11 @@ fn read_config(path: &Path) -> Value {
 }
 
 fn llm(dir: &TestDir, name: &str, turns: Value) -> FakeServer {
-    FakeServer::start(
-        "fake_llm.py",
-        "fake model server",
-        dir.dir.path(),
-        name,
-        turns,
-    )
+    fake_llm(dir.dir.path(), name, turns)
 }
 
 fn copilot(dir: &TestDir, llm: &FakeServer, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
-    let mut cmd = match wrapper {
-        Some(w) => {
-            let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-            c.args(w).arg("--").arg(Agent::Copilot.bin());
-            c
-        }
-        None => Command::new(Agent::Copilot.bin()),
-    };
+    let mut cmd = agents::wrapped_or_not(&Agent::Copilot.bin(), wrapper);
     cmd.arg("--no-auto-update").args(args);
     agents::offline(&mut cmd, dir);
     cmd.env("COPILOT_OFFLINE", "true")

@@ -5,11 +5,11 @@
 //! the next start asks nothing, and an MCP server written into the settings from Python does
 //! not survive the run. Gemini runs wrapped as root only (shims/gemini/README.md).
 
-use ahp_wrap_testkit::agents::{self, FakeServer, TestDir};
+use ahp_wrap_testkit::agents::{self, read_json, FakeServer, TestDir};
 use ahp_wrap_testkit::common::dirs;
-use ahp_wrap_testkit::llm_agents::{shell, Agent};
+use ahp_wrap_testkit::llm_agents::{fake_llm, shell, Agent};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -35,30 +35,13 @@ fn settings(dir: &TestDir) -> PathBuf {
     dir.dir.path().join("home/.gemini/settings.json")
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 fn llm(dir: &TestDir, name: &str, turns: Value) -> FakeServer {
-    FakeServer::start(
-        "fake_llm.py",
-        "fake model server",
-        dir.dir.path(),
-        name,
-        turns,
-    )
+    fake_llm(dir.dir.path(), name, turns)
 }
 
 /// `gemini ARGS` (wrapped when `wrapper` is given), offline, with its state in `~/.gemini`.
 fn gemini(dir: &TestDir, llm: &FakeServer, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
-    let mut cmd = match wrapper {
-        Some(w) => {
-            let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-            c.args(w).arg("--").arg(Agent::Gemini.bin());
-            c
-        }
-        None => Command::new(Agent::Gemini.bin()),
-    };
+    let mut cmd = agents::wrapped_or_not(&Agent::Gemini.bin(), wrapper);
     cmd.args(["-m", "gemini-2.5-flash", "--yolo"]).args(args);
     agents::offline(&mut cmd, dir);
     cmd.env("GEMINI_API_KEY", "dummy")

@@ -5,11 +5,11 @@
 //! wrapped as unwrapped, and the notice is not shown again. An MCP server written into the
 //! settings from Python does not survive the run.
 
-use ahp_wrap_testkit::agents::{self, FakeServer, TestDir};
+use ahp_wrap_testkit::agents::{self, read_json, FakeServer, TestDir};
 use ahp_wrap_testkit::common::dirs;
-use ahp_wrap_testkit::llm_agents::{shell, Agent};
+use ahp_wrap_testkit::llm_agents::{fake_llm, shell, Agent};
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::Command;
 use std::time::Duration;
 
@@ -37,30 +37,13 @@ fn settings(dir: &TestDir) -> PathBuf {
     dir.dir.path().join("home/.qwen/settings.json")
 }
 
-fn read_json(path: &Path) -> Value {
-    serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap()
-}
-
 fn llm(dir: &TestDir, name: &str, turns: Value) -> FakeServer {
-    FakeServer::start(
-        "fake_llm.py",
-        "fake model server",
-        dir.dir.path(),
-        name,
-        turns,
-    )
+    fake_llm(dir.dir.path(), name, turns)
 }
 
 /// `qwen ARGS` (wrapped when `wrapper` is given), offline, its model the fake server.
 fn qwen(dir: &TestDir, llm: &FakeServer, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
-    let mut cmd = match wrapper {
-        Some(w) => {
-            let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-            c.args(w).arg("--").arg(Agent::Qwen.bin());
-            c
-        }
-        None => Command::new(Agent::Qwen.bin()),
-    };
+    let mut cmd = agents::wrapped_or_not(&Agent::Qwen.bin(), wrapper);
     cmd.args(["-m", "gpt-fake"]).args(args);
     agents::offline(&mut cmd, dir);
     cmd.env("OPENAI_API_KEY", "dummy")

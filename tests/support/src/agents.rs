@@ -182,6 +182,24 @@ impl TestDir {
     }
 }
 
+/// `bin`, wrapped by `ahp-wrap` with `wrapper`'s arguments when given.
+pub fn wrapped_or_not(bin: &Path, wrapper: Option<&[&str]>) -> Command {
+    match wrapper {
+        Some(args) => {
+            let mut c = Command::new(crate::wrap_bin());
+            c.args(args).arg("--").arg(bin);
+            c
+        }
+        None => Command::new(bin),
+    }
+}
+
+/// The JSON document in `path`.
+pub fn read_json(path: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(path).unwrap())
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", path.display()))
+}
+
 /// The environment every offline agent run starts from: ours cleared, `PATH` kept, `HOME`
 /// in the test's directory, run in its workspace, stdin closed and the output captured.
 pub fn offline(cmd: &mut Command, dir: &TestDir) {

@@ -109,6 +109,12 @@ impl FakeLlm {
     }
 }
 
+/// [`FakeLlm`]'s server under a name of its own, for a test that starts several in one
+/// directory (one per run).
+pub fn fake_llm(dir: &Path, name: &str, turns: Value) -> FakeServer {
+    FakeServer::start("fake_llm.py", "fake model server", dir, name, turns)
+}
+
 /// A scripted turn in which the model runs one shell command (Gemini CLI and Qwen Code call
 /// the tool `run_shell_command`).
 pub fn shell(command: &str) -> Value {
