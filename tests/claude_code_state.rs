@@ -78,6 +78,8 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (String, String, Value) 
         "/exit",
         "",
         "\\r",
+        "@2",
+        "\\r",
     ];
     let (screen1, code) = on_terminal(&claude(dir, &api, wrapper, &[]), &first, LIMIT);
     assert_eq!(code, Some(0), "{screen1}");
@@ -93,7 +95,16 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (String, String, Value) 
     let after_first = read_json(&claude_json(dir));
 
     let api = FakeApi::start(dir.dir.path(), "second", json!([{"text": "FINISHED-TURN"}]));
-    let second = ["agents", "hello\\r", "FINISHED-TURN", "/exit", "", "\\r"];
+    let second = [
+        "agents",
+        "hello\\r",
+        "FINISHED-TURN",
+        "/exit",
+        "",
+        "\\r",
+        "@2",
+        "\\r",
+    ];
     let (screen2, code) = on_terminal(&claude(dir, &api, wrapper, &[]), &second, LIMIT);
     assert_eq!(code, Some(0), "{screen2}");
     assert!(

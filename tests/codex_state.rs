@@ -101,6 +101,8 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
         "/quit",
         "",
         "\\r",
+        "@2",
+        "\\r",
     ];
     let (screen, code) = on_terminal(&codex(dir, &api, wrapper, &[]), &first, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
@@ -114,7 +116,16 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
         "the tool call ran on the first start: {screen}"
     );
     let api = FakeApi::start(dir.dir.path(), "second", json!([{"text": "FINISHED-TURN"}]));
-    let second = ["anything", "hello\\r", "FINISHED-TURN", "/quit", "", "\\r"];
+    let second = [
+        "anything",
+        "hello\\r",
+        "FINISHED-TURN",
+        "/quit",
+        "",
+        "\\r",
+        "@2",
+        "\\r",
+    ];
     let (screen, code) = on_terminal(&codex(dir, &api, wrapper, &[]), &second, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(!screen.contains(TRUST), "asked again: {screen}");

@@ -78,13 +78,13 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> Value {
     // "Yes" is chosen; down to "Yes, and remember this folder". No prompt: Copilot draws
     // its answer between animation frames, so no wait can match it whole.
     let steps = [
-        "folder?", "", "cancel", "\\x1b[B", "", "\\r", "commands", "/exit", "", "\\r",
+        "folder?", "", "cancel", "\\x1b[B", "", "\\r", "commands", "/exit", "", "\\r", "@2", "\\r",
     ];
     let (screen, code) = on_terminal(&copilot(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(screen.contains(TRUST), "Copilot asks for trust: {screen}");
     let api = llm(dir, "second", json!([]));
-    let steps = ["commands", "/exit", "", "\\r"];
+    let steps = ["commands", "/exit", "", "\\r", "@2", "\\r"];
     let (screen, code) = on_terminal(&copilot(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(!screen.contains(TRUST), "asked again: {screen}");

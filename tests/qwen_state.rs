@@ -71,6 +71,8 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> Value {
         "/quit",
         "",
         "\\r",
+        "@2",
+        "\\r",
     ];
     let (screen, code) = on_terminal(&qwen(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
@@ -87,6 +89,8 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> Value {
         "FINISHED-TURN",
         "/quit",
         "",
+        "\\r",
+        "@2",
         "\\r",
     ];
     let (screen, code) = on_terminal(&qwen(dir, &api, wrapper, &[]), &steps, LIMIT);

@@ -4,7 +4,8 @@
 usage: pty_steps.py [--cols N] [--limit SECS] WAIT KEYS [WAIT KEYS ...] -- command...
 
 Starts the command as the session leader of a new pty, then for each step waits until WAIT
-appears in the output since the previous step (an empty WAIT waits for nothing) and types
+appears in the output since the previous step (an empty WAIT waits for nothing, `@SECS`
+waits that many seconds after the previous step) and types
 KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C, '\\x1b[B' for the down arrow). Answers the terminal's cursor
 position queries (ESC[6n) as a terminal would. Echoes everything the command printed and
 exits with its exit code (128+N for signal N; 99 when the limit is reached).
@@ -37,6 +38,16 @@ if pid == 0:
 fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", 50, cols, 0, 0))
 out = b""
 mark = 0
+last_step = time.time()
+
+
+def ready(wait):
+    """Whether a step may run: its text has appeared since the last step, or (`@SECS`) that
+    many seconds have passed since it."""
+    if wait.startswith(b"@"):
+        return time.time() - last_step >= float(wait[1:])
+    return wait in out[mark:]
+
 deadline = time.time() + limit
 status = None
 
@@ -57,9 +68,10 @@ while time.time() < deadline:
         if b"\x1b[6n" in data:
             os.write(fd, b"\x1b[1;1R")
         out += data
-    if steps and steps[0][0] in out[mark:]:
+    if steps and ready(steps[0][0]):
         wait, keys = steps.pop(0)
-        mark = out.index(wait, mark) + len(wait) if wait else len(out)
+        last_step = time.time()
+        mark = out.index(wait, mark) + len(wait) if wait and not wait.startswith(b"@") else len(out)
         time.sleep(0.3)
         i = 0
         while i < len(keys):
@@ -71,7 +83,10 @@ while time.time() < deadline:
                 while j < len(keys) and not (0x40 <= keys[j] <= 0x7e):
                     j += 1
                 j += 1
-            os.write(fd, keys[i:j])
+            try:
+                os.write(fd, keys[i:j])
+            except OSError:
+                break  # the command has exited: nothing more to type
             i = j
             time.sleep(0.02)
     done, st = os.waitpid(pid, os.WNOHANG)
