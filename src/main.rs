@@ -22,22 +22,18 @@ fn main() -> ExitCode {
         ));
     }
     // The hook path runs on every tool call: skip clap and logging set-up for it.
-    let raw: Vec<std::ffi::OsString> = std::env::args_os().collect();
-    if raw.get(1).is_some_and(|a| a == "hook") {
-        return match &raw[2..] {
-            [fw, hook] => match (fw.to_str(), hook.to_str()) {
-                (Some(fw), Some(hook)) => hook_exit(relay::run_hook(fw, hook)),
-                _ => hook_refused("its framework and hook names are not UTF-8"),
-            },
-            [help] if help == "-h" || help == "--help" => {
-                println!("usage: ahp-wrap hook <FRAMEWORK> <HOOK>   (what an agent's hook system calls; not for people)");
-                ExitCode::SUCCESS
+    let mut raw = std::env::args_os();
+    if raw.len() == 4 && raw.nth(1).is_some_and(|a| a == "hook") {
+        if let (Some(fw), Some(hook)) = (raw.next(), raw.next()) {
+            if let (Some(fw), Some(hook)) = (fw.to_str(), hook.to_str()) {
+                return hook_exit(relay::run_hook(fw, hook));
             }
-            rest => hook_refused(&format!(
-                "it needs exactly a framework and a hook name, and got {} argument(s)",
-                rest.len()
-            )),
-        };
+        }
+    }
+    // Any other hook command line is malformed: refused, never a usage error (off the hot
+    // path: a well-formed call returned above).
+    if let Some(refused) = malformed_hook() {
+        return refused;
     }
     // A usage error exits 125, as every failure of the wrapper itself does: an agent's own
     // exit code 2 must not be mistaken for a mistyped option.
@@ -55,12 +51,28 @@ fn main() -> ExitCode {
     exit::report(command(cli)).into()
 }
 
-/// A hook call whose command line is malformed: refused in the form every agent's hook
-/// contract reads as "deny" (exit 2, the reason on stderr), never a usage error an agent would
-/// take for "go ahead".
-fn hook_refused(why: &str) -> ExitCode {
+/// A hook call whose command line is malformed (`ahp-wrap hook` with other than a framework
+/// and a hook name in UTF-8): refused in the form every agent's hook contract reads as "deny"
+/// (exit 2, the reason on stderr), never a usage error an agent would take for "go ahead".
+/// `None` when the command line is not a hook call; `-h` and `--help` print the usage.
+fn malformed_hook() -> Option<ExitCode> {
+    if std::env::args_os().nth(1).is_none_or(|a| a != "hook") {
+        return None;
+    }
+    let rest: Vec<std::ffi::OsString> = std::env::args_os().skip(2).collect();
+    let why = match rest.as_slice() {
+        [help] if help == "-h" || help == "--help" => {
+            println!("usage: ahp-wrap hook <FRAMEWORK> <HOOK>   (what an agent's hook system calls; not for people)");
+            return Some(ExitCode::SUCCESS);
+        }
+        [_, _] => "its framework and hook names are not UTF-8".to_owned(),
+        _ => format!(
+            "it needs exactly a framework and a hook name, and got {} argument(s)",
+            rest.len()
+        ),
+    };
     eprintln!("ahp-wrap hook: refused: the hook command line is malformed: {why} (usage: ahp-wrap hook <FRAMEWORK> <HOOK>)");
-    ExitCode::from(2)
+    Some(ExitCode::from(2))
 }
 
 /// Every command but a hook call: its exit code, or the failure `main` prints once.

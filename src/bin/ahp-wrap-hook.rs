@@ -60,16 +60,14 @@ fn run() -> c_int {
     }
     // Not `std::env::args()`: it panics on an argument that is not UTF-8, and a panic's
     // exit code is no refusal to an agent.
-    let args: Vec<String> = std::env::args_os()
-        .skip(1)
-        .map(|a| a.into_string().unwrap_or_else(|_| "\u{fffd}".to_owned()))
-        .collect();
+    let args: Vec<std::ffi::OsString> = std::env::args_os().skip(1).collect();
     let code = match args.as_slice() {
-        [cmd, framework, hook]
-            if cmd == "hook" && !framework.contains('\u{fffd}') && !hook.contains('\u{fffd}') =>
-        {
-            ahp_wrap::intercept::hooks::relay::run_hook(framework, hook)
-        }
+        [cmd, framework, hook] if cmd == "hook" => match (framework.to_str(), hook.to_str()) {
+            (Some(framework), Some(hook)) => {
+                ahp_wrap::intercept::hooks::relay::run_hook(framework, hook)
+            }
+            _ => malformed(),
+        },
         // A run's guardian, started by the wrapper (see `child::guardian`).
         [cmd, work @ ..] if cmd == guardian::GUARDIAN_ARG => {
             #[cfg(target_os = "linux")]
@@ -85,14 +83,16 @@ fn run() -> c_int {
             let _ = work;
             guardian::run_spawned()
         }
-        // Exit 2 with the reason: what every agent's hook contract reads as "deny".
-        _ => {
-            eprintln!(
-                "ahp-wrap-hook: refused: the hook command line is malformed (usage: \
-                 ahp-wrap-hook hook <FRAMEWORK> <HOOK>)"
-            );
-            2
-        }
+        _ => malformed(),
     };
     u8::try_from(code).map_or(1, c_int::from)
+}
+
+/// Exit 2 with the reason: what every agent's hook contract reads as "deny".
+fn malformed() -> i32 {
+    eprintln!(
+        "ahp-wrap-hook: refused: the hook command line is malformed (usage: \
+         ahp-wrap-hook hook <FRAMEWORK> <HOOK>)"
+    );
+    2
 }
