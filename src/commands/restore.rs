@@ -1,24 +1,11 @@
 //! `ahp-wrap restore FILE`: applies the changes a run kept aside from an agent's mixed
 //! state file (the instructions it wrote there), once the person has read them.
 
-use std::path::{Path, PathBuf};
-use std::time::Duration;
-
-use serde::Deserialize;
+use std::path::Path;
 
 use crate::exit::{CommandResult, Exit, Failure};
-use crate::statefile::merge::{self, Change};
-use crate::statefile::{key_text, Format};
-
-/// A record the run wrote (`run/statefiles.rs`).
-#[derive(Debug, Deserialize)]
-struct Record {
-    file: PathBuf,
-    format: Format,
-    #[serde(default)]
-    lock: Option<PathBuf>,
-    changes: Vec<Change>,
-}
+use crate::statefile::key_text;
+use crate::statefile::merge::{self, Record};
 
 /// Prints the record's changes and, unless `dry_run`, applies them to the state file and
 /// removes the record.
@@ -53,16 +40,14 @@ pub fn restore(path: &Path, dry_run: bool) -> CommandResult {
     if dry_run {
         return Ok(Exit::OK);
     }
-    let _lock = merge::Lock::take(record.lock.as_deref(), Duration::from_secs(2));
-    let mut doc = match std::fs::read(file) {
-        Ok(b) => merge::parse(&b, record.format, file).map_err(|e| fail(crate::error_chain(&e)))?,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => serde_json::json!({}),
-        Err(e) => return Err(fail(format!("cannot read {}: {e}", file.display()))),
-    };
-    let failed = merge::apply(&mut doc, &record.changes, &serde_json::Value::Null);
-    let bytes =
-        merge::serialize(&doc, record.format, file).map_err(|e| fail(crate::error_chain(&e)))?;
-    merge::write_atomic(file, &bytes).map_err(|e| fail(crate::error_chain(&e)))?;
+    let failed = merge::apply_to_file(
+        file,
+        record.format,
+        record.lock.as_deref(),
+        &record.changes,
+        &serde_json::Value::Null,
+    )
+    .map_err(|e| fail(crate::error_chain(&e)))?;
     if !failed.is_empty() {
         let keys: Vec<String> = failed.iter().map(|c| key_text(&c.key)).collect();
         return Err(fail(format!(

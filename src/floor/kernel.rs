@@ -119,8 +119,8 @@ impl Support {
         if !plan.mixed.is_empty() {
             match &self.namespaces {
                 Ok(()) => r.enforced.push(format!(
-                    "the agent's mixed state files ({}): written through a private copy; its \
-                     own keys merged at the end, instructions kept aside",
+                    "the agent's mixed state files ({}): its own keys merged at the end, \
+                     instructions kept aside",
                     plan.mixed.len()
                 )),
                 Err(_) => r.gaps.push(format!(
@@ -128,7 +128,7 @@ impl Support {
                      here (it gets EACCES)",
                     plan.mixed
                         .iter()
-                        .map(|p| p.display().to_string())
+                        .map(|m| m.path.display().to_string())
                         .collect::<Vec<_>>()
                         .join(", ")
                 )),

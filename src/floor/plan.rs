@@ -6,6 +6,7 @@ use std::path::{Path, PathBuf};
 
 use super::resolve::Resolver;
 use super::Spec;
+use crate::statefile::StateFile;
 
 /// The temp directories every run may write (and `$TMPDIR`).
 const TEMP: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
@@ -71,8 +72,8 @@ pub struct Context {
     pub temp: Vec<PathBuf>,
     /// Package caches the environment names ([`env_caches`]).
     pub caches: Vec<PathBuf>,
-    /// The agent's mixed state files (declared by its shim): written through a private copy.
-    pub mixed: Vec<PathBuf>,
+    /// The agent's mixed state files (declared by its shim and this run's injection).
+    pub mixed: Vec<StateFile>,
     /// Create the state and cache directories that are missing (a run does; printing the
     /// floor does not).
     pub create_missing: bool,
@@ -97,10 +98,11 @@ pub struct Plan {
     /// Protected paths beneath a writable directory that do not exist yet: nothing can be
     /// bound over them, so the run looks at them again at its end.
     pub absent: Vec<PathBuf>,
-    /// The agent's mixed state files whose directory exists (symlinks resolved; never one
-    /// beneath a hidden path): each is written through a private copy for the run, bound
-    /// over it ([`Plan::copies`]), whose changes are sorted key by key at the end.
-    pub mixed: Vec<PathBuf>,
+    /// The agent's mixed state files whose directory exists (each `path` with symlinks
+    /// resolved; never one beneath a hidden path): what the agent changes in them is sorted
+    /// key by key at the end (a file outside the writable roots through a private copy bound
+    /// over it, [`Plan::copies`]).
+    pub mixed: Vec<StateFile>,
     /// The private copies the run made of [`Plan::mixed`] files: each bound writable over
     /// its file (the file itself is no writable root).
     pub copies: Vec<Copy>,
@@ -163,26 +165,31 @@ impl Plan {
 
         // Where the parent exists: the run makes the file itself if need be (an empty table),
         // as a place to bind the copy over.
-        let mut mixed: Vec<PathBuf> = cx
-            .mixed
-            .iter()
-            .filter_map(|p| match p.parent().map(|d| paths.look(d)) {
-                Some((d, Some(true))) => match paths.look(&d.join(p.file_name()?)) {
-                    (file, None | Some(false)) => Some(file),
-                    (_, Some(true)) => None,
-                },
-                _ => None,
-            })
-            .filter(|m| !hidden.iter().any(|h| m.starts_with(h)))
-            .collect();
-        dedup(&mut mixed);
+        let mut mixed: Vec<StateFile> = Vec::new();
+        for declared in &cx.mixed {
+            let p = &declared.path;
+            let Some((dir, Some(true))) = p.parent().map(|d| paths.look(d)) else {
+                continue;
+            };
+            let Some(name) = p.file_name() else { continue };
+            let (path, Some(false) | None) = paths.look(&dir.join(name)) else {
+                continue; // a directory
+            };
+            if !hidden.iter().any(|h| path.starts_with(h)) && !mixed.iter().any(|m| m.path == path)
+            {
+                mixed.push(StateFile {
+                    path,
+                    ..declared.clone()
+                });
+            }
+        }
 
         let mut read_only = Vec::new();
         let mut absent = Vec::new();
         let mut pinned = Vec::new();
         for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
             let (p, exists) = paths.look(p);
-            if mixed.contains(&p) {
+            if mixed.iter().any(|m| m.path == p) {
                 continue; // written through its copy, merged key by key
             }
             let Some(root) = writable
@@ -269,10 +276,11 @@ impl fmt::Display for Plan {
             "protected but absent (checked again at the end)",
             &self.absent,
         )?;
+        let mixed: Vec<PathBuf> = self.mixed.iter().map(|m| m.path.clone()).collect();
         list(
-            "mixed state files (written through a private copy; the agent's own keys merged \
-             at the end, instructions kept aside)",
-            &self.mixed,
+            "mixed state files (the agent's own keys merged at the end, instructions kept \
+             aside)",
+            &mixed,
         )?;
         match &self.net {
             Some(net) => writeln!(

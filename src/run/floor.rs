@@ -96,11 +96,7 @@ pub(super) fn prepare(
     );
     cx.agent_state.extend(cmd.floor.state.iter().cloned());
     cx.protected.extend(cmd.floor.protected.iter().cloned());
-    let mut declared = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program))
-        .agent_files(&cx.home)
-        .mixed;
-    declared.extend(cmd.floor.mixed.iter().cloned());
-    cx.mixed = declared.iter().map(|f| f.path.clone()).collect();
+    cx.mixed.extend(cmd.floor.mixed.iter().cloned());
     cx.protected.extend(protected);
     cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
@@ -108,7 +104,7 @@ pub(super) fn prepare(
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
     #[cfg(target_os = "linux")]
-    return kernel(cmd, plan, &declared, run_dir, ahead, rules, control);
+    return kernel(cmd, plan, run_dir, ahead, rules, control);
     #[cfg(not(target_os = "linux"))]
     kernel(cmd, plan, run_dir, rules, control)
 }
@@ -117,7 +113,6 @@ pub(super) fn prepare(
 fn kernel(
     cmd: &mut AgentCommand,
     mut plan: Plan,
-    declared: &[crate::statefile::StateFile],
     run_dir: &Path,
     ahead: Option<floor::Ahead>,
     rules: HostRules,
@@ -140,12 +135,8 @@ fn kernel(
     // A copy can be bound only in a mount namespace of the tree's own.
     let copies = match support.namespaces {
         Ok(()) if !plan.mixed.is_empty() => {
-            let (copies, problems) = Copies::make(
-                declared,
-                &plan.mixed,
-                &plan.writable,
-                &run_dir.join("state"),
-            );
+            let (copies, problems) =
+                Copies::make(&plan.mixed, &plan.writable, &run_dir.join("state"));
             report.gaps.extend(problems);
             plan.copies = copies.binds();
             copies
@@ -428,9 +419,6 @@ impl Run<'_> {
         for outcome in outcomes {
             self.say_state_file(outcome).await;
         }
-        let Some(Ok(floor)) = &held.floor else {
-            return;
-        };
         let appeared = floor.plan.appeared();
         if appeared.is_empty() {
             return;
@@ -513,7 +501,7 @@ pub(crate) fn context(
         workspace,
         agent_state: own.state,
         protected: own.protected,
-        mixed: own.mixed.into_iter().map(|f| f.path).collect(),
+        mixed: own.mixed,
         temp: floor::plan::temp_dirs(),
         caches: floor::plan::env_caches(),
         home,

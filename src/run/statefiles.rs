@@ -8,35 +8,42 @@
 //! what happened.
 
 use std::path::{Path, PathBuf};
-use std::time::Duration;
 
-use serde_json::{json, Value};
+use serde_json::Value;
 
 use crate::floor::plan::Copy;
-use crate::statefile::merge::{self, Change, MergeError};
+use crate::statefile::merge::{self, Change, MergeError, Record};
 use crate::statefile::{key_text, Format, StateFile};
 
-/// How long the merge waits for the agent's own lock on a file (another session's write).
-const LOCK_WAIT: Duration = Duration::from_secs(2);
+/// How the agent writes one mixed state file on the floor, and so where its version is read
+/// at the end.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Writes {
+    /// Outside the writable roots: through the run's private copy, bound over the file; the
+    /// agent's own keys are merged into the file at the end.
+    Bound,
+    /// Beneath a writable root: in place (the agent replaces it by a rename, which a bind
+    /// would refuse); its instruction keys are undone at the end.
+    InPlace,
+    /// Through an overlay's entry that stands for it (Copilot's run-private home): that
+    /// entry, once the agent replaced it by a file of its own, is merged as a bound copy is;
+    /// while it is still the overlay's link, the file is settled as one written in place.
+    Through,
+}
 
 /// One mixed state file held for the run.
 #[derive(Clone)]
 pub(super) struct Held {
     file: StateFile,
-    /// The real file (symlinks resolved) and its copy.
+    /// The real file (`file.path`) and where the agent's version of it is read at the end
+    /// (the bound copy, the overlay's entry, or the file itself).
     copy: Copy,
-    /// What the file held when the copy was made, parsed and as bytes.
+    writes: Writes,
+    /// What the file held at the start, parsed and as bytes.
     before: Value,
     before_bytes: Vec<u8>,
-    /// The copy is bound over the file (else the agent writes the file in place, or writes
-    /// the copy itself: an overlay's entry that stands for the file).
-    bound: bool,
-    /// The file lies beneath a writable root: the agent writes it in place (it replaces it by
-    /// a rename, which a bind would refuse), and at the end its changes to instruction keys
-    /// are undone. `copy.copy` is then the file itself.
-    in_place: bool,
-    /// Whether the run made the file (the agent had not yet): removed again if the agent
-    /// leaves it empty.
+    /// Whether the run made the file (the agent had not yet, and a bind needs something to
+    /// cover): removed again if the agent leaves it empty.
     made: bool,
 }
 
@@ -59,32 +66,32 @@ pub(super) struct Outcome {
 }
 
 impl Copies {
-    /// Copies each of `mixed` (the plan's, canonical) into `dir`, making a file that does not
-    /// exist yet; one beneath a `writable` root is only read (written in place, settled at
-    /// the end). A file that cannot be read or copied is left out, with the reason (the agent
-    /// then cannot write it, as before).
+    /// Holds each of the plan's `mixed` files: one outside the `writable` roots is copied
+    /// into `dir` (and made first, empty, when it does not exist yet); one beneath them is
+    /// only read. A file that cannot be read or copied is left out, with the reason (the
+    /// agent then cannot write it, as before).
     pub(super) fn make(
-        declared: &[StateFile],
-        mixed: &[PathBuf],
+        mixed: &[StateFile],
         writable: &[PathBuf],
         dir: &Path,
     ) -> (Copies, Vec<String>) {
         let mut held = Vec::new();
         let mut problems = Vec::new();
-        for (n, path) in mixed.iter().enumerate() {
-            let Some(file) = declared.iter().find(|d| same_file(&d.path, path)) else {
-                continue;
+        for (n, file) in mixed.iter().enumerate() {
+            let writes = match &file.through {
+                Some(_) => Writes::Through,
+                None if writable.iter().any(|w| file.path.starts_with(w)) => Writes::InPlace,
+                None => Writes::Bound,
             };
-            let in_place = writable.iter().any(|w| path.starts_with(w));
-            let one = match &file.through {
-                Some(through) => hold_through(file, path, through),
-                None => hold(file, path, (!in_place).then_some(dir), n),
-            };
-            match one {
+            match hold(
+                file,
+                writes,
+                &dir.join(format!("{n}-{}", plain_name(&file.path))),
+            ) {
                 Ok(h) => held.push(h),
                 Err(e) => problems.push(format!(
                     "{} is not writable for the agent on this run: {}",
-                    path.display(),
+                    file.path.display(),
                     crate::error_chain(&e)
                 )),
             }
@@ -96,7 +103,7 @@ impl Copies {
     pub(super) fn binds(&self) -> Vec<Copy> {
         self.0
             .iter()
-            .filter(|h| h.bound)
+            .filter(|h| h.writes == Writes::Bound)
             .map(|h| h.copy.clone())
             .collect()
     }
@@ -111,159 +118,118 @@ impl Copies {
     }
 }
 
-/// Whether `declared` names the canonical `path`.
-fn same_file(declared: &Path, path: &Path) -> bool {
-    declared == path
-        || declared
-            .parent()
-            .and_then(|d| d.canonicalize().ok())
-            .zip(declared.file_name())
-            .is_some_and(|(d, name)| {
-                let p = d.join(name);
-                p == path || p.canonicalize().is_ok_and(|c| c == path)
-            })
+/// A file's name without its leading dots, for the names of its copy and records.
+fn plain_name(path: &Path) -> String {
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    name.trim_start_matches('.').to_owned()
 }
 
-/// Holds one file the agent writes through `through` (an overlay's entry standing for it):
-/// only what it holds now is kept.
-fn hold_through(file: &StateFile, path: &Path, through: &Path) -> Result<Held, MergeError> {
-    let bytes = match std::fs::read(path) {
-        Ok(b) => b,
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => Vec::new(),
-        Err(source) => {
-            return Err(MergeError::Read {
-                path: path.display().to_string(),
-                source,
-            })
-        }
-    };
-    Ok(Held {
-        file: file.clone(),
-        copy: Copy {
-            file: path.to_owned(),
-            copy: through.to_owned(),
-        },
-        before: merge::parse(&bytes, file.format, path)?,
-        before_bytes: bytes,
-        bound: false,
-        in_place: false,
-        made: false,
-    })
-}
-
-/// Holds one file: copied into `dir`, or (`None`: it is written in place) only read.
-fn hold(file: &StateFile, path: &Path, dir: Option<&Path>, n: usize) -> Result<Held, MergeError> {
+/// Creates `path` (which must not exist) readable by us alone, holding `bytes`.
+fn create_private(path: &Path, bytes: &[u8]) -> std::io::Result<()> {
     use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o600)
+        .open(path)
+        .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
+}
+
+/// Holds one file written as `writes` says; a bound one is copied to `copy`.
+fn hold(file: &StateFile, writes: Writes, copy: &Path) -> Result<Held, MergeError> {
+    let path = &file.path;
     let read = |source| MergeError::Read {
         path: path.display().to_string(),
         source,
     };
     let (bytes, made) = match std::fs::read(path) {
         Ok(b) => (b, false),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound && dir.is_none() => (Vec::new(), false),
-        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound && writes == Writes::Bound => {
             let empty: &[u8] = match file.format {
                 Format::Json => b"{}",
                 Format::Toml => b"",
             };
-            std::fs::OpenOptions::new()
-                .write(true)
-                .create_new(true)
-                .mode(0o600)
-                .open(path)
-                .and_then(|mut f| std::io::Write::write_all(&mut f, empty))
-                .map_err(read)?;
+            create_private(path, empty).map_err(read)?;
             (empty.to_vec(), true)
         }
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => (Vec::new(), false),
         Err(e) => return Err(read(e)),
     };
     let before = merge::parse(&bytes, file.format, path)?;
-    let Some(dir) = dir else {
-        return Ok(Held {
-            file: file.clone(),
-            copy: Copy {
-                file: path.to_owned(),
-                copy: path.to_owned(),
-            },
-            before,
-            before_bytes: bytes,
-            bound: false,
-            in_place: true,
-            made,
-        });
+    let copy = match (writes, &file.through) {
+        (Writes::Bound, _) => {
+            if let Some(dir) = copy.parent() {
+                std::fs::create_dir_all(dir).map_err(read)?;
+            }
+            create_private(copy, &bytes).map_err(|source| MergeError::Write {
+                path: copy.display().to_string(),
+                source,
+            })?;
+            copy.to_owned()
+        }
+        (Writes::Through, Some(through)) => through.clone(),
+        _ => path.clone(),
     };
-    std::fs::create_dir_all(dir).map_err(read)?;
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let copy = dir.join(format!("{n}-{}", name.trim_start_matches('.')));
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o600)
-        .open(&copy)
-        .and_then(|mut f| std::io::Write::write_all(&mut f, &bytes))
-        .map_err(|source| MergeError::Write {
-            path: copy.display().to_string(),
-            source,
-        })?;
     Ok(Held {
         file: file.clone(),
         copy: Copy {
-            file: path.to_owned(),
+            file: path.clone(),
             copy,
         },
+        writes,
         before,
         before_bytes: bytes,
-        bound: true,
-        in_place: false,
         made,
     })
 }
 
 impl Held {
     fn finish(&self, workspace: &[String], quarantine: Option<&Path>) -> Option<Outcome> {
+        // An overlay's entry still linked to the file (or never made): whatever the tree
+        // wrote went to the file itself, which is then settled as one written in place.
+        if self.writes == Writes::Through
+            && !self
+                .copy
+                .copy
+                .symlink_metadata()
+                .is_ok_and(|m| m.file_type().is_file())
+        {
+            let in_place = Held {
+                writes: Writes::InPlace,
+                copy: Copy {
+                    file: self.copy.file.clone(),
+                    copy: self.copy.file.clone(),
+                },
+                ..self.clone()
+            };
+            return in_place.finish(workspace, quarantine);
+        }
         let path = &self.copy.file;
+        let in_place = self.writes == Writes::InPlace;
         let mut outcome = Outcome {
             file: path.clone(),
             merged: Vec::new(),
             kept: Vec::new(),
             quarantine: None,
             failed: None,
-            in_place: self.in_place,
+            in_place,
         };
-        // An overlay's entry still linked to the file (or never made): whatever the tree
-        // wrote went to the file itself, which is then settled as one written in place.
-        let through_file = self
-            .copy
-            .copy
-            .symlink_metadata()
-            .is_ok_and(|m| m.file_type().is_file());
-        if !self.bound && !self.in_place && !through_file {
-            let in_place = Held {
-                in_place: true,
-                copy: Copy {
-                    file: path.clone(),
-                    copy: path.clone(),
-                },
-                ..self.clone()
-            };
-            return in_place.finish(workspace, quarantine);
-        }
-        let after = match std::fs::read(&self.copy.copy) {
-            // Written in place, it may have been removed: nothing is left of any key.
-            Err(e) if self.in_place && e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            r => r,
-        }
-        .map_err(|source| MergeError::Read {
-            path: self.copy.copy.display().to_string(),
-            source,
-        })
-        .and_then(|b| merge::parse(&b, self.file.format, path));
+        // Written in place, the file may have been removed: nothing is left of any key.
+        let after = match in_place {
+            true => merge::read_doc(&self.copy.copy, self.file.format),
+            false => std::fs::read(&self.copy.copy)
+                .map_err(|source| MergeError::Read {
+                    path: self.copy.copy.display().to_string(),
+                    source,
+                })
+                .and_then(|b| merge::parse(&b, self.file.format, path)),
+        };
         let after = match after {
             Ok(a) => a,
             Err(e) => {
                 outcome.failed = Some(crate::error_chain(&e));
                 outcome.quarantine = quarantine.and_then(|q| self.keep_whole(q));
-                if self.in_place {
+                if in_place {
                     // Nothing unreadable is left where later sessions read.
                     if let Err(e) = merge::write_atomic(path, &self.before_bytes) {
                         tracing::warn!("{}: {}", path.display(), crate::error_chain(&e));
@@ -279,60 +245,44 @@ impl Held {
         let sorted = merge::sort(&self.file, &self.before, &after, workspace);
         outcome.merged = sorted.merged.iter().map(|c| key_text(&c.key)).collect();
         outcome.kept = sorted.kept.iter().map(|c| key_text(&c.key)).collect();
-        if self.in_place {
-            if !sorted.kept.is_empty() {
-                outcome.quarantine = quarantine.and_then(|q| self.keep(q, &sorted.kept));
-                let undo: Vec<Change> = sorted
-                    .kept
-                    .iter()
-                    .map(|c| Change {
-                        key: c.key.clone(),
-                        old: c.new.clone(),
-                        new: c.old.clone(),
-                        member: c.member,
-                    })
-                    .collect();
-                if let Err(e) = self.merge(&undo, &self.before) {
+        // In place, the agent's own keys are there already and its instructions are undone;
+        // else its own keys are merged into the file and its instructions never reach it.
+        let (apply, from): (Vec<Change>, &Value) = match in_place {
+            true => (
+                sorted.kept.iter().map(Change::undone).collect(),
+                &self.before,
+            ),
+            false => (sorted.merged.clone(), &after),
+        };
+        if !apply.is_empty() {
+            if let Err(e) = self.merge(&apply, from) {
+                if in_place {
                     outcome.failed = Some(format!("its instructions could not be undone: {e}"));
+                } else {
+                    outcome.failed = Some(e);
+                    outcome.merged.clear();
+                    outcome.quarantine = quarantine.and_then(|q| self.keep_whole(q));
+                    return Some(outcome);
                 }
-            }
-            return Some(outcome);
-        }
-        if !sorted.merged.is_empty() {
-            if let Err(e) = self.merge(&sorted.merged, &after) {
-                outcome.failed = Some(e);
-                outcome.merged.clear();
-                outcome.quarantine = quarantine.and_then(|q| self.keep_whole(q));
-                return Some(outcome);
             }
         }
         if !sorted.kept.is_empty() {
-            outcome.quarantine = quarantine.and_then(|q| self.keep(q, &sorted.kept));
+            outcome.quarantine = quarantine.and_then(|q| self.keep(q, sorted.kept));
         }
         Some(outcome)
     }
 
-    /// Merges `changes` into the real file as it is now, under the agent's lock.
+    /// Applies `changes` to the real file as it is now, under the agent's lock.
     fn merge(&self, changes: &[Change], after: &Value) -> Result<(), String> {
         let path = &self.copy.file;
-        let _lock = merge::Lock::take(self.file.lock.as_deref(), LOCK_WAIT);
-        let now = std::fs::read(path).map_err(|source| MergeError::Read {
-            path: path.display().to_string(),
-            source,
-        });
-        let mut doc = match now {
-            Ok(b) => {
-                merge::parse(&b, self.file.format, path).map_err(|e| crate::error_chain(&e))?
-            }
-            // Removed meanwhile: the merge makes it anew.
-            Err(MergeError::Read { source, .. })
-                if source.kind() == std::io::ErrorKind::NotFound =>
-            {
-                json!({})
-            }
-            Err(e) => return Err(crate::error_chain(&e)),
-        };
-        let failed = merge::apply(&mut doc, changes, after);
+        let failed = merge::apply_to_file(
+            path,
+            self.file.format,
+            self.file.lock.as_deref(),
+            changes,
+            after,
+        )
+        .map_err(|e| crate::error_chain(&e))?;
         if !failed.is_empty() {
             let keys: Vec<String> = failed.iter().map(|c| key_text(&c.key)).collect();
             tracing::warn!(
@@ -341,31 +291,27 @@ impl Held {
                 keys.join(", ")
             );
         }
-        let bytes =
-            merge::serialize(&doc, self.file.format, path).map_err(|e| crate::error_chain(&e))?;
-        merge::write_atomic(path, &bytes).map_err(|e| crate::error_chain(&e))
+        Ok(())
     }
 
     /// Removes the file the run made when the agent left it as made.
     fn unmake(&self) {
         if self.made
-            && std::fs::read(&self.copy.file)
-                .ok()
-                .and_then(|b| merge::parse(&b, self.file.format, &self.copy.file).ok())
-                .is_some_and(|v| v.as_object().is_some_and(|m| m.is_empty()))
+            && merge::read_doc(&self.copy.file, self.file.format)
+                .is_ok_and(|v| v.as_object().is_some_and(|m| m.is_empty()))
         {
             let _ = std::fs::remove_file(&self.copy.file);
         }
     }
 
     /// A quarantine record of `changes`: what `ahp-wrap restore` applies.
-    fn keep(&self, dir: &Path, changes: &[Change]) -> Option<PathBuf> {
-        let record = json!({
-            "file": self.copy.file,
-            "format": match self.file.format { Format::Json => "json", Format::Toml => "toml" },
-            "lock": self.file.lock,
-            "changes": changes,
-        });
+    fn keep(&self, dir: &Path, changes: Vec<Change>) -> Option<PathBuf> {
+        let record = Record {
+            file: self.copy.file.clone(),
+            format: self.file.format,
+            lock: self.file.lock.clone(),
+            changes,
+        };
         self.write_record(dir, "kept.json", &serde_json::to_vec_pretty(&record).ok()?)
     }
 
@@ -376,31 +322,18 @@ impl Held {
     }
 
     fn write_record(&self, dir: &Path, ext: &str, bytes: &[u8]) -> Option<PathBuf> {
-        use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+        use std::os::unix::fs::DirBuilderExt;
         std::fs::DirBuilder::new()
             .recursive(true)
             .mode(0o700)
             .create(dir)
             .ok()?;
-        let name = self
-            .copy
-            .file
-            .file_name()
-            .unwrap_or_default()
-            .to_string_lossy()
-            .trim_start_matches('.')
-            .to_owned();
         let stamp = std::time::SystemTime::now()
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0, |d| d.as_secs());
+        let name = plain_name(&self.copy.file);
         let path = dir.join(format!("{stamp}-{}-{name}.{ext}", crate::random_hex(3)));
-        std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o600)
-            .open(&path)
-            .and_then(|mut f| std::io::Write::write_all(&mut f, bytes))
-            .ok()?;
+        create_private(&path, bytes).ok()?;
         Some(path)
     }
 }

@@ -41,7 +41,7 @@ pub struct StateFile {
 }
 
 /// How a state file is written.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
     Json,
@@ -153,22 +153,7 @@ mod tests {
 
     #[test]
     fn the_first_rule_that_covers_a_key_decides() {
-        let file = StateFile {
-            path: PathBuf::from("/h/.claude.json"),
-            format: Format::Json,
-            rules: vec![
-                KeyRule::new("mcpServers", Treatment::Guarded),
-                KeyRule::new(
-                    "projects.{workspace}.hasTrustDialogAccepted",
-                    Treatment::Own,
-                ),
-                KeyRule::new("projects.*.hasTrustDialogAccepted", Treatment::Guarded),
-                KeyRule::new("projects.*.mcpServers", Treatment::Guarded),
-            ],
-            other: Treatment::Own,
-            through: None,
-            lock: None,
-        };
+        let file = merge::tests::claude_like(Treatment::Own);
         let t = |k: &[&str]| file.treatment(&key(k), &["/w/app".to_owned()]);
         assert_eq!(t(&["mcpServers", "evil", "command"]), Treatment::Guarded);
         assert_eq!(t(&["mcpServers"]), Treatment::Guarded);
