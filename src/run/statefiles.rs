@@ -354,3 +354,111 @@ pub(super) fn project_names(workspace: &Path) -> Vec<String> {
 pub(super) fn quarantine_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("quarantine"))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::statefile::{KeyRule, Treatment};
+
+    fn declared(path: PathBuf) -> StateFile {
+        StateFile {
+            path,
+            format: Format::Json,
+            rules: vec![KeyRule::new("mcpServers", Treatment::Guarded)],
+            other: Treatment::Own,
+            through: None,
+            lock: None,
+        }
+    }
+
+    /// A home (not writable) and a writable directory, a state file in each, held.
+    fn held(dir: &Path) -> (Copies, PathBuf, PathBuf) {
+        let (home, writable) = (dir.join("home"), dir.join("state"));
+        std::fs::create_dir_all(&home).unwrap();
+        std::fs::create_dir_all(&writable).unwrap();
+        let (bound, in_place) = (home.join(".bound.json"), writable.join("in-place.json"));
+        std::fs::write(&bound, r#"{"theme":"dark"}"#).unwrap();
+        std::fs::write(&in_place, r#"{"theme":"dark"}"#).unwrap();
+        let files = [declared(bound.clone()), declared(in_place.clone())];
+        let (copies, problems) =
+            Copies::make(&files, std::slice::from_ref(&writable), &dir.join("run"));
+        assert!(problems.is_empty(), "{problems:?}");
+        (copies, bound, in_place)
+    }
+
+    #[test]
+    fn an_unreadable_result_never_reaches_the_file_and_is_kept_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let (copies, bound, in_place) = held(dir.path());
+        assert_eq!(
+            copies.binds().len(),
+            1,
+            "only the file outside the writable roots"
+        );
+        let copy = &copies.binds()[0].copy;
+        std::fs::write(copy, "{ broken").unwrap();
+        std::fs::write(&in_place, "{ broken").unwrap();
+        let quarantine = dir.path().join("quarantine");
+        let outcomes = copies.finish(&[], Some(&quarantine));
+        assert_eq!(outcomes.len(), 2);
+        for o in &outcomes {
+            assert!(o
+                .failed
+                .as_deref()
+                .is_some_and(|f| f.contains("not valid JSON")));
+            let kept = o.quarantine.as_ref().expect("the agent's version is kept");
+            assert_eq!(std::fs::read_to_string(kept).unwrap(), "{ broken");
+        }
+        // The bound file was never touched; the one written in place is as it was.
+        assert_eq!(
+            std::fs::read_to_string(&bound).unwrap(),
+            r#"{"theme":"dark"}"#
+        );
+        assert_eq!(
+            std::fs::read_to_string(&in_place).unwrap(),
+            r#"{"theme":"dark"}"#
+        );
+    }
+
+    #[test]
+    fn own_keys_are_merged_and_instructions_kept_aside_or_undone() {
+        let dir = tempfile::tempdir().unwrap();
+        let (copies, bound, in_place) = held(dir.path());
+        let agent = r#"{"theme":"light","mcpServers":{"evil":{"command":"sh"}}}"#;
+        std::fs::write(&copies.binds()[0].copy, agent).unwrap();
+        std::fs::write(&in_place, agent).unwrap();
+        let quarantine = dir.path().join("quarantine");
+        let outcomes = copies.finish(&[], Some(&quarantine));
+        for (o, path) in outcomes.iter().zip([&bound, &in_place]) {
+            assert_eq!(o.merged, ["theme"]);
+            assert_eq!(o.kept, ["mcpServers"]);
+            let doc = merge::read_doc(path, Format::Json).unwrap();
+            assert_eq!(
+                doc,
+                serde_json::json!({"theme": "light"}),
+                "{}",
+                path.display()
+            );
+            let record: Record =
+                serde_json::from_slice(&std::fs::read(o.quarantine.as_ref().unwrap()).unwrap())
+                    .unwrap();
+            assert_eq!(record.file, *path);
+            assert_eq!(record.changes[0].key, ["mcpServers"]);
+        }
+        assert!(!outcomes[0].in_place && outcomes[1].in_place);
+    }
+
+    #[test]
+    fn a_file_made_for_the_bind_goes_when_the_agent_leaves_it_empty() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".absent.json");
+        let (copies, _) = Copies::make(&[declared(path.clone())], &[], &dir.path().join("run"));
+        assert_eq!(
+            std::fs::read_to_string(&path).unwrap(),
+            "{}",
+            "made to be bound over"
+        );
+        assert!(copies.finish(&[], None).is_empty(), "nothing changed");
+        assert!(!path.exists(), "removed again");
+    }
+}
