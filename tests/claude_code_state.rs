@@ -175,6 +175,21 @@ fn first_run_choices_persist_on_the_floor_as_without_it() {
     );
 }
 
+/// Whether `v` holds, at any depth, an event of the floor's whose `kept` names `key`.
+fn floor_kept(v: &Value, key: &str) -> bool {
+    match v {
+        Value::Object(m) => {
+            (m.get("source") == Some(&json!("floor"))
+                && m.get("kept")
+                    .and_then(Value::as_array)
+                    .is_some_and(|k| k.contains(&json!(key))))
+                || m.values().any(|v| floor_kept(v, key))
+        }
+        Value::Array(a) => a.iter().any(|v| floor_kept(v, key)),
+        _ => false,
+    }
+}
+
 /// The model's one tool call: Python adds a user-scope MCP server to `~/.claude.json`
 /// (which later sessions start, outside any wrapper).
 fn hostile(dir: &TestDir, wrapper: &[&str]) -> (ahp_wrap_testkit::agents::Run, FakeApi) {
@@ -219,7 +234,11 @@ fn hostile(dir: &TestDir, wrapper: &[&str]) -> (ahp_wrap_testkit::agents::Run, F
 )]
 fn an_mcp_server_written_from_python_never_reaches_the_real_file() {
     let dir = world();
-    let (r, api) = hostile(&dir, &["--summary", "never"]);
+    let audit = dir.dir.path().join("audit.jsonl");
+    let (r, api) = hostile(
+        &dir,
+        &["--summary", "never", "--audit-log", audit.to_str().unwrap()],
+    );
     r.check(r.output.status.code() == Some(0), "the run ends normally");
     let results = api.tool_results();
     r.check(results.len() == 1, "the script ran");
@@ -241,7 +260,16 @@ fn an_mcp_server_written_from_python_never_reaches_the_real_file() {
         stderr.contains("were not merged: mcpServers.evil"),
         "the run says what it kept aside",
     );
-    // Kept aside, and restored on request.
+    // Audited: an event of the floor's naming the file and what it kept aside.
+    let audited = std::fs::read_to_string(&audit).unwrap();
+    r.check(
+        audited
+            .lines()
+            .filter_map(|l| serde_json::from_str::<Value>(l).ok())
+            .any(|line| floor_kept(&line, "mcpServers.evil")),
+        &format!("the audit log records what was kept aside:\n{audited}"),
+    );
+    // Kept aside, and restored on request (a dry run first changes nothing).
     let kept: Vec<PathBuf> =
         std::fs::read_dir(dir.dir.path().join("home/.local/state/ahp-wrap/quarantine"))
             .map(|d| d.map(|e| e.unwrap().path()).collect())
@@ -249,6 +277,19 @@ fn an_mcp_server_written_from_python_never_reaches_the_real_file() {
     r.check(kept.len() == 1, "one record kept aside");
     let record = read_json(&kept[0]);
     assert_eq!(record["changes"][0]["key"], json!(["mcpServers", "evil"]));
+    let before_restore = std::fs::read(claude_json(&dir)).unwrap();
+    let dry = Command::new(ahp_wrap_testkit::wrap_bin())
+        .args(["restore", "--dry-run"])
+        .arg(&kept[0])
+        .output()
+        .unwrap();
+    assert!(dry.status.success(), "{dry:?}");
+    assert!(
+        String::from_utf8_lossy(&dry.stdout).contains("mcpServers.evil: (absent) -> "),
+        "the dry run shows the change: {dry:?}"
+    );
+    assert_eq!(std::fs::read(claude_json(&dir)).unwrap(), before_restore);
+    assert!(kept[0].exists(), "a dry run keeps the record");
     let out = Command::new(ahp_wrap_testkit::wrap_bin())
         .arg("restore")
         .arg(&kept[0])
