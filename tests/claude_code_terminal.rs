@@ -4,43 +4,13 @@
 
 use ahp_wrap_testkit::agents;
 use ahp_wrap_testkit::claude_code as support;
+use ahp_wrap_testkit::terminal::plain;
 
 use std::process::Command;
 use std::time::Duration;
 
 use serde_json::json;
 use support::{FakeApi, World};
-
-/// The screen without terminal control sequences.
-fn plain(screen: &[u8]) -> String {
-    let text = String::from_utf8_lossy(screen);
-    let mut out = String::with_capacity(text.len());
-    let mut chars = text.chars().peekable();
-    while let Some(c) = chars.next() {
-        match c {
-            '\x1b' => match chars.next() {
-                Some('[') => {
-                    for c in chars.by_ref() {
-                        if c.is_ascii_alphabetic() || c == '~' {
-                            break;
-                        }
-                    }
-                }
-                Some(']') => {
-                    for c in chars.by_ref() {
-                        if c == '\x07' {
-                            break;
-                        }
-                    }
-                }
-                _ => {}
-            },
-            '\r' => {}
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// Interactive `ahp-wrap -- claude "say hi"` on a pty: waits for the model's answer, types
 /// `/exit`, and returns the whole screen and the exit code.
@@ -136,4 +106,17 @@ fn the_exit_hint_is_a_working_command_and_the_hidden_warning_comes_back() {
     );
     // Supervised all the same: the prompt went through our hook.
     assert!(!api.requests().is_empty());
+}
+
+/// The screen as the interactive suites read it: words drawn apart by cursor moves, a link
+/// (an OSC ended by BEL) and a title (an OSC ended by ST) leave their text only. (The testkit
+/// is no workspace member: its own unit tests would never run.)
+#[test]
+fn the_screen_is_read_as_its_words() {
+    use ahp_wrap_testkit::terminal::squeezed;
+    let screen = b"\x1b[5;3HTrust\x1b[5;9Hthis \x1b]8;id=x;https://a\x07folder?\r\n";
+    assert_eq!(squeezed(screen), "Trustthisfolder?");
+    let st = b"\x1b]0;title\x1b\\Ready \x1b]8;;\x1b\\now";
+    assert_eq!(squeezed(st), "Readynow");
+    assert_eq!(plain(b"a\r\n\x1b[1mb"), "a\nb");
 }

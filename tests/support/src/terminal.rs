@@ -35,10 +35,11 @@ pub fn on_terminal(cmd: &Command, steps: &[&str], limit: Duration) -> (String, O
     (squeezed(&r.output.stdout), r.output.status.code())
 }
 
-/// `screen` without escape sequences (CSI and OSC) and white space.
-pub fn squeezed(screen: &[u8]) -> String {
+/// `screen` without escape sequences (CSI and OSC) and carriage returns: its text, as the
+/// terminal's lines showed it.
+pub fn plain(screen: &[u8]) -> String {
     let text = String::from_utf8_lossy(screen);
-    let mut out = String::new();
+    let mut out = String::with_capacity(text.len());
     let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
@@ -60,20 +61,14 @@ pub fn squeezed(screen: &[u8]) -> String {
                 }
                 _ => {}
             },
-            c if c.is_whitespace() => {}
+            '\r' => {}
             c => out.push(c),
         }
     }
     out
 }
 
-#[cfg(test)]
-mod tests {
-    #[test]
-    fn the_screen_is_squeezed_to_its_words() {
-        let screen = b"\x1b[5;3HTrust\x1b[5;9Hthis \x1b]8;id=x;https://a\x07folder?\r\n";
-        assert_eq!(super::squeezed(screen), "Trustthisfolder?");
-        let st = b"\x1b]0;title\x1b\\Ready \x1b]8;;\x1b\\now";
-        assert_eq!(super::squeezed(st), "Readynow");
-    }
+/// [`plain`], and without white space.
+pub fn squeezed(screen: &[u8]) -> String {
+    plain(screen).chars().filter(|c| !c.is_whitespace()).collect()
 }
