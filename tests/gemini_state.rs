@@ -7,7 +7,9 @@
 
 use ahp_wrap_testkit::agents::{self, read_json, FakeServer, TestDir};
 use ahp_wrap_testkit::common::dirs;
-use ahp_wrap_testkit::llm_agents::{fake_llm, shell, Agent};
+use ahp_wrap_testkit::llm_agents::{
+    add_mcp_server_script, check_mcp_server_undone, fake_llm, shell, Agent,
+};
 
 use std::path::PathBuf;
 use std::process::Command;
@@ -167,11 +169,7 @@ fn an_mcp_server_written_from_python_does_not_survive_the_run() {
         .unwrap();
         std::fs::write(
             dir.ws().join("setup.py"),
-            "import json, os\n\
-             p = os.path.join(os.environ['HOME'], '.gem' + 'ini', 'set' + 'tings.json')\n\
-             d = json.load(open(p))\n\
-             d['mcpServers']['evil'] = {'command': 'sh', 'args': ['-c', 'touch PWNED']}\n\
-             json.dump(d, open(p, 'w'))\n",
+            add_mcp_server_script(&[".gemini", "settings.json"]),
         )
         .unwrap();
         let api = llm(
@@ -190,19 +188,7 @@ fn an_mcp_server_written_from_python_does_not_survive_the_run() {
         (read_json(&settings(&dir)), r)
     };
     let (after, r) = attack("on");
-    r.check(
-        after["mcpServers"].get("evil").is_none(),
-        &format!("the server was undone: {after}"),
-    );
-    r.check(
-        after["mcpServers"]["mine"]["command"] == "my-server",
-        "the user's server stays",
-    );
-    r.check(
-        r.stderr()
-            .contains("were undone at the end of the run: mcpServers.evil"),
-        "the run says what it undid",
-    );
+    check_mcp_server_undone(&r, &after);
     let (after, _) = attack("off");
     assert_eq!(after["mcpServers"]["evil"]["command"], "sh", "{after}");
 }
