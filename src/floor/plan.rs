@@ -138,6 +138,14 @@ impl Plan {
         writable.extend(cx.temp.iter().cloned());
         writable.push(PathBuf::from("/dev/pts"));
         let listed = spec.writable(&home, &ws);
+        // The agent's own state is made with its missing parents beneath the home (a fresh
+        // home has no `~/.local/share` for an agent that keeps its state there; the agent
+        // would make it, and cannot on the floor); a cache only where its parent exists.
+        for dir in &cx.agent_state {
+            if cx.create_missing && !dir.exists() && dir.starts_with(&cx.home) && cx.home.is_dir() {
+                let _ = std::fs::create_dir_all(dir);
+            }
+        }
         for dir in cx.agent_state.iter().chain(&listed).chain(&cx.caches) {
             if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
                 let _ = std::fs::create_dir(dir);
@@ -323,7 +331,7 @@ mod tests {
         let cx = Context {
             workspace: ws.clone(),
             home: home.clone(),
-            agent_state: vec![home.join(".agent")],
+            agent_state: vec![home.join(".agent"), home.join(".local/share/agent")],
             create_missing: true,
             ..Context::default()
         };
@@ -338,6 +346,10 @@ mod tests {
         assert!(
             plan.writable.contains(&home.join(".agent")),
             "state created: {plan}"
+        );
+        assert!(
+            plan.writable.contains(&home.join(".local/share/agent")),
+            "state created with its parents in a fresh home: {plan}"
         );
         assert!(
             plan.writable.contains(&home.join(".cache")),

@@ -19,7 +19,7 @@ mod render;
 
 use crate::frameworks::adapter::{
     hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
@@ -40,6 +40,13 @@ pub struct Flavor {
     pub env_pure: &'static str,
     /// The agent's directory under the XDG data, state and cache directories.
     pub xdg_dir: &'static str,
+    /// The files of its global configuration directory the agent itself rewrites at start
+    /// (a migration of the user's settings): mixed state files whose every key is the user's,
+    /// so what the agent changes in them is kept aside, and the agent does not fail on a
+    /// configuration it cannot write.
+    pub rewritten_config: &'static [&'static str],
+    /// More directories of its own under the XDG state directory.
+    pub more_state: &'static [&'static str],
 }
 
 /// OpenCode itself.
@@ -60,6 +67,8 @@ pub const OPENCODE: Flavor = Flavor {
     env_config_content: "OPENCODE_CONFIG_CONTENT",
     env_pure: "OPENCODE_PURE",
     xdg_dir: "opencode",
+    rewritten_config: &[],
+    more_state: &[],
 };
 
 /// Kilo Code's CLI, a fork of OpenCode: `KILO_*` for `OPENCODE_*`, `kilo` for `opencode`.
@@ -86,6 +95,12 @@ pub const KILO: Flavor = Flavor {
     env_config_content: "KILO_CONFIG_CONTENT",
     env_pure: "KILO_PURE",
     xdg_dir: "kilo",
+    // Kilo 7 adds `permission.bash = "allow"` to the last of these that exists, once, for a
+    // user whose settings predate it (and stops with "Unexpected error" when it cannot).
+    rewritten_config: &["config.json", "kilo.json", "opencode.json"],
+    // Its own sandbox's settings per project, written at every session's start (Kilo's
+    // sandbox is off unless the user turns it on).
+    more_state: &["kilo-sandbox-policy"],
 };
 
 hook_events! {
@@ -124,20 +139,45 @@ impl Framework for OpenCode {
     }
 
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
-        // Its data, state and cache directories (XDG); its configuration stays unwritable.
-        let xdg = |var: &str, default: &str| {
+        // Its data, state and cache directories (XDG); its configuration stays unwritable, but
+        // for the files it rewrites itself (written through a copy, every change kept aside).
+        let base = |var: &str, default: &str| {
             std::env::var_os(var)
                 .filter(|v| !v.is_empty())
                 .map_or_else(|| home.join(default), std::path::PathBuf::from)
-                .join(self.0.xdg_dir)
         };
+        let xdg = |var: &str, default: &str| base(var, default).join(self.0.xdg_dir);
+        let config = xdg("XDG_CONFIG_HOME", ".config");
+        let mixed = self
+            .0
+            .rewritten_config
+            .iter()
+            .map(|name| config.join(name))
+            .filter(|path| path.is_file())
+            .map(|path| StateFile {
+                path,
+                format: StateFormat::Json,
+                rules: Vec::new(),
+                other: Treatment::Guarded,
+                through: None,
+                lock: None,
+            })
+            .collect();
         AgentFiles {
-            mixed: Vec::new(),
-            state: vec![
+            mixed,
+            state: [
                 xdg("XDG_DATA_HOME", ".local/share"),
                 xdg("XDG_STATE_HOME", ".local/state"),
                 xdg("XDG_CACHE_HOME", ".cache"),
-            ],
+            ]
+            .into_iter()
+            .chain(
+                self.0
+                    .more_state
+                    .iter()
+                    .map(|d| base("XDG_STATE_HOME", ".local/state").join(d)),
+            )
+            .collect(),
             protected: Vec::new(),
         }
     }

@@ -30,7 +30,7 @@ pub enum Agent {
 }
 
 impl Agent {
-    fn dir(self) -> &'static str {
+    pub fn dir(self) -> &'static str {
         match self {
             Agent::Gemini => "gemini",
             Agent::Qwen => "qwen",
@@ -185,6 +185,43 @@ fn opencode_user_config(url_env: &str) -> Value {
     })
 }
 
+/// The OpenCode family's user config (`agent` is OpenCode or Kilo): the fake model server as
+/// a provider; for Kilo, its own provider off (it would ask Kilo's service for its models).
+pub fn opencode_family_config(agent: Agent) -> Value {
+    match agent {
+        Agent::Kilo => {
+            let mut config = opencode_user_config("KILO_TEST_BASE_URL");
+            config["$schema"] = "https://app.kilo.ai/config.json".into();
+            config["disabled_providers"] = json!(["kilo"]);
+            config
+        }
+        _ => opencode_user_config("OPENCODE_TEST_BASE_URL"),
+    }
+}
+
+/// The OpenCode family's environment for an offline run against the fake model server at
+/// `base` (`http://127.0.0.1:PORT`): Kilo's variables are OpenCode's renamed. npm offline:
+/// the background install of the plugin package into the config dirs fails at once instead
+/// of reaching the registry.
+pub fn opencode_family_env(agent: Agent, cmd: &mut Command, base: &str) {
+    let prefix = match agent {
+        Agent::Kilo => "KILO",
+        _ => "OPENCODE",
+    };
+    for (name, value) in [
+        ("TEST_BASE_URL", format!("{base}/v1")),
+        ("DISABLE_MODELS_FETCH", "1".into()),
+        ("DISABLE_AUTOUPDATE", "1".into()),
+    ] {
+        cmd.env(format!("{prefix}_{name}"), value);
+    }
+    if agent == Agent::Kilo {
+        cmd.env("KILO_DISABLE_SHARE", "1")
+            .env("KILO_TELEMETRY_LEVEL", "off");
+    }
+    cmd.env("npm_config_offline", "true");
+}
+
 /// droid's user settings: the fake model server as a custom Chat Completions model
 /// (`custom:Fake-0`), and a user hook of their own that leaves a mark (`user-hook-ran` in
 /// HOME) on every tool call.
@@ -233,14 +270,7 @@ impl World {
             }),
             // The provider lives in the user's own config: a run that reaches the fake model
             // proves that the user's config still loads beside ours.
-            Agent::OpenCode => opencode_user_config("OPENCODE_TEST_BASE_URL"),
-            // Kilo's own provider is off: it would ask Kilo's service for its models.
-            Agent::Kilo => {
-                let mut config = opencode_user_config("KILO_TEST_BASE_URL");
-                config["$schema"] = "https://app.kilo.ai/config.json".into();
-                config["disabled_providers"] = json!(["kilo"]);
-                config
-            }
+            Agent::OpenCode | Agent::Kilo => opencode_family_config(agent),
             // Copilot needs no settings: offline mode and the provider are environment.
             // droid's model names the fake server's port: written when the run starts.
             Agent::Copilot | Agent::Droid => return world,
@@ -337,24 +367,14 @@ impl World {
                     .env("FACTORY_AIRGAP_ENABLED", "true");
             }
             Agent::Kilo => {
-                // As OpenCode, under Kilo's names; `--auto`: a headless run rejects any
-                // permission it would ask for (a path outside the project) and fails.
-                cmd.args(["run", "--auto", prompt])
-                    .env("KILO_TEST_BASE_URL", format!("{base}/v1"))
-                    .env("KILO_DISABLE_MODELS_FETCH", "1")
-                    .env("KILO_DISABLE_AUTOUPDATE", "1")
-                    .env("KILO_DISABLE_SHARE", "1")
-                    .env("KILO_TELEMETRY_LEVEL", "off")
-                    .env("npm_config_offline", "true");
+                // `--auto`: a headless run rejects any permission it would ask for (a path
+                // outside the project) and fails.
+                cmd.args(["run", "--auto", prompt]);
+                opencode_family_env(self.agent, &mut cmd, &base);
             }
             Agent::OpenCode => {
-                // npm offline: OpenCode's background install of its plugin package into the
-                // config dirs fails at once instead of reaching the registry.
-                cmd.args(["run", prompt])
-                    .env("OPENCODE_TEST_BASE_URL", format!("{base}/v1"))
-                    .env("OPENCODE_DISABLE_MODELS_FETCH", "1")
-                    .env("OPENCODE_DISABLE_AUTOUPDATE", "1")
-                    .env("npm_config_offline", "true");
+                cmd.args(["run", prompt]);
+                opencode_family_env(self.agent, &mut cmd, &base);
             }
         }
         if matches!(self.agent, Agent::Gemini | Agent::Qwen) {
