@@ -104,12 +104,14 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Apply changes the floor kept aside: the instructions an agent wrote into one of its
-    /// mixed state files (`~/.claude.json`'s MCP servers, say), which a run did not merge.
+    /// Apply what the floor kept aside: the instructions an agent wrote into one of its
+    /// mixed state files (`~/.claude.json`'s MCP servers, say), which a run did not merge; or
+    /// a protected path its tree created (`~/.claude/CLAUDE.md`), which the run moved aside.
     ///
-    /// The run names the file it kept them in (under $XDG_STATE_HOME/ahp-wrap/quarantine/).
-    /// Prints each change, applies them to the state file (atomically), and removes the
-    /// record. `--dry-run` only prints.
+    /// The run names the record it kept (under $XDG_STATE_HOME/ahp-wrap/quarantine/).
+    /// Prints each change, applies them to the state file (atomically), or puts the path
+    /// back (unless something is there now), and removes the record. `--dry-run` only
+    /// prints.
     Restore {
         /// The record the run named.
         file: std::path::PathBuf,

@@ -125,6 +125,31 @@ fn floor(
     } else {
         out.push_str("network: not confined (the policy's [floor.net] enabled = false)\n");
     }
+    if spec.env.removes() {
+        let mut keep = framework.own_env(&[]);
+        for k in spec.env.keep.iter().flatten() {
+            if !keep.contains(k) {
+                keep.push(k.clone());
+            }
+        }
+        let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+        let vars = vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()));
+        let removed = crate::floor::secrets::to_remove(vars, &keep);
+        out.push_str(&format!(
+            "environment: credentials removed before the agent starts; of this one: {}; kept \
+             when present: {}\n",
+            if removed.is_empty() {
+                "none".to_owned()
+            } else {
+                removed.join(", ")
+            },
+            keep.join(", ")
+        ));
+    } else {
+        out.push_str(
+            "environment: passed on whole (the policy's [floor.env] remove_credentials = false)\n",
+        );
+    }
     out.push('\n');
     out.push_str(&plan.to_string());
     exit::print(&out);

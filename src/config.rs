@@ -102,6 +102,8 @@ pub struct Config {
     pub floor: crate::floor::Mode,
     /// Exit before the agent starts when the floor is not complete here.
     pub require_floor: bool,
+    /// `--keep-env`: credentials left in the agent's environment on the floor.
+    pub keep_env: Vec<String>,
     /// The workspace: `--workspace`, else the current directory.
     pub workspace: PathBuf,
     /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
@@ -273,6 +275,7 @@ impl Config {
             host,
             floor: args.floor.into(),
             require_floor: args.require_floor,
+            keep_env: args.keep_env,
             workspace: workspace(args.workspace)?,
             telemetry,
         })

@@ -10,8 +10,16 @@ use std::path::PathBuf;
 pub struct AgentFiles {
     /// Directories the agent writes its state to.
     pub state: Vec<PathBuf>,
-    /// Files (or directories) beneath them it must never write: settings, hooks.
+    /// Files (or directories) beneath them it must never write: settings, hooks, and what
+    /// its later sessions read as instructions or run as code (memory, commands, skills).
     pub protected: Vec<PathBuf>,
+    /// Directories among `protected` that the run makes, empty, when they are missing: an
+    /// empty directory means to the agent what an absent one does, and once there it is
+    /// bound read-only, so nothing can be planted in it.
+    pub protected_dirs: Vec<PathBuf>,
+    /// Paths relative to the workspace that the agent's later sessions in this project obey
+    /// (its project settings, commands, agents): never written either.
+    pub project: Vec<PathBuf>,
     /// Files that mix the agent's own bookkeeping with instructions (`~/.claude.json`): on
     /// the floor it writes a private copy, whose changes are sorted key by key at the end.
     pub mixed: Vec<crate::statefile::StateFile>,
@@ -24,6 +32,9 @@ pub struct AgentCommand {
     pub args: Vec<OsString>,
     /// Extra environment for the agent (added to ours).
     pub env: Vec<(OsString, OsString)>,
+    /// Names of ours the agent must not inherit (credentials, on the floor); `env` is added
+    /// after they are taken out.
+    pub remove_env: Vec<String>,
     /// A hook the agent calls in every session once the injection works. If the agent
     /// exits without having called it, the wrapper warns loudly that the run was not
     /// supervised (the agent may have ignored the injected hooks).

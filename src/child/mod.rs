@@ -163,7 +163,10 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
     let shown = cmd.program.to_string_lossy().into_owned();
     // Ours, less what the agent must not inherit, and the command's own (the last wins).
     let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
-        .filter(|(k, _)| !opts.remove_env.iter().any(|r| k == r))
+        .filter(|(k, _)| {
+            !opts.remove_env.iter().any(|r| k == r)
+                && !cmd.remove_env.iter().any(|r| k == r.as_str())
+        })
         .collect();
     for (k, v) in &cmd.env {
         env.retain(|(old, _)| old != k);

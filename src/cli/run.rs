@@ -137,6 +137,15 @@ pub struct RunArgs {
     #[arg(help_heading = "Floor (Linux)", long)]
     pub require_floor: bool,
 
+    /// Leave this credential in the agent's environment for this run (repeatable).
+    ///
+    /// On the floor, variables that carry credentials (`GITHUB_TOKEN`, `NPM_TOKEN`, cloud
+    /// keys, values shaped like known tokens) are removed from the agent's environment,
+    /// but for what its shim says it needs and what the policy's `[floor.env] keep` names.
+    /// `NAME` may hold `*`.
+    #[arg(help_heading = "Floor (Linux)", long, value_name = "NAME")]
+    pub keep_env: Vec<String>,
+
     /// The workspace the agent may write (default: the current directory).
     #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -1,9 +1,11 @@
 //! `ahp-wrap restore FILE`: applies the changes a run kept aside from an agent's mixed
-//! state file (the instructions it wrote there), once the person has read them.
+//! state file (the instructions it wrote there), or puts back a protected path the agent's
+//! tree created and the run moved aside, once the person has read them.
 
 use std::path::Path;
 
 use crate::exit::{CommandResult, Exit, Failure};
+use crate::statefile::aside::{put_back, Moved};
 use crate::statefile::key_text;
 use crate::statefile::merge::{self, Record};
 
@@ -13,6 +15,19 @@ pub fn restore(path: &Path, dry_run: bool) -> CommandResult {
     let fail = |m: String| Failure::new(Exit::Problem, m);
     let text =
         std::fs::read(path).map_err(|e| fail(format!("cannot read {}: {e}", path.display())))?;
+    if let Ok(moved) = serde_json::from_slice::<Moved>(&text) {
+        crate::exit::print(&format!(
+            "{} was created during a run and moved aside to {}\n",
+            moved.moved.display(),
+            moved.held.display()
+        ));
+        if dry_run {
+            return Ok(Exit::OK);
+        }
+        put_back(path, &moved).map_err(|e| fail(format!("not put back: {e}")))?;
+        crate::exit::print(&format!("put back at {}\n", moved.moved.display()));
+        return Ok(Exit::OK);
+    }
     let record: Record = serde_json::from_slice(&text).map_err(|e| {
         fail(format!(
             "{} is not a record of changes kept aside by a run: {e}",

@@ -15,6 +15,8 @@
 //!   plan's binds and empty mounts.
 //! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
 //!   the guardian starts, for the agent's process to join ([`Ahead`]).
+//! - [`secrets`]: which of the wrapper's variables carry credentials the agent's tree must
+//!   not inherit.
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
 //!   read it, sorted into the run's own.
 //!
@@ -33,6 +35,7 @@ pub mod denials;
 pub mod hosts;
 pub mod plan;
 mod resolve;
+pub mod secrets;
 pub mod spec;
 
 #[cfg(target_os = "linux")]

@@ -56,6 +56,31 @@ pub fn env_caches() -> Vec<PathBuf> {
         .collect()
 }
 
+/// The directory git runs the hooks of the repository `workspace` lies in from, when it is
+/// not `.git/hooks` (which the policy protects): `core.hooksPath` (husky's `.husky/_`, a
+/// shared `~/.githooks`), as git itself reads it from the system, global and repository
+/// configuration with their includes. `None` outside a repository, or without git.
+pub fn git_hooks(workspace: &Path) -> Option<PathBuf> {
+    workspace.ancestors().find(|d| d.join(".git").exists())?;
+    let out = std::process::Command::new("git")
+        .arg("-C")
+        .arg(workspace)
+        .args(["rev-parse", "--git-path", "hooks"])
+        .stdin(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .output()
+        .ok()
+        .filter(|o| o.status.success())?;
+    let text = String::from_utf8(out.stdout).ok()?;
+    let path = workspace.join(text.trim_end_matches('\n'));
+    // husky 9 points git at `.husky/_`, whose scripts run the hooks kept in `.husky`.
+    let path = match path.file_name() {
+        Some(n) if n == "_" => path.parent()?.to_owned(),
+        _ => path,
+    };
+    (!path.ends_with(".git/hooks")).then_some(path)
+}
+
 /// What one run's floor starts from.
 #[derive(Debug, Clone, Default)]
 pub struct Context {
@@ -74,6 +99,10 @@ pub struct Context {
     pub caches: Vec<PathBuf>,
     /// The agent's mixed state files (declared by its shim and this run's injection).
     pub mixed: Vec<StateFile>,
+    /// Protected directories made, empty, when missing (declared by its shim).
+    pub protected_dirs: Vec<PathBuf>,
+    /// Paths relative to the workspace that are protected (declared by its shim).
+    pub project: Vec<PathBuf>,
     /// Create the state and cache directories that are missing (a run does; printing the
     /// floor does not).
     pub create_missing: bool,
@@ -192,13 +221,41 @@ impl Plan {
             }
         }
 
+        // What the policy lets the agent write although its shim or the policy protects it.
+        let keep: Vec<PathBuf> = spec
+            .keep(&home, &ws)
+            .iter()
+            .map(|k| paths.look(k).0)
+            .collect();
+        let kept = |p: &Path| keep.iter().any(|k| p.starts_with(k));
+        for dir in &cx.protected_dirs {
+            let (Some(parent), Some(name)) = (dir.parent(), dir.file_name()) else {
+                continue;
+            };
+            // Looked at through its parent: what is looked at is remembered as it is now.
+            if cx.create_missing
+                && !dir.exists()
+                && parent.is_dir()
+                && !kept(&paths.look(parent).0.join(name))
+            {
+                let _ = std::fs::create_dir(dir);
+            }
+        }
+        let project: Vec<PathBuf> = cx.project.iter().map(|p| ws.join(p)).collect();
+
         let mut read_only = Vec::new();
         let mut absent = Vec::new();
         let mut pinned = Vec::new();
-        for p in spec.read_only(&home, &ws).iter().chain(&cx.protected) {
+        let protected = spec.read_only(&home, &ws);
+        let protected = protected
+            .iter()
+            .chain(&cx.protected)
+            .chain(&cx.protected_dirs)
+            .chain(&project);
+        for p in protected {
             let (p, exists) = paths.look(p);
-            if mixed.iter().any(|m| m.path == p) {
-                continue; // written through its copy, merged key by key
+            if mixed.iter().any(|m| m.path == p) || kept(&p) {
+                continue; // written through its copy, merged key by key; or the agent's
             }
             let Some(root) = writable
                 .iter()
@@ -317,6 +374,8 @@ mod tests {
             writable: Some(vec!["~/.cache".into()]),
             read_only: Some(read_only.iter().map(|s| s.to_string()).collect()),
             hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
+            keep: None,
+            env: Default::default(),
             net: Default::default(),
         }
     }
@@ -368,6 +427,71 @@ mod tests {
         assert!(plan.appeared().is_empty(), "an empty directory counts");
         std::fs::write(ws.join(".claude/hooks/x.sh"), "").unwrap();
         assert_eq!(plan.appeared().len(), 1);
+    }
+
+    #[test]
+    fn an_agents_instructions_are_protected_in_its_state_and_the_project_unless_kept() {
+        let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let (home, ws) = (t.path().join("home"), t.path().join("ws"));
+        std::fs::create_dir_all(home.join(".agent")).unwrap();
+        std::fs::create_dir_all(ws.join(".agent/commands")).unwrap();
+        let cx = Context {
+            workspace: ws.clone(),
+            home: home.clone(),
+            agent_state: vec![home.join(".agent")],
+            protected: vec![home.join(".agent/MEMORY.md")],
+            protected_dirs: vec![home.join(".agent/commands"), home.join(".agent/skills")],
+            project: vec![".agent/commands".into(), ".agent/MEMORY.md".into()],
+            create_missing: true,
+            ..Context::default()
+        };
+        let mut policy = spec(&[], &[]);
+        let plan = Plan::new(&policy, &cx);
+        assert!(home.join(".agent/skills").is_dir(), "made, empty");
+        assert_eq!(
+            plan.read_only,
+            vec![
+                home.join(".agent/commands"),
+                home.join(".agent/skills"),
+                ws.join(".agent/commands")
+            ]
+        );
+        assert_eq!(
+            plan.absent,
+            vec![home.join(".agent/MEMORY.md"), ws.join(".agent/MEMORY.md")]
+        );
+        policy.keep = Some(vec!["~/.agent/MEMORY.md".into(), ".agent".into()]);
+        let plan = Plan::new(&policy, &cx);
+        assert_eq!(
+            plan.read_only,
+            vec![home.join(".agent/commands"), home.join(".agent/skills")]
+        );
+        assert!(plan.absent.is_empty(), "{plan}");
+    }
+
+    #[test]
+    fn git_hooks_are_where_core_hooks_path_says() {
+        let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+        let ws = t.path().join("repo");
+        std::fs::create_dir_all(ws.join("sub")).unwrap();
+        let git = |args: &[&str]| {
+            let ok = std::process::Command::new("git")
+                .arg("-C")
+                .arg(&ws)
+                .args(args)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        assert_eq!(git_hooks(&ws), None, ".git/hooks is the policy's");
+        git(&["config", "core.hooksPath", ".husky/_"]);
+        assert_eq!(git_hooks(&ws.join("sub")), Some(ws.join("sub/../.husky")));
+        git(&["config", "core.hooksPath", "/opt/hooks"]);
+        assert_eq!(git_hooks(&ws), Some(PathBuf::from("/opt/hooks")));
+        assert_eq!(git_hooks(t.path()), None, "no repository");
     }
 
     #[test]

@@ -20,9 +20,43 @@ pub struct Spec {
     pub read_only: Option<Vec<String>>,
     /// Never read (an empty, read-only file system or file is mounted over them).
     pub hidden: Option<Vec<String>>,
+    /// Protected paths (of `read_only`, or that an agent's shim declares) the agent may
+    /// write and create all the same: neither bound read-only nor moved aside at the end.
+    pub keep: Option<Vec<String>>,
     /// The network: `[floor.net]`.
     #[serde(default)]
     pub net: NetSpec,
+    /// The agent's environment: `[floor.env]`.
+    #[serde(default)]
+    pub env: EnvSpec,
+}
+
+/// The `[floor.env]` section: credentials in the wrapper's environment are not passed on to
+/// the agent's tree ([`secrets`](super::secrets) says which). A field left out keeps the
+/// default policy's value.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct EnvSpec {
+    /// `false`: the agent inherits every variable.
+    pub remove_credentials: Option<bool>,
+    /// Names (with `*` for any run of characters) left in place although they look like
+    /// credentials, besides what the agent's shim says it needs.
+    pub keep: Option<Vec<String>>,
+}
+
+impl EnvSpec {
+    /// `self`, with each field left out taken from `default`.
+    pub fn or(self, default: &EnvSpec) -> EnvSpec {
+        EnvSpec {
+            remove_credentials: self.remove_credentials.or(default.remove_credentials),
+            keep: self.keep.or_else(|| default.keep.clone()),
+        }
+    }
+
+    /// Whether credentials are removed from the agent's environment.
+    pub fn removes(&self) -> bool {
+        self.remove_credentials.unwrap_or(true)
+    }
 }
 
 /// The `[floor.net]` section: the agent's tree reaches the network only through the
@@ -94,7 +128,9 @@ impl Spec {
             writable: self.writable.or_else(|| default.writable.clone()),
             read_only: self.read_only.or_else(|| default.read_only.clone()),
             hidden: self.hidden.or_else(|| default.hidden.clone()),
+            keep: self.keep.or_else(|| default.keep.clone()),
             net: self.net.or(&default.net),
+            env: self.env.or(&default.env),
         }
     }
 
@@ -111,6 +147,11 @@ impl Spec {
     /// The `hidden` list, resolved.
     pub fn hidden(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.hidden.as_deref(), home, workspace)
+    }
+
+    /// The `keep` list, resolved.
+    pub fn keep(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+        expand(self.keep.as_deref(), home, workspace)
     }
 }
 
@@ -155,6 +196,8 @@ mod tests {
             writable: Some(vec!["~/.cache".into()]),
             read_only: Some(vec![".git/hooks".into()]),
             hidden: Some(vec!["~/.ssh".into()]),
+            keep: None,
+            env: EnvSpec::default(),
             net: NetSpec {
                 allow: Some(vec!["crates.io".into()]),
                 unknown: Some(Unknown::Allow),

@@ -180,6 +180,14 @@ pub trait Framework: Send + Sync + 'static {
         &[]
     }
 
+    /// The credentials in the wrapper's environment the agent itself needs (its model API
+    /// key, its login token; names, `*` for any run of characters), given its arguments
+    /// `args`: on the floor they are left in its environment while the others are removed.
+    fn own_env(&self, args: &[std::ffi::OsString]) -> Vec<String> {
+        let _ = args;
+        Vec::new()
+    }
+
     /// The agent versions this shim is proven on: those its end-to-end suite has run the
     /// real CLI at (the suite pins one in `tests/<setup>/VERSION`). `ahp-wrap doctor`
     /// compares the installed agent's version with it. `None`: no agent of its own.

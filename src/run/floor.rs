@@ -33,6 +33,8 @@ pub(super) struct RunFloor {
     pub denials: Option<floor::denials::Reader>,
     /// The private copies of the agent's mixed state files, sorted and merged at the end.
     pub copies: Copies,
+    /// The credentials taken out of the agent's environment (names).
+    pub removed_env: Vec<String>,
 }
 
 /// The wrapper's side of the network part, before the agent runs.
@@ -101,12 +103,24 @@ pub(super) fn prepare(
     cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
+    if spec.env.removes() {
+        let mut keep = owner.own_env(&cmd.args);
+        keep.extend(spec.env.keep.iter().flatten().cloned());
+        keep.extend(cfg.keep_env.iter().cloned());
+        let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
+        let vars = vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()));
+        cmd.remove_env = floor::secrets::to_remove(vars, &keep);
+    }
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
     #[cfg(target_os = "linux")]
-    return kernel(cmd, plan, run_dir, ahead, rules, control);
+    let floor = kernel(cmd, plan, run_dir, ahead, rules, control);
     #[cfg(not(target_os = "linux"))]
-    kernel(cmd, plan, run_dir, rules, control)
+    let floor = kernel(cmd, plan, run_dir, rules, control);
+    floor.map(|f| RunFloor {
+        removed_env: cmd.remove_env.clone(),
+        ..f
+    })
 }
 
 #[cfg(target_os = "linux")]
@@ -130,6 +144,7 @@ fn kernel(
             net: None,
             denials: None,
             copies: Copies::default(),
+            removed_env: Vec::new(),
         });
     }
     // A copy can be bound only in a mount namespace of the tree's own.
@@ -174,6 +189,7 @@ fn kernel(
         net,
         denials: reader.ok(),
         copies,
+        removed_env: Vec::new(),
     })
 }
 
@@ -192,6 +208,7 @@ fn kernel(
         confine: None,
         net: None,
         copies: Copies::default(),
+        removed_env: Vec::new(),
     })
 }
 
@@ -318,6 +335,9 @@ impl Run<'_> {
     /// Says what the floor cannot enforce here (refusing to start under `--require-floor`),
     /// or that there is none; both are audited.
     pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Failure> {
+        if let Some(Ok(floor)) = &held.floor {
+            self.say_removed_env(&floor.removed_env).await;
+        }
         let message = match &held.floor {
             None => return Ok(()),
             Some(Err(NoFloor::Off(why))) => {
@@ -423,20 +443,69 @@ impl Run<'_> {
         if appeared.is_empty() {
             return;
         }
-        let list: Vec<String> = appeared.iter().map(|p| p.display().to_string()).collect();
-        let m = format!(
-            "protected path(s) created during the run (absent at the start, so the floor could \
-             not bind them): {}",
-            list.join(", ")
-        );
+        let quarantine = super::statefiles::quarantine_dir();
+        for path in appeared {
+            self.move_aside(path, quarantine.as_deref()).await;
+        }
+    }
+
+    /// Moves a protected path the agent's tree created (absent at the start, so the floor
+    /// could not bind it) into the quarantine, and says so at exit and in the audit log.
+    async fn move_aside(&mut self, path: &Path, quarantine: Option<&Path>) {
+        use crate::statefile::aside;
+        let shown = path.display();
+        let moved = quarantine
+            .ok_or_else(|| "no state directory for a quarantine".to_owned())
+            .and_then(|q| aside::move_aside(path, q).map_err(|e| e.to_string()));
+        let (m, record) = match &moved {
+            Ok(record) => (
+                format!(
+                    "floor: {shown} was created during the run, where a later session would \
+                     obey it; moved aside (to put it back: ahp-wrap restore {})",
+                    record.display()
+                ),
+                Some(record.display().to_string()),
+            ),
+            Err(why) => (
+                format!(
+                    "floor: {shown} was created during the run, where a later session would \
+                     obey it, and is left in place: it could not be moved aside ({why})"
+                ),
+                None,
+            ),
+        };
         eprintln!("ahp-wrap: warning: {m}");
         self.notes.push(format!("warning: {m}"));
-        let payload = json!({"source": "floor", "message": m, "paths": list});
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "path": shown.to_string(),
+            "record": record,
+        });
         self.gate.say(EventType::Error, payload).await;
     }
 }
 
 impl Run<'_> {
+    /// Says which credentials were taken out of the agent's environment (names, never
+    /// values): on stderr unless quiet, and in the audit log.
+    async fn say_removed_env(&mut self, names: &[String]) {
+        if names.is_empty() {
+            return;
+        }
+        let m = format!(
+            "floor: credentials removed from the agent's environment: {} (--keep-env NAME, or \
+             [floor.env] keep in the policy, leaves one in place)",
+            names.join(", ")
+        );
+        if !self.cfg.quiet {
+            eprintln!("ahp-wrap: {m}");
+        }
+        tracing::info!("{m}");
+        let payload = json!({"source": "floor", "message": m, "removed_env": names});
+        self.gate.say(EventType::Error, payload).await;
+    }
+
     /// Says what became of the agent's changes to one mixed state file: in the log when all
     /// were merged; at exit and in the audit log when some were kept aside or could not be
     /// merged (the person's choices must not vanish without a word).
@@ -497,10 +566,14 @@ pub(crate) fn context(
 ) -> Context {
     let home = home_dir();
     let own = crate::frameworks::floor_owner(framework, program).agent_files(&home);
+    let mut protected = own.protected;
+    protected.extend(floor::plan::git_hooks(&workspace));
     Context {
         workspace,
         agent_state: own.state,
-        protected: own.protected,
+        protected,
+        protected_dirs: own.protected_dirs,
+        project: own.project,
         mixed: own.mixed,
         temp: floor::plan::temp_dirs(),
         caches: floor::plan::env_caches(),

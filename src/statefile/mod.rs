@@ -9,10 +9,14 @@
 //! then, atomically ([`merge::write_atomic`]); those to instruction keys are kept aside
 //! (quarantined) with a command that restores them.
 //!
+//! Protected paths the agent's tree created are moved aside into the same quarantine
+//! ([`aside`]).
+//!
 //! Owns: the declaration a shim or manifest makes ([`StateFile`]), the key rules, the
-//! key-by-key diff, the merge and the atomic write. Must not touch: mounts (the floor binds
+//! key-by-key diff, the merge and the atomic write, and moving paths aside and back. Must not touch: mounts (the floor binds
 //! the copy), events or the audit log (the run says what became of each change).
 
+pub mod aside;
 pub mod merge;
 
 use std::path::PathBuf;

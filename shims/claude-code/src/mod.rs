@@ -21,6 +21,13 @@ use crate::frameworks::adapter::{
     Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
+/// The files of Claude's configuration directory (and of a project's `.claude`) that a
+/// later session obeys.
+const INSTRUCTION_FILES: &[&str] = &["settings.json", "settings.local.json", "CLAUDE.md"];
+
+/// Its directories of instructions and code, in both places.
+const INSTRUCTION_DIRS: &[&str] = &["commands", "agents", "skills", "output-styles", "hooks"];
+
 /// The framework's name on the command line and in `ahp-wrap hook claude-code <Event>`.
 pub const NAME: &str = "claude-code";
 
@@ -89,6 +96,24 @@ impl Framework for ClaudeCode {
         )))
     }
 
+    fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
+        // Its API key or login token; a cloud provider's credentials when it is told to use
+        // that provider.
+        let mut own: Vec<&str> = vec![
+            "ANTHROPIC_API_KEY",
+            "ANTHROPIC_AUTH_TOKEN",
+            "CLAUDE_CODE_OAUTH_TOKEN",
+        ];
+        let set = |v: &str| std::env::var_os(v).is_some_and(|v| !v.is_empty() && v != "0");
+        if set("CLAUDE_CODE_USE_BEDROCK") {
+            own.extend(["AWS_*", "AWS_BEARER_TOKEN_BEDROCK"]);
+        }
+        if set("CLAUDE_CODE_USE_VERTEX") {
+            own.push("GOOGLE_APPLICATION_CREDENTIALS");
+        }
+        own.into_iter().map(str::to_owned).collect()
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.anthropic.com",
@@ -99,9 +124,11 @@ impl Framework for ClaudeCode {
     }
 
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
-        // Sessions, projects, todos; never its settings, hooks or plugins. Its `.claude.json`
-        // (in the home directory itself, or in CLAUDE_CONFIG_DIR) mixes its bookkeeping with
-        // MCP servers and grants: written through a private copy, merged key by key.
+        // Sessions, projects, todos, its plugins' data; never its settings, hooks, plugins, or
+        // what a later session obeys (its memory, commands, agents, skills, output styles),
+        // here or in the project's `.claude`. Its `.claude.json` (in the home directory
+        // itself, or in CLAUDE_CONFIG_DIR) mixes its bookkeeping with MCP servers and grants:
+        // written through a private copy, merged key by key.
         let custom = std::env::var_os("CLAUDE_CONFIG_DIR")
             .filter(|v| !v.is_empty())
             .map(std::path::PathBuf::from);
@@ -109,12 +136,16 @@ impl Framework for ClaudeCode {
         let claude_json = custom
             .unwrap_or_else(|| home.to_owned())
             .join(".claude.json");
+        let dirs = INSTRUCTION_DIRS.iter().chain(["plugins"].iter());
         AgentFiles {
-            protected: ["settings.json", "settings.local.json", "hooks", "plugins"]
+            protected: INSTRUCTION_FILES.iter().map(|f| config.join(f)).collect(),
+            protected_dirs: dirs.map(|d| config.join(d)).collect(),
+            project: INSTRUCTION_FILES
                 .iter()
-                .map(|f| config.join(f))
+                .chain(INSTRUCTION_DIRS)
+                .map(|f| std::path::Path::new(".claude").join(f))
                 .collect(),
-            state: vec![config],
+            state: vec![config.join("plugins/store"), config],
             mixed: vec![StateFile {
                 through: None,
                 lock: Some(claude_json.with_file_name(".claude.json.lock")),

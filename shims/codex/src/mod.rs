@@ -71,6 +71,21 @@ impl Framework for Codex {
         Some(Proven::pinned(include_str!("../../../tests/codex/VERSION")))
     }
 
+    fn own_env(&self, args: &[std::ffi::OsString]) -> Vec<String> {
+        // Its API key, and the variable each model provider of the user's names for its key
+        // (`env_key`, in config.toml or a `-c` override).
+        let dir = std::env::var_os("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map(std::path::PathBuf::from)
+            .or_else(|| std::env::var_os("HOME").map(|h| std::path::Path::new(&h).join(".codex")));
+        let config = dir
+            .and_then(|d| std::fs::read_to_string(d.join("config.toml")).ok())
+            .unwrap_or_default();
+        let mut own = vec!["OPENAI_API_KEY".to_owned(), "CODEX_API_KEY".to_owned()];
+        own.extend(provider_env_keys(&config, args));
+        own
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &["api.openai.com", "chatgpt.com", "auth.openai.com"]
     }
@@ -92,7 +107,17 @@ impl Framework for Codex {
                 through: None,
                 lock: None,
             }],
-            protected: vec![dir.join("hooks.json")],
+            // What a later session obeys: its instructions, saved prompts, command rules
+            // (where "always allow" lands), skills and hooks; in a project, all of `.codex`.
+            protected: ["hooks.json", "AGENTS.md", "AGENTS.override.md"]
+                .iter()
+                .map(|f| dir.join(f))
+                .collect(),
+            protected_dirs: ["prompts", "rules", "skills"]
+                .iter()
+                .map(|d| dir.join(d))
+                .collect(),
+            project: vec![".codex".into()],
             state: vec![dir],
         }
     }
@@ -143,6 +168,23 @@ fn config_rules() -> Vec<KeyRule> {
     .map(|key| KeyRule::new(key, Treatment::Own))
     .collect()
 }
+/// The variables the user's model providers name for their keys (`env_key = "NAME"`), in
+/// `config` (config.toml's text) or in `-c`/`--config` overrides among `args`.
+fn provider_env_keys(config: &str, args: &[std::ffi::OsString]) -> Vec<String> {
+    let pattern =
+        regex::Regex::new(r#"env_key\s*=\s*["']([A-Za-z0-9_]+)["']"#).expect("a valid pattern");
+    let overrides = args.iter().filter_map(|a| a.to_str());
+    std::iter::once(config)
+        .chain(overrides)
+        .flat_map(|text| {
+            pattern
+                .captures_iter(text)
+                .map(|c| c[1].to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -56,6 +56,18 @@ impl Framework for Copilot {
         )))
     }
 
+    fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
+        // Its GitHub login (it reads these three, in this order), and a provider's key.
+        [
+            "COPILOT_GITHUB_TOKEN",
+            "GH_TOKEN",
+            "GITHUB_TOKEN",
+            "COPILOT_PROVIDER_API_KEY",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.githubcopilot.com",
@@ -72,9 +84,29 @@ impl Framework for Copilot {
         let Ok(dir) = home::real_home(env.as_deref(), Some(user_home)) else {
             return AgentFiles::default();
         };
+        // What a later session obeys: its hooks, MCP servers, instructions, custom agents
+        // and skills, here and in the project's `.github`.
         AgentFiles {
             mixed: Vec::new(),
-            protected: vec![dir.join(home::HOOKS_DIR), dir.join("mcp-config.json")],
+            protected: vec![
+                dir.join("mcp-config.json"),
+                dir.join("copilot-instructions.md"),
+            ],
+            protected_dirs: [home::HOOKS_DIR, "agents", "skills"]
+                .iter()
+                .map(|d| dir.join(d))
+                .collect(),
+            project: [
+                "copilot-instructions.md",
+                "instructions",
+                "agents",
+                "skills",
+                "hooks",
+                "prompts",
+            ]
+            .iter()
+            .map(|f| std::path::Path::new(".github").join(f))
+            .collect(),
             state: vec![dir],
         }
     }

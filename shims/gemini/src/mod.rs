@@ -60,6 +60,17 @@ impl Framework for Gemini {
         settings::not_root().map(str::to_owned)
     }
 
+    fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
+        // Its API keys, and Vertex AI's credentials.
+        [
+            "GEMINI_API_KEY",
+            "GOOGLE_API_KEY",
+            "GOOGLE_APPLICATION_CREDENTIALS",
+        ]
+        .map(str::to_owned)
+        .to_vec()
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "generativelanguage.googleapis.com",
@@ -100,7 +111,23 @@ impl Framework for Gemini {
                     lock: None,
                 },
             ],
-            protected: vec![dir.join("extensions")],
+            // What a later session obeys: its memory (where save_memory writes), commands,
+            // extensions and policies, here and in the project's `.gemini`.
+            protected: vec![dir.join("GEMINI.md")],
+            protected_dirs: ["extensions", "commands", "policies"]
+                .iter()
+                .map(|d| dir.join(d))
+                .collect(),
+            project: [
+                "GEMINI.md",
+                "commands",
+                "extensions",
+                "policies",
+                "settings.json",
+            ]
+            .iter()
+            .map(|f| std::path::Path::new(".gemini").join(f))
+            .collect(),
             state: vec![dir],
         }
     }

@@ -47,6 +47,8 @@ pub struct Flavor {
     pub rewritten_config: &'static [&'static str],
     /// More directories of its own under the XDG state directory.
     pub more_state: &'static [&'static str],
+    /// Its project configuration (relative to the workspace): never written from the tree.
+    pub project: &'static [&'static str],
 }
 
 /// OpenCode itself.
@@ -69,6 +71,7 @@ pub const OPENCODE: Flavor = Flavor {
     xdg_dir: "opencode",
     rewritten_config: &[],
     more_state: &[],
+    project: &[".opencode", "opencode.json", "opencode.jsonc"],
 };
 
 /// Kilo Code's CLI, a fork of OpenCode: `KILO_*` for `OPENCODE_*`, `kilo` for `opencode`.
@@ -101,6 +104,7 @@ pub const KILO: Flavor = Flavor {
     // Its own sandbox's settings per project, written at every session's start (Kilo's
     // sandbox is off unless the user turns it on).
     more_state: &["kilo-sandbox-policy"],
+    project: &[".kilo", ".kilocode", "kilo.json", "kilo.jsonc"],
 };
 
 hook_events! {
@@ -132,6 +136,11 @@ impl Framework for OpenCode {
 
     fn injection_refused(&self) -> Option<String> {
         config::pure_refusal(self.0, std::env::var(self.0.env_pure).ok().as_deref())
+    }
+
+    fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
+        // Any provider's key: the family reads each from its provider's variable.
+        vec!["*_API_KEY".to_owned()]
     }
 
     fn model_hosts(&self) -> &'static [&'static str] {
@@ -179,6 +188,8 @@ impl Framework for OpenCode {
             )
             .collect(),
             protected: Vec::new(),
+            protected_dirs: Vec::new(),
+            project: self.0.project.iter().map(Into::into).collect(),
         }
     }
 

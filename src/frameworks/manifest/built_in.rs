@@ -131,6 +131,10 @@ impl Framework for BuiltInShim {
         self.shim().map_or(&[], |s| s.model_hosts())
     }
 
+    fn own_env(&self, args: &[std::ffi::OsString]) -> Vec<String> {
+        self.shim().map(|s| s.own_env(args)).unwrap_or_default()
+    }
+
     fn proven(&self) -> Option<Proven> {
         self.shim().ok()?.proven()
     }

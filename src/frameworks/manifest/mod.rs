@@ -66,6 +66,8 @@ struct Raw {
     #[serde(default)]
     model_hosts: Vec<String>,
     #[serde(default)]
+    own_env: Vec<String>,
+    #[serde(default)]
     files: Files,
     inject: Spanned<Inject>,
     #[serde(default)]
@@ -95,6 +97,13 @@ pub struct Files {
     pub state: Vec<String>,
     #[serde(default)]
     pub protected: Vec<String>,
+    /// Protected directories the run makes, empty, when missing (so that nothing can be
+    /// planted in them): under the home directory, as `protected`.
+    #[serde(default)]
+    pub protected_dirs: Vec<String>,
+    /// Protected paths in the project, relative to the workspace.
+    #[serde(default)]
+    pub project: Vec<String>,
     /// Files that mix the agent's bookkeeping with instructions (`[[files.mixed]]`).
     #[serde(default)]
     pub mixed: Vec<Mixed>,
@@ -312,6 +321,9 @@ pub struct Manifest {
     pub packages: &'static [&'static str],
     pub proven: Option<(&'static str, &'static str)>,
     pub model_hosts: &'static [&'static str],
+    /// The credentials in the environment the agent needs (names, `*` for any run of
+    /// characters): left in place on the floor.
+    pub own_env: &'static [&'static str],
     pub files: Files,
     pub inject: Inject,
     pub payload: Pointers,
@@ -380,6 +392,7 @@ pub fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestError> {
         packages: leak_all(raw.packages),
         proven,
         model_hosts: leak_all(raw.model_hosts),
+        own_env: leak_all(raw.own_env),
         files: raw.files,
         inject: raw.inject.into_inner(),
         payload: raw.payload,

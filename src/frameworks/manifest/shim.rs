@@ -125,6 +125,14 @@ impl Framework for ManifestShim {
         self.manifest.model_hosts
     }
 
+    fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
+        self.manifest
+            .own_env
+            .iter()
+            .map(|s| s.to_string())
+            .collect()
+    }
+
     fn proven(&self) -> Option<Proven> {
         self.manifest.proven.map(|(from, to)| Proven { from, to })
     }
@@ -134,6 +142,8 @@ impl Framework for ManifestShim {
         AgentFiles {
             state: files.state.iter().map(|p| home.join(p)).collect(),
             protected: files.protected.iter().map(|p| home.join(p)).collect(),
+            protected_dirs: files.protected_dirs.iter().map(|p| home.join(p)).collect(),
+            project: files.project.iter().map(Into::into).collect(),
             mixed: files
                 .mixed
                 .iter()
