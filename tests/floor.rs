@@ -464,7 +464,7 @@ fn require_floor_refuses_to_start_where_a_part_is_missing() {
 }
 
 #[test]
-fn a_protected_path_created_during_the_run_is_reported_and_audited() {
+fn a_protected_path_created_during_the_run_is_moved_aside_said_and_audited() {
     let w = World::new();
     let audit = w.root.join("audit.jsonl");
     let out = wrapped(
@@ -473,18 +473,30 @@ fn a_protected_path_created_during_the_run_is_reported_and_audited() {
         r#"echo '{"mcpServers":{}}' > .mcp.json"#,
     );
     let mcp = w.ws().join(".mcp.json");
-    assert!(mcp.exists(), "{}", show(&out));
+    assert!(!mcp.exists(), "left in place: {}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        String::from_utf8_lossy(&out.stderr).contains(&mcp.display().to_string()),
+        stderr.contains(&mcp.display().to_string()),
         "{}",
         show(&out)
     );
     let errors = floor_errors(&audit);
+    let moved = errors
+        .iter()
+        .find(|e| e["payload"]["path"] == mcp.display().to_string())
+        .unwrap_or_else(|| panic!("not audited: {errors:?}"));
+    let record = moved["payload"]["record"].as_str().unwrap();
     assert!(
-        errors
-            .iter()
-            .any(|e| e["payload"]["paths"][0] == mcp.display().to_string()),
-        "{errors:?}"
+        stderr.contains(&format!("ahp-wrap restore {record}")),
+        "{stderr}"
+    );
+    let mut restore = Command::new(wrap_bin());
+    restore.args(["restore", record]);
+    let out = run(&mut restore, Duration::from_secs(30));
+    assert!(out.status.success(), "{}", show(&out));
+    assert_eq!(
+        std::fs::read_to_string(&mcp).unwrap(),
+        "{\"mcpServers\":{}}\n"
     );
 }
 

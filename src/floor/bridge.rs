@@ -10,19 +10,35 @@
 //!   the address it connects to is the one it read, so a caller that changes it afterwards
 //!   gains nothing. Port 53 is never bridged (DNS is the proxy's to do);
 //! - a connection to any other address is answered `EACCES` and reported (the first one to
-//!   each destination), so that a refused direct connection is an audited decision.
+//!   each destination), so that a refused direct connection is an audited decision;
+//! - a path Unix socket (one in the file system: tmux's, Docker's, D-Bus's) may reach a
+//!   service outside the tree, which would run what it is told with none of the floor's
+//!   limits: it is connected only when a process of the tree bound it (it is listed in the
+//!   tree's own network namespace) or the policy allows its path; anything else is answered
+//!   `EACCES` and reported. Abstract sockets belong to the network namespace: the tree
+//!   reaches only its own.
 
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
+
+/// Where a refused connection was going.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum Dest {
+    /// An Internet address.
+    Inet(SocketAddr),
+    /// A Unix socket's path, as the caller named it.
+    Unix(PathBuf),
+}
 
 /// A direct connection the floor refused.
 #[derive(Debug, Clone)]
 pub struct Refusal {
-    pub addr: SocketAddr,
+    pub dest: Dest,
     /// The calling thread's process (thread group) id.
     pub pid: i32,
     pub why: &'static str,
@@ -51,6 +67,9 @@ pub struct Bridge {
     pub counts: Arc<Counts>,
     /// Told of each refusal to a new destination.
     pub report: Box<dyn Fn(Refusal) + Send>,
+    /// Path sockets the tree may connect to although nothing of it bound them: a path, or a
+    /// directory and everything beneath.
+    pub unix_allow: Vec<PathBuf>,
 }
 
 impl Bridge {
@@ -115,17 +134,19 @@ impl Bridge {
         &self,
         listener: RawFd,
         req: &libc::seccomp_notif,
-        seen: &mut HashSet<SocketAddr>,
+        seen: &mut HashSet<Dest>,
     ) -> SyscallReply {
         if i64::from(req.data.nr) != libc::SYS_connect {
             return SyscallReply::Continue;
         }
         let tid = req.pid as i32;
         let (fd, ptr, len) = (req.data.args[0] as i32, req.data.args[1], req.data.args[2]);
-        let Some(addr) = read_sockaddr(tid, ptr, len as usize) else {
-            // Not an Internet address (a Unix socket, netlink, …), or unreadable: the
+        let addr = match read_sockaddr(tid, ptr, len as usize) {
+            Some(Sockaddr::Inet(addr)) => addr,
+            Some(Sockaddr::Unix(path)) => return self.unix(fd, tid, path, seen),
+            // An abstract Unix socket (the namespace's own), netlink, …, or unreadable: the
             // kernel does it, inside the namespace.
-            return SyscallReply::Continue;
+            None => return SyscallReply::Continue,
         };
         let ip = crate::floor::hosts::canonical(addr.ip());
         // Connecting to 0.0.0.0 or :: reaches loopback.
@@ -212,22 +233,156 @@ impl Bridge {
         }
     }
 
+    /// A connection to the path socket `path`. The file it names is opened (`O_PATH`, through
+    /// the caller's root and working directory) and decided on where it really lies: made
+    /// here, on the caller's socket, through that open file, when a process of the tree
+    /// bound it or the policy allows it, so that a link swapped after the decision gains
+    /// nothing; refused otherwise. Nothing there: the kernel answers as it would.
+    fn unix(&self, fd: i32, tid: i32, path: PathBuf, seen: &mut HashSet<Dest>) -> SyscallReply {
+        let Some(full) = caller_path(tid, &path) else {
+            return SyscallReply::Continue;
+        };
+        let root = PathBuf::from(format!("/proc/{tid}/root"));
+        let Ok(target) = open_path(&root.join(full.strip_prefix("/").unwrap_or(&full))) else {
+            return SyscallReply::Continue;
+        };
+        // Where it lies, as the caller's root sees it.
+        let real = std::fs::read_link(format!("/proc/self/fd/{}", target.as_raw_fd()))
+            .map(|r| match std::fs::read_link(&root) {
+                Ok(base) if base != Path::new("/") => r
+                    .strip_prefix(&base)
+                    .map_or(r.clone(), |p| Path::new("/").join(p)),
+                _ => r,
+            })
+            .unwrap_or_else(|_| full.clone());
+        let allowed =
+            self.unix_allow.iter().any(|a| real.starts_with(a)) || bound_in_tree(tid, &root, &real);
+        if !allowed {
+            return self.refuse(
+                Dest::Unix(real),
+                tid,
+                seen,
+                "a Unix socket no process of the tree bound (a service outside the tree; \
+                 [floor.unix] allow names the ones it may reach)",
+            );
+        }
+        let theirs = match their_fd(tid, fd) {
+            Ok(t) => t,
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
+        };
+        match connect_unix(&theirs, &target) {
+            Ok(()) => SyscallReply::Done,
+            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
     fn refuse(
         &self,
-        addr: SocketAddr,
+        dest: impl Into<Dest>,
         tid: i32,
-        seen: &mut HashSet<SocketAddr>,
+        seen: &mut HashSet<Dest>,
         why: &'static str,
     ) -> SyscallReply {
+        let dest = dest.into();
         self.counts.refused.fetch_add(1, Ordering::Relaxed);
-        if seen.len() < 4096 && seen.insert(addr) {
+        if seen.len() < 4096 && seen.insert(dest.clone()) {
             (self.report)(Refusal {
-                addr,
+                dest,
                 pid: thread_group(tid).unwrap_or(tid),
                 why,
             });
         }
         SyscallReply::Error(libc::EACCES)
+    }
+}
+
+impl From<SocketAddr> for Dest {
+    fn from(addr: SocketAddr) -> Dest {
+        Dest::Inet(addr)
+    }
+}
+
+/// `path` as `tid` names it, made absolute against its working directory.
+fn caller_path(tid: i32, path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        return Some(path.to_owned());
+    }
+    let cwd = std::fs::read_link(format!("/proc/{tid}/cwd")).ok()?;
+    Some(cwd.join(path))
+}
+
+/// Whether the socket at `real` (where it lies, as the caller's root `root` sees it) was
+/// bound in the caller's network namespace, which only the tree's processes share: its
+/// table lists the paths bound there, as their binders named them (resolved here the same
+/// way; a relative one against nothing we know is skipped).
+fn bound_in_tree(tid: i32, root: &Path, real: &Path) -> bool {
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{tid}/net/unix")) else {
+        return false;
+    };
+    // Num RefCount Protocol Flags Type St Inode Path
+    let bound = || {
+        table
+            .lines()
+            .skip(1)
+            .filter_map(|line| line.split_whitespace().nth(7).map(Path::new))
+    };
+    if bound().any(|b| b == real) {
+        return true;
+    }
+    // Bound under another name for the same place (a link on the way).
+    let inside = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    let Ok(real) = std::fs::canonicalize(inside(real)) else {
+        return false;
+    };
+    bound().any(|b| b.is_absolute() && std::fs::canonicalize(inside(b)).is_ok_and(|c| c == real))
+}
+
+/// `path`, opened to name it only (`O_PATH`), its links followed.
+fn open_path(path: &Path) -> io::Result<OwnedFd> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes())
+        .map_err(|_| io::Error::from_raw_os_error(libc::EINVAL))?;
+    // SAFETY: open with a NUL-terminated path; the descriptor is ours.
+    let fd = unsafe { libc::open(c.as_ptr(), libc::O_PATH | libc::O_CLOEXEC) };
+    if fd < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    // SAFETY: a new descriptor we own.
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Connects the caller's socket (shared with us) to the socket file `target` names, through
+/// `/proc/self/fd`: the file decided on, whatever its path names by now.
+fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    use std::os::unix::ffi::OsStrExt;
+    let via = format!("/proc/self/fd/{}", target.as_raw_fd());
+    // SAFETY: sockaddr_un is plain data; the path fits (a short /proc name).
+    let mut un: libc::sockaddr_un = unsafe { std::mem::zeroed() };
+    un.sun_family = libc::AF_UNIX as libc::sa_family_t;
+    for (d, s) in un
+        .sun_path
+        .iter_mut()
+        .zip(std::ffi::OsStr::new(&via).as_bytes())
+    {
+        *d = *s as libc::c_char;
+    }
+    let len = std::mem::size_of::<libc::sa_family_t>() + via.len() + 1;
+    let fd = sock.as_raw_fd();
+    // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
+    let status = unsafe { libc::fcntl(fd, libc::F_GETFL) };
+    let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
+    if nonblocking {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, status & !libc::O_NONBLOCK) };
+    }
+    // SAFETY: connect with an address we own.
+    let r = unsafe { libc::connect(fd, (&raw const un).cast(), len as libc::socklen_t) };
+    let err = io::Error::last_os_error();
+    if nonblocking {
+        unsafe { libc::fcntl(fd, libc::F_SETFL, status) };
+    }
+    match r {
+        0 => Ok(()),
+        _ => Err(err),
     }
 }
 
@@ -240,9 +395,17 @@ enum SyscallReply {
     Error(i32),
 }
 
-/// The Internet address at `ptr` in `tid`'s memory, if the call names one.
-fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<SocketAddr> {
-    let mut buf = [0u8; 28];
+/// An address a `connect(2)` names.
+enum Sockaddr {
+    Inet(SocketAddr),
+    /// A path Unix socket (not an abstract one).
+    Unix(PathBuf),
+}
+
+/// The Internet address or socket path at `ptr` in `tid`'s memory, if the call names one.
+fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> {
+    use std::os::unix::ffi::OsStrExt;
+    let mut buf = [0u8; 110];
     let len = len.min(buf.len());
     if len < 2 {
         return None;
@@ -266,12 +429,21 @@ fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<SocketAddr> {
     match family {
         libc::AF_INET if n >= 8 => {
             let ip = Ipv4Addr::new(buf[4], buf[5], buf[6], buf[7]);
-            Some(SocketAddr::new(IpAddr::V4(ip), port))
+            Some(Sockaddr::Inet(SocketAddr::new(IpAddr::V4(ip), port)))
         }
         libc::AF_INET6 if n >= 24 => {
             let mut octets = [0u8; 16];
             octets.copy_from_slice(&buf[8..24]);
-            Some(SocketAddr::new(IpAddr::V6(Ipv6Addr::from(octets)), port))
+            let ip = IpAddr::V6(Ipv6Addr::from(octets));
+            Some(Sockaddr::Inet(SocketAddr::new(ip, port)))
+        }
+        // sun_path: a path up to its first NUL; a first byte NUL names an abstract socket.
+        libc::AF_UNIX if n > 2 && buf[2] != 0 => {
+            let name = &buf[2..n];
+            let end = name.iter().position(|&b| b == 0).unwrap_or(name.len());
+            Some(Sockaddr::Unix(PathBuf::from(std::ffi::OsStr::from_bytes(
+                &name[..end],
+            ))))
         }
         _ => None,
     }

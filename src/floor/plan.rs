@@ -376,6 +376,7 @@ mod tests {
             hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
             keep: None,
             env: Default::default(),
+            unix: Default::default(),
             net: Default::default(),
         }
     }

@@ -29,6 +29,27 @@ pub struct Spec {
     /// The agent's environment: `[floor.env]`.
     #[serde(default)]
     pub env: EnvSpec,
+    /// Path Unix sockets: `[floor.unix]`.
+    #[serde(default)]
+    pub unix: UnixSpec,
+}
+
+/// The `[floor.unix]` section: the path Unix sockets (tmux's, Docker's, D-Bus's, an
+/// ssh-agent's) the agent's tree may connect to although none of its processes bound them.
+/// Decided with the network part: without `[floor.net]`, they are not decided.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct UnixSpec {
+    /// Socket paths, or directories whose sockets all are (`~/…`, absolute, or relative to
+    /// the workspace). A field left out keeps the default policy's list.
+    pub allow: Option<Vec<String>>,
+}
+
+impl UnixSpec {
+    /// The `allow` list, resolved.
+    pub fn allow(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+        expand(self.allow.as_deref(), home, workspace)
+    }
 }
 
 /// The `[floor.env]` section: credentials in the wrapper's environment are not passed on to
@@ -131,6 +152,9 @@ impl Spec {
             keep: self.keep.or_else(|| default.keep.clone()),
             net: self.net.or(&default.net),
             env: self.env.or(&default.env),
+            unix: UnixSpec {
+                allow: self.unix.allow.or_else(|| default.unix.allow.clone()),
+            },
         }
     }
 
@@ -198,6 +222,7 @@ mod tests {
             hidden: Some(vec!["~/.ssh".into()]),
             keep: None,
             env: EnvSpec::default(),
+            unix: UnixSpec::default(),
             net: NetSpec {
                 allow: Some(vec!["crates.io".into()]),
                 unknown: Some(Unknown::Allow),

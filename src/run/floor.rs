@@ -43,6 +43,8 @@ pub(super) struct NetSide {
     peer: floor::NetPeer,
     rules: HostRules,
     proxy_port: u16,
+    /// Path sockets the tree may reach although it did not bind them.
+    unix_allow: Vec<PathBuf>,
 }
 
 /// The network part while the agent runs: the egress proxy, the connect bridge's thread
@@ -113,10 +115,14 @@ pub(super) fn prepare(
     }
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
+    // The run directory holds the wrapper's own sockets when it cannot use abstract ones.
+    let home = home_dir();
+    let mut unix_allow = spec.unix.allow(&home, &cfg.workspace);
+    unix_allow.push(run_dir.to_owned());
     #[cfg(target_os = "linux")]
-    let floor = kernel(cmd, plan, run_dir, ahead, rules, control);
+    let floor = kernel(cmd, plan, run_dir, ahead, (rules, unix_allow), control);
     #[cfg(not(target_os = "linux"))]
-    let floor = kernel(cmd, plan, run_dir, rules, control);
+    let floor = kernel(cmd, plan, run_dir, (rules, unix_allow), control);
     floor.map(|f| RunFloor {
         removed_env: cmd.remove_env.clone(),
         ..f
@@ -129,7 +135,7 @@ fn kernel(
     mut plan: Plan,
     run_dir: &Path,
     ahead: Option<floor::Ahead>,
-    rules: HostRules,
+    (rules, unix_allow): (HostRules, Vec<PathBuf>),
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
@@ -177,6 +183,7 @@ fn kernel(
                 peer,
                 rules,
                 proxy_port: request.proxy_port,
+                unix_allow,
             })
         }
         _ => None,
@@ -198,7 +205,7 @@ fn kernel(
     _cmd: &mut AgentCommand,
     plan: Plan,
     _run_dir: &Path,
-    _rules: HostRules,
+    _rules: (HostRules, Vec<PathBuf>),
     _control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
     let report = floor::report(&plan);
@@ -266,6 +273,7 @@ impl NetSide {
             proxy_port: self.proxy_port,
             askers,
             counts: counts.clone(),
+            unix_allow: self.unix_allow.clone(),
             // Called on the bridge's thread while the caller still waits in connect(2): its
             // command line is read now, before a caller that gives up at once has exited.
             report: Box::new(move |r| {

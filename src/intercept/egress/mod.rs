@@ -182,14 +182,25 @@ impl Egress {
         chain: Vec<(i32, Vec<String>)>,
     ) {
         self.refused.fetch_add(1, Ordering::Relaxed);
-        let target = Target::Addr(crate::floor::hosts::canonical(r.addr.ip()));
         let asker = chain.first().map(|(pid, argv)| Asker {
             pid: *pid,
             argv: argv.clone(),
             ancestry: chain.iter().skip(1).cloned().collect(),
         });
-        let (event, origin) = self.event(&target, r.addr.port(), "tcp", "direct", asker.as_ref());
-        let reason = format!("{}:{}: {}", target, r.addr.port(), r.why);
+        let addr = match r.dest {
+            crate::floor::bridge::Dest::Inet(addr) => addr,
+            crate::floor::bridge::Dest::Unix(path) => {
+                let shown = path.display().to_string();
+                let arguments = json!({"path": shown, "url": format!("unix:{shown}")});
+                let (event, origin) = self.event_with(arguments, "direct", asker.as_ref());
+                let reason = format!("unix:{shown}: {}", r.why);
+                self.gate.refused(&event, reason, origin).await;
+                return;
+            }
+        };
+        let target = Target::Addr(crate::floor::hosts::canonical(addr.ip()));
+        let (event, origin) = self.event(&target, addr.port(), "tcp", "direct", asker.as_ref());
+        let reason = format!("{}:{}: {}", target, addr.port(), r.why);
         self.gate.refused(&event, reason, origin).await;
     }
 
@@ -293,6 +304,21 @@ impl Egress {
         via: &str,
         asker: Option<&Asker>,
     ) -> (crate::protocol::Event, Origin) {
+        let arguments = json!({
+            "host": target.to_string(),
+            "port": port,
+            "url": format!("{scheme}://{target}:{port}/"),
+        });
+        self.event_with(arguments, via, asker)
+    }
+
+    /// A `net` pre_action with these arguments, asked by `asker` through `via`.
+    fn event_with(
+        &self,
+        arguments: Value,
+        via: &str,
+        asker: Option<&Asker>,
+    ) -> (crate::protocol::Event, Origin) {
         let mut context = json!({"interceptor": "egress", "via": via});
         if let Some(a) = asker {
             context["process"] = json!({"pid": a.pid, "argv": a.argv});
@@ -303,11 +329,6 @@ impl Egress {
                     .collect(),
             );
         }
-        let arguments = json!({
-            "host": target.to_string(),
-            "port": port,
-            "url": format!("{scheme}://{target}:{port}/"),
-        });
         let payload = ToolCall::new("net", arguments, context).into_payload();
         let mut metadata = Map::new();
         metadata.insert("interceptor".into(), "egress".into());
