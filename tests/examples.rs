@@ -227,7 +227,7 @@ fn the_example_policies() {
     }
     for (name, unknown, extends) in [
         ("ci", "block", true),
-        ("secrets-only", "allow", false),
+        ("secrets-only", "ask", false),
         ("ask-before-network", "ask", true),
     ] {
         let file = example(&format!("policies/{name}.toml"));

@@ -404,6 +404,21 @@ fn floor_errors(audit: &std::path::Path) -> Vec<serde_json::Value> {
 }
 
 #[test]
+fn a_temp_file_is_made_written_and_removed_on_the_floor() {
+    let w = World::new();
+    let out = wrapped(
+        &w,
+        &[],
+        r#"f=$(mktemp) && echo x > "$f" && rm "$f" && test ! -e "$f" && echo TEMP-OK"#,
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("TEMP-OK"),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
 fn running_without_the_floor_is_said_and_audited() {
     let w = World::new();
     let audit = w.root.join("audit.jsonl");
@@ -566,7 +581,7 @@ fn policy_floor_prints_what_a_run_here_gets() {
         .unwrap_or_else(|| panic!("no network line: {text}"));
     assert!(
         net.contains("allowed host pattern(s)")
-            && net.contains("unknown hosts: allow (the gate decides)")
+            && net.contains("unknown hosts: ask (a person answers)")
             && net.contains("loopback services reached"),
         "{net}"
     );

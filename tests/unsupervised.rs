@@ -145,3 +145,26 @@ fn a_generic_agent_whose_commands_went_through_path_shims_is_not_called_unsuperv
     let out = wrapped(&["--require-hooks"], &agent);
     assert_eq!(out.status.code(), Some(122), "{}", show(&out));
 }
+
+#[test]
+fn a_generic_agent_whose_connections_were_audited_is_not_said_to_have_had_none() {
+    // A direct connection to an address outside: the floor refuses and audits it.
+    let agent = vec![
+        "python3".to_owned(),
+        "-c".to_owned(),
+        "import socket\ntry:\n    socket.create_connection(('192.0.2.1', 80), 5)\nexcept OSError as e:\n    print('refused', e.errno)".to_owned(),
+    ];
+    let out = wrapped(&["--summary", "never"], &agent);
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("refused 13"),
+        "EACCES: {}",
+        show(&out)
+    );
+    let err = stderr(&out);
+    assert!(
+        err.contains("only its tree's network connections (1) went through the policy"),
+        "{}",
+        show(&out)
+    );
+    assert!(!err.contains("none of its actions"), "{}", show(&out));
+}

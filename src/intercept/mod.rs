@@ -62,6 +62,8 @@ pub struct End<'a> {
     /// Actions the run's other interceptors asked the gate about (an interceptor that saw
     /// none of its own may still have had the agent supervised by another).
     pub answered_elsewhere: u64,
+    /// Connections of the agent's tree the floor's egress decided and audited.
+    pub connections: u64,
 }
 
 /// What an interceptor reports when the run ends.

@@ -384,12 +384,17 @@ impl Run<'_> {
         }
         let answered: Vec<u64> = held.interceptors.iter().map(|i| i.answered()).collect();
         let total: u64 = answered.iter().sum();
+        let connections = held.net.as_ref().map_or(0, |net| {
+            use std::sync::atomic::Ordering::Relaxed;
+            net.egress.allowed.load(Relaxed) + net.egress.refused.load(Relaxed)
+        });
         for (interceptor, own) in held.interceptors.iter_mut().zip(answered) {
             let end = End {
                 shown: &self.shown,
                 exit,
                 require_hooks: self.cfg.require_hooks,
                 answered_elsewhere: total - own,
+                connections,
             };
             let report = interceptor.finish(&end).await;
             self.notes.extend(report.notes);

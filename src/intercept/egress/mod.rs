@@ -226,7 +226,15 @@ impl Egress {
             .and_then(|mut a| a.remove(&peer.port()));
         let asker = noted.and_then(|pid| asking_process(pid, agent));
         let (event, origin) = self.event(&target, port, scheme, via, asker.as_ref());
-        let decision = match self.rules.judge(&target) {
+        // The agent's own process: its fetches are hooked tool calls the policy sees, so a
+        // host no list names goes to the gate as before. Any other process of the tree (or
+        // one the proxy cannot name) gets the `unknown` treatment.
+        let own = agent > 0 && noted == Some(agent);
+        let judgement = match self.rules.judge(&target) {
+            Judgement::Unknown(_) if own => Judgement::Unknown(Unknown::Allow),
+            other => other,
+        };
+        let decision = match judgement {
             Judgement::Denied(reason) => self.gate.refused(&event, reason, origin.clone()).await,
             Judgement::Unknown(Unknown::Block) => {
                 let reason = format!(

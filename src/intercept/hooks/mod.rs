@@ -118,12 +118,21 @@ impl Hooks {
         {
             return None;
         }
-        let mut message = format!(
-            "{} never called `ahp-wrap hook` (framework {}): none of its actions went through \
-             the policy or the audit log (the floor, when on, still confined it)",
-            end.shown,
-            self.framework.name()
-        );
+        let mut message = match end.connections {
+            0 => format!(
+                "{} never called `ahp-wrap hook` (framework {}): none of its actions went \
+                 through the policy or the audit log (the floor, when on, still confined it)",
+                end.shown,
+                self.framework.name()
+            ),
+            n => format!(
+                "{} never called `ahp-wrap hook` (framework {}): only its tree's network \
+                 connections ({n}) went through the policy and the audit log, none of its \
+                 other actions (the floor, when on, still confined them)",
+                end.shown,
+                self.framework.name()
+            ),
+        };
         if end.require_hooks {
             message.push_str(&format!(
                 "; exiting {} (--require-hooks) instead of the agent's {code}",
