@@ -150,6 +150,21 @@ fn floor(
             "environment: passed on whole (the policy's [floor.env] remove_credentials = false)\n",
         );
     }
+    let list = |v: &Option<Vec<String>>| match v.as_deref() {
+        None | Some([]) => "none".to_owned(),
+        Some(v) => v.join(", "),
+    };
+    if net.enabled() {
+        out.push_str(&format!(
+            "path Unix sockets: those the tree binds; besides them: {} (and the run \
+             directory)\n",
+            list(&spec.unix.allow)
+        ));
+    }
+    out.push_str(&format!(
+        "protected, but the agent's to write ([floor] keep): {}\n",
+        list(&spec.keep)
+    ));
     out.push('\n');
     out.push_str(&plan.to_string());
     exit::print(&out);

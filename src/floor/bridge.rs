@@ -367,6 +367,16 @@ fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
         *d = *s as libc::c_char;
     }
     let len = std::mem::size_of::<libc::sa_family_t>() + via.len() + 1;
+    connect_blocking(sock, (&raw const un).cast(), len as libc::socklen_t)
+}
+
+/// Connects `sock` (the caller's, shared with us) to the address at `addr` (`len` bytes),
+/// blocking for the while: on this machine a connection is made or refused at once.
+fn connect_blocking(
+    sock: &OwnedFd,
+    addr: *const libc::sockaddr,
+    len: libc::socklen_t,
+) -> io::Result<()> {
     let fd = sock.as_raw_fd();
     // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
     let status = unsafe { libc::fcntl(fd, libc::F_GETFL) };
@@ -374,8 +384,8 @@ fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
     if nonblocking {
         unsafe { libc::fcntl(fd, libc::F_SETFL, status & !libc::O_NONBLOCK) };
     }
-    // SAFETY: connect with an address we own.
-    let r = unsafe { libc::connect(fd, (&raw const un).cast(), len as libc::socklen_t) };
+    // SAFETY: connect with an address the caller of this function owns, `len` bytes long.
+    let r = unsafe { libc::connect(fd, addr, len) };
     let err = io::Error::last_os_error();
     if nonblocking {
         unsafe { libc::fcntl(fd, libc::F_SETFL, status) };
@@ -452,24 +462,8 @@ fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> {
 /// Connects `tid`'s own socket (shared with us) to `addr` inside its namespace, blocking for
 /// the while (a loopback connection is made or refused at once).
 fn connect_inside(sock: &OwnedFd, addr: SocketAddr) -> io::Result<()> {
-    let fd = sock.as_raw_fd();
     let (raw, len) = raw_sockaddr(addr);
-    // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
-    let status = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
-    if nonblocking {
-        unsafe { libc::fcntl(fd, libc::F_SETFL, status & !libc::O_NONBLOCK) };
-    }
-    // SAFETY: connect with an address we own.
-    let r = unsafe { libc::connect(fd, (&raw const raw).cast(), len) };
-    let err = io::Error::last_os_error();
-    if nonblocking {
-        unsafe { libc::fcntl(fd, libc::F_SETFL, status) };
-    }
-    match r {
-        0 => Ok(()),
-        _ => Err(err),
-    }
+    connect_blocking(sock, (&raw const raw).cast(), len)
 }
 
 /// `addr` as the kernel takes it.

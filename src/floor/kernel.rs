@@ -88,13 +88,14 @@ impl Support {
             }
         }
         match (&plan.net, &self.namespaces) {
-            (None, _) => r
-                .gaps
-                .push("network: not confined ([floor.net] enabled = false)".into()),
+            (None, _) => r.gaps.push(
+                "network: not confined ([floor.net] enabled = false), nor path Unix sockets".into(),
+            ),
             (Some(_), Ok(())) => r.enforced.push(
                 "network: a namespace of its own with only loopback; out only through the \
                  egress proxy, each connection decided by the gate; direct connections and \
-                 DNS refused"
+                 DNS refused; path Unix sockets the tree did not bind refused unless \
+                 [floor.unix] allows them"
                     .into(),
             ),
             (Some(_), Err(why)) if std::env::var_os(ENV_FLOOR).is_some() => {
