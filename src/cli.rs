@@ -295,17 +295,16 @@ pub struct ServeArgs {
 pub struct HostArgs {
     /// Serve the approvals page on http://ADDR.
     ///
-    /// Serve the approvals page (at /) and the Agent Host Protocol endpoint (ws://ADDR/host)
-    /// on http://ADDR. `serve --listen http://ADDR` serves them on its own address too.
+    /// Also the Agent Host Protocol's endpoint, at ws://…/host. With `serve --listen`, its own
+    /// listener serves both as well.
     #[arg(long, value_name = "http://ADDR")]
     pub host_listen: Option<String>,
 
     /// A client token of the approvals page (prefer --host-token-file).
     ///
-    /// A client token, NAME=TOKEN[:SCOPE,...] (repeatable; TOKEN at least 16 characters).
-    /// SCOPE: approve (the default: see and answer), view (see only), cwd=DIR (only
-    /// sessions in DIR or below). NAME is what the audit log records as who answered.
-    /// Prefer --host-token-file: a command line is visible to other users.
+    /// NAME=TOKEN[:SCOPE,...], repeatable; TOKEN at least 16 characters. SCOPE: approve (the
+    /// default: see and answer), view (see only), cwd=DIR (only sessions in DIR or below). NAME
+    /// is what the audit log records as who answered. A command line is visible to other users.
     #[arg(long = "host-token", value_name = "NAME=TOKEN[:SCOPE,...]")]
     pub host_tokens: Vec<String>,
 
@@ -319,8 +318,7 @@ pub struct HostArgs {
 
     /// The approvals page's address as people reach it.
     ///
-    /// The approvals page's address as people reach it, for the webhook's link (default:
-    /// the address it listens on).
+    /// For the webhook's link; default: the address it listens on.
     #[arg(long, value_name = "URL")]
     pub public_url: Option<String>,
 }
@@ -344,17 +342,16 @@ impl HostArgs {
 pub struct TelemetryArgs {
     /// Serve Prometheus metrics at http://ADDR/metrics.
     ///
-    /// Serve Prometheus metrics at http://ADDR/metrics (ADDR like 127.0.0.1:9464; port 0
-    /// picks one, printed on stderr). `serve --listen http://…` serves them on its own
-    /// address too.
+    /// ADDR like 127.0.0.1:9464; port 0 picks one, printed on stderr. `serve --listen http://…`
+    /// serves them on its own address too.
     #[arg(long, value_name = "ADDR")]
     pub metrics_listen: Option<String>,
 
     /// Export OpenTelemetry spans over OTLP/HTTP to URL.
     ///
-    /// Export a span per run and per decided event over OTLP/HTTP (protobuf) to URL (a base
-    /// like http://127.0.0.1:4318 gets /v1/traces). Without it, the standard
-    /// OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used.
+    /// A span per run and per decided event, in protobuf (a base like http://127.0.0.1:4318
+    /// gets /v1/traces). Without it, the standard OTEL_EXPORTER_OTLP_ENDPOINT or
+    /// OTEL_EXPORTER_OTLP_TRACES_ENDPOINT is used.
     #[arg(long, value_name = "URL")]
     pub otlp: Option<String>,
 }
@@ -460,4 +457,82 @@ pub enum SummaryArg {
 pub enum FloorArg {
     On,
     Off,
+}
+
+#[cfg(test)]
+mod tests {
+    use clap::CommandFactory;
+
+    /// The words of `text`, lower-cased.
+    fn words(text: &str) -> Vec<String> {
+        text.split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .map(str::to_lowercase)
+            .collect()
+    }
+
+    /// Whether `more` (the long help's next paragraph) says `summary` again: the same first
+    /// three words, or most of its words.
+    fn restates(summary: &str, more: &str) -> bool {
+        let (a, b) = (words(summary), words(more));
+        if a.len() < 3 {
+            return false;
+        }
+        let distinct: std::collections::BTreeSet<&String> = a.iter().collect();
+        let shared = distinct.iter().filter(|w| b.contains(w)).count();
+        a[..3] == b[..b.len().min(3)] || shared * 10 >= distinct.len() * 7
+    }
+
+    fn check(cmd: &clap::Command, path: &str, found: &mut Vec<String>) {
+        for arg in cmd.get_arguments() {
+            let Some(long) = arg.get_long_help().map(ToString::to_string) else {
+                continue;
+            };
+            let mut paragraphs = long.split("\n\n");
+            let (Some(summary), Some(more)) = (paragraphs.next(), paragraphs.next()) else {
+                continue;
+            };
+            if restates(summary, more) {
+                found.push(format!("{path} --{}: {summary:?} / {more:?}", arg.get_id()));
+            }
+        }
+        for sub in cmd.get_subcommands() {
+            let path = format!("{path} {}", sub.get_name());
+            if let (Some(summary), Some(long)) = (sub.get_about(), sub.get_long_about()) {
+                let long = long.to_string();
+                let more = long.split("\n\n").nth(1).unwrap_or_default();
+                if restates(&summary.to_string(), more) {
+                    found.push(format!("{path}: {summary:?} / {more:?}"));
+                }
+            }
+            check(sub, &path, found);
+        }
+    }
+
+    #[test]
+    fn no_long_help_repeats_its_summary() {
+        let mut found = Vec::new();
+        check(&super::Cli::command(), "ahp-wrap", &mut found);
+        assert!(
+            found.is_empty(),
+            "long help that says its summary again:\n{}",
+            found.join("\n")
+        );
+    }
+
+    #[test]
+    fn a_restatement_is_told_from_an_addition() {
+        assert!(restates(
+            "Deadline for one blocking event, in milliseconds.",
+            "Deadline for one blocking event, in milliseconds (the harness's timeout wins)."
+        ));
+        assert!(restates(
+            "enforce, or observe: block nothing, record what would have been blocked.",
+            "Embedded policy mode: enforce, or observe (block nothing, record what would have been blocked)."
+        ));
+        assert!(!restates(
+            "Deadline for one blocking event, in milliseconds.",
+            "The harness's own timeout_ms wins when it is smaller."
+        ));
+    }
 }

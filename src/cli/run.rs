@@ -27,9 +27,6 @@ pub struct RunArgs {
     pub token: Option<String>,
 
     /// How the token is sent.
-    ///
-    /// How the token is sent: bearer (Authorization: Bearer / ?token=) or api-key
-    /// (X-API-Key / ?api_key=).
     #[arg(help_heading = "Harness", long, value_enum, default_value = "bearer")]
     pub auth: AuthScheme,
 
@@ -43,9 +40,6 @@ pub struct RunArgs {
     pub audit_log: Option<PathBuf>,
 
     /// When to print the run's summary on stderr.
-    ///
-    /// When to print the run's summary on stderr: auto (when something was decided),
-    /// always, never.
     #[arg(help_heading = "Output", long, value_enum, default_value = "auto")]
     pub summary: SummaryArg,
 
@@ -94,33 +88,30 @@ pub struct RunArgs {
 
     /// Write the log to this file instead of stderr.
     ///
-    /// Write the log to this file instead of stderr. While the agent owns the terminal
-    /// (our stdin or stdout is one) the log never goes there: without this option it goes
-    /// to a new file in $XDG_STATE_HOME/ahp-wrap (else ~/.local/state/ahp-wrap), and the
-    /// warnings are repeated at exit.
+    /// While the agent owns the terminal (our stdin or stdout is one) the log never goes there:
+    /// without this option it goes to a new file in $XDG_STATE_HOME/ahp-wrap (else
+    /// ~/.local/state/ahp-wrap), and the warnings are repeated at exit.
     #[arg(help_heading = "Output", long, value_name = "PATH")]
     pub log_file: Option<PathBuf>,
 
     /// No notes before the agent starts, no summary after it.
     ///
-    /// No notes before the agent starts and no summary after it (unless --summary always);
-    /// warnings and errors are still said. `--log error` also silences the notes.
+    /// Unless --summary always. Warnings and errors are still said; `--log error` also silences
+    /// the notes.
     #[arg(help_heading = "Output", short, long)]
     pub quiet: bool,
 
     /// Exit 122 when the agent never called a hook (for CI).
     ///
-    /// Exit with code 122 instead of the agent's own when the agent never called a hook
-    /// during the run (nothing it did was supervised): for CI.
+    /// Instead of the agent's own code: nothing it did was supervised.
     #[arg(help_heading = "Interception", long)]
     pub require_hooks: bool,
 
     /// The kernel's floor under the policy (Linux).
     ///
-    /// The kernel's floor under the policy (Linux): the agent's whole process tree writes
-    /// only beneath the workspace, the temp directories, its own state and package caches,
-    /// never reads the policy's secrets, and cannot signal the wrapper. `off` runs without
-    /// it (said and audited).
+    /// The agent's whole process tree writes only beneath the workspace, the temp directories,
+    /// its own state and package caches, never reads the policy's secrets, and cannot signal
+    /// the wrapper. `off` runs without it (said and audited).
     #[arg(
         help_heading = "Floor (Linux)",
         long,
@@ -132,8 +123,7 @@ pub struct RunArgs {
 
     /// Exit 125 before the agent starts when the floor is not complete here (for CI).
     ///
-    /// Exit with code 125 before the agent starts when this kernel cannot enforce every part
-    /// of the floor (for CI).
+    /// Not complete: this kernel cannot enforce every part of it.
     #[arg(help_heading = "Floor (Linux)", long)]
     pub require_floor: bool,
 
@@ -152,16 +142,13 @@ pub struct RunArgs {
 
     /// Claude Code: put its stdio MCP servers behind `ahp-wrap mcp` for this run.
     ///
-    /// Run each stdio MCP server the agent would start behind `ahp-wrap mcp`, for this run
-    /// only (its calls decided and audited by this run), without editing the user's files.
-    /// Claude Code only.
+    /// Their calls are decided and audited by this run, without editing the user's files.
     #[arg(help_heading = "Interception", long)]
     pub wrap_mcp: bool,
 
     /// Do not shim these commands, or with no value, none.
     ///
-    /// Do not shim these commands (comma-separated; repeatable), or with no value, no
-    /// PATH shims at all.
+    /// Comma-separated, repeatable; with no value, no PATH shims at all.
     #[arg(help_heading = "Interception", long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
     pub no_intercept: Option<Vec<String>>,
 
@@ -186,8 +173,8 @@ pub struct Supervision {
     #[allow(rustdoc::broken_intra_doc_links, rustdoc::invalid_html_tags)]
     /// The harness (stdio:CMD, unix:PATH, http(s)://…, ws(s)://…); default: the embedded policy.
     ///
-    /// The harness: stdio:<command line>, unix:<path>, http(s)://host[:port][/path] or
-    /// ws(s)://host[:port][/path]. Without it, the embedded default policy answers.
+    /// stdio: a command line the wrapper starts; unix: a socket path; http(s) and ws(s):
+    /// host[:port][/path].
     #[arg(
         help_heading = "Harness",
         long,
@@ -202,22 +189,19 @@ pub struct Supervision {
 
     /// Policy file (TOML) for the embedded harness.
     ///
-    /// Policy file (TOML) for the embedded harness; default: the built-in default policy
-    /// (`ahp-wrap policy default` prints it).
+    /// Default: the built-in policy (`ahp-wrap policy default` prints it).
     #[arg(help_heading = "Policy", long, value_name = "FILE")]
     pub policy: Option<PathBuf>,
 
     /// enforce, or observe: block nothing, record what would have been blocked.
     ///
-    /// Embedded policy mode: enforce, or observe (block nothing, record what would have
-    /// been blocked).
+    /// For the embedded policy; a harness of your own decides for itself.
     #[arg(help_heading = "Policy", long, value_enum, default_value = "enforce")]
     pub mode: Mode,
 
     /// Deadline for one blocking event, in milliseconds.
     ///
-    /// Deadline for one blocking event, in milliseconds (the harness's timeout_ms wins
-    /// when smaller).
+    /// The harness's own timeout_ms wins when it is smaller.
     #[arg(
         help_heading = "Harness",
         long,
@@ -228,31 +212,27 @@ pub struct Supervision {
 
     /// The agent's framework (default: from its executable name).
     ///
-    /// The agent's framework: claude-code (or claude), codex, gemini, qwen, droid, copilot,
-    /// opencode, kilo, acp, path, generic or a shim manifest's name (default: from the
-    /// agent's executable name; else generic).
+    /// Known names: claude-code (or claude), codex, gemini, qwen, droid, copilot, opencode,
+    /// kilo, acp, path, generic, or a shim manifest's. An executable no shim knows is generic.
     #[arg(help_heading = "Interception", long, value_name = "NAME")]
     pub framework: Option<String>,
 
     /// Load a shim manifest: an agent's hooks described in TOML (repeatable).
     ///
-    /// Load a shim manifest (repeatable): an agent's hook system described in TOML
-    /// (docs/shims.md), beside the built-in shims and those in
-    /// $XDG_CONFIG_HOME/ahp-wrap/shims. One that does not load stops the run.
+    /// See docs/shims.md. Loaded beside the built-in shims and those in $XDG_CONFIG_HOME/ahp-
+    /// wrap/shims; one that does not load stops the run.
     #[arg(help_heading = "Interception", long = "shim", value_name = "FILE")]
     pub shim: Vec<PathBuf>,
 
     /// Key file for HMAC-signing the audit log.
     ///
-    /// Key for HMAC-signing the audit log (else the AHP_WRAP_AUDIT_KEY variable, if set;
-    /// at least 16 bytes).
+    /// Else the AHP_WRAP_AUDIT_KEY variable, if set; at least 16 bytes.
     #[arg(help_heading = "Audit", long, value_name = "PATH")]
     pub audit_key_file: Option<PathBuf>,
 
     /// Also check these commands through PATH shims (turns them on for any framework).
     ///
-    /// Also intercept these commands through PATH shims (comma-separated; repeatable). Turns
-    /// PATH shims on for any framework (they are on by default for generic and path).
+    /// Comma-separated, repeatable. PATH shims are on by default for generic and path.
     #[arg(
         help_heading = "Interception",
         long,
