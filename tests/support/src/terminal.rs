@@ -70,5 +70,8 @@ pub fn plain(screen: &[u8]) -> String {
 
 /// [`plain`], and without white space.
 pub fn squeezed(screen: &[u8]) -> String {
-    plain(screen).chars().filter(|c| !c.is_whitespace()).collect()
+    plain(screen)
+        .chars()
+        .filter(|c| !c.is_whitespace())
+        .collect()
 }
