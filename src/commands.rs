@@ -126,15 +126,9 @@ fn floor(
         out.push_str("network: not confined (the policy's [floor.net] enabled = false)\n");
     }
     if spec.env.removes() {
-        let mut keep = framework.own_env(&[]);
-        for k in spec.env.keep.iter().flatten() {
-            if !keep.contains(k) {
-                keep.push(k.clone());
-            }
-        }
-        let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
-        let vars = vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()));
-        let removed = crate::floor::secrets::to_remove(vars, &keep);
+        let keep = framework.own_env(&[]).into_iter();
+        let keep = keep.chain(spec.env.keep.iter().flatten().cloned());
+        let (keep, removed) = crate::floor::secrets::of_this_environment(keep);
         out.push_str(&format!(
             "environment: credentials removed before the agent starts; of this one: {}; kept \
              when present: {}\n",

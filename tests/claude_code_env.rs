@@ -13,8 +13,8 @@ const GITHUB: &str = "ghp_TESTONLY0123456789abcdefghijklmnopqr";
 const NPM: &str = "npm-token-value-for-the-test";
 const DEPLOY: &str = "github_pat_TESTONLY_0123456789abcdefghij";
 
-/// Runs `env` through the model under `wrapper`; returns what the model got back and the
-/// wrapper's stderr.
+/// Runs `env` through the model under `wrapper`; returns what the model got back, and the
+/// wrapper's stderr followed by its audit log.
 fn env_seen(wrapper: &[&str]) -> (String, String) {
     let world = World::new();
     let api = FakeApi::start(
@@ -22,6 +22,13 @@ fn env_seen(wrapper: &[&str]) -> (String, String) {
         "api",
         json!([bash("env"), {"text": "Listed."}]),
     );
+    let audit = world.dir.path().join("audit.jsonl");
+    let wrapper: Vec<&str> = wrapper
+        .iter()
+        .copied()
+        .chain(["--audit-log", audit.to_str().unwrap()])
+        .collect();
+    let wrapper = wrapper.as_slice();
     let mut cmd = world.command(
         &api,
         Some(wrapper),
@@ -36,7 +43,8 @@ fn env_seen(wrapper: &[&str]) -> (String, String) {
     r.check(results.len() == 1, "the tool result reaches the model");
     (
         results[0]["content"].to_string(),
-        String::from_utf8_lossy(&r.output.stderr).into_owned(),
+        String::from_utf8_lossy(&r.output.stderr).into_owned()
+            + &std::fs::read_to_string(&audit).unwrap_or_default(),
     )
 }
 
@@ -58,6 +66,10 @@ fn exported_tokens_never_reach_the_model_on_the_floor() {
     assert!(
         stderr.contains("DEPLOY_SETTING, GITHUB_TOKEN, NPM_TOKEN"),
         "the run names what it removed: {stderr}"
+    );
+    assert!(
+        stderr.contains(r#""removed_env":["DEPLOY_SETTING","GITHUB_TOKEN","NPM_TOKEN"]"#),
+        "the audit log names them: {stderr}"
     );
 
     let (seen, _) = env_seen(&["--summary", "never", "--keep-env", "NPM_*"]);

@@ -8,7 +8,8 @@
 //!
 //! On the floor: the outside file is never written, the script's own socket works, and the
 //! audit log holds the refused connection (`net`, `unix:` and the socket's path, the asking
-//! process). With `--floor off` the server writes the file, which shows the test can fail.
+//! process). With the socket's directory in `[floor.unix] allow` the server writes it, as
+//! with `--floor off`, which shows the test can fail.
 
 use ahp_wrap_testkit::agents::TestDir;
 use ahp_wrap_testkit::claude_code::{bash, claude_bin, offline_env, run, FakeApi};
@@ -70,7 +71,7 @@ impl Drop for Tmux {
 
 /// Runs the script through the model; returns what it printed, whether the outside file
 /// exists, and the audit log.
-fn attack(floor: &str) -> (String, bool, String) {
+fn attack(floor: &str, allow_outside: bool) -> (String, bool, String) {
     let dir = TestDir::new(
         "ahp-claude-unix-",
         Some(&dirs::outside_temp()),
@@ -103,10 +104,21 @@ fn attack(floor: &str) -> (String, bool, String) {
         "never",
         "--audit-log",
     ])
-    .arg(&audit)
-    .arg("--")
-    .arg(claude_bin())
-    .args(["-p", "check the session", "--allowedTools", "Bash"]);
+    .arg(&audit);
+    if allow_outside {
+        // The person lets the tree reach the sockets of that directory.
+        let policy = dir.dir.path().join("policy.toml");
+        let outside = dir.dir.path().join("outside");
+        let text = format!(
+            "version = 1\n[floor.unix]\nallow = [{:?}]\n",
+            outside.display().to_string()
+        );
+        std::fs::write(&policy, text).unwrap();
+        cmd.arg("--policy").arg(policy);
+    }
+    cmd.arg("--")
+        .arg(claude_bin())
+        .args(["-p", "check the session", "--allowedTools", "Bash"]);
     ahp_wrap_testkit::agents::offline(&mut cmd, &dir);
     offline_env(&mut cmd, dir.dir.path().join("home/.claude"), api.port);
     let r = run(cmd);
@@ -131,7 +143,7 @@ fn attack(floor: &str) -> (String, bool, String) {
     ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
 )]
 fn the_users_tmux_server_is_out_of_reach_and_the_trees_own_socket_works() {
-    let (printed, written, log) = attack("on");
+    let (printed, written, log) = attack("on", false);
     assert!(!written, "the tmux server ran the command: {printed}");
     assert!(printed.contains("own socket ping"), "{printed}");
     let refused = log
@@ -147,7 +159,10 @@ fn the_users_tmux_server_is_out_of_reach_and_the_trees_own_socket_works() {
     let argv = refused["payload"]["context"]["process"]["argv"].to_string();
     assert!(argv.contains("tmux"), "the asking process: {refused}");
 
-    let (printed, written, _) = attack("off");
+    let (printed, written, _) = attack("on", true);
+    assert!(written, "[floor.unix] allow lets it through: {printed}");
+
+    let (printed, written, _) = attack("off", false);
     assert!(
         written,
         "without the floor the server writes the file: {printed}"

@@ -552,6 +552,7 @@ fn policy_floor_prints_what_a_run_here_gets() {
         ])
         .arg(w.ws())
         .env("HOME", w.root.join("home"))
+        .env("GITHUB_TOKEN", "exported-for-gh")
         .env_remove("CLAUDE_CONFIG_DIR")
         .output()
         .unwrap();
@@ -585,6 +586,22 @@ fn policy_floor_prints_what_a_run_here_gets() {
             && net.contains("loopback services reached"),
         "{net}"
     );
+    // The environment, the path sockets and `keep`, as the default policy and Claude's shim
+    // say (the token's name, never its value).
+    let env = text
+        .lines()
+        .find(|l| l.starts_with("environment: "))
+        .unwrap_or_else(|| panic!("no environment line: {text}"));
+    assert!(
+        env.contains("of this one: GITHUB_TOKEN;") && env.contains("CLAUDE_CODE_OAUTH_TOKEN"),
+        "{env}"
+    );
+    assert!(!text.contains("exported-for-gh"), "{text}");
+    assert!(
+        text.contains("path Unix sockets: those the tree binds"),
+        "{text}"
+    );
+    assert!(text.contains("([floor] keep): none"), "{text}");
     // Printing creates nothing: Claude's state directory is listed only once it exists.
     assert!(!w.root.join("home/.claude").exists());
     assert_eq!(out.status.success(), !text.contains("missing:"), "{text}");

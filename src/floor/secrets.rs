@@ -143,6 +143,22 @@ where
     names
 }
 
+/// What the agent keeps and loses of this process's environment: `keep` is its shim's
+/// needs, the policy's `keep` and the run's own (`--keep-env`), in that order, each once;
+/// returns it with the names removed.
+pub fn of_this_environment(keep: impl IntoIterator<Item = String>) -> (Vec<String>, Vec<String>) {
+    let mut kept: Vec<String> = Vec::new();
+    for k in keep {
+        if !kept.contains(&k) {
+            kept.push(k);
+        }
+    }
+    let vars: Vec<(std::ffi::OsString, std::ffi::OsString)> = std::env::vars_os().collect();
+    let vars = vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()));
+    let removed = to_remove(vars, &kept);
+    (kept, removed)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

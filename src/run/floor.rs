@@ -106,12 +106,10 @@ pub(super) fn prepare(
     let plan = Plan::new(&spec, &cx);
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
     if spec.env.removes() {
-        let mut keep = owner.own_env(&cmd.args);
-        keep.extend(spec.env.keep.iter().flatten().cloned());
-        keep.extend(cfg.keep_env.iter().cloned());
-        let vars: Vec<(OsString, OsString)> = std::env::vars_os().collect();
-        let vars = vars.iter().map(|(k, v)| (k.as_os_str(), v.as_os_str()));
-        cmd.remove_env = floor::secrets::to_remove(vars, &keep);
+        let keep = owner.own_env(&cmd.args).into_iter();
+        let keep = keep.chain(spec.env.keep.iter().flatten().cloned());
+        let keep = keep.chain(cfg.keep_env.iter().cloned());
+        cmd.remove_env = floor::secrets::of_this_environment(keep).1;
     }
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;

@@ -322,17 +322,8 @@ impl Held {
     }
 
     fn write_record(&self, dir: &Path, ext: &str, bytes: &[u8]) -> Option<PathBuf> {
-        use std::os::unix::fs::DirBuilderExt;
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)
-            .ok()?;
-        let stamp = std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs());
-        let name = plain_name(&self.copy.file);
-        let path = dir.join(format!("{stamp}-{}-{name}.{ext}", crate::random_hex(3)));
+        let name = crate::statefile::aside::new_name(dir, &self.copy.file).ok()?;
+        let path = dir.join(format!("{name}.{ext}"));
         create_private(&path, bytes).ok()?;
         Some(path)
     }

@@ -21,20 +21,7 @@ pub struct Moved {
 /// Moves `path` into the quarantine directory `dir` (made private when missing). Returns
 /// the record written beside it.
 pub fn move_aside(path: &Path, dir: &Path) -> std::io::Result<PathBuf> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)?;
-    let stamp = std::time::SystemTime::now()
-        .duration_since(std::time::UNIX_EPOCH)
-        .map_or(0, |d| d.as_secs());
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let base = format!(
-        "{stamp}-{}-{}",
-        crate::random_hex(3),
-        name.trim_start_matches('.')
-    );
+    let base = new_name(dir, path)?;
     let held = dir.join(&base);
     relocate(path, &held)?;
     let record = dir.join(format!("{base}.moved.json"));
@@ -45,6 +32,25 @@ pub fn move_aside(path: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     .map_err(std::io::Error::other)?;
     std::fs::write(&record, text)?;
     Ok(record)
+}
+
+/// A new name in the quarantine `dir` (made, private, when missing) for what is kept of
+/// `path`: the time, a random part, and `path`'s name without its leading dots.
+pub fn new_name(dir: &Path, path: &Path) -> std::io::Result<String> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)?;
+    let stamp = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .map_or(0, |d| d.as_secs());
+    let name = path.file_name().unwrap_or_default().to_string_lossy();
+    Ok(format!(
+        "{stamp}-{}-{}",
+        crate::random_hex(3),
+        name.trim_start_matches('.')
+    ))
 }
 
 /// Puts what `record` describes back where the agent's tree created it, unless something is
