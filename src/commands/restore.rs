@@ -1,6 +1,7 @@
 //! `ahp-wrap restore FILE`: applies the changes a run kept aside from an agent's mixed
 //! state file (the instructions it wrote there), or puts back a protected path the agent's
-//! tree created and the run moved aside, once the person has read them.
+//! tree created and the run moved aside, or applies the changes the tree made to entries of
+//! a package cache, once the person has read them.
 
 use std::path::Path;
 
@@ -26,6 +27,31 @@ pub fn restore(path: &Path, dry_run: bool) -> CommandResult {
         }
         put_back(path, &moved).map_err(|e| fail(format!("not put back: {e}")))?;
         crate::exit::print(&format!("put back at {}\n", moved.moved.display()));
+        return Ok(Exit::OK);
+    }
+    #[cfg(target_os = "linux")]
+    if let Ok(record) = serde_json::from_slice::<crate::floor::caches::Record>(&text) {
+        let mut out = format!(
+            "{} change(s) to entries of the cache {} (what the run's tree wrote is in {}):\n",
+            record.changes.len(),
+            record.cache.display(),
+            record.held.display()
+        );
+        for c in &record.changes {
+            let how = if c.removed { "removed" } else { "rewritten" };
+            out.push_str(&format!("  {} ({how})\n", c.path.display()));
+        }
+        crate::exit::print(&out);
+        if dry_run {
+            return Ok(Exit::OK);
+        }
+        crate::floor::caches::apply(path, &record)
+            .map_err(|e| fail(format!("not applied: {e}")))?;
+        crate::exit::print(&format!(
+            "applied to {} (what it held is in {})\n",
+            record.cache.display(),
+            record.held.with_extension("before").display()
+        ));
         return Ok(Exit::OK);
     }
     let record: Record = serde_json::from_slice(&text).map_err(|e| {

@@ -63,7 +63,7 @@ impl Support {
         } else {
             r.enforced.push(format!(
                 "files: written only beneath {} directories (the workspace, the temp \
-                 directories, the agent's own state, package caches) (Landlock ABI {})",
+                 directories, the agent's own state, the package caches) (Landlock ABI {})",
                 plan.writable.len(),
                 self.landlock_abi
             ));
@@ -135,6 +135,19 @@ impl Support {
                 )),
             }
         }
+        if !plan.caches.is_empty() {
+            match self.namespaces.clone().and_then(|()| super::caches::possible()) {
+                Ok(()) => r.enforced.push(format!(
+                    "caches ({}): new entries kept at the end, an entry that was there never \
+                     changed or removed (an overlay each; changes kept aside)",
+                    plan.caches.len()
+                )),
+                Err(why) => r.gaps.push(format!(
+                    "caches ({}): written in place, an entry that was there can be changed:                      {why}",
+                    plan.caches.len()
+                )),
+            }
+        }
         r
     }
 }
@@ -174,6 +187,8 @@ pub(super) fn namespaces_possible() -> Result<(), String> {
 #[derive(Debug)]
 pub struct Prepared {
     landlock: Option<OwnedFd>,
+    /// The file-system access the ruleset handles (as the kernel counts it).
+    handled: u64,
     /// `landlock_restrict_self`'s flags: whether denials after `exec` reach the audit log.
     restrict_flags: u32,
     namespaces: Option<Namespaces>,
@@ -197,7 +212,8 @@ impl Prepared {
         if support.landlock_abi < 1 {
             return Err(FloorError::Unsupported);
         }
-        let landlock = Some(ruleset(plan, ABI::from(support.landlock_abi))?);
+        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi))?;
+        let landlock = Some(landlock);
         let mut namespaces = match support.namespaces {
             Ok(()) => Some(Namespaces::new(plan, scratch)?),
             Err(_) => None,
@@ -224,6 +240,7 @@ impl Prepared {
         Ok((
             Prepared {
                 landlock,
+                handled,
                 restrict_flags: 0,
                 namespaces,
                 net,
@@ -242,7 +259,11 @@ impl Prepared {
     /// what [`Prepared::new`] made, and a short static line on stderr when one fails.
     pub fn apply(&self) -> std::io::Result<()> {
         if let Some(ns) = &self.namespaces {
-            ns.enter(self.net.is_some())?;
+            let rules = self
+                .landlock
+                .as_ref()
+                .map(|fd| (fd.as_raw_fd(), self.handled));
+            ns.enter(self.net.is_some(), rules)?;
         }
         // SAFETY: plain system calls on values we own.
         unsafe {
@@ -269,7 +290,7 @@ impl Prepared {
 
 /// The Landlock ruleset: write access only beneath the plan's writable directories (and to
 /// its device files); no signals out of the domain from ABI 6.
-fn ruleset(plan: &Plan, abi: ABI) -> Result<OwnedFd, FloorError> {
+fn ruleset(plan: &Plan, abi: ABI) -> Result<(OwnedFd, u64), FloorError> {
     let lerr = |e: landlock::RulesetError| FloorError::Ruleset(e.to_string());
     // Device ioctls are left alone: terminals need them, and they write no file.
     let handled = AccessFs::from_write(abi) & !AccessFs::IoctlDev & !AccessFs::ResolveUnix;
@@ -299,7 +320,7 @@ fn ruleset(plan: &Plan, abi: ABI) -> Result<OwnedFd, FloorError> {
         created = created.add_rule(rule(file, access)?).map_err(lerr)?;
     }
     let fd: Option<OwnedFd> = created.into();
-    fd.ok_or(FloorError::Unsupported)
+    Ok((fd.ok_or(FloorError::Unsupported)?, handled.bits()))
 }
 
 /// Says `what` on stderr and returns the error in `errno`.

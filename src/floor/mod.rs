@@ -31,6 +31,8 @@ mod ahead;
 #[cfg(target_os = "linux")]
 pub mod bridge;
 #[cfg(target_os = "linux")]
+pub mod caches;
+#[cfg(target_os = "linux")]
 pub mod denials;
 pub mod hosts;
 pub mod plan;

@@ -14,6 +14,15 @@ use super::{FloorError, Plan};
 /// One mount the child makes in its own mount namespace.
 #[derive(Debug)]
 enum Mount {
+    /// An overlay over the cache `path` (its own lower layer), with the run's layer for it;
+    /// then a Landlock rule on its root (a rule holds on an inode, and the overlay's root is
+    /// not the cache's).
+    Overlay { path: CString, options: CString },
+    /// A writable root beneath a cache, `src`, bound onto an empty directory of the run's
+    /// before the overlay covers it...
+    Stage { src: CString, stage: CString },
+    /// ...and that bind moved over the overlay's view of it, `path`.
+    Unstage { stage: CString, path: CString },
     /// `path` bound onto itself, then (`Some(flags)`) remounted with `flags`: read-only or
     /// writable, with the flags its mount already has (a user namespace may not clear them).
     Bind {
@@ -51,6 +60,39 @@ impl Namespaces {
         let uid = nix::unistd::geteuid().as_raw();
         let gid = nix::unistd::getegid().as_raw();
         let mut mounts = Vec::new();
+        // A writable root beneath a cache is bound aside first, and moved over the overlay's
+        // view of it once the overlay is there.
+        let mut unstage = Vec::new();
+        if !plan.overlays.is_empty() {
+            for (i, dir) in plan.through.iter().enumerate() {
+                let stage = scratch.join(format!("through-{i}"));
+                std::fs::create_dir(&stage).map_err(|source| FloorError::Prepare {
+                    what: "cannot make a directory to stage a bind in:",
+                    path: stage.display().to_string(),
+                    source,
+                })?;
+                let (stage, path) = (cstring(&stage)?, cstring(dir)?);
+                mounts.push(Mount::Stage {
+                    src: path.clone(),
+                    stage: stage.clone(),
+                });
+                unstage.push(Mount::Unstage { stage, path });
+            }
+        }
+        for o in &plan.overlays {
+            let mut options = b"lowerdir=".to_vec();
+            options.extend(o.cache.as_os_str().as_bytes());
+            options.extend(b",upperdir=");
+            options.extend(o.upper.as_os_str().as_bytes());
+            options.extend(b",workdir=");
+            options.extend(o.work.as_os_str().as_bytes());
+            options.extend(b",userxattr");
+            mounts.push(Mount::Overlay {
+                path: cstring(&o.cache)?,
+                options: CString::new(options).map_err(|_| nul(&o.cache))?,
+            });
+        }
+        mounts.extend(unstage);
         for dir in &plan.pinned {
             mounts.push(Mount::Bind {
                 path: cstring(dir)?,
@@ -104,8 +146,9 @@ impl Namespaces {
     }
 
     /// A user namespace (the same uid and gid, mapped to themselves) and a mount namespace,
-    /// with the plan's binds and empty mounts.
-    pub(super) fn enter(&self, net: bool) -> std::io::Result<()> {
+    /// with the plan's overlays, binds and empty mounts. `landlock` is the ruleset (and the
+    /// access it handles) that each overlay's root is added to, writable.
+    pub(super) fn enter(&self, net: bool, landlock: Option<(i32, u64)>) -> std::io::Result<()> {
         // SAFETY: plain system calls on values we own; nothing allocates.
         unsafe {
             match &self.made {
@@ -144,6 +187,26 @@ impl Namespaces {
             }
             for m in &self.mounts {
                 let ok = match m {
+                    Mount::Overlay { path, options } => {
+                        libc::mount(
+                            c"overlay".as_ptr(),
+                            path.as_ptr(),
+                            c"overlay".as_ptr(),
+                            0,
+                            options.as_ptr().cast(),
+                        ) == 0
+                            && landlock.is_none_or(|(ruleset, access)| {
+                                writable_rule(ruleset, access, path).is_ok()
+                            })
+                    }
+                    Mount::Stage { src, stage } => {
+                        let f = libc::MS_BIND | libc::MS_REC;
+                        libc::mount(src.as_ptr(), stage.as_ptr(), none, f, std::ptr::null()) == 0
+                    }
+                    Mount::Unstage { stage, path } => {
+                        let f = libc::MS_MOVE;
+                        libc::mount(stage.as_ptr(), path.as_ptr(), none, f, std::ptr::null()) == 0
+                    }
                     Mount::Bind { path, remount } => {
                         let p = path.as_ptr();
                         libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
@@ -187,6 +250,45 @@ impl Namespaces {
         }
         Ok(())
     }
+}
+
+/// Landlock's `struct landlock_path_beneath_attr` (packed, as the kernel's).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds `dir` to the Landlock `ruleset`, with `access` beneath it.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn writable_rule(ruleset: i32, access: u64, dir: &std::ffi::CStr) -> std::io::Result<()> {
+    let fd = libc::open(
+        dir.as_ptr(),
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    );
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: fd,
+    };
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_long = 1;
+    let r = libc::syscall(
+        libc::SYS_landlock_add_rule,
+        ruleset,
+        LANDLOCK_RULE_PATH_BENEATH,
+        std::ptr::addr_of!(attr),
+        0,
+    );
+    let e = std::io::Error::last_os_error();
+    libc::close(fd);
+    if r != 0 {
+        return Err(e);
+    }
+    Ok(())
 }
 
 /// A `uid_map` or `gid_map` line that maps `id` to itself, and nothing else.
@@ -268,9 +370,13 @@ fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
 }
 
 fn cstring(path: &Path) -> Result<CString, FloorError> {
-    CString::new(path.as_os_str().as_bytes()).map_err(|_| FloorError::Prepare {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| nul(path))
+}
+
+fn nul(path: &Path) -> FloorError {
+    FloorError::Prepare {
         what: "a path with a NUL byte:",
         path: path.display().to_string(),
         source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
-    })
+    }
 }

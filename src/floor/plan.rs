@@ -113,6 +113,16 @@ pub struct Context {
 pub struct Plan {
     /// Directories written beneath (Landlock), and the device files below.
     pub writable: Vec<PathBuf>,
+    /// The package caches among them (none beneath another writable root): each is an
+    /// overlay in the tree's mount namespace ([`Plan::overlays`]), whose new entries the run
+    /// adds to the cache at its end; a change to an entry that was there is kept aside.
+    pub caches: Vec<PathBuf>,
+    /// Writable roots beneath a cache (an agent's state in `~/.cache`): the directory itself
+    /// bound over the overlay's view of it, written in place.
+    pub through: Vec<PathBuf>,
+    /// The layers the run made for [`Plan::caches`] (none where the kernel cannot mount an
+    /// overlay in a user namespace: the caches are then written in place).
+    pub overlays: Vec<Overlay>,
     pub devices: Vec<PathBuf>,
     /// Directories between a writable root and a read-only path, bound onto themselves so
     /// that they cannot be renamed away (and replaced) while the run lasts.
@@ -149,6 +159,17 @@ pub struct Copy {
     pub copy: PathBuf,
 }
 
+/// A cache and the run's layer of changes over it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Overlay {
+    /// The cache (the overlay's lower layer and its mount point).
+    pub cache: PathBuf,
+    /// What the tree wrote (the overlay's upper layer).
+    pub upper: PathBuf,
+    /// The overlay's work directory, beside `upper`.
+    pub work: PathBuf,
+}
+
 /// The network part of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetPlan {
@@ -167,6 +188,8 @@ impl Plan {
         writable.extend(cx.temp.iter().cloned());
         writable.push(PathBuf::from("/dev/pts"));
         let listed = spec.writable(&home, &ws);
+        let mut caches = spec.caches(&home, &ws);
+        caches.extend(cx.caches.iter().cloned());
         // The agent's own state is made with its missing parents beneath the home (a fresh
         // home has no `~/.local/share` for an agent that keeps its state there; the agent
         // would make it, and cannot on the floor); a cache only where its parent exists.
@@ -175,14 +198,29 @@ impl Plan {
                 let _ = std::fs::create_dir_all(dir);
             }
         }
-        for dir in cx.agent_state.iter().chain(&listed).chain(&cx.caches) {
+        for dir in cx.agent_state.iter().chain(&listed).chain(&caches) {
             if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
                 let _ = std::fs::create_dir(dir);
             }
-            writable.push(dir.clone());
         }
+        writable.extend(cx.agent_state.iter().chain(&listed).cloned());
         let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
         dedup(&mut writable);
+        // A cache beneath another writable root is written as that root is; one beneath
+        // another cache is part of it.
+        let mut caches: Vec<PathBuf> = caches.iter().filter_map(|d| paths.dir(d)).collect();
+        dedup(&mut caches);
+        let outer = caches.clone();
+        caches.retain(|c| {
+            !writable.iter().any(|w| c.starts_with(w))
+                && !outer.iter().any(|o| o != c && c.starts_with(o))
+        });
+        let through = writable
+            .iter()
+            .filter(|w| caches.iter().any(|c| w.starts_with(c)))
+            .cloned()
+            .collect();
+        writable.extend(caches.iter().cloned());
         let devices = DEVICES
             .iter()
             .map(PathBuf::from)
@@ -290,6 +328,9 @@ impl Plan {
             .collect();
         Plan {
             writable,
+            caches,
+            through,
+            overlays: Vec::new(),
             devices,
             pinned,
             read_only,
@@ -331,7 +372,17 @@ impl fmt::Display for Plan {
             }
             Ok(())
         };
-        list("writable (and everything beneath)", &self.writable)?;
+        let writable: Vec<PathBuf> = self
+            .writable
+            .iter()
+            .filter(|w| !self.caches.contains(w))
+            .cloned()
+            .collect();
+        list("writable (and everything beneath)", &writable)?;
+        list(
+            "caches (new entries kept; an existing entry never changed or removed)",
+            &self.caches,
+        )?;
         list("writable device files", &self.devices)?;
         list("never written (bound read-only)", &self.read_only)?;
         list("pinned (cannot be renamed away)", &self.pinned)?;

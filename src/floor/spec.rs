@@ -13,9 +13,13 @@ pub struct Spec {
     /// `false`: no floor for runs under this policy (as `--floor off`).
     #[serde(default = "yes")]
     pub enabled: bool,
-    /// Written besides the workspace, the temp directories and the agent's own state: the
-    /// package caches builds need. Created when missing and their parent exists.
+    /// Written besides the workspace, the temp directories and the agent's own state.
+    /// Created when missing and their parent exists.
     pub writable: Option<Vec<String>>,
+    /// The package caches builds need: the tree adds new entries, which stay at the end; a
+    /// change to an entry that existed before the run (or its removal) is seen by the tree
+    /// only, and kept aside at the end. Created when missing and their parent exists.
+    pub caches: Option<Vec<String>>,
     /// Never written, even beneath a writable directory (bound read-only when they exist).
     pub read_only: Option<Vec<String>>,
     /// Never read (an empty, read-only file system or file is mounted over them).
@@ -147,6 +151,7 @@ impl Spec {
         Spec {
             enabled: self.enabled,
             writable: self.writable.or_else(|| default.writable.clone()),
+            caches: self.caches.or_else(|| default.caches.clone()),
             read_only: self.read_only.or_else(|| default.read_only.clone()),
             hidden: self.hidden.or_else(|| default.hidden.clone()),
             keep: self.keep.or_else(|| default.keep.clone()),
@@ -161,6 +166,11 @@ impl Spec {
     /// The `writable` list, resolved.
     pub fn writable(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.writable.as_deref(), home, workspace)
+    }
+
+    /// The `caches` list, resolved.
+    pub fn caches(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+        expand(self.caches.as_deref(), home, workspace)
     }
 
     /// The `read_only` list, resolved.
@@ -217,7 +227,8 @@ mod tests {
     fn a_field_left_out_keeps_the_default() {
         let default = Spec {
             enabled: true,
-            writable: Some(vec!["~/.cache".into()]),
+            writable: Some(vec!["~/.rustup/tmp".into()]),
+            caches: Some(vec!["~/.cache".into()]),
             read_only: Some(vec![".git/hooks".into()]),
             hidden: Some(vec!["~/.ssh".into()]),
             keep: None,
@@ -233,6 +244,7 @@ mod tests {
         let merged = own.or(&default);
         assert_eq!(merged.hidden, Some(vec!["~/.secret".to_owned()]));
         assert_eq!(merged.writable, default.writable);
+        assert_eq!(merged.caches, default.caches);
         assert!(merged.enabled);
         assert_eq!(merged.net.allow, default.net.allow);
         assert!(toml::from_str::<Spec>("nope = 1").is_err());

@@ -33,6 +33,9 @@ pub(super) struct RunFloor {
     pub denials: Option<floor::denials::Reader>,
     /// The private copies of the agent's mixed state files, sorted and merged at the end.
     pub copies: Copies,
+    /// The caches' layers, held to be removed with the run.
+    #[cfg(target_os = "linux")]
+    pub _layers: Option<floor::caches::Layers>,
     /// The credentials taken out of the agent's environment (names).
     pub removed_env: Vec<String>,
 }
@@ -102,6 +105,10 @@ pub(super) fn prepare(
     cx.protected.extend(cmd.floor.protected.iter().cloned());
     cx.mixed.extend(cmd.floor.mixed.iter().cloned());
     cx.protected.extend(protected);
+    // The caches' layers lie in the user's state directory, out of the tree's reach.
+    let layers = caches_dir().filter(|d| make_private(d).is_ok());
+    cx.protected.extend(layers.clone());
+    let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
     cx.create_missing = true;
     let plan = Plan::new(&spec, &cx);
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
@@ -118,7 +125,14 @@ pub(super) fn prepare(
     let mut unix_allow = spec.unix.allow(&home, &cfg.workspace);
     unix_allow.push(run_dir.to_owned());
     #[cfg(target_os = "linux")]
-    let floor = kernel(cmd, plan, run_dir, ahead, (rules, unix_allow), control);
+    let floor = kernel(
+        cmd,
+        plan,
+        (run_dir, layers.as_deref()),
+        ahead,
+        (rules, unix_allow),
+        control,
+    );
     #[cfg(not(target_os = "linux"))]
     let floor = kernel(cmd, plan, run_dir, (rules, unix_allow), control);
     floor.map(|f| RunFloor {
@@ -131,7 +145,7 @@ pub(super) fn prepare(
 fn kernel(
     cmd: &mut AgentCommand,
     mut plan: Plan,
-    run_dir: &Path,
+    (run_dir, layers): (&Path, Option<&Path>),
     ahead: Option<floor::Ahead>,
     (rules, unix_allow): (HostRules, Vec<PathBuf>),
     control: &OsStr,
@@ -148,6 +162,7 @@ fn kernel(
             net: None,
             denials: None,
             copies: Copies::default(),
+            _layers: None,
             removed_env: Vec::new(),
         });
     }
@@ -162,6 +177,26 @@ fn kernel(
         }
         _ => Copies::default(),
     };
+    // A cache is an overlay only in a mount namespace of the tree's own.
+    let mut layers_held = None;
+    if support.namespaces.is_ok() && !plan.caches.is_empty() {
+        let made = floor::caches::possible().and_then(|()| {
+            let dir = layers.ok_or("no state directory for the caches' layers")?;
+            floor::caches::sweep(dir.parent().unwrap_or(dir));
+            floor::caches::make(&plan.caches, dir)
+                .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
+        });
+        match made {
+            Ok((held, overlays, gaps)) => {
+                layers_held = Some(held);
+                report.gaps.extend(gaps);
+                plan.overlays = overlays;
+            }
+            // Said by the report already when the kernel cannot.
+            Err(why) if floor::caches::possible().is_err() => tracing::debug!("floor: {why}"),
+            Err(why) => report.gaps.push(format!("caches: written in place: {why}")),
+        }
+    }
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
@@ -194,6 +229,7 @@ fn kernel(
         net,
         denials: reader.ok(),
         copies,
+        _layers: layers_held,
         removed_env: Vec::new(),
     })
 }
@@ -445,6 +481,10 @@ impl Run<'_> {
         for outcome in outcomes {
             self.say_state_file(outcome).await;
         }
+        #[cfg(target_os = "linux")]
+        for overlay in floor.plan.overlays.clone() {
+            self.merge_cache(overlay).await;
+        }
         let appeared = floor.plan.appeared();
         if appeared.is_empty() {
             return;
@@ -480,7 +520,6 @@ impl Run<'_> {
                 None,
             ),
         };
-        eprintln!("ahp-wrap: warning: {m}");
         self.notes.push(format!("warning: {m}"));
         let payload = json!({
             "source": "floor",
@@ -493,6 +532,79 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
+    /// Adds what the tree added to a cache; keeps aside (said at exit, audited) what it
+    /// changed there.
+    #[cfg(target_os = "linux")]
+    async fn merge_cache(&mut self, overlay: floor::plan::Overlay) {
+        let quarantine = super::statefiles::quarantine_dir();
+        let cache = overlay.cache.clone();
+        let merged = tokio::task::spawn_blocking(move || {
+            floor::caches::merge(&overlay, quarantine.as_deref())
+        })
+        .await
+        .map_err(|e| std::io::Error::other(e.to_string()))
+        .and_then(|r| r);
+        let shown = cache.display();
+        let merged = match merged {
+            Ok(m) => m,
+            Err(e) => {
+                let m = format!("floor: what the tree added to the cache {shown} is lost: {e}");
+                self.notes.push(format!("warning: {m}"));
+                let payload = json!({"source": "floor", "message": m, "cache": shown.to_string()});
+                self.gate.say(EventType::Error, payload).await;
+                return;
+            }
+        };
+        tracing::info!(
+            "floor: {} new entries added to the cache {shown}",
+            merged.added
+        );
+        if merged.kept.is_empty() && merged.lost.is_empty() {
+            return;
+        }
+        let changed: Vec<String> = merged
+            .kept
+            .iter()
+            .map(|c| {
+                let how = if c.removed { "removed" } else { "changed" };
+                format!("{} ({how})", c.path.display())
+            })
+            .collect();
+        let shown_changes: Vec<&str> = changed.iter().take(3).map(String::as_str).collect();
+        let more = changed.len().saturating_sub(shown_changes.len());
+        let mut m = format!(
+            "floor: the tree changed {} entr{} the cache {shown} had before the run: {}{}; \
+             not applied",
+            changed.len(),
+            if changed.len() == 1 { "y" } else { "ies" },
+            shown_changes.join(", "),
+            if more > 0 {
+                format!(" and {more} more")
+            } else {
+                String::new()
+            },
+        );
+        if let Some(record) = &merged.record {
+            m.push_str(&format!(
+                " (kept aside; to apply: ahp-wrap restore {})",
+                record.display()
+            ));
+        }
+        if !merged.lost.is_empty() {
+            m.push_str(&format!("; lost: {}", merged.lost.join("; ")));
+        }
+        self.notes.push(m.clone());
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "cache": shown.to_string(),
+            "added": merged.added,
+            "changed": changed,
+            "record": merged.record,
+        });
+        self.gate.say(EventType::Error, payload).await;
+    }
+
     /// Says which credentials were taken out of the agent's environment (names, never
     /// values): on stderr unless quiet, and in the audit log.
     async fn say_removed_env(&mut self, names: &[String]) {
@@ -548,7 +660,6 @@ impl Run<'_> {
                 }
             ),
         };
-        eprintln!("ahp-wrap: warning: {m}");
         self.notes.push(format!("warning: {m}"));
         let payload = json!({
             "source": "floor",
@@ -565,6 +676,20 @@ impl Run<'_> {
 /// What a run of `program` under `framework` in `workspace` starts its floor from: the home
 /// directory, the agent's own files (from its shim), `$TMPDIR` and the caches the
 /// environment names. Nothing is created (the caller sets `create_missing`).
+/// Where the caches' layers lie: `caches/` in the user's state directory for ahp-wrap.
+fn caches_dir() -> Option<PathBuf> {
+    crate::termlog::state_dir().map(|d| d.join("caches"))
+}
+
+/// Makes `dir` (and its parents) when missing, private.
+fn make_private(dir: &Path) -> std::io::Result<()> {
+    use std::os::unix::fs::DirBuilderExt;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 pub(crate) fn context(
     framework: &'static dyn crate::frameworks::Framework,
     program: &Path,

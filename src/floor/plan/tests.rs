@@ -3,7 +3,8 @@ use super::*;
 fn spec(read_only: &[&str], hidden: &[&str]) -> Spec {
     Spec {
         enabled: true,
-        writable: Some(vec!["~/.cache".into()]),
+        writable: Some(vec![]),
+        caches: Some(vec!["~/.cache".into()]),
         read_only: Some(read_only.iter().map(|s| s.to_string()).collect()),
         hidden: Some(hidden.iter().map(|s| s.to_string()).collect()),
         keep: None,
@@ -156,4 +157,25 @@ fn a_hidden_path_never_hides_the_workspace() {
         ..Context::default()
     };
     assert!(Plan::new(&spec(&[], &["~/secret"]), &cx).hidden.is_empty());
+}
+
+#[test]
+fn caches_are_the_outermost_ones_outside_other_writable_roots_and_what_lies_beneath_goes_through() {
+    let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+    let (home, ws) = (t.path().join("home"), t.path().join("home/ws"));
+    std::fs::create_dir_all(ws.join(".cache")).unwrap();
+    std::fs::create_dir_all(home.join(".cache/pip")).unwrap();
+    let cx = Context {
+        workspace: ws.clone(),
+        home: home.clone(),
+        agent_state: vec![home.join(".cache/agent")],
+        caches: vec![home.join(".cache/pip"), ws.join(".cache")],
+        create_missing: true,
+        ..Context::default()
+    };
+    let plan = Plan::new(&spec(&[], &[]), &cx);
+    assert_eq!(plan.caches, vec![home.join(".cache")], "{plan}");
+    assert_eq!(plan.through, vec![home.join(".cache/agent")], "{plan}");
+    assert!(plan.writable.contains(&home.join(".cache")));
+    assert!(plan.to_string().contains("caches (new entries kept"));
 }

@@ -1,0 +1,393 @@
+//! The package caches, add-only: each cache is the lower layer of an overlay the agent's
+//! tree sees in its place (mounted in its mount namespace, [`namespaces`](super::namespaces)),
+//! whose upper layer lies in the user's state directory, out of the tree's reach. At the
+//! end of the run, once the tree has ended, [`merge`] walks the upper layer: an entry the
+//! cache did not have is moved into it (the next build finds it warm); a change to an
+//! entry the cache had (its content, or its removal) is not applied: it is kept aside with
+//! a record that `ahp-wrap restore` applies once the person has read it. Content rewritten
+//! the same (a lock file opened for writing) is no change.
+//!
+//! This module makes the layers' directories and merges them; it never mounts.
+
+use std::io::Read;
+use std::os::unix::fs::{FileTypeExt, MetadataExt, PermissionsExt};
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+
+use super::plan::Overlay;
+
+/// The kernel release from which an overlay can be mounted in a user namespace (5.11).
+const OVERLAY_IN_USERNS: (u32, u32) = (5, 11);
+
+/// Whether this kernel mounts overlays in a user namespace, or why not.
+pub fn possible() -> Result<(), String> {
+    let release = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    if (major, minor) >= OVERLAY_IN_USERNS {
+        Ok(())
+    } else {
+        Err(format!(
+            "Linux {release} cannot mount an overlay in a user namespace (5.11 can): the \
+             caches are written in place"
+        ))
+    }
+}
+
+/// One run's directory of layers, locked while the run lasts and removed with what is left
+/// in it when dropped (a run that never reached its end merges nothing: a file half
+/// written when it was killed must not land in a cache).
+#[derive(Debug)]
+pub struct Layers {
+    dir: PathBuf,
+    _lock: std::fs::File,
+}
+
+impl Drop for Layers {
+    fn drop(&mut self) {
+        let _ = remove_layer(&self.dir);
+    }
+}
+
+/// Removes the directories of layers in `dir` whose run is gone (killed before its end:
+/// no process holds their lock).
+pub fn sweep(dir: &Path) {
+    let Ok(entries) = std::fs::read_dir(dir) else {
+        return;
+    };
+    for entry in entries.flatten() {
+        let path = entry.path();
+        if let Ok(f) = std::fs::File::open(&path) {
+            if f.try_lock().is_ok() {
+                tracing::debug!(
+                    "floor: removing the layers of a run that ended early: {}",
+                    path.display()
+                );
+                let _ = remove_layer(&path);
+            }
+        }
+    }
+}
+
+/// Makes a layer (`upper` and `work`, private) for each cache in `dir`, which must not
+/// exist. A cache whose path the overlay's options cannot carry (a `,`, `:` or `\`) gets
+/// none: it is written in place, which the second list says.
+pub fn make(
+    caches: &[PathBuf],
+    dir: &Path,
+) -> std::io::Result<(Layers, Vec<Overlay>, Vec<String>)> {
+    use std::os::unix::fs::DirBuilderExt;
+    let mut builder = std::fs::DirBuilder::new();
+    builder.recursive(true).mode(0o700);
+    builder.create(dir)?;
+    let lock = std::fs::File::open(dir)?;
+    lock.try_lock().map_err(std::io::Error::other)?;
+    let layers = Layers {
+        dir: dir.to_owned(),
+        _lock: lock,
+    };
+    let mut made = Vec::new();
+    let mut gaps = Vec::new();
+    for (i, cache) in caches.iter().enumerate() {
+        let awkward = |p: &Path| {
+            p.as_os_str()
+                .as_encoded_bytes()
+                .iter()
+                .any(|b| b",:\\".contains(b))
+        };
+        let layer = dir.join(i.to_string());
+        if awkward(cache) || awkward(&layer) {
+            gaps.push(format!(
+                "the cache {} is written in place: an overlay cannot name it",
+                cache.display()
+            ));
+            continue;
+        }
+        builder.create(layer.join("upper"))?;
+        builder.create(layer.join("work"))?;
+        made.push(Overlay {
+            cache: cache.clone(),
+            upper: layer.join("upper"),
+            work: layer.join("work"),
+        });
+    }
+    Ok((layers, made, gaps))
+}
+
+/// What the end of a run made of one cache's layer.
+#[derive(Debug, Default, Clone, PartialEq, Eq)]
+pub struct Merged {
+    /// Entries (files, directories with all they hold, links) added to the cache.
+    pub added: usize,
+    /// Changes to entries the cache had, kept aside, not applied.
+    pub kept: Vec<Change>,
+    /// The record of the kept changes, where they were kept.
+    pub record: Option<PathBuf>,
+    /// Entries that could be neither added nor kept (and why).
+    pub lost: Vec<String>,
+}
+
+/// One change to an entry a cache had before the run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Change {
+    /// The entry, relative to the cache.
+    pub path: PathBuf,
+    /// The tree removed it (else it rewrote or replaced it: what it wrote is held).
+    pub removed: bool,
+}
+
+/// The record of one cache's kept changes (`….cache.json` in the quarantine).
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The cache.
+    pub cache: PathBuf,
+    /// What the tree wrote, at each change's relative path.
+    pub held: PathBuf,
+    pub changes: Vec<Change>,
+}
+
+/// Moves the new entries of `overlay`'s upper layer into its cache and keeps the changes
+/// to existing ones in `quarantine` (when given; else they are lost, and said so). Then
+/// removes the layer. Run only when no process sees the overlay any more.
+pub fn merge(overlay: &Overlay, quarantine: Option<&Path>) -> std::io::Result<Merged> {
+    let mut walk = Walk::default();
+    walk.dir(&overlay.cache, &overlay.upper, Path::new(""))?;
+    let mut merged = Merged {
+        added: walk.added,
+        lost: walk.lost,
+        ..Merged::default()
+    };
+    if !walk.kept.is_empty() {
+        match quarantine {
+            Some(q) => {
+                let base = crate::statefile::aside::new_name(q, &overlay.cache)?;
+                let held = q.join(&base);
+                for (change, from) in &walk.kept {
+                    let Some(from) = from else { continue };
+                    let to = held.join(&change.path);
+                    if let Some(parent) = to.parent() {
+                        std::fs::create_dir_all(parent)?;
+                    }
+                    crate::statefile::aside::relocate(from, &to)?;
+                }
+                let record = q.join(format!("{base}.cache.json"));
+                let changes = walk.kept.iter().map(|(c, _)| c.clone()).collect();
+                let text = serde_json::to_vec_pretty(&Record {
+                    cache: overlay.cache.clone(),
+                    held,
+                    changes,
+                })
+                .map_err(std::io::Error::other)?;
+                std::fs::write(&record, text)?;
+                merged.record = Some(record);
+            }
+            None => merged.lost.push(format!(
+                "{} change(s) to existing entries: no state directory for a quarantine",
+                walk.kept.len()
+            )),
+        }
+        merged.kept = walk.kept.into_iter().map(|(c, _)| c).collect();
+    }
+    if let Some(layer) = overlay.upper.parent() {
+        remove_layer(layer)?;
+    }
+    Ok(merged)
+}
+
+/// Applies a record's changes to its cache: each entry the tree rewrote replaces the
+/// cache's, each one it removed is removed. What the cache held is moved beside the held
+/// changes (`….before`), not deleted. Removes the record.
+pub fn apply(record_path: &Path, record: &Record) -> std::io::Result<()> {
+    let before = record.held.with_extension("before");
+    for change in &record.changes {
+        let target = record.cache.join(&change.path);
+        if target.symlink_metadata().is_ok() {
+            let aside = before.join(&change.path);
+            if let Some(parent) = aside.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            crate::statefile::aside::relocate(&target, &aside)?;
+        }
+        if !change.removed {
+            if let Some(parent) = target.parent() {
+                std::fs::create_dir_all(parent)?;
+            }
+            crate::statefile::aside::relocate(&record.held.join(&change.path), &target)?;
+        }
+    }
+    std::fs::remove_file(record_path)
+}
+
+#[derive(Default)]
+struct Walk {
+    added: usize,
+    /// Each change, with what the tree wrote (none for a removal).
+    kept: Vec<(Change, Option<PathBuf>)>,
+    lost: Vec<String>,
+}
+
+impl Walk {
+    /// `upper` is the layer's view of the cache's directory `lower`; `rel` their path.
+    fn dir(&mut self, lower: &Path, upper: &Path, rel: &Path) -> std::io::Result<()> {
+        for entry in std::fs::read_dir(upper)? {
+            let name = entry?.file_name();
+            let (up, low, rel) = (upper.join(&name), lower.join(&name), rel.join(&name));
+            let um = up.symlink_metadata()?;
+            let lm = low.symlink_metadata().ok();
+            let kind = um.file_type();
+            if kind.is_char_device() && um.rdev() == 0 {
+                // A whiteout: the tree removed what the cache has there.
+                if lm.is_some() {
+                    self.kept.push((
+                        Change {
+                            path: rel,
+                            removed: true,
+                        },
+                        None,
+                    ));
+                }
+                continue;
+            }
+            match lm {
+                None if kind.is_dir() || kind.is_file() || kind.is_symlink() => {
+                    match add(&up, &low) {
+                        Ok(()) => self.added += 1,
+                        Err(e) => self.lost.push(format!("{}: {e}", low.display())),
+                    }
+                }
+                None => {} // a socket or a FIFO: nothing a cache keeps
+                Some(lm) if kind.is_dir() && lm.is_dir() && !opaque(&up) => {
+                    self.dir(&low, &up, &rel)?;
+                }
+                Some(lm) if kind.is_file() && lm.is_file() && same(&up, &low)? => {}
+                Some(_) => self.kept.push((
+                    Change {
+                        path: rel,
+                        removed: false,
+                    },
+                    Some(up),
+                )),
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Moves the new entry `up` to `low`, where nothing may be (what appeared there since, from
+/// outside the tree, stays). A directory the user may not write (Go's module directories)
+/// is made writable for the move.
+fn add(up: &Path, low: &Path) -> std::io::Result<()> {
+    use nix::libc;
+    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes());
+    let (from, to) = (c(up)?, c(low)?);
+    let rename = || {
+        // SAFETY: two paths we own.
+        let r = unsafe {
+            libc::renameat2(
+                libc::AT_FDCWD,
+                from.as_ptr(),
+                libc::AT_FDCWD,
+                to.as_ptr(),
+                libc::RENAME_NOREPLACE,
+            )
+        };
+        match r {
+            0 => Ok(()),
+            _ => Err(std::io::Error::last_os_error()),
+        }
+    };
+    match rename() {
+        Ok(()) => Ok(()),
+        Err(e) if e.raw_os_error() == Some(libc::EACCES) && up.symlink_metadata()?.is_dir() => {
+            let mode = up.symlink_metadata()?.permissions().mode();
+            std::fs::set_permissions(up, std::fs::Permissions::from_mode(mode | 0o700))?;
+            rename()?;
+            std::fs::set_permissions(low, std::fs::Permissions::from_mode(mode))
+        }
+        Err(e) if e.raw_os_error() == Some(libc::EXDEV) => {
+            crate::statefile::aside::relocate(up, low)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Whether the overlay marked the directory `up` as replacing the lower one (the tree
+/// removed the cache's directory and made one of the same name).
+fn opaque(up: &Path) -> bool {
+    xattr(up, c"user.overlay.opaque").is_some_and(|v| v == b"y")
+}
+
+fn xattr(path: &Path, name: &std::ffi::CStr) -> Option<Vec<u8>> {
+    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
+    let mut buf = [0u8; 16];
+    // SAFETY: a path and a name we own, into a buffer of the length given.
+    let n = unsafe {
+        nix::libc::lgetxattr(
+            c.as_ptr(),
+            name.as_ptr(),
+            buf.as_mut_ptr().cast(),
+            buf.len(),
+        )
+    };
+    (n >= 0).then(|| buf[..n as usize].to_vec())
+}
+
+/// Whether the two files hold the same bytes.
+fn same(a: &Path, b: &Path) -> std::io::Result<bool> {
+    let (ma, mb) = (a.metadata()?, b.metadata()?);
+    if ma.len() != mb.len() {
+        return Ok(false);
+    }
+    let (mut fa, mut fb) = (std::fs::File::open(a)?, std::fs::File::open(b)?);
+    let (mut ba, mut bb) = (vec![0u8; 64 * 1024], vec![0u8; 64 * 1024]);
+    loop {
+        let n = read_full(&mut fa, &mut ba)?;
+        let m = read_full(&mut fb, &mut bb)?;
+        if n != m || ba[..n] != bb[..m] {
+            return Ok(false);
+        }
+        if n == 0 {
+            return Ok(true);
+        }
+    }
+}
+
+fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
+    let mut n = 0;
+    while n < buf.len() {
+        match f.read(&mut buf[n..])? {
+            0 => break,
+            k => n += k,
+        }
+    }
+    Ok(n)
+}
+
+/// Removes a layer's directory, whatever modes its directories have (the overlay's work
+/// directory has none).
+fn remove_layer(dir: &Path) -> std::io::Result<()> {
+    fn open_up(dir: &Path) {
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    open_up(&e.path());
+                }
+            }
+        }
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            open_up(dir);
+            std::fs::remove_dir_all(dir)
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests;
