@@ -606,3 +606,74 @@ fn policy_floor_prints_what_a_run_here_gets() {
     assert!(!w.root.join("home/.claude").exists());
     assert_eq!(out.status.success(), !text.contains("missing:"), "{text}");
 }
+
+/// The agent's script: a datagram to the service outside the tree, then one to a socket of
+/// its own in the workspace; what became of each, printed.
+const DATAGRAMS: &str = r#"
+import os, socket
+s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+try:
+    s.sendto(b'evil', os.environ['SVC'])
+    print('sent')
+except OSError as e:
+    print('refused', e.errno)
+own = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+own.bind(os.path.abspath('own.sock'))
+s.sendto(b'hello', os.path.abspath('own.sock'))
+print(own.recv(16).decode())
+"#;
+
+#[test]
+fn a_datagram_to_a_socket_outside_the_tree_is_refused_and_its_own_arrive() {
+    for floor in [true, false] {
+        let w = World::new();
+        // A service outside the tree, as the journal's socket or /dev/log is: it keeps
+        // what it receives.
+        let svc = w.root.join("svc.sock");
+        let got = w.root.join("svc-got");
+        let server = std::process::Command::new("python3")
+            .args([
+                "-c",
+                "import socket, sys\n\
+                 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM); s.bind(sys.argv[1])\n\
+                 open(sys.argv[2] + '.ready', 'w').close()\n\
+                 while True:\n\
+                 \x20   d = s.recv(64)\n\
+                 \x20   with open(sys.argv[2], 'ab') as f: f.write(d)\n",
+            ])
+            .arg(&svc)
+            .arg(&got)
+            .spawn()
+            .unwrap();
+        let ready = got.with_extension("ready");
+        let _ = eventually(|| ready.exists(), Duration::from_secs(10));
+        std::fs::write(w.ws().join("dgram.py"), DATAGRAMS).unwrap();
+        let audit = w.root.join("audit.jsonl");
+        let audit_arg = audit.display().to_string();
+        let on = ["--audit-log", audit_arg.as_str()];
+        let args: &[&str] = if floor { &on } else { &["--floor", "off"] };
+        let mut cmd = w.command(args, "python3 dgram.py");
+        cmd.env("SVC", &svc);
+        let out = run(&mut cmd, Duration::from_secs(60));
+        let mut server = server;
+        std::thread::sleep(Duration::from_millis(200));
+        let _ = server.kill();
+        let _ = server.wait();
+        let printed = String::from_utf8_lossy(&out.stdout).into_owned();
+        assert!(printed.contains("hello"), "its own socket: {}", show(&out));
+        let received = std::fs::read_to_string(&got).unwrap_or_default();
+        if floor {
+            assert!(printed.contains("refused 13"), "{}", show(&out));
+            assert_eq!(received, "", "the datagram reached the service");
+            let log = std::fs::read_to_string(&audit).unwrap();
+            let svc_url = format!("unix:{}", svc.display());
+            assert!(
+                log.lines().any(|l| l.contains(&svc_url)),
+                "the refusal is audited with the socket's path: {log}"
+            );
+        } else {
+            assert!(printed.contains("sent"), "{}", show(&out));
+            assert_eq!(received, "evil", "without the floor it arrives");
+        }
+    }
+}

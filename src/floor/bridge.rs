@@ -16,7 +16,11 @@
 //!   limits: it is connected only when a process of the tree bound it (it is listed in the
 //!   tree's own network namespace) or the policy allows its path; anything else is answered
 //!   `EACCES` and reported. Abstract sockets belong to the network namespace: the tree
-//!   reaches only its own.
+//!   reaches only its own;
+//! - a datagram sent to a path Unix socket (`sendto(2)` with an address: the journal's
+//!   socket, `/dev/log`, a service's notify socket) is decided the same way, and sent here,
+//!   through the file decided on, when it may. `sendmsg(2)` is not stopped (the filter cannot
+//!   see its address, and stopping every `sendmsg` would cost each stream write that uses it).
 
 use std::collections::{HashMap, HashSet};
 use std::io;
@@ -125,6 +129,7 @@ impl Bridge {
                     resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
                 }
                 SyscallReply::Done => {}
+                SyscallReply::Value(v) => resp.val = v,
                 SyscallReply::Error(e) => resp.error = -e,
             }
             // SAFETY: a response to the notification we received; ENOENT (the caller is
@@ -139,10 +144,26 @@ impl Bridge {
         req: &libc::seccomp_notif,
         seen: &mut HashSet<Dest>,
     ) -> SyscallReply {
+        let tid = req.pid as i32;
+        if i64::from(req.data.nr) == libc::SYS_sendto {
+            let a = &req.data.args;
+            return match read_sockaddr(tid, a[4], a[5] as usize) {
+                Some(Sockaddr::Unix(path)) => {
+                    let data = Datagram {
+                        fd: a[0] as i32,
+                        buf: a[1],
+                        len: a[2] as usize,
+                        flags: a[3] as i32,
+                    };
+                    self.unix_send(tid, path, data, seen)
+                }
+                // Anything else stays inside the namespace.
+                _ => SyscallReply::Continue,
+            };
+        }
         if i64::from(req.data.nr) != libc::SYS_connect {
             return SyscallReply::Continue;
         }
-        let tid = req.pid as i32;
         let (fd, ptr, len) = (req.data.args[0] as i32, req.data.args[1], req.data.args[2]);
         let addr = match read_sockaddr(tid, ptr, len as usize) {
             Some(Sockaddr::Inet(addr)) => addr,
@@ -242,12 +263,57 @@ impl Bridge {
     /// bound it or the policy allows it, so that a link swapped after the decision gains
     /// nothing; refused otherwise. Nothing there: the kernel answers as it would.
     fn unix(&self, fd: i32, tid: i32, path: PathBuf, seen: &mut HashSet<Dest>) -> SyscallReply {
+        let target = match self.decide_unix(tid, path, seen) {
+            Ok(target) => target,
+            Err(reply) => return reply,
+        };
+        let theirs = match their_fd(tid, fd) {
+            Ok(t) => t,
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
+        };
+        match connect_unix(&theirs, &target) {
+            Ok(()) => SyscallReply::Done,
+            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
+    /// A datagram to the path socket `path`: decided as a connection is, then sent here,
+    /// through the file decided on, with the caller's bytes as they were when it asked.
+    fn unix_send(
+        &self,
+        tid: i32,
+        path: PathBuf,
+        data: Datagram,
+        seen: &mut HashSet<Dest>,
+    ) -> SyscallReply {
+        let target = match self.decide_unix(tid, path, seen) {
+            Ok(target) => target,
+            Err(reply) => return reply,
+        };
+        let theirs = match their_fd(tid, data.fd) {
+            Ok(t) => t,
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EBADF)),
+        };
+        match unix::send_unix(tid, &theirs, &target, data.buf, data.len, data.flags) {
+            Ok(n) => SyscallReply::Value(n as i64),
+            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EIO)),
+        }
+    }
+
+    /// The socket file a caller names at `path`, opened, when the tree may reach it; else
+    /// the answer: refused (and reported), or the kernel's own (nothing there).
+    fn decide_unix(
+        &self,
+        tid: i32,
+        path: PathBuf,
+        seen: &mut HashSet<Dest>,
+    ) -> Result<OwnedFd, SyscallReply> {
         let Some(full) = caller_path(tid, &path) else {
-            return SyscallReply::Continue;
+            return Err(SyscallReply::Continue);
         };
         let root = PathBuf::from(format!("/proc/{tid}/root"));
         let Ok(target) = open_path(&root.join(full.strip_prefix("/").unwrap_or(&full))) else {
-            return SyscallReply::Continue;
+            return Err(SyscallReply::Continue);
         };
         // Where it lies, as the caller's root sees it.
         let real = std::fs::read_link(format!("/proc/self/fd/{}", target.as_raw_fd()))
@@ -261,22 +327,15 @@ impl Bridge {
         let allowed =
             self.unix_allow.iter().any(|a| real.starts_with(a)) || bound_in_tree(tid, &root, &real);
         if !allowed {
-            return self.refuse(
+            return Err(self.refuse(
                 Dest::Unix(real),
                 tid,
                 seen,
                 "a Unix socket no process of the tree bound (a service outside the tree; \
                  [floor.unix] allow names the ones it may reach)",
-            );
+            ));
         }
-        let theirs = match their_fd(tid, fd) {
-            Ok(t) => t,
-            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
-        };
-        match connect_unix(&theirs, &target) {
-            Ok(()) => SyscallReply::Done,
-            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
-        }
+        Ok(target)
     }
 
     fn refuse(
@@ -338,6 +397,17 @@ enum SyscallReply {
     Done,
     /// Answered with this errno.
     Error(i32),
+    /// Answered with this return value (bytes sent).
+    Value(i64),
+}
+
+/// A `sendto(2)`'s arguments but its address.
+struct Datagram {
+    fd: i32,
+    /// Where its bytes lie in the caller's memory.
+    buf: u64,
+    len: usize,
+    flags: i32,
 }
 
 /// An address a `connect(2)` names.

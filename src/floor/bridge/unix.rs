@@ -57,6 +57,80 @@ pub(super) fn open_path(path: &Path) -> io::Result<OwnedFd> {
 /// Connects the caller's socket (shared with us) to the socket file `target` names, through
 /// `/proc/self/fd`: the file decided on, whatever its path names by now.
 pub(super) fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
+    let (un, len) = via(target);
+    super::connect_blocking(sock, (&raw const un).cast(), len)
+}
+
+/// The largest datagram sent on a caller's behalf (a path socket's default limit is about
+/// 208 KiB; larger is `EMSGSIZE`, as the kernel would say past its own).
+const MAX_DATAGRAM: usize = 256 * 1024;
+
+/// Sends the `len` bytes at `buf` in `tid`'s memory on its socket `sock` (shared with us) to
+/// the socket file `target` names, with `flags`. Never blocks the bridge for long: a full
+/// receiver is waited for a second at most, then `EAGAIN`.
+pub(super) fn send_unix(
+    tid: i32,
+    sock: &OwnedFd,
+    target: &OwnedFd,
+    buf: u64,
+    len: usize,
+    flags: i32,
+) -> io::Result<usize> {
+    if len > MAX_DATAGRAM {
+        return Err(io::Error::from_raw_os_error(libc::EMSGSIZE));
+    }
+    let mut data = vec![0u8; len];
+    if len > 0 {
+        let local = libc::iovec {
+            iov_base: data.as_mut_ptr().cast(),
+            iov_len: len,
+        };
+        let remote = libc::iovec {
+            iov_base: buf as *mut libc::c_void,
+            iov_len: len,
+        };
+        // SAFETY: reads at most `len` bytes into our buffer.
+        let n = unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) };
+        if n != len as isize {
+            return Err(io::Error::from_raw_os_error(libc::EFAULT));
+        }
+    }
+    let (un, alen) = via(target);
+    let send = || {
+        // SAFETY: sendto from our buffer to an address we built.
+        let n = unsafe {
+            libc::sendto(
+                sock.as_raw_fd(),
+                data.as_ptr().cast(),
+                data.len(),
+                flags | libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
+                (&raw const un).cast(),
+                alen,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    };
+    match send() {
+        Err(e) if e.raw_os_error() == Some(libc::EAGAIN) && flags & libc::MSG_DONTWAIT == 0 => {
+            let mut pfd = libc::pollfd {
+                fd: sock.as_raw_fd(),
+                events: libc::POLLOUT,
+                revents: 0,
+            };
+            // SAFETY: poll on one descriptor we hold.
+            unsafe { libc::poll(&mut pfd, 1, 1000) };
+            send()
+        }
+        other => other,
+    }
+}
+
+/// `/proc/self/fd/N` of `target` as a Unix socket address.
+fn via(target: &OwnedFd) -> (libc::sockaddr_un, libc::socklen_t) {
     use std::os::unix::ffi::OsStrExt;
     let via = format!("/proc/self/fd/{}", target.as_raw_fd());
     // SAFETY: sockaddr_un is plain data; the path fits (a short /proc name).
@@ -70,5 +144,5 @@ pub(super) fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
         *d = *s as libc::c_char;
     }
     let len = std::mem::size_of::<libc::sa_family_t>() + via.len() + 1;
-    super::connect_blocking(sock, (&raw const un).cast(), len as libc::socklen_t)
+    (un, len as libc::socklen_t)
 }
