@@ -48,29 +48,43 @@ pub struct Layers {
 }
 
 impl Drop for Layers {
+    /// Renames the directory to a name [`sweep`] removes (one rename now; removing a tree
+    /// of directories is many synchronous file-system writes, done by a later run's sweep).
     fn drop(&mut self) {
-        let _ = remove_layer(&self.dir);
+        let trash = self.dir.with_file_name(format!(
+            "{TRASH}{}",
+            self.dir.file_name().unwrap_or_default().to_string_lossy()
+        ));
+        if std::fs::rename(&self.dir, &trash).is_err() {
+            let _ = remove_layer(&self.dir);
+        }
     }
 }
 
-/// Removes the directories of layers in `dir` whose run is gone (killed before its end:
-/// no process holds their lock).
+/// The prefix of a finished run's layers, left for [`sweep`].
+const TRASH: &str = ".done-";
+
+/// Removes the directories of layers in `dir` whose run is over: finished (renamed), or
+/// killed before its end (no process holds their lock). On a thread of its own: nothing
+/// waits for it.
 pub fn sweep(dir: &Path) {
-    let Ok(entries) = std::fs::read_dir(dir) else {
-        return;
-    };
-    for entry in entries.flatten() {
-        let path = entry.path();
-        if let Ok(f) = std::fs::File::open(&path) {
-            if f.try_lock().is_ok() {
-                tracing::debug!(
-                    "floor: removing the layers of a run that ended early: {}",
-                    path.display()
-                );
-                let _ = remove_layer(&path);
+    let dir = dir.to_owned();
+    let _ = std::thread::Builder::new()
+        .name("ahp-wrap-sweep".into())
+        .spawn(move || {
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                return;
+            };
+            for entry in entries.flatten() {
+                let path = entry.path();
+                let done = entry.file_name().to_string_lossy().starts_with(TRASH);
+                let unheld = || std::fs::File::open(&path).is_ok_and(|f| f.try_lock().is_ok());
+                if done || unheld() {
+                    tracing::debug!("floor: removing the layers of a run: {}", path.display());
+                    let _ = remove_layer(&path);
+                }
             }
-        }
-    }
+        });
 }
 
 /// Makes a layer (`upper` and `work`, private) for each cache in `dir`, which must not
@@ -107,8 +121,9 @@ pub fn make(
             ));
             continue;
         }
-        builder.create(layer.join("upper"))?;
-        builder.create(layer.join("work"))?;
+        builder.create(&layer)?;
+        std::fs::create_dir(layer.join("upper"))?;
+        std::fs::create_dir(layer.join("work"))?;
         made.push(Overlay {
             cache: cache.clone(),
             upper: layer.join("upper"),
@@ -191,9 +206,6 @@ pub fn merge(overlay: &Overlay, quarantine: Option<&Path>) -> std::io::Result<Me
             )),
         }
         merged.kept = walk.kept.into_iter().map(|(c, _)| c).collect();
-    }
-    if let Some(layer) = overlay.upper.parent() {
-        remove_layer(layer)?;
     }
     Ok(merged)
 }

@@ -86,7 +86,9 @@ impl Namespaces {
             options.extend(o.upper.as_os_str().as_bytes());
             options.extend(b",workdir=");
             options.extend(o.work.as_os_str().as_bytes());
-            options.extend(b",userxattr");
+            // volatile: no sync of the upper layer's file system (its unmount would wait for
+            // one); a run that did not end cleanly never merges its layer anyway.
+            options.extend(b",userxattr,volatile");
             mounts.push(Mount::Overlay {
                 path: cstring(&o.cache)?,
                 options: CString::new(options).map_err(|_| nul(&o.cache))?,

@@ -215,12 +215,17 @@ impl Plan {
             !writable.iter().any(|w| c.starts_with(w))
                 && !outer.iter().any(|o| o != c && c.starts_with(o))
         });
+        // An empty cache has no entry to protect: whatever the tree puts there is new, and
+        // it is written in place (no overlay to mount, nothing to merge).
+        let empty = |c: &PathBuf| std::fs::read_dir(c).is_ok_and(|mut d| d.next().is_none());
+        let (empty, caches): (Vec<PathBuf>, Vec<PathBuf>) = caches.into_iter().partition(empty);
         let through = writable
             .iter()
             .filter(|w| caches.iter().any(|c| w.starts_with(c)))
             .cloned()
             .collect();
         writable.extend(caches.iter().cloned());
+        writable.extend(empty);
         let devices = DEVICES
             .iter()
             .map(PathBuf::from)

@@ -182,7 +182,6 @@ fn kernel(
     if support.namespaces.is_ok() && !plan.caches.is_empty() {
         let made = floor::caches::possible().and_then(|()| {
             let dir = layers.ok_or("no state directory for the caches' layers")?;
-            floor::caches::sweep(dir.parent().unwrap_or(dir));
             floor::caches::make(&plan.caches, dir)
                 .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
         });
@@ -348,6 +347,14 @@ impl Run<'_> {
         let Some(Ok(floor)) = held.floor.as_mut() else {
             return Ok(());
         };
+        // What earlier runs left of their caches' layers, removed once the agent runs (it
+        // would compete with its start).
+        #[cfg(target_os = "linux")]
+        if !floor.plan.overlays.is_empty() {
+            if let Some(dir) = caches_dir() {
+                floor::caches::sweep(&dir);
+            }
+        }
         #[cfg(target_os = "linux")]
         if let Some(reader) = floor.denials.take() {
             // Counting is not the floor: the run goes on without it.
