@@ -398,17 +398,10 @@ mod tests {
                 if ours("user") == user || ours("net") == net || ours("mnt") == mnt {
                     return 2;
                 }
-                // Loopback carries a datagram (a TCP connect would wait for the wrapper's
-                // bridge, which this test does not run).
-                let mut got = [0u8; 2];
-                let udp = std::net::UdpSocket::bind("127.0.0.1:0");
-                let echoed = udp.is_ok_and(|u| {
-                    u.set_read_timeout(Some(std::time::Duration::from_secs(5)))
-                        .is_ok()
-                        && u.send_to(b"hi", u.local_addr().unwrap()).is_ok()
-                        && u.recv(&mut got).is_ok_and(|n| got[..n] == *b"hi")
-                });
-                if !echoed {
+                // Loopback is up: its address can be bound (a datagram sent with an address,
+                // or a connect, would wait for the wrapper's bridge, which this test does not
+                // run).
+                if std::net::TcpListener::bind("127.0.0.1:0").is_err() {
                     return 3;
                 }
                 if std::fs::write(&outside, b"x").is_ok() {

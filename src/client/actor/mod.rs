@@ -440,8 +440,10 @@ impl Actor {
     async fn finish(mut self) {
         if let Some(mut link) = self.link.take() {
             drop(link.tx);
-            // Give a stdio harness a moment to see EOF and exit on its own.
-            let _ = tokio::time::timeout(Duration::from_millis(500), async {
+            // Give a stdio harness a moment to read what is left, see EOF and exit on its
+            // own: past the transport's grace (1 s) it is killed, and its stdout closes. A
+            // harness busy on a loaded machine needed more than the half second this was.
+            let _ = tokio::time::timeout(Duration::from_millis(1500), async {
                 while let Some(msg) = link.rx.recv().await {
                     if matches!(msg, Incoming::Closed(_)) {
                         break;
