@@ -22,20 +22,92 @@ const OVERLAY_IN_USERNS: (u32, u32) = (5, 11);
 
 /// Whether this kernel mounts overlays in a user namespace, or why not.
 pub fn possible() -> Result<(), String> {
-    let release = nix::sys::utsname::uname()
-        .map(|u| u.release().to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let mut parts = release.split(|c: char| !c.is_ascii_digit());
-    let major: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
-    let minor: u32 = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let (major, minor) = kernel();
     if (major, minor) >= OVERLAY_IN_USERNS {
         Ok(())
     } else {
         Err(format!(
-            "Linux {release} cannot mount an overlay in a user namespace (5.11 can): the \
+            "Linux {major}.{minor} cannot mount an overlay in a user namespace (5.11 can): the \
              caches are written in place"
         ))
     }
+}
+
+/// Whether the file system of `dir` can hold an overlay's upper layer (extended attributes
+/// in the `user.` namespace, whiteouts, `O_TMPFILE`), or why not: another overlay (a
+/// container's root file system), a network or FUSE file system, a tmpfs before Linux 6.6.
+pub fn upper_possible(dir: &Path) -> Result<(), String> {
+    let st = nix::sys::statfs::statfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let magic = st.filesystem_type().0 as i64;
+    const OVERLAYFS: i64 = 0x794c_7630;
+    const NFS: i64 = 0x6969;
+    const FUSE: i64 = 0x6573_5546;
+    const SMB2: i64 = 0xfe53_4d42;
+    const CIFS: i64 = 0xff53_4d42;
+    const TMPFS: i64 = 0x0102_1994;
+    let name = match magic {
+        OVERLAYFS => "an overlay (a container's root file system?)",
+        NFS => "NFS",
+        FUSE => "a FUSE file system",
+        SMB2 | CIFS => "an SMB share",
+        TMPFS if kernel() < (6, 6) => "a tmpfs before Linux 6.6",
+        _ => return Ok(()),
+    };
+    Err(format!(
+        "{} lies on {name}, which cannot hold an overlay's upper layer",
+        dir.display()
+    ))
+}
+
+/// This kernel's release, as (major, minor).
+fn kernel() -> (u32, u32) {
+    let release = nix::sys::utsname::uname()
+        .map(|u| u.release().to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let mut parts = release.split(|c: char| !c.is_ascii_digit());
+    let major = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    let minor = parts.next().and_then(|p| p.parse().ok()).unwrap_or(0);
+    (major, minor)
+}
+
+/// The caches whose overlay is missing from the mount table of the process `pid` (its
+/// mount could not be made there): they are written in place.
+pub fn unmounted(pid: i32, overlays: &[Overlay]) -> Vec<PathBuf> {
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
+        return Vec::new(); // gone already: nothing to tell
+    };
+    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
+    let overlaid: Vec<PathBuf> = table
+        .lines()
+        .filter_map(|l| {
+            let (left, right) = l.split_once(" - ")?;
+            let point = left.split(' ').nth(4)?;
+            (right.split(' ').next()? == "overlay").then(|| PathBuf::from(unescape(point)))
+        })
+        .collect();
+    overlays
+        .iter()
+        .filter(|o| !overlaid.contains(&o.cache))
+        .map(|o| o.cache.clone())
+        .collect()
+}
+
+/// A mount table's path, its `\NNN` octal escapes (space, tab, newline, backslash) undone.
+fn unescape(s: &str) -> String {
+    let b = s.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
+            let digit = |k: usize| u32::from(b[i + k] - b'0');
+            out.push(u8::try_from(digit(1) * 64 + digit(2) * 8 + digit(3)).unwrap_or(b'?'));
+            i += 4;
+        } else {
+            out.push(b[i]);
+            i += 1;
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One run's directory of layers, locked while the run lasts and removed with what is left
@@ -98,6 +170,9 @@ pub fn make(
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true).mode(0o700);
     builder.create(dir)?;
+    upper_possible(dir).map_err(std::io::Error::other)?;
+    // Where it really lies: the end of the run checks the layers are still there.
+    let dir = &dir.canonicalize()?;
     let lock = std::fs::File::open(dir)?;
     lock.try_lock().map_err(std::io::Error::other)?;
     let layers = Layers {
@@ -169,6 +244,15 @@ pub struct Record {
 /// to existing ones in `quarantine` (when given; else they are lost, and said so). Then
 /// removes the layer. Run only when no process sees the overlay any more.
 pub fn merge(overlay: &Overlay, quarantine: Option<&Path>) -> std::io::Result<Merged> {
+    // Made canonical: a layer that is no longer the directory it was (a link put in its
+    // place) is not read, let alone moved from.
+    let real = overlay.upper.canonicalize()?;
+    if real != overlay.upper || !overlay.upper.symlink_metadata()?.is_dir() {
+        return Err(std::io::Error::other(format!(
+            "its layer {} was replaced during the run",
+            overlay.upper.display()
+        )));
+    }
     let mut walk = Walk::default();
     walk.dir(&overlay.cache, &overlay.upper, Path::new(""))?;
     let mut merged = Merged {

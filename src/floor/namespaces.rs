@@ -189,17 +189,24 @@ impl Namespaces {
             }
             for m in &self.mounts {
                 let ok = match m {
+                    // A cache whose overlay cannot be mounted here (its file system refuses to
+                    // be a layer) stays as it is, written in place: the wrapper sees the mount
+                    // missing from the agent's mount table and says so.
                     Mount::Overlay { path, options } => {
-                        libc::mount(
+                        let mounted = libc::mount(
                             c"overlay".as_ptr(),
                             path.as_ptr(),
                             c"overlay".as_ptr(),
                             0,
                             options.as_ptr().cast(),
-                        ) == 0
-                            && landlock.is_none_or(|(ruleset, access)| {
-                                writable_rule(ruleset, access, path).is_ok()
-                            })
+                        ) == 0;
+                        let ruled = landlock.is_none_or(|(ruleset, access)| {
+                            writable_rule(ruleset, access, path).is_ok()
+                        });
+                        if mounted && !ruled {
+                            libc::umount2(path.as_ptr(), libc::MNT_DETACH);
+                        }
+                        true
                     }
                     Mount::Stage { src, stage } => {
                         let f = libc::MS_BIND | libc::MS_REC;

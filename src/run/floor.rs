@@ -105,12 +105,21 @@ pub(super) fn prepare(
     cx.protected.extend(cmd.floor.protected.iter().cloned());
     cx.mixed.extend(cmd.floor.mixed.iter().cloned());
     cx.protected.extend(protected);
-    // The caches' layers lie in the user's state directory, out of the tree's reach.
-    let layers = caches_dir().filter(|d| make_private(d).is_ok());
-    cx.protected.extend(layers.clone());
-    let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
     cx.create_missing = true;
-    let plan = Plan::new(&spec, &cx);
+    let mut plan = Plan::new(&spec, &cx);
+    // The caches' layers lie in the user's state directory, out of the tree's reach (bound
+    // read-only where the state directory lies beneath a writable root). Made only when a
+    // cache needs one.
+    let layers = match plan.caches.is_empty() {
+        true => None,
+        false => caches_dir().filter(|d| make_private(d).is_ok()),
+    };
+    if let Some(dir) = &layers {
+        if plan.writable.iter().any(|w| dir.starts_with(w)) {
+            plan.read_only.push(dir.clone());
+        }
+    }
+    let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
     if spec.env.removes() {
         let keep = owner.own_env(&cmd.args).into_iter();
@@ -353,6 +362,21 @@ impl Run<'_> {
         if !floor.plan.overlays.is_empty() {
             if let Some(dir) = caches_dir() {
                 floor::caches::sweep(&dir);
+            }
+            let missing = floor::caches::unmounted(agent, &floor.plan.overlays);
+            if !missing.is_empty() {
+                let shown: Vec<String> = missing.iter().map(|p| p.display().to_string()).collect();
+                let m = format!(
+                    "floor: not enforced here: the cache(s) {} are written in place (their \
+                     overlay could not be mounted: see docs/floor.md)",
+                    shown.join(", ")
+                );
+                eprintln!("ahp-wrap: warning: {m}");
+                self.notes.push(format!("warning: {m}"));
+                let gate = self.gate.clone();
+                let payload = json!({"source": "floor", "message": m, "caches": shown});
+                tokio::spawn(async move { gate.say(EventType::Error, payload).await });
+                floor.plan.overlays.retain(|o| !missing.contains(&o.cache));
             }
         }
         #[cfg(target_os = "linux")]

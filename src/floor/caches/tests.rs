@@ -187,3 +187,24 @@ fn layers_are_removed_with_their_run_and_swept_once_no_run_holds_them() {
     .unwrap();
     assert!(swept("layers/run-b"));
 }
+
+#[test]
+fn the_mount_table_says_which_overlays_are_missing_and_which_file_systems_cannot_hold_one() {
+    assert_eq!(unescape(r"/home/a\040b/.cache"), "/home/a b/.cache");
+    assert_eq!(unescape(r"/x\134y"), "/x\\y");
+    assert_eq!(unescape(r"/odd\9"), r"/odd\9");
+    let t = tempfile::tempdir_in(concat!(env!("CARGO_MANIFEST_DIR"), "/target")).unwrap();
+    let o = Overlay {
+        cache: t.path().to_owned(),
+        upper: t.path().join("u"),
+        work: t.path().join("w"),
+    };
+    // Nothing is mounted over it in this process.
+    assert_eq!(
+        unmounted(std::process::id() as i32, std::slice::from_ref(&o)),
+        vec![o.cache.clone()]
+    );
+    assert!(unmounted(i32::MAX, &[o]).is_empty(), "a process gone");
+    // The build's directory: an ordinary disk file system here.
+    upper_possible(t.path()).unwrap();
+}
