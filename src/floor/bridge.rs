@@ -425,16 +425,7 @@ fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> {
     if len < 2 {
         return None;
     }
-    let local = libc::iovec {
-        iov_base: buf.as_mut_ptr().cast(),
-        iov_len: len,
-    };
-    let remote = libc::iovec {
-        iov_base: ptr as *mut libc::c_void,
-        iov_len: len,
-    };
-    // SAFETY: reads at most `len` bytes into our buffer.
-    let n = unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) };
+    let n = read_memory(tid, ptr, &mut buf[..len]);
     if n < 2 {
         return None;
     }
@@ -462,6 +453,21 @@ fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> {
         }
         _ => None,
     }
+}
+
+/// Reads `buf.len()` bytes at `ptr` in `tid`'s memory into `buf`; returns how many were
+/// read (negative: none, `process_vm_readv`'s error).
+fn read_memory(tid: i32, ptr: u64, buf: &mut [u8]) -> isize {
+    let local = libc::iovec {
+        iov_base: buf.as_mut_ptr().cast(),
+        iov_len: buf.len(),
+    };
+    let remote = libc::iovec {
+        iov_base: ptr as *mut libc::c_void,
+        iov_len: buf.len(),
+    };
+    // SAFETY: reads at most `buf.len()` bytes into our buffer.
+    unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) }
 }
 
 /// Connects `tid`'s own socket (shared with us) to `addr` inside its namespace, blocking for

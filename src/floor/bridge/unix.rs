@@ -80,20 +80,8 @@ pub(super) fn send_unix(
         return Err(io::Error::from_raw_os_error(libc::EMSGSIZE));
     }
     let mut data = vec![0u8; len];
-    if len > 0 {
-        let local = libc::iovec {
-            iov_base: data.as_mut_ptr().cast(),
-            iov_len: len,
-        };
-        let remote = libc::iovec {
-            iov_base: buf as *mut libc::c_void,
-            iov_len: len,
-        };
-        // SAFETY: reads at most `len` bytes into our buffer.
-        let n = unsafe { libc::process_vm_readv(tid, &local, 1, &remote, 1, 0) };
-        if n != len as isize {
-            return Err(io::Error::from_raw_os_error(libc::EFAULT));
-        }
+    if len > 0 && super::read_memory(tid, buf, &mut data) != len as isize {
+        return Err(io::Error::from_raw_os_error(libc::EFAULT));
     }
     let (un, alen) = via(target);
     let send = || {
