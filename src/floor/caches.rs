@@ -1,5 +1,5 @@
 //! The package caches, add-only: each cache is the lower layer of an overlay the agent's
-//! tree sees in its place (mounted in its mount namespace, [`namespaces`](super::namespaces)),
+//! tree sees in its place (mounted in its mount namespace, the floor's `namespaces` module),
 //! whose upper layer lies in the user's state directory, out of the tree's reach. At the
 //! end of the run, once the tree has ended, [`merge`] walks the upper layer: an entry the
 //! cache did not have is moved into it (the next build finds it warm); a change to an
