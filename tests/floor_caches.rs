@@ -47,6 +47,13 @@ impl World {
                 ),
                 ("dep/src/lib.rs", "pub fn answer() -> u32 { 42 }\n"),
                 ("ws/plant.py", PLANT),
+                // The caches hold something already: an empty cache gets no overlay, and
+                // the first run's additions must go through one and be merged.
+                (
+                    "home/.cargo/git/CACHEDIR.TAG",
+                    "Signature: 8a477f597d28d172789f06886806bc55\n",
+                ),
+                ("home/.npm/.keep", ""),
             ],
         );
         let git = |args: &[&str]| {
@@ -107,7 +114,8 @@ impl World {
         let mut cmd = match floor {
             Some(on) => {
                 let mut c = Command::new(wrap_bin());
-                c.args(["--no-intercept", "--summary", "never"]);
+                c.args(["--no-intercept", "--summary", "never", "--audit-log"]);
+                c.arg(self.root.join("audit.jsonl"));
                 if !on {
                     c.args(["--floor", "off"]);
                 }
@@ -196,9 +204,16 @@ fn cargo_keeps_its_cache_warm_and_a_changed_entry_never_lands() {
     w.app("first");
     let out = w.run(
         Some(true),
-        "cargo build -q --manifest-path first/Cargo.toml && first/target/debug/first > first.out",
+        "cargo build -q --manifest-path first/Cargo.toml && first/target/debug/first > first.out \
+         && grep -F \"$CARGO_HOME/git \" /proc/self/mountinfo | grep -c ' - overlay ' > mounted.out",
     );
     assert_eq!(printed(&w.ws().join("first.out")), "42", "{}", show(&out));
+    assert_eq!(
+        printed(&w.ws().join("mounted.out")),
+        "1",
+        "cargo's git cache is an overlay in the tree: {}",
+        show(&out)
+    );
     let cached = w.cached_source();
     assert_eq!(
         cached.len(),
@@ -229,6 +244,23 @@ fn cargo_keeps_its_cache_warm_and_a_changed_entry_never_lands() {
     assert!(
         stderr.contains("src/lib.rs (changed); not applied") && stderr.contains("ahp-wrap restore"),
         "{stderr}"
+    );
+    // Audited: the cache, and what was kept aside.
+    let audit = std::fs::read_to_string(w.root.join("audit.jsonl")).unwrap();
+    let kept = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|e| {
+            e["payload"]["cache"]
+                .as_str()
+                .is_some_and(|c| c.ends_with(".cargo/git"))
+        })
+        .unwrap_or_else(|| panic!("no cache event audited: {audit}"));
+    assert!(
+        kept["payload"]["changed"]
+            .to_string()
+            .contains("src/lib.rs (changed)"),
+        "{kept}"
     );
     // A later build outside the wrapper compiles what the cache held.
     w.app("later");
