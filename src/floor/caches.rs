@@ -37,20 +37,18 @@ pub fn possible() -> Result<(), String> {
 /// in the `user.` namespace, whiteouts, `O_TMPFILE`), or why not: another overlay (a
 /// container's root file system), a network or FUSE file system, a tmpfs before Linux 6.6.
 pub fn upper_possible(dir: &Path) -> Result<(), String> {
+    use nix::sys::statfs::{
+        FsType, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
+    };
     let st = nix::sys::statfs::statfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
-    let magic = st.filesystem_type().0 as i64;
-    const OVERLAYFS: i64 = 0x794c_7630;
-    const NFS: i64 = 0x6969;
-    const FUSE: i64 = 0x6573_5546;
-    const SMB2: i64 = 0xfe53_4d42;
-    const CIFS: i64 = 0xff53_4d42;
-    const TMPFS: i64 = 0x0102_1994;
-    let name = match magic {
-        OVERLAYFS => "an overlay (a container's root file system?)",
-        NFS => "NFS",
-        FUSE => "a FUSE file system",
-        SMB2 | CIFS => "an SMB share",
-        TMPFS if kernel() < (6, 6) => "a tmpfs before Linux 6.6",
+    // SMB's (CIFS and SMB2) are in neither nix nor libc.
+    let smb = |magic: u32| st.filesystem_type() == FsType(magic.into());
+    let name = match st.filesystem_type() {
+        OVERLAYFS_SUPER_MAGIC => "an overlay (a container's root file system?)",
+        NFS_SUPER_MAGIC => "NFS",
+        FUSE_SUPER_MAGIC => "a FUSE file system",
+        _ if smb(0xff53_4d42) || smb(0xfe53_4d42) => "an SMB share",
+        TMPFS_MAGIC if kernel() < (6, 6) => "a tmpfs before Linux 6.6",
         _ => return Ok(()),
     };
     Err(format!(
