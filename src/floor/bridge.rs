@@ -26,12 +26,11 @@ use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod unix;
-use unix::{bound_in_tree, caller_path, connect_unix, open_path};
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -255,87 +254,6 @@ impl Bridge {
             }
             askers.insert(port, thread_group(tid).unwrap_or(tid));
         }
-    }
-
-    /// A connection to the path socket `path`. The file it names is opened (`O_PATH`, through
-    /// the caller's root and working directory) and decided on where it really lies: made
-    /// here, on the caller's socket, through that open file, when a process of the tree
-    /// bound it or the policy allows it, so that a link swapped after the decision gains
-    /// nothing; refused otherwise. Nothing there: the kernel answers as it would.
-    fn unix(&self, fd: i32, tid: i32, path: PathBuf, seen: &mut HashSet<Dest>) -> SyscallReply {
-        let target = match self.decide_unix(tid, path, seen) {
-            Ok(target) => target,
-            Err(reply) => return reply,
-        };
-        let theirs = match their_fd(tid, fd) {
-            Ok(t) => t,
-            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
-        };
-        match connect_unix(&theirs, &target) {
-            Ok(()) => SyscallReply::Done,
-            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
-        }
-    }
-
-    /// A datagram to the path socket `path`: decided as a connection is, then sent here,
-    /// through the file decided on, with the caller's bytes as they were when it asked.
-    fn unix_send(
-        &self,
-        tid: i32,
-        path: PathBuf,
-        data: Datagram,
-        seen: &mut HashSet<Dest>,
-    ) -> SyscallReply {
-        let target = match self.decide_unix(tid, path, seen) {
-            Ok(target) => target,
-            Err(reply) => return reply,
-        };
-        let theirs = match their_fd(tid, data.fd) {
-            Ok(t) => t,
-            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EBADF)),
-        };
-        match unix::send_unix(tid, &theirs, &target, data.buf, data.len, data.flags) {
-            Ok(n) => SyscallReply::Value(n as i64),
-            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EIO)),
-        }
-    }
-
-    /// The socket file a caller names at `path`, opened, when the tree may reach it; else
-    /// the answer: refused (and reported), or the kernel's own (nothing there).
-    fn decide_unix(
-        &self,
-        tid: i32,
-        path: PathBuf,
-        seen: &mut HashSet<Dest>,
-    ) -> Result<OwnedFd, SyscallReply> {
-        let Some(full) = caller_path(tid, &path) else {
-            return Err(SyscallReply::Continue);
-        };
-        let root = PathBuf::from(format!("/proc/{tid}/root"));
-        let Ok(target) = open_path(&root.join(full.strip_prefix("/").unwrap_or(&full))) else {
-            return Err(SyscallReply::Continue);
-        };
-        // Where it lies, as the caller's root sees it.
-        let real = std::fs::read_link(format!("/proc/self/fd/{}", target.as_raw_fd()))
-            .map(|r| match std::fs::read_link(&root) {
-                Ok(base) if base != Path::new("/") => r
-                    .strip_prefix(&base)
-                    .map_or(r.clone(), |p| Path::new("/").join(p)),
-                _ => r,
-            })
-            .unwrap_or_else(|_| full.clone());
-        let allowed =
-            self.unix_allow.iter().any(|a| real.starts_with(a)) || bound_in_tree(tid, &root, &real);
-        if !allowed {
-            return Err(self.refuse(
-                Dest::Unix(real),
-                tid,
-                seen,
-                "a Unix socket no process of the tree bound (a service outside the tree; \
-                 [floor.unix] allow names the ones it may reach)",
-            ));
-        }
-        Ok(target)
     }
 
     fn refuse(

@@ -10,6 +10,8 @@ use serde_json::json;
 
 use super::statefiles::Copies;
 use super::{Run, RunGuard};
+
+mod end;
 use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
@@ -450,192 +452,9 @@ impl Run<'_> {
         self.gate.say(EventType::Error, payload).await;
         Ok(())
     }
-
-    /// The kernel's refusals, counted (each kind was audited as it came); the network's
-    /// count; and protected paths that did not exist when the agent started (nothing could be
-    /// bound over them) and exist now: said and audited.
-    pub(super) async fn floor_after_end(&mut self, held: &mut RunGuard<'_>) {
-        #[cfg(target_os = "linux")]
-        if let Some(watching) = held.denials.take() {
-            let refusals = watching.finish().await;
-            if refusals.total > 0 {
-                let shown: Vec<String> = refusals.kept.iter().take(5).map(|d| d.line()).collect();
-                let more = refusals.total.saturating_sub(shown.len() as u64);
-                let m = format!(
-                    "floor: the kernel refused {} act(s) of the agent's tree: {}{} (each kind \
-                     is in the audit log)",
-                    refusals.total,
-                    shown.join("; "),
-                    if more > 0 {
-                        format!("; and {more} more")
-                    } else {
-                        String::new()
-                    }
-                );
-                tracing::info!("{m}");
-                self.notes.push(m);
-            }
-        }
-        if let Some(net) = &held.net {
-            let refused = net
-                .egress
-                .refused
-                .load(std::sync::atomic::Ordering::Relaxed);
-            let allowed = net
-                .egress
-                .allowed
-                .load(std::sync::atomic::Ordering::Relaxed);
-            #[cfg(target_os = "linux")]
-            let bridged = net
-                .counts
-                .bridged
-                .load(std::sync::atomic::Ordering::Relaxed);
-            #[cfg(not(target_os = "linux"))]
-            let bridged = 0;
-            let m = format!(
-                "network floor: {allowed} connection(s) through the proxy, {bridged} to this \
-                 machine's loopback, {refused} refused (each refusal is in the audit log)"
-            );
-            tracing::info!("{m}");
-            if refused > 0 {
-                self.notes.push(m);
-            }
-        }
-        let Some(Ok(floor)) = &held.floor else {
-            return;
-        };
-        let workspace = floor.plan.writable.first().cloned().unwrap_or_default();
-        let outcomes = floor.copies.finish(
-            &super::statefiles::project_names(&workspace),
-            super::statefiles::quarantine_dir().as_deref(),
-        );
-        for outcome in outcomes {
-            self.say_state_file(outcome).await;
-        }
-        #[cfg(target_os = "linux")]
-        for overlay in floor.plan.overlays.clone() {
-            self.merge_cache(overlay).await;
-        }
-        let appeared = floor.plan.appeared();
-        if appeared.is_empty() {
-            return;
-        }
-        let quarantine = super::statefiles::quarantine_dir();
-        for path in appeared {
-            self.move_aside(path, quarantine.as_deref()).await;
-        }
-    }
-
-    /// Moves a protected path the agent's tree created (absent at the start, so the floor
-    /// could not bind it) into the quarantine, and says so at exit and in the audit log.
-    async fn move_aside(&mut self, path: &Path, quarantine: Option<&Path>) {
-        use crate::statefile::aside;
-        let shown = path.display();
-        let moved = quarantine
-            .ok_or_else(|| "no state directory for a quarantine".to_owned())
-            .and_then(|q| aside::move_aside(path, q).map_err(|e| e.to_string()));
-        let (m, record) = match &moved {
-            Ok(record) => (
-                format!(
-                    "floor: {shown} was created during the run, where a later session would \
-                     obey it; moved aside (to put it back: ahp-wrap restore {})",
-                    record.display()
-                ),
-                Some(record.display().to_string()),
-            ),
-            Err(why) => (
-                format!(
-                    "floor: {shown} was created during the run, where a later session would \
-                     obey it, and is left in place: it could not be moved aside ({why})"
-                ),
-                None,
-            ),
-        };
-        self.notes.push(format!("warning: {m}"));
-        let payload = json!({
-            "source": "floor",
-            "message": m,
-            "path": shown.to_string(),
-            "record": record,
-        });
-        self.gate.say(EventType::Error, payload).await;
-    }
 }
 
 impl Run<'_> {
-    /// Adds what the tree added to a cache; keeps aside (said at exit, audited) what it
-    /// changed there.
-    #[cfg(target_os = "linux")]
-    async fn merge_cache(&mut self, overlay: floor::plan::Overlay) {
-        let quarantine = super::statefiles::quarantine_dir();
-        let cache = overlay.cache.clone();
-        let merged = tokio::task::spawn_blocking(move || {
-            floor::caches::merge(&overlay, quarantine.as_deref())
-        })
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|r| r);
-        let shown = cache.display();
-        let merged = match merged {
-            Ok(m) => m,
-            Err(e) => {
-                let m = format!("floor: what the tree added to the cache {shown} is lost: {e}");
-                self.notes.push(format!("warning: {m}"));
-                let payload = json!({"source": "floor", "message": m, "cache": shown.to_string()});
-                self.gate.say(EventType::Error, payload).await;
-                return;
-            }
-        };
-        tracing::info!(
-            "floor: {} new entries added to the cache {shown}",
-            merged.added
-        );
-        if merged.kept.is_empty() && merged.lost.is_empty() {
-            return;
-        }
-        let changed: Vec<String> = merged
-            .kept
-            .iter()
-            .map(|c| {
-                let how = if c.removed { "removed" } else { "changed" };
-                format!("{} ({how})", c.path.display())
-            })
-            .collect();
-        let shown_changes: Vec<&str> = changed.iter().take(3).map(String::as_str).collect();
-        let more = changed.len().saturating_sub(shown_changes.len());
-        let mut m = format!(
-            "floor: the tree changed {} entr{} the cache {shown} had before the run: {}{}; \
-             not applied",
-            changed.len(),
-            if changed.len() == 1 { "y" } else { "ies" },
-            shown_changes.join(", "),
-            if more > 0 {
-                format!(" and {more} more")
-            } else {
-                String::new()
-            },
-        );
-        if let Some(record) = &merged.record {
-            m.push_str(&format!(
-                " (kept aside; to apply: ahp-wrap restore {})",
-                record.display()
-            ));
-        }
-        if !merged.lost.is_empty() {
-            m.push_str(&format!("; lost: {}", merged.lost.join("; ")));
-        }
-        self.notes.push(m.clone());
-        let payload = json!({
-            "source": "floor",
-            "message": m,
-            "cache": shown.to_string(),
-            "added": merged.added,
-            "changed": changed,
-            "record": merged.record,
-        });
-        self.gate.say(EventType::Error, payload).await;
-    }
-
     /// Says which credentials were taken out of the agent's environment (names, never
     /// values): on stderr unless quiet, and in the audit log.
     async fn say_removed_env(&mut self, names: &[String]) {
@@ -654,59 +473,8 @@ impl Run<'_> {
         let payload = json!({"source": "floor", "message": m, "removed_env": names});
         self.gate.say(EventType::Error, payload).await;
     }
-
-    /// Says what became of the agent's changes to one mixed state file: in the log when all
-    /// were merged; at exit and in the audit log when some were kept aside or could not be
-    /// merged (the person's choices must not vanish without a word).
-    async fn say_state_file(&mut self, o: super::statefiles::Outcome) {
-        let file = o.file.display().to_string();
-        if !o.merged.is_empty() {
-            tracing::info!(
-                "floor: merged the agent's changes to its own keys in {file}: {}",
-                o.merged.join(", ")
-            );
-        }
-        let restore = |q: &Path| format!("ahp-wrap restore {}", q.display());
-        let m = match (&o.failed, o.kept.is_empty()) {
-            (Some(why), _) => format!(
-                "floor: the agent's changes to {file} could not be merged ({why}); {}",
-                match &o.quarantine {
-                    Some(q) => format!("its copy is kept at {}", q.display()),
-                    None => "its copy is lost (no state directory for a quarantine)".to_owned(),
-                }
-            ),
-            (None, true) => return,
-            (None, false) => format!(
-                "floor: {} change(s) the agent made to instructions in {file} {}: {}; {}",
-                o.kept.len(),
-                if o.in_place {
-                    "were undone at the end of the run"
-                } else {
-                    "were not merged"
-                },
-                o.kept.join(", "),
-                match &o.quarantine {
-                    Some(q) => format!("kept at {} (to apply them: {})", q.display(), restore(q)),
-                    None => "not kept (no state directory for a quarantine)".to_owned(),
-                }
-            ),
-        };
-        self.notes.push(format!("warning: {m}"));
-        let payload = json!({
-            "source": "floor",
-            "message": m,
-            "file": file,
-            "merged": o.merged,
-            "kept": o.kept,
-            "quarantine": o.quarantine,
-        });
-        self.gate.say(EventType::Error, payload).await;
-    }
 }
 
-/// What a run of `program` under `framework` in `workspace` starts its floor from: the home
-/// directory, the agent's own files (from its shim), `$TMPDIR` and the caches the
-/// environment names. Nothing is created (the caller sets `create_missing`).
 /// Where the caches' layers lie: `caches/` in the user's state directory for ahp-wrap.
 fn caches_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("caches"))
@@ -721,6 +489,9 @@ fn make_private(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
+/// What a run of `program` under `framework` in `workspace` starts its floor from: the home
+/// directory, the agent's own files (from its shim), `$TMPDIR` and the caches the
+/// environment names. Nothing is created (the caller sets `create_missing`).
 pub(crate) fn context(
     framework: &'static dyn crate::frameworks::Framework,
     program: &Path,
