@@ -117,10 +117,16 @@ fn floor(
         };
         out.push_str(&format!(
             "network: {} allowed host pattern(s) (and the agent's model API), {} denied, \
-             unknown hosts: {unknown}; loopback services {}\n",
+             unknown hosts: {unknown}; loopback services {}; the tree's listeners {}\n",
             net.allow.as_ref().map_or(0, Vec::len),
             net.deny.as_ref().map_or(0, Vec::len),
             if net.loopback() { "reached" } else { "refused" },
+            match net.publish() {
+                crate::floor::spec::Publishing::Loopback => "published on loopback",
+                crate::floor::spec::Publishing::All =>
+                    "published as they listen (publish = \"all\")",
+                crate::floor::spec::Publishing::None => "kept inside (publish = \"none\")",
+            },
         ));
     } else {
         out.push_str("network: not confined (the policy's [floor.net] enabled = false)\n");

@@ -21,6 +21,15 @@ fn main() -> ExitCode {
             std::env::args_os().skip(1).collect(),
         ));
     }
+    // A run's porter (see `floor::porter`), when there is no small executable next to us.
+    #[cfg(target_os = "linux")]
+    if std::env::args_os().len() == 2
+        && std::env::args_os()
+            .nth(1)
+            .is_some_and(|a| a == ahp_wrap::floor::porter::PORTER_ARG)
+    {
+        return ExitCode::from(u8::try_from(ahp_wrap::floor::porter::serve()).unwrap_or(1));
+    }
     // The hook path runs on every tool call: skip clap and logging set-up for it.
     let mut raw = std::env::args_os();
     if raw.len() == 4 && raw.nth(1).is_some_and(|a| a == "hook") {

@@ -68,6 +68,10 @@ fn run() -> c_int {
             }
             _ => malformed(),
         },
+        // A run's porter, started by the wrapper in the tree's namespaces (see
+        // `floor::porter`).
+        #[cfg(target_os = "linux")]
+        [cmd] if cmd == ahp_wrap::floor::porter::PORTER_ARG => ahp_wrap::floor::porter::serve(),
         // A run's guardian, started by the wrapper (see `child::guardian`).
         [cmd, work @ ..] if cmd == guardian::GUARDIAN_ARG => {
             #[cfg(target_os = "linux")]

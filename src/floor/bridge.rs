@@ -30,7 +30,10 @@ use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod listen;
 mod unix;
+
+pub use listen::{Listening, Publish};
 
 /// Where a refused connection was going.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
@@ -76,6 +79,9 @@ pub struct Bridge {
     /// Path sockets the tree may connect to although nothing of it bound them: a path, or a
     /// directory and everything beneath.
     pub unix_allow: Vec<PathBuf>,
+    /// Where the tree's listeners are told, to be published on this machine's loopback;
+    /// `None`: they stay inside its namespace.
+    pub publish: Option<Publish>,
 }
 
 impl Bridge {
@@ -86,7 +92,8 @@ impl Bridge {
             .spawn(move || self.serve(listener))
     }
 
-    fn serve(self, listener: OwnedFd) {
+    fn serve(mut self, listener: OwnedFd) {
+        let listener = Arc::new(listener);
         let fd = listener.as_raw_fd();
         let mut seen = HashSet::new();
         loop {
@@ -116,7 +123,7 @@ impl Bridge {
                     _ => return,
                 }
             }
-            let answer = self.answer(fd, &req, &mut seen);
+            let answer = self.answer(&listener, &req, &mut seen);
             let mut resp = libc::seccomp_notif_resp {
                 id: req.id,
                 val: 0,
@@ -130,6 +137,7 @@ impl Bridge {
                 SyscallReply::Done => {}
                 SyscallReply::Value(v) => resp.val = v,
                 SyscallReply::Error(e) => resp.error = -e,
+                SyscallReply::Later => continue,
             }
             // SAFETY: a response to the notification we received; ENOENT (the caller is
             // gone) needs nothing.
@@ -138,11 +146,12 @@ impl Bridge {
     }
 
     fn answer(
-        &self,
-        listener: RawFd,
+        &mut self,
+        notify: &Arc<OwnedFd>,
         req: &libc::seccomp_notif,
         seen: &mut HashSet<Dest>,
     ) -> SyscallReply {
+        let listener = notify.as_raw_fd();
         let tid = req.pid as i32;
         if i64::from(req.data.nr) == libc::SYS_sendto {
             let a = &req.data.args;
@@ -159,6 +168,10 @@ impl Bridge {
                 // Anything else stays inside the namespace.
                 _ => SyscallReply::Continue,
             };
+        }
+        if i64::from(req.data.nr) == libc::SYS_listen {
+            let (fd, backlog) = (req.data.args[0] as i32, req.data.args[1] as i32);
+            return self.listen(tid, fd, backlog, (notify, req.id));
         }
         if i64::from(req.data.nr) != libc::SYS_connect {
             return SyscallReply::Continue;
@@ -317,6 +330,35 @@ enum SyscallReply {
     Error(i32),
     /// Answered with this return value (bytes sent).
     Value(i64),
+    /// Answered later, by another thread (see [`Answer`]).
+    Later,
+}
+
+/// The answer to a stopped call given by another thread, when it is dropped: success.
+#[derive(Debug)]
+pub struct Answer {
+    notify: Arc<OwnedFd>,
+    id: u64,
+}
+
+impl Drop for Answer {
+    fn drop(&mut self) {
+        let mut resp = libc::seccomp_notif_resp {
+            id: self.id,
+            val: 0,
+            error: 0,
+            flags: 0,
+        };
+        // SAFETY: a response to a notification the bridge received and left to us; ENOENT
+        // (the caller is gone) needs nothing.
+        unsafe {
+            libc::ioctl(
+                self.notify.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_SEND as _,
+                &mut resp,
+            )
+        };
+    }
 }
 
 /// A `sendto(2)`'s arguments but its address.

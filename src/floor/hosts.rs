@@ -184,6 +184,7 @@ pub struct HostRules {
     deny: Vec<Pattern>,
     unknown: Unknown,
     loopback: bool,
+    publish: crate::floor::spec::Publishing,
 }
 
 impl HostRules {
@@ -202,12 +203,18 @@ impl HostRules {
             deny: compile(spec.deny.as_ref(), &[])?,
             unknown: spec.unknown.unwrap_or(Unknown::Allow),
             loopback: spec.loopback(),
+            publish: spec.publish(),
         })
     }
 
     /// Whether loopback may be reached.
     pub fn loopback(&self) -> bool {
         self.loopback
+    }
+
+    /// Where the tree's listeners are published.
+    pub fn publish(&self) -> crate::floor::spec::Publishing {
+        self.publish
     }
 
     /// What becomes of a connection to `target` (before any name is resolved).

@@ -36,6 +36,8 @@ pub mod caches;
 pub mod denials;
 pub mod hosts;
 pub mod plan;
+#[cfg(target_os = "linux")]
+pub mod porter;
 mod resolve;
 pub mod secrets;
 pub mod spec;

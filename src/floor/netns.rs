@@ -59,9 +59,9 @@ const AUDIT_ARCH: u32 = 0xC000_00B7;
 #[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
 const AUDIT_ARCH: u32 = 0;
 
-/// The filter: `connect(2)` of this architecture, and `sendto(2)` with an address, wait for
-/// the wrapper; everything else (including other architectures' calls, which then stay
-/// inside the namespace) goes on.
+/// The filter: `connect(2)` and `listen(2)` of this architecture, and `sendto(2)` with an
+/// address, wait for the wrapper; everything else (including other architectures' calls,
+/// which then stay inside the namespace) goes on.
 fn connect_filter() -> Vec<libc::sock_filter> {
     let op = |code, k, jt, jf| libc::sock_filter { code, jt, jf, k };
     // seccomp_data: nr at offset 0, arch at 4, args from 16 (8 bytes each).
@@ -71,14 +71,15 @@ fn connect_filter() -> Vec<libc::sock_filter> {
         /* 1 */ op(BPF_JEQ, AUDIT_ARCH, 1, 0),
         /* 2 */ op(BPF_RET, allow, 0, 0),
         /* 3 */ op(BPF_LD_ABS, 0, 0, 0),
-        /* 4 */ op(BPF_JEQ, libc::SYS_connect as u32, 5, 0),
-        /* 5 */ op(BPF_JEQ, libc::SYS_sendto as u32, 0, 5),
-        /* 6 */ op(BPF_LD_ABS, ADDR, 0, 0),
-        /* 7 */ op(BPF_JEQ, 0, 0, 2),
-        /* 8 */ op(BPF_LD_ABS, ADDR + 4, 0, 0),
-        /* 9 */ op(BPF_JEQ, 0, 1, 0),
-        /* 10 */ op(BPF_RET, notify, 0, 0),
-        /* 11 */ op(BPF_RET, allow, 0, 0),
+        /* 4 */ op(BPF_JEQ, libc::SYS_connect as u32, 6, 0),
+        /* 5 */ op(BPF_JEQ, libc::SYS_listen as u32, 5, 0),
+        /* 6 */ op(BPF_JEQ, libc::SYS_sendto as u32, 0, 5),
+        /* 7 */ op(BPF_LD_ABS, ADDR, 0, 0),
+        /* 8 */ op(BPF_JEQ, 0, 0, 2),
+        /* 9 */ op(BPF_LD_ABS, ADDR + 4, 0, 0),
+        /* 10 */ op(BPF_JEQ, 0, 1, 0),
+        /* 11 */ op(BPF_RET, notify, 0, 0),
+        /* 12 */ op(BPF_RET, allow, 0, 0),
     ]
 }
 

@@ -104,6 +104,23 @@ pub struct NetSpec {
     /// What becomes of a host neither list names: `allow` (ask the gate), `ask` (a person
     /// answers) or `block`.
     pub unknown: Option<Unknown>,
+    /// What becomes of a TCP listener of the tree (a dev server, a login's callback):
+    /// `loopback` (published on this machine's loopback, the gate asked), `none` (it stays
+    /// inside the tree's namespace, refused and audited) or `all` (published on every
+    /// address of this machine when the tree listens on every address of its own).
+    pub publish: Option<Publishing>,
+}
+
+/// Where the tree's listeners are published.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Publishing {
+    /// On this machine's loopback.
+    Loopback,
+    /// Nowhere.
+    None,
+    /// As the tree listened: its wildcard address becomes this machine's.
+    All,
 }
 
 /// The treatment of a host neither `allow` nor `deny` names.
@@ -127,6 +144,7 @@ impl NetSpec {
             allow: self.allow.or_else(|| default.allow.clone()),
             deny: self.deny.or_else(|| default.deny.clone()),
             unknown: self.unknown.or(default.unknown),
+            publish: self.publish.or(default.publish),
         }
     }
 
@@ -138,6 +156,11 @@ impl NetSpec {
     /// Whether loopback TCP reaches this machine's services.
     pub fn loopback(&self) -> bool {
         self.loopback.unwrap_or(true)
+    }
+
+    /// Where the tree's listeners are published.
+    pub fn publish(&self) -> Publishing {
+        self.publish.unwrap_or(Publishing::Loopback)
     }
 }
 

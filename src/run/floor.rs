@@ -311,7 +311,11 @@ impl NetSide {
         let egress = Arc::new(Egress::new(gate, self.rules.clone(), askers.clone()));
         egress.agent_is(agent);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();
         let counts = Arc::new(floor::bridge::Counts::default());
+        // The porter is the small executable when there is one (it starts faster), else us.
+        let exe = std::env::current_exe()?;
+        let porter = super::phases::small_executable(&exe).unwrap_or(exe);
         let bridge = floor::bridge::Bridge {
             loopback: self.rules.loopback(),
             proxy_port: self.proxy_port,
@@ -325,6 +329,14 @@ impl NetSide {
                 let chain = crate::child::procfs::ancestry(r.pid, agent, me);
                 let _ = tx.send((r, chain));
             }),
+            publish: Some(floor::bridge::Publish::new(
+                porter,
+                Box::new(move |l: floor::bridge::Listening| {
+                    let me = std::process::id() as i32;
+                    let chain = crate::child::procfs::ancestry(l.pid, agent, me);
+                    let _ = listens.send((l, chain));
+                }),
+            )),
         };
         bridge.spawn(received.notify)?;
         let audit = {
@@ -335,12 +347,20 @@ impl NetSide {
                 }
             })
         };
+        let publish = {
+            let egress = egress.clone();
+            tokio::spawn(async move {
+                while let Some((l, chain)) = listened.recv().await {
+                    tokio::spawn(egress.clone().publish(l, chain));
+                }
+            })
+        };
         let serve = tokio::spawn(egress.clone().serve(listener));
         Ok((
             NetRunning {
                 egress,
                 counts,
-                tasks: vec![serve, audit],
+                tasks: vec![serve, audit, publish],
             },
             received.control,
         ))

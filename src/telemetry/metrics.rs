@@ -42,6 +42,7 @@ pub struct Metrics {
     pub proxy_frames: IntCounterVec,
     pub proxy_bytes: IntCounterVec,
     pub floor_refusals: IntCounter,
+    pub published: IntCounterVec,
     pub fleet_tasks: IntCounterVec,
     pub spans_exported: IntCounter,
     pub spans_dropped: IntCounter,
@@ -155,6 +156,11 @@ impl Metrics {
             floor_refusals: counter(
                 "ahp_wrap_floor_refusals_total",
                 "Connections the floor's network rules refused (file and signal refusals are the kernel's and are not counted).",
+            ),
+            published: counters(
+                "ahp_wrap_floor_published_total",
+                "The tree's listeners published on this machine's loopback: ports published, connections carried into the tree, listeners not published (refused, or their port taken here).",
+                &["what"],
             ),
             fleet_tasks: counters(
                 "ahp_wrap_fleet_tasks_total",

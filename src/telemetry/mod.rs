@@ -234,6 +234,14 @@ pub fn proxy_counters(proxy: &str, direction: &str) -> Option<FrameCounters> {
     get().map(|t| t.metrics.frame_counters(proxy, direction))
 }
 
+/// The floor published a listener of the tree (`port`), carried a connection to one
+/// (`connection`), or left one unpublished (`refused`, `taken`).
+pub fn published(what: &str) {
+    if let Some(t) = get() {
+        t.metrics.published.with_label_values(&[what]).inc();
+    }
+}
+
 /// A fleet task ended with `outcome` (`completed`, `failed`, `refused`, `aborted`, …).
 pub fn fleet_task(outcome: &str) {
     if let Some(t) = get() {

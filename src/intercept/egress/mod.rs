@@ -25,6 +25,8 @@ use tokio::net::{TcpListener, TcpStream};
 use crate::audit::AuditPeer;
 use tunnel::tunnel;
 
+#[cfg(target_os = "linux")]
+mod publish;
 mod socks;
 mod tunnel;
 use crate::floor::hosts::{HostRules, Judgement, Target};
@@ -49,6 +51,9 @@ pub struct Egress {
     /// Connections let through and refused.
     pub allowed: AtomicU64,
     pub refused: AtomicU64,
+    /// The tree's listeners published on this machine's loopback.
+    #[cfg(target_os = "linux")]
+    pub published: publish::Published,
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -67,6 +72,8 @@ impl Egress {
             askers,
             allowed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
+            #[cfg(target_os = "linux")]
+            published: publish::Published::default(),
         }
     }
 

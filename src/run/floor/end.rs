@@ -60,6 +60,25 @@ impl Run<'_> {
             if refused > 0 {
                 self.notes.push(m);
             }
+            #[cfg(target_os = "linux")]
+            {
+                use std::sync::atomic::Ordering::Relaxed;
+                let published = &net.egress.published;
+                let (ports, carried) = (
+                    published.ports.load(Relaxed),
+                    published.connections.load(Relaxed),
+                );
+                if ports > 0 {
+                    self.notes.push(format!(
+                        "network floor: {ports} listener(s) of the tree published on this \
+                         machine's loopback, {carried} connection(s) carried to them"
+                    ));
+                }
+                if let Ok(taken) = published.taken.lock() {
+                    self.notes
+                        .extend(taken.iter().map(|m| format!("warning: {m}")));
+                }
+            }
         }
         let Some(Ok(floor)) = &held.floor else {
             return;

@@ -1,0 +1,149 @@
+//! The porter: a small process of the wrapper's that lives in the tree's user and network
+//! namespaces and makes TCP sockets there on request. A socket belongs to the network
+//! namespace it was made in for its whole life, wherever its descriptor goes; the wrapper
+//! cannot enter the tree's namespace itself (`setns` into a network namespace asks for a
+//! capability in the caller's own user namespace, which an unprivileged wrapper lacks). With
+//! a socket the porter made, the wrapper connects to a server of the tree from its own
+//! process: that is how a listener of the tree is published on the user's loopback.
+//!
+//! Started the first time a process of the tree listens (nothing at start-up): the wrapper's
+//! small executable, `porter` its argument, joins the namespaces of that process (their
+//! descriptors on 3 and 4) before its `exec`, and serves on its standard input, a Unix socket
+//! pair whose other end the wrapper holds. One byte asks (`4` or `6`: the address family),
+//! one descriptor answers. When the wrapper's end closes (the run ended, or the wrapper was
+//! killed), the porter reads the end of the stream and exits. It is not in the tree's
+//! Landlock domain, so no process of the tree may trace or (with Landlock's signal scope)
+//! signal it; it holds nothing but its socket.
+
+use std::io;
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::unix::net::UnixStream;
+use std::path::Path;
+use std::sync::Mutex;
+
+/// The argument that makes the small executable (or the wrapper) a porter.
+pub const PORTER_ARG: &str = "porter";
+
+/// The wrapper's handle on its porter.
+#[derive(Debug)]
+pub struct Porter {
+    channel: Mutex<UnixStream>,
+    child: Mutex<std::process::Child>,
+}
+
+impl Porter {
+    /// Starts a porter in the user and network namespaces of the process `tid` (a process of
+    /// the tree, stopped in a system call while this runs), as `program porter`.
+    pub fn start(program: &Path, tid: i32) -> io::Result<Porter> {
+        use std::os::unix::process::CommandExt;
+        let open = |ns: &str| -> io::Result<OwnedFd> {
+            Ok(std::fs::File::open(format!("/proc/{tid}/ns/{ns}"))?.into())
+        };
+        let (user, net) = (open("user")?, open("net")?);
+        let (ours, theirs) = UnixStream::pair()?;
+        let (user_fd, net_fd) = (user.as_raw_fd(), net.as_raw_fd());
+        let mut command = std::process::Command::new(program);
+        command
+            .arg(PORTER_ARG)
+            .stdin(std::process::Stdio::from(OwnedFd::from(theirs)))
+            .stdout(std::process::Stdio::null());
+        // SAFETY: between fork and exec, only system calls on descriptors we hold (no
+        // allocation): the user namespace first (it gives the capability the network
+        // namespace asks for).
+        unsafe {
+            command.pre_exec(move || {
+                if libc::setns(user_fd, libc::CLONE_NEWUSER) != 0
+                    || libc::setns(net_fd, libc::CLONE_NEWNET) != 0
+                {
+                    return Err(io::Error::last_os_error());
+                }
+                Ok(())
+            });
+        }
+        let child = command.spawn()?;
+        crate::child::tree::register_own(child.id() as i32);
+        drop((user, net));
+        Ok(Porter {
+            channel: Mutex::new(ours),
+            child: Mutex::new(child),
+        })
+    }
+
+    /// A new TCP socket of the tree's network namespace (IPv6 when `v6`), close-on-exec.
+    pub fn socket(&self, v6: bool) -> io::Result<OwnedFd> {
+        use std::io::Write;
+        let mut channel = self
+            .channel
+            .lock()
+            .map_err(|_| io::Error::other("the porter's channel is poisoned"))?;
+        channel.write_all(if v6 { b"6" } else { b"4" })?;
+        let mut byte = [0u8; 1];
+        let (n, fds) = super::netns::receive_fds(channel.as_raw_fd(), &mut byte, 0)?;
+        match (n, fds.into_iter().next()) {
+            (1, Some(fd)) => Ok(fd),
+            (0, _) => Err(io::Error::other("the porter has ended")),
+            _ => Err(io::Error::other(format!(
+                "the porter could not make a socket (error {})",
+                byte[0]
+            ))),
+        }
+    }
+
+    /// The porter's process id (its `/proc/<pid>/net` is the tree's network namespace's).
+    pub fn pid(&self) -> u32 {
+        self.child.lock().map_or(0, |c| c.id())
+    }
+}
+
+impl Drop for Porter {
+    fn drop(&mut self) {
+        // Closing our end ends it.
+        if let Ok(channel) = self.channel.get_mut() {
+            let _ = channel.shutdown(std::net::Shutdown::Both);
+        }
+        if let Ok(child) = self.child.get_mut() {
+            let _ = child.wait();
+        }
+    }
+}
+
+/// The porter's own loop (in the porter's process): a socket for each byte read, until the
+/// end of the stream. Its standard input is the channel.
+pub fn serve() -> i32 {
+    let channel = 0;
+    loop {
+        let mut byte = [0u8; 1];
+        // SAFETY: a read into our own byte.
+        let n = unsafe { libc::read(channel, byte.as_mut_ptr().cast(), 1) };
+        if n == 0 {
+            return 0;
+        }
+        if n < 0 {
+            if io::Error::last_os_error().kind() == io::ErrorKind::Interrupted {
+                continue;
+            }
+            return 1;
+        }
+        let family = match byte[0] {
+            b'6' => libc::AF_INET6,
+            _ => libc::AF_INET,
+        };
+        // SAFETY: plain system calls; the socket is closed once sent.
+        unsafe {
+            let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            if fd < 0 {
+                let code = io::Error::last_os_error().raw_os_error().unwrap_or(1);
+                let why = [u8::try_from(code).unwrap_or(1)];
+                if libc::write(channel, why.as_ptr().cast(), 1) != 1 {
+                    return 1;
+                }
+                continue;
+            }
+            let sent = super::netns::send_fds(channel, &[fd]);
+            libc::close(fd);
+            if sent.is_err() {
+                return 1;
+            }
+        }
+    }
+}

@@ -1,0 +1,367 @@
+//! What the tree serves is reachable from the user's machine: a program of the agent's tree
+//! (a hookless agent, under the default floor, in its own network namespace) listens on a
+//! port of its loopback, and a client on the test's side, on this machine's loopback, gets its
+//! answer. The server's own log shows the connection; when the server stops, the port is
+//! closed on this side too. A login's loopback callback (a random port, the URL printed, one
+//! request with the code) completes. `publish = "none"` keeps the listener inside, refused and
+//! audited; `--floor off` behaves as without the wrapper.
+
+use ahp_wrap_testkit::common;
+
+use std::io::{BufRead, Read, Write};
+use std::net::{SocketAddr, TcpStream};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::Duration;
+
+use common::*;
+
+/// A login's callback listener: a random port (IPv4, or the IPv6 wildcard with `6`), the URL
+/// printed once it listens, one request whose `code` it checks (exit 0 when it is right).
+const LOGIN: &str = r#"
+import http.server, socket, sys, urllib.parse
+fam = sys.argv[1]
+class H(http.server.BaseHTTPRequestHandler):
+    def do_GET(self):
+        q = urllib.parse.parse_qs(urllib.parse.urlparse(self.path).query)
+        self.server.code = q.get("code", [None])[0]
+        self.send_response(200)
+        self.end_headers()
+        self.wfile.write(b"you may close this window\n")
+    def log_message(self, *a):
+        pass
+class S(http.server.HTTPServer):
+    address_family = socket.AF_INET6 if fam == "6" else socket.AF_INET
+srv = S(("::" if fam == "6" else "127.0.0.1", 0), H)
+srv.code = None
+print(f"open http://localhost:{srv.server_address[1]}/callback?code=...", flush=True)
+srv.handle_request()
+print("code:", srv.code, flush=True)
+sys.exit(0 if srv.code == "abc123" else 3)
+"#;
+
+/// A dev server's script: serves the workspace on `$PORT` (its log in `server.log`) until
+/// `stop` appears, then stops it and waits for `end`.
+const DEV_SERVER: &str = r#"
+python3 -u -m http.server "$PORT" --bind "$BIND" > server.log 2>&1 &
+server=$!
+while [ ! -e stop ]; do sleep 0.02; done
+kill $server; wait $server
+echo stopped > stopped
+while [ ! -e end ]; do sleep 0.02; done
+"#;
+
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl World {
+    fn new(policy: &str) -> World {
+        let (dir, root) = outside_tree(
+            "floor-publish-",
+            &["ws", "home"],
+            &[
+                ("ws/hello.txt", "served from the tree\n"),
+                ("login.py", LOGIN),
+                ("policy.toml", policy),
+            ],
+        );
+        World { _dir: dir, root }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    fn audit(&self) -> PathBuf {
+        self.root.join("audit.jsonl")
+    }
+
+    /// The wrapper with `args`, running `argv` as a hookless agent in the workspace.
+    fn command(&self, args: &[&str], argv: &[&str]) -> Command {
+        let mut cmd = Command::new(wrap_bin());
+        cmd.args(["--no-intercept", "--summary", "always", "--audit-log"])
+            .arg(self.audit())
+            .arg("--policy")
+            .arg(self.root.join("policy.toml"))
+            .args(args)
+            .arg("--")
+            .args(argv)
+            .current_dir(self.ws())
+            .env("HOME", self.root.join("home"))
+            .env_remove("AHP_WRAP_FLOOR")
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        cmd
+    }
+
+    /// The audit log's `listen` decisions.
+    fn listens(&self) -> Vec<serde_json::Value> {
+        read_jsonl(&self.audit())
+            .into_iter()
+            .filter(|r| r["payload"]["arguments"]["direction"] == "listen")
+            .collect()
+    }
+}
+
+/// A free port of this machine's loopback (free a moment ago).
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
+
+/// `GET path` on `addr`: the whole response, or why not.
+fn get(addr: SocketAddr, path: &str) -> Result<String, String> {
+    let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))
+        .map_err(|e| format!("connect {addr}: {e}"))?;
+    s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    write!(s, "GET {path} HTTP/1.0\r\nHost: localhost\r\n\r\n").map_err(|e| e.to_string())?;
+    let mut text = String::new();
+    s.read_to_string(&mut text).map_err(|e| e.to_string())?;
+    Ok(text)
+}
+
+/// Waits for `child` to end within 30 s (killed otherwise); its output.
+fn finish(child: Child) -> std::process::Output {
+    let pid = child.id() as i32;
+    let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
+    if !eventually(|| waiter.is_finished(), Duration::from_secs(30)) {
+        // SAFETY: a signal to our own child.
+        unsafe { libc::kill(pid, libc::SIGKILL) };
+    }
+    waiter.join().unwrap()
+}
+
+fn touch(dir: &Path, name: &str) {
+    std::fs::write(dir.join(name), "").unwrap();
+}
+
+/// What became of a dev server run.
+struct Served {
+    /// What the client on this side got.
+    got: Result<String, String>,
+    /// Whether the port closed on this side once the server stopped.
+    closed: bool,
+    /// The server's own log.
+    log: String,
+    /// Whether anything listened on this machine's wildcard address at the port meanwhile.
+    on_wildcard: bool,
+    out: std::process::Output,
+}
+
+/// Whether a socket of this machine's network namespace listens on `0.0.0.0:port`.
+fn wildcard_listener(port: u16) -> bool {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let local = format!("00000000:{port:04X}");
+    table.lines().skip(1).any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.get(1) == Some(&local.as_str()) && f.get(3) == Some(&"0A")
+    })
+}
+
+/// Runs the dev server under `args` on `bind`, gets `hello.txt` from this side, stops it.
+fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = w.command(args, &["sh", "-c", DEV_SERVER]);
+    cmd.env("PORT", port.to_string()).env("BIND", bind);
+    let child = cmd.spawn().unwrap();
+    let log = w.ws().join("server.log");
+    // Python says it serves once it listens.
+    eventually(
+        || read(&w.ws(), "server.log").contains("Serving HTTP"),
+        Duration::from_secs(20),
+    );
+    let got = get(addr, "/hello.txt");
+    let on_wildcard = wildcard_listener(port);
+    touch(&w.ws(), "stop");
+    eventually(|| w.ws().join("stopped").exists(), Duration::from_secs(10));
+    let closed = eventually(
+        || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err(),
+        Duration::from_secs(3),
+    );
+    touch(&w.ws(), "end");
+    let out = finish(child);
+    Served {
+        got,
+        closed,
+        log: std::fs::read_to_string(log).unwrap_or_default(),
+        on_wildcard,
+        out,
+    }
+}
+
+#[test]
+fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
+    let w = World::new("version = 1\n");
+    let Served {
+        got,
+        closed,
+        log,
+        out,
+        ..
+    } = dev_server(&w, &[], "127.0.0.1");
+    let got = got.unwrap_or_else(|e| {
+        panic!(
+            "the tree's server was not reached: {e}\n{log}\n{}",
+            show(&out)
+        )
+    });
+    assert!(
+        got.starts_with("HTTP/1.0 200") && got.contains("served from the tree"),
+        "{got}"
+    );
+    assert!(
+        log.contains("\"GET /hello.txt HTTP/1.0\" 200"),
+        "the server's log:\n{log}"
+    );
+    assert!(
+        closed,
+        "the port stayed open on this side after the server stopped\n{}",
+        show(&out)
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("1 listener(s) of the tree published")
+            && stderr.contains("1 connection(s) carried"),
+        "{stderr}"
+    );
+    let listens = w.listens();
+    assert_eq!(listens.len(), 1, "{listens:#?}");
+    assert_eq!(listens[0]["decision"], "allow", "{listens:#?}");
+    assert!(
+        listens[0]["payload"]["context"]["process"]["argv"]
+            .to_string()
+            .contains("http.server"),
+        "the listening process is named: {listens:#?}"
+    );
+}
+
+#[test]
+fn a_wildcard_listener_is_published_on_loopback_only() {
+    let w = World::new("version = 1\n");
+    let s = dev_server(&w, &[], "0.0.0.0");
+    assert!(
+        s.got
+            .as_deref()
+            .is_ok_and(|g| g.contains("served from the tree")),
+        "{:?}\n{}\n{}",
+        s.got,
+        s.log,
+        show(&s.out)
+    );
+    // Published on loopback, never on this machine's wildcard address.
+    assert!(!s.on_wildcard, "published on 0.0.0.0");
+    // With the floor off, the same server listens on the wildcard: the check can fail.
+    let w = World::new("version = 1\n");
+    let s = dev_server(&w, &["--floor", "off"], "0.0.0.0");
+    assert!(s.on_wildcard && s.got.is_ok(), "{:?}", s.got);
+}
+
+#[test]
+fn a_login_callback_on_a_random_port_reaches_the_tree() {
+    for (family, host) in [("4", "127.0.0.1"), ("6", "[::1]")] {
+        let w = World::new("version = 1\n");
+        let login = w.root.join("login.py");
+        let mut child = w
+            .command(&[], &["python3", login.to_str().unwrap(), family])
+            .spawn()
+            .unwrap();
+        let mut stdout = std::io::BufReader::new(child.stdout.take().unwrap());
+        let mut line = String::new();
+        stdout.read_line(&mut line).unwrap();
+        let port: u16 = line
+            .split("localhost:")
+            .nth(1)
+            .and_then(|r| r.split('/').next())
+            .and_then(|p| p.parse().ok())
+            .unwrap_or_else(|| panic!("no URL printed: {line:?}"));
+        // At once, as a browser opened on the URL would.
+        let addr: SocketAddr = format!("{host}:{port}").parse().unwrap();
+        let got = get(addr, "/callback?code=abc123");
+        let mut rest = String::new();
+        stdout.read_to_string(&mut rest).unwrap();
+        let out = finish(child);
+        assert!(
+            got.as_deref().is_ok_and(|g| g.contains("you may close")),
+            "IPv{family}: {got:?}"
+        );
+        assert!(rest.contains("code: abc123"), "IPv{family}: {rest}");
+        assert!(out.status.success(), "IPv{family}: {}", show(&out));
+    }
+}
+
+#[test]
+fn publish_none_keeps_the_listener_inside_refused_and_audited() {
+    let w = World::new("version = 1\n[floor.net]\npublish = \"none\"\n");
+    let Served { got, log, .. } = dev_server(&w, &[], "127.0.0.1");
+    assert!(got.is_err(), "reached with publish = \"none\": {got:?}");
+    // It still works inside.
+    assert!(log.contains("Serving HTTP"), "{log}");
+    let listens = w.listens();
+    assert_eq!(listens.len(), 1, "{listens:#?}");
+    assert_eq!(listens[0]["decision"], "block", "{listens:#?}");
+    assert!(
+        listens[0]["reason"]
+            .as_str()
+            .unwrap_or("")
+            .contains("publish = \"none\"")
+            || listens[0].to_string().contains("publish = \\\"none\\\""),
+        "{listens:#?}"
+    );
+}
+
+#[test]
+fn without_the_floor_the_server_is_reached_as_without_the_wrapper() {
+    let w = World::new("version = 1\n");
+    let Served {
+        got,
+        closed,
+        log,
+        out,
+        ..
+    } = dev_server(&w, &["--floor", "off"], "127.0.0.1");
+    assert!(
+        got.as_deref()
+            .is_ok_and(|g| g.contains("served from the tree")),
+        "{got:?}\n{log}\n{}",
+        show(&out)
+    );
+    assert!(closed);
+    assert!(
+        w.listens().is_empty(),
+        "nothing to publish without the floor"
+    );
+}
+
+#[test]
+fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
+    let w = World::new("version = 1\n");
+    let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = taken.local_addr().unwrap().port();
+    let script = format!(
+        "python3 -c 'import socket,sys\ns=socket.socket(); s.bind((\"127.0.0.1\", {port})); s.listen()\nc=socket.create_connection((\"127.0.0.1\", {port})); a,_=s.accept(); a.sendall(b\"inside\"); print(c.recv(10).decode())'"
+    );
+    let out = finish(w.command(&[], &["sh", "-c", &script]).spawn().unwrap());
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("inside"),
+        "{}",
+        show(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains(&format!("listener on 127.0.0.1:{port} is not published")),
+        "{stderr}"
+    );
+    let said = read_jsonl(&w.audit()).into_iter().any(|r| {
+        r["event_type"] == "error" && r["payload"]["listen"] == format!("127.0.0.1:{port}")
+    });
+    assert!(said, "not audited");
+    drop(taken);
+}
