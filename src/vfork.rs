@@ -5,7 +5,8 @@
 //! process writes afterwards to fault once more.
 //!
 //! Owns: that `clone`, the new process's stack and the signal mask around it. Must not
-//! touch: what the function does (its callers: the agent's process, the namespaces' maker).
+//! touch: what the function does (its callers: the agent's process, the namespaces' maker,
+//! the porter), beyond setting the signals it may `exec` with back to their defaults.
 
 /// The new process's stack: its function makes system calls, a few frames deep.
 const STACK: usize = 256 * 1024;
@@ -64,6 +65,30 @@ pub unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<libc::p
         match pid {
             -1 => Err(error),
             pid => Ok(pid),
+        }
+    }
+}
+
+/// In the new process: every signal this process handles back to its default (the handler
+/// is our code), and SIGPIPE, which we ignore, too (a program started from a shell gets the
+/// default). Other ignored signals stay ignored, as a shell leaves them.
+///
+/// # Safety
+/// System calls only.
+pub unsafe fn defaults_for_handled_signals() {
+    for sig in 1..=libc::SIGRTMAX() {
+        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
+            continue;
+        }
+        let mut old: libc::sigaction = std::mem::zeroed();
+        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
+            continue;
+        }
+        let handled = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
+        if handled || sig == libc::SIGPIPE {
+            let mut new: libc::sigaction = std::mem::zeroed();
+            new.sa_sigaction = libc::SIG_DFL;
+            libc::sigaction(sig, &new, std::ptr::null_mut());
         }
     }
 }

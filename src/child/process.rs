@@ -92,7 +92,7 @@ impl Process {
         let mut child = || {
             // SAFETY: system calls only, on what was made above; no allocation.
             unsafe {
-                defaults_for_handled_signals();
+                crate::vfork::defaults_for_handled_signals();
                 // Why it did not run the agent: whatever returns here.
                 let failed = (|| -> io::Error {
                     if let Some((input, output)) = theirs {
@@ -228,30 +228,6 @@ fn nul_terminated(strings: &[CString]) -> Vec<*const libc::c_char> {
         .map(|s| s.as_ptr())
         .chain(std::iter::once(std::ptr::null()))
         .collect()
-}
-
-/// In the new process: every signal this process handles back to its default (the handler
-/// is our code), and SIGPIPE, which we ignore, too (a program started from a shell gets the
-/// default). Other ignored signals stay ignored, as a shell leaves them.
-///
-/// # Safety
-/// System calls only.
-unsafe fn defaults_for_handled_signals() {
-    for sig in 1..=libc::SIGRTMAX() {
-        if sig == libc::SIGKILL || sig == libc::SIGSTOP {
-            continue;
-        }
-        let mut old: libc::sigaction = std::mem::zeroed();
-        if libc::sigaction(sig, std::ptr::null(), &mut old) != 0 {
-            continue;
-        }
-        let handled = old.sa_sigaction != libc::SIG_DFL && old.sa_sigaction != libc::SIG_IGN;
-        if handled || sig == libc::SIGPIPE {
-            let mut new: libc::sigaction = std::mem::zeroed();
-            new.sa_sigaction = libc::SIG_DFL;
-            libc::sigaction(sig, &new, std::ptr::null_mut());
-        }
-    }
 }
 
 #[cfg(test)]

@@ -15,10 +15,12 @@
 //! Landlock domain, so no process of the tree may trace or (with Landlock's signal scope)
 //! signal it; it holds nothing but its socket.
 
+use std::ffi::CString;
 use std::io;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
 
 /// The argument that makes the small executable (or the wrapper) a porter.
@@ -28,45 +30,66 @@ pub const PORTER_ARG: &str = "porter";
 #[derive(Debug)]
 pub struct Porter {
     channel: Mutex<UnixStream>,
-    child: Mutex<std::process::Child>,
+    pid: i32,
 }
 
 impl Porter {
     /// Starts a porter in the user and network namespaces of the process `tid` (a process of
-    /// the tree, stopped in a system call while this runs), as `program porter`.
-    pub fn start(program: &Path, tid: i32) -> io::Result<Porter> {
-        use std::os::unix::process::CommandExt;
+    /// the tree, stopped in a system call while this runs), as `program porter`. The new
+    /// process shares our memory until its `exec` ([`crate::vfork`]): nothing of the
+    /// wrapper is copied. `register` is told its pid at once (the wrapper's children that are
+    /// not the agent's are recorded as such).
+    pub fn start(program: &Path, tid: i32, register: fn(i32)) -> io::Result<Porter> {
+        use std::os::unix::ffi::OsStrExt;
         let open = |ns: &str| -> io::Result<OwnedFd> {
             Ok(std::fs::File::open(format!("/proc/{tid}/ns/{ns}"))?.into())
         };
         let (user, net) = (open("user")?, open("net")?);
         let (ours, theirs) = UnixStream::pair()?;
-        let (user_fd, net_fd) = (user.as_raw_fd(), net.as_raw_fd());
-        let mut command = std::process::Command::new(program);
-        command
-            .arg(PORTER_ARG)
-            .stdin(std::process::Stdio::from(OwnedFd::from(theirs)))
-            .stdout(std::process::Stdio::null());
-        // SAFETY: between fork and exec, only system calls on descriptors we hold (no
-        // allocation): the user namespace first (it gives the capability the network
-        // namespace asks for).
-        unsafe {
-            command.pre_exec(move || {
-                if libc::setns(user_fd, libc::CLONE_NEWUSER) != 0
-                    || libc::setns(net_fd, libc::CLONE_NEWNET) != 0
-                {
-                    return Err(io::Error::last_os_error());
-                }
-                Ok(())
-            });
-        }
-        let child = command.spawn()?;
-        crate::child::tree::register_own(child.id() as i32);
-        drop((user, net));
-        Ok(Porter {
+        let path = CString::new(program.as_os_str().as_bytes())
+            .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"))?;
+        let arg = CString::new(PORTER_ARG).expect("no NUL");
+        let argv = [path.as_ptr(), arg.as_ptr(), std::ptr::null()];
+        let env: [*const libc::c_char; 1] = [std::ptr::null()];
+        let (user_fd, net_fd, channel) = (user.as_raw_fd(), net.as_raw_fd(), theirs.as_raw_fd());
+        let error = AtomicI32::new(0);
+        let mut child = || {
+            // SAFETY: system calls only, on what was made above; no allocation. The user
+            // namespace first: it gives the capability joining the network namespace asks.
+            unsafe {
+                crate::vfork::defaults_for_handled_signals();
+                let failed = (|| -> io::Error {
+                    if libc::setns(user_fd, libc::CLONE_NEWUSER) != 0
+                        || libc::setns(net_fd, libc::CLONE_NEWNET) != 0
+                        || libc::dup2(channel, 0) < 0
+                    {
+                        return io::Error::last_os_error();
+                    }
+                    let none: libc::sigset_t = std::mem::zeroed();
+                    libc::pthread_sigmask(libc::SIG_SETMASK, &none, std::ptr::null_mut());
+                    libc::execve(path.as_ptr(), argv.as_ptr(), env.as_ptr());
+                    io::Error::last_os_error()
+                })();
+                error.store(
+                    failed.raw_os_error().unwrap_or(libc::EINVAL),
+                    Ordering::Relaxed,
+                );
+                127
+            }
+        };
+        // SAFETY: the function above makes system calls only, and ends in `exec` or a return.
+        let pid = unsafe { crate::vfork::run(&mut child) }?;
+        register(pid);
+        drop((user, net, theirs));
+        let porter = Porter {
             channel: Mutex::new(ours),
-            child: Mutex::new(child),
-        })
+            pid,
+        };
+        match error.load(Ordering::Relaxed) {
+            0 => Ok(porter),
+            // It has exited; dropping the handle reaps it.
+            code => Err(io::Error::from_raw_os_error(code)),
+        }
     }
 
     /// A new TCP socket of the tree's network namespace (IPv6 when `v6`), close-on-exec.
@@ -90,8 +113,8 @@ impl Porter {
     }
 
     /// The porter's process id (its `/proc/<pid>/net` is the tree's network namespace's).
-    pub fn pid(&self) -> u32 {
-        self.child.lock().map_or(0, |c| c.id())
+    pub fn pid(&self) -> i32 {
+        self.pid
     }
 }
 
@@ -101,9 +124,9 @@ impl Drop for Porter {
         if let Ok(channel) = self.channel.get_mut() {
             let _ = channel.shutdown(std::net::Shutdown::Both);
         }
-        if let Ok(child) = self.child.get_mut() {
-            let _ = child.wait();
-        }
+        let mut status = 0;
+        // SAFETY: reaps our own child, which ends at the end of its stream.
+        unsafe { libc::waitpid(self.pid, &mut status, 0) };
     }
 }
 

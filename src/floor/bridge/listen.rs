@@ -28,6 +28,8 @@ pub struct Listening {
 pub struct Publish {
     /// The program a porter runs as.
     program: PathBuf,
+    /// Told the porter's pid as soon as it runs.
+    register: fn(i32),
     /// Told of each listener, on the bridge's thread.
     tell: Box<dyn Fn(Listening) + Send>,
     /// The run's porter, started at the first listener.
@@ -35,24 +37,31 @@ pub struct Publish {
 }
 
 impl Publish {
-    pub fn new(program: PathBuf, tell: Box<dyn Fn(Listening) + Send>) -> Publish {
+    pub fn new(
+        program: PathBuf,
+        register: fn(i32),
+        tell: Box<dyn Fn(Listening) + Send>,
+    ) -> Publish {
         Publish {
             program,
+            register,
             tell,
             porter: None,
         }
     }
 
     fn porter(&mut self, tid: i32) -> Result<Arc<Porter>, String> {
-        let program = &self.program;
+        let (program, register) = (&self.program, self.register);
         self.porter
             .get_or_insert_with(|| {
-                Porter::start(program, tid).map(Arc::new).map_err(|e| {
-                    format!(
-                        "cannot start a process in the tree's network namespace ({}): {e}",
-                        program.display()
-                    )
-                })
+                Porter::start(program, tid, register)
+                    .map(Arc::new)
+                    .map_err(|e| {
+                        format!(
+                            "cannot start a process in the tree's network namespace ({}): {e}",
+                            program.display()
+                        )
+                    })
             })
             .clone()
     }

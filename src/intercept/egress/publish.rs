@@ -199,7 +199,7 @@ impl Egress {
 
     /// Reads the tree's socket table (through the porter's `/proc`, which lives in the
     /// tree's namespace) every [`WATCH`], and closes what the tree no longer listens on.
-    async fn watch(self: Arc<Self>, porter: u32) {
+    async fn watch(self: Arc<Self>, porter: i32) {
         loop {
             tokio::time::sleep(WATCH).await;
             let Some(listening) = listening_ports(porter) else {
@@ -270,7 +270,7 @@ async fn connect_inside(
 
 /// The TCP ports listened on in the network namespace of `pid`, from its `/proc/<pid>/net/tcp`
 /// and `tcp6`; `None` once that process is gone.
-fn listening_ports(pid: u32) -> Option<Vec<u16>> {
+fn listening_ports(pid: i32) -> Option<Vec<u16>> {
     let mut ports = Vec::new();
     for file in ["tcp", "tcp6"] {
         let text = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).ok()?;
