@@ -365,3 +365,40 @@ fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
     assert!(said, "not audited");
     drop(taken);
 }
+
+#[test]
+fn nothing_listens_after_the_wrapper_is_killed() {
+    let w = World::new("version = 1\n");
+    let port = free_port();
+    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
+    let mut cmd = w.command(&[], &["sh", "-c", DEV_SERVER]);
+    cmd.env("PORT", port.to_string()).env("BIND", "127.0.0.1");
+    let mut child = cmd.spawn().unwrap();
+    eventually(
+        || read(&w.ws(), "server.log").contains("Serving HTTP"),
+        Duration::from_secs(20),
+    );
+    assert!(get(addr, "/hello.txt").is_ok(), "not published");
+    child.kill().unwrap();
+    child.wait().unwrap();
+    let closed = eventually(
+        || TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err(),
+        Duration::from_secs(5),
+    );
+    assert!(
+        closed,
+        "something still listens on {addr} after the wrapper was killed"
+    );
+    // The tree's server is gone too (the guardian ends the tree), and with it the porter.
+    let alive = || {
+        let out = Command::new("pgrep")
+            .args(["-f", &format!("http.server {port}")])
+            .output()
+            .unwrap();
+        !out.stdout.is_empty()
+    };
+    assert!(
+        eventually(|| !alive(), Duration::from_secs(5)),
+        "the tree's server outlived the run"
+    );
+}
