@@ -6,6 +6,29 @@ use std::io;
 use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
+/// Removes `dir` and everything beneath, opening up the directories it may not enter first
+/// (an overlay's work directory is made with no permissions at all).
+pub fn remove_all(dir: &Path) -> io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    fn open_up(dir: &Path) {
+        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
+        if let Ok(entries) = std::fs::read_dir(dir) {
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    open_up(&e.path());
+                }
+            }
+        }
+    }
+    match std::fs::remove_dir_all(dir) {
+        Ok(()) => Ok(()),
+        Err(_) => {
+            open_up(dir);
+            std::fs::remove_dir_all(dir)
+        }
+    }
+}
+
 /// A private (0700) directory for one run, removed when dropped (unless [`RunDir::leave`]
 /// handed its removal to someone else).
 #[derive(Debug)]

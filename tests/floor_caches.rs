@@ -7,7 +7,7 @@
 //! wrapper compiles what the cache held. With `--floor off` the change lands and the later
 //! build compiles it, which shows the test can fail.
 
-use ahp_wrap_testkit::common::{outside_tree, run, show, wrap_bin};
+use ahp_wrap_testkit::common::{eventually, outside_tree, run, show, wrap_bin};
 
 use std::io::BufRead;
 use std::path::{Path, PathBuf};
@@ -261,6 +261,15 @@ fn cargo_keeps_its_cache_warm_and_a_changed_entry_never_lands() {
             .to_string()
             .contains("src/lib.rs (changed)"),
         "{kept}"
+    );
+    // Nothing is left of the runs' layers once they are over (the guardian removes them
+    // after the wrapper exits).
+    let layers = w.home().join(".local/state/ahp-wrap/caches");
+    let left = || std::fs::read_dir(&layers).map_or(0, |d| d.count());
+    assert!(
+        eventually(|| left() == 0, std::time::Duration::from_secs(5)),
+        "layers left: {:?}",
+        std::fs::read_dir(&layers).map(|d| d.flatten().map(|e| e.file_name()).collect::<Vec<_>>())
     );
     // A later build outside the wrapper compiles what the cache held.
     w.app("later");

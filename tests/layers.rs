@@ -18,10 +18,13 @@ const LAYERS: &[(&str, &[&str])] = &[
     ("rundir", &["random_hex"]),
     ("vfork", &[]),
     ("statefile", &["random_hex"]),
-    ("floor", &["statefile", "vfork"]),
+    ("floor", &["rundir", "statefile", "vfork"]),
     ("protocol", &["jsonrpc"]),
     ("policy", &["protocol", "floor"]),
-    ("child", &["exit", "random_hex", "statefile", "vfork"]),
+    (
+        "child",
+        &["exit", "random_hex", "rundir", "statefile", "vfork"],
+    ),
     (
         "control",
         &["child", "is_plain_name", "jsonrpc", "random_hex"],

@@ -116,12 +116,16 @@ impl Guardian {
         let _ = writeln!(self.pipe, "watch {}", target.kill_target());
     }
 
-    /// Removes `dir` (the run directory) if the wrapper dies without doing it. The path is
-    /// sent as one line, so it must not contain a newline (ours never does).
-    pub fn clean_up(&mut self, dir: &std::path::Path) {
-        if let Some(d) = dir.to_str().filter(|d| !d.contains('\n')) {
-            self.cleans = writeln!(self.pipe, "rundir {d}").is_ok();
-        }
+    /// Removes `dir` (the run directory; the caches' layers) once the run is over, or if the
+    /// wrapper dies without doing it. The path is sent as one line, so it must not contain a
+    /// newline (ours never does). Whether the guardian will.
+    pub fn clean_up(&mut self, dir: &std::path::Path) -> bool {
+        let sent = dir
+            .to_str()
+            .filter(|d| !d.contains('\n'))
+            .is_some_and(|d| writeln!(self.pipe, "rundir {d}").is_ok());
+        self.cleans |= sent;
+        sent
     }
 
     /// Marks the agent's tree: every process whose environment holds `entry` (`NAME=value`,
@@ -261,8 +265,8 @@ struct Orders {
     target: i32,
     /// Processes to end with their tree, by pid and start time (a reused pid is not ours).
     roots: Vec<(i32, u64)>,
-    /// The run directory to remove.
-    clean_up: Option<PathBuf>,
+    /// The directories to remove: the run directory, the caches' layers.
+    clean_up: Vec<PathBuf>,
     /// The agent's cgroup.
     group_dir: Option<PathBuf>,
     /// The environment entry that marks the agent's tree.
@@ -301,8 +305,8 @@ impl Orders {
     /// `cgroup <dir>`, `rundir <dir>`.
     fn take(&mut self, line: &str) {
         if line == "release" {
-            if let Some(dir) = &self.clean_up {
-                let _ = std::fs::remove_dir_all(dir);
+            for dir in &self.clean_up {
+                let _ = crate::rundir::remove_all(dir);
             }
             exit_now()
         }
@@ -327,7 +331,7 @@ impl Orders {
             self.group_dir = Some(dir.into());
         }
         if let Some(dir) = line.strip_prefix("rundir ") {
-            self.clean_up = Some(dir.into());
+            self.clean_up.push(dir.into());
         }
     }
 
@@ -361,9 +365,9 @@ impl Orders {
             cgroup::kill_and_remove(&dir);
         }
         // The run directory (control socket, generated settings) of a wrapper that could not
-        // remove it itself.
-        if let Some(dir) = self.clean_up {
-            let _ = std::fs::remove_dir_all(dir);
+        // remove it itself; the caches' layers, never merged.
+        for dir in &self.clean_up {
+            let _ = crate::rundir::remove_all(dir);
         }
     }
 }

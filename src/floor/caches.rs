@@ -115,18 +115,38 @@ fn unescape(s: &str) -> String {
 pub struct Layers {
     dir: PathBuf,
     _lock: std::fs::File,
+    /// Another process removes the directory once the run is over ([`Layers::hand_over`]).
+    handed: bool,
+}
+
+impl Layers {
+    /// The directory, for a process that removes it after the wrapper has exited (the
+    /// guardian): nothing is left to do when this is dropped.
+    pub fn hand_over(&mut self) -> &Path {
+        self.handed = true;
+        &self.dir
+    }
+
+    /// Removed when dropped after all (the other process could not be told).
+    pub fn take_back(&mut self) {
+        self.handed = false;
+    }
 }
 
 impl Drop for Layers {
     /// Renames the directory to a name [`sweep`] removes (one rename now; removing a tree
-    /// of directories is many synchronous file-system writes, done by a later run's sweep).
+    /// of directories is many synchronous file-system writes, done by a later run's sweep),
+    /// unless it was handed over.
     fn drop(&mut self) {
+        if self.handed {
+            return;
+        }
         let trash = self.dir.with_file_name(format!(
             "{TRASH}{}",
             self.dir.file_name().unwrap_or_default().to_string_lossy()
         ));
         if std::fs::rename(&self.dir, &trash).is_err() {
-            let _ = remove_layer(&self.dir);
+            let _ = crate::rundir::remove_all(&self.dir);
         }
     }
 }
@@ -151,7 +171,7 @@ pub fn sweep(dir: &Path) {
                 let unheld = || std::fs::File::open(&path).is_ok_and(|f| f.try_lock().is_ok());
                 if done || unheld() {
                     tracing::debug!("floor: removing the layers of a run: {}", path.display());
-                    let _ = remove_layer(&path);
+                    let _ = crate::rundir::remove_all(&path);
                 }
             }
         });
@@ -176,6 +196,7 @@ pub fn make(
     let layers = Layers {
         dir: dir.to_owned(),
         _lock: lock,
+        handed: false,
     };
     let mut made = Vec::new();
     let mut gaps = Vec::new();
@@ -459,28 +480,6 @@ fn read_full(f: &mut std::fs::File, buf: &mut [u8]) -> std::io::Result<usize> {
         }
     }
     Ok(n)
-}
-
-/// Removes a layer's directory, whatever modes its directories have (the overlay's work
-/// directory has none).
-fn remove_layer(dir: &Path) -> std::io::Result<()> {
-    fn open_up(dir: &Path) {
-        let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));
-        if let Ok(entries) = std::fs::read_dir(dir) {
-            for e in entries.flatten() {
-                if e.file_type().is_ok_and(|t| t.is_dir()) {
-                    open_up(&e.path());
-                }
-            }
-        }
-    }
-    match std::fs::remove_dir_all(dir) {
-        Ok(()) => Ok(()),
-        Err(_) => {
-            open_up(dir);
-            std::fs::remove_dir_all(dir)
-        }
-    }
 }
 
 #[cfg(test)]

@@ -37,7 +37,7 @@ pub(super) struct RunFloor {
     pub copies: Copies,
     /// The caches' layers, held to be removed with the run.
     #[cfg(target_os = "linux")]
-    pub _layers: Option<floor::caches::Layers>,
+    pub layers: Option<floor::caches::Layers>,
     /// The credentials taken out of the agent's environment (names).
     pub removed_env: Vec<String>,
 }
@@ -173,7 +173,7 @@ fn kernel(
             net: None,
             denials: None,
             copies: Copies::default(),
-            _layers: None,
+            layers: None,
             removed_env: Vec::new(),
         });
     }
@@ -239,7 +239,7 @@ fn kernel(
         net,
         denials: reader.ok(),
         copies,
-        _layers: layers_held,
+        layers: layers_held,
         removed_env: Vec::new(),
     })
 }

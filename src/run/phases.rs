@@ -175,6 +175,17 @@ impl Run<'_> {
             &control.address(),
         ));
         held.control = Some(control);
+        // The caches' layers are removed by the guardian once the run is over (after the
+        // wrapper exits), as the run directory is.
+        #[cfg(target_os = "linux")]
+        if let (Some(g), Some(Ok(floor))) = (held.guardian.as_mut(), held.floor.as_mut()) {
+            if let Some(layers) = floor.layers.as_mut() {
+                let dir = layers.hand_over().to_owned();
+                if !g.clean_up(&dir) {
+                    layers.take_back();
+                }
+            }
+        }
         if let Some(w) = unproven_version(self.cfg.framework, &self.cfg.program) {
             cmd.warnings.push(w);
         }
