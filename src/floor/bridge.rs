@@ -17,6 +17,11 @@
 //!   tree's own network namespace) or the policy allows its path; anything else is answered
 //!   `EACCES` and reported. Abstract sockets belong to the network namespace: the tree
 //!   reaches only its own;
+//! - a datagram sent to an address outside (`sendto(2)`: a DNS query to the machine's
+//!   resolver, a UDP exfiltration, a TCP Fast Open) is answered `EACCES` and reported like a
+//!   direct connection, where the namespace would only have found no route;
+//! - a TCP `listen(2)` on the tree's loopback is done here and told to the run, which
+//!   publishes the port on this machine's loopback (`listen`);
 //! - a datagram sent to a path Unix socket (`sendto(2)` with an address: the journal's
 //!   socket, `/dev/log`, a service's notify socket) is decided the same way, and sent here,
 //!   through the file decided on, when it may. `sendmsg(2)` is not stopped (the filter cannot
@@ -164,6 +169,20 @@ impl Bridge {
                         flags: a[3] as i32,
                     };
                     self.unix_send(tid, path, data, seen)
+                }
+                // A datagram (or a TCP Fast Open) to the outside: it would find no route;
+                // refused here instead, so that it is an audited decision with its process.
+                Some(Sockaddr::Inet(addr))
+                    if !crate::floor::hosts::canonical(addr.ip()).is_loopback()
+                        && !addr.ip().is_unspecified() =>
+                {
+                    self.refuse(
+                        addr,
+                        tid,
+                        seen,
+                        "a datagram to the outside (the tree reaches the network only through \
+                         the proxy)",
+                    )
                 }
                 // Anything else stays inside the namespace.
                 _ => SyscallReply::Continue,

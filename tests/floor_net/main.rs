@@ -371,6 +371,29 @@ fn the_tree_reaches_the_outside_only_through_the_proxy_and_as_the_policy_says() 
                 && d == "block"),
         "no audited DNS refusal: {decisions:?}\n{why}"
     );
+    // A datagram to the outside is refused (EACCES) and audited with its process, not only
+    // dropped for want of a route.
+    assert!(
+        stdout.contains(&format!("udp-refused 198.51.100.53 {}", libc::EACCES)),
+        "{why}"
+    );
+    let datagram = net
+        .read("audit.jsonl")
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .find(|r| {
+            r.pointer("/reason")
+                .and_then(|v| v.as_str())
+                .is_some_and(|t| t.contains("198.51.100.53:53: a datagram to the outside"))
+        });
+    let datagram = datagram.unwrap_or_else(|| panic!("no datagram refusal audited\n{why}"));
+    assert_eq!(datagram["decision"], "block", "{datagram}");
+    assert!(
+        datagram
+            .pointer("/payload/context/process/argv/0")
+            .is_some(),
+        "{datagram}"
+    );
 }
 
 #[test]
