@@ -151,6 +151,8 @@ struct Served {
     log: String,
     /// Whether anything listened on this machine's wildcard address at the port meanwhile.
     on_wildcard: bool,
+    /// The run's metrics, when it served them, read before the server stopped.
+    metrics: Option<String>,
     out: std::process::Output,
 }
 
@@ -166,9 +168,19 @@ fn wildcard_listener(port: u16) -> bool {
 
 /// Runs the dev server under `args` on `bind`, gets `hello.txt` from this side, stops it.
 fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
+    dev_server_with(w, args, bind, None)
+}
+
+/// [`dev_server`], with the run's metrics served on `metrics` and read while it serves.
+fn dev_server_with(w: &World, args: &[&str], bind: &str, metrics: Option<SocketAddr>) -> Served {
     let port = free_port();
     let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut cmd = w.command(args, &["sh", "-c", DEV_SERVER]);
+    let listen = metrics.map(|m| m.to_string());
+    let mut all: Vec<&str> = args.to_vec();
+    if let Some(m) = &listen {
+        all.extend(["--metrics-listen", m]);
+    }
+    let mut cmd = w.command(&all, &["sh", "-c", DEV_SERVER]);
     cmd.env("PORT", port.to_string()).env("BIND", bind);
     let child = cmd.spawn().unwrap();
     let log = w.ws().join("server.log");
@@ -179,6 +191,7 @@ fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
     );
     let got = get(addr, "/hello.txt");
     let on_wildcard = wildcard_listener(port);
+    let metrics = metrics.and_then(|m| get(m, "/metrics").ok());
     touch(&w.ws(), "stop");
     eventually(|| w.ws().join("stopped").exists(), Duration::from_secs(10));
     let closed = eventually(
@@ -192,6 +205,7 @@ fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
         closed,
         log: std::fs::read_to_string(log).unwrap_or_default(),
         on_wildcard,
+        metrics,
         out,
     }
 }
@@ -199,13 +213,15 @@ fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
 #[test]
 fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
     let w = World::new("version = 1\n");
+    let metrics: SocketAddr = format!("127.0.0.1:{}", free_port()).parse().unwrap();
     let Served {
         got,
         closed,
         log,
         out,
+        metrics,
         ..
-    } = dev_server(&w, &[], "127.0.0.1");
+    } = dev_server_with(&w, &[], "127.0.0.1", Some(metrics));
     let got = got.unwrap_or_else(|e| {
         panic!(
             "the tree's server was not reached: {e}\n{log}\n{}",
@@ -227,6 +243,13 @@ fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
     );
     assert!(out.status.success(), "{}", show(&out));
     let stderr = String::from_utf8_lossy(&out.stderr);
+    let metrics = metrics.unwrap_or_default();
+    for line in [
+        "ahp_wrap_floor_published_total{what=\"port\"} 1",
+        "ahp_wrap_floor_published_total{what=\"connection\"} 1",
+    ] {
+        assert!(metrics.contains(line), "{line} not in:\n{metrics}");
+    }
     assert!(
         stderr.contains("1 listener(s) of the tree published")
             && stderr.contains("1 connection(s) carried"),
@@ -400,5 +423,24 @@ fn nothing_listens_after_the_wrapper_is_killed() {
     assert!(
         eventually(|| !alive(), Duration::from_secs(5)),
         "the tree's server outlived the run"
+    );
+}
+
+#[test]
+fn with_the_network_floor_off_the_server_is_reached_as_without_the_wrapper() {
+    let w = World::new("version = 1\n[floor.net]\nenabled = false\n");
+    let s = dev_server(&w, &[], "127.0.0.1");
+    assert!(
+        s.got
+            .as_deref()
+            .is_ok_and(|g| g.contains("served from the tree")),
+        "{:?}\n{}",
+        s.got,
+        show(&s.out)
+    );
+    assert!(s.closed);
+    assert!(
+        w.listens().is_empty(),
+        "nothing published: the tree shares this network"
     );
 }
