@@ -106,15 +106,6 @@ impl World {
     }
 }
 
-/// A free port of this machine's loopback (free a moment ago).
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// `GET path` on `addr`: the whole response, or why not.
 fn get(addr: SocketAddr, path: &str) -> Result<String, String> {
     let mut s = TcpStream::connect_timeout(&addr, Duration::from_secs(2))

@@ -61,14 +61,6 @@ fn serve(audit: &Path) -> (Killed, String) {
     (Killed(child), url)
 }
 
-fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
-}
-
 /// Prometheus scraping `target` (host:port) every second, with the token; returns it and
 /// its query API's base URL once it is ready.
 async fn prometheus(dir: &Path, target: &str) -> (Killed, String) {
@@ -80,7 +72,7 @@ async fn prometheus(dir: &Path, target: &str) -> (Killed, String) {
         ),
     )
     .unwrap();
-    let port = free_port();
+    let port = common::free_port();
     let child = Command::new("prometheus")
         .arg(format!("--config.file={}", config.display()))
         .arg(format!(

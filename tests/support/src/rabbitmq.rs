@@ -4,7 +4,7 @@
 //! ended) when dropped. `restart` stops and starts the same broker: durable queues and
 //! persistent messages survive it.
 
-use std::net::{TcpListener, TcpStream};
+use std::net::TcpStream;
 use std::os::unix::process::CommandExt;
 use std::path::PathBuf;
 use std::process::{Child, Command, Stdio};
@@ -26,14 +26,6 @@ pub struct Broker {
     epmd_port: u16,
     node: String,
     server: std::sync::Mutex<Option<Child>>,
-}
-
-fn free_port() -> u16 {
-    TcpListener::bind("127.0.0.1:0")
-        .unwrap()
-        .local_addr()
-        .unwrap()
-        .port()
 }
 
 /// Runs `f` on a fresh single-threaded runtime.
@@ -60,12 +52,12 @@ impl Broker {
             .unwrap();
         std::fs::write(dir.path().join("enabled_plugins"), "[].\n").unwrap();
         let broker = Broker {
-            port: free_port(),
-            dist_port: free_port(),
-            epmd_port: free_port(),
+            port: crate::common::free_port(),
+            dist_port: crate::common::free_port(),
+            epmd_port: crate::common::free_port(),
             node: format!(
                 "ahpwrap{}@localhost",
-                std::process::id() as u64 * 1000 + u64::from(free_port() % 1000)
+                std::process::id() as u64 * 1000 + u64::from(crate::common::free_port() % 1000)
             ),
             dir,
             server: Default::default(),

@@ -214,3 +214,13 @@ pub fn eventually(mut what: impl FnMut() -> bool, limit: Duration) -> bool {
     }
     true
 }
+
+/// A free TCP port of this machine's loopback (free a moment ago: another process may take
+/// it before the caller binds it).
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port()
+}
