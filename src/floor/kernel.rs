@@ -91,13 +91,19 @@ impl Support {
             (None, _) => r.gaps.push(
                 "network: not confined ([floor.net] enabled = false), nor path Unix sockets".into(),
             ),
-            (Some(_), Ok(())) => r.enforced.push(
+            (Some(net), Ok(())) => r.enforced.push(format!(
                 "network: a namespace of its own with only loopback; out only through the \
-                 egress proxy, each connection decided by the gate; direct connections and \
-                 DNS refused; path Unix sockets the tree did not bind refused unless \
-                 [floor.unix] allows them"
-                    .into(),
-            ),
+                 egress proxy, each connection decided by the gate; direct connections, \
+                 datagrams and DNS refused; path Unix sockets the tree did not bind refused \
+                 unless [floor.unix] allows them; its TCP listeners {}",
+                match net.publish {
+                    crate::floor::spec::Publishing::Loopback => {
+                        "published on this machine's loopback"
+                    }
+                    crate::floor::spec::Publishing::All => "published as they listen",
+                    crate::floor::spec::Publishing::None => "kept inside",
+                }
+            )),
             (Some(_), Err(why)) if std::env::var_os(ENV_FLOOR).is_some() => {
                 r.enforced.push(format!("network: {why}"))
             }
@@ -367,7 +373,10 @@ mod tests {
         let outside = scratch.path().with_extension("outside");
         let plan = Plan {
             writable: vec![scratch.path().to_owned()],
-            net: Some(super::super::plan::NetPlan { loopback: true }),
+            net: Some(super::super::plan::NetPlan {
+                loopback: true,
+                publish: crate::floor::spec::Publishing::Loopback,
+            }),
             ..Plan::default()
         };
         let request = NetRequest {
@@ -399,9 +408,9 @@ mod tests {
                     return 2;
                 }
                 // Loopback is up: its address can be bound (a datagram sent with an address,
-                // or a connect, would wait for the wrapper's bridge, which this test does not
-                // run).
-                if std::net::TcpListener::bind("127.0.0.1:0").is_err() {
+                // a connect or a listen would wait for the wrapper's bridge, which this test
+                // does not run).
+                if std::net::UdpSocket::bind("127.0.0.1:0").is_err() {
                     return 3;
                 }
                 if std::fs::write(&outside, b"x").is_ok() {
@@ -425,7 +434,10 @@ mod tests {
     fn this_kernel_reports_what_it_offers() {
         let s = Support::probe();
         let plan = Plan {
-            net: Some(super::super::plan::NetPlan { loopback: true }),
+            net: Some(super::super::plan::NetPlan {
+                loopback: true,
+                publish: crate::floor::spec::Publishing::Loopback,
+            }),
             ..Plan::default()
         };
         let r = s.report(&plan, &Err("not asked".into()));

@@ -174,6 +174,8 @@ pub struct Overlay {
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetPlan {
     pub loopback: bool,
+    /// Where the tree's TCP listeners are published.
+    pub publish: super::spec::Publishing,
 }
 
 impl Plan {
@@ -346,6 +348,7 @@ impl Plan {
             copies: Vec::new(),
             net: spec.net.enabled().then(|| NetPlan {
                 loopback: spec.net.loopback(),
+                publish: spec.net.publish(),
             }),
         }
     }

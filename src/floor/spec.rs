@@ -112,10 +112,11 @@ pub struct NetSpec {
 }
 
 /// Where the tree's listeners are published.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Publishing {
     /// On this machine's loopback.
+    #[default]
     Loopback,
     /// Nowhere.
     None,

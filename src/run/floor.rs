@@ -332,6 +332,7 @@ impl NetSide {
             publish: Some(floor::bridge::Publish::new(
                 porter,
                 crate::child::tree::register_own,
+                &listener,
                 Box::new(move |l: floor::bridge::Listening| {
                     let me = std::process::id() as i32;
                     let chain = crate::child::procfs::ancestry(l.pid, agent, me);

@@ -34,15 +34,42 @@ pub struct Publish {
     tell: Box<dyn Fn(Listening) + Send>,
     /// The run's porter, started at the first listener.
     porter: Option<Result<Arc<Porter>, String>>,
+    /// The tree's network namespace (its cookie): a listener in a namespace nested in it
+    /// (a wrapper started inside the tree) is that wrapper's to publish.
+    tree: Option<u64>,
+}
+
+/// `SO_NETNS_COOKIE` (Linux 5.14): the network namespace a socket belongs to.
+const SO_NETNS_COOKIE: libc::c_int = 71;
+
+/// The cookie of the network namespace `socket` belongs to, where the kernel says it.
+pub fn netns_cookie(socket: &impl AsRawFd) -> Option<u64> {
+    let mut v: u64 = 0;
+    let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
+    // SAFETY: getsockopt into a u64 we own.
+    let r = unsafe {
+        libc::getsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            SO_NETNS_COOKIE,
+            (&raw mut v).cast(),
+            &mut len,
+        )
+    };
+    (r == 0).then_some(v)
 }
 
 impl Publish {
+    /// `tree`: a socket of the tree's network namespace (the proxy's), to tell its listeners
+    /// from those of a namespace nested in it.
     pub fn new(
         program: PathBuf,
         register: fn(i32),
+        tree: &impl AsRawFd,
         tell: Box<dyn Fn(Listening) + Send>,
     ) -> Publish {
         Publish {
+            tree: netns_cookie(tree),
             program,
             register,
             tell,
@@ -92,6 +119,10 @@ impl Bridge {
             Some(libc::AF_INET | libc::AF_INET6)
         );
         if !inet || sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
+            return SyscallReply::Continue;
+        }
+        // A listener of a namespace nested in the tree's is its own wrapper's to publish.
+        if publish.tree.is_some() && netns_cookie(&theirs) != publish.tree {
             return SyscallReply::Continue;
         }
         // SAFETY: listen on a socket we hold (the caller's, shared).
