@@ -395,19 +395,7 @@ impl Run<'_> {
         }
         let answered: Vec<u64> = held.interceptors.iter().map(|i| i.answered()).collect();
         let total: u64 = answered.iter().sum();
-        let connections = held.net.as_ref().map_or(0, |net| {
-            use std::sync::atomic::Ordering::Relaxed;
-            let published = {
-                #[cfg(target_os = "linux")]
-                let p = &net.egress.published;
-                #[cfg(target_os = "linux")]
-                let n = p.ports.load(Relaxed) + p.refused.load(Relaxed);
-                #[cfg(not(target_os = "linux"))]
-                let n = 0;
-                n
-            };
-            net.egress.allowed.load(Relaxed) + net.egress.refused.load(Relaxed) + published
-        });
+        let connections = held.net.as_ref().map_or(0, |net| net.egress.decided());
         for (interceptor, own) in held.interceptors.iter_mut().zip(answered) {
             let end = End {
                 shown: &self.shown,

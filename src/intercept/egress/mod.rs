@@ -77,6 +77,20 @@ impl Egress {
         }
     }
 
+    /// The decisions the gate made through the proxy, the connect bridge and the tree's
+    /// listeners: what a run without hooks still had supervised.
+    pub fn decided(&self) -> u64 {
+        let published = {
+            #[cfg(target_os = "linux")]
+            let n = self.published.ports.load(Ordering::Relaxed)
+                + self.published.refused.load(Ordering::Relaxed);
+            #[cfg(not(target_os = "linux"))]
+            let n = 0;
+            n
+        };
+        self.allowed.load(Ordering::Relaxed) + self.refused.load(Ordering::Relaxed) + published
+    }
+
     /// Records the agent's pid.
     pub fn agent_is(&self, pid: i32) {
         self.agent.store(pid, Ordering::SeqCst);
@@ -189,11 +203,7 @@ impl Egress {
         chain: Vec<(i32, Vec<String>)>,
     ) {
         self.refused.fetch_add(1, Ordering::Relaxed);
-        let asker = chain.first().map(|(pid, argv)| Asker {
-            pid: *pid,
-            argv: argv.clone(),
-            ancestry: chain.iter().skip(1).cloned().collect(),
-        });
+        let asker = Asker::from_chain(&chain);
         let addr = match r.dest {
             crate::floor::bridge::Dest::Inet(addr) => addr,
             crate::floor::bridge::Dest::Unix(path) => {
@@ -454,13 +464,21 @@ struct Asker {
     ancestry: Vec<(i32, Vec<String>)>,
 }
 
+impl Asker {
+    /// The first process of `chain` (as `child::procfs::ancestry` reads it), with the rest
+    /// as its ancestry.
+    fn from_chain(chain: &[(i32, Vec<String>)]) -> Option<Asker> {
+        let (pid, argv) = chain.first().cloned()?;
+        Some(Asker {
+            pid,
+            argv,
+            ancestry: chain[1..].to_vec(),
+        })
+    }
+}
+
 /// The process `pid` (as the connect bridge noted it) and its ancestry up to the agent.
 fn asking_process(pid: i32, agent: i32) -> Option<Asker> {
     let chain = crate::child::procfs::ancestry(pid, agent, std::process::id() as i32);
-    let (pid, argv) = chain.first().cloned()?;
-    Some(Asker {
-        pid,
-        argv,
-        ancestry: chain.into_iter().skip(1).collect(),
-    })
+    Asker::from_chain(&chain)
 }

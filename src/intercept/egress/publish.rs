@@ -56,11 +56,7 @@ impl Egress {
     /// Decides whether the tree's listener `l` is published, and publishes it. `chain`: the
     /// listening process and its ancestry, read while it still waited in `listen`.
     pub async fn publish(self: Arc<Self>, l: Listening, chain: Vec<(i32, Vec<String>)>) {
-        let asker = chain.first().map(|(pid, argv)| Asker {
-            pid: *pid,
-            argv: argv.clone(),
-            ancestry: chain.iter().skip(1).cloned().collect(),
-        });
+        let asker = Asker::from_chain(&chain);
         let inside = inside_address(l.addr);
         if self
             .published
