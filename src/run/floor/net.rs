@@ -1,0 +1,111 @@
+//! The network part of a run's floor: what the wrapper holds of it before the agent runs,
+//! and once it runs, the egress proxy, the connect bridge and the publishing of the tree's
+//! listeners, started together.
+
+use std::path::PathBuf;
+use std::sync::Arc;
+
+use crate::floor;
+use crate::floor::hosts::HostRules;
+use crate::intercept::egress::Egress;
+
+/// The wrapper's side of the network part, before the agent runs.
+pub(in crate::run) struct NetSide {
+    #[cfg(target_os = "linux")]
+    pub(super) peer: floor::NetPeer,
+    pub(super) rules: HostRules,
+    pub(super) proxy_port: u16,
+    /// Path sockets the tree may reach although it did not bind them.
+    pub(super) unix_allow: Vec<PathBuf>,
+}
+
+/// The network part while the agent runs: the egress proxy, the connect bridge's thread
+/// and the task that audits what it refuses. Its tasks end when it is dropped.
+pub(in crate::run) struct NetRunning {
+    pub(in crate::run) egress: Arc<Egress>,
+    #[cfg(target_os = "linux")]
+    pub(in crate::run) counts: Arc<floor::bridge::Counts>,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl Drop for NetRunning {
+    fn drop(&mut self) {
+        for t in &self.tasks {
+            t.abort();
+        }
+    }
+}
+
+impl NetSide {
+    /// Once the agent runs: takes the sockets it made in its namespace, starts the proxy on
+    /// one and the connect bridge on another; returns the control socket to serve there too.
+    #[cfg(target_os = "linux")]
+    pub(in crate::run) fn start(
+        self,
+        gate: Arc<crate::gate::Gate>,
+        agent: i32,
+    ) -> std::io::Result<(NetRunning, Option<std::os::unix::net::UnixListener>)> {
+        let received = self.peer.receive()?;
+        received.proxy.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(received.proxy)?;
+        let askers = floor::bridge::Askers::default();
+        let egress = Arc::new(Egress::new(gate, self.rules.clone(), askers.clone()));
+        egress.agent_is(agent);
+        let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+        let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();
+        let counts = Arc::new(floor::bridge::Counts::default());
+        // The porter is the small executable when there is one (it starts faster), else us.
+        let exe = std::env::current_exe()?;
+        let porter = super::super::phases::small_executable(&exe).unwrap_or(exe);
+        let bridge = floor::bridge::Bridge {
+            loopback: self.rules.loopback(),
+            proxy_port: self.proxy_port,
+            askers,
+            counts: counts.clone(),
+            unix_allow: self.unix_allow.clone(),
+            // Called on the bridge's thread while the caller still waits in connect(2): its
+            // command line is read now, before a caller that gives up at once has exited.
+            report: Box::new(move |r| {
+                let me = std::process::id() as i32;
+                let chain = crate::child::procfs::ancestry(r.pid, agent, me);
+                let _ = tx.send((r, chain));
+            }),
+            publish: Some(floor::bridge::Publish::new(
+                porter,
+                crate::child::tree::register_own,
+                &listener,
+                Box::new(move |l: floor::bridge::Listening| {
+                    let me = std::process::id() as i32;
+                    let chain = crate::child::procfs::ancestry(l.pid, agent, me);
+                    let _ = listens.send((l, chain));
+                }),
+            )),
+        };
+        bridge.spawn(received.notify)?;
+        let audit = {
+            let egress = egress.clone();
+            tokio::spawn(async move {
+                while let Some((r, chain)) = rx.recv().await {
+                    egress.direct_refused(r, chain).await;
+                }
+            })
+        };
+        let publish = {
+            let egress = egress.clone();
+            tokio::spawn(async move {
+                while let Some((l, chain)) = listened.recv().await {
+                    tokio::spawn(egress.clone().publish(l, chain));
+                }
+            })
+        };
+        let serve = tokio::spawn(egress.clone().serve(listener));
+        Ok((
+            NetRunning {
+                egress,
+                counts,
+                tasks: vec![serve, audit, publish],
+            },
+            received.control,
+        ))
+    }
+}
