@@ -147,6 +147,21 @@ struct Served {
     out: std::process::Output,
 }
 
+impl Served {
+    /// Asserts the client on this side got the tree's file.
+    fn assert_reached(&self) {
+        assert!(
+            self.got
+                .as_deref()
+                .is_ok_and(|g| g.contains("served from the tree")),
+            "{:?}\n{}\n{}",
+            self.got,
+            self.log,
+            show(&self.out)
+        );
+    }
+}
+
 /// Whether a socket of this machine's network namespace listens on `0.0.0.0:port`.
 fn wildcard_listener(port: u16) -> bool {
     let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
@@ -157,6 +172,21 @@ fn wildcard_listener(port: u16) -> bool {
     })
 }
 
+/// Starts the dev server under `args` on `bind` (a free port) and waits until it serves;
+/// the run, and where the server's port is on this machine's loopback.
+fn start_dev_server(w: &World, args: &[&str], bind: &str) -> (Child, SocketAddr) {
+    let port = free_port();
+    let mut cmd = w.command(args, &["sh", "-c", DEV_SERVER]);
+    cmd.env("PORT", port.to_string()).env("BIND", bind);
+    let child = cmd.spawn().unwrap();
+    // Python says it serves once it listens.
+    eventually(
+        || read(&w.ws(), "server.log").contains("Serving HTTP"),
+        Duration::from_secs(20),
+    );
+    (child, format!("127.0.0.1:{port}").parse().unwrap())
+}
+
 /// Runs the dev server under `args` on `bind`, gets `hello.txt` from this side, stops it.
 fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
     dev_server_with(w, args, bind, None)
@@ -164,22 +194,14 @@ fn dev_server(w: &World, args: &[&str], bind: &str) -> Served {
 
 /// [`dev_server`], with the run's metrics served on `metrics` and read while it serves.
 fn dev_server_with(w: &World, args: &[&str], bind: &str, metrics: Option<SocketAddr>) -> Served {
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
     let listen = metrics.map(|m| m.to_string());
     let mut all: Vec<&str> = args.to_vec();
     if let Some(m) = &listen {
         all.extend(["--metrics-listen", m]);
     }
-    let mut cmd = w.command(&all, &["sh", "-c", DEV_SERVER]);
-    cmd.env("PORT", port.to_string()).env("BIND", bind);
-    let child = cmd.spawn().unwrap();
+    let (child, addr) = start_dev_server(w, &all, bind);
+    let port = addr.port();
     let log = w.ws().join("server.log");
-    // Python says it serves once it listens.
-    eventually(
-        || read(&w.ws(), "server.log").contains("Serving HTTP"),
-        Duration::from_secs(20),
-    );
     let got = get(addr, "/hello.txt");
     let on_wildcard = wildcard_listener(port);
     let metrics = metrics.and_then(|m| get(m, "/metrics").ok());
@@ -261,15 +283,7 @@ fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
 fn a_wildcard_listener_is_published_on_loopback_only() {
     let w = World::new("version = 1\n");
     let s = dev_server(&w, &[], "0.0.0.0");
-    assert!(
-        s.got
-            .as_deref()
-            .is_ok_and(|g| g.contains("served from the tree")),
-        "{:?}\n{}\n{}",
-        s.got,
-        s.log,
-        show(&s.out)
-    );
+    s.assert_reached();
     // Published on loopback, never on this machine's wildcard address.
     assert!(!s.on_wildcard, "published on 0.0.0.0");
     // With the floor off, the same server listens on the wildcard: the check can fail.
@@ -334,20 +348,9 @@ fn publish_none_keeps_the_listener_inside_refused_and_audited() {
 #[test]
 fn without_the_floor_the_server_is_reached_as_without_the_wrapper() {
     let w = World::new("version = 1\n");
-    let Served {
-        got,
-        closed,
-        log,
-        out,
-        ..
-    } = dev_server(&w, &["--floor", "off"], "127.0.0.1");
-    assert!(
-        got.as_deref()
-            .is_ok_and(|g| g.contains("served from the tree")),
-        "{got:?}\n{log}\n{}",
-        show(&out)
-    );
-    assert!(closed);
+    let s = dev_server(&w, &["--floor", "off"], "127.0.0.1");
+    s.assert_reached();
+    assert!(s.closed);
     assert!(
         w.listens().is_empty(),
         "nothing to publish without the floor"
@@ -383,15 +386,8 @@ fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
 #[test]
 fn nothing_listens_after_the_wrapper_is_killed() {
     let w = World::new("version = 1\n");
-    let port = free_port();
-    let addr: SocketAddr = format!("127.0.0.1:{port}").parse().unwrap();
-    let mut cmd = w.command(&[], &["sh", "-c", DEV_SERVER]);
-    cmd.env("PORT", port.to_string()).env("BIND", "127.0.0.1");
-    let mut child = cmd.spawn().unwrap();
-    eventually(
-        || read(&w.ws(), "server.log").contains("Serving HTTP"),
-        Duration::from_secs(20),
-    );
+    let (mut child, addr) = start_dev_server(&w, &[], "127.0.0.1");
+    let port = addr.port();
     assert!(get(addr, "/hello.txt").is_ok(), "not published");
     child.kill().unwrap();
     child.wait().unwrap();
@@ -403,7 +399,7 @@ fn nothing_listens_after_the_wrapper_is_killed() {
         closed,
         "something still listens on {addr} after the wrapper was killed"
     );
-    // The tree's server is gone too (the guardian ends the tree), and with it the porter.
+    // The tree's server is gone too (the guardian ends the tree).
     let alive = || {
         let out = Command::new("pgrep")
             .args(["-f", &format!("http.server {port}")])
@@ -421,17 +417,19 @@ fn nothing_listens_after_the_wrapper_is_killed() {
 fn with_the_network_floor_off_the_server_is_reached_as_without_the_wrapper() {
     let w = World::new("version = 1\n[floor.net]\nenabled = false\n");
     let s = dev_server(&w, &[], "127.0.0.1");
-    assert!(
-        s.got
-            .as_deref()
-            .is_ok_and(|g| g.contains("served from the tree")),
-        "{:?}\n{}",
-        s.got,
-        show(&s.out)
-    );
+    s.assert_reached();
     assert!(s.closed);
     assert!(
         w.listens().is_empty(),
         "nothing published: the tree shares this network"
     );
+}
+
+#[test]
+fn publish_all_publishes_a_wildcard_listener_on_this_machines_wildcard() {
+    let w = World::new("version = 1\n[floor.net]\npublish = \"all\"\n");
+    let s = dev_server(&w, &[], "0.0.0.0");
+    s.assert_reached();
+    assert!(s.on_wildcard, "not on 0.0.0.0 with publish = \"all\"");
+    assert_eq!(w.listens().len(), 1);
 }
