@@ -8,7 +8,10 @@
 //!   loopback (local dev servers, a local model server): the wrapper connects from its own
 //!   namespace and puts that socket in place of the caller's (`SECCOMP_IOCTL_NOTIF_ADDFD`);
 //!   the address it connects to is the one it read, so a caller that changes it afterwards
-//!   gains nothing. Port 53 is never bridged (DNS is the proxy's to do);
+//!   gains nothing. Port 53 is never bridged (the tree's resolver is the run's, inside
+//!   its namespace);
+//! - a TCP connection to an address the tree's resolver gave a name is handed to the run
+//!   ([`Carry`]), which decides it by name and carries it out (`carry`);
 //! - a connection to any other address is answered `EACCES` and reported (the first one to
 //!   each destination), so that a refused direct connection is an audited decision;
 //! - a path Unix socket (one in the file system: tmux's, Docker's, D-Bus's) may reach a
@@ -36,11 +39,13 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod addr;
+mod carry;
 mod listen;
 mod unix;
 
 use addr::{raw_sockaddr, read_memory, read_sockaddr, Sockaddr};
 
+pub use carry::{start_connect, Carry};
 pub use listen::{Listening, Publish};
 
 /// Where a refused connection was going.
@@ -90,6 +95,12 @@ pub struct Bridge {
     /// Where the tree's listeners are told, to be published on this machine's loopback;
     /// `None`: they stay inside its namespace.
     pub publish: Option<Publish>,
+    /// The names the tree's resolver gave addresses to, and where a connection to one is
+    /// handed (`None`: refused, there is no resolver).
+    pub names: Arc<crate::floor::names::Names>,
+    pub carry: Option<Box<dyn Fn(Carry) + Send>>,
+    /// Which process asks the tree's resolver, by the UDP port it asks from.
+    pub dns_askers: Askers,
 }
 
 impl Bridge {
@@ -173,6 +184,24 @@ impl Bridge {
                     };
                     self.unix_send(tid, path, data, seen)
                 }
+                Some(Sockaddr::Inet(addr))
+                    if crate::floor::names::is_given(crate::floor::hosts::canonical(addr.ip())) =>
+                {
+                    self.refuse(
+                        addr,
+                        tid,
+                        seen,
+                        "a datagram (or a TCP Fast Open) to a name's address (only TCP \
+                         connections to a name are carried out)",
+                    )
+                }
+                Some(Sockaddr::Inet(addr))
+                    if addr.port() == 53
+                        && crate::floor::hosts::canonical(addr.ip()).is_loopback() =>
+                {
+                    self.note_resolver_asker(tid, a[0] as i32, addr);
+                    SyscallReply::Continue
+                }
                 // A datagram (or a TCP Fast Open) to the outside: it would find no route;
                 // refused here instead, so that it is an audited decision with its process.
                 Some(Sockaddr::Inet(addr))
@@ -183,8 +212,8 @@ impl Bridge {
                         addr,
                         tid,
                         seen,
-                        "a datagram to the outside (the tree reaches the network only through \
-                         the proxy)",
+                        "a datagram to the outside (only TCP leaves the tree, by name or \
+                         through the proxy)",
                     )
                 }
                 // Anything else stays inside the namespace.
@@ -207,6 +236,17 @@ impl Bridge {
             None => return SyscallReply::Continue,
         };
         let ip = crate::floor::hosts::canonical(addr.ip());
+        if crate::floor::names::is_given(ip) {
+            return match self.names.name_of(ip) {
+                Some(name) => self.carry(tid, fd, (name, addr.port()), (notify, req.id)),
+                None => self.refuse(
+                    addr,
+                    tid,
+                    seen,
+                    "an address the tree's resolver never gave out",
+                ),
+            };
+        }
         // Connecting to 0.0.0.0 or :: reaches loopback.
         let addr = match ip {
             IpAddr::V4(v4) if v4.is_unspecified() => {
@@ -222,7 +262,7 @@ impl Bridge {
                 addr,
                 tid,
                 seen,
-                "a direct connection (the tree reaches the network only through the proxy)",
+                "a direct connection to an address (the tree reaches the outside by name or through the proxy)",
             );
         }
         let theirs = match their_fd(tid, fd) {
@@ -230,11 +270,15 @@ impl Bridge {
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
         };
         if sockopt(&theirs, libc::SOL_SOCKET, libc::SO_TYPE) != Some(libc::SOCK_STREAM) {
-            // UDP and the rest stay inside the namespace.
+            // UDP and the rest stay inside the namespace (a resolver's question to the
+            // tree's own is noted, for its refusals).
+            if addr.port() == 53 {
+                note_asker(&theirs, addr, tid, &self.dns_askers);
+            }
             return SyscallReply::Continue;
         }
         if addr.port() == self.proxy_port {
-            self.note_asker(&theirs, addr, tid);
+            note_asker(&theirs, addr, tid, &self.askers);
         }
         // Inside the namespace first: the proxy, or a server the tree runs itself.
         match connect_inside(&theirs, addr) {
@@ -267,27 +311,10 @@ impl Bridge {
         }
     }
 
-    /// Binds a socket about to connect to the proxy to a port of its own first, and notes
-    /// which process it is, for the proxy's event.
-    fn note_asker(&self, sock: &OwnedFd, addr: SocketAddr, tid: i32) {
-        let (any, len) = raw_sockaddr(SocketAddr::new(addr.ip(), 0));
-        // SAFETY: bind and getsockname with buffers we own.
-        let port = unsafe {
-            libc::bind(sock.as_raw_fd(), (&raw const any).cast(), len);
-            let mut local: libc::sockaddr_storage = std::mem::zeroed();
-            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            if libc::getsockname(sock.as_raw_fd(), (&raw mut local).cast(), &mut len) != 0 {
-                return;
-            }
-            // sin_port and sin6_port lie at the same offset.
-            let sin = &*(&raw const local).cast::<libc::sockaddr_in>();
-            u16::from_be(sin.sin_port)
-        };
-        if let Ok(mut askers) = self.askers.lock() {
-            if askers.len() > 4096 {
-                askers.clear();
-            }
-            askers.insert(port, thread_group(tid).unwrap_or(tid));
+    /// Notes which process sends a datagram to port 53 of loopback on its socket `fd`.
+    fn note_resolver_asker(&self, tid: i32, fd: i32, addr: SocketAddr) {
+        if let Ok(theirs) = their_fd(tid, fd) {
+            note_asker(&theirs, addr, tid, &self.dns_askers);
         }
     }
 
@@ -314,6 +341,41 @@ impl Bridge {
 impl From<SocketAddr> for Dest {
     fn from(addr: SocketAddr) -> Dest {
         Dest::Inet(addr)
+    }
+}
+
+/// Binds a socket about to reach the proxy or the resolver (at `addr`) to a port of its own
+/// first, if it has none, and notes in `askers` which process it is, for their events.
+fn note_asker(sock: &OwnedFd, addr: SocketAddr, tid: i32, askers: &Askers) {
+    // SAFETY: bind and getsockname with buffers we own.
+    let port = unsafe {
+        let local_port = |sock: &OwnedFd| {
+            let mut local: libc::sockaddr_storage = std::mem::zeroed();
+            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            if libc::getsockname(sock.as_raw_fd(), (&raw mut local).cast(), &mut len) != 0 {
+                return 0;
+            }
+            // sin_port and sin6_port lie at the same offset.
+            let sin = &*(&raw const local).cast::<libc::sockaddr_in>();
+            u16::from_be(sin.sin_port)
+        };
+        match local_port(sock) {
+            0 => {
+                let (any, len) = raw_sockaddr(SocketAddr::new(addr.ip(), 0));
+                libc::bind(sock.as_raw_fd(), (&raw const any).cast(), len);
+                local_port(sock)
+            }
+            port => port,
+        }
+    };
+    if port == 0 {
+        return;
+    }
+    if let Ok(mut askers) = askers.lock() {
+        if askers.len() > 4096 {
+            askers.clear();
+        }
+        askers.insert(port, thread_group(tid).unwrap_or(tid));
     }
 }
 
@@ -356,11 +418,53 @@ enum SyscallReply {
     Later,
 }
 
-/// The answer to a stopped call given by another thread, when it is dropped: success.
+/// The answer to a stopped call given by another thread, when it is dropped: success, or
+/// the error set.
 #[derive(Debug)]
 pub struct Answer {
     notify: Arc<OwnedFd>,
     id: u64,
+    /// The errno to answer with (0: success).
+    error: i32,
+}
+
+impl Answer {
+    fn new(notify: &Arc<OwnedFd>, id: u64) -> Answer {
+        Answer {
+            notify: notify.clone(),
+            id,
+            error: 0,
+        }
+    }
+
+    /// Answers with `errno` instead of success.
+    pub fn fail(mut self, errno: i32) {
+        self.error = errno;
+    }
+
+    /// Puts `socket` in place of the caller's descriptor `fd` (close-on-exec as `cloexec`
+    /// says), before the answer.
+    fn install(&self, socket: &impl AsRawFd, fd: i32, cloexec: bool) -> io::Result<()> {
+        let addfd = libc::seccomp_notif_addfd {
+            id: self.id,
+            flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
+            srcfd: socket.as_raw_fd() as u32,
+            newfd: fd as u32,
+            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
+        };
+        // SAFETY: installs our socket at `fd` in the caller, for the notification `id`.
+        let r = unsafe {
+            libc::ioctl(
+                self.notify.as_raw_fd(),
+                libc::SECCOMP_IOCTL_NOTIF_ADDFD as _,
+                &addfd,
+            )
+        };
+        if r < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        Ok(())
+    }
 }
 
 impl Drop for Answer {
@@ -368,7 +472,7 @@ impl Drop for Answer {
         let mut resp = libc::seccomp_notif_resp {
             id: self.id,
             val: 0,
-            error: 0,
+            error: -self.error,
             flags: 0,
         };
         // SAFETY: a response to a notification the bridge received and left to us; ENOENT

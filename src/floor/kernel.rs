@@ -227,6 +227,7 @@ impl Prepared {
         let (net, peer) = match (net, &mut namespaces) {
             (Some(request), Some(ns)) => {
                 let (child, peer) = netns::NetChild::new(request)?;
+                ns.resolve_inside(scratch)?;
                 ns.made = ahead.and_then(|a| {
                     a.take()
                         .inspect(|_| {

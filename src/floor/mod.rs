@@ -15,6 +15,8 @@
 //!   plan's binds and empty mounts.
 //! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
 //!   the guardian starts, for the agent's process to join ([`Ahead`]).
+//! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
+//!   back to its name.
 //! - [`secrets`]: which of the wrapper's variables carry credentials the agent's tree must
 //!   not inherit.
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
@@ -35,6 +37,7 @@ pub mod caches;
 #[cfg(target_os = "linux")]
 pub mod denials;
 pub mod hosts;
+pub mod names;
 pub mod plan;
 #[cfg(target_os = "linux")]
 pub mod porter;

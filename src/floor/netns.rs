@@ -19,14 +19,16 @@ pub struct NetRequest {
     pub control: Option<Vec<u8>>,
 }
 
-/// The agent's side of the network part: a network namespace with only loopback, the proxy
-/// and control sockets bound in it (the wrapper listens on them), a seccomp filter that
-/// stops every `connect(2)` for the wrapper's [`super::bridge`], and the channel the three
+/// The agent's side of the network part: a network namespace with only loopback, the proxy,
+/// resolver and control sockets bound in it (the wrapper serves them), a seccomp filter that
+/// stops every `connect(2)` for the wrapper's [`super::bridge`], and the channel the
 /// descriptors go back to the wrapper over.
 #[derive(Debug)]
 pub(super) struct NetChild {
     channel: OwnedFd,
     proxy: libc::sockaddr_in,
+    /// Port 53 of the namespace's loopback.
+    dns: libc::sockaddr_in,
     control: Option<(libc::sockaddr_un, libc::socklen_t)>,
     filter: Vec<libc::sock_filter>,
 }
@@ -42,6 +44,9 @@ pub struct NetPeer {
 #[derive(Debug)]
 pub struct NetReceived {
     pub proxy: std::net::TcpListener,
+    /// The tree's resolver's socket: UDP, on port 53 of its loopback (its `resolv.conf`
+    /// names it).
+    pub dns: std::net::UdpSocket,
     pub control: Option<std::os::unix::net::UnixListener>,
     /// The seccomp notification listener, for [`super::bridge::Bridge::spawn`].
     pub notify: OwnedFd,
@@ -100,6 +105,8 @@ impl NetChild {
         proxy.sin_family = libc::AF_INET as libc::sa_family_t;
         proxy.sin_port = request.proxy_port.to_be();
         proxy.sin_addr.s_addr = u32::from(std::net::Ipv4Addr::LOCALHOST).to_be();
+        let mut dns = proxy;
+        dns.sin_port = 53u16.to_be();
         let control = match &request.control {
             Some(name) => {
                 // SAFETY: sockaddr_un is plain data.
@@ -122,6 +129,7 @@ impl NetChild {
             NetChild {
                 channel: theirs.into(),
                 proxy,
+                dns,
                 control,
                 filter: connect_filter(),
             },
@@ -132,8 +140,8 @@ impl NetChild {
         ))
     }
 
-    /// In the agent's process, inside its new namespaces: binds the two sockets, installs
-    /// the filter and sends the three descriptors to the wrapper.
+    /// In the agent's process, inside its new namespaces: binds the sockets, installs the
+    /// filter and sends the descriptors to the wrapper.
     pub(super) fn apply(&self) -> std::io::Result<()> {
         // SAFETY: plain system calls on values we own; nothing allocates.
         unsafe {
@@ -157,8 +165,18 @@ impl NetChild {
             {
                 return fail(b"ahp-wrap: floor: cannot bind the proxy socket\n");
             }
-            let mut fds = [proxy, -1, -1];
-            let mut count = 1;
+            let dns = libc::socket(libc::AF_INET, libc::SOCK_DGRAM | libc::SOCK_CLOEXEC, 0);
+            if dns < 0
+                || libc::bind(
+                    dns,
+                    (&raw const self.dns).cast(),
+                    std::mem::size_of::<libc::sockaddr_in>() as libc::socklen_t,
+                ) != 0
+            {
+                return fail(b"ahp-wrap: floor: cannot bind the resolver's socket (port 53 of the namespace's loopback)\n");
+            }
+            let mut fds = [proxy, dns, -1, -1];
+            let mut count = 2;
             if let Some((addr, len)) = &self.control {
                 let control =
                     libc::socket(libc::AF_UNIX, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
@@ -174,12 +192,24 @@ impl NetChild {
                 len: self.filter.len() as libc::c_ushort,
                 filter: self.filter.as_ptr().cast_mut(),
             };
-            let notify = libc::syscall(
+            // A stopped call waits for its answer through any signal but a fatal one (Linux
+            // 5.19): a decision that takes a while is not asked again when the caller's
+            // `connect` is restarted after a signal handler ran.
+            let mut notify = libc::syscall(
                 libc::SYS_seccomp,
                 libc::SECCOMP_SET_MODE_FILTER,
-                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                libc::SECCOMP_FILTER_FLAG_NEW_LISTENER
+                    | libc::SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV,
                 &raw const prog,
             );
+            if notify < 0 && *libc::__errno_location() == libc::EINVAL {
+                notify = libc::syscall(
+                    libc::SYS_seccomp,
+                    libc::SECCOMP_SET_MODE_FILTER,
+                    libc::SECCOMP_FILTER_FLAG_NEW_LISTENER,
+                    &raw const prog,
+                );
+            }
             if notify < 0 {
                 return fail(b"ahp-wrap: floor: cannot install the connect filter (seccomp)\n");
             }
@@ -280,7 +310,7 @@ impl NetPeer {
                 ))
             }
         };
-        let want = if self.has_control { 3 } else { 2 };
+        let want = if self.has_control { 4 } else { 3 };
         if fds.len() != want {
             return Err(std::io::Error::other(format!(
                 "the agent's process sent {} descriptors instead of {want}",
@@ -298,6 +328,7 @@ impl NetPeer {
         };
         let proxy = fds.next().expect("counted");
         listen(&proxy)?;
+        let dns = std::net::UdpSocket::from(fds.next().expect("counted"));
         let control = match self.has_control {
             true => {
                 let c = fds.next().expect("counted");
@@ -308,6 +339,7 @@ impl NetPeer {
         };
         Ok(NetReceived {
             proxy: std::net::TcpListener::from(proxy),
+            dns,
             control,
             notify: fds.next().expect("counted"),
         })

@@ -15,6 +15,7 @@
 
 use ahp_wrap_testkit::approvals;
 use ahp_wrap_testkit::common;
+mod names;
 mod settings;
 
 use std::os::unix::process::CommandExt;
@@ -105,6 +106,8 @@ exit $code
 const AGENT: &str = r#"
 curl -s -m 5 --noproxy '*' http://198.51.100.1/direct-by-address; echo "direct-by-address=$?"
 curl -s -m 5 --noproxy '*' http://allowed.test/direct-by-name; echo "direct-by-name=$?"
+curl -s -m 5 --noproxy '*' http://other.test/direct-unknown; echo "direct-unknown=$?"
+curl -s -m 5 --noproxy '*' http://denied.test/direct-denied; echo "direct-denied=$?"
 curl -s -m 10 http://allowed.test/proxied; echo "proxied=$?"
 curl -s -m 10 -p -x "$HTTPS_PROXY" http://allowed.test/tunnel; echo "tunnel=$?"
 curl -s -m 10 -x "$ALL_PROXY" http://allowed.test/socks; echo "socks=$?"
@@ -148,17 +151,20 @@ impl Net {
         let hosts = "127.0.0.1 localhost\n::1 localhost\n\
                      198.51.100.1 allowed.test other.test approved.test declined.test\n\
                      198.51.100.2 denied.test\n";
+        Net::with_files(policy, hosts, &[])
+    }
+
+    /// The namespace's files: `policy`, the namespace's `hosts` file, and `more`.
+    fn with_files(policy: &str, hosts: &str, more: &[(&str, &str)]) -> Net {
         let resolv = "nameserver 198.51.100.53\noptions timeout:1 attempts:1\n";
-        let (dir, root) = outside_tree(
-            "floor-net-",
-            &["ws"],
-            &[
-                ("outside.py", OUTSIDE),
-                ("hosts", hosts),
-                ("resolv.conf", resolv),
-                ("policy.toml", policy),
-            ],
-        );
+        let mut files = vec![
+            ("outside.py", OUTSIDE),
+            ("hosts", hosts),
+            ("resolv.conf", resolv),
+            ("policy.toml", policy),
+        ];
+        files.extend_from_slice(more);
+        let (dir, root) = outside_tree("floor-net-", &["ws"], &files);
         Net { _dir: dir, root }
     }
 
@@ -176,36 +182,35 @@ impl Net {
     /// test's own namespaces. The run has its own process group: never the terminal's
     /// foreground one, so the wrapper has no terminal to ask a person on.
     fn run_with(&self, args: &[&str], agent: &str) -> Output {
+        let user: &[&str] = &["--user", "--map-root-user"];
+        self.run_in(user, SETUP, args, agent)
+    }
+
+    /// `agent` under the wrapper with `args`, in namespaces `unshare` makes with `user` (its
+    /// user namespace options) and set up by the script `setup` (which ends running the
+    /// wrapper with its arguments).
+    fn run_in(&self, user: &[&str], setup: &str, args: &[&str], agent: &str) -> Output {
         let mut cmd = Command::new("unshare");
-        cmd.args([
-            "--user",
-            "--map-root-user",
-            "--net",
-            "--mount",
-            "--",
-            "sh",
-            "-c",
-            SETUP,
-            "setup",
-        ])
-        .args(["--no-intercept", "--summary", "never", "--policy"])
-        .arg(self.root.join("policy.toml"))
-        .arg("--audit-log")
-        .arg(self.root.join("audit.jsonl"))
-        .args(args)
-        .args(["--", "sh", "-c", agent])
-        .process_group(0)
-        .current_dir(self.root.join("ws"))
-        .env("NET_DIR", &self.root)
-        .env("WRAP", wrap_bin())
-        .env("PYTHON", python())
-        .env_remove("AHP_WRAP_FLOOR")
-        .env_remove("HTTP_PROXY")
-        .env_remove("HTTPS_PROXY")
-        .env_remove("ALL_PROXY")
-        .env_remove("http_proxy")
-        .env_remove("https_proxy")
-        .env_remove("all_proxy");
+        cmd.args(user)
+            .args(["--net", "--mount", "--", "sh", "-c", setup, "setup"])
+            .args(["--no-intercept", "--summary", "never", "--policy"])
+            .arg(self.root.join("policy.toml"))
+            .arg("--audit-log")
+            .arg(self.root.join("audit.jsonl"))
+            .args(args)
+            .args(["--", "sh", "-c", agent])
+            .process_group(0)
+            .current_dir(self.root.join("ws"))
+            .env("NET_DIR", &self.root)
+            .env("WRAP", wrap_bin())
+            .env("PYTHON", python())
+            .env_remove("AHP_WRAP_FLOOR")
+            .env_remove("HTTP_PROXY")
+            .env_remove("HTTPS_PROXY")
+            .env_remove("ALL_PROXY")
+            .env_remove("http_proxy")
+            .env_remove("https_proxy")
+            .env_remove("all_proxy");
         run(&mut cmd, Duration::from_secs(120))
     }
 
@@ -292,8 +297,9 @@ fn the_tree_reaches_the_outside_only_through_the_proxy_and_as_the_policy_says() 
     let dns = net.read("dns.log");
     let why = format!("{}\nhttp.log:\n{http}\ndns.log:\n{dns}", show(&out));
 
-    // What the proxy let through reached the outside, by each of its three ways.
-    for path in ["/proxied", "/tunnel", "/socks"] {
+    // What the proxy let through reached the outside, by each of its three ways, and so did
+    // a connection to an allowed name that ignored the proxy (carried by name).
+    for path in ["/proxied", "/tunnel", "/socks", "/direct-by-name"] {
         assert!(
             http.contains(&format!("198.51.100.1 {path}\n")),
             "{path} did not arrive:\n{why}"
@@ -303,7 +309,8 @@ fn the_tree_reaches_the_outside_only_through_the_proxy_and_as_the_policy_says() 
     // Nothing else did: not direct, not a denied host, not an unknown one, not a raw address.
     for path in [
         "/direct-by-address",
-        "/direct-by-name",
+        "/direct-unknown",
+        "/direct-denied",
         "/denied",
         "/unknown",
         "/raw-address",

@@ -141,10 +141,7 @@ impl Bridge {
                 addr,
                 pid: thread_group(tid).unwrap_or(tid),
                 porter,
-                answer: Answer {
-                    notify: notify.clone(),
-                    id,
-                },
+                answer: Answer::new(notify, id),
             });
             return SyscallReply::Later;
         }

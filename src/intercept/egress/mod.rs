@@ -26,6 +26,10 @@ use crate::audit::AuditPeer;
 use tunnel::tunnel;
 
 #[cfg(target_os = "linux")]
+mod carry;
+#[cfg(target_os = "linux")]
+mod dns;
+#[cfg(target_os = "linux")]
 mod publish;
 mod socks;
 mod tunnel;
@@ -235,19 +239,46 @@ impl Egress {
                 "`{host}` is not a host name or address"
             )));
         };
-        let agent = self.agent.load(Ordering::SeqCst);
         let noted = self
             .askers
             .lock()
             .ok()
             .and_then(|mut a| a.remove(&peer.port()));
+        let addrs = self.allow(&target, port, (scheme, via), noted).await?;
+        let mut last = format!("{target} has no address");
+        for addr in addrs {
+            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
+                Ok(Ok(s)) => {
+                    let _ = s.set_nodelay(true);
+                    self.allowed.fetch_add(1, Ordering::Relaxed);
+                    return Ok(s);
+                }
+                Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
+                Err(_) => last = format!("cannot connect to {addr}: timed out"),
+            }
+        }
+        Err(Refusal::failed(last))
+    }
+
+    /// Decides a connection to `target:port` that the process `noted` asks for (`scheme`
+    /// and `via` say how, for its event), then resolves the name: the addresses it may go
+    /// to. A refused name is never looked up, and a name that leads to an address the rules
+    /// deny is refused then.
+    async fn allow(
+        &self,
+        target: &Target,
+        port: u16,
+        (scheme, via): (&str, &str),
+        noted: Option<i32>,
+    ) -> Result<Vec<SocketAddr>, Refusal> {
+        let agent = self.agent.load(Ordering::SeqCst);
         let asker = noted.and_then(|pid| asking_process(pid, agent));
-        let (event, origin) = self.event(&target, port, scheme, via, asker.as_ref());
+        let (event, origin) = self.event(target, port, scheme, via, asker.as_ref());
         // The agent's own process: its fetches are hooked tool calls the policy sees, so a
         // host no list names goes to the gate as before. Any other process of the tree (or
         // one the proxy cannot name) gets the `unknown` treatment.
         let own = agent > 0 && noted == Some(agent);
-        let judgement = match self.rules.judge(&target) {
+        let judgement = match self.rules.judge(target) {
             Judgement::Unknown(_) if own => Judgement::Unknown(Unknown::Allow),
             other => other,
         };
@@ -279,7 +310,7 @@ impl Egress {
                 return Err(self.refuse(reason));
             }
         }
-        let addrs: Vec<SocketAddr> = match &target {
+        let addrs: Vec<SocketAddr> = match target {
             Target::Addr(a) => vec![SocketAddr::new(*a, port)],
             Target::Name(name) => tokio::net::lookup_host((name.as_str(), port))
                 .await
@@ -297,19 +328,7 @@ impl Egress {
             };
             return Err(self.refuse(reason));
         }
-        let mut last = format!("{target} has no address");
-        for addr in addrs {
-            match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
-                Ok(Ok(s)) => {
-                    let _ = s.set_nodelay(true);
-                    self.allowed.fetch_add(1, Ordering::Relaxed);
-                    return Ok(s);
-                }
-                Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
-                Err(_) => last = format!("cannot connect to {addr}: timed out"),
-            }
-        }
-        Err(Refusal::failed(last))
+        Ok(addrs)
     }
 
     fn refuse(&self, reason: String) -> Refusal {

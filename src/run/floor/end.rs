@@ -53,8 +53,8 @@ impl Run<'_> {
             #[cfg(not(target_os = "linux"))]
             let bridged = 0;
             let m = format!(
-                "network floor: {allowed} connection(s) through the proxy, {bridged} to this \
-                 machine's loopback, {refused} refused (each refusal is in the audit log)"
+                "network floor: {allowed} connection(s) to the outside (through the proxy or by \
+                 name), {bridged} to this machine's loopback, {refused} refused (each refusal is in the audit log)"
             );
             tracing::info!("{m}");
             if refused > 0 {

@@ -1,6 +1,7 @@
 //! The network part of a run's floor: what the wrapper holds of it before the agent runs,
-//! and once it runs, the egress proxy, the connect bridge and the publishing of the tree's
-//! listeners, started together.
+//! and once it runs, the egress proxy, the tree's resolver, the connect bridge (with the
+//! connections to names it hands over) and the publishing of the tree's listeners, started
+//! together.
 
 use std::path::PathBuf;
 use std::sync::Arc;
@@ -53,6 +54,9 @@ impl NetSide {
         egress.agent_is(agent);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();
+        let (carries, mut carried) = tokio::sync::mpsc::unbounded_channel();
+        let names = Arc::new(floor::names::Names::default());
+        let dns_askers = floor::bridge::Askers::default();
         let counts = Arc::new(floor::bridge::Counts::default());
         // The porter is the small executable when there is one (it starts faster), else us.
         let exe = std::env::current_exe()?;
@@ -80,8 +84,27 @@ impl NetSide {
                     let _ = listens.send((l, chain));
                 }),
             )),
+            names: names.clone(),
+            carry: Some(Box::new(move |c| {
+                let _ = carries.send(c);
+            })),
+            dns_askers: dns_askers.clone(),
         };
         bridge.spawn(received.notify)?;
+        received.dns.set_nonblocking(true)?;
+        let resolver = tokio::spawn(egress.clone().answer_names(
+            tokio::net::UdpSocket::from_std(received.dns)?,
+            names,
+            dns_askers,
+        ));
+        let carry = {
+            let egress = egress.clone();
+            tokio::spawn(async move {
+                while let Some(c) = carried.recv().await {
+                    tokio::spawn(egress.clone().connect_by_name(c));
+                }
+            })
+        };
         let audit = {
             let egress = egress.clone();
             tokio::spawn(async move {
@@ -103,7 +126,7 @@ impl NetSide {
             NetRunning {
                 egress,
                 counts,
-                tasks: vec![serve, audit, publish],
+                tasks: vec![serve, audit, publish, resolver, carry],
             },
             received.control,
         ))

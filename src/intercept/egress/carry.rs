@@ -1,0 +1,129 @@
+//! Connections to a name, carried out: a program that ignores the proxy variables connects
+//! to the address the tree's resolver gave a name, and the bridge hands that `connect(2)`
+//! here ([`Carry`]). It is decided by name, with the connecting process, by the same rules
+//! and gate as the proxy's connections (`net` pre_action, `via: "name"`); when it may go,
+//! the name is resolved here (never before the decision), the addresses checked again, and
+//! the connection made from the wrapper's namespace and put in the caller's place.
+//!
+//! A blocking caller is answered once connected (each address tried in turn). A
+//! non-blocking one is answered `EINPROGRESS` once the connection to the first address is
+//! under way, and finds it made or refused as it would its own (`poll`, `SO_ERROR`); while
+//! the policy decides, it waits in `connect` like a blocking one.
+
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+
+use crate::floor::bridge::Carry;
+use crate::floor::hosts::Target;
+
+use super::{Egress, CONNECT_TIMEOUT};
+
+impl Egress {
+    /// Decides and makes the connection `carry` waits for.
+    pub async fn connect_by_name(self: Arc<Self>, carry: Carry) {
+        let scheme = match carry.port {
+            80 => "http",
+            443 => "https",
+            22 => "ssh",
+            _ => "tcp",
+        };
+        let target = Target::Name(carry.name.clone());
+        let addrs = match self
+            .allow(&target, carry.port, (scheme, "name"), Some(carry.pid))
+            .await
+        {
+            Ok(addrs) => addrs,
+            Err(refusal) => {
+                tracing::debug!("egress: {}:{}: {}", carry.name, carry.port, refusal.reason);
+                // A refusal is the floor's EACCES; a name that leads nowhere, no route.
+                carry.refuse(match refusal.decided {
+                    true => libc::EACCES,
+                    false => libc::EHOSTUNREACH,
+                });
+                return;
+            }
+        };
+        let addrs = in_the_callers_family(addrs, carry.v6);
+        if carry.nonblocking {
+            let Some(&first) = addrs.first() else {
+                return carry.refuse(libc::EHOSTUNREACH);
+            };
+            match crate::floor::bridge::start_connect(first, (carry.nodelay, carry.keepalive)) {
+                Ok((socket, result)) => {
+                    if carry.put(&socket, result).is_ok() {
+                        self.allowed.fetch_add(1, Ordering::Relaxed);
+                    }
+                }
+                Err(e) => carry.refuse(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+            }
+            return;
+        }
+        let mut last = libc::EHOSTUNREACH;
+        for addr in addrs {
+            let socket = match addr {
+                SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4(),
+                SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6(),
+            };
+            let connected = match socket {
+                Ok(s) => {
+                    let _ = s.set_keepalive(carry.keepalive);
+                    tokio::time::timeout(CONNECT_TIMEOUT, s.connect(addr)).await
+                }
+                Err(e) => Ok(Err(e)),
+            };
+            let stream = match connected {
+                Ok(Ok(stream)) => stream,
+                Ok(Err(e)) => {
+                    last = e.raw_os_error().unwrap_or(libc::ECONNREFUSED);
+                    continue;
+                }
+                Err(_) => {
+                    last = libc::ETIMEDOUT;
+                    continue;
+                }
+            };
+            let _ = stream.set_nodelay(carry.nodelay);
+            let Ok(stream) = stream.into_std() else {
+                continue;
+            };
+            let _ = stream.set_nonblocking(false);
+            if carry.put(&stream, 0).is_ok() {
+                self.allowed.fetch_add(1, Ordering::Relaxed);
+            }
+            return;
+        }
+        carry.refuse(last);
+    }
+}
+
+/// `addrs` as a socket of the caller's family reaches them: for an IPv6 caller, IPv6 ones
+/// first, then IPv4 ones through their mapped addresses; for an IPv4 caller, IPv4 ones
+/// first (an IPv6-only host is then reached by an IPv6 socket in its place).
+fn in_the_callers_family(addrs: Vec<SocketAddr>, v6: bool) -> Vec<SocketAddr> {
+    let (mut v4s, v6s): (Vec<_>, Vec<_>) = addrs.into_iter().partition(SocketAddr::is_ipv4);
+    if v6 {
+        for a in &mut v4s {
+            if let SocketAddr::V4(v4) = a {
+                *a = SocketAddr::new(v4.ip().to_ipv6_mapped().into(), v4.port());
+            }
+        }
+        v6s.into_iter().chain(v4s).collect()
+    } else {
+        v4s.into_iter().chain(v6s).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn addresses_are_tried_in_the_callers_family_first() {
+        let a4: SocketAddr = "192.0.2.1:22".parse().unwrap();
+        let a6: SocketAddr = "[2001:db8::1]:22".parse().unwrap();
+        assert_eq!(in_the_callers_family(vec![a6, a4], false), vec![a4, a6]);
+        let mapped: SocketAddr = "[::ffff:192.0.2.1]:22".parse().unwrap();
+        assert_eq!(in_the_callers_family(vec![a4, a6], true), vec![a6, mapped]);
+    }
+}

@@ -1,0 +1,18 @@
+#!/bin/sh
+# Installs the servers and clients tests/floor_net/names.rs runs in its own network namespace
+# (Debian's openssh-server and redis: sshd, redis-server, redis-cli), if they are missing.
+# Idempotent and quiet. Nothing here starts or configures a system service: the test starts
+# its own sshd and redis-server inside its namespace, with files of its own.
+set -eu
+[ -x /usr/sbin/sshd ] && [ -x /usr/bin/redis-server ] && [ -x /usr/bin/redis-cli ] && exit 0
+if [ "$(id -u)" -ne 0 ]; then
+  echo "tests/floor_net/setup.sh: as root: apt-get install openssh-server redis-server redis-tools" >&2
+  exit 1
+fi
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq >/dev/null
+apt-get install -y -qq --no-install-recommends openssh-server redis-server redis-tools >/dev/null
+# The packages start their system services; the test needs none of them.
+for s in ssh redis-server; do
+  command -v service >/dev/null && service "$s" stop >/dev/null 2>&1 || true
+done
