@@ -93,9 +93,10 @@ impl Support {
             ),
             (Some(net), Ok(())) => r.enforced.push(format!(
                 "network: a namespace of its own with only loopback; out only through the \
-                 egress proxy, each connection decided by the gate; direct connections, \
-                 datagrams and DNS refused; path Unix sockets the tree did not bind refused \
-                 unless [floor.unix] allows them; its TCP listeners {}",
+                 egress proxy or by name (its resolver answered inside, each connection \
+                 decided by the gate); connections by address, datagrams and DNS to the \
+                 outside refused; path Unix sockets the tree did not bind refused unless \
+                 [floor.unix] allows them; its TCP listeners {}",
                 match net.publish {
                     crate::floor::spec::Publishing::Loopback => {
                         "published on this machine's loopback"

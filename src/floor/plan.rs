@@ -409,8 +409,9 @@ impl fmt::Display for Plan {
         match &self.net {
             Some(net) => writeln!(
                 f,
-                "network: only through the wrapper's egress proxy (each connection asked of \
-                 the gate); this machine's loopback over TCP: {}",
+                "network: only through the wrapper's egress proxy or by name through the \
+                 tree's own resolver (each connection asked of the gate); this machine's \
+                 loopback over TCP: {}",
                 if net.loopback { "yes" } else { "no" }
             ),
             None => writeln!(f, "network: not confined ([floor.net] enabled = false)"),

@@ -5,7 +5,8 @@
 //! `socket.create_connection`, OpenSSH's `ssh` to an `sshd`, `git` over SSH, and
 //! `redis-cli` to a `redis-server`. Each server listens on two addresses: the allowed name's
 //! (198.51.100.1) and the one the unknown name leads to (198.51.100.2), so that its log says
-//! whether a refused connection reached it.
+//! whether a refused connection reached it. The SSH key is never readable by the tree: it is
+//! held by an ssh-agent outside it, whose socket the policy grants (`[floor.unix] allow`).
 
 use super::*;
 
@@ -18,6 +19,9 @@ d="$NET_DIR"
 ssh-keygen -q -t ed25519 -N '' -f "$d/hostkey"
 ssh-keygen -q -t ed25519 -N '' -f "$d/id_test"
 cp "$d/id_test.pub" "$d/authorized_keys"
+eval "$(ssh-agent -s -a "$d/agent.sock")" >/dev/null
+ssh-add -q "$d/id_test"
+rm "$d/id_test"
 cat > "$d/sshd_config" <<EOF
 ListenAddress 198.51.100.1:22
 ListenAddress 198.51.100.2:22
@@ -65,7 +69,7 @@ code=$?
 cp "$d/redis-2.log" "$d/redis-2.during.log"
 redis-cli -h 198.51.100.1 get carried > "$d/redis-1.value"
 redis-cli -h 198.51.100.2 get carried > "$d/redis-2.value"
-kill $outside $tcp $(cat "$d/sshd.pid") $(cat "$d/redis-1.pid") $(cat "$d/redis-2.pid")
+kill $outside $tcp $SSH_AGENT_PID $(cat "$d/sshd.pid") $(cat "$d/redis-1.pid") $(cat "$d/redis-2.pid")
 exit $code
 "#;
 
@@ -112,8 +116,28 @@ for host, key in [("allowed.test", "python"), ("other.test", "python-unknown")]:
         print(key + "=" + c.recv(10).decode().strip())
     except OSError as e:
         print(key + "=errno" + str(e.errno))
+# A non-blocking IPv6 socket to a name whose host has only IPv4 (reached through its mapped
+# address): EINPROGRESS, then writable with no error, like its own connection.
+import select
+addr = socket.getaddrinfo("allowed.test", 7000, socket.AF_INET6, socket.SOCK_STREAM)[0][4]
+s = socket.socket(socket.AF_INET6)
+s.setblocking(False)
+err = s.connect_ex(addr)
+select.select([], [s], [], 10)
+print("python-v6=%d,%d,%s" % (err, s.getsockopt(socket.SOL_SOCKET, socket.SO_ERROR), addr[0]))
+s.setblocking(True)
+s.sendall(b"python-v6")
+print("python-v6-answer=" + s.recv(10).decode().strip())
+# TCP Fast Open (data in the SYN) to a name's address: refused, only connect is carried.
+t = socket.socket()
+try:
+    t.sendto(b"python-tfo", socket.MSG_FASTOPEN, ("allowed.test", 7000))
+    print("tfo=sent")
+except OSError as e:
+    print("tfo=errno" + str(e.errno))
 EOF
-SSH="ssh -i $NET_DIR/id_test -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR"
+export SSH_AUTH_SOCK="$NET_DIR/agent.sock"
+SSH="ssh -o BatchMode=yes -o StrictHostKeyChecking=no -o UserKnownHostsFile=/dev/null -o ConnectTimeout=10 -o LogLevel=ERROR"
 echo "ssh=$($SSH root@allowed.test echo ssh-says-hello)"
 $SSH root@other.test echo ssh-says-hello; echo "ssh-unknown=$?"
 GIT_SSH_COMMAND="$SSH" git clone -q "root@allowed.test:$NET_DIR/repo.git" clone; echo "git=$?"
@@ -149,9 +173,14 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
     }
     let hosts = "127.0.0.1 localhost\n::1 localhost\n\
                  198.51.100.1 allowed.test\n198.51.100.2 other.test\n";
-    let policy = "version = 1\n[floor.net]\nallow = [\"allowed.test\"]\n\
-                  deny = [\"*.exfil.test\"]\nunknown = \"block\"\n";
-    let net = Net::with_files(policy, hosts, &[("tcp.py", TCP)]);
+    let net = Net::with_files("", hosts, &[("tcp.py", TCP)]);
+    // The ssh-agent's socket (outside the tree) is the one path socket the policy grants.
+    let policy = format!(
+        "version = 1\n[floor.unix]\nallow = [\"{}\"]\n[floor.net]\n\
+         allow = [\"allowed.test\"]\ndeny = [\"*.exfil.test\"]\nunknown = \"block\"\n",
+        net.root.join("agent.sock").display()
+    );
+    std::fs::write(net.root.join("policy.toml"), policy).unwrap();
     let out = net.run_in(&[], NAMES_SETUP, &[], CLIENTS);
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let logs = [
@@ -170,6 +199,18 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
     // Every client reached the allowed name, with no proxy setting.
     assert_eq!(line(&stdout, "node"), Some("outside says hello"), "{why}");
     assert_eq!(line(&stdout, "python"), Some("ok"), "{why}");
+    let v6 = line(&stdout, "python-v6").unwrap_or_default();
+    assert!(
+        v6.starts_with(&format!("{},0,fd8a:77e3:52c1::", libc::EINPROGRESS)),
+        "{why}"
+    );
+    assert_eq!(line(&stdout, "python-v6-answer"), Some("ok"), "{why}");
+    assert_eq!(
+        line(&stdout, "tfo"),
+        Some(format!("errno{}", libc::EACCES).as_str()),
+        "{why}"
+    );
+    assert!(!net.read("tcp.log").contains("python-tfo"), "{why}");
     assert_eq!(line(&stdout, "ssh"), Some("ssh-says-hello"), "{why}");
     assert_eq!(line(&stdout, "git"), Some("0"), "{why}");
     assert_eq!(line(&stdout, "cloned"), Some("carried over ssh"), "{why}");
@@ -179,10 +220,13 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
         net.read("http.log").contains("198.51.100.1 /node\n"),
         "{why}"
     );
-    assert!(
-        net.read("tcp.log").contains("198.51.100.1 python-hello\n"),
-        "{why}"
-    );
+    for data in ["python-hello", "python-v6"] {
+        assert!(
+            net.read("tcp.log")
+                .contains(&format!("198.51.100.1 {data}\n")),
+            "{why}"
+        );
+    }
     let sshd = net.read("sshd.log");
     assert!(sshd.contains("on 198.51.100.1 port 22"), "{why}");
     assert_eq!(net.read("redis-1.value").trim(), "from-the-tree", "{why}");
@@ -239,8 +283,12 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
             .collect::<Vec<_>>()
     };
     assert_eq!(allowed("80"), ["node"], "{by_name:#?}");
-    assert_eq!(allowed("7000").len(), 1, "{by_name:#?}");
-    assert!(allowed("7000")[0].contains("python"), "{by_name:#?}");
+    // create_connection, then the non-blocking IPv6 socket.
+    assert_eq!(allowed("7000").len(), 2, "{by_name:#?}");
+    assert!(
+        allowed("7000").iter().all(|p| p.contains("python")),
+        "{by_name:#?}"
+    );
     // ssh itself, then git's ssh.
     assert_eq!(allowed("22"), ["ssh", "ssh"], "{by_name:#?}");
     assert_eq!(allowed("6379"), ["redis-cli"], "{by_name:#?}");

@@ -26,40 +26,65 @@ use crate::floor::names::Names;
 const TTL: u32 = 300;
 
 impl Egress {
-    /// Answers the tree's questions on `socket` until the task is dropped. `askers`: the
-    /// process behind each client port, as the bridge noted it.
-    pub async fn answer_names(
-        self: Arc<Self>,
-        socket: tokio::net::UdpSocket,
+    /// Answers the tree's questions on `socket`, on a thread of its own (a question is
+    /// answered as soon as the kernel wakes it), until the run's proxy is gone. `askers`: the
+    /// process behind each client port, as the bridge noted it. A refusal is audited on
+    /// the runtime the caller runs on.
+    pub fn answer_names(
+        self: &Arc<Self>,
+        socket: std::net::UdpSocket,
         names: Arc<Names>,
         askers: crate::floor::bridge::Askers,
-    ) {
-        let mut buf = [0u8; 4096];
-        let mut told = HashSet::new();
-        loop {
-            let (n, peer) = match socket.recv_from(&mut buf).await {
-                Ok(r) => r,
-                Err(e) => {
-                    tracing::debug!("floor resolver: {e}");
-                    tokio::time::sleep(std::time::Duration::from_millis(10)).await;
-                    continue;
+    ) -> std::io::Result<()> {
+        let runtime = tokio::runtime::Handle::current();
+        let me = Arc::downgrade(self);
+        let rules = self.rules.clone();
+        socket.set_read_timeout(Some(std::time::Duration::from_millis(500)))?;
+        std::thread::Builder::new()
+            .name("ahp-wrap-dns".into())
+            .spawn(move || {
+                let mut buf = [0u8; 4096];
+                let mut told = HashSet::new();
+                loop {
+                    let (n, peer) = match socket.recv_from(&mut buf) {
+                        Ok(r) => r,
+                        Err(e)
+                            if matches!(
+                                e.kind(),
+                                std::io::ErrorKind::WouldBlock
+                                    | std::io::ErrorKind::TimedOut
+                                    | std::io::ErrorKind::Interrupted
+                            ) =>
+                        {
+                            // The run is over once nothing holds its proxy.
+                            if me.strong_count() == 0 {
+                                return;
+                            }
+                            continue;
+                        }
+                        Err(e) => {
+                            tracing::debug!("floor resolver: {e}");
+                            return;
+                        }
+                    };
+                    let (reply, denied) = answer(&buf[..n], &rules, &names);
+                    if let Some(reply) = reply {
+                        let _ = socket.send_to(&reply, peer);
+                    }
+                    let Some(denied) = denied else { continue };
+                    let pid = askers
+                        .lock()
+                        .ok()
+                        .and_then(|a| a.get(&peer.port()).copied());
+                    // A name refused once to a process is audited once (it asks A and AAAA,
+                    // and again).
+                    if told.len() < 4096 && told.insert((denied.name.clone(), pid)) {
+                        let Some(me) = me.upgrade() else { return };
+                        runtime.spawn(me.name_refused(denied, pid));
+                    }
                 }
-            };
-            let (reply, denied) = answer(&buf[..n], &self.rules, &names);
-            if let Some(reply) = reply {
-                let _ = socket.send_to(&reply, peer).await;
-            }
-            let Some(denied) = denied else { continue };
-            let pid = askers
-                .lock()
-                .ok()
-                .and_then(|a| a.get(&peer.port()).copied());
-            // A name refused once to a process is audited once (it asks A and AAAA, and
-            // again).
-            if told.len() < 4096 && told.insert((denied.name.clone(), pid)) {
-                tokio::spawn(self.clone().name_refused(denied, pid));
-            }
-        }
+            })?;
+        Ok(())
     }
 
     /// Audits a name the resolver refused.

@@ -91,12 +91,7 @@ impl NetSide {
             dns_askers: dns_askers.clone(),
         };
         bridge.spawn(received.notify)?;
-        received.dns.set_nonblocking(true)?;
-        let resolver = tokio::spawn(egress.clone().answer_names(
-            tokio::net::UdpSocket::from_std(received.dns)?,
-            names,
-            dns_askers,
-        ));
+        egress.answer_names(received.dns, names, dns_askers)?;
         let carry = {
             let egress = egress.clone();
             tokio::spawn(async move {
@@ -126,7 +121,7 @@ impl NetSide {
             NetRunning {
                 egress,
                 counts,
-                tasks: vec![serve, audit, publish, resolver, carry],
+                tasks: vec![serve, audit, publish, carry],
             },
             received.control,
         ))
