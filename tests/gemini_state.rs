@@ -117,7 +117,11 @@ fn three_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> (Value, Value) {
 
     // No prompt this time: what is checked is that nothing is asked before it.
     let api = llm(dir, "second", json!([]));
-    let steps = ["message", "/quit", "", "\\r", "@2", "\\r", "@2", "\\r"];
+    // The input box shows before the slash commands are loaded (a "/quit" typed then was
+    // sent to the model as a prompt once): wait for the banner that follows, and a little.
+    let steps = [
+        "Tips", "", "@2", "/quit", "@1", "\\r", "@2", "\\r", "@2", "\\r",
+    ];
     let (screen, code) = on_terminal(&gemini(dir, &api, wrapper, &[]), &steps, LIMIT);
     assert_eq!(code, Some(0), "{screen}");
     assert!(
