@@ -3,7 +3,7 @@
 //!
 //! Owns: request/response matching, deadlines, reconnects, batching. Must not touch: the
 //! wire below a whole message (`transport`, `jsonrpc`), or what a decision means for the
-//! agent (`decide`).
+//! agent ([`gate`](crate::gate)).
 
 mod actor;
 mod handshake;

@@ -21,7 +21,7 @@
 pub(crate) use super::shared::events::hook_events;
 pub use super::shared::{self, Shim};
 pub use super::{
-    AgentCommand, AgentFiles, Framework, FrameworkError, HookContext, Mapped, Proven, Rendered,
+    AgentCommand, AgentFiles, CallerReply, Framework, FrameworkError, HookContext, Mapped, Proven,
     RunContext,
 };
 pub use crate::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};

@@ -7,7 +7,7 @@
 use serde_json::{json, Value};
 
 use crate::frameworks::adapter::{
-    AgentCommand, EventType, Final, Framework, FrameworkError, HookContext, Mapped, Rendered,
+    AgentCommand, CallerReply, EventType, Final, Framework, FrameworkError, HookContext, Mapped,
     RunContext,
 };
 
@@ -94,22 +94,27 @@ impl Framework for Generic {
         }))
     }
 
-    fn render(&self, _cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(
+        &self,
+        _cx: &HookContext<'_>,
+        event: Option<&Mapped>,
+        verdict: &Final,
+    ) -> CallerReply {
         if event.is_some_and(|e| !e.event_type.is_blocking()) {
-            return Rendered {
+            return CallerReply {
                 stdout: b"{\"delivered\":\"notification\"}\n".to_vec(),
-                ..Rendered::default()
+                ..CallerReply::default()
             };
         }
         let mut stdout = verdict.to_json().to_string().into_bytes();
         stdout.push(b'\n');
         match verdict {
-            Final::Block { reason } | Final::Ask { reason, .. } => Rendered {
+            Final::Block { reason } | Final::Ask { reason, .. } => CallerReply {
                 stdout,
                 stderr: format!("{reason}\n").into_bytes(),
                 exit_code: EXIT_BLOCK,
             },
-            _ => Rendered {
+            _ => CallerReply {
                 stdout,
                 stderr: Vec::new(),
                 exit_code: 0,

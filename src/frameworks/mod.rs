@@ -1,7 +1,7 @@
 //! The framework registry and the contract between the core and the shims.
 //!
 //! Owns: the [`Framework`] trait and the types it speaks ([`RunContext`], [`AgentCommand`],
-//! [`HookContext`], [`Mapped`], [`Rendered`], [`FrameworkError`]), the list of frameworks
+//! [`HookContext`], [`Mapped`], [`CallerReply`], [`FrameworkError`]), the list of frameworks
 //! this build knows ([`all`], [`find`], [`detect`]), and the adapter API ([`adapter`]) with
 //! its shared helpers ([`shared`]).
 //!
@@ -77,13 +77,9 @@ pub struct Mapped {
     pub framework_session: Option<String>,
 }
 
-/// What the hook process prints and how it exits.
-#[derive(Debug, Clone, PartialEq, Eq, Default)]
-pub struct Rendered {
-    pub stdout: Vec<u8>,
-    pub stderr: Vec<u8>,
-    pub exit_code: i32,
-}
+/// What the hook process prints and how it exits: the control protocol's reply, rendered
+/// by the shim.
+pub use crate::control::CallerReply;
 
 /// Why a framework could not prepare a run or map a payload.
 #[derive(Debug, thiserror::Error)]
@@ -120,7 +116,7 @@ pub trait Framework: Send + Sync + 'static {
 
     /// Renders the gate's final decision in the framework's own hook contract; it is a
     /// [`Final::Ask`] only when [`Framework::native_ask`] said yes.
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered;
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply;
 
     /// Whether the framework has its own "ask the user" answer for this hook.
     fn native_ask(&self, cx: &HookContext<'_>) -> bool {

@@ -4,7 +4,7 @@
 //! Owns: what AHP adds to JSON-RPC — its methods' payloads, its rule that our ids are strings
 //! (a harness answering with a numeric id breaks the protocol, [`jsonrpc`]), and strict JSON
 //! (a duplicate key is malformed). Must not touch: framing or transports (generic JSON-RPC
-//! and the line codec are `crate::jsonrpc`), or what a decision leads to (`decide`).
+//! and the line codec are `crate::jsonrpc`), or what a decision leads to ([`gate`](crate::gate)).
 
 mod decision;
 mod final_decision;

@@ -17,8 +17,8 @@ mod settings;
 mod state;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
+    hook_events, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, Mapped, Proven, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The files of Claude's configuration directory (and of a project's `.claude`) that a
@@ -198,7 +198,7 @@ impl Framework for ClaudeCode {
         })
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         render::render(cx, event, verdict)
     }
 

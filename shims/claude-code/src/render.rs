@@ -12,7 +12,7 @@ use crate::frameworks::adapter::shared::output::{
     unapplicable,
 };
 use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
 /// on stderr. Used only for hook names we do not know.
@@ -20,7 +20,7 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a non-blocking hook error: Claude goes on and notes the message.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
     let Some(hook) = HookName::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };
@@ -43,7 +43,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) ->
     }
 }
 
-fn pre_tool_use(verdict: &Final) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> CallerReply {
     let out = |decision: &str, reason: &str, input| {
         permission_decision("PreToolUse", decision, reason, input)
     };
@@ -56,7 +56,7 @@ fn pre_tool_use(verdict: &Final) -> Rendered {
     match verdict {
         Final::Allow { explicit: true, .. } => out("allow", "allowed by the AHP harness", None),
         // No opinion: Claude's own permission rules decide.
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => out("deny", reason, None),
         // Only reached when Claude can ask a person itself (interactive, not `-p`).
         Final::Ask { reason, .. } => out("ask", reason, None),
@@ -64,7 +64,7 @@ fn pre_tool_use(verdict: &Final) -> Rendered {
     }
 }
 
-fn permission_request(verdict: &Final) -> Rendered {
+fn permission_request(verdict: &Final) -> CallerReply {
     let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
@@ -75,13 +75,13 @@ fn permission_request(verdict: &Final) -> Rendered {
     match verdict {
         Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
         // No opinion, or a person should decide: Claude shows its own permission dialog.
-        Final::Allow { .. } | Final::Ask { .. } => Rendered::default(),
+        Final::Allow { .. } | Final::Ask { .. } => CallerReply::default(),
         Final::Block { reason } => out(json!({"behavior": "deny", "message": reason})),
         Final::Modify { .. } => out(json!({"behavior": "deny", "message": unexpected(verdict)})),
     }
 }
 
-fn user_prompt_submit(verdict: &Final) -> Rendered {
+fn user_prompt_submit(verdict: &Final) -> CallerReply {
     let block = |reason: &str| decision("block", reason);
     match verdict {
         // Claude has no way to replace a prompt: refusing is the only safe reading.
@@ -98,14 +98,14 @@ fn user_prompt_submit(verdict: &Final) -> Rendered {
 
 /// PostToolUse(Failure): a notification, so only a failed relay can block here; the tool
 /// has already run, and the reason reaches the model.
-fn after_tool(event: ClaudeEvent, verdict: &Final) -> Rendered {
+fn after_tool(event: ClaudeEvent, verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => decision("block", reason),
         _ => with_context(event, verdict),
     }
 }
 
-fn with_context(event: ClaudeEvent, verdict: &Final) -> Rendered {
+fn with_context(event: ClaudeEvent, verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
         _ => context_or_silence(event.name(), additional_context(verdict)),
@@ -130,7 +130,7 @@ mod tests {
         // No opinion: silence, so Claude's own permission prompt still applies.
         assert_eq!(
             render(&cx("PreToolUse"), None, &Final::no_opinion()),
-            Rendered::default()
+            CallerReply::default()
         );
         let (v, code) = out("PreToolUse.print", &allow(true, json!({})));
         assert_eq!(code, 0);

@@ -18,8 +18,8 @@ mod render;
 pub use config::{trust_hash, SESSION_FLAGS_SOURCE};
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, KeyRule,
-    Mapped, Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
+    hook_events, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, KeyRule, Mapped, Proven, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook codex <Event>`.
@@ -142,7 +142,7 @@ impl Framework for Codex {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         render::render(cx, event, verdict)
     }
 

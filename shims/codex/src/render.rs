@@ -12,7 +12,7 @@ use crate::frameworks::adapter::shared::output::{
     context_or_silence, decision, hook_specific, permission_decision, stderr_exit, unapplicable,
 };
 use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
 /// stderr. Used only for hook names we do not know.
@@ -20,7 +20,7 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a failed hook that Codex reports and otherwise ignores.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
     let Some(event) = CodexEvent::parse(cx.hook) else {
         let reason = non_empty(&SHIM.unknown_hook_reason(verdict));
         return stderr_exit(&reason, EXIT_BLOCK);
@@ -45,7 +45,7 @@ fn non_empty(reason: &str) -> String {
     }
 }
 
-fn pre_tool_use(verdict: &Final) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> CallerReply {
     let out = |decision: &str, reason: &str, input| {
         permission_decision("PreToolUse", decision, &non_empty(reason), input)
     };
@@ -65,7 +65,7 @@ fn pre_tool_use(verdict: &Final) -> Rendered {
     match verdict {
         // Codex has no plain allow for PreToolUse (it reports one as an unsupported
         // answer): whether the tool runs is up to its own approval and sandbox settings.
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => out("deny", reason, None),
         // Codex's "ask" fails open; an escalation never gets here (`native_ask` is false),
         // and if it ever does it is refused.
@@ -73,7 +73,7 @@ fn pre_tool_use(verdict: &Final) -> Rendered {
     }
 }
 
-fn permission_request(verdict: &Final) -> Rendered {
+fn permission_request(verdict: &Final) -> CallerReply {
     let out = |decision: Value| hook_specific("PermissionRequest", json!({ "decision": decision }));
     let deny = |reason: &str| out(json!({"behavior": "deny", "message": non_empty(reason)}));
     match verdict {
@@ -84,7 +84,7 @@ fn permission_request(verdict: &Final) -> Rendered {
         ),
         Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
         // No opinion: Codex's own approval flow decides.
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => deny(reason),
         Final::Ask { .. } | Final::Modify { .. } => {
             deny(&unexpected(verdict))
@@ -92,7 +92,7 @@ fn permission_request(verdict: &Final) -> Rendered {
     }
 }
 
-fn user_prompt_submit(verdict: &Final) -> Rendered {
+fn user_prompt_submit(verdict: &Final) -> CallerReply {
     let block = |reason: &str| decision("block", &non_empty(reason));
     match verdict {
         // Codex has no way to replace a prompt: refusing is the only safe reading.
@@ -109,14 +109,14 @@ fn user_prompt_submit(verdict: &Final) -> Rendered {
 
 /// PostToolUse is a notification, so only a failed relay blocks here. The tool has run;
 /// Codex gives the model the reason instead of the tool's output.
-fn post_tool_use(verdict: &Final) -> Rendered {
+fn post_tool_use(verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => decision("block", &non_empty(reason)),
         _ => with_context(CodexEvent::PostToolUse, verdict),
     }
 }
 
-fn with_context(event: CodexEvent, verdict: &Final) -> Rendered {
+fn with_context(event: CodexEvent, verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => notification_error(reason),
         _ => context_or_silence(event.name(), additional_context(verdict)),
@@ -125,14 +125,14 @@ fn with_context(event: CodexEvent, verdict: &Final) -> Rendered {
 
 /// Events that cannot be refused: a block (the relay failed) becomes a failed hook that
 /// Codex reports, never a `decision: block` or an exit 2.
-fn notification(verdict: &Final) -> Rendered {
+fn notification(verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => notification_error(reason),
-        _ => Rendered::default(),
+        _ => CallerReply::default(),
     }
 }
 
-fn notification_error(reason: &str) -> Rendered {
+fn notification_error(reason: &str) -> CallerReply {
     stderr_exit(&non_empty(reason), EXIT_HOOK_ERROR)
 }
 
@@ -166,7 +166,7 @@ mod tests {
         // Codex supports neither a plain allow nor ask: both explicit and no-opinion
         // allows leave its own approval settings in charge.
         for v in [Final::no_opinion(), allow(true, json!({}))] {
-            assert_eq!(render(&cx("PreToolUse"), None, &v), Rendered::default());
+            assert_eq!(render(&cx("PreToolUse"), None, &v), CallerReply::default());
         }
         assert_eq!(assert_deny("PreToolUse", &block("not here")), "not here");
         // An empty reason would make Codex run the tool: one is supplied.

@@ -15,8 +15,8 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim,
+    hook_events, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, Mapped, Proven, RunContext, Shim,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook copilot <event>`.
@@ -127,7 +127,7 @@ impl Framework for Copilot {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         render::render(cx, event, verdict)
     }
 

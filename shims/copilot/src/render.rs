@@ -17,7 +17,7 @@ use crate::frameworks::adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
 pub const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
@@ -25,7 +25,7 @@ const EXIT_HOOK_ERROR: i32 = 1;
 /// The reason given when a block came without one (Copilot shows an empty reason badly).
 const NO_REASON: &str = "ahp-wrap blocked this tool call";
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
     let Some(event) = CopilotEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
@@ -43,7 +43,7 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) ->
 }
 
 /// A prompt kept from the model: Copilot shows `responseContent` as the answer.
-fn handled(reason: &str) -> Rendered {
+fn handled(reason: &str) -> CallerReply {
     json_stdout(json!({
         "handled": true,
         "responseContent": format!("ahp-wrap blocked this prompt: {}", non_empty(reason)),
@@ -67,7 +67,7 @@ fn new_prompt(modified: &Value) -> Result<&str, String> {
     Ok(p)
 }
 
-fn user_prompt_submitted(verdict: &Final) -> Rendered {
+fn user_prompt_submitted(verdict: &Final) -> CallerReply {
     if let Some(modified) = verdict.replacement() {
         return match new_prompt(modified) {
             Ok(p) => json_stdout(json!({ "modifiedPrompt": p })),
@@ -75,20 +75,20 @@ fn user_prompt_submitted(verdict: &Final) -> Rendered {
         };
     }
     match verdict {
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => handled(reason),
         _ => handled(&unexpected(verdict)),
     }
 }
 
-fn deny(reason: &str) -> Rendered {
+fn deny(reason: &str) -> CallerReply {
     json_stdout(json!({
         "permissionDecision": "deny",
         "permissionDecisionReason": non_empty(reason),
     }))
 }
 
-fn pre_tool_use(verdict: &Final) -> Rendered {
+fn pre_tool_use(verdict: &Final) -> CallerReply {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(args) => json_stdout(json!({"permissionDecision": "allow", "modifiedArgs": args})),
@@ -98,19 +98,19 @@ fn pre_tool_use(verdict: &Final) -> Rendered {
     match verdict {
         Final::Allow { explicit: true, .. } => json_stdout(json!({"permissionDecision": "allow"})),
         // No opinion: Copilot's own permission system stays in charge.
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => deny(reason),
         Final::Ask { .. } | Final::Modify { .. } => deny(&unexpected(verdict)),
     }
 }
 
-fn permission_request(verdict: &Final) -> Rendered {
+fn permission_request(verdict: &Final) -> CallerReply {
     let out = |v: Value| json_stdout(v);
     match verdict {
         _ if verdict.replacement().is_some() => out(json!({"behavior": "deny",
             "message": unapplicable_modify("Copilot's permissionRequest cannot change the arguments")})),
         Final::Allow { explicit: true, .. } => out(json!({"behavior": "allow"})),
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => out(json!({"behavior": "deny", "message": non_empty(reason)})),
         _ => out(json!({"behavior": "deny", "message": unexpected(verdict)})),
     }

@@ -15,8 +15,8 @@ mod render;
 mod settings;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, KeyRule,
-    Mapped, Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
+    hook_events, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, KeyRule, Mapped, Proven, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook gemini <Event>`.
@@ -148,7 +148,7 @@ impl Framework for Gemini {
         map::map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         render::render(cx, event, verdict)
     }
 

@@ -11,7 +11,7 @@ use crate::frameworks::adapter::shared::output::{
     context_or_silence, decision, hook_specific, notification, stderr_exit, unapplicable_modify,
 };
 use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
 /// not know, where no JSON contract applies.
@@ -19,7 +19,7 @@ const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error: Gemini goes on with a warning.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
     let Some(event) = GeminiEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };
@@ -41,11 +41,11 @@ pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) ->
     }
 }
 
-fn deny(reason: &str) -> Rendered {
+fn deny(reason: &str) -> CallerReply {
     decision("deny", reason)
 }
 
-fn before_tool(verdict: &Final) -> Rendered {
+fn before_tool(verdict: &Final) -> CallerReply {
     if let Some(modified) = verdict.replacement() {
         // Gemini replaces the whole tool input with this one.
         return match updated_input(modified) {
@@ -56,7 +56,7 @@ fn before_tool(verdict: &Final) -> Rendered {
     match verdict {
         // Explicit or not: Gemini's own approval mode stays in charge (there is no
         // "skip the confirmation" answer worth giving in a headless run).
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => deny(reason),
         Final::Ask { .. } | Final::Modify { .. } => deny(&unexpected(verdict)),
     }
@@ -64,14 +64,14 @@ fn before_tool(verdict: &Final) -> Rendered {
 
 /// BeforeAgent (the user's prompt) and BeforeModel (each model request): a deny keeps the
 /// request from the model.
-fn before_prompt(event: GeminiEvent, verdict: &Final) -> Rendered {
+fn before_prompt(event: GeminiEvent, verdict: &Final) -> CallerReply {
     match verdict {
         // Rewriting a prompt is not something we can make Gemini do exactly: refuse.
         _ if verdict.replacement().is_some() => deny(
             "ahp-wrap blocked this prompt because the harness rewrote it, and Gemini CLI cannot run a rewritten prompt",
         ),
         Final::Allow { .. } if event == GeminiEvent::BeforeAgent => with_context(event, verdict),
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => deny(reason),
         Final::Ask { .. } | Final::Modify { .. } => {
             deny(&unexpected(verdict))
@@ -80,7 +80,7 @@ fn before_prompt(event: GeminiEvent, verdict: &Final) -> Rendered {
 }
 
 /// `additional_context` from an allow, for the hooks where Gemini passes it to the model.
-fn with_context(event: GeminiEvent, verdict: &Final) -> Rendered {
+fn with_context(event: GeminiEvent, verdict: &Final) -> CallerReply {
     match verdict {
         Final::Block { reason } => stderr_exit(reason, EXIT_HOOK_ERROR),
         Final::Allow { extra, .. } => context_or_silence(
@@ -90,7 +90,7 @@ fn with_context(event: GeminiEvent, verdict: &Final) -> Rendered {
                 .and_then(Value::as_str)
                 .map(str::to_owned),
         ),
-        _ => Rendered::default(),
+        _ => CallerReply::default(),
     }
 }
 

@@ -18,8 +18,8 @@ mod map;
 mod render;
 
 use crate::frameworks::adapter::{
-    hook_events, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim, StateFile, StateFormat, Treatment,
+    hook_events, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, Mapped, Proven, RunContext, Shim, StateFile, StateFormat, Treatment,
 };
 
 /// The framework's name on the command line and in `ahp-wrap hook opencode <hook>`.
@@ -209,7 +209,7 @@ impl Framework for OpenCode {
         map::map(self.0, cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         render::render(self.0, cx, event, verdict)
     }
 

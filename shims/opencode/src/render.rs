@@ -21,7 +21,7 @@ use crate::frameworks::adapter::shared::output::{
 };
 use crate::frameworks::adapter::shared::updated_input;
 use crate::frameworks::adapter::Shim;
-use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which the plugin blocks on the stderr text: only for hooks we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -33,7 +33,7 @@ pub fn render(
     cx: &HookContext<'_>,
     _event: Option<&Mapped>,
     verdict: &Final,
-) -> Rendered {
+) -> CallerReply {
     let shim = flavor.shim;
     let Some(event) = OpenCodeEvent::parse(cx.hook) else {
         return stderr_exit(&shim.unknown_hook_reason(verdict), EXIT_BLOCK);
@@ -49,11 +49,11 @@ pub fn render(
     }
 }
 
-fn block(reason: &str) -> Rendered {
+fn block(reason: &str) -> CallerReply {
     json_stdout(json!({"decision": "block", "reason": reason}))
 }
 
-fn tool_execute_before(shim: Shim, verdict: &Final) -> Rendered {
+fn tool_execute_before(shim: Shim, verdict: &Final) -> CallerReply {
     if let Some(modified) = verdict.replacement() {
         return match updated_input(modified) {
             Ok(args) => json_stdout(json!({"decision": "modify", "args": args})),
@@ -63,7 +63,7 @@ fn tool_execute_before(shim: Shim, verdict: &Final) -> Rendered {
     match verdict {
         // No opinion or explicit: OpenCode's own permission rules stay in charge (a plugin
         // hook cannot approve a call past them).
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => block(reason),
         _ => block(&shim.unexpected(verdict)),
     }
@@ -81,7 +81,7 @@ fn new_prompt(modified: &Value) -> Result<&str, String> {
     }
 }
 
-fn chat_message(shim: Shim, verdict: &Final) -> Rendered {
+fn chat_message(shim: Shim, verdict: &Final) -> CallerReply {
     if let Some(modified) = verdict.replacement() {
         return match new_prompt(modified) {
             Ok(p) => json_stdout(json!({"decision": "modify", "prompt": p})),
@@ -89,7 +89,7 @@ fn chat_message(shim: Shim, verdict: &Final) -> Rendered {
         };
     }
     match verdict {
-        Final::Allow { .. } => Rendered::default(),
+        Final::Allow { .. } => CallerReply::default(),
         Final::Block { reason } => block(&format!("ahp-wrap blocked this prompt: {reason}")),
         _ => block(&shim.unexpected(verdict)),
     }

@@ -6,8 +6,8 @@ use std::sync::OnceLock;
 
 use super::{parse, ManifestShim};
 use crate::frameworks::adapter::{
-    AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped, Proven,
-    Rendered, RunContext, Shim,
+    AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError, HookContext, Mapped,
+    Proven, RunContext, Shim,
 };
 
 /// A manifest compiled into the binary (`shims/<name>/shim.toml`): its text, and the two
@@ -85,11 +85,11 @@ impl Framework for BuiltInShim {
         shim.map(cx, payload)
     }
 
-    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(&self, cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final) -> CallerReply {
         match self.shim() {
             Ok(shim) => shim.render(cx, event, verdict),
             // Command hooks block on exit code 2 with the reason on stderr.
-            Err(why) => Rendered {
+            Err(why) => CallerReply {
                 stdout: Vec::new(),
                 stderr: format!("ahp-wrap: {why}\n").into_bytes(),
                 exit_code: 2,

@@ -7,7 +7,7 @@ use std::path::Path;
 use serde_json::{json, Value};
 
 use super::{files_in, load, ManifestShim};
-use crate::frameworks::adapter::{Final, Framework, HookContext, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final, Framework, HookContext};
 
 /// What the check found: one line per finding, and whether all is well.
 #[derive(Debug, Default)]
@@ -143,7 +143,7 @@ fn sample(shim: &ManifestShim, hook: &str, path: &Path) -> Result<Vec<String>, S
 }
 
 /// A rendered answer in one line; stdout that is not one JSON value is an error.
-fn answer(r: &Rendered) -> Result<String, String> {
+fn answer(r: &CallerReply) -> Result<String, String> {
     let mut parts = Vec::new();
     if !r.stdout.is_empty() {
         let v: Value = serde_json::from_slice(&r.stdout)

@@ -6,7 +6,7 @@ use super::shape::rename_back;
 use super::{Event, Manifest, Output, Rendering};
 use crate::frameworks::adapter::shared::output::unexpected;
 use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{unapplicable_modify, Final, Rendered};
+use crate::frameworks::adapter::{unapplicable_modify, CallerReply, Final};
 
 /// The values a template's placeholders take.
 struct Fill<'a> {
@@ -44,7 +44,7 @@ impl Fill<'_> {
         }
     }
 
-    fn output(&self, out: &Output) -> Rendered {
+    fn output(&self, out: &Output) -> CallerReply {
         let mut stdout = Vec::new();
         if let Some(v) = &out.stdout {
             stdout = self.value(v).to_string().into_bytes();
@@ -55,7 +55,7 @@ impl Fill<'_> {
             stderr = self.text(s).into_bytes();
             stderr.push(b'\n');
         }
-        Rendered {
+        CallerReply {
             stdout,
             stderr,
             exit_code: out.exit,
@@ -64,7 +64,7 @@ impl Fill<'_> {
 }
 
 /// `verdict` on `event`, as the manifest writes it.
-pub fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> Rendered {
+pub fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> CallerReply {
     fn filled<'a>(manifest: &'a Manifest, event: &'a Event, reason: &'a str) -> Fill<'a> {
         Fill {
             reason,
@@ -121,12 +121,12 @@ pub fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> Rendered {
 
 /// A hook name the manifest does not declare: the verdict's reason (or a word that the hook
 /// is unknown) on stderr, and the manifest's code for it.
-pub fn unknown_hook(manifest: &Manifest, verdict: &Final) -> Rendered {
+pub fn unknown_hook(manifest: &Manifest, verdict: &Final) -> CallerReply {
     let reason = verdict.reason().map_or_else(
         || format!("ahp-wrap does not know this {} hook", manifest.agent),
         str::to_owned,
     );
-    Rendered {
+    CallerReply {
         stdout: Vec::new(),
         stderr: format!("{reason}\n").into_bytes(),
         exit_code: manifest.unknown_hook_exit,

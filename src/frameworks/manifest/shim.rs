@@ -12,8 +12,8 @@ use crate::frameworks::adapter::shared::settings::{
 };
 use crate::frameworks::adapter::shared::timeout;
 use crate::frameworks::adapter::{
-    run_nonce, AgentCommand, AgentFiles, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, Rendered, RunContext, Shim, StateFile,
+    run_nonce, AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError,
+    HookContext, Mapped, Proven, RunContext, Shim, StateFile,
 };
 
 /// A manifest, as a framework.
@@ -219,7 +219,12 @@ impl Framework for ManifestShim {
         }))
     }
 
-    fn render(&self, cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> Rendered {
+    fn render(
+        &self,
+        cx: &HookContext<'_>,
+        _event: Option<&Mapped>,
+        verdict: &Final,
+    ) -> CallerReply {
         match self.event(cx.hook) {
             Some(event) => render::render(&self.manifest, event, verdict),
             None => render::unknown_hook(&self.manifest, verdict),

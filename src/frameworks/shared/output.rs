@@ -6,13 +6,13 @@
 
 use serde_json::{json, Value};
 
-use crate::frameworks::adapter::{Final, Rendered};
+use crate::frameworks::adapter::{CallerReply, Final};
 
 /// `v` as one line of JSON on stdout, exit 0.
-pub fn json_stdout(v: Value) -> Rendered {
+pub fn json_stdout(v: Value) -> CallerReply {
     let mut stdout = v.to_string().into_bytes();
     stdout.push(b'\n');
-    Rendered {
+    CallerReply {
         stdout,
         stderr: Vec::new(),
         exit_code: 0,
@@ -20,8 +20,8 @@ pub fn json_stdout(v: Value) -> Rendered {
 }
 
 /// `reason` as a line on stderr, and `exit_code`.
-pub fn stderr_exit(reason: &str, exit_code: i32) -> Rendered {
-    Rendered {
+pub fn stderr_exit(reason: &str, exit_code: i32) -> CallerReply {
+    CallerReply {
         stdout: Vec::new(),
         stderr: format!("{reason}\n").into_bytes(),
         exit_code,
@@ -29,7 +29,7 @@ pub fn stderr_exit(reason: &str, exit_code: i32) -> Rendered {
 }
 
 /// `{"hookSpecificOutput": {"hookEventName": event, …fields}}`.
-pub fn hook_specific(event: &str, fields: Value) -> Rendered {
+pub fn hook_specific(event: &str, fields: Value) -> CallerReply {
     let mut o = json!({ "hookEventName": event });
     if let (Some(o), Value::Object(fields)) = (o.as_object_mut(), fields) {
         o.extend(fields);
@@ -44,7 +44,7 @@ pub fn permission_decision(
     decision: &str,
     reason: &str,
     updated_input: Option<Value>,
-) -> Rendered {
+) -> CallerReply {
     let mut o = json!({
         "permissionDecision": decision,
         "permissionDecisionReason": reason,
@@ -56,25 +56,25 @@ pub fn permission_decision(
 }
 
 /// A top-level `{"decision": decision, "reason": reason}`.
-pub fn decision(decision: &str, reason: &str) -> Rendered {
+pub fn decision(decision: &str, reason: &str) -> CallerReply {
     json_stdout(json!({"decision": decision, "reason": reason}))
 }
 
 /// Context for the model (`additionalContext`), or silence when there is none.
-pub fn context_or_silence(event: &str, context: Option<String>) -> Rendered {
+pub fn context_or_silence(event: &str, context: Option<String>) -> CallerReply {
     match context {
         Some(ctx) => hook_specific(event, json!({ "additionalContext": ctx })),
-        None => Rendered::default(),
+        None => CallerReply::default(),
     }
 }
 
 /// Hooks whose event cannot be refused: a block (the relay failed) becomes a hook error
 /// (the reason on stderr, `exit_code`) that the agent reports and otherwise ignores; any
 /// other decision is silence.
-pub fn notification(verdict: &Final, exit_code: i32) -> Rendered {
+pub fn notification(verdict: &Final, exit_code: i32) -> CallerReply {
     match verdict {
         Final::Block { reason } => stderr_exit(reason, exit_code),
-        _ => Rendered::default(),
+        _ => CallerReply::default(),
     }
 }
 
@@ -102,10 +102,10 @@ pub mod testing {
 
     use serde_json::Value;
 
-    use crate::frameworks::adapter::{Final, HookContext, Mapped, Rendered, RunContext};
+    use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped, RunContext};
 
     /// A shim's `render`.
-    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> Rendered;
+    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> CallerReply;
 
     /// A headless hook call named `hook`.
     pub fn cx(hook: &str) -> HookContext<'_> {
@@ -170,7 +170,7 @@ mod tests {
 
     #[test]
     fn outputs_spell_out_the_claude_style_shapes() {
-        let parse = |r: Rendered| -> Value { serde_json::from_slice(&r.stdout).unwrap() };
+        let parse = |r: CallerReply| -> Value { serde_json::from_slice(&r.stdout).unwrap() };
         assert_eq!(
             parse(permission_decision("E", "deny", "no", None)),
             json!({"hookSpecificOutput": {"hookEventName": "E", "permissionDecision": "deny", "permissionDecisionReason": "no"}})
@@ -188,7 +188,7 @@ mod tests {
             parse(decision("block", "r")),
             json!({"decision": "block", "reason": "r"})
         );
-        assert_eq!(context_or_silence("E", None), Rendered::default());
+        assert_eq!(context_or_silence("E", None), CallerReply::default());
         assert_eq!(
             parse(context_or_silence("E", Some("C".into()))),
             json!({"hookSpecificOutput": {"hookEventName": "E", "additionalContext": "C"}})
@@ -201,7 +201,10 @@ mod tests {
         assert!(json_stdout(json!({})).stdout.ends_with(b"}\n"));
         let block = Final::Block { reason: "r".into() };
         assert_eq!(notification(&block, 1), stderr_exit("r", 1));
-        assert_eq!(notification(&Final::no_opinion(), 1), Rendered::default());
+        assert_eq!(
+            notification(&Final::no_opinion(), 1),
+            CallerReply::default()
+        );
         let Final::Block { reason } = unapplicable("x") else {
             panic!("a modify that cannot be applied is a block");
         };

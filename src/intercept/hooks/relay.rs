@@ -13,7 +13,7 @@ use nix::poll::{poll, PollFd, PollFlags, PollTimeout};
 
 use crate::control::client::Caller;
 use crate::control::wire::{self, Kind};
-use crate::frameworks::{self, HookContext, Rendered};
+use crate::frameworks::{self, CallerReply, HookContext};
 use crate::protocol::Final;
 
 /// Exit code when the framework itself is unknown (no deny form to render).
@@ -45,18 +45,18 @@ pub fn run_hook(framework: &str, hook: &str) -> i32 {
     emit(&rendered)
 }
 
-fn emit(r: &Rendered) -> i32 {
+fn emit(r: &CallerReply) -> i32 {
     // A reader that went away is not our failure; the exit code still says it all.
     let _ = std::io::stdout().lock().write_all(&r.stdout);
     let _ = std::io::stderr().lock().write_all(&r.stderr);
     r.exit_code
 }
 
-fn relay(framework: &str, hook: &str, cwd: &Path) -> Result<Rendered, String> {
+fn relay(framework: &str, hook: &str, cwd: &Path) -> Result<CallerReply, String> {
     let caller = Caller::from_env()?;
     let payload = read_stdin(&caller)?;
     let answer = caller.call(Kind::Hook, framework, hook, cwd, &payload)?;
-    Ok(Rendered {
+    Ok(CallerReply {
         stdout: answer.stdout,
         stderr: answer.stderr,
         exit_code: answer.exit_code,

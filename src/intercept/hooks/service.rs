@@ -9,7 +9,7 @@ use std::sync::{Arc, Mutex};
 use serde_json::{json, Map, Value};
 
 use crate::control::{CallerReply, Peer, Request};
-use crate::frameworks::{self, Framework, HookContext, Mapped, Rendered};
+use crate::frameworks::{self, Framework, HookContext, Mapped};
 use crate::gate::{Gate, Origin};
 use crate::protocol::{EventType, Final};
 
@@ -62,7 +62,7 @@ impl HookService {
         cwd: PathBuf,
         payload: Vec<u8>,
         peer: Peer,
-    ) -> Rendered {
+    ) -> CallerReply {
         let origin = |framework_session| crate::intercept::origin(peer, framework_session);
         if !peer.descends_from_agent {
             tracing::warn!(
@@ -124,7 +124,7 @@ impl HookService {
         cx: &HookContext<'_>,
         e: frameworks::FrameworkError,
         origin: Origin,
-    ) -> Rendered {
+    ) -> CallerReply {
         let (framework, hook) = (fw.name(), cx.hook);
         let message = format!("the {framework} {hook} hook payload was not understood: {e}");
         let error = self.gate.event(
@@ -157,8 +157,8 @@ fn metadata(framework: &str, hook: &str, mapped: &Mapped, peer: Peer) -> Map<Str
     metadata
 }
 
-fn unknown_framework(framework: &str) -> Rendered {
-    Rendered {
+fn unknown_framework(framework: &str) -> CallerReply {
+    CallerReply {
         stdout: Vec::new(),
         stderr: format!("ahp-wrap: unknown framework {framework:?}; blocking\n").into_bytes(),
         exit_code: 2,
@@ -168,19 +168,13 @@ fn unknown_framework(framework: &str) -> Rendered {
 impl HookService {
     /// Answers a hook request from the control socket.
     pub async fn handle(&self, request: Request) -> CallerReply {
-        let rendered = self
-            .hook(
-                request.scope,
-                request.name,
-                request.cwd,
-                request.payload,
-                request.peer,
-            )
-            .await;
-        CallerReply {
-            stdout: rendered.stdout,
-            stderr: rendered.stderr,
-            exit_code: rendered.exit_code,
-        }
+        self.hook(
+            request.scope,
+            request.name,
+            request.cwd,
+            request.payload,
+            request.peer,
+        )
+        .await
     }
 }
