@@ -301,6 +301,16 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
             })
             .collect();
         assert!(!refused.is_empty(), "other.test:{port}: {by_name:#?}");
+        // One decision per process, though each client tried both of the name's addresses
+        // (the second was refused without asking again).
+        let mut pids: Vec<String> = refused
+            .iter()
+            .map(|r| field(r, "/payload/context/process/pid"))
+            .collect();
+        let all = pids.len();
+        pids.sort();
+        pids.dedup();
+        assert_eq!(pids.len(), all, "other.test:{port}: {refused:#?}");
         for r in refused {
             assert_eq!(field(r, "/decision"), "block", "{r}");
             assert_eq!(field(r, "/source"), "floor", "{r}");

@@ -9,19 +9,55 @@
 //! non-blocking one is answered `EINPROGRESS` once the connection to the first address is
 //! under way, and finds it made or refused as it would its own (`poll`, `SO_ERROR`); while
 //! the policy decides, it waits in `connect` like a blocking one.
+//!
+//! A client tries each address of a name in turn (ssh, Python's `create_connection`, Node):
+//! once the name is refused to a process, its next try at the same port within
+//! [`REMEMBERED`] is refused without a second decision (nor a second question to a person).
 
+use std::collections::HashMap;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
 
 use crate::floor::bridge::Carry;
 use crate::floor::hosts::Target;
 
 use super::{Egress, CONNECT_TIMEOUT};
 
+/// How long a refusal of a name to a process holds for its next address.
+pub const REMEMBERED: Duration = Duration::from_secs(2);
+
+/// Names refused lately: (name, port, process) and when.
+#[derive(Debug, Default)]
+pub(super) struct Recent(Mutex<HashMap<(String, u16, i32), Instant>>);
+
+impl Recent {
+    fn refused_lately(&self, key: &(String, u16, i32)) -> bool {
+        let Ok(mut recent) = self.0.lock() else {
+            return false;
+        };
+        recent.retain(|_, at| at.elapsed() < REMEMBERED);
+        recent.contains_key(key)
+    }
+
+    fn note(&self, key: (String, u16, i32)) {
+        if let Ok(mut recent) = self.0.lock() {
+            if recent.len() < 4096 {
+                recent.insert(key, Instant::now());
+            }
+        }
+    }
+}
+
 impl Egress {
     /// Decides and makes the connection `carry` waits for.
     pub async fn connect_by_name(self: Arc<Self>, carry: Carry) {
+        let key = (carry.name.clone(), carry.port, carry.pid);
+        if self.refused_names.refused_lately(&key) {
+            self.refused.fetch_add(1, Ordering::Relaxed);
+            return carry.refuse(libc::EACCES);
+        }
         let scheme = match carry.port {
             80 => "http",
             443 => "https",
@@ -37,6 +73,9 @@ impl Egress {
             Err(refusal) => {
                 tracing::debug!("egress: {}:{}: {}", carry.name, carry.port, refusal.reason);
                 // A refusal is the floor's EACCES; a name that leads nowhere, no route.
+                if refusal.decided {
+                    self.refused_names.note(key);
+                }
                 carry.refuse(match refusal.decided {
                     true => libc::EACCES,
                     false => libc::EHOSTUNREACH,

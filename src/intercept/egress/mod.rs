@@ -58,6 +58,9 @@ pub struct Egress {
     /// The tree's listeners published on this machine's loopback.
     #[cfg(target_os = "linux")]
     pub published: publish::Published,
+    /// Connections by name refused lately, by name, port and process (see `carry`).
+    #[cfg(target_os = "linux")]
+    refused_names: carry::Recent,
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -78,6 +81,8 @@ impl Egress {
             refused: AtomicU64::new(0),
             #[cfg(target_os = "linux")]
             published: publish::Published::default(),
+            #[cfg(target_os = "linux")]
+            refused_names: carry::Recent::default(),
         }
     }
 
