@@ -114,16 +114,16 @@ fn command(cli: Cli) -> CommandResult {
             termlog::init(&args.run.log, args.run.log_file.as_deref(), false)
                 .map_err(|e| wrapper(&e))?;
             let cfg = Config::for_mcp(*args).map_err(|e| wrapper(&e))?;
-            let early = run::Early::start(cfg.floor);
-            run::run(cfg, early)
+            let helpers = run::Helpers::start(cfg.floor);
+            run::run(cfg, helpers)
         }
         None => {
             // The guardian first: it makes the agent's namespaces while we read the rest.
-            let early = run::Early::start(cli.run.floor.into());
+            let helpers = run::Helpers::start(cli.run.floor.into());
             termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true)
                 .map_err(|e| wrapper(&e))?;
             let cfg = Config::from_args(cli.run).map_err(|e| wrapper(&e))?;
-            run::run(cfg, early)
+            run::run(cfg, helpers)
         }
     }
 }

@@ -253,8 +253,8 @@ fn the_example_policies() {
 #[test]
 fn the_fleet_capability_takes_the_task_it_documents() {
     use ahp_wrap::fleet::capability::Capability;
-    use ahp_wrap::fleet::l3;
     use ahp_wrap::fleet::message::Task;
+    use ahp_wrap::fleet::safety;
 
     let cap = Capability::load(&example("fleet/fix-tests.toml")).unwrap();
     let task = |changes: Value| -> Task {
@@ -270,7 +270,7 @@ fn the_fleet_capability_takes_the_task_it_documents() {
         serde_json::from_value(t).unwrap()
     };
     // The task its comment submits is taken.
-    l3::check(&cap, None, &task(json!({}))).unwrap();
+    safety::check(&cap, None, &task(json!({}))).unwrap();
     for (change, refused) in [
         (json!({"risk": "R3"}), "ceiling"),
         (json!({"data_class": "T3"}), "data class"),
@@ -278,7 +278,7 @@ fn the_fleet_capability_takes_the_task_it_documents() {
         (json!({"input": {"branch": "main"}}), "repo is required"),
         (json!({"input": {"repo": "r", "token": "x"}}), "token"),
     ] {
-        let why = l3::check(&cap, None, &task(change.clone())).unwrap_err();
+        let why = safety::check(&cap, None, &task(change.clone())).unwrap_err();
         assert!(why.contains(refused), "{change}: {why}");
     }
     let out_schema = cap.output_schema.as_ref().unwrap();

@@ -10,8 +10,8 @@ use serde_json::Value;
 
 use super::amqp::Target;
 use super::capability::Capability;
-use super::l3::L3Policy;
 use super::message::{Status, Task, TaskResult};
+use super::safety::SafetyPolicy;
 use super::task_run::Launcher;
 use super::worker::Worker;
 use crate::cli::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
@@ -66,9 +66,9 @@ fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Failure> {
             "--policy applies to the embedded harness; it cannot be used with --harness",
         ));
     }
-    let l3 = match &args.run.harness {
+    let safety = match &args.run.harness {
         Some(_) => None,
-        None => Some(L3Policy {
+        None => Some(SafetyPolicy {
             policy: crate::commands::load_policy(args.run.policy.as_deref()).map_err(error)?,
             mode: args.run.mode.into(),
         }),
@@ -99,7 +99,7 @@ fn configure(args: WorkerArgs) -> Result<(Worker, WorkDir), Failure> {
     let worker = Worker {
         target,
         capability,
-        l3,
+        safety,
         launcher,
         backoff_max: Duration::from_secs(args.reconnect_max.max(1)),
         name: format!("{host}:{}", std::process::id()),

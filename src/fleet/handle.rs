@@ -196,7 +196,7 @@ async fn run_task(
         answer.result(Ending::unrun(Status::Aborted, why)).await?;
         return Ok(true);
     }
-    let refused = super::l3::check(&w.capability, w.l3.as_ref(), task)
+    let refused = super::safety::check(&w.capability, w.safety.as_ref(), task)
         .err()
         .or_else(|| w.launcher.refuses(task));
     if let Some(reason) = refused {

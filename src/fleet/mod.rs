@@ -16,7 +16,7 @@
 //!
 //! - [`capability`]: the capability file (TOML) and its small JSON-Schema subset.
 //! - [`message`]: the wire messages (task, abort, event, result) and their checks.
-//! - [`l3`]: the safety gate a task passes before anything runs (HCP's layer 3, "safety and
+//! - [`safety`]: the safety gate a task passes before anything runs (HCP's layer 3, "safety and
 //!   contract", between the task layer and the session layer).
 //! - [`amqp`]: connecting (heartbeats, timeouts), the topology, confirmed publishing.
 //! - [`events`]: audit records of a run as HCP events.
@@ -34,8 +34,8 @@ pub mod capability;
 pub mod command;
 pub mod events;
 pub mod handle;
-pub mod l3;
 pub mod message;
+pub mod safety;
 pub mod submit;
 pub mod task_run;
 pub mod worker;

@@ -16,8 +16,8 @@ use lapin::{Channel, Connection, Consumer};
 use super::amqp::{self, broker, AmqpError, Target};
 use super::capability::Capability;
 use super::handle::{self, Handled};
-use super::l3::L3Policy;
 use super::message::Abort;
+use super::safety::SafetyPolicy;
 use super::task_run::Launcher;
 use super::{task_queue, ABORT_EXCHANGE};
 
@@ -30,9 +30,9 @@ const RECENT_ABORTS: usize = 256;
 pub struct Worker {
     pub target: Target,
     pub capability: Capability,
-    /// The policy of the safety gate every task passes first ([`super::l3`]); `None`: the
+    /// The policy of the safety gate every task passes first ([`super::safety`]); `None`: the
     /// capability's declaration alone is checked.
-    pub l3: Option<L3Policy>,
+    pub safety: Option<SafetyPolicy>,
     pub launcher: Launcher,
     /// The longest wait between reconnection attempts.
     pub backoff_max: Duration,

@@ -38,19 +38,19 @@ const HOOK_MARGIN: Duration = Duration::from_secs(2);
 /// nothing: the connection is refused at once).
 const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 
-/// What a run starts first, before its log and its configuration are read: the guardian,
-/// the small executable beside this one, spawned; where the floor wants namespaces, it
-/// first makes them for the agent, while we prepare.
-pub struct Early {
+/// The helper processes a run starts first, before its log and its configuration are read:
+/// the guardian (the small executable beside this one, spawned), which, where the floor
+/// wants namespaces, first makes them for the agent while we prepare.
+pub struct Helpers {
     guardian: std::io::Result<Guardian>,
     #[cfg(target_os = "linux")]
     ahead: Option<crate::floor::Ahead>,
 }
 
-impl Early {
+impl Helpers {
     /// Starts the guardian, for a run whose floor is `floor`. Call it while this process
     /// is single-threaded.
-    pub fn start(floor: crate::floor::Mode) -> Early {
+    pub fn start(floor: crate::floor::Mode) -> Helpers {
         let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
         #[cfg(target_os = "linux")]
         let (ahead, maker) = match crate::floor::namespaces_ahead(floor) {
@@ -63,7 +63,7 @@ impl Early {
             Some(_) => &[crate::floor::MAKE_NAMESPACES_ARG],
             None => &[],
         };
-        Early {
+        Helpers {
             guardian: Guardian::spawn(small.as_deref(), args, maker),
             #[cfg(target_os = "linux")]
             ahead,
@@ -71,10 +71,10 @@ impl Early {
     }
 }
 
-/// Runs the agent under the harness, with what [`Early::start`] started; returns how we
+/// Runs the agent under the harness, with what [`Helpers::start`] started; returns how we
 /// exit.
-pub fn run(cfg: Config, early: Early) -> CommandResult {
-    let guardian = match early.guardian {
+pub fn run(cfg: Config, helpers: Helpers) -> CommandResult {
+    let guardian = match helpers.guardian {
         Ok(g) => Some(g),
         Err(e) => {
             tracing::warn!("no guardian process ({e}): the agent may outlive a killed wrapper");
@@ -82,7 +82,7 @@ pub fn run(cfg: Config, early: Early) -> CommandResult {
         }
     };
     #[cfg(target_os = "linux")]
-    let ahead = early.ahead;
+    let ahead = helpers.ahead;
     // Orphans of the agent's tree come back to us, so that none outlives the run.
     match tree::become_subreaper() {
         Ok(()) => tracing::debug!("the wrapper is a child subreaper"),

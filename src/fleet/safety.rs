@@ -18,13 +18,13 @@ use crate::policy::Policy;
 use crate::protocol::{Event, EventType, Verdict};
 
 /// The policy L3 asks about intents, and whether its answer is enforced.
-pub struct L3Policy {
+pub struct SafetyPolicy {
     pub policy: Policy,
     pub mode: Mode,
 }
 
 /// Checks `task`; `Err` is the reason it is refused.
-pub fn check(cap: &Capability, policy: Option<&L3Policy>, task: &Task) -> Result<(), String> {
+pub fn check(cap: &Capability, policy: Option<&SafetyPolicy>, task: &Task) -> Result<(), String> {
     if task.capability != cap.name {
         return Err(format!(
             "the task is for capability {:?}, this worker offers {:?}",
@@ -75,7 +75,7 @@ fn allowed(list: &[String]) -> String {
     }
 }
 
-fn check_policy(p: &L3Policy, task: &Task) -> Result<(), String> {
+fn check_policy(p: &SafetyPolicy, task: &Task) -> Result<(), String> {
     let event = intent_event(task);
     let decision = p.policy.evaluate(&event);
     let refused = match &decision.verdict {
@@ -175,7 +175,7 @@ events = ["pre_prompt"]
 "#,
         )
         .unwrap();
-        let mut p = L3Policy {
+        let mut p = SafetyPolicy {
             policy,
             mode: Mode::Enforce,
         };
@@ -186,7 +186,7 @@ events = ["pre_prompt"]
         );
         p.mode = Mode::Observe;
         assert_eq!(check(&cap(), Some(&p), &task()), Ok(()));
-        let default = L3Policy {
+        let default = SafetyPolicy {
             policy: Policy::default_policy(),
             mode: Mode::Enforce,
         };
