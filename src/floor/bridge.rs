@@ -33,18 +33,26 @@
 use std::collections::{HashMap, HashSet};
 use std::io;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod addr;
+mod answer;
 mod carry;
 mod listen;
+mod socket;
 mod unix;
 
 use addr::{raw_sockaddr, read_memory, read_sockaddr, Sockaddr};
+use answer::{add_fd, respond, SyscallReply};
+use socket::{
+    connect_blocking, connect_inside, fd_cloexec, nodelay, note_asker, sockopt, their_fd,
+    thread_group,
+};
 
+pub use answer::Answer;
 pub use carry::{start_connect, Carry};
 pub use listen::{Listening, Publish};
 
@@ -96,9 +104,9 @@ pub struct Bridge {
     /// `None`: they stay inside its namespace.
     pub publish: Option<Publish>,
     /// The names the tree's resolver gave addresses to, and where a connection to one is
-    /// handed (`None`: refused, there is no resolver).
+    /// handed, to be decided and made.
     pub names: Arc<crate::floor::names::Names>,
-    pub carry: Option<Box<dyn Fn(Carry) + Send>>,
+    pub carry: Box<dyn Fn(Carry) + Send>,
     /// Which process asks the tree's resolver, by the UDP port it asks from.
     pub dns_askers: Askers,
 }
@@ -142,25 +150,8 @@ impl Bridge {
                     _ => return,
                 }
             }
-            let answer = self.answer(&listener, &req, &mut seen);
-            let mut resp = libc::seccomp_notif_resp {
-                id: req.id,
-                val: 0,
-                error: 0,
-                flags: 0,
-            };
-            match answer {
-                SyscallReply::Continue => {
-                    resp.flags = libc::SECCOMP_USER_NOTIF_FLAG_CONTINUE as u32
-                }
-                SyscallReply::Done => {}
-                SyscallReply::Value(v) => resp.val = v,
-                SyscallReply::Error(e) => resp.error = -e,
-                SyscallReply::Later => continue,
-            }
-            // SAFETY: a response to the notification we received; ENOENT (the caller is
-            // gone) needs nothing.
-            unsafe { libc::ioctl(fd, libc::SECCOMP_IOCTL_NOTIF_SEND as _, &mut resp) };
+            let reply = self.answer(&listener, &req, &mut seen);
+            respond(fd, req.id, reply);
         }
     }
 
@@ -344,149 +335,6 @@ impl From<SocketAddr> for Dest {
     }
 }
 
-/// Binds a socket about to reach the proxy or the resolver (at `addr`) to a port of its own
-/// first, if it has none, and notes in `askers` which process it is, for their events.
-fn note_asker(sock: &OwnedFd, addr: SocketAddr, tid: i32, askers: &Askers) {
-    // SAFETY: bind and getsockname with buffers we own.
-    let port = unsafe {
-        let local_port = |sock: &OwnedFd| {
-            let mut local: libc::sockaddr_storage = std::mem::zeroed();
-            let mut len = std::mem::size_of::<libc::sockaddr_storage>() as libc::socklen_t;
-            if libc::getsockname(sock.as_raw_fd(), (&raw mut local).cast(), &mut len) != 0 {
-                return 0;
-            }
-            // sin_port and sin6_port lie at the same offset.
-            let sin = &*(&raw const local).cast::<libc::sockaddr_in>();
-            u16::from_be(sin.sin_port)
-        };
-        match local_port(sock) {
-            0 => {
-                let (any, len) = raw_sockaddr(SocketAddr::new(addr.ip(), 0));
-                libc::bind(sock.as_raw_fd(), (&raw const any).cast(), len);
-                local_port(sock)
-            }
-            port => port,
-        }
-    };
-    if port == 0 {
-        return;
-    }
-    if let Ok(mut askers) = askers.lock() {
-        if askers.len() > 4096 {
-            askers.clear();
-        }
-        askers.insert(port, thread_group(tid).unwrap_or(tid));
-    }
-}
-
-/// Connects `sock` (the caller's, shared with us) to the address at `addr` (`len` bytes),
-/// blocking for the while: on this machine a connection is made or refused at once.
-fn connect_blocking(
-    sock: &OwnedFd,
-    addr: *const libc::sockaddr,
-    len: libc::socklen_t,
-) -> io::Result<()> {
-    let fd = sock.as_raw_fd();
-    // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
-    let status = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-    let nonblocking = status >= 0 && status & libc::O_NONBLOCK != 0;
-    if nonblocking {
-        unsafe { libc::fcntl(fd, libc::F_SETFL, status & !libc::O_NONBLOCK) };
-    }
-    // SAFETY: connect with an address the caller of this function owns, `len` bytes long.
-    let r = unsafe { libc::connect(fd, addr, len) };
-    let err = io::Error::last_os_error();
-    if nonblocking {
-        unsafe { libc::fcntl(fd, libc::F_SETFL, status) };
-    }
-    match r {
-        0 => Ok(()),
-        _ => Err(err),
-    }
-}
-
-enum SyscallReply {
-    /// The kernel carries the call out (inside the namespace).
-    Continue,
-    /// Answered with success.
-    Done,
-    /// Answered with this errno.
-    Error(i32),
-    /// Answered with this return value (bytes sent).
-    Value(i64),
-    /// Answered later, by another thread (see [`Answer`]).
-    Later,
-}
-
-/// The answer to a stopped call given by another thread, when it is dropped: success, or
-/// the error set.
-#[derive(Debug)]
-pub struct Answer {
-    notify: Arc<OwnedFd>,
-    id: u64,
-    /// The errno to answer with (0: success).
-    error: i32,
-}
-
-impl Answer {
-    fn new(notify: &Arc<OwnedFd>, id: u64) -> Answer {
-        Answer {
-            notify: notify.clone(),
-            id,
-            error: 0,
-        }
-    }
-
-    /// Answers with `errno` instead of success.
-    pub fn fail(mut self, errno: i32) {
-        self.error = errno;
-    }
-
-    /// Puts `socket` in place of the caller's descriptor `fd` (close-on-exec as `cloexec`
-    /// says), before the answer.
-    fn install(&self, socket: &impl AsRawFd, fd: i32, cloexec: bool) -> io::Result<()> {
-        let addfd = libc::seccomp_notif_addfd {
-            id: self.id,
-            flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
-            srcfd: socket.as_raw_fd() as u32,
-            newfd: fd as u32,
-            newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
-        };
-        // SAFETY: installs our socket at `fd` in the caller, for the notification `id`.
-        let r = unsafe {
-            libc::ioctl(
-                self.notify.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_ADDFD as _,
-                &addfd,
-            )
-        };
-        if r < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(())
-    }
-}
-
-impl Drop for Answer {
-    fn drop(&mut self) {
-        let mut resp = libc::seccomp_notif_resp {
-            id: self.id,
-            val: 0,
-            error: -self.error,
-            flags: 0,
-        };
-        // SAFETY: a response to a notification the bridge received and left to us; ENOENT
-        // (the caller is gone) needs nothing.
-        unsafe {
-            libc::ioctl(
-                self.notify.as_raw_fd(),
-                libc::SECCOMP_IOCTL_NOTIF_SEND as _,
-                &mut resp,
-            )
-        };
-    }
-}
-
 /// A `sendto(2)`'s arguments but its address.
 struct Datagram {
     fd: i32,
@@ -494,22 +342,6 @@ struct Datagram {
     buf: u64,
     len: usize,
     flags: i32,
-}
-
-/// Connects `tid`'s own socket (shared with us) to `addr` inside its namespace, blocking for
-/// the while (a loopback connection is made or refused at once).
-fn connect_inside(sock: &OwnedFd, addr: SocketAddr) -> io::Result<()> {
-    let (raw, len) = raw_sockaddr(addr);
-    connect_blocking(sock, (&raw const raw).cast(), len)
-}
-
-/// `tid`'s thread group id.
-fn thread_group(tid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
 }
 
 /// Connects to `addr` from the wrapper's namespace and puts the socket in place of `tid`'s
@@ -528,65 +360,5 @@ fn bridge(
     let stream = std::net::TcpStream::connect_timeout(&addr, std::time::Duration::from_secs(5))?;
     let _ = stream.set_nodelay(nodelay(theirs));
     stream.set_nonblocking(nonblocking)?;
-    let cloexec = fd_cloexec(tid, fd);
-    let addfd = libc::seccomp_notif_addfd {
-        id,
-        flags: libc::SECCOMP_ADDFD_FLAG_SETFD as u32,
-        srcfd: stream.as_raw_fd() as u32,
-        newfd: fd as u32,
-        newfd_flags: if cloexec { libc::O_CLOEXEC as u32 } else { 0 },
-    };
-    // SAFETY: installs our socket at `fd` in the caller, for the notification `id`.
-    let r = unsafe { libc::ioctl(listener, libc::SECCOMP_IOCTL_NOTIF_ADDFD as _, &addfd) };
-    if r < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// A copy of `tid`'s descriptor `fd` (pidfd_getfd).
-fn their_fd(tid: i32, fd: i32) -> io::Result<OwnedFd> {
-    // SAFETY: pidfd_open and pidfd_getfd return new descriptors we then own.
-    unsafe {
-        let mut pidfd = libc::syscall(libc::SYS_pidfd_open, tid, libc::PIDFD_THREAD);
-        if pidfd < 0 {
-            let tgid = thread_group(tid).unwrap_or(tid);
-            pidfd = libc::syscall(libc::SYS_pidfd_open, tgid, 0);
-        }
-        if pidfd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let pidfd = OwnedFd::from_raw_fd(pidfd as RawFd);
-        let theirs = libc::syscall(libc::SYS_pidfd_getfd, pidfd.as_raw_fd(), fd, 0);
-        if theirs < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        Ok(OwnedFd::from_raw_fd(theirs as RawFd))
-    }
-}
-
-fn nodelay(sock: &OwnedFd) -> bool {
-    sockopt(sock, libc::IPPROTO_TCP, libc::TCP_NODELAY).is_some_and(|v| v != 0)
-}
-
-/// An integer socket option of `sock`.
-fn sockopt(sock: &OwnedFd, level: libc::c_int, name: libc::c_int) -> Option<libc::c_int> {
-    let mut v: libc::c_int = 0;
-    let mut len = std::mem::size_of::<libc::c_int>() as libc::socklen_t;
-    // SAFETY: getsockopt into an int we own.
-    let r =
-        unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
-    (r == 0).then_some(v)
-}
-
-/// Whether `tid`'s `fd` is close-on-exec (its fdinfo's flags).
-fn fd_cloexec(tid: i32, fd: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
-        })
-        .is_some_and(|flags| flags & i64::from(libc::O_CLOEXEC) != 0)
+    add_fd(listener, id, &stream, fd, fd_cloexec(tid, fd))
 }

@@ -63,9 +63,6 @@ impl Bridge {
         (name, port): (String, u16),
         (notify, id): (&Arc<OwnedFd>, u64),
     ) -> SyscallReply {
-        let Some(tell) = &self.carry else {
-            return SyscallReply::Error(libc::ENETUNREACH);
-        };
         let theirs: OwnedFd = match their_fd(tid, fd) {
             Ok(t) => t,
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
@@ -81,7 +78,7 @@ impl Bridge {
         }
         // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
         let status = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_GETFL) };
-        tell(Carry {
+        (self.carry)(Carry {
             name,
             port,
             pid: thread_group(tid).unwrap_or(tid),

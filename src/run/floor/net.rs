@@ -85,9 +85,9 @@ impl NetSide {
                 }),
             )),
             names: names.clone(),
-            carry: Some(Box::new(move |c| {
+            carry: Box::new(move |c| {
                 let _ = carries.send(c);
-            })),
+            }),
             dns_askers: dns_askers.clone(),
         };
         bridge.spawn(received.notify)?;
