@@ -109,7 +109,8 @@ fetch http://other.test/node-unknown node-unknown
 fetch http://secret.exfil.test/node-denied node-denied
 "$PYTHON" - <<'EOF'
 import socket
-for host, key in [("allowed.test", "python"), ("other.test", "python-unknown")]:
+for host, key in [("allowed.test", "python"), ("other.test", "python-unknown"),
+                  ("meta.test", "python-metadata")]:
     try:
         c = socket.create_connection((host, 7000), 10)
         c.sendall(b"python-hello")
@@ -172,12 +173,14 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
         return;
     }
     let hosts = "127.0.0.1 localhost\n::1 localhost\n\
-                 198.51.100.1 allowed.test\n198.51.100.2 other.test\n";
+                 198.51.100.1 allowed.test\n198.51.100.2 other.test\n\
+                 169.254.169.254 meta.test\n";
     let net = Net::with_files("", hosts, &[("tcp.py", TCP)]);
-    // The ssh-agent's socket (outside the tree) is the one path socket the policy grants.
+    // The ssh-agent's socket (outside the tree) is the one path socket the policy grants. A
+    // `deny` list given replaces the default one: the metadata range is named again.
     let policy = format!(
         "version = 1\n[floor.unix]\nallow = [\"{}\"]\n[floor.net]\n\
-         allow = [\"allowed.test\"]\ndeny = [\"*.exfil.test\"]\nunknown = \"block\"\n",
+         allow = [\"allowed.test\", \"meta.test\"]\ndeny = [\"*.exfil.test\", \"169.254.0.0/16\"]\nunknown = \"block\"\n",
         net.root.join("agent.sock").display()
     );
     std::fs::write(net.root.join("policy.toml"), policy).unwrap();
@@ -251,6 +254,18 @@ fn programs_that_ignore_the_proxy_reach_allowed_names_and_nothing_else() {
         "{why}"
     );
     assert_eq!(net.read("redis-2.value").trim(), "", "{why}");
+    // An allowed name that leads to the metadata endpoint is refused once the wrapper has
+    // looked it up (the addresses are checked again).
+    assert_eq!(line(&stdout, "python-metadata"), Some("errno13"), "{why}");
+    // The gate's allow, then the floor's refusal of what the name led to.
+    let meta = net.net_records("meta.test");
+    assert!(
+        meta.iter().any(|r| r["decision"] == "block"
+            && r["reason"]
+                .as_str()
+                .is_some_and(|t| t.contains("169.254.169.254"))),
+        "{meta:#?}\n{why}"
+    );
     // A denied name does not exist for the tree.
     assert_eq!(line(&stdout, "node-denied"), Some("ENOTFOUND"), "{why}");
     assert!(!net.read("http.log").contains("/node-denied"), "{why}");
