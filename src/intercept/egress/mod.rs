@@ -16,19 +16,21 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use bytes::Bytes;
-use http_body_util::{combinators::BoxBody, BodyExt, Empty, Full};
+use http_body_util::combinators::BoxBody;
 use hyper::{Method, Request, Response, StatusCode};
 use hyper_util::rt::TokioIo;
 use serde_json::{json, Map, Value};
 use tokio::net::{TcpListener, TcpStream};
 
 use crate::audit::AuditPeer;
+use http::{empty, forward, plain};
 use tunnel::tunnel;
 
 #[cfg(target_os = "linux")]
 mod carry;
 #[cfg(target_os = "linux")]
 mod dns;
+mod http;
 #[cfg(target_os = "linux")]
 mod publish;
 mod socks;
@@ -407,78 +409,6 @@ impl Refusal {
             decided: false,
         }
     }
-
-    fn response(&self) -> Response<Body> {
-        let (status, text) = match self.decided {
-            true => (
-                StatusCode::FORBIDDEN,
-                format!("ahp-wrap refused this connection: {}\n", self.reason),
-            ),
-            false => (
-                StatusCode::BAD_GATEWAY,
-                format!("ahp-wrap could not connect: {}\n", self.reason),
-            ),
-        };
-        let mut resp = plain(status, &text);
-        if let Ok(v) = hyper::header::HeaderValue::from_str(&self.reason.replace(['\r', '\n'], " "))
-        {
-            resp.headers_mut().insert("x-ahp-wrap-refusal", v);
-        }
-        resp
-    }
-}
-
-fn empty() -> Body {
-    Empty::<Bytes>::new()
-        .map_err(|never| match never {})
-        .boxed()
-}
-
-fn plain(status: StatusCode, text: &str) -> Response<Body> {
-    let body = Full::new(Bytes::from(text.to_owned()))
-        .map_err(|never| match never {})
-        .boxed();
-    let mut resp = Response::new(body);
-    *resp.status_mut() = status;
-    resp.headers_mut().insert(
-        hyper::header::CONTENT_TYPE,
-        hyper::header::HeaderValue::from_static("text/plain; charset=utf-8"),
-    );
-    resp
-}
-
-/// Sends an absolute-form request to `upstream` in origin form, and streams the answer back.
-async fn forward(
-    mut req: Request<hyper::body::Incoming>,
-    upstream: TcpStream,
-) -> Result<Response<Body>, String> {
-    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(upstream))
-        .await
-        .map_err(|e| e.to_string())?;
-    tokio::spawn(async move {
-        let _ = conn.await;
-    });
-    let path = req
-        .uri()
-        .path_and_query()
-        .map_or("/", |p| p.as_str())
-        .to_owned();
-    if !req.headers().contains_key(hyper::header::HOST) {
-        if let Some(a) = req
-            .uri()
-            .authority()
-            .and_then(|a| hyper::header::HeaderValue::from_str(a.as_str()).ok())
-        {
-            req.headers_mut().insert(hyper::header::HOST, a);
-        }
-    }
-    *req.uri_mut() = path
-        .parse()
-        .map_err(|e: hyper::http::uri::InvalidUri| e.to_string())?;
-    req.headers_mut().remove("proxy-connection");
-    req.headers_mut().remove("proxy-authorization");
-    let resp = sender.send_request(req).await.map_err(|e| e.to_string())?;
-    Ok(resp.map(|b| b.boxed()))
 }
 
 /// The process at the other end of a proxy connection.
