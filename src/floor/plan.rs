@@ -8,6 +8,9 @@ use super::resolve::Resolver;
 use super::Spec;
 use crate::statefile::StateFile;
 
+mod git;
+pub use git::git_hooks;
+
 /// The temp directories every run may write (and `$TMPDIR`).
 const TEMP: [&str; 3] = ["/tmp", "/var/tmp", "/dev/shm"];
 
@@ -54,31 +57,6 @@ pub fn env_caches() -> Vec<PathBuf> {
             base.is_absolute().then(|| base.join(sub))
         })
         .collect()
-}
-
-/// The directory git runs the hooks of the repository `workspace` lies in from, when it is
-/// not `.git/hooks` (which the policy protects): `core.hooksPath` (husky's `.husky/_`, a
-/// shared `~/.githooks`), as git itself reads it from the system, global and repository
-/// configuration with their includes. `None` outside a repository, or without git.
-pub fn git_hooks(workspace: &Path) -> Option<PathBuf> {
-    workspace.ancestors().find(|d| d.join(".git").exists())?;
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(workspace)
-        .args(["rev-parse", "--git-path", "hooks"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output()
-        .ok()
-        .filter(|o| o.status.success())?;
-    let text = String::from_utf8(out.stdout).ok()?;
-    let path = workspace.join(text.trim_end_matches('\n'));
-    // husky 9 points git at `.husky/_`, whose scripts run the hooks kept in `.husky`.
-    let path = match path.file_name() {
-        Some(n) if n == "_" => path.parent()?.to_owned(),
-        _ => path,
-    };
-    (!path.ends_with(".git/hooks")).then_some(path)
 }
 
 /// What one run's floor starts from.

@@ -125,6 +125,11 @@ fn git_hooks_are_where_core_hooks_path_says() {
     assert_eq!(git_hooks(&ws.join("sub")), Some(ws.join("sub/../.husky")));
     git(&["config", "core.hooksPath", "/opt/hooks"]);
     assert_eq!(git_hooks(&ws), Some(PathBuf::from("/opt/hooks")));
+    // Set in a file the repository's configuration includes.
+    git(&["config", "--unset", "core.hooksPath"]);
+    std::fs::write(ws.join("hooks.inc"), "[core]\n\thooksPath = /opt/inc\n").unwrap();
+    git(&["config", "include.path", "../hooks.inc"]);
+    assert_eq!(git_hooks(&ws), Some(PathBuf::from("/opt/inc")));
     assert_eq!(git_hooks(t.path()), None, "no repository");
 }
 
