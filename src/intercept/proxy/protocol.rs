@@ -112,7 +112,7 @@ pub trait Protocol: Send + Sync + 'static {
     }
 
     /// Whether a call of `method` travelling `dir` may be held or watched (see
-    /// [`Protocol::methods`]). `false` lets the engine pass such calls on after a light
+    /// [`Protocol::methods`]). `false` lets the engine pass such calls on after a look at
     /// look (method and id only).
     fn intercepts(&self, dir: Direction, method: &str) -> bool {
         self.methods(dir).is_none_or(|m| m.contains(&method))

@@ -1,6 +1,6 @@
 //! The engine: two pumps, client → server and server → client, each reading frames with the
 //! crate's bounded [`LineCodec`] and handling them strictly in order; and how the proxy ends.
-//! Frames the byte scan passes unparsed ([`light::Quick`]) are taken from the read buffer as
+//! Frames the byte scan passes unparsed ([`unwatched::ByteScan`]) are taken from the read buffer as
 //! runs, each written on whole without a copy; every other frame is looked at alone.
 //!
 //! Order: a pump handles one frame at a time, so a held frame holds everything behind it in
@@ -23,7 +23,7 @@ mod cancel;
 mod endings;
 mod hold;
 mod inflight;
-mod light;
+mod unwatched;
 
 use super::out::Out;
 use super::{Decide, Direction, OnCall, Options, Protocol, Tracked};
@@ -93,9 +93,9 @@ where
     SR: AsyncRead + Unpin + Send + 'static,
     SW: AsyncWrite + Send + 'static,
 {
-    let quick = [
-        light::Quick::new(protocol.methods(Direction::ToServer)),
-        light::Quick::new(protocol.methods(Direction::ToClient)),
+    let scans = [
+        unwatched::ByteScan::new(protocol.methods(Direction::ToServer)),
+        unwatched::ByteScan::new(protocol.methods(Direction::ToClient)),
     ];
     let counters = [Direction::ToServer, Direction::ToClient]
         .map(|dir| crate::telemetry::proxy_counters(protocol.name(), dir.name()));
@@ -108,7 +108,7 @@ where
         pending: [Mutex::default(), Mutex::default()],
         batching: [AtomicBool::new(false), AtomicBool::new(false)],
         cancels: cancel::Cancels::default(),
-        quick,
+        scans,
     });
     let mut to_server = Pump::start(&engine, Direction::ToServer, streams.client_in);
     let mut to_client = Pump::start(&engine, Direction::ToClient, streams.server_out);
@@ -187,7 +187,7 @@ struct Engine<P, G> {
     /// Held calls a peer may still cancel, by scope.
     cancels: cancel::Cancels,
     /// Indexed by [`Direction::index`]: the byte scan that passes frames unparsed.
-    quick: [Option<light::Quick>; 2],
+    scans: [Option<unwatched::ByteScan>; 2],
     /// Indexed by [`Direction::index`]: frames and bytes read, when metrics are on.
     counters: [Option<crate::telemetry::FrameCounters>; 2],
 }
@@ -200,9 +200,9 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         // frame.
         let codec = LineCodec::new(self.options.max_frame);
         let mut frames = FrameReader::new(reader, codec, READ_CAPACITY);
-        // The frames the byte scan passes, taken as runs (see `light::Quick`).
-        let quick = self.quick[dir.index()].as_ref();
-        let run = |whole: &[u8]| quick.map_or(0, |q| q.passing_run(whole));
+        // The frames the byte scan passes, taken as runs (see `unwatched::ByteScan`).
+        let scan = self.scans[dir.index()].as_ref();
+        let run = |whole: &[u8]| scan.map_or(0, |q| q.passing_run(whole));
         loop {
             let step = match frames.next(run).await {
                 None => Err(Gone {
@@ -284,7 +284,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
         if frame.is_blank() {
             return self.forward(dir, frame.raw()).await;
         }
-        if let Some(step) = self.light(dir, &frame).await {
+        if let Some(step) = self.unwatched(dir, &frame).await {
             return step;
         }
         let Ok(value) = serde_json::from_slice::<Value>(frame.content()) else {

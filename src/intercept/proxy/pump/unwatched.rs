@@ -1,7 +1,7 @@
-//! The light look: frames the protocol has no interest in are passed on after reading only
-//! their method and id (nothing built), which is most of a busy stream; and before it, the
-//! byte scan ([`Quick`]) that passes a frame with no id naming none of the protocol's
-//! methods without parsing it at all.
+//! Frames the protocol does not watch: passed on after reading only their method and id
+//! (nothing built), which is most of a busy stream; and before that, the byte scan
+//! ([`ByteScan`]) that passes a frame with no id naming none of the protocol's methods
+//! without parsing it at all.
 
 use memchr::memmem::Finder;
 use serde_json::Value;
@@ -11,11 +11,11 @@ use crate::intercept::proxy::{Decide, Direction, Protocol};
 use crate::jsonrpc::{Frame, Id};
 
 impl<P: Protocol, G: Decide> Engine<P, G> {
-    /// The light look at a frame the protocol has no interest in: its method and id only,
+    /// A frame the protocol may not watch, read for its method and id only,
     /// read without building the message. `None` leaves the frame to the full look (not a
     /// plain object, a duplicate key, a call the protocol intercepts, an answer it watches).
-    pub(super) async fn light(&self, dir: Direction, frame: &Frame) -> Option<Step> {
-        if self.quick[dir.index()]
+    pub(super) async fn unwatched(&self, dir: Direction, frame: &Frame) -> Option<Step> {
+        if self.scans[dir.index()]
             .as_ref()
             .is_some_and(|q| q.passes(frame.content()))
         {
@@ -54,7 +54,7 @@ impl<P: Protocol, G: Decide> Engine<P, G> {
     }
 }
 
-/// What the light look reads of a frame: the method and id, and whether it has a result or
+/// What is read of a frame the protocol may not watch: the method and id, and whether it has a result or
 /// an error. Anything else is skipped without being built; a duplicate of these keys fails
 /// the look (the full look then decides, as a peer would read it: the last one wins).
 #[derive(serde::Deserialize)]
@@ -74,17 +74,17 @@ struct Peek<'a> {
 /// no escape that could spell either (`\u`, `\/`). JSON spells a key or a string without
 /// those escapes only with its literal bytes, so such a frame, whatever it is (a
 /// notification the protocol ignores, a log line, not JSON at all), would be passed on as it
-/// is by the full look too. Anything else takes the light look.
-pub(super) struct Quick {
+/// is by the full look too. Anything else is read for its method and id ([`Engine::unwatched`]).
+pub(super) struct ByteScan {
     id: Finder<'static>,
     names: Vec<Finder<'static>>,
 }
 
-impl Quick {
+impl ByteScan {
     /// The scan for a direction whose calls of `methods` the protocol may intercept; `None`
     /// when the protocol does not say which (every frame is looked at).
-    pub(super) fn new(methods: Option<&'static [&'static str]>) -> Option<Quick> {
-        Some(Quick {
+    pub(super) fn new(methods: Option<&'static [&'static str]>) -> Option<ByteScan> {
+        Some(ByteScan {
             id: Finder::new(b"\"id\""),
             names: methods?.iter().map(|m| Finder::new(m.as_bytes())).collect(),
         })
@@ -96,7 +96,7 @@ impl Quick {
 
     /// Where the first byte that fails the scan is in `bytes` (an `"id"` key, an escape, a
     /// method of interest). None of them spans a `\n`, so in a run of frames every frame
-    /// that ends before that offset passes (see [`Quick::passing_run`]).
+    /// that ends before that offset passes (see [`ByteScan::passing_run`]).
     fn first_suspect(&self, bytes: &[u8]) -> Option<usize> {
         let mut end = self.id.find(bytes).unwrap_or(bytes.len());
         if let Some(at) = memchr::memchr_iter(b'\\', &bytes[..end])
@@ -124,11 +124,11 @@ impl Quick {
 
 #[cfg(test)]
 mod tests {
-    use super::Quick;
+    use super::ByteScan;
 
     #[test]
     fn only_a_frame_that_cannot_be_a_call_of_interest_or_an_answer_passes_unparsed() {
-        let q = Quick::new(Some(&["tools/call"])).unwrap();
+        let q = ByteScan::new(Some(&["tools/call"])).unwrap();
         let passes = |s: &str| q.passes(s.as_bytes());
         assert!(passes(
             r#"{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"a\nb"}}"#
@@ -146,12 +146,12 @@ mod tests {
             r#"[{"jsonrpc":"2.0","method":"tools/call","params":{}}]"#
         ));
         // A protocol that does not list its methods: nothing passes unparsed.
-        assert!(Quick::new(None).is_none());
+        assert!(ByteScan::new(None).is_none());
     }
 
     #[test]
     fn a_run_ends_before_the_first_frame_the_scan_would_not_pass() {
-        let q = Quick::new(Some(&["tools/call"])).unwrap();
+        let q = ByteScan::new(Some(&["tools/call"])).unwrap();
         let note = r#"{"jsonrpc":"2.0","method":"notifications/progress"}"#;
         let run = |frames: &[&str]| {
             let whole: String = frames.iter().map(|f| format!("{f}\n")).collect();
