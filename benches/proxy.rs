@@ -12,6 +12,8 @@
 //! Run through `bench/run.sh` (with `--write`, the table goes into BENCHMARKS.md); alone:
 //! `cargo bench --bench proxy [-- --quick]`. Under `cargo test` it does nothing.
 
+#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+
 mod support;
 
 use std::io::{BufRead, BufReader, Read, Write};

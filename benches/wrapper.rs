@@ -8,6 +8,8 @@
 //! `bench/run.sh --pathshim` does); `--only telemetry` the export on/off rows (what
 //! `bench/run.sh --telemetry` does). Under `cargo test` it does nothing.
 
+#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+
 mod support;
 
 // The rows, by what they time: hook calls (and telemetry's cost on them), whole processes

@@ -12,6 +12,12 @@
 //!                                  audit log (append-only JSONL)
 //! ```
 //!
+//! The workspace's layers beneath this crate are crates of their own, re-exported here under
+//! the module names the rest of the code uses: `ahp-wrap-wire` ([`jsonrpc`], [`protocol`]),
+//! `ahp-wrap-confine` ([`child`], [`floor`], [`vfork`], [`rundir`], [`statefile`], [`exit`];
+//! the only crate allowed `unsafe`) and `ahp-wrap-policy` ([`policy`]). See
+//! docs/architecture.md.
+//!
 //! - [`cli`], [`config`]: the command line, then a validated configuration.
 //! - [`run`]: one wrapped run, as phases (prepare, spawn, supervise, finish), and its private
 //!   run directory; [`report`]: what is said at its end; [`exit`]: every exit code.
@@ -56,33 +62,32 @@
 //! - [`vfork`]: a function run in a new process that shares our memory until it calls
 //!   `exec` (the agent's process, the namespaces' maker).
 
+#![forbid(unsafe_code)]
+
+// The layers beneath, each a crate of its own (docs/architecture.md), under the names the
+// rest of this crate has always used.
+pub use ahp_wrap_confine::{child, error_chain, exit, floor, random_hex, rundir, statefile, vfork};
+pub use ahp_wrap_policy as policy;
+pub use ahp_wrap_wire::{jsonrpc, protocol};
+
 pub mod ask;
 pub mod audit;
-pub mod child;
 pub mod cli;
 pub mod client;
 pub mod commands;
 pub mod config;
 pub mod control;
-pub mod exit;
 pub mod fleet;
-pub mod floor;
 pub mod frameworks;
 pub mod gate;
 pub mod host;
 pub mod intercept;
-pub mod jsonrpc;
-pub mod policy;
-pub mod protocol;
 pub mod report;
 pub mod run;
-pub mod rundir;
 pub mod serve;
-pub mod statefile;
 pub mod telemetry;
 pub mod termlog;
 pub mod transport;
-pub mod vfork;
 
 /// Whether `s` is a plain name: 1 to `max` ASCII letters, digits, `-`, `_`, `.`, or bytes
 /// of `extra`. Names that travel in protocol headers, queue names and file names are
@@ -93,23 +98,4 @@ pub fn is_plain_name(s: &str, max: usize, extra: &[u8]) -> bool {
         && s.bytes().all(|b| {
             b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') || extra.contains(&b)
         })
-}
-
-/// `n` random bytes as lowercase hex.
-pub fn random_hex(n: usize) -> String {
-    let mut bytes = vec![0u8; n];
-    getrandom::getrandom(&mut bytes).expect("the OS has randomness");
-    bytes.iter().map(|b| format!("{b:02x}")).collect()
-}
-
-/// An error and its sources, joined with ": ".
-pub fn error_chain(e: &dyn std::error::Error) -> String {
-    let mut s = e.to_string();
-    let mut src = e.source();
-    while let Some(inner) = src {
-        s.push_str(": ");
-        s.push_str(&inner.to_string());
-        src = inner.source();
-    }
-    s
 }

@@ -1,5 +1,7 @@
 //! Entry point: parse, run, and turn the outcome into an exit code, in one place.
 
+#![forbid(unsafe_code)]
+
 use std::process::ExitCode;
 
 use ahp_wrap::cli::{Cli, Command};

@@ -1,6 +1,6 @@
 //! Docs that cannot drift: each shim's README lists every file of its code in its table of
 //! files (`| `src/<file>` | what it does |`), so a file added to a shim is explained where a
-//! shim author looks first; the crate's module map (`src/lib.rs`) names every top-level
+//! shim author looks first; each crate's module map (its `src/lib.rs`) names every top-level
 //! module; every relative link of the Markdown resolves, to a file and a heading; every
 //! setup a test is ignored without (`skip_e2e = "<setup>"`) is a setup under `tests/`, and
 //! that cfg is set exactly for the setups `AHP_WRAP_SKIP_AGENT_E2E` names.
@@ -39,25 +39,35 @@ fn every_shim_file_is_in_its_readme_table() {
 
 #[test]
 fn the_crate_map_names_every_top_level_module() {
-    let lib = std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/src/lib.rs")).unwrap();
-    let map: String = lib
-        .lines()
-        .filter(|l| l.starts_with("//!"))
-        .collect::<Vec<_>>()
-        .join("\n");
-    let modules: Vec<&str> = lib
-        .lines()
-        .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
-        .collect();
-    assert!(modules.len() > 20, "only {} modules found", modules.len());
-    let missing: Vec<&&str> = modules
-        .iter()
-        .filter(|m| !map.contains(&format!("[`{m}`]")))
-        .collect();
-    assert!(
-        missing.is_empty(),
-        "src/lib.rs's module map does not name {missing:?}"
-    );
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let mut libs = vec![root.join("src/lib.rs")];
+    for krate in std::fs::read_dir(root.join("crates")).unwrap().flatten() {
+        libs.push(krate.path().join("src/lib.rs"));
+    }
+    let mut count = 0;
+    for lib in libs {
+        let text = std::fs::read_to_string(&lib).unwrap();
+        let map: String = text
+            .lines()
+            .filter(|l| l.starts_with("//!"))
+            .collect::<Vec<_>>()
+            .join("\n");
+        let modules: Vec<&str> = text
+            .lines()
+            .filter_map(|l| l.strip_prefix("pub mod ")?.strip_suffix(';'))
+            .collect();
+        count += modules.len();
+        let missing: Vec<&&str> = modules
+            .iter()
+            .filter(|m| !map.contains(&format!("[`{m}`]")))
+            .collect();
+        assert!(
+            missing.is_empty(),
+            "{}'s module map does not name {missing:?}",
+            lib.display()
+        );
+    }
+    assert!(count > 20, "only {count} modules found");
 }
 
 /// A heading's anchor as GitHub makes it: lower case, punctuation dropped (but `-` and `_`),

@@ -8,46 +8,29 @@
 //! stack-overflow handler (it reads `/proc/self/maps` and sets an alternate signal stack,
 //! a dozen system calls), which a process started on every tool call and every shimmed
 //! command does without. What of it matters here is done below: standard descriptors that
-//! exist, `SIGPIPE` ignored, a panic's exit code, and standard output flushed at the end.
+//! exist, `SIGPIPE` ignored (`child::runtime_start_up`), a panic's exit code, and standard
+//! output flushed at the end.
+//!
+//! Its only `unsafe` is the attribute that gives `main` its C name; the system calls are the
+//! confinement crate's.
 
 #![no_main]
+#![deny(unsafe_code)]
 
 use std::io::Write;
 
 use ahp_wrap::child::guardian;
 use std::os::raw::{c_char, c_int};
 
+// `no_mangle` counts as unsafe code: the linker must find C's `main` by that name.
+#[allow(unsafe_code)]
 #[no_mangle]
 extern "C" fn main(_argc: c_int, _argv: *const *const c_char) -> c_int {
-    start_up();
+    ahp_wrap::child::runtime_start_up();
     // A panic ends the process as the Rust runtime would end it (its message said, 101).
     let code = std::panic::catch_unwind(run).unwrap_or(101);
     let _ = std::io::stdout().flush();
     code
-}
-
-/// What the Rust runtime's start-up does that this process needs: descriptors 0 to 2 open
-/// (else a socket could take one, and an answer meant for stdout would go into it), and a
-/// write to a closed pipe an error rather than death by `SIGPIPE`.
-fn start_up() {
-    // SAFETY: poll of three descriptors, then open(2) and signal(2), as the runtime does.
-    unsafe {
-        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
-            fd,
-            events: 0,
-            revents: 0,
-        });
-        if libc::poll(fds.as_mut_ptr(), 3, 0) >= 0 {
-            for fd in &fds {
-                if fd.revents & libc::POLLNVAL != 0
-                    && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != fd.fd
-                {
-                    libc::abort();
-                }
-            }
-        }
-        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
-    }
 }
 
 fn run() -> c_int {
@@ -79,10 +62,7 @@ fn run() -> c_int {
                 .iter()
                 .any(|w| w == ahp_wrap::floor::MAKE_NAMESPACES_ARG)
             {
-                use std::os::fd::FromRawFd;
-                // SAFETY: our standard output is the maker's socket (the wrapper set it so).
-                let socket = unsafe { std::os::fd::OwnedFd::from_raw_fd(1) };
-                ahp_wrap::floor::Maker::new(socket).make();
+                ahp_wrap::floor::NamespaceMaker::from_stdout().make();
             }
             let _ = work;
             guardian::run_spawned()

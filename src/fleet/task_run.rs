@@ -131,21 +131,9 @@ impl Launcher {
             // Its own group: a Ctrl-C meant for the worker is the worker's to handle.
             .process_group(0)
             .kill_on_drop(true);
-        let parent = std::process::id() as i32;
-        // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
-        unsafe {
-            cmd.pre_exec(move || {
-                // A worker killed mid-task takes the run with it (whose guardian then ends
-                // the agent's tree), so the task is not finished twice.
-                if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
-                    return Err(std::io::Error::last_os_error());
-                }
-                if libc::getppid() != parent {
-                    return Err(std::io::Error::other("the worker is gone"));
-                }
-                Ok(())
-            });
-        }
+        // A worker killed mid-task takes the run with it (whose guardian then ends the
+        // agent's tree), so the task is not finished twice.
+        crate::child::dies_with_us(&mut cmd);
         let mut child = cmd.spawn()?;
         if let Some(mut stdin) = child.stdin.take() {
             let intent = task.intent.clone();

@@ -45,9 +45,7 @@ pub(super) struct Refusals {
 impl Watching {
     /// Starts reading for the domain the process `agent` made.
     pub(super) fn start(reader: Reader, agent: i32, gate: Arc<Gate>) -> std::io::Result<Watching> {
-        // SAFETY: the reader owns its descriptor, which stays open and the same until the
-        // AsyncFd (which owns the reader) is dropped.
-        let reader = Arc::new(unsafe { AsyncFd::register(reader) }.map_err(|e| e.into_parts().1)?);
+        let reader = Arc::new(reader.into_async()?);
         let state = Arc::new(Mutex::new(State {
             collector: Collector::new(agent),
             kept: Vec::new(),

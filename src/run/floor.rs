@@ -52,14 +52,14 @@ pub(super) enum NoFloor {
 }
 
 /// Prepares the floor for `cmd` (after every interceptor amended it), or says why there is
-/// none. `ahead` brings the namespaces made at start-up; `protected` are the wrapper's own
+/// none. `premade` brings the namespaces made at start-up; `protected` are the wrapper's own
 /// files; `control` the control socket's address (an abstract one must exist in the agent's
 /// network namespace too).
 pub(super) fn prepare(
     cfg: &Config,
     cmd: &mut AgentCommand,
     run_dir: &Path,
-    #[cfg(target_os = "linux")] ahead: Option<floor::Ahead>,
+    #[cfg(target_os = "linux")] premade: Option<floor::NamespaceReceiver>,
     protected: Vec<PathBuf>,
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
@@ -114,7 +114,7 @@ pub(super) fn prepare(
         cmd,
         plan,
         (run_dir, layers.as_deref()),
-        ahead,
+        premade,
         (rules, unix_allow),
         control,
     );
@@ -131,7 +131,7 @@ fn kernel(
     cmd: &mut AgentCommand,
     mut plan: Plan,
     (run_dir, layers): (&Path, Option<&Path>),
-    ahead: Option<floor::Ahead>,
+    premade: Option<floor::NamespaceReceiver>,
     (rules, unix_allow): (HostRules, Vec<PathBuf>),
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
@@ -186,7 +186,7 @@ fn kernel(
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
     });
     let (mut prepared, peer) =
-        floor::Prepared::new(&plan, &support, run_dir, request.as_ref(), ahead)
+        floor::Prepared::new(&plan, &support, run_dir, request.as_ref(), premade)
             .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
     if reader.is_ok() {
         prepared.log_denials();

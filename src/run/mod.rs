@@ -44,7 +44,7 @@ const EXPORT_AT_EXIT: Duration = Duration::from_secs(2);
 pub struct Helpers {
     guardian: std::io::Result<Guardian>,
     #[cfg(target_os = "linux")]
-    ahead: Option<crate::floor::Ahead>,
+    premade: Option<crate::floor::NamespaceReceiver>,
 }
 
 impl Helpers {
@@ -53,8 +53,8 @@ impl Helpers {
     pub fn start(floor: crate::floor::Mode) -> Helpers {
         let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
         #[cfg(target_os = "linux")]
-        let (ahead, maker) = match crate::floor::namespaces_ahead(floor) {
-            Some((ahead, maker)) if small.is_some() => (Some(ahead), Some(maker.into_socket())),
+        let (premade, maker) = match crate::floor::premade_namespaces(floor) {
+            Some((premade, maker)) if small.is_some() => (Some(premade), Some(maker.into_socket())),
             _ => (None, None),
         };
         #[cfg(not(target_os = "linux"))]
@@ -66,7 +66,7 @@ impl Helpers {
         Helpers {
             guardian: Guardian::spawn(small.as_deref(), args, maker),
             #[cfg(target_os = "linux")]
-            ahead,
+            premade,
         }
     }
 }
@@ -82,7 +82,7 @@ pub fn run(cfg: Config, helpers: Helpers) -> CommandResult {
         }
     };
     #[cfg(target_os = "linux")]
-    let ahead = helpers.ahead;
+    let premade = helpers.premade;
     // Orphans of the agent's tree come back to us, so that none outlives the run.
     match tree::become_subreaper() {
         Ok(()) => tracing::debug!("the wrapper is a child subreaper"),
@@ -114,7 +114,7 @@ pub fn run(cfg: Config, helpers: Helpers) -> CommandResult {
         forwarder,
         guardian,
         #[cfg(target_os = "linux")]
-        ahead,
+        premade,
     };
     runtime.block_on(run_async(cfg, process))
 }
@@ -126,7 +126,7 @@ struct Process {
     forwarder: Forwarder,
     guardian: Option<Guardian>,
     #[cfg(target_os = "linux")]
-    ahead: Option<crate::floor::Ahead>,
+    premade: Option<crate::floor::NamespaceReceiver>,
 }
 
 async fn run_async(cfg: Config, process: Process) -> CommandResult {
@@ -226,7 +226,7 @@ struct RunGuard<'a> {
     denials: Option<denials::Watching>,
     /// The agent's namespaces made ahead, until the floor is prepared.
     #[cfg(target_os = "linux")]
-    ahead: Option<crate::floor::Ahead>,
+    premade: Option<crate::floor::NamespaceReceiver>,
     run_dir: RunDir,
     /// The agent's tree has ended (or never started): the guardian may be released.
     ended: bool,

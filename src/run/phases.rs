@@ -52,7 +52,7 @@ impl Run<'_> {
             forwarder,
             mut guardian,
             #[cfg(target_os = "linux")]
-            ahead,
+            premade,
         } = process;
         if let Some(g) = guardian.as_mut() {
             g.clean_up(run_dir.path());
@@ -69,7 +69,7 @@ impl Run<'_> {
             #[cfg(target_os = "linux")]
             denials: None,
             #[cfg(target_os = "linux")]
-            ahead,
+            premade,
             run_dir,
             ended: false,
         };
@@ -170,7 +170,7 @@ impl Run<'_> {
             &mut cmd,
             held.run_dir.path(),
             #[cfg(target_os = "linux")]
-            held.ahead.take(),
+            held.premade.take(),
             own_files,
             &control.address(),
         ));

@@ -18,7 +18,6 @@
 
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
-use std::os::fd::FromRawFd;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -255,8 +254,8 @@ async fn connect_inside(
     inside: SocketAddr,
 ) -> std::io::Result<tokio::net::TcpStream> {
     let fd = porter.socket(inside.is_ipv6())?;
-    // SAFETY: a TCP socket the porter just made; ours alone.
-    let std = unsafe { std::net::TcpStream::from_raw_fd(std::os::fd::IntoRawFd::into_raw_fd(fd)) };
+    // A TCP socket the porter just made; ours alone.
+    let std = std::net::TcpStream::from(fd);
     std.set_nonblocking(true)?;
     let socket = TcpSocket::from_std_stream(std);
     tokio::time::timeout(Duration::from_secs(5), socket.connect(inside))

@@ -35,8 +35,10 @@ pub(super) async fn pump_sockets(a: &TcpStream, b: &TcpStream) -> std::io::Resul
 #[cfg(target_os = "linux")]
 mod splice {
     use std::io;
-    use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+    use std::os::fd::{AsFd, AsRawFd, OwnedFd};
 
+    use nix::fcntl::{fcntl, splice, FcntlArg, OFlag, SpliceFFlags};
+    use nix::sys::socket::{shutdown, Shutdown};
     use tokio::io::Interest;
     use tokio::net::TcpStream;
 
@@ -46,22 +48,19 @@ mod splice {
     /// Moves what `from` receives to `to` until `from` ends, then ends `to`'s writing side.
     pub(super) async fn one_way(from: &TcpStream, to: &TcpStream) -> io::Result<()> {
         let (read, write) = pipe()?;
-        let flags = libc::SPLICE_F_MOVE | libc::SPLICE_F_NONBLOCK;
+        let flags = SpliceFFlags::SPLICE_F_MOVE | SpliceFFlags::SPLICE_F_NONBLOCK;
         loop {
             let n = loop {
                 from.readable().await?;
-                // SAFETY: splice between descriptors we hold.
                 match from.try_io(Interest::READABLE, || {
-                    result(unsafe {
-                        libc::splice(
-                            from.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            write.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            CHUNK,
-                            flags,
-                        )
-                    })
+                    Ok(splice(
+                        from.as_fd(),
+                        None,
+                        write.as_fd(),
+                        None,
+                        CHUNK,
+                        flags,
+                    )?)
                 }) {
                     Ok(n) => break n,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -69,25 +68,14 @@ mod splice {
                 }
             };
             if n == 0 {
-                // SAFETY: shutdown of a socket we hold.
-                unsafe { libc::shutdown(to.as_raw_fd(), libc::SHUT_WR) };
+                let _ = shutdown(to.as_raw_fd(), Shutdown::Write);
                 return Ok(());
             }
             let mut left = n;
             while left > 0 {
                 to.writable().await?;
-                // SAFETY: splice between descriptors we hold.
                 match to.try_io(Interest::WRITABLE, || {
-                    result(unsafe {
-                        libc::splice(
-                            read.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            to.as_raw_fd(),
-                            std::ptr::null_mut(),
-                            left,
-                            flags,
-                        )
-                    })
+                    Ok(splice(read.as_fd(), None, to.as_fd(), None, left, flags)?)
                 }) {
                     Ok(m) => left -= m,
                     Err(e) if e.kind() == io::ErrorKind::WouldBlock => continue,
@@ -97,23 +85,11 @@ mod splice {
         }
     }
 
-    fn result(n: isize) -> io::Result<usize> {
-        match n {
-            n if n >= 0 => Ok(n as usize),
-            _ => Err(io::Error::last_os_error()),
-        }
-    }
-
     /// A non-blocking pipe, as large as the system allows up to [`CHUNK`].
     fn pipe() -> io::Result<(OwnedFd, OwnedFd)> {
-        let mut fds = [0; 2];
-        // SAFETY: pipe2 fills two descriptors we then own.
-        if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_NONBLOCK | libc::O_CLOEXEC) } != 0 {
-            return Err(io::Error::last_os_error());
-        }
-        let (r, w) = unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) };
-        // SAFETY: fcntl on a descriptor we own; a smaller pipe is fine.
-        unsafe { libc::fcntl(w.as_raw_fd(), libc::F_SETPIPE_SZ, CHUNK as libc::c_int) };
+        let (r, w) = nix::unistd::pipe2(OFlag::O_NONBLOCK | OFlag::O_CLOEXEC)?;
+        // A smaller pipe is fine.
+        let _ = fcntl(w.as_raw_fd(), FcntlArg::F_SETPIPE_SZ(CHUNK as libc::c_int));
         Ok((r, w))
     }
 }

@@ -23,13 +23,7 @@ const OUR_NAMES: &[&str] = &["ahp-wrap", "ahp-wrap-hook"];
 /// one of our own names. `strict` (for the main `ahp-wrap` binary, which users may rename)
 /// also asks that the file lie in this run's shim directory.
 pub fn invoked_as(strict: bool) -> Option<String> {
-    // SAFETY: getauxval only reads the process's auxiliary vector.
-    let execfn = unsafe { nix::libc::getauxval(nix::libc::AT_EXECFN) } as *const nix::libc::c_char;
-    if execfn.is_null() {
-        return None;
-    }
-    // SAFETY: AT_EXECFN points at the NUL-terminated file name passed to execve.
-    let execfn = unsafe { std::ffi::CStr::from_ptr(execfn) };
+    let execfn = crate::child::executed_file()?;
     let path = Path::new(OsStr::from_bytes(execfn.to_bytes()));
     let name = path.file_name()?.to_str()?;
     if OUR_NAMES.contains(&name) {

@@ -1,0 +1,300 @@
+//! The agent as our child: where it is found, which process group it lives in, how its
+//! end becomes our exit code.
+//!
+//! Owns: spawning (options and a stdio plan), process groups, the typed child id, signals,
+//! the guardian, the whole process tree and /proc. Must not touch: events or decisions (it
+//! knows nothing of AHP), or what an interceptor does with the agent's stdio.
+
+mod command;
+pub use command::{AgentCommand, AgentFiles};
+pub mod cgroup;
+pub mod guardian;
+mod process;
+pub mod procfs;
+pub use process::Process;
+pub mod signals;
+pub mod tree;
+
+use std::ffi::{CStr, OsStr, OsString};
+use std::os::fd::RawFd;
+use std::path::PathBuf;
+
+use crate::exit::Exit;
+
+/// Where the agent lives among process groups. This is the one place that decides it.
+///
+/// - On a terminal, in its foreground group: the agent stays in *our* group, so it keeps
+///   the terminal (reads, raw mode, resize) and the terminal delivers Ctrl-C, Ctrl-Z and
+///   SIGWINCH to it directly. We must not deliver those a second time.
+/// - Otherwise (pipes, CI, a background job): the agent gets its own group, and every
+///   signal we receive is forwarded to that whole group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupPolicy {
+    Foreground,
+    OwnGroup,
+}
+
+impl GroupPolicy {
+    /// Decides from the state of this process.
+    pub fn detect() -> GroupPolicy {
+        let Ok(tty) = std::fs::File::open("/dev/tty") else {
+            return GroupPolicy::OwnGroup;
+        };
+        match nix::unistd::tcgetpgrp(&tty) {
+            Ok(fg) if fg == nix::unistd::getpgrp() => GroupPolicy::Foreground,
+            _ => GroupPolicy::OwnGroup,
+        }
+    }
+}
+
+/// Why the agent could not be started.
+#[derive(Debug, thiserror::Error)]
+pub enum SpawnError {
+    #[error("{0}: command not found")]
+    NotFound(String),
+    #[error("{0}: cannot execute: {1}")]
+    NotExecutable(String, #[source] std::io::Error),
+}
+
+impl SpawnError {
+    /// The exit code a shell would give.
+    pub fn exit(&self) -> Exit {
+        match self {
+            SpawnError::NotFound(_) => Exit::NotFound,
+            SpawnError::NotExecutable(..) => Exit::NotExecutable,
+        }
+    }
+}
+
+/// What signals for the agent go to, and what the guardian watches: the agent alone, or
+/// its whole process group (whose id is the agent's pid).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ChildId {
+    Process(i32),
+    Group(i32),
+}
+
+impl ChildId {
+    /// The agent's pid either way.
+    pub fn pid(self) -> i32 {
+        match self {
+            ChildId::Process(pid) | ChildId::Group(pid) => pid,
+        }
+    }
+
+    /// As `kill(2)` takes it: a pid, or minus a process group id.
+    pub fn kill_target(self) -> i32 {
+        match self {
+            ChildId::Process(pid) => pid,
+            ChildId::Group(pgid) => -pgid,
+        }
+    }
+
+    /// The inverse of [`ChildId::kill_target`]; `None` for 0 (nobody).
+    pub fn from_kill_target(target: i32) -> Option<ChildId> {
+        match target {
+            0 => None,
+            t if t < 0 => Some(ChildId::Group(-t)),
+            t => Some(ChildId::Process(t)),
+        }
+    }
+}
+
+/// How the agent's stdin and stdout are wired (stderr is always inherited).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Stdio {
+    /// Ours, inherited: pass-through is byte-exact and the terminal stays the agent's.
+    #[default]
+    Inherit,
+    /// Pipes to us, for an interceptor that sits in the agent's stream (a proxy).
+    Piped,
+}
+
+/// A last step the agent's process takes on itself before `exec` (after joining its cgroup
+/// and announcing itself to the guardian): async-signal-safe, as a pre-exec step must be.
+pub type Confine = std::sync::Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>;
+
+/// Everything [`spawn`] needs besides the command.
+#[derive(Clone)]
+pub struct SpawnOptions<'a> {
+    pub group: GroupPolicy,
+    pub stdio: Stdio,
+    /// Our environment variables the agent must not inherit.
+    pub remove_env: &'a [&'a str],
+    /// The guardian's pipe: the agent registers itself there before it runs.
+    pub guardian_fd: Option<RawFd>,
+    /// A `cgroup.procs` path the agent joins before it runs.
+    pub cgroup: Option<&'a CStr>,
+    /// The confinement the agent applies to itself last (the floor).
+    pub confine: Option<Confine>,
+}
+
+/// The running agent.
+pub struct Agent {
+    pub process: Process,
+    pub id: ChildId,
+}
+
+/// Finds the agent program as a shell would: a name with a slash is a path, anything
+/// What the Rust runtime's start-up does, for an executable that starts at C's `main` (the
+/// hook, where every microsecond counts): descriptors 0 to 2 open (else a socket could take
+/// one, and an answer meant for stdout would go into it; `/dev/null` takes a closed one, and
+/// the process aborts when it cannot), and a write to a closed pipe an error rather than
+/// death by `SIGPIPE`.
+pub fn runtime_start_up() {
+    // SAFETY: poll of three descriptors, then open(2) and signal(2), as the runtime does.
+    unsafe {
+        let mut fds = [0, 1, 2].map(|fd| libc::pollfd {
+            fd,
+            events: 0,
+            revents: 0,
+        });
+        if libc::poll(fds.as_mut_ptr(), 3, 0) >= 0 {
+            for fd in &fds {
+                if fd.revents & libc::POLLNVAL != 0
+                    && libc::open(c"/dev/null".as_ptr(), libc::O_RDWR) != fd.fd
+                {
+                    libc::abort();
+                }
+            }
+        }
+        libc::signal(libc::SIGPIPE, libc::SIG_IGN);
+    }
+}
+
+/// The file the kernel executed to start this process (`AT_EXECFN`: the path given to
+/// `execve`, whatever `argv[0]` says), where the kernel says it.
+pub fn executed_file() -> Option<&'static std::ffi::CStr> {
+    // SAFETY: getauxval only reads the process's auxiliary vector.
+    let execfn = unsafe { libc::getauxval(libc::AT_EXECFN) } as *const libc::c_char;
+    if execfn.is_null() {
+        return None;
+    }
+    // SAFETY: AT_EXECFN points at the NUL-terminated file name passed to execve, in memory
+    // that lives as long as the process.
+    Some(unsafe { std::ffi::CStr::from_ptr(execfn) })
+}
+
+/// Makes the process `cmd` starts end with this one: it is killed (`SIGKILL`) when this
+/// process exits, and never starts if this process is already gone by then. For a helper
+/// run that must not outlive the process that started it (a fleet worker's runs).
+pub fn dies_with_us(cmd: &mut tokio::process::Command) {
+    let parent = std::process::id() as i32;
+    // SAFETY: only async-signal-safe calls (prctl, getppid) between fork and exec.
+    unsafe {
+        cmd.pre_exec(move || {
+            if libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL) != 0 {
+                return Err(std::io::Error::last_os_error());
+            }
+            if libc::getppid() != parent {
+                return Err(std::io::Error::other("the process that started it is gone"));
+            }
+            Ok(())
+        });
+    }
+}
+
+/// else is looked up on `PATH`.
+pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, SpawnError> {
+    let shown = program.to_string_lossy().into_owned();
+    if program.as_encoded_bytes().contains(&b'/') {
+        let p = PathBuf::from(program);
+        return match p.metadata() {
+            Ok(_) => Ok(p),
+            Err(_) => Err(SpawnError::NotFound(shown)),
+        };
+    }
+    let cwd = std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/"));
+    which::which_in(program, path_var, cwd).map_err(|_| SpawnError::NotFound(shown))
+}
+
+/// Starts the agent with the extra environment, wired as `opts` says.
+pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnError> {
+    let path_var = cmd
+        .env
+        .iter()
+        .rev()
+        .find(|(k, _)| k == "PATH")
+        .map(|(_, v)| v.clone())
+        .or_else(|| std::env::var_os("PATH"));
+    let path = resolve(&cmd.program, path_var.as_deref())?;
+    let shown = cmd.program.to_string_lossy().into_owned();
+    // Ours, less what the agent must not inherit, and the command's own (the last wins).
+    let mut env: Vec<(OsString, OsString)> = std::env::vars_os()
+        .filter(|(k, _)| {
+            !opts.remove_env.iter().any(|r| k == r)
+                && !cmd.remove_env.iter().any(|r| k == r.as_str())
+        })
+        .collect();
+    for (k, v) in &cmd.env {
+        env.retain(|(old, _)| old != k);
+        env.push((k.clone(), v.clone()));
+    }
+    let own_group = opts.group == GroupPolicy::OwnGroup;
+    let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup);
+    let confine = opts.confine.as_deref();
+    let before_exec = || {
+        // Into the cgroup first: whatever the agent starts is born inside it.
+        if let Some(procs) = procs {
+            cgroup::join(procs);
+        }
+        if let Some(fd) = guardian_fd {
+            guardian::announce(fd, own_group);
+        }
+        // Last: the confinement may take away what the steps above need.
+        match confine {
+            Some(confine) => confine(),
+            None => Ok(()),
+        }
+    };
+    let process = Process::start(process::Start {
+        path: &path,
+        argv: std::iter::once(cmd.program.as_os_str())
+            .chain(cmd.args.iter().map(OsString::as_os_str))
+            .collect(),
+        env,
+        piped: opts.stdio == Stdio::Piped,
+        own_group,
+        before_exec: Some(&before_exec),
+    })
+    .map_err(|e| match e.kind() {
+        std::io::ErrorKind::NotFound => SpawnError::NotFound(shown.clone()),
+        _ => SpawnError::NotExecutable(shown.clone(), e),
+    })?;
+    let pid = process.id();
+    let id = if own_group {
+        ChildId::Group(pid)
+    } else {
+        ChildId::Process(pid)
+    };
+    Ok(Agent { process, id })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_child_id_is_a_pid_or_a_group_and_round_trips_through_kill_targets() {
+        assert_eq!(ChildId::Process(42).kill_target(), 42);
+        assert_eq!(ChildId::Group(42).kill_target(), -42);
+        assert_eq!(ChildId::Group(42).pid(), 42);
+        for id in [ChildId::Process(7), ChildId::Group(7)] {
+            assert_eq!(ChildId::from_kill_target(id.kill_target()), Some(id));
+        }
+        assert_eq!(ChildId::from_kill_target(0), None);
+    }
+
+    #[test]
+    fn resolve_follows_the_shell_rules() {
+        assert!(resolve(OsStr::new("sh"), Some(OsStr::new("/bin:/usr/bin"))).is_ok());
+        assert!(matches!(
+            resolve(OsStr::new("no-such-agent-xyz"), Some(OsStr::new("/bin"))),
+            Err(SpawnError::NotFound(_))
+        ));
+        assert!(matches!(
+            resolve(OsStr::new("./no/such/agent"), None),
+            Err(SpawnError::NotFound(_))
+        ));
+    }
+}

@@ -1,0 +1,452 @@
+//! The floor on Linux: what this kernel offers, and the confinement the agent's process
+//! applies to itself before its `exec`.
+//!
+//! Everything that allocates, opens paths or may fail for a reason worth a sentence is done
+//! in the parent ([`Prepared::new`]); the child ([`Prepared::apply`]) only makes system
+//! calls with what was prepared, as a pre-exec step must (async-signal-safe).
+
+use std::os::fd::{AsRawFd, OwnedFd};
+use std::path::Path;
+
+use landlock::{
+    AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+};
+
+use super::namespaces::Namespaces;
+use super::netns::{self, NetPeer, NetRequest};
+use super::{FloorError, Plan, Report, ENV_FLOOR};
+
+/// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
+const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
+
+/// What this kernel offers the floor.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Support {
+    /// The Landlock ABI version (0: none).
+    pub landlock_abi: i32,
+    /// Whether the agent can be given a user and mount namespace of its own; else why not.
+    pub namespaces: Result<(), String>,
+}
+
+impl Support {
+    /// Asks the kernel (one system call and a few sysctl reads; no process is started).
+    pub fn probe() -> Support {
+        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+        // returns the ABI version (or an error).
+        let abi = unsafe {
+            libc::syscall(
+                libc::SYS_landlock_create_ruleset,
+                std::ptr::null::<libc::c_void>(),
+                0usize,
+                1u32,
+            )
+        };
+        Support {
+            landlock_abi: abi.max(0) as i32,
+            namespaces: namespaces_possible(),
+        }
+    }
+
+    /// What a run with `plan` gets from this kernel, and what it lacks; `denials` is the
+    /// kernel's audit log as the run could open it (whether refusals are counted).
+    pub fn report(&self, plan: &Plan, denials: &Result<super::denials::Reader, String>) -> Report {
+        let mut r = Report {
+            refusals: super::denials::said(denials),
+            ..Report::default()
+        };
+        if self.landlock_abi < 1 {
+            r.gaps.push(
+                "files: not confined (the kernel offers no Landlock: Linux 5.13 or later with \
+                 Landlock enabled is needed)"
+                    .into(),
+            );
+        } else {
+            r.enforced.push(format!(
+                "files: written only beneath {} directories (the workspace, the temp \
+                 directories, the agent's own state, the package caches) (Landlock ABI {})",
+                plan.writable.len(),
+                self.landlock_abi
+            ));
+            if self.landlock_abi < 3 {
+                r.gaps.push(
+                    "files: truncate(2) is not confined (Landlock ABI 3, Linux 6.2, is needed)"
+                        .into(),
+                );
+            }
+            if self.landlock_abi >= 6 {
+                r.enforced.push(
+                    "signals: the agent's tree cannot signal the wrapper or anything outside \
+                     the tree (ptrace neither)"
+                        .into(),
+                );
+            } else {
+                r.gaps.push(
+                    "signals: the agent's tree can signal the wrapper (Landlock ABI 6, Linux \
+                     6.12, is needed; ptrace is still refused)"
+                        .into(),
+                );
+            }
+        }
+        match (&plan.net, &self.namespaces) {
+            (None, _) => r.gaps.push(
+                "network: not confined ([floor.net] enabled = false), nor path Unix sockets".into(),
+            ),
+            (Some(net), Ok(())) => r.enforced.push(format!(
+                "network: a namespace of its own with only loopback; out only through the \
+                 egress proxy or by name (its resolver answered inside, each connection \
+                 decided by the gate); connections by address, datagrams and DNS to the \
+                 outside refused; path Unix sockets the tree did not bind refused unless \
+                 [floor.unix] allows them; its TCP listeners {}",
+                match net.publish {
+                    crate::floor::spec::Publishing::Loopback => {
+                        "published on this machine's loopback"
+                    }
+                    crate::floor::spec::Publishing::All => "published as they listen",
+                    crate::floor::spec::Publishing::None => "kept inside",
+                }
+            )),
+            (Some(_), Err(why)) if std::env::var_os(ENV_FLOOR).is_some() => {
+                r.enforced.push(format!("network: {why}"))
+            }
+            (Some(_), Err(why)) => r.gaps.push(format!("network: not confined: {why}")),
+        }
+        match &self.namespaces {
+            Ok(()) => r.enforced.push(format!(
+                "protected paths: {} bound read-only, {} secret location(s) hidden (user and \
+                 mount namespace)",
+                plan.read_only.len(),
+                plan.hidden.len()
+            )),
+            Err(why) => r.gaps.push(format!(
+                "protected paths beneath writable directories ({}) and secrets ({}) are not \
+                 enforced by the kernel: {why}",
+                plan.read_only.len(),
+                plan.hidden.len()
+            )),
+        }
+        if !plan.mixed.is_empty() {
+            match &self.namespaces {
+                Ok(()) => r.enforced.push(format!(
+                    "the agent's mixed state files ({}): its own keys merged at the end, \
+                     instructions kept aside",
+                    plan.mixed.len()
+                )),
+                Err(_) => r.gaps.push(format!(
+                    "the agent cannot save its own state in {}: no private copy can be bound \
+                     here (it gets EACCES)",
+                    plan.mixed
+                        .iter()
+                        .map(|m| m.path.display().to_string())
+                        .collect::<Vec<_>>()
+                        .join(", ")
+                )),
+            }
+        }
+        if !plan.caches.is_empty() {
+            match self.namespaces.clone().and_then(|()| super::caches::possible()) {
+                Ok(()) => r.enforced.push(format!(
+                    "caches ({}): new entries kept at the end, an entry that was there never \
+                     changed or removed (an overlay each; changes kept aside)",
+                    plan.caches.len()
+                )),
+                Err(why) => r.gaps.push(format!(
+                    "caches ({}): written in place, an entry that was there can be changed:                      {why}",
+                    plan.caches.len()
+                )),
+            }
+        }
+        r
+    }
+}
+
+/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying.
+pub(super) fn namespaces_possible() -> Result<(), String> {
+    if std::env::var_os(ENV_FLOOR).is_some() {
+        return Err(
+            "inherited: this run is inside another run's floor, whose namespace and \
+                    binds hold here too"
+                .into(),
+        );
+    }
+    let read = |p: &str| {
+        std::fs::read_to_string(p)
+            .ok()
+            .and_then(|s| s.trim().parse::<i64>().ok())
+    };
+    if read("/proc/sys/user/max_user_namespaces") == Some(0) {
+        return Err("user namespaces are disabled (user.max_user_namespaces = 0)".into());
+    }
+    let root = nix::unistd::geteuid().is_root();
+    if !root && read("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
+        return Err("unprivileged user namespaces are disabled \
+                    (kernel.unprivileged_userns_clone = 0)"
+            .into());
+    }
+    if !root && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == Some(1) {
+        return Err("AppArmor restricts unprivileged user namespaces \
+                    (kernel.apparmor_restrict_unprivileged_userns = 1)"
+            .into());
+    }
+    Ok(())
+}
+
+/// The confinement, ready to apply in the agent's process.
+#[derive(Debug)]
+pub struct Prepared {
+    landlock: Option<OwnedFd>,
+    /// The file-system access the ruleset handles (as the kernel counts it).
+    handled: u64,
+    /// `landlock_restrict_self`'s flags: whether denials after `exec` reach the audit log.
+    restrict_flags: u32,
+    namespaces: Option<Namespaces>,
+    net: Option<netns::NetChild>,
+}
+
+impl Prepared {
+    /// Builds the Landlock ruleset for `plan` and the namespace steps `support` allows.
+    /// `scratch` is a private directory of the run's (for the empty file bound over secret
+    /// files).
+    /// With `net`, the tree also gets a network namespace of its own (where namespaces are
+    /// possible); the wrapper's end of the channel comes back with it. `premade` brings the
+    /// user and network namespaces made at start-up, which the agent then joins.
+    pub fn new(
+        plan: &Plan,
+        support: &Support,
+        scratch: &Path,
+        net: Option<&NetRequest>,
+        premade: Option<super::NamespaceReceiver>,
+    ) -> Result<(Prepared, Option<NetPeer>), FloorError> {
+        if support.landlock_abi < 1 {
+            return Err(FloorError::Unsupported);
+        }
+        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi))?;
+        let landlock = Some(landlock);
+        let mut namespaces = match support.namespaces {
+            Ok(()) => Some(Namespaces::new(plan, scratch)?),
+            Err(_) => None,
+        };
+        let (net, peer) = match (net, &mut namespaces) {
+            (Some(request), Some(ns)) => {
+                let (child, peer) = netns::NetChild::new(request)?;
+                ns.resolve_inside(scratch)?;
+                ns.made = premade.and_then(|a| {
+                    a.take()
+                        .inspect(|_| {
+                            tracing::debug!(
+                                "floor: the agent joins the user and network namespaces made ahead"
+                            )
+                        })
+                        .inspect_err(|e| {
+                            tracing::debug!("floor: {e}; the agent's process makes its own")
+                        })
+                        .ok()
+                });
+                (Some(child), Some(peer))
+            }
+            _ => (None, None),
+        };
+        Ok((
+            Prepared {
+                landlock,
+                handled,
+                restrict_flags: 0,
+                namespaces,
+                net,
+            },
+            peer,
+        ))
+    }
+
+    /// Asks Landlock to report each denial of the tree to the kernel's audit log (ABI 7), for
+    /// a run that reads it ([`denials`](super::denials)).
+    pub fn log_denials(&mut self) {
+        self.restrict_flags |= LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON;
+    }
+
+    /// Applies the floor to the calling process. For a pre-exec step: only system calls on
+    /// what [`Prepared::new`] made, and a short static line on stderr when one fails.
+    pub fn apply(&self) -> std::io::Result<()> {
+        if let Some(ns) = &self.namespaces {
+            let rules = self
+                .landlock
+                .as_ref()
+                .map(|fd| (fd.as_raw_fd(), self.handled));
+            ns.enter(self.net.is_some(), rules)?;
+        }
+        // SAFETY: plain system calls on values we own.
+        unsafe {
+            if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {
+                return fail(b"ahp-wrap: floor: cannot set no_new_privs\n");
+            }
+            if let Some(fd) = &self.landlock {
+                let r = libc::syscall(
+                    libc::SYS_landlock_restrict_self,
+                    fd.as_raw_fd(),
+                    self.restrict_flags,
+                );
+                if r != 0 {
+                    return fail(b"ahp-wrap: floor: landlock_restrict_self failed\n");
+                }
+            }
+        }
+        if let Some(net) = &self.net {
+            net.apply()?;
+        }
+        Ok(())
+    }
+}
+
+/// The Landlock ruleset: write access only beneath the plan's writable directories (and to
+/// its device files); no signals out of the domain from ABI 6.
+fn ruleset(plan: &Plan, abi: ABI) -> Result<(OwnedFd, u64), FloorError> {
+    let lerr = |e: landlock::RulesetError| FloorError::Ruleset(e.to_string());
+    // Device ioctls are left alone: terminals need them, and they write no file.
+    let handled = AccessFs::from_write(abi) & !AccessFs::IoctlDev & !AccessFs::ResolveUnix;
+    let mut ruleset = Ruleset::default().handle_access(handled).map_err(lerr)?;
+    if abi >= ABI::V6 {
+        ruleset = ruleset.scope(Scope::Signal).map_err(lerr)?;
+    }
+    let mut created = ruleset.create().map_err(lerr)?;
+    let rule = |path: &Path, access| {
+        let fd = PathFd::new(path).map_err(|e| FloorError::Rule {
+            path: path.display().to_string(),
+            source: std::io::Error::other(e.to_string()),
+        })?;
+        Ok::<_, FloorError>(PathBeneath::new(fd, access))
+    };
+    for dir in &plan.writable {
+        created = created.add_rule(rule(dir, handled)?).map_err(lerr)?;
+    }
+    // The private copies of mixed state files, written in place through the binds over
+    // their files (the rule holds on the copy's inode, which the bind shows there).
+    let files = plan
+        .devices
+        .iter()
+        .chain(plan.copies.iter().map(|c| &c.copy));
+    for file in files {
+        let access = handled & AccessFs::from_file(abi);
+        created = created.add_rule(rule(file, access)?).map_err(lerr)?;
+    }
+    let fd: Option<OwnedFd> = created.into();
+    Ok((fd.ok_or(FloorError::Unsupported)?, handled.bits()))
+}
+
+/// Says `what` on stderr and returns the error in `errno`.
+pub(super) fn fail(what: &[u8]) -> std::io::Result<()> {
+    let e = std::io::Error::last_os_error();
+    // SAFETY: write(2) of a static buffer.
+    unsafe { libc::write(2, what.as_ptr().cast(), what.len()) };
+    Err(e)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Forks a child that runs `f` and exits with what it returns; returns that code.
+    fn in_child(f: impl FnOnce() -> i32) -> i32 {
+        // SAFETY: the child runs `f` (system calls, and allocation, which glibc keeps usable
+        // after fork) and exits without unwinding.
+        match unsafe { libc::fork() } {
+            0 => unsafe { libc::_exit(f()) },
+            pid => {
+                let mut status = 0;
+                // SAFETY: reaps our own child.
+                unsafe { libc::waitpid(pid, &mut status, 0) };
+                libc::WEXITSTATUS(status)
+            }
+        }
+    }
+
+    /// The agent's process, given a floor with a network part, ends up in user, mount and
+    /// network namespaces of its own, loopback up, its writes confined: whether it joins
+    /// namespaces made ahead (as the guardian's child makes them) or makes them itself (when
+    /// the maker failed).
+    #[test]
+    fn the_agents_process_gets_its_namespaces_made_ahead_or_by_itself() {
+        let support = Support::probe();
+        if support.landlock_abi < 1 || support.namespaces.is_err() {
+            eprintln!("skipped: no Landlock or no user namespaces here");
+            return;
+        }
+        let ours = |ns: &str| std::fs::read_link(format!("/proc/self/ns/{ns}")).unwrap();
+        let (user, net, mnt) = (ours("user"), ours("net"), ours("mnt"));
+        let scratch = tempfile::tempdir().unwrap();
+        let outside = scratch.path().with_extension("outside");
+        let plan = Plan {
+            writable: vec![scratch.path().to_owned()],
+            net: Some(super::super::plan::NetPlan {
+                loopback: true,
+                publish: crate::floor::spec::Publishing::Loopback,
+            }),
+            ..Plan::default()
+        };
+        let request = NetRequest {
+            proxy_port: 45_678,
+            control: None,
+        };
+        for made_ahead in [true, false] {
+            let premade = made_ahead.then(|| {
+                let (premade, maker) = super::super::premade::wanted(super::super::Mode::On)
+                    .expect("namespaces are possible here");
+                assert_eq!(
+                    in_child(|| {
+                        maker.make();
+                        0
+                    }),
+                    0
+                );
+                premade
+            });
+            let (prepared, peer) =
+                Prepared::new(&plan, &support, scratch.path(), Some(&request), premade).unwrap();
+            let ns = prepared.namespaces.as_ref().unwrap();
+            assert_eq!(ns.made.is_some(), made_ahead);
+            let code = in_child(|| {
+                if prepared.apply().is_err() {
+                    return 1;
+                }
+                if ours("user") == user || ours("net") == net || ours("mnt") == mnt {
+                    return 2;
+                }
+                // Loopback is up: its address can be bound (a datagram sent with an address,
+                // a connect or a listen would wait for the wrapper's bridge, which this test
+                // does not run).
+                if std::net::UdpSocket::bind("127.0.0.1:0").is_err() {
+                    return 3;
+                }
+                if std::fs::write(&outside, b"x").is_ok() {
+                    return 4;
+                }
+                match std::fs::write(scratch.path().join("inside"), b"x") {
+                    Ok(()) => 0,
+                    Err(_) => 5,
+                }
+            });
+            assert_eq!(code, 0, "made premade: {made_ahead} (1 apply, 2 namespaces, 3 loopback, 4 write outside, 5 write inside)");
+            assert!(!outside.exists());
+            assert!(
+                peer.unwrap().receive().is_ok(),
+                "the sockets made in the namespace"
+            );
+        }
+    }
+
+    #[test]
+    fn this_kernel_reports_what_it_offers() {
+        let s = Support::probe();
+        let plan = Plan {
+            net: Some(super::super::plan::NetPlan {
+                loopback: true,
+                publish: crate::floor::spec::Publishing::Loopback,
+            }),
+            ..Plan::default()
+        };
+        let r = s.report(&plan, &Err("not asked".into()));
+        assert_eq!(r.enforced.is_empty(), s.landlock_abi < 1);
+        assert!(r.refusals.contains("not asked"), "{r:?}");
+        if s.landlock_abi >= 6 && s.namespaces.is_ok() {
+            assert!(r.complete(), "{r:?}");
+        }
+    }
+}

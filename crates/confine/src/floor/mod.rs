@@ -1,0 +1,144 @@
+//! The floor: the kernel confines the agent's whole process tree, whatever it runs and however
+//! it runs it. The interceptors and the policy decide and explain; the floor is what holds
+//! when they do not see an act (a script written in one call and run in the next, a build
+//! file, an interpreter, an absolute path).
+//!
+//! - [`Spec`]: the policy's `[floor]` section (what may be written, what is never written,
+//!   what is never read), as written.
+//! - [`plan`]: the spec made concrete for one run: the workspace, the temp directories, the
+//!   agent's own state (declared by its shim), the package caches, and the wrapper's own files.
+//! - `kernel` (Linux): what this kernel offers ([`Support`]), and the confinement applied in the
+//!   agent's process before its `exec` ([`Prepared`]): a user and mount namespace with
+//!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
+//!   only beneath the writable roots; no signals to processes outside the tree).
+//! - `namespaces` (Linux): the user and mount namespaces the agent's process enters, with the
+//!   plan's binds and empty mounts.
+//! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
+//!   the guardian starts, for the agent's process to join ([`NamespaceReceiver`]).
+//! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
+//!   back to its name.
+//! - [`secrets`]: which of the wrapper's variables carry credentials the agent's tree must
+//!   not inherit.
+//! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
+//!   read it, sorted into the run's own.
+//!
+//! Owns: the mechanism and what it is told. Must not touch: events or decisions (a refusal
+//! by the kernel is an ordinary `EACCES`/`EPERM`/`EROFS` to the agent), the audit log, or
+//! how the agent is spawned (it hands [`child`](crate::child) one pre-exec step).
+//!
+//! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
+
+#[cfg(target_os = "linux")]
+pub mod bridge;
+#[cfg(target_os = "linux")]
+pub mod caches;
+#[cfg(target_os = "linux")]
+pub mod denials;
+pub mod hosts;
+pub mod names;
+pub mod plan;
+#[cfg(target_os = "linux")]
+pub mod porter;
+#[cfg(target_os = "linux")]
+mod premade;
+mod resolve;
+pub mod secrets;
+pub mod spec;
+
+#[cfg(target_os = "linux")]
+mod kernel;
+#[cfg(target_os = "linux")]
+mod namespaces;
+#[cfg(target_os = "linux")]
+mod netns;
+
+#[cfg(target_os = "linux")]
+pub use kernel::{Prepared, Support};
+#[cfg(target_os = "linux")]
+pub use netns::{NetPeer, NetReceived, NetRequest};
+pub use plan::{Context, Plan};
+#[cfg(target_os = "linux")]
+pub use premade::{
+    wanted as premade_namespaces, NamespaceMaker, NamespaceReceiver, MAKE_NAMESPACES_ARG,
+};
+pub use spec::Spec;
+
+/// Set in the agent's environment when its tree runs on a floor: a wrapper started inside
+/// (a sub-agent, `ahp-wrap mcp`) stacks its own Landlock rules on the inherited ones and
+/// skips the namespaces (mounts are refused inside a Landlock domain).
+pub const ENV_FLOOR: &str = "AHP_WRAP_FLOOR";
+
+/// Whether a run asks for the floor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Mode {
+    /// Wherever the kernel supports it (the default); what it lacks is said before the
+    /// agent starts.
+    #[default]
+    On,
+    /// No floor: the run says so and audits it.
+    Off,
+}
+
+/// What one run's floor enforces and what it cannot, in words for the person and the
+/// audit log.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Report {
+    /// What the kernel enforces for this run.
+    pub enforced: Vec<String>,
+    /// What this kernel or this setting cannot enforce (said before the agent starts).
+    pub gaps: Vec<String>,
+    /// Whether the refusals the kernel makes are counted (said, not a gap: the floor holds
+    /// either way).
+    pub refusals: String,
+}
+
+impl Report {
+    /// Whether every part of the floor is in force.
+    pub fn complete(&self) -> bool {
+        self.gaps.is_empty()
+    }
+}
+
+/// What this machine enforces of `plan`, and what it lacks.
+pub fn report(plan: &Plan) -> Report {
+    #[cfg(target_os = "linux")]
+    {
+        let support = Support::probe();
+        support.report(plan, &denials::Reader::open(support.landlock_abi))
+    }
+    #[cfg(not(target_os = "linux"))]
+    {
+        let _ = plan;
+        Report {
+            enforced: Vec::new(),
+            gaps: vec![
+                "the floor is Linux-only: files, signals and secrets are not confined by \
+                        the kernel on this system"
+                    .into(),
+            ],
+            refusals: String::new(),
+        }
+    }
+}
+
+/// A floor that cannot be set up for this run.
+#[derive(Debug, thiserror::Error)]
+pub enum FloorError {
+    #[error("the kernel offers no Landlock (needs Linux 5.13 or later with Landlock enabled)")]
+    Unsupported,
+    #[error("landlock ruleset for {path}")]
+    Rule {
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("landlock ruleset: {0}")]
+    Ruleset(String),
+    #[error("prepare {what} {path}")]
+    Prepare {
+        what: &'static str,
+        path: String,
+        #[source]
+        source: std::io::Error,
+    },
+}

@@ -1,0 +1,477 @@
+//! The agent's user and mount namespaces (and network namespace, with the floor's network
+//! part), on Linux: what [`Prepared`](super::Prepared) makes of a plan's binds, empty mounts
+//! and id maps in the parent, and the step that enters them in the agent's process (joining
+//! the user and network namespaces [made ahead](super::premade) when they were).
+
+use std::ffi::CString;
+use std::os::unix::ffi::OsStrExt;
+use std::path::{Path, PathBuf};
+
+use super::kernel::fail;
+use super::netns;
+use super::{FloorError, Plan};
+
+/// One mount the child makes in its own mount namespace.
+#[derive(Debug)]
+enum Mount {
+    /// An overlay over the cache `path` (its own lower layer), with the run's layer for it;
+    /// then a Landlock rule on its root (a rule holds on an inode, and the overlay's root is
+    /// not the cache's).
+    Overlay { path: CString, options: CString },
+    /// A writable root beneath a cache, `src`, bound onto an empty directory of the run's
+    /// before the overlay covers it...
+    Stage { src: CString, stage: CString },
+    /// ...and that bind moved over the overlay's view of it, `path`.
+    Unstage { stage: CString, path: CString },
+    /// `path` bound onto itself, then (`Some(flags)`) remounted with `flags`: read-only or
+    /// writable, with the flags its mount already has (a user namespace may not clear them).
+    Bind {
+        path: CString,
+        remount: Option<libc::c_ulong>,
+    },
+    /// An empty, read-only tmpfs over a directory.
+    Empty { path: CString },
+    /// The run's private copy `src` of a mixed state file bound over it, then remounted
+    /// with `flags` (writable: the copy's mount may be read-only, as the run directory is).
+    Copy {
+        src: CString,
+        path: CString,
+        flags: libc::c_ulong,
+    },
+    /// A file of the run's, `src` (the empty file, the tree's resolver settings), bound
+    /// read-only over a file.
+    File {
+        src: CString,
+        path: CString,
+        flags: libc::c_ulong,
+    },
+}
+
+#[derive(Debug)]
+pub(super) struct Namespaces {
+    uid_map: Vec<u8>,
+    gid_map: Vec<u8>,
+    mounts: Vec<Mount>,
+    /// The user and network namespaces made ahead, to join instead of making them.
+    pub(super) made: Option<super::premade::NamespaceFds>,
+}
+
+impl Namespaces {
+    pub(super) fn new(plan: &Plan, scratch: &Path) -> Result<Namespaces, FloorError> {
+        let uid = nix::unistd::geteuid().as_raw();
+        let gid = nix::unistd::getegid().as_raw();
+        let mut mounts = Vec::new();
+        // A writable root beneath a cache is bound aside first, and moved over the overlay's
+        // view of it once the overlay is there.
+        let mut unstage = Vec::new();
+        if !plan.overlays.is_empty() {
+            for (i, dir) in plan.through.iter().enumerate() {
+                let stage = scratch.join(format!("through-{i}"));
+                std::fs::create_dir(&stage).map_err(|source| FloorError::Prepare {
+                    what: "cannot make a directory to stage a bind in:",
+                    path: stage.display().to_string(),
+                    source,
+                })?;
+                let (stage, path) = (cstring(&stage)?, cstring(dir)?);
+                mounts.push(Mount::Stage {
+                    src: path.clone(),
+                    stage: stage.clone(),
+                });
+                unstage.push(Mount::Unstage { stage, path });
+            }
+        }
+        for o in &plan.overlays {
+            let mut options = b"lowerdir=".to_vec();
+            options.extend(o.cache.as_os_str().as_bytes());
+            options.extend(b",upperdir=");
+            options.extend(o.upper.as_os_str().as_bytes());
+            options.extend(b",workdir=");
+            options.extend(o.work.as_os_str().as_bytes());
+            // volatile: no sync of the upper layer's file system (its unmount would wait for
+            // one); a run that did not end cleanly never merges its layer anyway.
+            options.extend(b",userxattr,volatile");
+            mounts.push(Mount::Overlay {
+                path: cstring(&o.cache)?,
+                options: CString::new(options).map_err(|_| nul(&o.cache))?,
+            });
+        }
+        mounts.extend(unstage);
+        for dir in &plan.pinned {
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                remount: None,
+            });
+        }
+        for copy in &plan.copies {
+            mounts.push(Mount::Copy {
+                src: cstring(&copy.copy)?,
+                path: cstring(&copy.file)?,
+                flags: locked_flags(&copy.copy) & !libc::MS_RDONLY,
+            });
+        }
+        for path in &plan.read_only {
+            mounts.push(Mount::Bind {
+                path: cstring(path)?,
+                remount: Some(libc::MS_RDONLY | locked_flags(path)),
+            });
+        }
+        for dir in &plan.reopened {
+            // A bind inherits the read-only flag of the mount it is taken from.
+            mounts.push(Mount::Bind {
+                path: cstring(dir)?,
+                remount: Some(locked_flags(dir) & !libc::MS_RDONLY),
+            });
+        }
+        let mut empty_file = None;
+        for path in &plan.hidden {
+            if path.is_dir() {
+                mounts.push(Mount::Empty {
+                    path: cstring(path)?,
+                });
+                continue;
+            }
+            let src = match &empty_file {
+                Some(src) => src,
+                None => empty_file.insert(make_empty_file(scratch)?),
+            };
+            mounts.push(Mount::File {
+                src: cstring(src)?,
+                path: cstring(path)?,
+                flags: locked_flags(path),
+            });
+        }
+        Ok(Namespaces {
+            uid_map: id_map(uid),
+            gid_map: id_map(gid),
+            mounts,
+            made: None,
+        })
+    }
+
+    /// With the network part: the tree's `/etc/resolv.conf` names its own resolver (port 53
+    /// of its loopback, which the wrapper answers), and its `/etc/hosts` keeps only the
+    /// entries for loopback addresses (every other name is the resolver's to answer, so that
+    /// a connection to it is decided by name). Files of the run's in `scratch`, bound over
+    /// the machine's where it has them.
+    pub(super) fn resolve_inside(&mut self, scratch: &Path) -> Result<(), FloorError> {
+        let hosts = std::fs::read_to_string("/etc/hosts").ok();
+        let files = [
+            (
+                "/etc/resolv.conf",
+                "floor-resolv.conf",
+                Some(RESOLV_CONF.to_owned()),
+            ),
+            (
+                "/etc/hosts",
+                "floor-hosts",
+                hosts.map(|h| loopback_hosts(&h)),
+            ),
+        ];
+        for (path, name, text) in files {
+            let (path, Some(text)) = (Path::new(path), text) else {
+                continue;
+            };
+            // Following a link (resolv.conf often is one): a file that is not there is not
+            // read by anyone either (a resolver without one asks 127.0.0.1, ours).
+            if !path.is_file() {
+                continue;
+            }
+            let src = scratch.join(name);
+            std::fs::write(&src, text).map_err(|source| FloorError::Prepare {
+                what: "the tree's resolver settings in",
+                path: scratch.display().to_string(),
+                source,
+            })?;
+            self.mounts.push(Mount::File {
+                src: cstring(&src)?,
+                path: cstring(path)?,
+                flags: locked_flags(path),
+            });
+        }
+        Ok(())
+    }
+
+    /// A user namespace (the same uid and gid, mapped to themselves) and a mount namespace,
+    /// with the plan's overlays, binds and empty mounts. `landlock` is the ruleset (and the
+    /// access it handles) that each overlay's root is added to, writable.
+    pub(super) fn enter(&self, net: bool, landlock: Option<(i32, u64)>) -> std::io::Result<()> {
+        // SAFETY: plain system calls on values we own; nothing allocates.
+        unsafe {
+            match &self.made {
+                Some(made) => {
+                    made.join()?;
+                    if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                }
+                None => {
+                    let flags = match net {
+                        true => libc::CLONE_NEWUSER | libc::CLONE_NEWNS | libc::CLONE_NEWNET,
+                        false => libc::CLONE_NEWUSER | libc::CLONE_NEWNS,
+                    };
+                    if libc::unshare(flags) != 0 {
+                        return fail(b"ahp-wrap: floor: cannot create a user and mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    }
+                    write_proc(c"/proc/self/setgroups", b"deny")?;
+                    write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+                    write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+                    if net {
+                        netns::loopback_up()?;
+                    }
+                }
+            }
+            let none = std::ptr::null::<libc::c_char>();
+            if libc::mount(
+                none,
+                c"/".as_ptr(),
+                none,
+                libc::MS_REC | libc::MS_PRIVATE,
+                std::ptr::null(),
+            ) != 0
+            {
+                return fail(b"ahp-wrap: floor: cannot make the mounts private\n");
+            }
+            for m in &self.mounts {
+                let ok = match m {
+                    // A cache whose overlay cannot be mounted here (its file system refuses to
+                    // be a layer) stays as it is, written in place: the wrapper sees the mount
+                    // missing from the agent's mount table and says so.
+                    Mount::Overlay { path, options } => {
+                        let mounted = libc::mount(
+                            c"overlay".as_ptr(),
+                            path.as_ptr(),
+                            c"overlay".as_ptr(),
+                            0,
+                            options.as_ptr().cast(),
+                        ) == 0;
+                        let ruled = landlock.is_none_or(|(ruleset, access)| {
+                            writable_rule(ruleset, access, path).is_ok()
+                        });
+                        if mounted && !ruled {
+                            libc::umount2(path.as_ptr(), libc::MNT_DETACH);
+                        }
+                        true
+                    }
+                    Mount::Stage { src, stage } => {
+                        let f = libc::MS_BIND | libc::MS_REC;
+                        libc::mount(src.as_ptr(), stage.as_ptr(), none, f, std::ptr::null()) == 0
+                    }
+                    Mount::Unstage { stage, path } => {
+                        let f = libc::MS_MOVE;
+                        libc::mount(stage.as_ptr(), path.as_ptr(), none, f, std::ptr::null()) == 0
+                    }
+                    Mount::Bind { path, remount } => {
+                        let p = path.as_ptr();
+                        libc::mount(p, p, none, libc::MS_BIND | libc::MS_REC, std::ptr::null()) == 0
+                            && remount.is_none_or(|flags| {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            })
+                    }
+                    Mount::Empty { path } => {
+                        let f =
+                            libc::MS_RDONLY | libc::MS_NOSUID | libc::MS_NODEV | libc::MS_NOEXEC;
+                        libc::mount(
+                            c"tmpfs".as_ptr(),
+                            path.as_ptr(),
+                            c"tmpfs".as_ptr(),
+                            f,
+                            c"size=4k,mode=0555".as_ptr().cast(),
+                        ) == 0
+                    }
+                    Mount::Copy { src, path, flags } => {
+                        let p = path.as_ptr();
+                        libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
+                            && {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            }
+                    }
+                    Mount::File { src, path, flags } => {
+                        let p = path.as_ptr();
+                        libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
+                            && {
+                                let f = libc::MS_REMOUNT | libc::MS_BIND | libc::MS_RDONLY | flags;
+                                libc::mount(none, p, none, f, std::ptr::null()) == 0
+                            }
+                    }
+                };
+                if !ok {
+                    return fail(b"ahp-wrap: floor: a protecting mount failed\n");
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Landlock's `struct landlock_path_beneath_attr` (packed, as the kernel's).
+#[repr(C, packed)]
+struct PathBeneathAttr {
+    allowed_access: u64,
+    parent_fd: i32,
+}
+
+/// Adds `dir` to the Landlock `ruleset`, with `access` beneath it.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn writable_rule(ruleset: i32, access: u64, dir: &std::ffi::CStr) -> std::io::Result<()> {
+    let fd = libc::open(
+        dir.as_ptr(),
+        libc::O_PATH | libc::O_DIRECTORY | libc::O_CLOEXEC,
+    );
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let attr = PathBeneathAttr {
+        allowed_access: access,
+        parent_fd: fd,
+    };
+    const LANDLOCK_RULE_PATH_BENEATH: libc::c_long = 1;
+    let r = libc::syscall(
+        libc::SYS_landlock_add_rule,
+        ruleset,
+        LANDLOCK_RULE_PATH_BENEATH,
+        std::ptr::addr_of!(attr),
+        0,
+    );
+    let e = std::io::Error::last_os_error();
+    libc::close(fd);
+    if r != 0 {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// A `uid_map` or `gid_map` line that maps `id` to itself, and nothing else.
+pub(super) fn id_map(id: u32) -> Vec<u8> {
+    format!("{id} {id} 1\n").into_bytes()
+}
+
+/// Writes `data` to a /proc file with plain system calls, or says why not.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+unsafe fn write_proc(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    if write_file(path, data).is_err() {
+        return fail(b"ahp-wrap: floor: cannot write a /proc/self map\n");
+    }
+    Ok(())
+}
+
+/// Writes `data` to a file in one `write(2)`, silently.
+///
+/// # Safety
+/// For a pre-exec step: no allocation.
+pub(super) unsafe fn write_file(path: &std::ffi::CStr, data: &[u8]) -> std::io::Result<()> {
+    let fd = libc::open(path.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+    if fd < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    let n = libc::write(fd, data.as_ptr().cast(), data.len());
+    let e = std::io::Error::last_os_error();
+    libc::close(fd);
+    if n != data.len() as isize {
+        return Err(e);
+    }
+    Ok(())
+}
+
+/// The flags of the mount `path` is on that a read-only remount must keep.
+fn locked_flags(path: &Path) -> libc::c_ulong {
+    let Ok(c) = CString::new(path.as_os_str().as_bytes()) else {
+        return 0;
+    };
+    let mut st: libc::statvfs = unsafe { std::mem::zeroed() };
+    // SAFETY: statvfs into a zeroed struct we own.
+    if unsafe { libc::statvfs(c.as_ptr(), &mut st) } != 0 {
+        return 0;
+    }
+    let f = st.f_flag;
+    let mut out = 0;
+    for (st_flag, ms_flag) in [
+        (libc::ST_NOSUID, libc::MS_NOSUID),
+        (libc::ST_NODEV, libc::MS_NODEV),
+        (libc::ST_NOEXEC, libc::MS_NOEXEC),
+        (libc::ST_NOATIME, libc::MS_NOATIME),
+        (libc::ST_NODIRATIME, libc::MS_NODIRATIME),
+        (libc::ST_RELATIME, libc::MS_RELATIME),
+    ] {
+        if f & st_flag != 0 {
+            out |= ms_flag;
+        }
+    }
+    out
+}
+
+/// The tree's `resolv.conf`: its own resolver, and nothing to search (a name is asked as
+/// it was written).
+const RESOLV_CONF: &str = "# ahp-wrap: names are answered by the run (docs/floor.md)\n\
+                           nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
+
+/// The lines of a hosts file that name loopback addresses (`localhost`, the machine's own
+/// name where it is on 127.0.1.1), for the tree's.
+fn loopback_hosts(hosts: &str) -> String {
+    let mut out = String::from("# ahp-wrap: the machine's loopback entries (docs/floor.md)\n");
+    for line in hosts.lines() {
+        let addr = line.split_whitespace().next().unwrap_or("");
+        let addr = addr.split('%').next().unwrap_or(addr);
+        if addr
+            .parse::<std::net::IpAddr>()
+            .is_ok_and(|a| super::hosts::canonical(a).is_loopback())
+        {
+            out.push_str(line);
+            out.push('\n');
+        }
+    }
+    out
+}
+
+fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let path = dir.join("floor-empty");
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o444)
+        .open(&path)
+        .map_err(|source| FloorError::Prepare {
+            what: "the empty file in",
+            path: dir.display().to_string(),
+            source,
+        })?;
+    Ok(path)
+}
+
+fn cstring(path: &Path) -> Result<CString, FloorError> {
+    CString::new(path.as_os_str().as_bytes()).map_err(|_| nul(path))
+}
+
+#[cfg(test)]
+#[test]
+fn the_trees_hosts_file_keeps_only_loopback_entries() {
+    let hosts = "127.0.0.1\tlocalhost\n# a comment\n::1 localhost ip6-localhost\n\
+                 127.0.1.1 box.example box\n198.51.100.1 allowed.test\nff02::1 ip6-allnodes\n\
+                 10.0.0.5 db.internal\n";
+    let kept = loopback_hosts(hosts);
+    for line in [
+        "127.0.0.1\tlocalhost",
+        "::1 localhost",
+        "127.0.1.1 box.example",
+    ] {
+        assert!(kept.contains(line), "{line}: {kept}");
+    }
+    for name in ["allowed.test", "ip6-allnodes", "db.internal", "a comment"] {
+        assert!(!kept.contains(name), "{name}: {kept}");
+    }
+}
+
+fn nul(path: &Path) -> FloorError {
+    FloorError::Prepare {
+        what: "a path with a NUL byte:",
+        path: path.display().to_string(),
+        source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    }
+}

@@ -1,0 +1,583 @@
+//! The embedded default harness: a rule engine over AHP events, configured by a TOML policy.
+//!
+//! Owns: the rules, the analysis of what an event does (shell, paths, inline code) and the
+//! default policy. Must not touch: I/O beyond reading the file system it reasons about, the
+//! audit log, or how a verdict is enforced (the gate and the interceptors do that).
+//!
+//! # Layout
+//!
+//! ```text
+//!  Event ─▶ extract (normaliser) ─▶ Facts ─▶ every Rule ─▶ strictest decision wins
+//!             │  shell commands ── shell (brush-parser AST) ── semantics (wrappers, reads, writes)
+//!             │  file paths ────── paths (~, cwd, .., symlinks, workspace predicates)
+//!             └  URLs
+//! ```
+//!
+//! - `rules`: the file format (see `docs/policy.md`) and compiled matchers.
+//! - `examples`: `match` / `no_match` examples, checked at load.
+//! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
+//!
+//! The engine only decides; enforce or observe mode is the caller's business.
+
+mod examples;
+mod extract;
+mod inline;
+mod paths;
+mod rules;
+mod semantics;
+mod shell;
+
+#[cfg(test)]
+mod tests;
+
+use std::path::{Path, PathBuf};
+
+use serde_json::{Map, Value};
+
+pub use examples::{ExampleFailure, ExampleReport};
+pub use rules::{Check, DecisionKind, Unparseable};
+
+use ahp_wrap_wire::protocol::{Event, Verdict};
+use extract::Facts;
+use paths::Resolver;
+use rules::{RawPolicy, Rule, Settings};
+
+/// The default policy, compiled in.
+const DEFAULT_TOML: &str = include_str!("default.toml");
+
+/// The id reported when a shell command could not be parsed.
+pub const UNPARSEABLE_RULE: &str = "unparseable-command";
+
+/// A decision of the embedded harness, with the rule that made it.
+#[derive(Debug, Clone, PartialEq)]
+pub struct PolicyDecision {
+    pub verdict: Verdict,
+    /// The id of the rule that decided, `None` for "no rule matched".
+    pub rule: Option<String>,
+}
+
+impl PolicyDecision {
+    /// "No rule matched."
+    pub fn no_opinion() -> PolicyDecision {
+        PolicyDecision {
+            verdict: Verdict::no_opinion(),
+            rule: None,
+        }
+    }
+
+    /// The reason shown to the agent or the person, if the verdict carries one.
+    pub fn reason(&self) -> Option<&str> {
+        self.verdict.reason()
+    }
+}
+
+/// Why a policy could not be loaded.
+#[derive(Debug, thiserror::Error)]
+pub enum PolicyError {
+    #[error("read policy file {path}")]
+    Io {
+        path: PathBuf,
+        #[source]
+        source: std::io::Error,
+    },
+    #[error("parse policy {origin}")]
+    Toml {
+        origin: String,
+        #[source]
+        source: toml::de::Error,
+    },
+    #[error("unsupported policy version {0} (this build reads version 1)")]
+    Version(u32),
+    #[error("{0}")]
+    Extends(String),
+    #[error("rule {rule:?}: {message}")]
+    InvalidRule { rule: String, message: String },
+    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
+    Examples(Vec<ExampleFailure>),
+}
+
+/// The floor a policy asks for: its `[floor]` section, each list it leaves out taken from the
+/// default policy's; `None` for the default policy itself. Only that section is read (the
+/// rules are compiled when the first event comes), so that start-up stays cheap.
+pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, PolicyError> {
+    #[derive(serde::Deserialize)]
+    struct FloorOnly {
+        floor: Option<ahp_wrap_confine::floor::Spec>,
+    }
+    // Searched from the end, where the section is: from the start, the search reads the
+    // whole commented policy first.
+    let default_text = DEFAULT_TOML
+        .rsplit_once("\n[floor]\n")
+        .map(|(_, rest)| format!("[floor]\n{rest}"))
+        .expect("the default policy ends with its [floor] section");
+    let default: FloorOnly = toml::from_str(&default_text).map_err(|source| PolicyError::Toml {
+        origin: "(default [floor])".into(),
+        source,
+    })?;
+    let default = default
+        .floor
+        .expect("the default policy has a [floor] section");
+    let Some(path) = file else {
+        return Ok(default);
+    };
+    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+        path: path.to_path_buf(),
+        source,
+    })?;
+    let own: FloorOnly = toml::from_str(&text).map_err(|source| PolicyError::Toml {
+        origin: path.display().to_string(),
+        source,
+    })?;
+    Ok(match own.floor {
+        Some(spec) => spec.or(&default),
+        None => default,
+    })
+}
+
+/// The embedded policy engine.
+#[derive(Debug)]
+pub struct Policy {
+    rules: Vec<Rule>,
+    /// How many of `rules`, first, come from the default policy this one extends (their
+    /// examples are the default's, checked by the test suite, not at every load).
+    inherited: usize,
+    settings: Settings,
+    resolver: Resolver,
+    /// The workspace, when the caller knows it better than the event's cwd.
+    workspace_root: Option<PathBuf>,
+    /// The wrapper's own files and processes.
+    protected: Protected,
+}
+
+/// What of the wrapper itself the policy protects: its files (executables, run directory,
+/// control socket: rules with `where = ["wrapper"]`) and its processes (itself, its
+/// guardian: rules with `wrapper_pid = true`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Protected {
+    pub paths: Vec<PathBuf>,
+    pub pids: Vec<u32>,
+}
+
+impl Protected {
+    /// `paths` (canonicalised where they exist) and `pids`.
+    pub fn new(
+        paths: impl IntoIterator<Item = PathBuf>,
+        pids: impl IntoIterator<Item = u32>,
+    ) -> Protected {
+        Protected {
+            paths: paths
+                .into_iter()
+                .map(|p| std::fs::canonicalize(&p).unwrap_or_else(|_| paths::normalise(&p)))
+                .collect(),
+            pids: pids.into_iter().collect(),
+        }
+    }
+
+    /// Both together.
+    fn and(&self, other: &Protected) -> Protected {
+        Protected {
+            paths: self.paths.iter().chain(&other.paths).cloned().collect(),
+            pids: self.pids.iter().chain(&other.pids).copied().collect(),
+        }
+    }
+}
+
+impl Default for Policy {
+    fn default() -> Policy {
+        Policy::allow_all()
+    }
+}
+
+impl Policy {
+    /// No rules at all: "no opinion" for every event, whatever it contains.
+    pub fn allow_all() -> Policy {
+        Policy {
+            rules: Vec::new(),
+            inherited: 0,
+            settings: Settings {
+                unparseable: Unparseable::NoOpinion,
+            },
+            resolver: Resolver {
+                home: home_from_env(),
+                follow_symlinks: true,
+                code_since: Some(std::time::SystemTime::now()),
+                other_homes: passwd_home().into_iter().collect(),
+            },
+            workspace_root: None,
+            protected: Protected::default(),
+        }
+    }
+
+    /// The compiled-in default policy. Its examples are checked by the test suite rather than
+    /// at every start.
+    pub fn default_policy() -> Policy {
+        Policy::parse(DEFAULT_TOML, "(default)").expect("the compiled-in default policy is valid")
+    }
+
+    /// The text of the default policy, for printing.
+    pub fn default_toml() -> &'static str {
+        DEFAULT_TOML
+    }
+
+    /// Loads a policy file and checks its examples.
+    pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        let path = path.as_ref();
+        let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
+            path: path.to_path_buf(),
+            source,
+        })?;
+        let policy = Policy::parse(&text, &path.display().to_string())?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    /// Parses a policy from TOML text and checks its examples.
+    pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
+        let policy = Policy::parse(text, "(string)")?;
+        policy.check()?;
+        Ok(policy)
+    }
+
+    fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|source| PolicyError::Toml {
+            origin: origin.to_owned(),
+            source,
+        })?;
+        if let Some(v) = raw.version.filter(|v| *v != 1) {
+            return Err(PolicyError::Version(v));
+        }
+        let (mut rules, inherited, settings) = match raw.extends.as_deref() {
+            None if raw.disable.is_empty() => (Vec::new(), 0, raw.settings.unwrap_or_default()),
+            None => {
+                return Err(PolicyError::Extends(
+                    "`disable` names default rules, so it needs `extends = \"default\"`".into(),
+                ))
+            }
+            Some("default") => {
+                let base = Policy::parse(DEFAULT_TOML, "(default)")?;
+                let mut rules = base.rules;
+                for id in &raw.disable {
+                    let before = rules.len();
+                    rules.retain(|r| &r.id != id);
+                    if rules.len() == before {
+                        return Err(PolicyError::Extends(format!(
+                            "`disable` names {id:?}, which is not a rule of the default policy \
+                             (`ahp-wrap policy default` lists them)"
+                        )));
+                    }
+                }
+                // A rule of this file with a default rule's id takes its place.
+                rules.retain(|r| !raw.rules.iter().any(|own| own.id == r.id));
+                let inherited = rules.len();
+                (rules, inherited, raw.settings.unwrap_or(base.settings))
+            }
+            Some(other) => {
+                return Err(PolicyError::Extends(format!(
+                    "extends = {other:?}: only \"default\" (the built-in policy) can be extended"
+                )))
+            }
+        };
+        for r in raw.rules {
+            if rules[inherited..].iter().any(|x: &Rule| x.id == r.id) {
+                return Err(PolicyError::InvalidRule {
+                    rule: r.id,
+                    message: "the id is used by another rule".into(),
+                });
+            }
+            rules.push(Rule::compile(r)?);
+        }
+        Ok(Policy {
+            rules,
+            inherited,
+            settings,
+            ..Policy::allow_all()
+        })
+    }
+
+    /// Uses `home` for `~` and for `~/…` patterns instead of `$HOME`.
+    pub fn with_home(mut self, home: impl AsRef<Path>) -> Policy {
+        self.resolver.home = std::fs::canonicalize(home.as_ref())
+            .unwrap_or_else(|_| paths::normalise(home.as_ref()));
+        self
+    }
+
+    /// Uses `root` as the workspace instead of each event's cwd.
+    pub fn with_workspace(mut self, root: impl AsRef<Path>) -> Policy {
+        self.workspace_root = Some(root.as_ref().to_path_buf());
+        self
+    }
+
+    /// Counts code on disk changed at or after `since` as untrusted (the agent's own work)
+    /// instead of code changed since the policy was built.
+    pub fn trusting_code_changed_before(mut self, since: std::time::SystemTime) -> Policy {
+        self.resolver.code_since = Some(since);
+        self
+    }
+
+    /// Protects the wrapper's own files and processes (see [`Protected`]).
+    pub fn protecting(mut self, protected: Protected) -> Policy {
+        self.protected = protected;
+        self
+    }
+
+    /// How many rules come from the default policy this one extends (0 when it stands alone).
+    pub fn inherited_rules(&self) -> usize {
+        self.inherited
+    }
+
+    /// The ids of the rules, in file order.
+    pub fn rule_ids(&self) -> impl Iterator<Item = &str> {
+        self.rules.iter().map(|r| r.id.as_str())
+    }
+
+    /// Runs the `match` / `no_match` examples of every rule this policy adds (those of the
+    /// default it extends are checked by the test suite).
+    pub fn check(&self) -> Result<ExampleReport, PolicyError> {
+        let (report, failures) = examples::check(&self.rules[self.inherited..]);
+        if failures.is_empty() {
+            Ok(report)
+        } else {
+            Err(PolicyError::Examples(failures))
+        }
+    }
+
+    /// Evaluates one event: every matching rule proposes its decision, the strictest wins
+    /// (block > escalate > defer > modify > explicit allow > no opinion; ties go to the
+    /// rule written first).
+    pub fn evaluate(&self, event: &Event) -> PolicyDecision {
+        self.evaluate_with(event, None)
+    }
+
+    /// [`Policy::evaluate`], also protecting `run`'s files and processes (a run knows
+    /// them only after the policy is built).
+    pub fn evaluate_with(&self, event: &Event, run: Option<&Protected>) -> PolicyDecision {
+        if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
+            return PolicyDecision::no_opinion();
+        }
+        let facts = self.facts(event, run);
+        let mut best: Option<(u8, PolicyDecision)> = None;
+        let mut propose = |rank: u8, decision: PolicyDecision| {
+            if best.as_ref().is_none_or(|(r, _)| rank > *r) {
+                best = Some((rank, decision));
+            }
+        };
+        if let Some(err) = facts.parse_errors.first() {
+            let reason =
+                format!("the shell command could not be parsed ({err}), so a person must decide");
+            match self.settings.unparseable {
+                Unparseable::Escalate => propose(
+                    DecisionKind::Escalate.rank(),
+                    by_rule(
+                        Verdict::Escalate {
+                            reason,
+                            target: None,
+                        },
+                        UNPARSEABLE_RULE,
+                    ),
+                ),
+                Unparseable::Block => propose(
+                    DecisionKind::Block.rank(),
+                    by_rule(
+                        Verdict::Block {
+                            reason: format!("the shell command could not be parsed ({err})"),
+                        },
+                        UNPARSEABLE_RULE,
+                    ),
+                ),
+                Unparseable::NoOpinion => {}
+            }
+        }
+        for rule in &self.rules {
+            if rule.is_match(&facts) {
+                propose(
+                    rule.decision.rank(),
+                    by_rule(verdict(rule, event, &facts), &rule.id),
+                );
+            }
+        }
+        best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
+    }
+}
+
+impl Policy {
+    /// What the engine knows of `event`, the wrapper's files and processes protected.
+    fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
+        let protected = match run {
+            Some(run) => self.protected.and(run),
+            None => self.protected.clone(),
+        };
+        extract::facts(
+            event,
+            &self.resolver,
+            self.workspace_root.as_deref(),
+            protected,
+        )
+    }
+
+    /// Why `event` gets its decision (`policy explain`): the decision, then each rule whose
+    /// event type and tools apply, with each of its conditions and whether it held, rules
+    /// that matched first, then those that came closest.
+    pub fn explain(&self, event: &Event) -> (PolicyDecision, Vec<RuleExplained>) {
+        let decision = self.evaluate(event);
+        let facts = self.facts(event, None);
+        let mut rules: Vec<RuleExplained> = self
+            .rules
+            .iter()
+            .map(|r| RuleExplained {
+                id: r.id.clone(),
+                decision: r.decision,
+                checks: r.explain(&facts),
+            })
+            .filter(|r| {
+                r.checks
+                    .iter()
+                    .filter(|(key, _)| matches!(*key, "events" | "tools" | "tools_not"))
+                    .all(|(_, held)| *held)
+            })
+            .collect();
+        rules.sort_by_key(|r| std::cmp::Reverse((r.matched(), r.held())));
+        (decision, rules)
+    }
+}
+
+/// One rule as `policy explain` shows it.
+#[derive(Debug, Clone)]
+pub struct RuleExplained {
+    pub id: String,
+    pub decision: DecisionKind,
+    /// Each condition, and whether it held.
+    pub checks: Vec<Check>,
+}
+
+impl RuleExplained {
+    /// Every condition held.
+    pub fn matched(&self) -> bool {
+        self.checks.iter().all(|(_, held)| *held)
+    }
+
+    /// How many conditions held.
+    pub fn held(&self) -> usize {
+        self.checks.iter().filter(|(_, held)| *held).count()
+    }
+}
+
+fn by_rule(verdict: Verdict, rule: &str) -> PolicyDecision {
+    PolicyDecision {
+        verdict,
+        rule: Some(rule.to_owned()),
+    }
+}
+
+/// The user's home in the password database, canonical.
+fn passwd_home() -> Option<PathBuf> {
+    let user = nix::unistd::User::from_uid(nix::unistd::getuid()).ok()??;
+    Some(std::fs::canonicalize(&user.dir).unwrap_or(user.dir))
+}
+
+fn home_from_env() -> PathBuf {
+    let home = std::env::var_os("HOME").map_or_else(|| PathBuf::from("/"), PathBuf::from);
+    std::fs::canonicalize(&home).unwrap_or(home)
+}
+
+/// The verdict a matching rule gives for this event.
+fn verdict(rule: &Rule, event: &Event, facts: &Facts) -> Verdict {
+    let reason = || match rule.detail(facts) {
+        Some(detail) => format!("{} ({detail})", rule.reason),
+        None => rule.reason.clone(),
+    };
+    match rule.decision {
+        DecisionKind::Allow => Verdict::Allow {
+            explicit: true,
+            modified_payload: None,
+            extra: Map::new(),
+        },
+        DecisionKind::Block => Verdict::Block { reason: reason() },
+        DecisionKind::Defer => Verdict::Defer {
+            retry_after_ms: rule.retry_after_ms,
+            reason: Some(reason()),
+        },
+        DecisionKind::Escalate => Verdict::Escalate {
+            reason: reason(),
+            target: rule.target.clone(),
+        },
+        DecisionKind::Modify => Verdict::Modify {
+            modified_payload: rewrite(rule, event, facts),
+        },
+    }
+}
+
+/// The payload with the rule's rewrite applied.
+fn rewrite(rule: &Rule, event: &Event, facts: &Facts) -> Value {
+    let mut payload = event.payload.clone();
+    let original = facts.shell.first().map_or("", |s| s.text.as_str());
+    let fill = |s: &str| {
+        s.replace("{command}", original)
+            .replace("{tool}", facts.tool.as_deref().unwrap_or_default())
+    };
+    if let Some(template) = &rule.rewrite.command {
+        for src in &facts.shell {
+            let text = template.replace("{command}", &src.text);
+            let value = if src.argv_form {
+                Value::from(vec!["bash".to_owned(), "-lc".to_owned(), text])
+            } else {
+                Value::from(text)
+            };
+            set_pointer(&mut payload, &src.pointer, value);
+        }
+    }
+    for (pointer, value) in &rule.rewrite.set {
+        let mut v = serde_json::to_value(value).unwrap_or(Value::Null);
+        if let Value::String(s) = &v {
+            v = Value::String(fill(s));
+        }
+        set_pointer(&mut payload, pointer, v);
+    }
+    payload
+}
+
+/// Sets the value at a JSON pointer, creating objects on the way.
+fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
+    let mut cur = root;
+    let keys: Vec<String> = pointer
+        .split('/')
+        .skip(1)
+        .map(|k| k.replace("~1", "/").replace("~0", "~"))
+        .collect();
+    let Some((last, path)) = keys.split_last() else {
+        *cur = value;
+        return;
+    };
+    for k in path {
+        cur = match cur {
+            Value::Array(items) => match k.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                Some(v) => v,
+                None => return,
+            },
+            other => {
+                if !other.is_object() {
+                    *other = Value::Object(Map::new());
+                }
+                other
+                    .as_object_mut()
+                    .expect("just made an object")
+                    .entry(k.clone())
+                    .or_insert_with(|| Value::Object(Map::new()))
+            }
+        };
+    }
+    match cur {
+        Value::Array(items) => {
+            if let Some(slot) = last.parse::<usize>().ok().and_then(|i| items.get_mut(i)) {
+                *slot = value;
+            }
+        }
+        other => {
+            if !other.is_object() {
+                *other = Value::Object(Map::new());
+            }
+            if let Some(map) = other.as_object_mut() {
+                map.insert(last.clone(), value);
+            }
+        }
+    }
+}
