@@ -301,7 +301,9 @@ printf 'import hello\n\ndef test_sum():\n    assert 1 + 1 == 2\n\ndef test_hello
 mkdir -p pkgs/left app && echo '{{"name":"left","version":"1.0.0","main":"index.js"}}' > pkgs/left/package.json
 echo 'module.exports = "left"' > pkgs/left/index.js && echo '{{"name":"app","version":"1.0.0"}}' > app/package.json
 (cd app && npm install -q --no-audit --no-fund ../pkgs/left && node -e 'require("left")') && echo > npm-ran
-cargo init -q --name floorcheck --vcs none crate && cargo build -q --offline --manifest-path crate/Cargo.toml
+mkdir -p crate/src && printf '[package]\nname = "floorcheck"\nversion = "0.1.0"\nedition = "2021"\n' > crate/Cargo.toml
+echo 'fn main() {{ println!("built"); }}' > crate/src/main.rs
+cargo build -q --offline --manifest-path crate/Cargo.toml
 ./crate/target/debug/floorcheck > built-ran
 printf 'test:\n\techo made > made\n' > Makefile && make -s test
 echo done > all-done"#,
