@@ -52,6 +52,10 @@ fn setups() -> Vec<String> {
 /// Writes the list of manifest shims for `include!`: each one's path and text, and the two
 /// fields a run looks every framework up by (its name and executables), read here so that a
 /// run parses only the manifest it uses, not every one at start-up.
+#[allow(
+    clippy::expect_used,
+    reason = "a build script's failure is a panic, which cargo shows"
+)]
 fn built_in_shims() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     println!("cargo::rerun-if-changed=shims");

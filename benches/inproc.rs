@@ -4,7 +4,7 @@
 //! Run through `bench/run.sh`, which puts these next to the whole-process figures; alone:
 //! `cargo bench --bench inproc`. Under `cargo test` it does nothing.
 
-#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
 
 mod support;
 

@@ -12,7 +12,7 @@
 //! Run through `bench/run.sh` (with `--write`, the table goes into BENCHMARKS.md); alone:
 //! `cargo bench --bench proxy [-- --quick]`. Under `cargo test` it does nothing.
 
-#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
 
 mod support;
 

@@ -8,7 +8,7 @@
 //! `bench/run.sh --pathshim` does); `--only telemetry` the export on/off rows (what
 //! `bench/run.sh --telemetry` does). Under `cargo test` it does nothing.
 
-#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
 
 mod support;
 

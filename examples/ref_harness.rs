@@ -60,6 +60,10 @@ impl EventHandler for Policy {
 }
 
 /// The reference server's own line handling (as in `AhpServer::run_stdio`), on a socket.
+#[allow(
+    clippy::expect_used,
+    reason = "a response of the reference crate's types always serialises"
+)]
 async fn serve_unix(server: Arc<AhpServer>, path: &str) -> std::io::Result<()> {
     let listener = tokio::net::UnixListener::bind(path)?;
     loop {

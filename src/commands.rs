@@ -196,6 +196,10 @@ pub fn man() -> CommandResult {
     Ok(Exit::OK)
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "loading the policy checked its examples already"
+)]
 pub fn policy(cmd: PolicyCommand) -> CommandResult {
     match cmd {
         PolicyCommand::Default => {

@@ -184,6 +184,7 @@ impl Config {
 }
 
 impl Config {
+    #[allow(clippy::expect_used, reason = "the generic framework is built in")]
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
         if args.supervision.audit_key_file.is_some() && args.audit_log.is_none() {
             return Err(ConfigError::KeyWithoutLog);

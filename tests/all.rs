@@ -7,7 +7,7 @@
 //! its name: `cargo test --test all -- --exact floor::a_test_name`. `tests/run-all.sh` (what
 //! CI runs) installs what the suites need first.
 
-#![allow(clippy::unwrap_used)] // a bench or test may stop at the first failure
+#![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
 
 mod acp_claude;
 mod acp_codex;

@@ -118,6 +118,7 @@ impl Signer {
     }
 }
 
+#[allow(clippy::expect_used, reason = "HMAC-SHA256 takes a key of any length")]
 fn new_mac(key: &[u8]) -> Hmac<Sha256> {
     <Hmac<Sha256> as Mac>::new_from_slice(key).expect("HMAC accepts keys of any length")
 }
@@ -142,6 +143,7 @@ pub fn canonical(value: &Value) -> Vec<u8> {
     out
 }
 
+#[allow(clippy::expect_used, reason = "writing JSON into a Vec cannot fail")]
 fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     match value {
         Value::Object(map) => {
@@ -174,6 +176,7 @@ fn write_canonical(value: &Value, out: &mut Vec<u8>) {
     }
 }
 
+#[allow(clippy::expect_used, reason = "writing JSON into a Vec cannot fail")]
 fn write_string(s: &str, out: &mut Vec<u8>) {
     serde_json::to_writer(&mut *out, s).expect("writing to a Vec cannot fail");
 }

@@ -51,6 +51,10 @@ pub fn read(path: &Path) -> Option<Head> {
 }
 
 /// Writes a head atomically (a temporary file renamed over the old one).
+#[allow(
+    clippy::expect_used,
+    reason = "a commit head is plain data: its serialisation cannot fail"
+)]
 pub fn write(path: &Path, head: &Head) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         std::fs::DirBuilder::new()

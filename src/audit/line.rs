@@ -21,6 +21,10 @@ pub fn encode(record: &AuditRecord, seq: u64, prev: &str, signer: &Signer) -> (V
 }
 
 /// [`encode`], with lines longer than `max` slimmed down.
+#[allow(
+    clippy::expect_used,
+    reason = "an audit record is plain JSON data: its serialisation cannot fail"
+)]
 pub fn encode_within(
     record: &AuditRecord,
     seq: u64,
@@ -53,6 +57,10 @@ pub fn encode_within(
     encode_unbounded(&slim, seq, prev, signer)
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "an audit record is plain JSON data, serialised as an object"
+)]
 fn encode_unbounded(
     record: &AuditRecord,
     seq: u64,
@@ -107,6 +115,10 @@ pub enum LineError {
 }
 
 /// Parses one line (without its `\n`).
+#[allow(
+    clippy::expect_used,
+    reason = "the line was parsed as an object just above"
+)]
 pub fn parse(bytes: &[u8]) -> Result<Parsed, LineError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| LineError::NotJson)?;
     let Value::Object(mut fields) = value else {

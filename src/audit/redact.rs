@@ -27,6 +27,10 @@ fn has_digit(s: &str) -> bool {
     s.bytes().any(|b| b.is_ascii_digit())
 }
 
+#[allow(
+    clippy::expect_used,
+    reason = "the redaction patterns are literals of ours"
+)]
 fn re(pattern: &str) -> Regex {
     Regex::new(pattern).expect("redaction patterns are valid")
 }

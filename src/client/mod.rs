@@ -209,7 +209,10 @@ impl Client {
     /// Queues a notification (sent alone or batched). Never waits.
     pub fn notify(&self, event: Event) {
         if self.tx.try_send(Command::Notify(Box::new(event))).is_err() {
-            *self.dropped.lock().expect("not poisoned") += 1;
+            *self
+                .dropped
+                .lock()
+                .unwrap_or_else(std::sync::PoisonError::into_inner) += 1;
             tracing::warn!("harness notification dropped: the client queue is full");
         }
     }

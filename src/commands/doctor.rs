@@ -112,6 +112,7 @@ fn find(f: &'static dyn Framework, proven: frameworks::Proven) -> Found {
 }
 
 /// What `program --version` prints, as its first `N.N[.N]`.
+#[allow(clippy::expect_used, reason = "a literal pattern of ours")]
 fn version(program: &Path) -> Option<String> {
     let mut child = Command::new(program)
         .arg("--version")
@@ -155,6 +156,7 @@ fn manifests() -> Vec<Value> {
 
 /// The floor a run of an agent here would get, with the default policy: what is enforced,
 /// what is missing.
+#[allow(clippy::expect_used, reason = "the generic framework is built in")]
 fn floor() -> (Vec<String>, Vec<String>) {
     let spec = match crate::policy::floor_spec(None) {
         Ok(s) => s,

@@ -81,6 +81,10 @@ struct Replier {
 }
 
 impl Replier {
+    #[allow(
+        clippy::expect_used,
+        reason = "a fleet event is plain data: its serialisation cannot fail"
+    )]
     async fn event(&mut self, mut event: TaskEvent) -> Result<(), AmqpError> {
         self.seq += 1;
         event.seq = self.seq;
@@ -100,6 +104,10 @@ impl Replier {
         .await
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "a task's result is plain data: its serialisation cannot fail"
+    )]
     async fn result(&self, end: Ending) -> Result<(), AmqpError> {
         let result = TaskResult {
             kind: "result".into(),

@@ -28,6 +28,10 @@ pub enum SubmitError {
 /// Submits `task`; calls `on_submitted` once the broker has confirmed it, then
 /// `on_message` with each reply body (events, then the result), and returns the result.
 /// `timeout` bounds the wait for the result.
+#[allow(
+    clippy::expect_used,
+    reason = "a task is plain data: its serialisation cannot fail"
+)]
 pub async fn submit(
     target: &Target,
     task: &Task,
@@ -84,6 +88,10 @@ fn as_result(body: &[u8]) -> Result<Option<TaskResult>, SubmitError> {
 }
 
 /// Publishes an abort for `task_id` to every worker.
+#[allow(
+    clippy::expect_used,
+    reason = "an abort is plain data: its serialisation cannot fail"
+)]
 pub async fn abort(
     target: &Target,
     task_id: &str,

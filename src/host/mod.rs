@@ -153,6 +153,10 @@ impl Host {
 
     /// A client's answer to a pending tool confirmation. The first one wins; later ones,
     /// and answers the token may not give, are refused with why.
+    #[allow(
+        clippy::expect_used,
+        reason = "looked up just above, under the same lock"
+    )]
     pub fn answer(&self, token: &Token, peer: &str, reply: Reply<'_>) -> Result<(), String> {
         let Reply {
             chat,
@@ -258,6 +262,7 @@ impl Inner {
     }
 
     /// A new tool call for `event` on its session (announced: started, then ready).
+    #[allow(clippy::expect_used, reason = "made just above, under the same lock")]
     fn new_call(&mut self, tx: &broadcast::Sender<Outgoing>, event: &Event) -> (String, String) {
         let sid = self.session(tx, event);
         let (tool, input) = state::describe_call(event);

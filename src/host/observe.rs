@@ -39,6 +39,7 @@ impl Drop for Withdrawn<'_> {
 }
 
 impl Host {
+    #[allow(clippy::expect_used, reason = "made just above, under the same lock")]
     async fn wait_for_person(&self, e: Escalation<'_>) -> Approval {
         let (tx, rx) = tokio::sync::oneshot::channel();
         let left = e
@@ -165,6 +166,10 @@ impl Host {
     }
 
     /// An event the gate saw, with its decision if it was blocking.
+    #[allow(
+        clippy::expect_used,
+        reason = "checked just above, under the same lock"
+    )]
     fn seen(&self, event: &Event, decision: Option<&Decision>) {
         let mut inner = self.lock();
         self.sweep(&mut inner);

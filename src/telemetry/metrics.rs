@@ -56,6 +56,10 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    #[allow(
+        clippy::expect_used,
+        reason = "the metrics' names, help and labels are literals of ours, each registered once"
+    )]
     pub fn new() -> Metrics {
         let registry = Registry::new();
         let catalogue = std::cell::RefCell::new(Vec::new());

@@ -17,6 +17,10 @@ const EXIT_GRACE: Duration = Duration::from_secs(1);
 const MAX_LOG_LINE: usize = 8 * 1024;
 
 /// Starts the harness `argv` and links to it over its stdin and stdout.
+#[allow(
+    clippy::expect_used,
+    reason = "the harness was spawned with its three standard streams piped"
+)]
 pub(super) fn connect(argv: &[String], cfg: &LinkConfig) -> Result<Link, ConnectError> {
     let mut child = spawn(argv)?;
     let stdin = child.stdin.take().expect("piped stdin");

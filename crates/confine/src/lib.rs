@@ -21,6 +21,10 @@ pub mod statefile;
 pub mod vfork;
 
 /// `n` random bytes as lowercase hex.
+#[allow(
+    clippy::expect_used,
+    reason = "without the system's randomness no run token can be made: nothing can go on"
+)]
 pub fn random_hex(n: usize) -> String {
     let mut bytes = vec![0u8; n];
     getrandom::getrandom(&mut bytes).expect("the OS has randomness");

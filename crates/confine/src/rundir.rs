@@ -67,7 +67,8 @@ impl RunDir {
                 Err(e) => last = Some(e),
             }
         }
-        Err(last.expect("one base was tried"))
+        Err(last
+            .unwrap_or_else(|| std::io::Error::other("no directory to make a run directory in")))
     }
 
     pub fn path(&self) -> &Path {

@@ -43,6 +43,16 @@ use paths::Resolver;
 use rules::{RawPolicy, Rule, Settings};
 
 /// The default policy, compiled in.
+/// A regular expression of this crate's own code: a pattern that does not compile is a bug in
+/// this crate, never an input, so it ends the process with the pattern's error.
+#[allow(
+    clippy::expect_used,
+    reason = "a pattern written in this crate's code: invalid only by a bug of ours"
+)]
+pub(crate) fn pattern(re: &str) -> regex::Regex {
+    regex::Regex::new(re).expect("a pattern of ours compiles")
+}
+
 const DEFAULT_TOML: &str = include_str!("default.toml");
 
 /// The id reported when a shell command could not be parsed.
@@ -99,6 +109,10 @@ pub enum PolicyError {
 /// The floor a policy asks for: its `[floor]` section, each list it leaves out taken from the
 /// default policy's; `None` for the default policy itself. Only that section is read (the
 /// rules are compiled when the first event comes), so that start-up stays cheap.
+#[allow(
+    clippy::expect_used,
+    reason = "the compiled-in default policy, whose [floor] section the tests read"
+)]
 pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, PolicyError> {
     #[derive(serde::Deserialize)]
     struct FloorOnly {
@@ -210,6 +224,10 @@ impl Policy {
 
     /// The compiled-in default policy. Its examples are checked by the test suite rather than
     /// at every start.
+    #[allow(
+        clippy::expect_used,
+        reason = "the compiled-in default policy, which the tests load"
+    )]
     pub fn default_policy() -> Policy {
         Policy::parse(DEFAULT_TOML, "(default)").expect("the compiled-in default policy is valid")
     }
@@ -557,11 +575,12 @@ fn set_pointer(root: &mut Value, pointer: &str, value: Value) {
                 if !other.is_object() {
                     *other = Value::Object(Map::new());
                 }
-                other
-                    .as_object_mut()
-                    .expect("just made an object")
-                    .entry(k.clone())
-                    .or_insert_with(|| Value::Object(Map::new()))
+                match other {
+                    Value::Object(map) => map
+                        .entry(k.clone())
+                        .or_insert_with(|| Value::Object(Map::new())),
+                    _ => return,
+                }
             }
         };
     }

@@ -123,6 +123,10 @@ pub(super) fn scan(args: &[OsString]) -> Result<Scan, FrameworkError> {
 
 /// Applies `-c` overrides the way Codex does: walk the dotted path, creating (or replacing
 /// with) tables, and set the last key. A later override of the same path wins.
+#[allow(
+    clippy::expect_used,
+    reason = "a path of at least one key, made a table just above"
+)]
 pub(super) fn apply(overrides: &[Override]) -> Table {
     let mut root = Table::new();
     for o in overrides {

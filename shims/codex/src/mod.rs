@@ -170,6 +170,7 @@ fn config_rules() -> Vec<KeyRule> {
 }
 /// The variables the user's model providers name for their keys (`env_key = "NAME"`), in
 /// `config` (config.toml's text) or in `-c`/`--config` overrides among `args`.
+#[allow(clippy::expect_used, reason = "a literal pattern of ours")]
 fn provider_env_keys(config: &str, args: &[std::ffi::OsString]) -> Vec<String> {
     let pattern =
         regex::Regex::new(r#"env_key\s*=\s*["']([A-Za-z0-9_]+)["']"#).expect("a valid pattern");

@@ -15,6 +15,10 @@ impl Actor {
             .max(1)
     }
 
+    #[allow(
+        clippy::expect_used,
+        reason = "an event is plain data: its serialisation cannot fail"
+    )]
     pub(super) async fn flush_batch(&mut self) {
         self.batch_due = None;
         if !self.ready() {

@@ -300,6 +300,10 @@ pub(super) fn receive_fds(
 impl NetPeer {
     /// Takes what the agent's process sent before `exec` (it is there once the agent runs),
     /// and listens on the sockets.
+    #[allow(
+        clippy::expect_used,
+        reason = "the descriptors were counted when they were received"
+    )]
     pub fn receive(&self) -> std::io::Result<NetReceived> {
         let mut byte = [0u8; 1];
         let fds = match receive_fds(self.channel.as_raw_fd(), &mut byte, libc::MSG_DONTWAIT) {

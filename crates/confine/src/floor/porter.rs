@@ -48,7 +48,9 @@ impl Porter {
         let (ours, theirs) = UnixStream::pair()?;
         let path = CString::new(program.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"))?;
-        let arg = CString::new(PORTER_ARG).expect("no NUL");
+        let arg = CString::new(PORTER_ARG).map_err(|_| {
+            io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in an argument")
+        })?;
         let argv = [path.as_ptr(), arg.as_ptr(), std::ptr::null()];
         let env: [*const libc::c_char; 1] = [std::ptr::null()];
         let (user_fd, net_fd, channel) = (user.as_raw_fd(), net.as_raw_fd(), theirs.as_raw_fd());

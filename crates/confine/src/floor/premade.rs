@@ -164,7 +164,7 @@ impl NamespaceReceiver {
             Ok([user, net]) => Ok(NamespaceFds { user, net }),
             Err(_) if n < 4 => Err("the namespaces' maker ended without a word".into()),
             Err(_) => {
-                let code = i32::from_le_bytes(text[..4].try_into().expect("4 bytes"));
+                let code = i32::from_le_bytes([text[0], text[1], text[2], text[3]]);
                 Err(format!(
                     "the namespaces' maker failed at {}: {}",
                     String::from_utf8_lossy(&text[4..n]),

@@ -366,7 +366,9 @@ fn prune(doc: &mut Value, above: &[String], after: &Value) {
         if lookup(after, key).is_some() {
             return;
         }
-        let (last, parent) = key.split_last().expect("depth is at least 1");
+        let Some((last, parent)) = key.split_last() else {
+            return;
+        };
         let Some(Value::Object(up)) = lookup_mut(doc, parent) else {
             return;
         };

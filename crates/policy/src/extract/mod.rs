@@ -49,9 +49,8 @@ const NET_PROGRAMS: &[&str] = &[
     "curl", "wget", "http", "https", "xh", "aria2c", "lynx", "links", "w3m",
 ];
 
-static URL_IN_TEXT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"(?i)\b(?:https?|ftp|wss?|file)://[^\s"'<>`]+"#).expect("valid regex")
-});
+static URL_IN_TEXT: LazyLock<Regex> =
+    LazyLock::new(|| crate::pattern(r#"(?i)\b(?:https?|ftp|wss?|file)://[^\s"'<>`]+"#));
 
 /// A shell command line found in an event, and where it is, for rewrites.
 #[derive(Debug, Clone, PartialEq)]

@@ -178,8 +178,7 @@ fn instantiate(glob: &str) -> Vec<String> {
     for o in &mut out {
         o.push_str(rest);
     }
-    static CLASS: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\[[^\]]*\]").expect("valid regex"));
+    static CLASS: LazyLock<Regex> = LazyLock::new(|| crate::pattern(r"\[[^\]]*\]"));
     out.into_iter()
         .map(|p| {
             CLASS

@@ -83,6 +83,7 @@ pub(super) struct Compiled {
 }
 
 /// The compiled calls of `lang` (compiled once, for every language).
+#[allow(clippy::expect_used, reason = "the table is built from every language")]
 pub(super) fn compiled(lang: Lang) -> &'static Compiled {
     static ALL: LazyLock<Vec<(Lang, Compiled)>> = LazyLock::new(|| {
         [
@@ -102,7 +103,7 @@ pub(super) fn compiled(lang: Lang) -> &'static Compiled {
             let bare = matches!(l, Lang::Perl | Lang::Ruby);
             let call = |names: &str| {
                 let tail = if bare { r"|\s+['\x22\[]" } else { "" };
-                Regex::new(&format!(r"(?:{names})(?:\s*(?:\(|\{{){tail})")).expect("valid regex")
+                crate::pattern(&format!(r"(?:{names})(?:\s*(?:\(|\{{){tail})"))
             };
             (
                 l,

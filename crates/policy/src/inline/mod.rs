@@ -59,13 +59,13 @@ pub struct Scan {
     pub dynamic: Option<String>,
 }
 
-static LITERAL: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r#"'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)""#).expect("valid regex")
-});
+static LITERAL: LazyLock<Regex> =
+    LazyLock::new(|| crate::pattern(r#"'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)""#));
 
 static DECODE: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"(?i)b64decode|base64|fromCharCode|\batob\b|unhexlify|fromhex|codecs\.decode|rot13|\bchr\(|\[::-1\]|\bunpack\(|\bpack\(|decodeURIComponent|String\.fromCodePoint|reverse\(\)")
-        .expect("valid regex")
+    crate::pattern(
+        r"(?i)b64decode|base64|fromCharCode|\batob\b|unhexlify|fromhex|codecs\.decode|rot13|\bchr\(|\[::-1\]|\bunpack\(|\bpack\(|decodeURIComponent|String\.fromCodePoint|reverse\(\)",
+    )
 });
 
 /// The literal strings of code, unescaped.
@@ -80,9 +80,8 @@ fn literals(code: &str) -> Vec<String> {
 /// The literals that stand for a whole value: not a fragment glued to others at run time
 /// (`h + '/.ssh'`, `path.join(h, '.ssh')`), which the `code_matches` rules look at instead.
 fn whole_literals(code: &str) -> Vec<String> {
-    static JOIN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\bjoin\s*\(|\bresolve\s*\(|\bPath\s*\(").expect("valid regex")
-    });
+    static JOIN: LazyLock<Regex> =
+        LazyLock::new(|| crate::pattern(r"\bjoin\s*\(|\bresolve\s*\(|\bPath\s*\("));
     let joined: Vec<(usize, usize)> = JOIN
         .find_iter(code)
         .map(|m| (m.end(), m.end() + call_args(code, m.end()).len()))
@@ -194,16 +193,19 @@ fn pathlike(s: &str) -> bool {
 /// whole again for the scan and for the rules that read the code.
 pub fn fold_constants(code: &str, lang: Lang) -> String {
     static PLUS: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'\s*\+\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\+\s*"((?:[^"\\\n]|\\.)*)""#)
-            .expect("valid regex")
+        crate::pattern(
+            r#"'((?:[^'\\\n]|\\.)*)'\s*\+\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\+\s*"((?:[^"\\\n]|\\.)*)""#,
+        )
     });
     static DOT: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'\s*\.\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\.\s*"((?:[^"\\\n]|\\.)*)""#)
-            .expect("valid regex")
+        crate::pattern(
+            r#"'((?:[^'\\\n]|\\.)*)'\s*\.\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\.\s*"((?:[^"\\\n]|\\.)*)""#,
+        )
     });
     static JUXTAPOSED: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"'((?:[^'\\\n]|\\.)*)'[ \t]+'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"[ \t]+"((?:[^"\\\n]|\\.)*)""#)
-            .expect("valid regex")
+        crate::pattern(
+            r#"'((?:[^'\\\n]|\\.)*)'[ \t]+'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"[ \t]+"((?:[^"\\\n]|\\.)*)""#,
+        )
     });
     let joiners: &[&Regex] = match lang {
         Lang::Python => &[&PLUS, &JUXTAPOSED],
@@ -296,8 +298,7 @@ fn command_calls(code: &str, lang: Lang, calls: &Regex, out: &mut Scan) {
 /// Perl's, Ruby's and PHP's `` `cmd` ``: a shell command (built at run time when it
 /// interpolates).
 fn backtick_commands(code: &str, out: &mut Scan) {
-    static BACKTICK: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"`([^`]*)`").expect("valid regex"));
+    static BACKTICK: LazyLock<Regex> = LazyLock::new(|| crate::pattern(r"`([^`]*)`"));
     for cap in BACKTICK.captures_iter(code) {
         let text = &cap[1];
         if text.contains(['$', '#', '{']) {
@@ -310,16 +311,14 @@ fn backtick_commands(code: &str, out: &mut Scan) {
 
 /// awk's `"cmd" | getline` and `print | "cmd"` (shell commands) and `print > "file"` (writes).
 fn awk_pipes_and_redirects(code: &str, out: &mut Scan) {
-    static AWK_PIPE: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#).expect("valid regex")
-    });
+    static AWK_PIPE: LazyLock<Regex> =
+        LazyLock::new(|| crate::pattern(r#""([^"]*)"\s*\|\s*getline|\|\s*"([^"]*)""#));
     for cap in AWK_PIPE.captures_iter(code) {
         if let Some(m) = cap.get(1).or_else(|| cap.get(2)) {
             out.shell.push(m.as_str().to_owned());
         }
     }
-    static AWK_REDIRECT: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r#">>?\s*"([^"]*)""#).expect("valid regex"));
+    static AWK_REDIRECT: LazyLock<Regex> = LazyLock::new(|| crate::pattern(r#">>?\s*"([^"]*)""#));
     for cap in AWK_REDIRECT.captures_iter(code) {
         out.writes.push(cap[1].to_owned());
     }
@@ -369,9 +368,8 @@ fn file_calls(code: &str, c: &Compiled, out: &mut Scan) {
 
 /// `open(PATH, 'w')`, `open(F, '>', PATH)`, `open(F, ">PATH")`, `fopen(PATH, 'a')`.
 fn open_for_writing(code: &str, out: &mut Scan) {
-    static OPEN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"\b(?:open|fopen|File\.open|io\.open)\s*\(").expect("valid regex")
-    });
+    static OPEN: LazyLock<Regex> =
+        LazyLock::new(|| crate::pattern(r"\b(?:open|fopen|File\.open|io\.open)\s*\("));
     for m in OPEN.find_iter(code) {
         let args = call_args(code, m.end());
         let lits = literals(args);

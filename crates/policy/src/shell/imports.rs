@@ -56,16 +56,14 @@ const PYTHON_BUILTIN_MODULES: &[&str] = &[
 /// Modules found nowhere beside the file are libraries.
 pub(super) fn local_imports(file: &Path, text: &str, lang: Lang) -> Vec<PathBuf> {
     static PY: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(
+        crate::pattern(
             r"(?m)^\s*(?:from\s+(\.*[\w.]*)\s+import\b|import\s+([\w.]+(?:\s*,\s*[\w.]+)*))",
         )
-        .expect("valid regex")
     });
     static JS: LazyLock<regex::Regex> = LazyLock::new(|| {
-        regex::Regex::new(
+        crate::pattern(
             r#"(?:require\s*\(\s*|\bimport\s*\(\s*|\bfrom\s+|\bimport\s+)['"](\.{1,2}/[^'"]+)['"]"#,
         )
-        .expect("valid regex")
     });
     let Some(dir) = file.parent() else {
         return Vec::new();

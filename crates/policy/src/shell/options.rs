@@ -128,14 +128,12 @@ fn option_values(args: &[String], flags: &[&str]) -> Vec<String> {
 /// `r !cmd`, `w !cmd`, `call system('cmd')`).
 fn editor_commands(args: &[String]) -> Vec<String> {
     static BANG: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(
+        crate::pattern(
             r"(?:^|\|)\s*:*\s*(?:silent!?\s*)?(?:\d*,?\d*\s*)?(?:r(?:ead)?|w(?:rite)?|\.)?\s*!(.*)",
         )
-        .expect("valid regex")
     });
     static SYSTEM: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r#"\b(?:system|systemlist|jobstart|termopen)\s*\(\s*['"]([^'"]*)['"]"#)
-            .expect("valid regex")
+        crate::pattern(r#"\b(?:system|systemlist|jobstart|termopen)\s*\(\s*['"]([^'"]*)['"]"#)
     });
     let mut ex = option_values(args, &["-c", "--cmd", "-S"]);
     ex.extend(
@@ -341,8 +339,7 @@ fn gdb_commands(args: &[String], out: &mut Vec<Nested>) -> Vec<String> {
 /// expect's `-c` script: what it `spawn`s and `exec`s.
 fn expect_commands(args: &[String]) -> Vec<String> {
     static SPAWN: LazyLock<Regex> = LazyLock::new(|| {
-        Regex::new(r"(?m)(?:^|;|\[)\s*(?:spawn|exec)\s+(?:-\w+\s+)*([^;\]\n]+)")
-            .expect("valid regex")
+        crate::pattern(r"(?m)(?:^|;|\[)\s*(?:spawn|exec)\s+(?:-\w+\s+)*([^;\]\n]+)")
     });
     option_values(args, &["-c"])
         .iter()
@@ -473,7 +470,7 @@ fn git_commands(
     }
     if let Some(params) = assigned("GIT_CONFIG_PARAMETERS") {
         static PAIR: LazyLock<Regex> =
-            LazyLock::new(|| Regex::new(r"'([^']*)'\s*=\s*'([^']*)'").expect("valid regex"));
+            LazyLock::new(|| crate::pattern(r"'([^']*)'\s*=\s*'([^']*)'"));
         config.extend(
             PAIR.captures_iter(&params)
                 .map(|c| format!("{}={}", &c[1], &c[2])),

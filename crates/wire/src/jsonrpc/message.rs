@@ -169,7 +169,7 @@ pub fn request<'a>(id: impl Into<IdRef<'a>>, method: &str, params: &Value) -> St
         method,
         params,
     };
-    serde_json::to_string(&out).expect("a JSON value always serialises")
+    to_line(&out)
 }
 
 /// A notification, as one line of JSON.
@@ -185,7 +185,7 @@ pub fn notification(method: &str, params: &Value) -> String {
         method,
         params,
     };
-    serde_json::to_string(&out).expect("a JSON value always serialises")
+    to_line(&out)
 }
 
 /// A success response to the request `id` (echoed as the caller sent it).
@@ -201,7 +201,7 @@ pub fn response(id: &Value, result: &Value) -> String {
         jsonrpc: "2.0",
         result,
     };
-    serde_json::to_string(&out).expect("a JSON value always serialises")
+    to_line(&out)
 }
 
 /// An error response to the request `id` (`null` when it could not be read).
@@ -222,7 +222,16 @@ pub fn error_response(id: &Value, code: i64, message: &str) -> String {
         id,
         jsonrpc: "2.0",
     };
-    serde_json::to_string(&out).expect("a JSON value always serialises")
+    to_line(&out)
+}
+
+/// One message as a line of JSON.
+#[allow(
+    clippy::expect_used,
+    reason = "a message of JSON values, strings and numbers always serialises"
+)]
+fn to_line(out: &impl serde::Serialize) -> String {
+    serde_json::to_string(out).expect("a JSON value always serialises")
 }
 
 #[cfg(test)]

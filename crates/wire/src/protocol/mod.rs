@@ -200,6 +200,10 @@ impl Event {
 
 /// `event`, serialized, saying that its sender waits `left` for the decision: the stamp goes
 /// into the serialized value, so the event itself (its payload) is not copied for it.
+#[allow(
+    clippy::expect_used,
+    reason = "an event is plain data: its serialisation cannot fail"
+)]
 pub fn waiting(event: &Event, left: std::time::Duration) -> Value {
     let mut value = serde_json::to_value(event).expect("events serialize");
     let ms = u64::try_from(left.as_millis()).unwrap_or(u64::MAX);

@@ -63,8 +63,9 @@ pub(super) struct Auto {
 }
 
 static ASSIGNMENT: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^(?:(?:export|override|private)\s+)*([A-Za-z0-9_.\-/]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)$")
-        .expect("valid regex")
+    crate::pattern(
+        r"^(?:(?:export|override|private)\s+)*([A-Za-z0-9_.\-/]+)\s*(:::=|::=|:=|\?=|\+=|!=|=)\s*(.*)$",
+    )
 });
 
 impl Makefile {
@@ -192,6 +193,10 @@ impl Makefile {
     }
 
     /// The recipe lines `target` runs (its prerequisites' first), expanded.
+    #[allow(
+        clippy::expect_used,
+        reason = "the pattern rule was found by the same lookup just above"
+    )]
     pub(super) fn visit(
         &self,
         target: &str,

@@ -152,9 +152,8 @@ pub(super) struct JustRecipe {
     pub(super) body: Vec<String>,
 }
 
-static JUST_HEADER: LazyLock<Regex> = LazyLock::new(|| {
-    Regex::new(r"^@?([A-Za-z_][A-Za-z0-9_-]*)([^:]*):(.*)$").expect("valid regex")
-});
+static JUST_HEADER: LazyLock<Regex> =
+    LazyLock::new(|| crate::pattern(r"^@?([A-Za-z_][A-Za-z0-9_-]*)([^:]*):(.*)$"));
 
 /// A justfile's recipes, `{{…}}` interpolations as [`UNKNOWN`].
 pub(super) fn parse_justfile(text: &str) -> Vec<JustRecipe> {
@@ -206,8 +205,7 @@ pub(super) fn parse_justfile(text: &str) -> Vec<JustRecipe> {
 }
 
 fn interpolated(line: &str) -> String {
-    static INTERP: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\{\{[^}]*\}\}").expect("valid regex"));
+    static INTERP: LazyLock<Regex> = LazyLock::new(|| crate::pattern(r"\{\{[^}]*\}\}"));
     INTERP.replace_all(line, UNKNOWN.to_string()).into_owned()
 }
 
@@ -248,8 +246,7 @@ pub(super) fn tox_commands(text: &str) -> Vec<String> {
 
 /// tox's `{posargs}`, `{envdir}` … substitutions, known only to tox.
 fn substituted(line: &str) -> String {
-    static SUBST: LazyLock<Regex> =
-        LazyLock::new(|| Regex::new(r"\{[a-z_:]+[^}]*\}").expect("valid regex"));
+    static SUBST: LazyLock<Regex> = LazyLock::new(|| crate::pattern(r"\{[a-z_:]+[^}]*\}"));
     SUBST
         .replace_all(line.trim_start_matches('-'), UNKNOWN.to_string())
         .into_owned()
