@@ -184,7 +184,6 @@ impl Config {
 }
 
 impl Config {
-    #[allow(clippy::expect_used, reason = "the generic framework is built in")]
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
         if args.supervision.audit_key_file.is_some() && args.audit_log.is_none() {
             return Err(ConfigError::KeyWithoutLog);
@@ -195,7 +194,7 @@ impl Config {
         let acp = args.supervision.framework.as_deref() == Some(ACP);
         let framework = match &args.supervision.framework {
             // An ACP agent is reached through its stream, not through hooks.
-            Some(name) if name == ACP => frameworks::find("generic").expect("generic exists"),
+            Some(name) if name == ACP => frameworks::generic(),
             Some(name) => frameworks::find(name).ok_or_else(|| {
                 let mut known: Vec<&str> = frameworks::all().iter().map(|f| f.name()).collect();
                 known.push(ACP);

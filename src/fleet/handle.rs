@@ -81,15 +81,10 @@ struct Replier {
 }
 
 impl Replier {
-    #[allow(
-        clippy::expect_used,
-        reason = "a fleet event is plain data: its serialisation cannot fail"
-    )]
     async fn event(&mut self, mut event: TaskEvent) -> Result<(), AmqpError> {
         self.seq += 1;
         event.seq = self.seq;
-        self.send(&serde_json::to_vec(&event).expect("an event serializes"))
-            .await
+        self.send(&super::body(&event)).await
     }
 
     async fn note(&mut self, event: &str, message: String) -> Result<(), AmqpError> {
@@ -104,10 +99,6 @@ impl Replier {
         .await
     }
 
-    #[allow(
-        clippy::expect_used,
-        reason = "a task's result is plain data: its serialisation cannot fail"
-    )]
     async fn result(&self, end: Ending) -> Result<(), AmqpError> {
         let result = TaskResult {
             kind: "result".into(),
@@ -121,7 +112,7 @@ impl Replier {
             redelivered: self.redelivered,
             duration_ms: self.started.elapsed().as_millis() as u64,
         };
-        let body = serde_json::to_vec(&result).expect("a result serializes");
+        let body = super::body(&result);
         self.send(&body).await?;
         crate::telemetry::fleet_task(match result.status {
             Status::Complete => "complete",

@@ -45,6 +45,16 @@ pub const TASK_EXCHANGE: &str = "hcp.tasks";
 /// The fanout exchange abort messages are published to; every worker hears every abort.
 pub const ABORT_EXCHANGE: &str = "hcp.abort";
 
+/// A message's body: one of the fleet's messages (a task, an abort, an event, a result), as
+/// JSON.
+#[allow(
+    clippy::expect_used,
+    reason = "the fleet's messages are plain data: their serialisation cannot fail"
+)]
+fn body(message: &impl serde::Serialize) -> Vec<u8> {
+    serde_json::to_vec(message).expect("a fleet message serialises")
+}
+
 /// The durable queue of a capability's tasks.
 pub fn task_queue(capability: &str) -> String {
     format!("hcp.task.{capability}")

@@ -28,10 +28,6 @@ pub enum SubmitError {
 /// Submits `task`; calls `on_submitted` once the broker has confirmed it, then
 /// `on_message` with each reply body (events, then the result), and returns the result.
 /// `timeout` bounds the wait for the result.
-#[allow(
-    clippy::expect_used,
-    reason = "a task is plain data: its serialisation cannot fail"
-)]
 pub async fn submit(
     target: &Target,
     task: &Task,
@@ -44,7 +40,7 @@ pub async fn submit(
     declare_exchange(&ch, TASK_EXCHANGE, lapin::ExchangeKind::Direct).await?;
     let (reply, mut replies) = amqp::private_queue(&ch, "reply queue", None, "replies").await?;
     let props = amqp::json_props(&task.task_id, true).with_reply_to(reply.as_str().into());
-    let body = serde_json::to_vec(task).expect("a task serializes");
+    let body = super::body(task);
     amqp::publish(&ch, TASK_EXCHANGE, &task.capability, &body, props, true).await?;
     on_submitted();
     let wait = async {
@@ -88,10 +84,6 @@ fn as_result(body: &[u8]) -> Result<Option<TaskResult>, SubmitError> {
 }
 
 /// Publishes an abort for `task_id` to every worker.
-#[allow(
-    clippy::expect_used,
-    reason = "an abort is plain data: its serialisation cannot fail"
-)]
 pub async fn abort(
     target: &Target,
     task_id: &str,
@@ -105,7 +97,7 @@ pub async fn abort(
         task_id: task_id.into(),
         reason,
     };
-    let body = serde_json::to_vec(&abort).expect("an abort serializes");
+    let body = super::body(&abort);
     let props = amqp::json_props(task_id, false);
     let sent = amqp::publish(&ch, ABORT_EXCHANGE, "", &body, props, false).await;
     let _ = conn.close(200, "done".into()).await;

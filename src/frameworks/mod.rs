@@ -383,6 +383,11 @@ pub fn find(name: &str) -> Option<&'static dyn Framework> {
         .copied()
 }
 
+/// The generic framework (a manifest of the user's may take its name, as for any other).
+pub fn generic() -> &'static dyn Framework {
+    find("generic").unwrap_or(&GENERIC)
+}
+
 /// The framework whose agent executable is `program`, else `generic`.
 pub fn detect(program: &Path) -> &'static dyn Framework {
     let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
