@@ -12,6 +12,7 @@
 //! `cargo bench --bench fleet [-- --quick]`. Under `cargo test` it does nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
+#![allow(unsafe_code)] // it starts processes the way the tests do
 
 use ahp_wrap_testkit::rabbitmq;
 mod support;

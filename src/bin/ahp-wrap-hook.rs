@@ -15,7 +15,6 @@
 //! confinement crate's.
 
 #![no_main]
-#![deny(unsafe_code)]
 
 use std::io::Write;
 

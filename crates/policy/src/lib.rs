@@ -19,6 +19,8 @@
 //!
 //! The engine only decides; enforce or observe mode is the caller's business.
 
+#![forbid(unsafe_code)]
+
 mod examples;
 mod extract;
 mod inline;

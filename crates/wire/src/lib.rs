@@ -5,5 +5,7 @@
 //!   newline codec every line reader uses.
 //! - [`protocol`]: AHP 2.4 wire types, AHP's string-id rule and strict decision parsing.
 
+#![forbid(unsafe_code)]
+
 pub mod jsonrpc;
 pub mod protocol;
