@@ -83,7 +83,9 @@ const LIMIT: Duration = Duration::from_secs(90);
 const TRUST: &str = "Trustthisfolder?";
 
 /// Two interactive runs: the first answers the trust question and runs a tool call, the
-/// second must ask nothing. Returns the configuration after them.
+/// second must ask nothing. Returns the configuration after them. Enter goes a second after
+/// the text it submits: keys that reach Codex in one read (a busy machine) are taken for a
+/// paste, whose Enter is a new line, not a submit.
 fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
     let api = FakeApi::start(
         dir.dir.path(),
@@ -96,10 +98,12 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
         "continue",
         "\\r",
         "anything",
-        "run it\\r",
+        "run it",
+        "@1",
+        "\\r",
         "FINISHED-TURN",
         "/quit",
-        "",
+        "@1",
         "\\r",
         "@2",
         "\\r",
@@ -118,10 +122,12 @@ fn two_runs(dir: &TestDir, wrapper: Option<&[&str]>) -> toml::Table {
     let api = FakeApi::start(dir.dir.path(), "second", json!([{"text": "FINISHED-TURN"}]));
     let second = [
         "anything",
-        "hello\\r",
+        "hello",
+        "@1",
+        "\\r",
         "FINISHED-TURN",
         "/quit",
-        "",
+        "@1",
         "\\r",
         "@2",
         "\\r",

@@ -8,7 +8,8 @@ appears in the output since the previous step (an empty WAIT waits for nothing, 
 waits that many seconds after the previous step) and types
 KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C, '\\x1b[B' for the down arrow). Answers the terminal's cursor
 position queries (ESC[6n) as a terminal would. Echoes everything the command printed and
-exits with its exit code (128+N for signal N; 99 when the limit is reached).
+exits with its exit code (128+N for signal N; 99 when the limit is reached, after a line
+that names the steps still waiting).
 """
 import os
 import pty
@@ -110,6 +111,10 @@ if status is None:
     if time.time() >= deadline:
         os.kill(pid, 9)
         os.waitpid(pid, 0)
+        # Which step never came: what a failing test prints with the screen.
+        left = [w.decode(errors="replace") for w, _ in steps]
+        sys.stdout.write(f"\n[pty_steps: limit reached; still waiting for {left!r}]\n")
+        sys.stdout.flush()
         sys.exit(99)
     _, status = os.waitpid(pid, 0)
 sys.exit(code(status))
