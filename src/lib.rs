@@ -68,7 +68,7 @@
 // rest of this crate has always used.
 pub use ahp_wrap_confine::{child, error_chain, exit, floor, random_hex, rundir, statefile, vfork};
 pub use ahp_wrap_policy as policy;
-pub use ahp_wrap_wire::{jsonrpc, protocol};
+pub use ahp_wrap_wire::{is_plain_name, jsonrpc, protocol};
 
 pub mod ask;
 pub mod audit;
@@ -88,14 +88,3 @@ pub mod serve;
 pub mod telemetry;
 pub mod termlog;
 pub mod transport;
-
-/// Whether `s` is a plain name: 1 to `max` ASCII letters, digits, `-`, `_`, `.`, or bytes
-/// of `extra`. Names that travel in protocol headers, queue names and file names are
-/// checked with it, so that none can smuggle a separator, a path or a control byte.
-pub fn is_plain_name(s: &str, max: usize, extra: &[u8]) -> bool {
-    !s.is_empty()
-        && s.len() <= max
-        && s.bytes().all(|b| {
-            b.is_ascii_alphanumeric() || matches!(b, b'-' | b'_' | b'.') || extra.contains(&b)
-        })
-}

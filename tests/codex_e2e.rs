@@ -349,8 +349,8 @@ fn the_users_hooks_keep_their_trust_and_their_files_are_untouched() {
     let touch = |name: &str| format!("touch {}", ws.join(name).display());
     // In the user's config.toml: a hook they trusted, and one they never reviewed.
     let config = world.codex_home().join("config.toml");
-    let trusted_hash = ahp_wrap::frameworks::codex::trust_hash(
-        ahp_wrap::frameworks::codex::CodexEvent::PreToolUse,
+    let trusted_hash = ahp_wrap_shim_codex::trust_hash(
+        ahp_wrap_shim_codex::CodexEvent::PreToolUse,
         Some("*"),
         &touch("file-trusted"),
         30,
@@ -374,8 +374,8 @@ trusted_hash = "{trusted_hash}"
     std::fs::write(&config, &config_text).unwrap();
     // On the command line: their own -c hooks, one trusted by their own -c hooks.state.
     let cli_hook = touch("cli-trusted");
-    let cli_hash = ahp_wrap::frameworks::codex::trust_hash(
-        ahp_wrap::frameworks::codex::CodexEvent::PostToolUse,
+    let cli_hash = ahp_wrap_shim_codex::trust_hash(
+        ahp_wrap_shim_codex::CodexEvent::PostToolUse,
         Some("Bash"),
         &cli_hook,
         30,
@@ -385,7 +385,7 @@ trusted_hash = "{trusted_hash}"
     );
     let cli_state = format!(
         r#"hooks.state={{"{}:post_tool_use:0:0"={{trusted_hash="{cli_hash}"}}}}"#,
-        ahp_wrap::frameworks::codex::SESSION_FLAGS_SOURCE
+        ahp_wrap_shim_codex::SESSION_FLAGS_SOURCE
     );
     let cli_untrusted = format!(
         r#"hooks.UserPromptSubmit=[{{hooks=[{{type="command",command="{}"}}]}}]"#,

@@ -14,7 +14,8 @@
 pub mod client;
 pub mod endpoint;
 mod server;
-pub mod wire;
+/// The control socket's framing (the wire crate's).
+pub use ahp_wrap_wire::control as wire;
 
 pub use endpoint::{TakenOver, Watched};
 pub use server::{AgentSlot, ControlServer, Handler, Peer, Request};

@@ -3,8 +3,8 @@
 use serde_json::{json, Value};
 
 use super::{ClaudeEvent, HookName, NAME, SHIM};
-use crate::frameworks::adapter::shared::payload::HookPayload;
-use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
+use ahp_wrap_adapter::shared::payload::HookPayload;
+use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// How deep a Claude sub-agent runs below the agent it was started by. Claude's sub-agents
 /// cannot start sub-agents of their own, so it is always one.
@@ -119,10 +119,10 @@ fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::cx;
+    use ahp_wrap_adapter::testing::cx;
 
     fn sample(event: &str) -> Vec<u8> {
-        crate::frameworks::adapter::testing::sample("claude-code", event)
+        ahp_wrap_adapter::testing::sample("claude-code", event)
     }
 
     fn mapped(hook: &str, payload: &[u8]) -> Mapped {

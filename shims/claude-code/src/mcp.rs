@@ -19,7 +19,7 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::SHIM;
-use crate::frameworks::adapter::{AgentCommand, FrameworkError, RunContext};
+use ahp_wrap_adapter::{AgentCommand, FrameworkError, RunContext};
 
 /// MCP servers by name, as a configuration's `mcpServers` holds them.
 type Servers = Map<String, Value>;
@@ -187,7 +187,7 @@ fn wrap_one(name: &str, server: &Value, wrapper: &Path) -> Result<Value, String>
         return Err(format!("a {kind} server: only stdio servers can be"));
     }
     let command = server["command"].as_str().ok_or("it names no command")?;
-    if !crate::frameworks::adapter::is_word(name) {
+    if !ahp_wrap_adapter::is_word(name) {
         return Err("its name is not a plain word".into());
     }
     let mut args = vec![

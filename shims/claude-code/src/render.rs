@@ -7,12 +7,12 @@
 use serde_json::{json, Value};
 
 use super::{ClaudeEvent, HookName, SHIM};
-use crate::frameworks::adapter::shared::output::{
+use ahp_wrap_adapter::shared::output::{
     context_or_silence, decision, hook_specific, notification, permission_decision, stderr_exit,
     unapplicable,
 };
-use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::shared::{additional_context, updated_input};
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Claude blocks where a JSON decision is not read: the reason goes
 /// on stderr. Used only for hook names we do not know.
@@ -119,10 +119,10 @@ fn unexpected(verdict: &Final) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{allow, block, cx};
+    use ahp_wrap_adapter::testing::{allow, block, cx};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
-        crate::frameworks::adapter::testing::out(render, hook, verdict)
+        ahp_wrap_adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

@@ -11,8 +11,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 use super::{ClaudeEvent, HookName, SHIM};
-use crate::frameworks::adapter::shared::{settings, timeout};
-use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
+use ahp_wrap_adapter::shared::{settings, timeout};
+use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "claude-code-settings.json";
@@ -289,7 +289,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let user_file = dir.path().join("user.json");
         std::fs::write(&user_file, r#"{"env":{"A":"1"}}"#).unwrap();
-        let run = crate::frameworks::adapter::testing::run_in(dir.path());
+        let run = ahp_wrap_adapter::testing::run_in(dir.path());
         let mut cmd = AgentCommand {
             program: "claude".into(),
             args: vec![

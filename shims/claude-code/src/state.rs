@@ -1,7 +1,7 @@
 //! Claude Code's mixed state file, `~/.claude.json`: which of its keys are Claude's own
 //! bookkeeping and which are instructions, for the floor's key-by-key merge.
 
-use crate::frameworks::adapter::{KeyRule, Treatment};
+use ahp_wrap_adapter::{KeyRule, Treatment};
 
 /// How each key of `~/.claude.json` is treated on the floor: its MCP servers (user and
 /// project scope), the tools and servers a project is granted, the trust of a workspace

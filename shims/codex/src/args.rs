@@ -6,7 +6,7 @@ use std::ffi::OsString;
 use toml::{Table, Value as Toml};
 
 use super::SHIM;
-use crate::frameworks::adapter::FrameworkError;
+use ahp_wrap_adapter::FrameworkError;
 
 /// Root options of `codex` (and `codex exec`) that take a value, to find the subcommand.
 const VALUE_FLAGS: [&str; 20] = [

@@ -19,8 +19,8 @@ use toml::{Table, Value as Toml};
 use super::args::parse_value;
 use super::args::{apply, scan, Scan};
 use super::{CodexEvent, SHIM};
-use crate::frameworks::adapter::shared::timeout;
-use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
+use ahp_wrap_adapter::shared::timeout;
+use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The source Codex names `-c` hooks by in trust keys.
 pub const SESSION_FLAGS_SOURCE: &str = "/<session-flags>/config.toml";
@@ -291,7 +291,7 @@ mod tests {
     #[test]
     fn prepare_puts_one_merged_hooks_override_first() {
         let dir = tempfile::tempdir().unwrap();
-        let run = crate::frameworks::adapter::testing::run_in(dir.path());
+        let run = ahp_wrap_adapter::testing::run_in(dir.path());
         let mut cmd = AgentCommand {
             program: "codex".into(),
             args: os(&["exec", "-c", "hooks.Stop=[]", "--json", "do it"]),

@@ -3,8 +3,8 @@
 use serde_json::{json, Value};
 
 use super::{CodexEvent, NAME, SHIM};
-use crate::frameworks::adapter::shared::payload::HookPayload;
-use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
+use ahp_wrap_adapter::shared::payload::HookPayload;
+use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// The call id Codex gives a tool call.
 const CALL_IDS: &[&str] = &["tool_use_id"];
@@ -68,10 +68,10 @@ fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::cx;
+    use ahp_wrap_adapter::testing::cx;
 
     pub fn sample(event: &str) -> Vec<u8> {
-        crate::frameworks::adapter::testing::sample("codex", event)
+        ahp_wrap_adapter::testing::sample("codex", event)
     }
 
     fn mapped(hook: &str) -> Mapped {

@@ -8,11 +8,11 @@
 use serde_json::{json, Value};
 
 use super::{CodexEvent, SHIM};
-use crate::frameworks::adapter::shared::output::{
+use ahp_wrap_adapter::shared::output::{
     context_or_silence, decision, hook_specific, permission_decision, stderr_exit, unapplicable,
 };
-use crate::frameworks::adapter::shared::{additional_context, updated_input};
-use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::shared::{additional_context, updated_input};
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Codex blocks when it reads no JSON decision: the reason goes on
 /// stderr. Used only for hook names we do not know.
@@ -143,10 +143,10 @@ fn unexpected(verdict: &Final) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{allow, block, cx, modify};
+    use ahp_wrap_adapter::testing::{allow, block, cx, modify};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
-        crate::frameworks::adapter::testing::out(render, hook, verdict)
+        ahp_wrap_adapter::testing::out(render, hook, verdict)
     }
 
     /// The only deny Codex honours: exit 0, `permissionDecision: "deny"`, a reason.

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use serde_json::{json, Map, Value};
 
 use super::{CopilotEvent, SHIM};
-use crate::frameworks::adapter::shared::timeout;
-use crate::frameworks::adapter::{
+use ahp_wrap_adapter::shared::timeout;
+use ahp_wrap_adapter::{
     run_nonce, AgentCommand, FrameworkError, KeyRule, RunContext, StateFile, StateFormat, Treatment,
 };
 
@@ -191,7 +191,7 @@ mod tests {
         std::fs::create_dir_all(real.join("session-state")).unwrap();
         std::fs::write(real.join("config.json"), "{}").unwrap();
         std::fs::write(real.join("hooks/mine.json"), "{}").unwrap();
-        let run = crate::frameworks::adapter::testing::run_in(&dir.path().join("run"));
+        let run = ahp_wrap_adapter::testing::run_in(&dir.path().join("run"));
         std::fs::create_dir(&run.run_dir).unwrap();
         let mut cmd = AgentCommand::default();
         prepare_over(&run, &mut cmd, &real).unwrap();

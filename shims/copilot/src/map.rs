@@ -4,8 +4,8 @@
 use serde_json::{json, Map, Value};
 
 use super::{CopilotEvent, NAME, SHIM};
-use crate::frameworks::adapter::shared::payload::HookPayload;
-use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
+use ahp_wrap_adapter::shared::payload::HookPayload;
+use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
     let event = CopilotEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
@@ -107,7 +107,7 @@ fn first_of(p: &HookPayload<'_>, result: &Value, keys: &[&str]) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{cx, sample};
+    use ahp_wrap_adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
         map(&cx(hook), &sample("copilot", hook)).unwrap().unwrap()

@@ -13,11 +13,11 @@
 use serde_json::{json, Value};
 
 use super::{CopilotEvent, SHIM};
-use crate::frameworks::adapter::shared::output::{
+use ahp_wrap_adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
-use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::shared::updated_input;
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
 pub const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
@@ -131,10 +131,10 @@ fn unexpected(verdict: &Final) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{allow, block, modify};
+    use ahp_wrap_adapter::testing::{allow, block, modify};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
-        crate::frameworks::adapter::testing::out(render, hook, verdict)
+        ahp_wrap_adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

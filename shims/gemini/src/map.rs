@@ -3,8 +3,8 @@
 use serde_json::{json, Value};
 
 use super::{GeminiEvent, NAME, SHIM};
-use crate::frameworks::adapter::shared::payload::HookPayload;
-use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
+use ahp_wrap_adapter::shared::payload::HookPayload;
+use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 /// Gemini gives a tool call no id in its hooks.
 const CALL_IDS: &[&str] = &[];
@@ -117,10 +117,10 @@ fn context(cx: &HookContext<'_>, p: &HookPayload<'_>) -> Value {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::cx;
+    use ahp_wrap_adapter::testing::cx;
 
     fn sample(event: &str) -> Vec<u8> {
-        crate::frameworks::adapter::testing::sample("gemini", event)
+        ahp_wrap_adapter::testing::sample("gemini", event)
     }
 
     fn mapped(hook: &str, payload: &[u8]) -> Mapped {

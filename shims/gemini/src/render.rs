@@ -7,11 +7,11 @@
 use serde_json::{json, Value};
 
 use super::{GeminiEvent, SHIM};
-use crate::frameworks::adapter::shared::output::{
+use ahp_wrap_adapter::shared::output::{
     context_or_silence, decision, hook_specific, notification, stderr_exit, unapplicable_modify,
 };
-use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::shared::updated_input;
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which Gemini denies on plain text (stderr): only for hook names we do
 /// not know, where no JSON contract applies.
@@ -101,10 +101,10 @@ fn unexpected(verdict: &Final) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{allow, block};
+    use ahp_wrap_adapter::testing::{allow, block};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
-        crate::frameworks::adapter::testing::out(render, hook, verdict)
+        ahp_wrap_adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

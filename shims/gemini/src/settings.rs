@@ -14,13 +14,9 @@ use std::path::Path;
 use serde_json::{Map, Value};
 
 use super::{GeminiEvent, NAME, SHIM};
-use crate::frameworks::adapter::shared::settings::{
-    append_hook_groups, command_group, SystemSettings,
-};
-use crate::frameworks::adapter::shared::timeout;
-use crate::frameworks::adapter::{
-    only_root_can_write, run_nonce, AgentCommand, FrameworkError, RunContext,
-};
+use ahp_wrap_adapter::shared::settings::{append_hook_groups, command_group, SystemSettings};
+use ahp_wrap_adapter::shared::timeout;
+use ahp_wrap_adapter::{only_root_can_write, run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
 pub const SETTINGS_FILE: &str = "gemini-system-settings.json";
@@ -168,7 +164,7 @@ mod tests {
 
     #[test]
     fn prepare_writes_into_a_run_dir_only_root_can_write() {
-        let run_dir = crate::frameworks::adapter::testing::RunDir::create().unwrap();
+        let run_dir = ahp_wrap_adapter::testing::RunDir::create().unwrap();
         let run = RunContext {
             self_exe: "/bin/ahp-wrap".into(),
             run_dir: run_dir.path().to_owned(),

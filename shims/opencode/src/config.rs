@@ -13,8 +13,8 @@ use serde_json::{Map, Value};
 #[cfg(test)]
 use super::OPENCODE;
 use super::{Flavor, OpenCodeEvent};
-use crate::frameworks::adapter::shared::timeout;
-use crate::frameworks::adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
+use ahp_wrap_adapter::shared::timeout;
+use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The plugin's source; `__AHP_WRAP_…__` placeholders are filled in for the run.
 const PLUGIN_TEMPLATE: &str = include_str!("plugin.js");

@@ -9,8 +9,8 @@ use serde_json::{json, Map, Value};
 #[cfg(test)]
 use super::OPENCODE;
 use super::{Flavor, OpenCodeEvent};
-use crate::frameworks::adapter::shared::payload::HookPayload;
-use crate::frameworks::adapter::{EventType, FrameworkError, HookContext, Mapped};
+use ahp_wrap_adapter::shared::payload::HookPayload;
+use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
 pub fn map(
     flavor: &Flavor,
@@ -148,7 +148,7 @@ fn prompt(p: &HookPayload<'_>, mut context: Value) -> Result<Value, FrameworkErr
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{cx, sample};
+    use ahp_wrap_adapter::testing::{cx, sample};
 
     fn mapped(hook: &str) -> Mapped {
         map(&OPENCODE, &cx(hook), &sample("opencode", hook))

@@ -16,12 +16,12 @@ use serde_json::{json, Value};
 #[cfg(test)]
 use super::OPENCODE;
 use super::{Flavor, OpenCodeEvent};
-use crate::frameworks::adapter::shared::output::{
+use ahp_wrap_adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
-use crate::frameworks::adapter::shared::updated_input;
-use crate::frameworks::adapter::Shim;
-use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::shared::updated_input;
+use ahp_wrap_adapter::Shim;
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 
 /// Exit code with which the plugin blocks on the stderr text: only for hooks we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -98,13 +98,13 @@ fn chat_message(shim: Shim, verdict: &Final) -> CallerReply {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::frameworks::adapter::testing::{allow, block as blocked, modify};
+    use ahp_wrap_adapter::testing::{allow, block as blocked, modify};
 
     fn out(hook: &str, verdict: &Final) -> (Option<Value>, i32) {
         let render = |cx: &HookContext<'_>, event: Option<&Mapped>, verdict: &Final| {
             super::render(&OPENCODE, cx, event, verdict)
         };
-        crate::frameworks::adapter::testing::out(render, hook, verdict)
+        ahp_wrap_adapter::testing::out(render, hook, verdict)
     }
 
     #[test]

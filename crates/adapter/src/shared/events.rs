@@ -16,6 +16,7 @@
 ///     }
 /// }
 /// ```
+#[macro_export]
 macro_rules! hook_events {
     (@tool tool) => { true };
     (@tool) => { false };
@@ -46,7 +47,7 @@ macro_rules! hook_events {
             /// Whether the event takes a tool-name `matcher` in the agent's settings.
             pub fn is_tool_event(self) -> bool {
                 match self {
-                    $( $Enum::$Variant => $crate::frameworks::adapter::hook_events!(@tool $($tool)?) ),+
+                    $( $Enum::$Variant => $crate::hook_events!(@tool $($tool)?) ),+
                 }
             }
 
@@ -57,8 +58,6 @@ macro_rules! hook_events {
         }
     };
 }
-
-pub(crate) use hook_events;
 
 #[cfg(test)]
 mod tests {

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::adapter::{AgentCommand, FrameworkError, RunContext};
+use crate::{AgentCommand, FrameworkError, RunContext};
 
 /// Quotes `s` for a POSIX shell (agents run hook commands through one).
 fn shell_quote(s: &str) -> String {

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Map, Value};
 
-use crate::frameworks::adapter::{FrameworkError, HookContext, ToolCall};
+use crate::{FrameworkError, HookContext, ToolCall};
 
 /// A payload that is not what `framework` sends for `hook`.
 fn shape_error(framework: &'static str, hook: &str, why: impl Into<String>) -> FrameworkError {

@@ -3,7 +3,7 @@
 
 use serde_json::{Map, Value};
 
-use crate::frameworks::adapter::Final;
+use crate::Final;
 
 /// Text for the agent's "additional context" for the model, from what a harness returned
 /// with an allow: `additional_context` (text) and AHP's `injected_context` (facts, files,

@@ -4,7 +4,7 @@
 //! every agent we support lets the action through when its own hook timeout fires first.
 //! So each shim registers the budget plus this margin, in the unit its agent counts.
 
-use crate::frameworks::adapter::RunContext;
+use crate::RunContext;
 
 /// How much longer than the wrapper's budget a registered hook timeout is.
 pub const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;

@@ -6,7 +6,7 @@
 
 use serde_json::{json, Value};
 
-use crate::frameworks::adapter::{CallerReply, Final};
+use crate::{CallerReply, Final};
 
 /// `v` as one line of JSON on stdout, exit 0.
 pub fn json_stdout(v: Value) -> CallerReply {
@@ -85,7 +85,7 @@ pub fn unapplicable(why: &str) -> Final {
     }
 }
 
-pub use crate::frameworks::adapter::unapplicable_modify;
+pub use crate::unapplicable_modify;
 
 /// The reason given when a decision has no meaning on a hook of `agent` (its display name).
 pub fn unexpected(verdict: &Final, agent: &str) -> String {
@@ -93,75 +93,6 @@ pub fn unexpected(verdict: &Final, agent: &str) -> String {
         "ahp-wrap blocked this because a {:?} decision cannot be applied to this {agent} hook",
         verdict.name()
     )
-}
-
-/// Helpers for the shims' render tests.
-#[cfg(test)]
-pub mod testing {
-    use std::path::Path;
-
-    use serde_json::Value;
-
-    use crate::frameworks::adapter::{CallerReply, Final, HookContext, Mapped, RunContext};
-
-    /// A shim's `render`.
-    pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> CallerReply;
-
-    /// A headless hook call named `hook`.
-    pub fn cx(hook: &str) -> HookContext<'_> {
-        HookContext {
-            hook,
-            cwd: Path::new("/"),
-            interactive: false,
-        }
-    }
-
-    /// A headless run of `/bin/ahp-wrap` in `run_dir`, whose hooks may take 12,001 ms.
-    pub fn run_in(run_dir: &Path) -> RunContext {
-        RunContext {
-            self_exe: "/bin/ahp-wrap".into(),
-            run_dir: run_dir.to_owned(),
-            hook_budget_ms: 12_001,
-            interactive: false,
-        }
-    }
-
-    /// The recorded payload `shims/<shim>/samples/<name>.json`.
-    pub fn sample(shim: &str, name: &str) -> Vec<u8> {
-        let path = Path::new(env!("CARGO_MANIFEST_DIR"))
-            .join("shims")
-            .join(shim)
-            .join("samples")
-            .join(format!("{name}.json"));
-        std::fs::read(&path).unwrap_or_else(|e| panic!("{}: {e}", path.display()))
-    }
-
-    /// What `render` prints on stdout (parsed, if anything) and its exit code.
-    pub fn out(render: Render, hook: &str, verdict: &Final) -> (Option<Value>, i32) {
-        let r = render(&cx(hook), None, verdict);
-        let v = (!r.stdout.is_empty()).then(|| serde_json::from_slice(&r.stdout).unwrap());
-        (v, r.exit_code)
-    }
-
-    pub fn allow(explicit: bool, extra: Value) -> Final {
-        Final::Allow {
-            explicit,
-            modified_payload: None,
-            extra: serde_json::from_value(extra).unwrap(),
-        }
-    }
-
-    pub fn block(reason: &str) -> Final {
-        Final::Block {
-            reason: reason.into(),
-        }
-    }
-
-    pub fn modify(payload: Value) -> Final {
-        Final::Modify {
-            modified_payload: payload,
-        }
-    }
 }
 
 #[cfg(test)]

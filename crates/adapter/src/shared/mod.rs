@@ -4,10 +4,9 @@
 //! contract decisions in. What lives here is the scaffolding that was the same in every
 //! shim — the event table (`hook_events!`), the `Shim` constant that names errors and
 //! hook commands, reading a hook payload, building hook output, hook timeouts, merging
-//! hook settings. These files are part of the adapter API: like the shims, they import
-//! only from `crate::frameworks::adapter` (checked by a test there).
+//! hook settings.
 
-pub(crate) mod events;
+mod events;
 pub mod output;
 pub mod payload;
 pub mod settings;
@@ -15,6 +14,6 @@ mod shim;
 pub mod timeout;
 mod verdict;
 
-pub use crate::frameworks::adapter::updated_input;
+pub use crate::updated_input;
 pub use shim::Shim;
 pub use verdict::additional_context;

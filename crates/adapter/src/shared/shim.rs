@@ -4,7 +4,7 @@
 use std::borrow::Cow;
 use std::path::Path;
 
-use crate::frameworks::adapter::{Final, FrameworkError};
+use crate::{Final, FrameworkError};
 
 /// A framework's shim, by name: what its errors, reasons and hook commands say.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
