@@ -61,6 +61,7 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "hidden-commands",
     "network-channels",
     "families",
+    "container-build",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
