@@ -62,6 +62,7 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "network-channels",
     "families",
     "container-build",
+    "runs-later",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
