@@ -63,6 +63,7 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "families",
     "container-build",
     "runs-later",
+    "host-policy",
 ];
 
 /// The kinds of ordinary work in the benign corpus.

@@ -22,7 +22,9 @@ pub use embedded::{Embedded, Mode};
 pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
 pub use resolve::{Decider, FailMode, Harness};
 
+use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Mutex;
 
 use serde_json::{Map, Value};
 use tokio::time::Instant;
@@ -49,6 +51,9 @@ pub struct Gate {
     pub audit: Auditor,
     /// Events seen so far (for heartbeats and the session end).
     events: AtomicU64,
+    /// The hosts of tool calls a person allowed in this run (a call the host rules escalated,
+    /// say): a connection the tree then makes to one of them is not asked about again.
+    approved_hosts: Mutex<HashSet<String>>,
 }
 
 impl Gate {
@@ -66,7 +71,15 @@ impl Gate {
             decider,
             audit,
             events: AtomicU64::new(0),
+            approved_hosts: Mutex::new(HashSet::new()),
         }
+    }
+
+    /// Whether a person allowed a tool call of this run that contacts `host`.
+    pub fn host_approved(&self, host: &str) -> bool {
+        self.approved_hosts
+            .lock()
+            .is_ok_and(|hosts| hosts.contains(host))
     }
 
     /// How many events this run has sent or decided.
@@ -146,7 +159,16 @@ impl Gate {
             }
             _ => self.decider.resolve(event, native_ask).await,
         };
-        self.conclude(event, decision, origin).await
+        let decision = self.conclude(event, decision, origin).await;
+        if matches!(decision.by, DecidedBy::Person(_))
+            && matches!(decision.verdict, crate::protocol::Verdict::Allow { .. })
+        {
+            let hosts = crate::policy::contacted_hosts(event);
+            if let Ok(mut approved) = self.approved_hosts.lock() {
+                approved.extend(hosts);
+            }
+        }
+        decision
     }
 
     /// Makes `decision` on `event` durable in the audit log and shows it to the approver;

@@ -145,6 +145,78 @@ fn an_unknown_host_is_let_through_or_refused_by_a_person_on_the_approvals_page()
     }
 }
 
+/// A tool call that contacts `approved.test` (asked through the hook, as an agent's MCP
+/// fetch would be), then connections to it and to `declined.test`.
+const TOOL_FIRST_AGENT: &str = r#"
+printf '%s' '{"event_type":"pre_action","payload":{"tool_name":"mcp__fetch__fetch","arguments":{"url":"http://approved.test/via-tool"}}}' \
+  | "$AHP_WRAP_BIN" hook generic pre_action >/dev/null; echo "tool=$?"
+curl -s -m 60 http://approved.test/approved; echo "approved=$?"
+curl -s -m 60 http://declined.test/declined; echo "declined=$?"
+"#;
+
+#[test]
+fn a_host_a_person_allowed_a_tool_call_to_reach_is_not_asked_about_again() {
+    if !usable() {
+        return;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root may enter the test's network namespace from a thread");
+        return;
+    }
+    let net = Net::with_policy(ASK_POLICY);
+    // Two questions only: the tool call (the host rules escalate it), then declined.test.
+    let person = person(
+        net.root.clone(),
+        &[("approved.test", true), ("declined.test", false)],
+    );
+    let listen = format!("http://127.0.0.1:{HOST_PORT}");
+    let token = format!("alice={ALICE}");
+    let args = [
+        "--host-listen",
+        &listen,
+        "--host-token",
+        &token,
+        "--timeout",
+        "30000",
+    ];
+    let out = net.run_with(&args, TOOL_FIRST_AGENT);
+    let answered = person.join().unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let http = net.read("http.log");
+    let why = format!("person: {answered:?}\n{}", evidence(&net, &out));
+    let asked = answered
+        .as_ref()
+        .map_err(Clone::clone)
+        .unwrap_or_else(|e| panic!("{e}\n{why}"));
+    assert!(
+        asked[0].contains("mcp__fetch__fetch") || asked[0].contains("approved.test"),
+        "the first question was not the tool call:\n{why}"
+    );
+    assert_eq!(
+        super::line(&stdout, "tool"),
+        Some("0"),
+        "the tool call was not allowed:\n{why}"
+    );
+    assert!(
+        http.contains("198.51.100.1 /approved\n"),
+        "the connection to the host the person allowed did not arrive:\n{why}"
+    );
+    assert!(!http.contains("/declined"), "{why}");
+    let records = net.net_records("approved.test");
+    assert_eq!(
+        records.len(),
+        1,
+        "one connection decision on approved.test:\n{why}"
+    );
+    assert_eq!(text(&records[0], "/decision"), "allow", "{why}");
+    assert_eq!(
+        text(&records[0], "/source"),
+        "policy",
+        "the connection was asked about again:\n{why}"
+    );
+}
+
 /// A person on the approvals page of the wrapper that runs in `root`'s namespace: on a
 /// thread of its own, enters that network namespace (the page listens on its loopback),
 /// signs in as alice, and answers each pending connection by the host its reason names, as
@@ -240,9 +312,10 @@ async fn answer(answers: &[(&str, bool)]) -> Result<Vec<String>, String> {
             if !ids.insert(id.clone()) {
                 continue;
             }
-            // The page shows the connection as the tool's input: its URL.
+            // The page shows a connection as the tool's input, its URL; a tool call by its
+            // arguments.
             let input = req["toolCall"]["toolInput"].as_str().unwrap_or("");
-            if !input.starts_with("http://") {
+            if !input.starts_with("http://") && !input.contains("\"url\"") {
                 return Err(format!("the connection is not shown by its URL: {req}"));
             }
             let Some(&(_, approved)) = answers.iter().find(|(h, _)| input.contains(h)) else {

@@ -37,8 +37,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use examples::{ExampleFailure, ExampleReport};
+pub use extract::contacted_hosts;
 pub use rules::{Check, DecisionKind, Unparseable};
 
+use ahp_wrap_confine::floor::hosts::{HostRules, Judgement, Target};
+use ahp_wrap_confine::floor::spec::{NetSpec, Unknown};
 use ahp_wrap_wire::protocol::{Event, Verdict};
 use extract::Facts;
 use paths::Resolver;
@@ -163,6 +166,9 @@ pub struct Policy {
     workspace_root: Option<PathBuf>,
     /// The wrapper's own files and processes.
     protected: Protected,
+    /// The `[floor.net]` host rules, which the URLs a tool will contact answer to as a
+    /// connection of the agent's tree does; `None` when the policy's network floor is off.
+    hosts: Option<HostRules>,
 }
 
 /// What of the wrapper itself the policy protects: its files (executables, run directory,
@@ -221,6 +227,7 @@ impl Policy {
             },
             workspace_root: None,
             protected: Protected::default(),
+            hosts: None,
         }
     }
 
@@ -266,6 +273,7 @@ impl Policy {
         if let Some(v) = raw.version.filter(|v| *v != 1) {
             return Err(PolicyError::Version(v));
         }
+        let hosts = host_rules(raw.floor.as_ref().map(|f| &f.net))?;
         let (mut rules, inherited, settings) = match raw.extends.as_deref() {
             None if raw.disable.is_empty() => (Vec::new(), 0, raw.settings.unwrap_or_default()),
             None => {
@@ -310,6 +318,7 @@ impl Policy {
             rules,
             inherited,
             settings,
+            hosts,
             ..Policy::allow_all()
         })
     }
@@ -415,11 +424,94 @@ impl Policy {
                 );
             }
         }
+        if let Some((kind, verdict)) = self.hosts_answer(event, &facts) {
+            propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
+        }
         best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
     }
 }
 
+/// The rule name of a decision the `[floor.net]` host rules made.
+pub const HOSTS_RULE: &str = "floor-net-hosts";
+
+/// The `[floor.net]` host rules of a policy whose own `[floor.net]` is `own` (each list it
+/// leaves out taken from the default policy's, as the floor takes them); `None` when the
+/// network floor is off.
+fn host_rules(own: Option<&NetSpec>) -> Result<Option<HostRules>, PolicyError> {
+    let default = floor_spec(None)?.net;
+    let net = own.map_or_else(|| default.clone(), |n| n.clone().or(&default));
+    if !net.enabled() {
+        return Ok(None);
+    }
+    HostRules::new(&net, &[])
+        .map(Some)
+        .map_err(|message| PolicyError::InvalidRule {
+            rule: "[floor.net]".into(),
+            message,
+        })
+}
+
 impl Policy {
+    /// What the host rules make of the URLs a (non-shell) tool will contact, the strictest
+    /// answer of them: a host the floor denies (or a raw address it does not name) is
+    /// blocked, a host no list names gets the `unknown` treatment, with the reason a
+    /// connection to it would get. Commands are left to the floor's egress, which asks about
+    /// each connection they make; so are the egress's own `net` events (metadata
+    /// `interceptor = "egress"`), which it decided by these rules, with the agent's model
+    /// hosts added, before it asked.
+    fn hosts_answer(&self, event: &Event, facts: &Facts) -> Option<(DecisionKind, Verdict)> {
+        let hosts = self.hosts.as_ref()?;
+        let from_egress = event
+            .metadata
+            .as_ref()
+            .and_then(|m| m.get("interceptor"))
+            .is_some_and(|i| i == "egress");
+        if from_egress {
+            return None;
+        }
+        let mut best: Option<(DecisionKind, Verdict)> = None;
+        for url in &facts.contacts {
+            let Some(target) = url.host_str().and_then(Target::parse) else {
+                continue;
+            };
+            let answer = match hosts.judge(&target) {
+                Judgement::Allowed | Judgement::Unknown(Unknown::Allow) => continue,
+                Judgement::Denied(why) => (
+                    DecisionKind::Block,
+                    Verdict::Block {
+                        reason: format!("this tool would contact {target}: {why}"),
+                    },
+                ),
+                Judgement::Unknown(Unknown::Block) => (
+                    DecisionKind::Block,
+                    Verdict::Block {
+                        reason: format!(
+                            "this tool would contact {target}, a host the floor does not let \
+                             through ([floor.net] allow; unknown = \"block\")"
+                        ),
+                    },
+                ),
+                Judgement::Unknown(Unknown::Ask) => (
+                    DecisionKind::Escalate,
+                    Verdict::Escalate {
+                        reason: format!(
+                            "this tool would contact {target}, a host [floor.net] does not \
+                             name; a person must decide"
+                        ),
+                        target: None,
+                    },
+                ),
+            };
+            if best
+                .as_ref()
+                .is_none_or(|(k, _)| answer.0.rank() > k.rank())
+            {
+                best = Some(answer);
+            }
+        }
+        best
+    }
+
     /// What the engine knows of `event`, the wrapper's files and processes protected.
     fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
         let protected = match run {

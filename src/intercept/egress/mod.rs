@@ -297,6 +297,11 @@ impl Egress {
                 );
                 self.gate.refused(&event, reason, origin.clone()).await
             }
+            // A person allowed a tool call of this run that contacts it (an MCP server's
+            // fetch, escalated by the same host rules): not asked twice.
+            Judgement::Unknown(Unknown::Ask) if self.gate.host_approved(&target.to_string()) => {
+                self.gate.decide(&event, false, origin.clone()).await
+            }
             Judgement::Unknown(Unknown::Ask) => {
                 let reason =
                     format!("a connection to {target}:{port}, a host [floor.net] does not name");

@@ -93,6 +93,10 @@ pub struct Facts {
     /// Files written by file tools or by any shell command.
     pub writes: Vec<ResolvedPath>,
     pub urls: Vec<url::Url>,
+    /// The URLs a non-shell tool will contact: the values of its URL-named arguments
+    /// (`url`, `uri`, `href`, `endpoint`, `*_url`, …) at any depth, not URLs merely
+    /// mentioned in a text it writes.
+    pub contacts: Vec<url::Url>,
     /// Why a shell command could not be understood, if one could not.
     pub parse_errors: Vec<String>,
 }
@@ -155,6 +159,7 @@ pub fn facts(
         reads: Vec::new(),
         writes: Vec::new(),
         urls: Vec::new(),
+        contacts: Vec::new(),
         parse_errors: Vec::new(),
     };
     let found = shell_sources(args_key, args);
@@ -187,6 +192,9 @@ pub fn facts(
             .extend(patch_paths(patch).map(|p| resolver.resolve(p, &shell_cwd)));
     }
     tool_urls(&mut f, args);
+    if f.shell.is_empty() && f.tool.is_some() {
+        contacted_urls(args, None, 0, &mut f.contacts);
+    }
     // A `file:` URL (a browser told to open one, a fetch tool) reads that file.
     let files: Vec<ResolvedPath> = f
         .urls
@@ -353,6 +361,61 @@ fn tool_urls(f: &mut Facts, args: &Value) {
             );
         }
     }
+}
+
+/// The hosts the tool of `event` would contact (as [`Facts::contacts`] holds them, without
+/// the rest of the facts): what a person who allowed the call allowed it to reach.
+pub fn contacted_hosts(event: &Event) -> Vec<String> {
+    let payload = &event.payload;
+    let Some(args) = ["arguments", "tool_input", "input", "args"]
+        .iter()
+        .find_map(|k| payload.get(*k).filter(|v| v.is_object()))
+    else {
+        return Vec::new();
+    };
+    let snake = keys::has_camel_keys(args).then(|| keys::snake_keys(args));
+    let mut urls = Vec::new();
+    contacted_urls(snake.as_ref().unwrap_or(args), None, 0, &mut urls);
+    urls.iter()
+        .filter_map(|u| u.host_str().map(str::to_owned))
+        .collect()
+}
+
+/// The network URLs under the URL-named keys of `value` (`key` is the key it is under), to
+/// a bounded depth.
+fn contacted_urls(value: &Value, key: Option<&str>, depth: usize, out: &mut Vec<url::Url>) {
+    const MAX_DEPTH: usize = 16;
+    if depth > MAX_DEPTH {
+        return;
+    }
+    match value {
+        Value::String(s) if key.is_some_and(names_a_url) => out.extend(
+            parse_url(s.trim())
+                .filter(|u| matches!(u.scheme(), "http" | "https" | "ws" | "wss" | "ftp")),
+        ),
+        Value::Array(items) => {
+            for item in items {
+                contacted_urls(item, key, depth + 1, out);
+            }
+        }
+        Value::Object(map) => {
+            for (k, v) in map {
+                contacted_urls(v, Some(k), depth + 1, out);
+            }
+        }
+        _ => {}
+    }
+}
+
+/// Whether an argument's name says its value is a URL to contact: `url`, `uri`, `href`,
+/// `endpoint` and the names ending in them (`callback_url`, `redirect_uri`,
+/// `api_endpoint`), singular or plural.
+fn names_a_url(key: &str) -> bool {
+    let key = key.to_ascii_lowercase();
+    let key = key.strip_suffix('s').unwrap_or(&key);
+    ["url", "uri", "href", "endpoint"]
+        .iter()
+        .any(|end| key == *end || key.ends_with(&format!("_{end}")))
 }
 
 fn parse_url(s: &str) -> Option<url::Url> {

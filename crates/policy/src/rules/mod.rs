@@ -34,10 +34,10 @@ pub struct RawPolicy {
     pub settings: Option<Settings>,
     #[serde(default, rename = "rule")]
     pub rules: Vec<RawRule>,
-    /// The kernel's floor: read on its own by [`crate::floor_spec`]; here only
-    /// checked, so that a policy with a bad `[floor]` does not load.
+    /// The kernel's floor: read on its own by [`crate::floor_spec`]; here checked, so that a
+    /// policy with a bad `[floor]` does not load, and its `[floor.net]` host rules taken for
+    /// the URLs tools contact.
     #[serde(default)]
-    #[expect(dead_code, reason = "validated at load; read by floor_spec")]
     pub floor: Option<ahp_wrap_confine::floor::Spec>,
 }
 

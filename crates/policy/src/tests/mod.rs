@@ -4,6 +4,7 @@ mod code_on_disk;
 mod default_rules;
 mod engine;
 mod floor;
+mod hosts;
 
 use std::path::{Path, PathBuf};
 
