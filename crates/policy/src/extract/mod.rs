@@ -363,7 +363,7 @@ fn tool_urls(f: &mut Facts, args: &Value) {
     }
 }
 
-/// The hosts the tool of `event` would contact (as [`Facts::contacts`] holds them, without
+/// The hosts the tool of `event` would contact (as the facts' `contacts` hold them, without
 /// the rest of the facts): what a person who allowed the call allowed it to reach.
 pub fn contacted_hosts(event: &Event) -> Vec<String> {
     let payload = &event.payload;
