@@ -9,6 +9,7 @@
 //! names in the text, and to an OS sandbox beneath.
 
 mod calls;
+mod fold;
 
 use std::sync::LazyLock;
 
@@ -16,6 +17,7 @@ use regex::Regex;
 
 use super::shell::UNKNOWN;
 use calls::{compiled, Compiled};
+pub use fold::fold_constants;
 
 /// An interpreter language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -186,51 +188,6 @@ fn pathlike(s: &str) -> bool {
         && !s.contains(['\n', ' ', '\t'])
         && !s.contains("://")
         && !s.starts_with('-')
-}
-
-/// `code` with string constants joined: `'GITHUB_' + 'TOKEN'` (`.` in Perl and PHP, also
-/// Python's `'a' 'b'`) becomes `'GITHUB_TOKEN'`, so that names split to slip past a pattern are
-/// whole again for the scan and for the rules that read the code.
-pub fn fold_constants(code: &str, lang: Lang) -> String {
-    static PLUS: LazyLock<Regex> = LazyLock::new(|| {
-        crate::pattern(
-            r#"'((?:[^'\\\n]|\\.)*)'\s*\+\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\+\s*"((?:[^"\\\n]|\\.)*)""#,
-        )
-    });
-    static DOT: LazyLock<Regex> = LazyLock::new(|| {
-        crate::pattern(
-            r#"'((?:[^'\\\n]|\\.)*)'\s*\.\s*'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"\s*\.\s*"((?:[^"\\\n]|\\.)*)""#,
-        )
-    });
-    static JUXTAPOSED: LazyLock<Regex> = LazyLock::new(|| {
-        crate::pattern(
-            r#"'((?:[^'\\\n]|\\.)*)'[ \t]+'((?:[^'\\\n]|\\.)*)'|"((?:[^"\\\n]|\\.)*)"[ \t]+"((?:[^"\\\n]|\\.)*)""#,
-        )
-    });
-    let joiners: &[&Regex] = match lang {
-        Lang::Python => &[&PLUS, &JUXTAPOSED],
-        Lang::Js | Lang::Ruby => &[&PLUS],
-        Lang::Perl | Lang::Php => &[&DOT],
-        Lang::Awk => &[&JUXTAPOSED],
-    };
-    let mut text = code.to_owned();
-    // Each pass joins pairs; a chain of n pieces takes about log n passes.
-    for _ in 0..8 {
-        let before = text.len();
-        for re in joiners {
-            text = re
-                .replace_all(&text, |c: &regex::Captures| match (c.get(1), c.get(3)) {
-                    (Some(a), _) => format!("'{}{}'", a.as_str(), &c[2]),
-                    (_, Some(a)) => format!("\"{}{}\"", a.as_str(), &c[4]),
-                    _ => c[0].to_owned(),
-                })
-                .into_owned();
-        }
-        if text.len() == before {
-            break;
-        }
-    }
-    text
 }
 
 /// Scans `code` written in `lang`. Code it evaluates is scanned too, a few levels deep.
@@ -419,8 +376,17 @@ mod tests {
             fold_constants(r#"$f = "/.s" . "sh";"#, Lang::Perl),
             r#"$f = "/.ssh";"#
         );
-        // Different quotes are left alone.
-        assert_eq!(fold_constants(r#"'a' + "b""#, Lang::Python), r#"'a' + "b""#);
+        // Whatever their quotes, and a quote of the other kind inside one stays in it.
+        assert_eq!(fold_constants(r#"'a' + "b""#, Lang::Python), "'ab'");
+        assert_eq!(
+            fold_constants(r#"print("it's" + 'x')"#, Lang::Python),
+            r#"print('it\'sx')"#
+        );
+        // A prefixed literal (an f-string with a variable, bytes) is not joined.
+        assert_eq!(
+            fold_constants("f'{h}/' + '.ssh'", Lang::Python),
+            "f'{h}/' + '.ssh'"
+        );
     }
 
     #[test]
