@@ -379,9 +379,12 @@ fn write(path: &Path, text: &str) {
     std::fs::write(path, text).unwrap();
 }
 
-/// The policy under test. The one place that says how the embedded default is configured.
+/// The policy under test. The one place that says how the embedded default is configured:
+/// as in a run on the network floor, whose egress proxy asks about each connection the
+/// commands make (so the hosts they contact are left to it; without the floor the policy
+/// judges them too, which `crates/policy/src/tests/hosts.rs` covers).
 fn policy(sb: &Sandbox) -> Policy {
-    Policy::default_policy()
+    let policy = Policy::default_policy()
         .trusting_code_changed_before(sb.made)
         .with_home(&sb.home)
         .with_workspace(&sb.ws)
@@ -394,7 +397,9 @@ fn policy(sb: &Sandbox) -> Policy {
                 sb.run.clone(),
             ],
             [4242, 4243],
-        ))
+        ));
+    policy.leave_commands_to_egress(true);
+    policy
 }
 
 // --- Cases -------------------------------------------------------------------------------

@@ -27,6 +27,8 @@ pub struct Embedded {
     /// When the run started: code on disk changed since is the agent's (the policy itself is
     /// built later, on the first event).
     started: std::time::SystemTime,
+    /// Whether the floor's egress proxy decides the tree's connections (set once it runs).
+    egress: std::sync::atomic::AtomicBool,
 }
 
 impl Embedded {
@@ -38,6 +40,7 @@ impl Embedded {
             protected: OnceLock::new(),
             mode,
             started: std::time::SystemTime::now(),
+            egress: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -50,6 +53,7 @@ impl Embedded {
             protected: OnceLock::new(),
             mode,
             started: std::time::SystemTime::now(),
+            egress: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -57,6 +61,13 @@ impl Embedded {
     /// its guardian) for the policy to protect. Set once, before the agent starts.
     pub fn protect(&self, protected: Protected) {
         let _ = self.protected.set(protected);
+    }
+
+    /// Says that the floor's egress proxy now decides the connections of the agent's tree:
+    /// the policy leaves the hosts shell commands contact to it.
+    pub fn egress_in_force(&self) {
+        self.egress
+            .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Builds the default policy on a thread of its own, so that the agent's first event
@@ -104,7 +115,9 @@ impl Embedded {
     /// becomes no opinion, and the note says what would have happened.
     pub fn decide(&self, event: &Event) -> Decision {
         let start = Instant::now();
-        let d = self.policy().evaluate_with(event, self.protected.get());
+        let policy = self.policy();
+        policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));
+        let d = policy.evaluate_with(event, self.protected.get());
         let by = DecidedBy::Policy(d.rule);
         let acts = !matches!(
             &d.verdict,

@@ -323,6 +323,11 @@ impl Run<'_> {
                 c.also_listen(listener).map_err(|e| e.to_string())?;
             }
             held.net = Some(running);
+            // The proxy now asks about each connection of the tree: the policy leaves the
+            // hosts commands contact to it.
+            if let crate::gate::Harness::Embedded(e) = &self.gate.decider.harness {
+                e.egress_in_force();
+            }
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (side, agent);

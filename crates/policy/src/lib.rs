@@ -169,6 +169,10 @@ pub struct Policy {
     /// The `[floor.net]` host rules, which the URLs a tool will contact answer to as a
     /// connection of the agent's tree does; `None` when the policy's network floor is off.
     hosts: Option<HostRules>,
+    /// Whether the floor's egress proxy decides the connections of the agent's tree (a run
+    /// on the network floor says so): then the hosts shell commands contact are left to it,
+    /// which asks about each connection they make, instead of being asked about twice.
+    egress: std::sync::atomic::AtomicBool,
 }
 
 /// What of the wrapper itself the policy protects: its files (executables, run directory,
@@ -228,6 +232,7 @@ impl Policy {
             workspace_root: None,
             protected: Protected::default(),
             hosts: None,
+            egress: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -321,6 +326,13 @@ impl Policy {
             hosts,
             ..Policy::allow_all()
         })
+    }
+
+    /// Says whether the floor's egress proxy decides the connections of the agent's tree;
+    /// while it does, the hosts shell commands contact are left to it.
+    pub fn leave_commands_to_egress(&self, egress: bool) {
+        self.egress
+            .store(egress, std::sync::atomic::Ordering::Relaxed);
     }
 
     /// Uses `home` for `~` and for `~/…` patterns instead of `$HOME`.
@@ -455,8 +467,10 @@ impl Policy {
     /// What the host rules make of the URLs a (non-shell) tool will contact, the strictest
     /// answer of them: a host the floor denies (or a raw address it does not name) is
     /// blocked, a host no list names gets the `unknown` treatment, with the reason a
-    /// connection to it would get. Commands are left to the floor's egress, which asks about
-    /// each connection they make; so are the egress's own `net` events (metadata
+    /// connection to it would get. So are the hosts shell commands contact (a network
+    /// program's, an interpreter's), unless the floor's egress proxy decides the tree's
+    /// connections ([`Policy::leave_commands_to_egress`]): then it asks about each
+    /// connection they make. The egress's own `net` events (metadata
     /// `interceptor = "egress"`), which it decided by these rules, with the agent's model
     /// hosts added, before it asked.
     fn hosts_answer(&self, event: &Event, facts: &Facts) -> Option<(DecisionKind, Verdict)> {
@@ -470,7 +484,17 @@ impl Policy {
             return None;
         }
         let mut best: Option<(DecisionKind, Verdict)> = None;
-        for url in &facts.contacts {
+        let commands = !self.egress.load(std::sync::atomic::Ordering::Relaxed);
+        let urls = facts
+            .contacts
+            .iter()
+            .chain(facts.command_contacts.iter().filter(|_| commands));
+        let what = if facts.shell.is_empty() {
+            "tool"
+        } else {
+            "command"
+        };
+        for url in urls {
             let Some(target) = url.host_str().and_then(Target::parse) else {
                 continue;
             };
@@ -479,14 +503,14 @@ impl Policy {
                 Judgement::Denied(why) => (
                     DecisionKind::Block,
                     Verdict::Block {
-                        reason: format!("this tool would contact {target}: {why}"),
+                        reason: format!("this {what} would contact {target}: {why}"),
                     },
                 ),
                 Judgement::Unknown(Unknown::Block) => (
                     DecisionKind::Block,
                     Verdict::Block {
                         reason: format!(
-                            "this tool would contact {target}, a host the floor does not let \
+                            "this {what} would contact {target}, a host the floor does not let \
                              through ([floor.net] allow; unknown = \"block\")"
                         ),
                     },
@@ -495,7 +519,7 @@ impl Policy {
                     DecisionKind::Escalate,
                     Verdict::Escalate {
                         reason: format!(
-                            "this tool would contact {target}, a host [floor.net] does not \
+                            "this {what} would contact {target}, a host [floor.net] does not \
                              name; a person must decide"
                         ),
                         target: None,

@@ -97,6 +97,9 @@ pub struct Facts {
     /// (`url`, `uri`, `href`, `endpoint`, `*_url`, …) at any depth, not URLs merely
     /// mentioned in a text it writes.
     pub contacts: Vec<url::Url>,
+    /// The URLs shell commands will contact: a network program's (`curl`, `wget`, …) and
+    /// those in an interpreter's code or arguments.
+    pub command_contacts: Vec<url::Url>,
     /// Why a shell command could not be understood, if one could not.
     pub parse_errors: Vec<String>,
 }
@@ -160,6 +163,7 @@ pub fn facts(
         writes: Vec::new(),
         urls: Vec::new(),
         contacts: Vec::new(),
+        command_contacts: Vec::new(),
         parse_errors: Vec::new(),
     };
     let found = shell_sources(args_key, args);
@@ -326,7 +330,13 @@ fn analyse_shell(
         f.reads.extend(c.reads.iter().cloned());
         f.writes.extend(c.writes.iter().cloned());
         f.writes.extend(c.deletes.iter().cloned());
-        command_urls(&c.cmd, &mut f.urls);
+        let mut urls = Vec::new();
+        command_urls(&c.cmd, &mut urls);
+        if NET_PROGRAMS.contains(&c.cmd.program.as_str()) || c.cmd.code.is_some() {
+            f.command_contacts
+                .extend(urls.iter().filter(|u| is_network(u)).cloned());
+        }
+        f.urls.extend(urls);
     }
 }
 
@@ -389,10 +399,9 @@ fn contacted_urls(value: &Value, key: Option<&str>, depth: usize, out: &mut Vec<
         return;
     }
     match value {
-        Value::String(s) if key.is_some_and(names_a_url) => out.extend(
-            parse_url(s.trim())
-                .filter(|u| matches!(u.scheme(), "http" | "https" | "ws" | "wss" | "ftp")),
-        ),
+        Value::String(s) if key.is_some_and(names_a_url) => {
+            out.extend(parse_url(s.trim()).filter(is_network));
+        }
         Value::Array(items) => {
             for item in items {
                 contacted_urls(item, key, depth + 1, out);
@@ -405,6 +414,11 @@ fn contacted_urls(value: &Value, key: Option<&str>, depth: usize, out: &mut Vec<
         }
         _ => {}
     }
+}
+
+/// Whether a URL reaches the network (not `file:`, `data:`, …).
+fn is_network(url: &url::Url) -> bool {
+    matches!(url.scheme(), "http" | "https" | "ws" | "wss" | "ftp")
 }
 
 /// Whether an argument's name says its value is a URL to contact: `url`, `uri`, `href`,

@@ -167,3 +167,44 @@ fn the_egress_proxys_own_events_are_not_judged_twice() {
     // A tool of the agent's that is merely called `net` is judged.
     assert_escalated(&decide(&p, "net", args), "chatgpt.com");
 }
+
+#[test]
+fn the_hosts_commands_contact_are_judged_unless_the_egress_proxy_asks() {
+    let p = Policy::default_policy().with_home("/home/user");
+    let bash = |command: &str| tool("Bash", json!({"command": command}));
+    for command in [
+        "curl -s https://collect.example/x",
+        "wget -q -O- collect.example/x",
+        "python3 -c 'import urllib.request as u; u.urlopen(\"http://collect\" + \".example\")'",
+        "node -e 'fetch(`https://${\"collect.example\"}/`)'",
+    ] {
+        let d = p.evaluate(&bash(command));
+        assert_escalated(&d, "collect.example");
+        assert!(
+            d.reason().is_some_and(|r| r.contains("this command")),
+            "{d:?}"
+        );
+    }
+    // Merely naming a URL is no contact.
+    for command in [
+        "echo https://collect.example/x",
+        "git commit -m 'see https://collect.example/x'",
+        "curl -s https://api.github.com/repos/a/b",
+    ] {
+        assert_no_opinion(&p.evaluate(&bash(command)), command);
+    }
+    // On the network floor the proxy asks about each connection: the policy leaves them to it.
+    p.leave_commands_to_egress(true);
+    assert_no_opinion(
+        &p.evaluate(&bash("curl -s https://collect.example/x")),
+        "left to the egress proxy",
+    );
+    assert_escalated(
+        &decide(
+            &p,
+            "mcp__fetch__fetch",
+            json!({"url": "https://collect.example/"}),
+        ),
+        "collect.example",
+    );
+}
