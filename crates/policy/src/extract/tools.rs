@@ -74,7 +74,7 @@ fn access(tool: &str) -> (bool, bool) {
     }
     let writes = has(&[
         "write", "edit", "replace", "patch", "create", "delete", "remove", "move", "rename",
-        "insert", "save", "copy", "upload",
+        "insert", "save", "copy", "upload", "download",
     ]);
     let reads = has(&[
         "read", "view", "cat", "grep", "search", "open", "get", "download", "copy", "upload",

