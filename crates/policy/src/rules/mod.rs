@@ -197,6 +197,10 @@ pub enum RawPathCond {
         wheres: Vec<Where>,
         #[serde(default)]
         not: Vec<String>,
+        /// Globs that hold only for a path outside the workspace (a start-up file by its
+        /// name, in whatever home the agent runs with).
+        #[serde(default)]
+        outside: Vec<String>,
     },
 }
 

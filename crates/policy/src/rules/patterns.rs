@@ -89,15 +89,25 @@ pub(super) struct PathCond {
     wheres: Vec<Where>,
     not_abs: Patterns,
     not_tilde: Patterns,
+    /// Globs on the absolute path that hold only outside the workspace.
+    outside: Patterns,
 }
 
 impl PathCond {
     pub(super) fn compile(rule: &str, raw: &RawPathCond) -> Result<PathCond, PolicyError> {
-        let (glob, wheres, not) = match raw {
-            RawPathCond::Globs(g) => (g.as_slice(), &[][..], &[][..]),
-            RawPathCond::Table { glob, wheres, not } => {
-                (glob.as_slice(), wheres.as_slice(), not.as_slice())
-            }
+        let (glob, wheres, not, outside) = match raw {
+            RawPathCond::Globs(g) => (g.as_slice(), &[][..], &[][..], &[][..]),
+            RawPathCond::Table {
+                glob,
+                wheres,
+                not,
+                outside,
+            } => (
+                glob.as_slice(),
+                wheres.as_slice(),
+                not.as_slice(),
+                outside.as_slice(),
+            ),
         };
         let split = |list: &[String]| -> Result<(Patterns, Patterns), PolicyError> {
             let (tilde, abs): (Vec<String>, Vec<String>) =
@@ -115,6 +125,7 @@ impl PathCond {
             wheres: wheres.to_vec(),
             not_abs,
             not_tilde,
+            outside: Patterns::compile(rule, outside, true)?,
         })
     }
 
@@ -129,7 +140,9 @@ impl PathCond {
             || self
                 .wheres
                 .iter()
-                .any(|w| w.holds(p, &f.workspace, &f.home, &f.protected.paths));
+                .any(|w| w.holds(p, &f.workspace, &f.home, &f.protected.paths))
+            || (self.outside.is_match(&abs)
+                && Where::OutsideWorkspace.holds(p, &f.workspace, &f.home, &f.protected.paths));
         positive && !hit(&self.not_abs, &self.not_tilde)
     }
 
