@@ -97,31 +97,9 @@ curl -s -m 60 http://declined.test/declined; echo "declined=$?"
 
 #[test]
 fn an_unknown_host_is_let_through_or_refused_by_a_person_on_the_approvals_page() {
-    if !usable() {
+    let Some((net, out, answered)) = with_a_person(PERSON_AGENT) else {
         return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root may enter the test's network namespace from a thread");
-        return;
-    }
-    let net = Net::with_policy(ASK_POLICY);
-    let person = person(
-        net.root.clone(),
-        &[("approved.test", true), ("declined.test", false)],
-    );
-    let listen = format!("http://127.0.0.1:{HOST_PORT}");
-    let token = format!("alice={ALICE}");
-    let args = [
-        "--host-listen",
-        &listen,
-        "--host-token",
-        &token,
-        "--timeout",
-        "30000",
-    ];
-    let out = net.run_with(&args, PERSON_AGENT);
-    let answered = person.join().unwrap();
+    };
     let http = net.read("http.log");
     let why = format!("person: {answered:?}\n{}", evidence(&net, &out));
     assert!(answered.is_ok(), "{why}");
@@ -156,32 +134,10 @@ curl -s -m 60 http://declined.test/declined; echo "declined=$?"
 
 #[test]
 fn a_host_a_person_allowed_a_tool_call_to_reach_is_not_asked_about_again() {
-    if !usable() {
-        return;
-    }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
-        eprintln!("skipped: only root may enter the test's network namespace from a thread");
-        return;
-    }
-    let net = Net::with_policy(ASK_POLICY);
     // Two questions only: the tool call (the host rules escalate it), then declined.test.
-    let person = person(
-        net.root.clone(),
-        &[("approved.test", true), ("declined.test", false)],
-    );
-    let listen = format!("http://127.0.0.1:{HOST_PORT}");
-    let token = format!("alice={ALICE}");
-    let args = [
-        "--host-listen",
-        &listen,
-        "--host-token",
-        &token,
-        "--timeout",
-        "30000",
-    ];
-    let out = net.run_with(&args, TOOL_FIRST_AGENT);
-    let answered = person.join().unwrap();
+    let Some((net, out, answered)) = with_a_person(TOOL_FIRST_AGENT) else {
+        return;
+    };
     let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
     let http = net.read("http.log");
     let why = format!("person: {answered:?}\n{}", evidence(&net, &out));
@@ -215,6 +171,38 @@ fn a_host_a_person_allowed_a_tool_call_to_reach_is_not_asked_about_again() {
         "policy",
         "the connection was asked about again:\n{why}"
     );
+}
+
+/// `agent` run under [`ASK_POLICY`] with the approvals page on, where a person allows
+/// `approved.test` and declines `declined.test`: the namespace's files, the run, and what the
+/// person answered. `None` (skipped, said) where the test cannot enter the namespace.
+fn with_a_person(agent: &str) -> Option<(Net, Output, Result<Vec<String>, String>)> {
+    if !usable() {
+        return None;
+    }
+    // SAFETY: geteuid has no preconditions.
+    if unsafe { libc::geteuid() } != 0 {
+        eprintln!("skipped: only root may enter the test's network namespace from a thread");
+        return None;
+    }
+    let net = Net::with_policy(ASK_POLICY);
+    let person = person(
+        net.root.clone(),
+        &[("approved.test", true), ("declined.test", false)],
+    );
+    let listen = format!("http://127.0.0.1:{HOST_PORT}");
+    let token = format!("alice={ALICE}");
+    let args = [
+        "--host-listen",
+        &listen,
+        "--host-token",
+        &token,
+        "--timeout",
+        "30000",
+    ];
+    let out = net.run_with(&args, agent);
+    let answered = person.join().unwrap();
+    Some((net, out, answered))
 }
 
 /// A person on the approvals page of the wrapper that runs in `root`'s namespace: on a
