@@ -10,10 +10,12 @@
 //!  Event ─▶ extract (normaliser) ─▶ Facts ─▶ every Rule ─▶ strictest decision wins
 //!             │  shell commands ── shell (brush-parser AST) ── semantics (wrappers, reads, writes)
 //!             │  file paths ────── paths (~, cwd, .., symlinks, workspace predicates)
-//!             └  URLs
+//!             └  URLs ─────────── hosts (the `[floor.net]` host rules, for what a call contacts)
 //! ```
 //!
 //! - `rules`: the file format (see `docs/policy.md`) and compiled matchers.
+//! - `hosts`: one host policy: the hosts a tool call (or, without the network floor, a
+//!   command) will contact, judged by the floor's host rules.
 //! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //!
@@ -23,6 +25,7 @@
 
 mod examples;
 mod extract;
+mod hosts;
 mod inline;
 mod paths;
 mod rules;
@@ -37,11 +40,11 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use examples::{ExampleFailure, ExampleReport};
-pub use extract::contacted_hosts;
+pub use extract::contacts::contacted_hosts;
+pub use hosts::HOSTS_RULE;
 pub use rules::{Check, DecisionKind, Unparseable};
 
-use ahp_wrap_confine::floor::hosts::{HostRules, Judgement, Target};
-use ahp_wrap_confine::floor::spec::{NetSpec, Unknown};
+use ahp_wrap_confine::floor::hosts::HostRules;
 use ahp_wrap_wire::protocol::{Event, Verdict};
 use extract::Facts;
 use paths::Resolver;
@@ -278,7 +281,7 @@ impl Policy {
         if let Some(v) = raw.version.filter(|v| *v != 1) {
             return Err(PolicyError::Version(v));
         }
-        let hosts = host_rules(raw.floor.as_ref().map(|f| &f.net))?;
+        let hosts = hosts::host_rules(raw.floor.as_ref().map(|f| &f.net))?;
         let (mut rules, inherited, settings) = match raw.extends.as_deref() {
             None if raw.disable.is_empty() => (Vec::new(), 0, raw.settings.unwrap_or_default()),
             None => {
@@ -436,106 +439,17 @@ impl Policy {
                 );
             }
         }
-        if let Some((kind, verdict)) = self.hosts_answer(event, &facts) {
+        let commands = !self.egress.load(std::sync::atomic::Ordering::Relaxed);
+        let hosts = self.hosts.as_ref();
+        if let Some((kind, verdict)) = hosts.and_then(|h| hosts::answer(h, event, &facts, commands))
+        {
             propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
         }
         best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
     }
 }
 
-/// The rule name of a decision the `[floor.net]` host rules made.
-pub const HOSTS_RULE: &str = "floor-net-hosts";
-
-/// The `[floor.net]` host rules of a policy whose own `[floor.net]` is `own` (each list it
-/// leaves out taken from the default policy's, as the floor takes them); `None` when the
-/// network floor is off.
-fn host_rules(own: Option<&NetSpec>) -> Result<Option<HostRules>, PolicyError> {
-    let default = floor_spec(None)?.net;
-    let net = own.map_or_else(|| default.clone(), |n| n.clone().or(&default));
-    if !net.enabled() {
-        return Ok(None);
-    }
-    HostRules::new(&net, &[])
-        .map(Some)
-        .map_err(|message| PolicyError::InvalidRule {
-            rule: "[floor.net]".into(),
-            message,
-        })
-}
-
 impl Policy {
-    /// What the host rules make of the URLs a (non-shell) tool will contact, the strictest
-    /// answer of them: a host the floor denies (or a raw address it does not name) is
-    /// blocked, a host no list names gets the `unknown` treatment, with the reason a
-    /// connection to it would get. So are the hosts shell commands contact (a network
-    /// program's, an interpreter's), unless the floor's egress proxy decides the tree's
-    /// connections ([`Policy::leave_commands_to_egress`]): then it asks about each
-    /// connection they make. The egress's own `net` events (metadata
-    /// `interceptor = "egress"`), which it decided by these rules, with the agent's model
-    /// hosts added, before it asked.
-    fn hosts_answer(&self, event: &Event, facts: &Facts) -> Option<(DecisionKind, Verdict)> {
-        let hosts = self.hosts.as_ref()?;
-        let from_egress = event
-            .metadata
-            .as_ref()
-            .and_then(|m| m.get("interceptor"))
-            .is_some_and(|i| i == "egress");
-        if from_egress {
-            return None;
-        }
-        let mut best: Option<(DecisionKind, Verdict)> = None;
-        let commands = !self.egress.load(std::sync::atomic::Ordering::Relaxed);
-        let urls = facts
-            .contacts
-            .iter()
-            .chain(facts.command_contacts.iter().filter(|_| commands));
-        let what = if facts.shell.is_empty() {
-            "tool"
-        } else {
-            "command"
-        };
-        for url in urls {
-            let Some(target) = url.host_str().and_then(Target::parse) else {
-                continue;
-            };
-            let answer = match hosts.judge(&target) {
-                Judgement::Allowed | Judgement::Unknown(Unknown::Allow) => continue,
-                Judgement::Denied(why) => (
-                    DecisionKind::Block,
-                    Verdict::Block {
-                        reason: format!("this {what} would contact {target}: {why}"),
-                    },
-                ),
-                Judgement::Unknown(Unknown::Block) => (
-                    DecisionKind::Block,
-                    Verdict::Block {
-                        reason: format!(
-                            "this {what} would contact {target}, a host the floor does not let \
-                             through ([floor.net] allow; unknown = \"block\")"
-                        ),
-                    },
-                ),
-                Judgement::Unknown(Unknown::Ask) => (
-                    DecisionKind::Escalate,
-                    Verdict::Escalate {
-                        reason: format!(
-                            "this {what} would contact {target}, a host [floor.net] does not \
-                             name; a person must decide"
-                        ),
-                        target: None,
-                    },
-                ),
-            };
-            if best
-                .as_ref()
-                .is_none_or(|(k, _)| answer.0.rank() > k.rank())
-            {
-                best = Some(answer);
-            }
-        }
-        best
-    }
-
     /// What the engine knows of `event`, the wrapper's files and processes protected.
     fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
         let protected = match run {

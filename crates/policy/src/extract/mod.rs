@@ -4,6 +4,7 @@
 //! agent's working directory is the one its shim reports (`context.working_directory`).
 
 mod commands;
+pub(crate) mod contacts;
 mod keys;
 mod tools;
 
@@ -197,7 +198,7 @@ pub fn facts(
     }
     tool_urls(&mut f, args);
     if f.shell.is_empty() && f.tool.is_some() {
-        contacted_urls(args, None, 0, &mut f.contacts);
+        contacts::contacted_urls(args, None, 0, &mut f.contacts);
     }
     // A `file:` URL (a browser told to open one, a fetch tool) reads that file.
     let files: Vec<ResolvedPath> = f
@@ -334,7 +335,7 @@ fn analyse_shell(
         command_urls(&c.cmd, &mut urls);
         if NET_PROGRAMS.contains(&c.cmd.program.as_str()) || c.cmd.code.is_some() {
             f.command_contacts
-                .extend(urls.iter().filter(|u| is_network(u)).cloned());
+                .extend(urls.iter().filter(|u| contacts::is_network(u)).cloned());
         }
         f.urls.extend(urls);
     }
@@ -371,65 +372,6 @@ fn tool_urls(f: &mut Facts, args: &Value) {
             );
         }
     }
-}
-
-/// The hosts the tool of `event` would contact (as the facts' `contacts` hold them, without
-/// the rest of the facts): what a person who allowed the call allowed it to reach.
-pub fn contacted_hosts(event: &Event) -> Vec<String> {
-    let payload = &event.payload;
-    let Some(args) = ["arguments", "tool_input", "input", "args"]
-        .iter()
-        .find_map(|k| payload.get(*k).filter(|v| v.is_object()))
-    else {
-        return Vec::new();
-    };
-    let snake = keys::has_camel_keys(args).then(|| keys::snake_keys(args));
-    let mut urls = Vec::new();
-    contacted_urls(snake.as_ref().unwrap_or(args), None, 0, &mut urls);
-    urls.iter()
-        .filter_map(|u| u.host_str().map(str::to_owned))
-        .collect()
-}
-
-/// The network URLs under the URL-named keys of `value` (`key` is the key it is under), to
-/// a bounded depth.
-fn contacted_urls(value: &Value, key: Option<&str>, depth: usize, out: &mut Vec<url::Url>) {
-    const MAX_DEPTH: usize = 16;
-    if depth > MAX_DEPTH {
-        return;
-    }
-    match value {
-        Value::String(s) if key.is_some_and(names_a_url) => {
-            out.extend(parse_url(s.trim()).filter(is_network));
-        }
-        Value::Array(items) => {
-            for item in items {
-                contacted_urls(item, key, depth + 1, out);
-            }
-        }
-        Value::Object(map) => {
-            for (k, v) in map {
-                contacted_urls(v, Some(k), depth + 1, out);
-            }
-        }
-        _ => {}
-    }
-}
-
-/// Whether a URL reaches the network (not `file:`, `data:`, …).
-fn is_network(url: &url::Url) -> bool {
-    matches!(url.scheme(), "http" | "https" | "ws" | "wss" | "ftp")
-}
-
-/// Whether an argument's name says its value is a URL to contact: `url`, `uri`, `href`,
-/// `endpoint` and the names ending in them (`callback_url`, `redirect_uri`,
-/// `api_endpoint`), singular or plural.
-fn names_a_url(key: &str) -> bool {
-    let key = key.to_ascii_lowercase();
-    let key = key.strip_suffix('s').unwrap_or(&key);
-    ["url", "uri", "href", "endpoint"]
-        .iter()
-        .any(|end| key == *end || key.ends_with(&format!("_{end}")))
 }
 
 fn parse_url(s: &str) -> Option<url::Url> {
