@@ -27,7 +27,8 @@ pub struct Embedded {
     /// When the run started: code on disk changed since is the agent's (the policy itself is
     /// built later, on the first event).
     started: std::time::SystemTime,
-    /// Whether the floor's egress proxy decides the tree's connections (set once it runs).
+    /// Whether the floor's egress proxy decides the tree's connections (set before the agent
+    /// starts, on the network floor).
     egress: std::sync::atomic::AtomicBool,
 }
 
@@ -63,8 +64,8 @@ impl Embedded {
         let _ = self.protected.set(protected);
     }
 
-    /// Says that the floor's egress proxy now decides the connections of the agent's tree:
-    /// the policy leaves the hosts shell commands contact to it.
+    /// Says that the floor's egress proxy decides the connections of the agent's tree: the
+    /// policy leaves the hosts shell commands contact to it.
     pub fn egress_in_force(&self) {
         self.egress
             .store(true, std::sync::atomic::Ordering::Relaxed);

@@ -323,11 +323,6 @@ impl Run<'_> {
                 c.also_listen(listener).map_err(|e| e.to_string())?;
             }
             held.net = Some(running);
-            // The proxy now asks about each connection of the tree: the policy leaves the
-            // hosts commands contact to it.
-            if let crate::gate::Harness::Embedded(e) = &self.gate.decider.harness {
-                e.egress_in_force();
-            }
         }
         #[cfg(not(target_os = "linux"))]
         let _ = (side, agent);
@@ -339,6 +334,15 @@ impl Run<'_> {
     pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Failure> {
         if let Some(Ok(floor)) = &held.floor {
             self.say_removed_env(&floor.removed_env).await;
+            // The tree's only way out will be the egress proxy, which asks about each
+            // connection: the policy leaves the hosts commands contact to it. Said before the
+            // agent starts, so that no event of it is judged otherwise (a run whose proxy then
+            // fails to start ends).
+            if floor.net.is_some() {
+                if let crate::gate::Harness::Embedded(e) = &self.gate.decider.harness {
+                    e.egress_in_force();
+                }
+            }
         }
         let message = match &held.floor {
             None => return Ok(()),

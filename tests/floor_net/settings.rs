@@ -84,6 +84,39 @@ fn an_unknown_host_asked_of_nobody_ends_as_the_fail_mode_says() {
     assert_eq!(text(&asked[0], "/source"), "fail-mode", "{why}");
 }
 
+/// A command that would contact a host the policy does not name, asked through the hook
+/// (as an agent's shell tool call is); nothing runs it.
+const COMMAND_AGENT: &str = r#"
+printf '%s' '{"event_type":"pre_action","payload":{"tool_name":"Bash","arguments":{"command":"curl -s http://other.test/x"}}}' \
+  | "$AHP_WRAP_BIN" hook generic pre_action >/dev/null; echo "command=$?"
+"#;
+
+#[test]
+fn the_hosts_commands_contact_are_left_to_the_proxy_on_the_floor_and_judged_off_it() {
+    if !usable() {
+        return;
+    }
+    // On the network floor the proxy asks about each connection the command makes: the
+    // policy has no opinion on the call.
+    let net = Net::with_policy(ASK_POLICY);
+    let out = net.run_with(&[], COMMAND_AGENT);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let why = evidence(&net, &out);
+    assert_eq!(super::line(&stdout, "command"), Some("0"), "{why}");
+    // Without it nothing else would ask: the host rules escalate the call, and with nobody
+    // to answer it is refused (exit 2), for the host's reason.
+    let net = Net::with_policy(ASK_POLICY);
+    let out = net.run_with(&["--floor", "off"], COMMAND_AGENT);
+    let stdout = String::from_utf8_lossy(&out.stdout).into_owned();
+    let why = evidence(&net, &out);
+    assert_eq!(super::line(&stdout, "command"), Some("2"), "{why}");
+    assert!(
+        net.read("audit.jsonl")
+            .contains("this command would contact other.test, a host [floor.net] does not name"),
+        "{why}"
+    );
+}
+
 /// The approvals page's port, on the loopback of the test's namespace.
 const HOST_PORT: u16 = 7800;
 /// The approvals page's one client token.
