@@ -85,3 +85,113 @@ fn a_script_written_then_run_cannot_delete_outside_the_workspace() {
          proves nothing); the model saw: {result}"
     );
 }
+
+/// The wrapper's command, started without `CAP_AUDIT_READ`: the kernel's audit log cannot
+/// be read by the run, whatever the audit subsystem's state.
+fn without_audit_read(cmd: &std::process::Command) -> std::process::Command {
+    let mut c = std::process::Command::new("setpriv");
+    c.args(["--inh-caps=-audit_read", "--bounding-set=-audit_read"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args())
+        .env_clear();
+    for (key, value) in cmd.get_envs() {
+        if let Some(v) = value {
+            c.env(key, v);
+        }
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c.stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped());
+    c
+}
+
+/// A write the floor refuses, as the agent's own tool reports it ("Permission denied"): the
+/// agent is told, in the context Claude Code takes after a tool call, that this run's floor
+/// refused it and what the user can change; the person's summary counts it; the audit log
+/// records it. The run cannot read the kernel's audit log: this needs none. With the floor
+/// off the same write is made and nothing is explained.
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn a_refusal_of_the_floor_is_explained_to_the_agent_and_counted() {
+    let refused = |floor: &str| {
+        let world = World::new();
+        let keep = tempfile::Builder::new()
+            .prefix("claude-floor-met-")
+            .tempdir_in(dirs::outside_temp())
+            .unwrap();
+        let target = keep.path().join("notes.txt");
+        let audit = world.dir.path().join("audit.jsonl");
+        let api = FakeApi::start(
+            world.dir.path(),
+            "api",
+            json!([
+                bash(&format!("echo note > {}", target.display())),
+                {"text": "Done."}
+            ]),
+        );
+        let cmd = world.command(
+            &api,
+            Some(&[
+                "--floor",
+                floor,
+                "--summary",
+                "always",
+                "--audit-log",
+                audit.to_str().unwrap(),
+            ]),
+            &["-p", "write a note", "--allowedTools", "Bash"],
+        );
+        let r = run(without_audit_read(&cmd));
+        r.check(
+            r.output.status.code() == Some(0),
+            "the run should end normally",
+        );
+        let requests: String = api.requests().iter().map(|b| b.to_string()).collect();
+        let stderr = String::from_utf8_lossy(&r.output.stderr).into_owned();
+        let records = ahp_wrap_testkit::agents::read_jsonl(&audit);
+        (target.exists(), requests, stderr, records, target, keep)
+    };
+    let (written, requests, stderr, records, target, _keep) = refused("on");
+    assert!(!written, "the floor let the write through");
+    let told = "the refusal above came from this run's floor";
+    assert!(
+        requests.contains(told) && requests.contains(&target.display().to_string()),
+        "the model was not told why (the end of what it was sent): {}",
+        &requests[requests.len().saturating_sub(3000)..]
+    );
+    assert!(
+        requests.contains("--floor off"),
+        "nor what the user can change: {requests}"
+    );
+    assert!(
+        stderr.contains(&format!(
+            "the agent met the floor once (its tools reported the refusal, and the agent was told why): {} (Permission denied, outside the writable roots)",
+            target.display()
+        )),
+        "the summary does not count it: {stderr}"
+    );
+    let explained: Vec<_> = records
+        .iter()
+        .filter(|r| r["event_type"] == "error" && r["payload"]["source"] == "floor")
+        .filter(|r| r["payload"]["refused"][0]["path"] == target.display().to_string())
+        .collect();
+    assert_eq!(explained.len(), 1, "audited once: {records:?}");
+    assert!(
+        !records.iter().any(|r| r["reason"]
+            .as_str()
+            .is_some_and(|s| s.starts_with("refused by the kernel"))),
+        "the kernel's audit log was read after all: {records:?}"
+    );
+    let (written, requests, stderr, ..) = refused("off");
+    assert!(
+        written,
+        "without the floor the write is made (else this proves nothing)"
+    );
+    assert!(!requests.contains(told) && !stderr.contains("met the floor"));
+}

@@ -13,12 +13,14 @@
 mod approve;
 mod decision;
 mod embedded;
+mod floor_met;
 mod parent;
 mod resolve;
 
 pub use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
+pub use floor_met::FloorMet;
 pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
 pub use resolve::{Decider, FailMode, Harness};
 
@@ -54,6 +56,8 @@ pub struct Gate {
     /// The hosts of tool calls a person allowed in this run (a call the host rules escalated,
     /// say): a connection the tree then makes to one of them is not asked about again.
     approved_hosts: Mutex<HashSet<String>>,
+    /// The floor's refusals the agent's tools reported, explained and counted.
+    pub floor_met: FloorMet,
 }
 
 impl Gate {
@@ -72,6 +76,7 @@ impl Gate {
             audit,
             events: AtomicU64::new(0),
             approved_hosts: Mutex::new(HashSet::new()),
+            floor_met: FloorMet::default(),
         }
     }
 

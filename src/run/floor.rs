@@ -334,6 +334,11 @@ impl Run<'_> {
     pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Failure> {
         if let Some(Ok(floor)) = &held.floor {
             self.say_removed_env(&floor.removed_env).await;
+            if floor.confine.is_some() {
+                // What the agent's tools report refused is then explained as the floor's.
+                let lines = floor::explain::Lines::new(&floor.plan, Some(home_dir()));
+                self.gate.floor_met.draw(lines);
+            }
             // The tree's only way out will be the egress proxy, which asks about each
             // connection: the policy leaves the hosts commands contact to it. Said before the
             // agent starts, so that no event of it is judged otherwise (a run whose proxy then

@@ -188,6 +188,9 @@ async fn run_async(cfg: Config, process: Process) -> CommandResult {
         t.run_ended(exit.code(), gate.events_seen(), EXPORT_AT_EXIT)
             .await;
     }
+    if let Some(met) = gate.floor_met.summary() {
+        run.notes.push(met);
+    }
     crate::report::report(&cfg, &gate.audit, &run.notes).await;
     ended
 }

@@ -95,8 +95,40 @@ impl HookService {
             let decision = self.gate.decide(&event, fw.native_ask(&cx), origin).await;
             fw.render(&cx, Some(&mapped), &Final::from(decision.verdict))
         } else {
-            self.gate.notify(event, origin).await;
-            fw.render(&cx, Some(&mapped), &Final::no_opinion())
+            let met = match mapped.event_type {
+                EventType::PostAction => self.gate.floor_met.met(&mapped.payload, &cwd),
+                _ => Vec::new(),
+            };
+            self.gate.notify(event, origin.clone()).await;
+            if met.is_empty() {
+                return fw.render(&cx, Some(&mapped), &Final::no_opinion());
+            }
+            let told = self.floor_refused(&met, origin).await;
+            fw.render(&cx, Some(&mapped), &told)
+        }
+    }
+
+    /// The floor refused what a tool call tried (its result says so, on a path the floor
+    /// refuses): audited, and the agent is told why in the context its framework takes after
+    /// a tool call.
+    async fn floor_refused(&self, met: &[crate::floor::explain::Met], origin: Origin) -> Final {
+        let told = self.gate.floor_met.explain(met);
+        let refused: Vec<Value> = met
+            .iter()
+            .map(|m| json!({"path": m.path, "refusal": m.refusal.text(), "why": format!("{:?}", m.why).to_lowercase()}))
+            .collect();
+        let error = self.gate.event(
+            EventType::Error,
+            json!({"source": "floor", "message": told, "refused": refused}),
+            Map::new(),
+        );
+        self.gate.notify(error, origin).await;
+        let mut extra = Map::new();
+        extra.insert("additional_context".into(), told.into());
+        Final::Allow {
+            explicit: false,
+            modified_payload: None,
+            extra,
         }
     }
 

@@ -34,6 +34,7 @@ pub mod bridge;
 pub mod caches;
 #[cfg(target_os = "linux")]
 pub mod denials;
+pub mod explain;
 pub mod hosts;
 pub mod names;
 pub mod plan;
