@@ -208,6 +208,12 @@ pub enum AuditCommand {
         #[arg(long, value_name = "PATH")]
         key_file: Option<PathBuf>,
     },
+    /// Show what runs decided: the trail's last run by default.
+    ///
+    /// Each decision's time (UTC), verdict, rule and what was asked, with its reason below;
+    /// paged when long. The trail is $XDG_STATE_HOME/ahp-wrap/audit/
+    /// (~/.local/state/ahp-wrap/audit/).
+    Show(crate::audit::show::Show),
     /// Count decisions and list what was blocked.
     Summary {
         path: PathBuf,

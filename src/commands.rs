@@ -48,6 +48,21 @@ pub fn audit(cmd: AuditCommand) -> CommandResult {
             exit::print(&report.to_text());
             Ok(Exit::Status(report.outcome() as u8))
         }
+        AuditCommand::Show(show) => {
+            let tty = std::io::IsTerminal::is_terminal(&std::io::stdout());
+            let size = tty
+                .then(terminal_size::terminal_size)
+                .flatten()
+                .map(|(w, h)| (usize::from(w.0), usize::from(h.0)));
+            let text = audit::show::render(
+                &show,
+                audit::trail::default_dir().as_deref(),
+                size.map(|s| s.0),
+            )
+            .map_err(|e| Failure::new(Exit::Error, e))?;
+            audit::show::page(&text, size.map(|s| s.1));
+            Ok(Exit::OK)
+        }
         AuditCommand::Summary { path, markdown } => {
             let s = audit::summary(&path)?;
             exit::print(&if markdown {

@@ -55,10 +55,17 @@ pub enum ConfigError {
     Host(#[from] crate::host::HostError),
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
-    #[error("--audit-key-file signs the audit log: it needs --audit-log PATH")]
+    #[error("--audit-key-file signs the audit log: it cannot go with --audit-log none")]
     KeyWithoutLog,
     #[error(transparent)]
     Telemetry(#[from] crate::telemetry::TargetError),
+}
+
+/// The default audit trail of a run (see [`crate::audit::trail`]).
+#[derive(Debug, Clone)]
+pub struct AuditTrail {
+    pub dir: PathBuf,
+    pub retention: crate::audit::trail::Retention,
 }
 
 /// A run, validated.
@@ -76,7 +83,12 @@ pub struct Config {
     /// Our depth: one more than the wrapper we run under, if any.
     pub depth: u32,
     pub parent_session: Option<String>,
+    /// `--audit-log PATH`: the file the run's records go to, instead of the trail.
     pub audit_log: Option<PathBuf>,
+    /// Where the run's records go without `--audit-log`: a file of its own in the trail.
+    pub audit_trail: Option<AuditTrail>,
+    /// `--audit-log none`: the run keeps no audit file, as asked.
+    pub audit_off: bool,
     pub audit_key_file: Option<PathBuf>,
     pub heartbeat: Option<Duration>,
     pub summary: SummaryWhen,
@@ -177,6 +189,7 @@ impl Config {
             // The wrapping run decides and audits: a second writer of its log (named by an
             // inherited AHP_WRAP_AUDIT_LOG, say) would break its chain.
             cfg.audit_log = None;
+            cfg.audit_trail = None;
             cfg.harness = None;
         }
         Ok(cfg)
@@ -185,9 +198,18 @@ impl Config {
 
 impl Config {
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
-        if args.supervision.audit_key_file.is_some() && args.audit_log.is_none() {
+        let audit_off = args.audit_log.as_deref() == Some(std::path::Path::new("none"));
+        if args.supervision.audit_key_file.is_some() && audit_off {
             return Err(ConfigError::KeyWithoutLog);
         }
+        let audit_log = args.audit_log.filter(|_| !audit_off);
+        let audit_trail = match (&audit_log, audit_off) {
+            (None, false) => crate::audit::trail::default_dir().map(|dir| AuditTrail {
+                dir,
+                retention: args.audit_retention.unwrap_or_default(),
+            }),
+            _ => None,
+        };
         let mut agent = args.agent.into_iter();
         let program = agent.next().ok_or(ConfigError::NoAgent)?;
         frameworks::load_shims(&args.supervision.shim)?;
@@ -245,7 +267,9 @@ impl Config {
             max_depth: args.max_depth,
             depth,
             parent_session: std::env::var(ENV_SESSION).ok(),
-            audit_log: args.audit_log,
+            audit_log,
+            audit_trail,
+            audit_off,
             audit_key_file: args.supervision.audit_key_file,
             summary: match args.summary {
                 crate::cli::SummaryArg::Auto => SummaryWhen::Auto,

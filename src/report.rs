@@ -23,6 +23,12 @@ pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
     };
     if print {
         eprint!("{}", summary.to_text());
+        if let Some(path) = audit.path() {
+            eprintln!("{}", where_logged(cfg, &path));
+        }
+    }
+    if let Some(why) = audit.lost() {
+        eprintln!("ahp-wrap: warning: this run's audit trail could not be written: {why}");
     }
     let markdown = || {
         let mut md = summary.to_markdown();
@@ -65,4 +71,17 @@ pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
         }
     }
     log.remove_if_empty();
+}
+
+/// The summary's line saying where the run's records are, and how to read them.
+fn where_logged(cfg: &Config, path: &std::path::Path) -> String {
+    let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+    let shown = match home.as_deref().and_then(|h| path.strip_prefix(h).ok()) {
+        Some(rest) => format!("~/{}", rest.display()),
+        None => path.display().to_string(),
+    };
+    match cfg.audit_trail {
+        Some(_) => format!("  audit log: {shown} (`ahp-wrap audit show` reads it)"),
+        None => format!("  audit log: {shown}"),
+    }
 }

@@ -1,6 +1,8 @@
 //! The embedded default policy on the real Claude Code CLI: with no --harness, a model
 //! asking to read an SSH key or to delete a directory outside the workspace is stopped, an
-//! ordinary command still runs, and the audit log verifies.
+//! ordinary command still runs, and the audit log verifies. With no audit option, the run's
+//! records are in the default trail, and `ahp-wrap audit show` shows the blocks with their
+//! reasons.
 
 use ahp_wrap_testkit::agents;
 use ahp_wrap_testkit::claude_code as support;
@@ -29,7 +31,7 @@ fn fixture() -> (World, std::path::PathBuf, std::path::PathBuf) {
 )]
 fn default_policy_stops_secret_reads_and_outside_deletes() {
     let (world, outside, fine) = fixture();
-    let audit = world.dir.path().join("audit.jsonl");
+    let home = world.dir.path().join("home");
 
     let api = FakeApi::start(
         world.dir.path(),
@@ -43,12 +45,7 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
     );
     let r = run(world.command(
         &api,
-        Some(&[
-            "--audit-log",
-            audit.to_str().unwrap(),
-            "--summary",
-            "always",
-        ]),
+        Some(&["--summary", "always"]),
         &["-p", "tidy up", "--allowedTools", "Bash"],
     ));
     r.check(
@@ -77,18 +74,27 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
     );
     r.check(fine.exists(), "an ordinary command must still run");
 
-    // The audit log verifies and names both blocks.
+    // No audit option: the run's records went to a file of its own in the default trail,
+    // which verifies and names both blocks.
+    let trail: Vec<_> = std::fs::read_dir(home.join(".local/state/ahp-wrap/audit"))
+        .map(|d| d.map(|e| e.unwrap().path()).collect())
+        .unwrap_or_default();
+    r.check(
+        trail.len() == 1,
+        &format!("one file in the trail: {trail:?}"),
+    );
+    let audit = &trail[0];
     let verify = agents::run_captured(
         std::process::Command::new(ahp_wrap_testkit::wrap_bin())
             .args(["audit", "verify"])
-            .arg(&audit),
+            .arg(audit),
         std::time::Duration::from_secs(30),
     );
     r.check(
         verify.status.success(),
         &format!("audit verify: {}", String::from_utf8_lossy(&verify.stdout)),
     );
-    let records = agents::read_jsonl(&audit);
+    let records = agents::read_jsonl(audit);
     let blocked: Vec<_> = records
         .iter()
         .filter(|r| r["decision"] == "block")
@@ -108,6 +114,47 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         stderr.contains("blocked"),
         "the summary on stderr lists the blocks",
     );
+    r.check(
+        stderr.contains("audit log: ~/.local/state/ahp-wrap/audit/"),
+        "the summary says where the log is",
+    );
+    // What a person reads afterwards, with no option: each block, its rule and its reason.
+    let show = agents::run_captured(
+        std::process::Command::new(ahp_wrap_testkit::wrap_bin())
+            .args(["audit", "show"])
+            .env_clear()
+            .env("HOME", &home),
+        std::time::Duration::from_secs(30),
+    );
+    let shown = String::from_utf8_lossy(&show.stdout);
+    r.check(
+        show.status.success(),
+        &format!("audit show: {}", show_output(&show)),
+    );
+    for b in &blocked {
+        let rule = b["source"].as_str().unwrap().trim_start_matches("policy:");
+        let reason = b["reason"].as_str().unwrap();
+        r.check(
+            shown
+                .lines()
+                .any(|l| l.contains("block") && l.contains(rule))
+                && shown.contains(&format!("↳ {reason}")),
+            &format!("audit show lists the block by {rule} with its reason: {shown}"),
+        );
+    }
+    r.check(
+        shown.contains("cat ~/.ssh/id_rsa")
+            && shown.contains(&format!("rm -rf {}", outside.display())),
+        &format!("audit show names what was asked: {shown}"),
+    );
+}
+
+fn show_output(out: &std::process::Output) -> String {
+    format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    )
 }
 
 /// What one session of disguised attempts did: (the key reached the model, the directory

@@ -106,6 +106,24 @@ fn the_exit_hint_is_a_working_command_and_the_hidden_warning_comes_back() {
     );
     // Supervised all the same: the prompt went through our hook.
     assert!(!api.requests().is_empty());
+    // And its record is in the default trail, as a headless run's is: the prompt's decision.
+    let show = agents::run_captured(
+        Command::new(ahp_wrap_testkit::wrap_bin())
+            .args(["audit", "show"])
+            .env_clear()
+            .env("HOME", world.dir.path().join("home")),
+        Duration::from_secs(30),
+    );
+    let shown = String::from_utf8_lossy(&show.stdout);
+    assert!(show.status.success(), "{shown}");
+    assert!(
+        shown.starts_with("run ")
+            && shown.contains("claude-code: ")
+            && shown
+                .lines()
+                .any(|l| l.contains("allow") && l.ends_with("say hi")),
+        "audit show names the interactive run and its prompt:\n{shown}"
+    );
 }
 
 /// The screen as the interactive suites read it: words drawn apart by cursor moves, a link

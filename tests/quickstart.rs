@@ -49,7 +49,9 @@ fn bash(line: &str, home: &Path) -> std::process::Output {
     cmd.arg("-c")
         .arg(line)
         .current_dir(root())
-        .env("HOME", home);
+        .env("HOME", home)
+        // A fresh machine's user: its state directory is in the fresh HOME.
+        .env_remove("XDG_STATE_HOME");
     toolchain_env(&mut cmd);
     run(&mut cmd, Duration::from_secs(1800))
 }
@@ -70,7 +72,10 @@ fn the_quick_start_runs_as_written() {
     // What the README shows of the run is what it printed: the refusal, curl's code, the
     // summary's count (lines shortened with … are checked up to the …).
     for shown in lines.iter().skip(1).filter(|l| {
-        l.starts_with("ahp-wrap: ") || l.starts_with("curl exited") || l.starts_with("  blocked")
+        l.starts_with("ahp-wrap: ")
+            || l.starts_with("curl exited")
+            || l.starts_with("  blocked")
+            || l.starts_with("  audit log: ")
     }) {
         let known = shown.split('…').next().unwrap().trim_end();
         let known = match known.find("blocked ") {
@@ -86,6 +91,19 @@ fn the_quick_start_runs_as_written() {
     }
     assert!(
         stderr.contains("curl: blocked: the cloud metadata endpoint"),
+        "{}",
+        show(&out)
+    );
+    // The run's record is in the default trail, with no option given: `audit show` shows
+    // the block, its rule and its reason.
+    let out = bash("~/.local/bin/ahp-wrap audit show", home.path());
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    assert!(
+        shown.lines().any(|l| l.contains("block")
+            && l.contains("cloud-metadata")
+            && l.contains("exec: curl -s http://169.254.169.254/latest/meta-data/"))
+            && shown.contains("↳ the cloud metadata endpoint hands out the machine's credentials"),
         "{}",
         show(&out)
     );

@@ -146,41 +146,80 @@ fn policy_eval_exits_with_its_decision() {
     }
 }
 
-/// An audit key with nowhere to sign is said, not ignored: the option is refused (125) before
-/// the agent runs; the variable is warned about.
+/// An audit key signs the run's file in the trail when no --audit-log is given; with
+/// `--audit-log none` it has nowhere to sign, which is said, not ignored: the option is refused
+/// (125) before the agent runs; the variable is warned about.
 #[test]
-fn an_audit_key_without_an_audit_log_is_not_silently_ignored() {
+fn an_audit_key_signs_the_trail_and_is_refused_with_no_log() {
     let dir = tempfile::tempdir().unwrap();
     let key = dir.path().join("key");
-    std::fs::write(&key, "k").unwrap();
+    std::fs::write(&key, "0123456789abcdef").unwrap();
+    let state = dir.path().join("state");
     let ran = dir.path().join("ran");
     let out = run(
         Command::new(wrap_bin())
+            .env("XDG_STATE_HOME", &state)
+            .arg("--audit-key-file")
+            .arg(&key)
+            .args(["--audit-log", "none", "--", "touch"])
+            .arg(&ran),
+        Duration::from_secs(30),
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("cannot go with --audit-log none"),
+        "{}",
+        show(&out)
+    );
+    assert!(!ran.exists(), "the agent ran");
+    assert!(
+        !state.join("ahp-wrap/audit").exists(),
+        "--audit-log none wrote to the trail"
+    );
+    let out = run(
+        Command::new(wrap_bin())
+            .env("XDG_STATE_HOME", &state)
+            .env("AHP_WRAP_AUDIT_KEY", "0123456789abcdef")
+            .args(["--audit-log", "none", "--summary", "never", "--", "true"]),
+        Duration::from_secs(30),
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr)
+            .contains("AHP_WRAP_AUDIT_KEY is set but --audit-log none keeps no log"),
+        "{}",
+        show(&out)
+    );
+    assert!(
+        !state.join("ahp-wrap/audit").exists(),
+        "--audit-log none wrote to the trail"
+    );
+    let out = run(
+        Command::new(wrap_bin())
+            .env("XDG_STATE_HOME", &state)
             .arg("--audit-key-file")
             .arg(&key)
             .args(["--", "touch"])
             .arg(&ran),
         Duration::from_secs(30),
     );
-    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("needs --audit-log"),
-        "{}",
-        show(&out)
-    );
-    assert!(!ran.exists(), "the agent ran");
-    let out = run(
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let trail: Vec<_> = std::fs::read_dir(state.join("ahp-wrap/audit"))
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .collect();
+    assert_eq!(trail.len(), 1, "one file for the run: {trail:?}");
+    let first = std::fs::read_to_string(&trail[0]).unwrap();
+    assert!(first.contains(r#""alg":"hmac-sha256""#), "{first}");
+    let verify = run(
         Command::new(wrap_bin())
-            .env("AHP_WRAP_AUDIT_KEY", "k")
-            .args(["--summary", "never", "--", "true"]),
+            .env("XDG_STATE_HOME", &state)
+            .args(["audit", "verify"])
+            .arg(&trail[0])
+            .arg("--key-file")
+            .arg(&key),
         Duration::from_secs(30),
     );
-    assert!(
-        String::from_utf8_lossy(&out.stderr)
-            .contains("AHP_WRAP_AUDIT_KEY is set but there is no --audit-log"),
-        "{}",
-        show(&out)
-    );
+    assert_eq!(verify.status.code(), Some(0), "{}", show(&verify));
 }
 
 /// `policy explain` says which rule decided and why, every rule that matched, and the rules

@@ -33,7 +33,7 @@ impl Default for Auditor {
 impl Auditor {
     pub fn new(log: AuditLog) -> Auditor {
         Auditor {
-            durable: log.path().is_some(),
+            durable: log.has_file(),
             log: Arc::new(Mutex::new(log)),
             observer: None,
         }
@@ -57,6 +57,45 @@ impl Auditor {
         let heads = super::head::default_dir();
         let log = AuditLog::open_with_heads(path, key, heads.as_deref())?;
         Ok(Auditor::new(log))
+    }
+
+    /// A run's file in the audit trail at `dir` (made if missing), keyed by `key_file` or the
+    /// key in the environment, opened at the first record after pruning the trail by
+    /// `retention`. Without a usable directory the run keeps no file, with a warning.
+    pub fn trail(
+        dir: &std::path::Path,
+        retention: super::trail::Retention,
+        session: &str,
+        key_file: Option<&std::path::Path>,
+    ) -> Result<Auditor, AuditError> {
+        let key = super::load_key(key_file, std::env::var(super::KEY_ENV).ok())?;
+        if let Err(e) = super::trail::make_dir(dir) {
+            tracing::warn!(
+                "the audit trail {} cannot be made ({e}): this run keeps no audit file \
+                 (--audit-log PATH chooses one)",
+                dir.display()
+            );
+            return Ok(Auditor::default());
+        }
+        let name = super::trail::file_name(std::time::SystemTime::now(), session);
+        Ok(Auditor::new(AuditLog::deferred(super::Deferred {
+            path: dir.join(name),
+            key,
+            heads: super::head::default_dir(),
+            retention: Some(retention),
+        })))
+    }
+
+    /// The file the records went to, once one was opened.
+    pub fn path(&self) -> Option<std::path::PathBuf> {
+        let log = self.log.lock().ok()?;
+        log.path().map(std::path::Path::to_owned)
+    }
+
+    /// Why the trail's file could not be opened, if it could not.
+    pub fn lost(&self) -> Option<String> {
+        let log = self.log.lock().ok()?;
+        log.lost().map(str::to_owned)
     }
 
     /// Appends one record; returns once it is durable.

@@ -73,14 +73,19 @@
 //! - `verify`: [`verify()`] and its [`VerifyReport`], [`Integrity`] (the exit code).
 //! - [`head`]: the commit head a clean close leaves outside the log.
 //! - `summary`: [`Summary`], built while appending or read back with [`summary()`].
+//! - [`trail`]: the default trail, a file per run in the user's state directory, and its
+//!   retention.
+//! - `show`: `audit show`, a person's view of a run's records.
 
 mod auditor;
 pub mod chain;
 pub mod head;
 mod line;
 pub mod redact;
+pub mod show;
 mod summary;
 mod tail;
+pub mod trail;
 mod verify;
 mod writer;
 
@@ -100,7 +105,7 @@ pub use summary::{summary, Blocked, Summary};
 pub use verify::{
     verify, verify_with_head, Integrity, Problem, ProblemKind, Recovery, VerifyReport,
 };
-pub use writer::AuditLog;
+pub use writer::{AuditLog, Deferred};
 
 /// How an observe-mode record's reason starts: what would have been decided.
 pub const OBSERVE_PREFIX: &str = "observe mode: would have decided ";

@@ -98,6 +98,24 @@ impl Summary {
         });
     }
 
+    /// Adds the counts of `other` (what another handle of the same log recorded).
+    pub fn absorb(&mut self, other: Summary) {
+        self.records += other.records;
+        for (d, n) in other.by_decision {
+            *self.by_decision.entry(d).or_default() += n;
+        }
+        for (e, n) in other.by_event {
+            *self.by_event.entry(e).or_default() += n;
+        }
+        self.fail_mode += other.fail_mode;
+        self.recovered += other.recovered;
+        self.blocked.extend(other.blocked);
+        self.blocked_omitted += other.blocked_omitted;
+        self.unreadable_lines += other.unreadable_lines;
+        self.max_latency_us = self.max_latency_us.max(other.max_latency_us);
+        self.observed += other.observed;
+    }
+
     /// Whether [`Summary::add`] keeps more of the record than counts: its payload and
     /// reason, when it was blocked (or observe mode would have blocked it).
     pub fn keeps(record: &AuditRecord) -> bool {
@@ -271,6 +289,11 @@ fn one_line(s: &str, max: usize) -> String {
 
 /// A short, redacted description of a tool call or command: `bash: rm -rf /`.
 fn describe(payload: &Value) -> String {
+    one_line(&describe_full(payload), WHAT_LEN)
+}
+
+/// [`describe`], whole (on one line, redacted).
+pub(super) fn describe_full(payload: &Value) -> String {
     let field = |v: &Value, names: &[&str]| -> Option<String> {
         names.iter().find_map(|n| match v.get(n)? {
             Value::String(s) if !s.is_empty() => Some(s.clone()),
@@ -307,7 +330,7 @@ fn describe(payload: &Value) -> String {
         (None, Some(d)) => d,
         (None, None) => return String::new(),
     };
-    one_line(&redact_str(&text), WHAT_LEN)
+    one_line(&redact_str(&text), usize::MAX - 1)
 }
 
 /// Reads the summary of a log file. It does not verify the chain ([`super::verify()`] does);

@@ -14,6 +14,7 @@ use super::head::{self, Head};
 use super::line::{self, RECOVERED_EVENT};
 use super::redact::{redact_str, redact_value};
 use super::tail::{inspect_tail, Tail};
+use super::trail::Retention;
 use super::{AuditError, AuditRecord, Summary};
 
 /// An audit log, or just the summary of one when no file was asked for.
@@ -25,7 +26,23 @@ use super::{AuditError, AuditRecord, Summary};
 /// also the whole cost without a file. A physical disk without a write cache will be slower.
 pub struct AuditLog {
     sink: Option<Sink>,
+    /// A file to open at the first record (the default trail): a run that records nothing
+    /// leaves no file, and opening it costs the run's start nothing.
+    deferred: Option<Deferred>,
+    /// Why the deferred file could not be opened: the run keeps no file.
+    lost: Option<String>,
     summary: Summary,
+}
+
+/// A log file opened at the first record rather than at once.
+#[derive(Debug)]
+pub struct Deferred {
+    pub path: PathBuf,
+    pub key: Option<Vec<u8>>,
+    /// Where commit heads are kept (see [`super::head`]).
+    pub heads: Option<PathBuf>,
+    /// The trail the file is in, pruned (see [`super::trail`]) before the file is made.
+    pub retention: Option<Retention>,
 }
 
 struct Sink {
@@ -36,6 +53,9 @@ struct Sink {
     prev: String,
     /// A write failed, maybe part-way: re-read the tail and recover before the next append.
     suspect: bool,
+    /// Records were written since the last `fdatasync` (notifications, which enforce
+    /// nothing, do not wait for the disk; the next decision, or the close, syncs them).
+    unsynced: bool,
     /// Where this log's commit head is kept (see [`super::head`]), if anywhere.
     head: Option<std::path::PathBuf>,
     /// The head left by the last writer that closed the log, until the tail is checked
@@ -47,8 +67,11 @@ impl Drop for Sink {
     /// A clean close: records where the log stands, outside it, so that a later cut of an
     /// acknowledged record is not mistaken for a crash.
     fn drop(&mut self) {
+        if self.unsynced && self.file.sync_data().is_ok() {
+            self.unsynced = false;
+        }
         let Some(path) = &self.head else { return };
-        if self.suspect || self.next_seq == 0 {
+        if self.suspect || self.unsynced || self.next_seq == 0 {
             return;
         }
         let head = Head {
@@ -126,6 +149,7 @@ impl AuditLog {
             next_seq: 0,
             prev: GENESIS.to_owned(),
             suspect: true,
+            unsynced: false,
             head,
             committed,
         };
@@ -135,15 +159,66 @@ impl AuditLog {
         }
         Ok(AuditLog {
             sink: Some(sink),
+            deferred: None,
+            lost: None,
             summary,
         })
     }
 
-    /// A log that writes nothing and only keeps the summary (no `--audit-log`).
+    /// A log that writes nothing and only keeps the summary (`--audit-log none`).
     pub fn without_file() -> AuditLog {
         AuditLog {
             sink: None,
+            deferred: None,
+            lost: None,
             summary: Summary::default(),
+        }
+    }
+
+    /// A log whose file is opened at its first record. If it cannot be opened then, the
+    /// run goes on without a file, with a warning ([`AuditLog::lost`] says why): a trail
+    /// nobody asked for by name does not stop a run.
+    pub fn deferred(file: Deferred) -> AuditLog {
+        AuditLog {
+            deferred: Some(file),
+            ..AuditLog::without_file()
+        }
+    }
+
+    /// Opens the deferred file, pruning its trail first.
+    fn open_deferred(&mut self) {
+        let Some(file) = self.deferred.take() else {
+            return;
+        };
+        if let (Some(retention), Some(dir)) = (file.retention, file.path.parent()) {
+            let pruned = super::trail::prune(
+                dir,
+                file.heads.as_deref(),
+                retention,
+                std::time::SystemTime::now(),
+            );
+            match pruned {
+                Ok(removed) if !removed.is_empty() => tracing::info!(
+                    "audit trail: removed {} old run log(s) ({retention} kept; listed in {})",
+                    removed.len(),
+                    dir.join(super::trail::RETIRED).display()
+                ),
+                Ok(_) => {}
+                Err(e) => tracing::warn!("audit trail {}: cannot prune it: {e}", dir.display()),
+            }
+        }
+        match AuditLog::open_with_heads(&file.path, file.key, file.heads.as_deref()) {
+            Ok(mut log) => {
+                self.sink = log.sink.take();
+                self.summary.absorb(std::mem::take(&mut log.summary));
+            }
+            Err(e) => {
+                let why = crate::error_chain(&e);
+                tracing::warn!(
+                    "the audit trail cannot be written ({why}): this run keeps no audit file"
+                );
+                self.lost = Some(why);
+            }
         }
     }
 
@@ -155,6 +230,9 @@ impl AuditLog {
         // Without a file only the summary sees the record, and it keeps (redacted) only what
         // was blocked: the rest needs no redaction, which is most of the cost of a file-less
         // run (and compiling the patterns, on the first record, most of its start-up).
+        if self.sink.is_none() && self.deferred.is_some() {
+            self.open_deferred();
+        }
         if self.sink.is_none() && !Summary::keeps(record) {
             self.summary.add(record);
             return Ok(());
@@ -170,7 +248,8 @@ impl AuditLog {
             if let Some(marker) = sink.recover()? {
                 self.summary.add(&marker);
             }
-            sink.append(&record)?;
+            // A notification enforces nothing: it need not be on disk before it returns.
+            sink.append(&record, record.decision != "notified")?;
         }
         self.summary.add(&record);
         Ok(())
@@ -181,9 +260,19 @@ impl AuditLog {
         &self.summary
     }
 
-    /// The log file, if any.
+    /// The log file, if any (once it is open).
     pub fn path(&self) -> Option<&Path> {
         self.sink.as_ref().map(|s| s.path.as_path())
+    }
+
+    /// Whether records go to a file, or will at the first one.
+    pub fn has_file(&self) -> bool {
+        self.sink.is_some() || self.deferred.is_some()
+    }
+
+    /// Why a deferred file could not be opened, if it could not.
+    pub fn lost(&self) -> Option<&str> {
+        self.lost.as_deref()
     }
 
     /// The `seq` the next record will get.
@@ -201,22 +290,32 @@ impl Sink {
     /// Writes `bytes` at the end of the file (one `write(2)` unless the kernel writes
     /// short) and waits until they are on disk.
     fn write_durably(&mut self, bytes: &[u8]) -> Result<(), AuditError> {
+        self.write(bytes, true)
+    }
+
+    /// Writes `bytes` at the end of the file; when `sync`, waits until they (and what was
+    /// written before them) are on disk.
+    fn write(&mut self, bytes: &[u8], sync: bool) -> Result<(), AuditError> {
         // `suspect` is set before writing so that an error at any point (or a panic) leads
         // to a tail check before the next append.
         self.suspect = true;
         if let Err(e) = (&*self.file).write_all(bytes) {
             return Err(self.write_err(e));
         }
-        if let Err(e) = self.file.sync_data() {
+        if !sync {
+            self.unsynced = true;
+        } else if let Err(e) = self.file.sync_data() {
             return Err(self.write_err(e));
+        } else {
+            self.unsynced = false;
         }
         self.suspect = false;
         Ok(())
     }
 
-    fn append(&mut self, record: &AuditRecord) -> Result<(), AuditError> {
+    fn append(&mut self, record: &AuditRecord, sync: bool) -> Result<(), AuditError> {
         let (line, hash) = line::encode(record, self.next_seq, &self.prev, &self.signer);
-        self.write_durably(&line)?;
+        self.write(&line, sync)?;
         self.next_seq += 1;
         self.prev = hash;
         Ok(())

@@ -30,14 +30,30 @@ pub struct RunArgs {
     #[arg(help_heading = "Harness", long, value_enum, default_value = "bearer")]
     pub auth: AuthScheme,
 
-    /// Append an audit record for every event and decision to this file (JSON lines).
+    /// Append the run's audit records to this file instead of the trail; `none`: keep none.
+    ///
+    /// Without it, each run appends to a file of its own in the audit trail,
+    /// $XDG_STATE_HOME/ahp-wrap/audit/ (~/.local/state/ahp-wrap/audit/); `ahp-wrap audit show`
+    /// reads it.
     #[arg(
         help_heading = "Audit",
         long,
         env = "AHP_WRAP_AUDIT_LOG",
-        value_name = "PATH"
+        value_name = "PATH|none"
     )]
     pub audit_log: Option<PathBuf>,
+
+    /// How long, and how much, the audit trail keeps: AGE, SIZE or AGE,SIZE.
+    ///
+    /// Older runs' files are removed whole, oldest first, and listed in the trail's
+    /// retired.jsonl. Default: 30d,200MiB.
+    #[arg(
+        help_heading = "Audit",
+        long,
+        env = "AHP_WRAP_AUDIT_RETENTION",
+        value_name = "AGE,SIZE"
+    )]
+    pub audit_retention: Option<crate::audit::trail::Retention>,
 
     /// When to print the run's summary on stderr.
     #[arg(help_heading = "Output", long, value_enum, default_value = "auto")]
@@ -224,7 +240,7 @@ pub struct Supervision {
     #[arg(help_heading = "Interception", long = "shim", value_name = "FILE")]
     pub shim: Vec<PathBuf>,
 
-    /// Key file for HMAC-signing the audit log.
+    /// Key file for HMAC-signing the audit log (the trail's file, or --audit-log's).
     ///
     /// Else the AHP_WRAP_AUDIT_KEY variable, if set; at least 16 bytes.
     #[arg(help_heading = "Audit", long, value_name = "PATH")]

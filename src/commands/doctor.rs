@@ -166,6 +166,35 @@ fn floor() -> (Vec<String>, Vec<String>) {
     (report.enforced, report.gaps)
 }
 
+/// Where a run's audit records go, as the environment has it.
+fn audit_log() -> String {
+    let retention = match std::env::var("AHP_WRAP_AUDIT_RETENTION") {
+        Ok(r) => match r.parse::<crate::audit::trail::Retention>() {
+            Ok(kept) => format!("{kept} (AHP_WRAP_AUDIT_RETENTION)"),
+            Err(e) => format!("AHP_WRAP_AUDIT_RETENTION is unreadable: {e}"),
+        },
+        Err(_) => crate::audit::trail::Retention::default().to_string(),
+    };
+    match std::env::var("AHP_WRAP_AUDIT_LOG")
+        .ok()
+        .filter(|p| !p.is_empty())
+    {
+        Some(none) if none == "none" => {
+            "none (AHP_WRAP_AUDIT_LOG=none: runs keep no audit log)".to_owned()
+        }
+        Some(path) => format!("{path} (AHP_WRAP_AUDIT_LOG)"),
+        None => match crate::audit::trail::default_dir() {
+            Some(dir) => format!(
+                "a file per run in {}, kept {retention}; `ahp-wrap audit show` reads it, \
+                 --audit-log none turns it off",
+                dir.display()
+            ),
+            None => "none: no state directory (set HOME or XDG_STATE_HOME), or --audit-log PATH"
+                .to_owned(),
+        },
+    }
+}
+
 /// Where ahp-wrap's own log and the audit log go.
 fn logs() -> Value {
     let state = crate::termlog::state_dir();
@@ -177,7 +206,7 @@ fn logs() -> Value {
             ),
             None => "stderr (no state directory: set HOME or XDG_STATE_HOME)".to_owned(),
         },
-        "audit_log": std::env::var("AHP_WRAP_AUDIT_LOG").ok(),
+        "audit_log": audit_log(),
         "audit_heads": crate::audit::head::default_dir().map(|d| d.display().to_string()),
     })
 }
@@ -244,10 +273,7 @@ fn text(
     ));
     out.push_str(&format!(
         "  audit log: {}\n",
-        logs["audit_log"]
-            .as_str()
-            .map(|p| format!("{p} (AHP_WRAP_AUDIT_LOG)"))
-            .unwrap_or_else(|| "none unless --audit-log PATH".to_owned())
+        logs["audit_log"].as_str().unwrap_or_default()
     ));
     if let Some(heads) = logs["audit_heads"].as_str() {
         out.push_str(&format!("  audit logs' commit heads: {heads}\n"));

@@ -165,6 +165,7 @@ impl Run<'_> {
         // The floor protects the audit log as well: the policy has rules of its own for it.
         let mut own_files = own_files(&self_exe, held);
         own_files.extend(self.cfg.audit_log.iter().cloned());
+        own_files.extend(self.cfg.audit_trail.iter().map(|t| t.dir.clone()));
         held.floor = Some(super::floor::prepare(
             self.cfg,
             &mut cmd,
@@ -212,6 +213,9 @@ impl Run<'_> {
         }
         if self.cfg.quiet {
             return;
+        }
+        if self.cfg.audit_off {
+            eprintln!("ahp-wrap: note: --audit-log none: this run keeps no audit log");
         }
         let path_shims = !self.cfg.path_shims.is_empty();
         if self.cfg.proxy.is_none() {

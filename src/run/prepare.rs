@@ -42,17 +42,19 @@ pub async fn gate(
     approver: Option<Arc<dyn Approver>>,
 ) -> Result<(Arc<Gate>, Limits), String> {
     let (harness, limits) = harness(cfg, &ids).await?;
-    if cfg.audit_log.is_none()
-        && std::env::var_os(crate::audit::KEY_ENV).is_some_and(|k| !k.is_empty())
-    {
+    if cfg.audit_off && std::env::var_os(crate::audit::KEY_ENV).is_some_and(|k| !k.is_empty()) {
         eprintln!(
-            "ahp-wrap: warning: AHP_WRAP_AUDIT_KEY is set but there is no --audit-log: nothing is \
-             written, so nothing is signed"
+            "ahp-wrap: warning: AHP_WRAP_AUDIT_KEY is set but --audit-log none keeps no log: \
+             nothing is written, so nothing is signed"
         );
     }
-    let audit = Auditor::open(cfg.audit_log.as_deref(), cfg.audit_key_file.as_deref())
-        .map_err(|e| crate::error_chain(&e))?
-        .observed_by(crate::telemetry::get().map(|t| t.observer()));
+    let key_file = cfg.audit_key_file.as_deref();
+    let audit = match (&cfg.audit_log, &cfg.audit_trail) {
+        (None, Some(trail)) => Auditor::trail(&trail.dir, trail.retention, &ids.session, key_file),
+        (log, _) => Auditor::open(log.as_deref(), key_file),
+    }
+    .map_err(|e| crate::error_chain(&e))?
+    .observed_by(crate::telemetry::get().map(|t| t.observer()));
     let decider = Decider {
         harness,
         fail_mode: cfg.fail_mode,
