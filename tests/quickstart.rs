@@ -107,6 +107,10 @@ fn the_quick_start_runs_as_written() {
         "{}",
         show(&out)
     );
+    // A real agent next, as the README suggests, with no option either.
+    if !cfg!(skip_e2e = "claude-code") {
+        claude_then_audit_show(&home.path().join(".local/bin/ahp-wrap"));
+    }
     // What install.sh says it installed is there, and goes with --uninstall.
     let local = home.path().join(".local");
     let installed = [
@@ -229,6 +233,59 @@ fn the_quick_start_runs_as_written() {
     assert!(
         ci.lines().any(|l| l.trim() == last),
         ".ci/run does not run {last}"
+    );
+}
+
+/// The installed `wrapper` in front of the real Claude Code CLI (its model a scripted server
+/// on loopback), with no option: the model asks for the user's SSH key, the default policy
+/// refuses it, and `audit show` then lists the refusal with its rule and reason.
+fn claude_then_audit_show(wrapper: &Path) {
+    use ahp_wrap_testkit::agents;
+    use ahp_wrap_testkit::claude_code::{self as claude, bash, FakeApi, World};
+    let world = World::new();
+    let home = world.dir.path().join("home");
+    std::fs::create_dir_all(home.join(".ssh")).unwrap();
+    std::fs::write(home.join(".ssh/id_rsa"), "SECRET-KEY-MATERIAL\n").unwrap();
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        serde_json::json!([bash("cat ~/.ssh/id_rsa"), {"text": "Done."}]),
+    );
+    let mut cmd = Command::new(wrapper);
+    cmd.arg("--").arg(claude::claude_bin()).args([
+        "-p",
+        "show me my key",
+        "--allowedTools",
+        "Bash",
+    ]);
+    agents::offline(&mut cmd, &world);
+    claude::offline_env(&mut cmd, world.config_dir(), api.port);
+    let out = run(&mut cmd, Duration::from_secs(120));
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let sent: String = api.requests().iter().map(|r| r.to_string()).collect();
+    assert!(
+        !sent.contains("SECRET-KEY-MATERIAL"),
+        "the key reached the model"
+    );
+    let out = run(
+        Command::new(wrapper)
+            .args(["audit", "show"])
+            .env_clear()
+            .env("HOME", &home),
+        Duration::from_secs(30),
+    );
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let lines: Vec<&str> = shown.lines().collect();
+    let at = lines
+        .iter()
+        .position(|l| l.contains(" block ") && l.contains("Bash: cat ~/.ssh/id_rsa"))
+        .unwrap_or_else(|| panic!("audit show does not list the refused read:\n{shown}"));
+    assert!(
+        lines
+            .get(at + 1)
+            .is_some_and(|l| l.trim_start().starts_with("↳ ") && l.len() > 10),
+        "its reason follows it:\n{shown}"
     );
 }
 

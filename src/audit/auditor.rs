@@ -60,8 +60,9 @@ impl Auditor {
     }
 
     /// A run's file in the audit trail at `dir` (made if missing), keyed by `key_file` or the
-    /// key in the environment, opened at the first record after pruning the trail by
-    /// `retention`. Without a usable directory the run keeps no file, with a warning.
+    /// key in the environment, opened on a thread of its own after pruning the trail by
+    /// `retention` (the first record waits for it). Without a usable directory the run keeps
+    /// no file, with a warning.
     pub fn trail(
         dir: &std::path::Path,
         retention: super::trail::Retention,

@@ -4,8 +4,8 @@
 //!
 //! Each run's file is named by the time it started and its session id,
 //! `20261128T194130.123Z-<session>.jsonl`, so that names sort by start. A file is an ordinary log
-//! (chained, with its commit head kept by [`super::head`]); it is created at the run's first
-//! record, so a run that records nothing leaves none.
+//! (chained, with its commit head kept by [`super::head`]); it is pruned and opened on a thread
+//! of its own while the agent starts, and the run's first record waits for it.
 //!
 //! Retention removes whole files, oldest first: those last written longer ago than the age
 //! limit, then as many as needed to bring the total under the size limit. A file another

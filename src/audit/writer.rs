@@ -26,15 +26,18 @@ use super::{AuditError, AuditRecord, Summary};
 /// also the whole cost without a file. A physical disk without a write cache will be slower.
 pub struct AuditLog {
     sink: Option<Sink>,
-    /// A file to open at the first record (the default trail): a run that records nothing
-    /// leaves no file, and opening it costs the run's start nothing.
-    deferred: Option<Deferred>,
+    /// A file being opened on a thread of its own (the default trail): the run's start does
+    /// not wait for it; the first record does, if it comes first.
+    deferred: Option<Opening>,
     /// Why the deferred file could not be opened: the run keeps no file.
     lost: Option<String>,
     summary: Summary,
 }
 
-/// A log file opened at the first record rather than at once.
+/// The thread opening a deferred log: the log, or why it could not be opened.
+type Opening = std::thread::JoinHandle<Result<AuditLog, String>>;
+
+/// A log file opened beside the run's start rather than before it.
 #[derive(Debug)]
 pub struct Deferred {
     pub path: PathBuf,
@@ -175,45 +178,40 @@ impl AuditLog {
         }
     }
 
-    /// A log whose file is opened at its first record. If it cannot be opened then, the
-    /// run goes on without a file, with a warning ([`AuditLog::lost`] says why): a trail
-    /// nobody asked for by name does not stop a run.
+    /// A log whose file is opened on a thread of its own, after its trail is pruned: the
+    /// first record waits for it. If it cannot be opened, the run goes on without a file,
+    /// with a warning ([`AuditLog::lost`] says why): a trail nobody asked for by name does
+    /// not stop a run.
     pub fn deferred(file: Deferred) -> AuditLog {
-        AuditLog {
-            deferred: Some(file),
-            ..AuditLog::without_file()
+        let opening = std::thread::Builder::new()
+            .name("audit-open".into())
+            .spawn(move || open_deferred(file));
+        match opening {
+            Ok(handle) => AuditLog {
+                deferred: Some(handle),
+                ..AuditLog::without_file()
+            },
+            Err(e) => AuditLog {
+                lost: Some(format!("cannot start a thread to open it: {e}")),
+                ..AuditLog::without_file()
+            },
         }
     }
 
-    /// Opens the deferred file, pruning its trail first.
-    fn open_deferred(&mut self) {
-        let Some(file) = self.deferred.take() else {
+    /// Waits for the deferred file to be open.
+    fn join_deferred(&mut self) {
+        let Some(handle) = self.deferred.take() else {
             return;
         };
-        if let (Some(retention), Some(dir)) = (file.retention, file.path.parent()) {
-            let pruned = super::trail::prune(
-                dir,
-                file.heads.as_deref(),
-                retention,
-                std::time::SystemTime::now(),
-            );
-            match pruned {
-                Ok(removed) if !removed.is_empty() => tracing::info!(
-                    "audit trail: removed {} old run log(s) ({retention} kept; listed in {})",
-                    removed.len(),
-                    dir.join(super::trail::RETIRED).display()
-                ),
-                Ok(_) => {}
-                Err(e) => tracing::warn!("audit trail {}: cannot prune it: {e}", dir.display()),
-            }
-        }
-        match AuditLog::open_with_heads(&file.path, file.key, file.heads.as_deref()) {
+        let opened = handle
+            .join()
+            .unwrap_or_else(|_| Err("the thread opening it panicked".to_owned()));
+        match opened {
             Ok(mut log) => {
                 self.sink = log.sink.take();
                 self.summary.absorb(std::mem::take(&mut log.summary));
             }
-            Err(e) => {
-                let why = crate::error_chain(&e);
+            Err(why) => {
                 tracing::warn!(
                     "the audit trail cannot be written ({why}): this run keeps no audit file"
                 );
@@ -231,7 +229,7 @@ impl AuditLog {
         // was blocked: the rest needs no redaction, which is most of the cost of a file-less
         // run (and compiling the patterns, on the first record, most of its start-up).
         if self.sink.is_none() && self.deferred.is_some() {
-            self.open_deferred();
+            self.join_deferred();
         }
         if self.sink.is_none() && !Summary::keeps(record) {
             self.summary.add(record);
@@ -279,6 +277,24 @@ impl AuditLog {
     pub fn next_seq(&self) -> Option<u64> {
         self.sink.as_ref().map(|s| s.next_seq)
     }
+}
+
+/// Prunes the trail `file` is in, then opens `file`.
+fn open_deferred(file: Deferred) -> Result<AuditLog, String> {
+    if let (Some(retention), Some(dir)) = (file.retention, file.path.parent()) {
+        let now = std::time::SystemTime::now();
+        match super::trail::prune(dir, file.heads.as_deref(), retention, now) {
+            Ok(removed) if !removed.is_empty() => tracing::info!(
+                "audit trail: removed {} old run log(s) ({retention} kept; listed in {})",
+                removed.len(),
+                dir.join(super::trail::RETIRED).display()
+            ),
+            Ok(_) => {}
+            Err(e) => tracing::warn!("audit trail {}: cannot prune it: {e}", dir.display()),
+        }
+    }
+    AuditLog::open_with_heads(&file.path, file.key, file.heads.as_deref())
+        .map_err(|e| crate::error_chain(&e))
 }
 
 impl Sink {

@@ -101,8 +101,16 @@ impl Framework for Generic {
         verdict: &Final,
     ) -> CallerReply {
         if event.is_some_and(|e| !e.event_type.is_blocking()) {
+            // Context for the agent, when there is some (why the floor refused what a tool
+            // call reported, say).
+            let mut delivered = json!({"delivered": "notification"});
+            if let Some(context) = crate::frameworks::adapter::shared::additional_context(verdict) {
+                delivered["additional_context"] = context.into();
+            }
+            let mut stdout = delivered.to_string().into_bytes();
+            stdout.push(b'\n');
             return CallerReply {
-                stdout: b"{\"delivered\":\"notification\"}\n".to_vec(),
+                stdout,
                 ..CallerReply::default()
             };
         }

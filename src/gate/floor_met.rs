@@ -1,7 +1,9 @@
-//! The floor's refusals the agent met, as its own tools reported them (see
-//! [`crate::floor::explain`]): explained to the agent in the context its framework takes after
-//! a tool call, and counted for the person's summary. This works without the kernel's audit
-//! log; where that log is readable the run still reads it too.
+//! The floor's refusals the agent met, as its own tools reported them: explained to the agent
+//! in the context its framework takes after a tool call, and counted for the person's summary.
+//! Writes are found by [`crate::floor::explain`]; connections by the hosts (and path sockets)
+//! this run's network floor refused: a result line that reports a failed connection or lookup
+//! and names such a host (or a call that named it and got such a line). This works without
+//! the kernel's audit log; where that log is readable the run still reads it too.
 
 use std::fmt::Write as _;
 use std::path::Path;
@@ -15,6 +17,31 @@ use crate::floor::explain::{Lines, Met, Why};
 const NAMED: usize = 5;
 /// How much of a tool result is looked at.
 const MAX_TEXT: usize = 256 << 10;
+/// How many refused hosts and sockets are kept to be recognised in tool results.
+const MAX_TARGETS: usize = 256;
+
+/// What a tool prints when a connection or a lookup failed (ASCII case aside).
+const NET_FAILED: &[&str] = &[
+    "could not resolve",
+    "name or service not known",
+    "temporary failure in name resolution",
+    "no address associated",
+    "enotfound",
+    "eai_noname",
+    "getaddrinfo",
+    "connection refused",
+    "econnrefused",
+    "permission denied",
+    "eacces",
+    "failed to connect",
+    "could not connect",
+    "tunnel failed",
+    "response 403",
+    "403 forbidden",
+    "network is unreachable",
+    // The egress proxy's own answer to a connection it refused.
+    "refused this connection",
+];
 
 /// The refusals of this run's floor its agent met.
 #[derive(Default)]
@@ -26,7 +53,18 @@ pub struct FloorMet {
 #[derive(Default)]
 struct Seen {
     total: u64,
-    distinct: Vec<Met>,
+    distinct: Vec<Told>,
+    /// Hosts and path sockets the network floor refused in this run, with its reason.
+    refused: Vec<(String, String)>,
+}
+
+/// A refusal of the floor a tool call met.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Told {
+    /// A write (see [`crate::floor::explain`]).
+    Write(Met),
+    /// A connection to a host, or a path socket, the network floor refused, and why.
+    Net { target: String, reason: String },
 }
 
 impl FloorMet {
@@ -35,9 +73,21 @@ impl FloorMet {
         let _ = self.lines.set(lines);
     }
 
-    /// The floor's refusals that the tool result in `payload` (a `post_action`'s, its
-    /// `result`) reports, for a tool run in `cwd`; each is counted.
-    pub fn met(&self, payload: &Value, cwd: &Path) -> Vec<Met> {
+    /// Notes a host or path socket the network floor refused, for `reason`: a tool result
+    /// that then reports a failed connection to it is explained.
+    pub fn refused_target(&self, target: &str, reason: &str) {
+        if target.len() < 3 {
+            return;
+        }
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if seen.refused.len() < MAX_TARGETS && !seen.refused.iter().any(|(t, _)| t == target) {
+            seen.refused.push((target.to_owned(), reason.to_owned()));
+        }
+    }
+
+    /// The floor's refusals that the tool call in `payload` (a `post_action`'s: its
+    /// `arguments` and its `result`) met, for a tool run in `cwd`; each is counted.
+    pub fn met(&self, payload: &Value, cwd: &Path) -> Vec<Told> {
         let Some(lines) = self.lines.get() else {
             return Vec::new();
         };
@@ -49,60 +99,84 @@ impl FloorMet {
         if text.is_empty() {
             return Vec::new();
         }
-        let met = lines.find(&text, cwd);
-        if !met.is_empty() {
-            let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
-            seen.total += met.len() as u64;
-            for m in &met {
-                if !seen.distinct.contains(m) {
-                    seen.distinct.push(m.clone());
-                }
+        let mut told: Vec<Told> = lines
+            .find(&text, cwd)
+            .into_iter()
+            .map(Told::Write)
+            .collect();
+        let mut seen = self.seen.lock().unwrap_or_else(|e| e.into_inner());
+        if !seen.refused.is_empty() {
+            let mut asked = String::new();
+            if let Some(arguments) = payload.get("arguments") {
+                strings(arguments, &mut asked, 0);
+            }
+            told.extend(net_refusals(&text, &asked, &seen.refused));
+        }
+        seen.total += told.len() as u64;
+        for t in &told {
+            if !seen.distinct.contains(t) {
+                seen.distinct.push(t.clone());
             }
         }
-        met
+        told
     }
 
-    /// What the agent is told about `met`: what was refused, that this run's floor forbids
+    /// What the agent is told about `told`: what was refused, that this run's floor forbids
     /// it, and what the user can change.
-    pub fn explain(&self, met: &[Met]) -> String {
+    pub fn explain(&self, told: &[Told]) -> String {
         let roots = self.lines.get().map(Lines::writable).unwrap_or_default();
         let mut out = String::from(
             "ahp-wrap (the supervisor of this session): the refusal above came from this run's \
-             floor, not from a fault of the machine. ",
+             floor, not from a fault of the machine or the network. ",
         );
-        for m in met {
-            let _ = write!(out, "{} ({}): ", m.path.display(), m.refusal.text());
-            match m.why {
-                Why::Outside => {
-                    let shown: Vec<String> = roots
-                        .iter()
-                        .take(4)
-                        .map(|r| r.display().to_string())
-                        .collect();
-                    let more = roots.len().saturating_sub(shown.len());
+        let mut net = false;
+        for t in told {
+            match t {
+                Told::Write(m) => {
+                    let _ = write!(out, "{} ({}): ", m.path.display(), m.refusal.text());
+                    match m.why {
+                        Why::Outside => {
+                            let shown: Vec<String> = roots
+                                .iter()
+                                .take(4)
+                                .map(|r| r.display().to_string())
+                                .collect();
+                            let more = match roots.len().saturating_sub(shown.len()) {
+                                0 => String::new(),
+                                n => format!(" and {n} more"),
+                            };
+                            let _ = write!(
+                                out,
+                                "this run may write only beneath its writable roots ({}{more}). ",
+                                shown.join(", ")
+                            );
+                        }
+                        Why::Protected => out.push_str(
+                            "this path is protected in this run (files a later session obeys or \
+                             runs, and the supervisor's own, are not written by the agent). ",
+                        ),
+                    }
+                }
+                Told::Net { target, reason } => {
+                    net = true;
                     let _ = write!(
                         out,
-                        "this run may write only beneath its writable roots ({}{}). ",
-                        shown.join(", "),
-                        if more > 0 {
-                            format!(" and {more} more")
-                        } else {
-                            String::new()
-                        }
+                        "{target}: the run's network floor refused it ({reason}). "
                     );
                 }
-                Why::Protected => out.push_str(
-                    "this path is protected in this run (files a later session obeys or runs, \
-                     and the supervisor's own, are not written by the agent). ",
-                ),
             }
         }
         out.push_str(
-            "Trying again, or another way to write there, will be refused the same way. If the \
-             change is needed, tell the user: they can allow the path in the policy's [floor] \
-             (`writable`, or `keep` for a protected path), or run without the floor \
-             (`--floor off`).",
+            "Trying again, or another program or way to do it, will be refused the same way. If \
+             it is needed, tell the user: they can allow it in the policy's [floor]",
         );
+        out.push_str(if net {
+            " (`[floor.net]` `allow` for a host, `[floor.unix]` for a socket; `writable`, or \
+             `keep` for a protected path)"
+        } else {
+            " (`writable`, or `keep` for a protected path)"
+        });
+        out.push_str(", or run without the floor (`--floor off`).");
         out
     }
 
@@ -116,27 +190,68 @@ impl FloorMet {
             .distinct
             .iter()
             .take(NAMED)
-            .map(|m| {
-                let why = match m.why {
-                    Why::Outside => "outside the writable roots",
-                    Why::Protected => "protected",
-                };
-                format!("{} ({}, {why})", m.path.display(), m.refusal.text())
+            .map(|t| match t {
+                Told::Write(m) => {
+                    let why = match m.why {
+                        Why::Outside => "outside the writable roots",
+                        Why::Protected => "protected",
+                    };
+                    format!("{} ({}, {why})", m.path.display(), m.refusal.text())
+                }
+                Told::Net { target, .. } => format!("{target} (a connection the floor refused)"),
             })
             .collect();
-        let more = seen.distinct.len().saturating_sub(NAMED);
-        let times = if seen.total == 1 { "once" } else { "times" };
-        let count = match seen.total {
-            1 => String::new(),
-            n => format!("{n} "),
+        let more = match seen.distinct.len().saturating_sub(NAMED) {
+            0 => String::new(),
+            n => format!("; and {n} more"),
+        };
+        let times = match seen.total {
+            1 => "once".to_owned(),
+            n => format!("{n} times"),
         };
         Some(format!(
-            "the agent met the floor {count}{times} (its tools reported the refusal, and the agent \
-             was told why): {}{}",
-            named.join("; "),
-            if more > 0 { format!("; and {more} more") } else { String::new() }
+            "the agent met the floor {times} (its tools reported the refusal, and the agent \
+             was told why): {}{more}",
+            named.join("; ")
         ))
     }
+}
+
+/// The refused hosts and sockets of `refused` that a result line reporting a failed
+/// connection names, or that the call itself named (`asked`; a proxy's refusal, `CONNECT
+/// tunnel failed, response 403`, does not repeat the host).
+fn net_refusals(result: &str, asked: &str, refused: &[(String, String)]) -> Vec<Told> {
+    let mut told = Vec::new();
+    for line in result.lines() {
+        let lower = line.to_ascii_lowercase();
+        if !NET_FAILED.iter().any(|p| lower.contains(p)) {
+            continue;
+        }
+        for (target, reason) in refused {
+            let t = Told::Net {
+                target: target.clone(),
+                reason: reason.clone(),
+            };
+            if (names(line, target) || names(asked, target)) && !told.contains(&t) {
+                told.push(t);
+            }
+        }
+    }
+    told
+}
+
+/// Whether `text` names `target` as a whole (`evil.test` in `https://evil.test/x`, not in
+/// `notevil.test` or `evil.test.example`).
+fn names(text: &str, target: &str) -> bool {
+    let part = |c: char| c.is_ascii_alphanumeric() || c == '-' || c == '_';
+    text.match_indices(target).any(|(at, _)| {
+        let end = at + target.len();
+        let before = text[..at].chars().next_back();
+        let mut after = text[end..].chars();
+        let next = after.next();
+        let label_follows = next == Some('.') && after.next().is_some_and(part);
+        !before.is_some_and(|c| part(c) || c == '.') && !next.is_some_and(part) && !label_follows
+    })
 }
 
 /// The strings of `value`, one a line, up to [`MAX_TEXT`] bytes.
@@ -195,6 +310,52 @@ mod tests {
         assert!(
             met.met(&ok, &ws).is_empty(),
             "in the workspace: not the floor's"
+        );
+    }
+
+    #[test]
+    fn a_failed_connection_to_a_host_the_floor_refused_is_explained() {
+        let met = FloorMet::default();
+        met.draw(Lines::from_parts(vec!["/ws".into()], vec![], None));
+        met.refused_target("evil.test", "evil.test is denied by [floor.net]");
+        let call = |command: &str, output: &str| json!({"arguments": {"command": command}, "result": {"output": output}});
+        let lookup = call(
+            "curl -s https://evil.test/x",
+            "curl: (6) Could not resolve host: evil.test",
+        );
+        let told = met.met(&lookup, Path::new("/ws"));
+        assert_eq!(told.len(), 1, "{told:?}");
+        let text = met.explain(&told);
+        assert!(
+            text.contains("evil.test: the run's network floor refused it (evil.test is denied"),
+            "{text}"
+        );
+        assert!(text.contains("[floor.net]"), "{text}");
+        // Through the proxy the error does not name the host; the call did.
+        let proxied = call(
+            "curl -s https://evil.test/x",
+            "curl: (56) CONNECT tunnel failed, response 403",
+        );
+        assert_eq!(met.met(&proxied, Path::new("/ws")).len(), 1);
+        // Another host, a longer name, or no failure: nothing.
+        for (command, output) in [
+            (
+                "curl -s https://notevil.test/",
+                "curl: (6) Could not resolve host: notevil.test",
+            ),
+            (
+                "curl -s https://evil.test.example/",
+                "curl: (6) Could not resolve host: evil.test.example",
+            ),
+            ("curl -s https://evil.test/", "<html>ok</html>"),
+        ] {
+            let told = met.met(&call(command, output), Path::new("/ws"));
+            assert!(told.is_empty(), "{command}: {told:?}");
+        }
+        let summary = met.summary().unwrap();
+        assert!(
+            summary.contains("evil.test (a connection the floor refused)"),
+            "{summary}"
         );
     }
 }

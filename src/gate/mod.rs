@@ -20,7 +20,7 @@ mod resolve;
 pub use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
 pub use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
-pub use floor_met::FloorMet;
+pub use floor_met::{FloorMet, Told};
 pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
 pub use resolve::{Decider, FailMode, Harness};
 
@@ -250,6 +250,18 @@ impl Gate {
     /// audit log cannot be written (no fail mode opens what the floor refuses).
     pub async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
+        let egress = event.metadata.as_ref().and_then(|m| m.get("interceptor"));
+        if egress.and_then(Value::as_str) == Some("egress") {
+            // A connection the network floor refused: a tool that then reports it failing is
+            // told why.
+            let arguments = event.payload.get("arguments");
+            let target = ["host", "path"]
+                .iter()
+                .find_map(|k| arguments?.get(*k)?.as_str());
+            if let Some(target) = target {
+                self.floor_met.refused_target(target, &reason);
+            }
+        }
         let decision = Decision::new(
             crate::protocol::Verdict::Block { reason },
             DecidedBy::Floor,

@@ -111,11 +111,21 @@ impl HookService {
     /// The floor refused what a tool call tried (its result says so, on a path the floor
     /// refuses): audited, and the agent is told why in the context its framework takes after
     /// a tool call.
-    async fn floor_refused(&self, met: &[crate::floor::explain::Met], origin: Origin) -> Final {
+    async fn floor_refused(&self, met: &[crate::gate::Told], origin: Origin) -> Final {
         let told = self.gate.floor_met.explain(met);
         let refused: Vec<Value> = met
             .iter()
-            .map(|m| json!({"path": m.path, "refusal": m.refusal.text(), "why": format!("{:?}", m.why).to_lowercase()}))
+            .map(|t| match t {
+                crate::gate::Told::Write(m) => json!({
+                    "path": m.path,
+                    "refusal": m.refusal.text(),
+                    "why": format!("{:?}", m.why).to_lowercase(),
+                }),
+                crate::gate::Told::Net { target, reason } => json!({
+                    "target": target,
+                    "why": reason,
+                }),
+            })
             .collect();
         let error = self.gate.event(
             EventType::Error,
