@@ -216,8 +216,19 @@ fn heading(session: &str, log: &Log) -> String {
         .records
         .iter()
         .find(|(_, r)| r.event_type == "session_start");
+    // The framework, as the session's start names it; else as the agent's id does
+    // (`generic-<id>`, for a run whose agent never started).
     let agent = start
         .and_then(|(_, r)| r.payload.get("framework")?.as_str())
+        .or_else(|| {
+            let (_, first) = log.records.first()?;
+            Some(
+                first
+                    .agent
+                    .rsplit_once('-')
+                    .map_or(first.agent.as_str(), |(f, _)| f),
+            )
+        })
         .unwrap_or("?");
     let command = start
         .and_then(|(_, r)| r.payload.get("command")?.as_array())
@@ -241,7 +252,11 @@ fn heading(session: &str, log: &Log) -> String {
         .map(|(_, n)| n)
         .sum();
     let blocked = summary.by_decision.get("block").copied().unwrap_or(0);
-    format!("run {session}  {when} UTC  {agent}: {command}  ({decided} decided, {blocked} blocked)")
+    let what = match command.is_empty() {
+        true => agent.to_owned(),
+        false => format!("{agent}: {command}"),
+    };
+    format!("run {session}  {when} UTC  {what}  ({decided} decided, {blocked} blocked)")
 }
 
 /// `2026-11-28T19:41:30.123Z` as `2026-11-28 19:41:30`, or `19:41:30` without the date.
