@@ -40,6 +40,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "client",
             "control",
             "error_chain",
+            "floor",
             "policy",
             "protocol",
             "telemetry",
@@ -76,10 +77,11 @@ const LAYERS: &[(&str, &[&str])] = &[
             "telemetry",
         ],
     ),
-    ("cli", &["gate", "host", "telemetry", "transport"]),
+    ("cli", &["audit", "gate", "host", "telemetry", "transport"]),
     (
         "config",
         &[
+            "audit",
             "cli",
             "control",
             "floor",

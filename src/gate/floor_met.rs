@@ -110,7 +110,18 @@ impl FloorMet {
             if let Some(arguments) = payload.get("arguments") {
                 strings(arguments, &mut asked, 0);
             }
-            told.extend(net_refusals(&text, &asked, &seen.refused));
+            let net = net_refusals(&text, &asked, &seen.refused);
+            // A path socket's refused connection reads as a refused write too: said once, as
+            // what it was.
+            told.retain(|t| {
+                match t {
+                Told::Write(m) => !net.iter().any(|n| {
+                    matches!(n, Told::Net { target, .. } if m.path.as_os_str() == target.as_str())
+                }),
+                Told::Net { .. } => true,
+            }
+            });
+            told.extend(net);
         }
         seen.total += told.len() as u64;
         for t in &told {
@@ -356,6 +367,26 @@ mod tests {
         assert!(
             summary.contains("evil.test (a connection the floor refused)"),
             "{summary}"
+        );
+    }
+
+    #[test]
+    fn a_refused_path_socket_is_told_once_as_a_connection() {
+        let dir = tempfile::tempdir().unwrap();
+        let socket = dir.path().join("outside/tmux.sock");
+        std::fs::create_dir_all(socket.parent().unwrap()).unwrap();
+        let met = FloorMet::default();
+        met.draw(Lines::from_parts(vec![dir.path().join("ws")], vec![], None));
+        met.refused_target(
+            &socket.display().to_string(),
+            "not a socket the floor lets through",
+        );
+        let payload = json!({"arguments": {"command": "tmux run-shell x"},
+            "result": {"output": format!("error connecting to {} (Permission denied)", socket.display())}});
+        let told = met.met(&payload, dir.path());
+        assert!(
+            matches!(&told[..], [Told::Net { target, .. }] if *target == socket.display().to_string()),
+            "{told:?}"
         );
     }
 }

@@ -52,11 +52,21 @@ impl FakeApi {
         ))
     }
 
-    /// The tool results the model received, in order.
+    /// The tool results the model received, in order: those of each request's messages
+    /// after the model's last turn (a hook's added context may follow the tool result in a
+    /// message of its own).
     pub fn tool_results(&self) -> Vec<Value> {
         self.main_bodies()
             .iter()
-            .filter_map(|b| b["messages"].as_array()?.last().cloned())
+            .filter_map(|b| {
+                let messages = b["messages"].as_array()?;
+                let after = messages
+                    .iter()
+                    .rposition(|m| m["role"] == "assistant")
+                    .map_or(0, |i| i + 1);
+                Some(messages[after..].to_vec())
+            })
+            .flatten()
             .flat_map(|m| m["content"].as_array().cloned().unwrap_or_default())
             .filter(|c| c["type"] == "tool_result")
             .collect()
