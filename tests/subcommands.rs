@@ -156,6 +156,13 @@ fn an_audit_key_signs_the_trail_and_is_refused_with_no_log() {
     std::fs::write(&key, "0123456789abcdef").unwrap();
     let state = dir.path().join("state");
     let ran = dir.path().join("ran");
+    // What `--audit-log none` runs must leave: no trail.
+    let no_trail = || {
+        assert!(
+            !state.join("ahp-wrap/audit").exists(),
+            "--audit-log none wrote to the trail"
+        )
+    };
     let out = run(
         Command::new(wrap_bin())
             .env("XDG_STATE_HOME", &state)
@@ -172,10 +179,7 @@ fn an_audit_key_signs_the_trail_and_is_refused_with_no_log() {
         show(&out)
     );
     assert!(!ran.exists(), "the agent ran");
-    assert!(
-        !state.join("ahp-wrap/audit").exists(),
-        "--audit-log none wrote to the trail"
-    );
+    no_trail();
     let out = run(
         Command::new(wrap_bin())
             .env("XDG_STATE_HOME", &state)
@@ -189,10 +193,7 @@ fn an_audit_key_signs_the_trail_and_is_refused_with_no_log() {
         "{}",
         show(&out)
     );
-    assert!(
-        !state.join("ahp-wrap/audit").exists(),
-        "--audit-log none wrote to the trail"
-    );
+    no_trail();
     let out = run(
         Command::new(wrap_bin())
             .env("XDG_STATE_HOME", &state)

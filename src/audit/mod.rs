@@ -93,6 +93,8 @@ mod writer;
 mod tests;
 #[cfg(test)]
 mod tests_commit;
+#[cfg(test)]
+mod tests_show;
 
 use std::path::Path;
 
