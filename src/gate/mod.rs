@@ -250,18 +250,6 @@ impl Gate {
     /// audit log cannot be written (no fail mode opens what the floor refuses).
     pub async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
-        let egress = event.metadata.as_ref().and_then(|m| m.get("interceptor"));
-        if egress.and_then(Value::as_str) == Some("egress") {
-            // A connection the network floor refused: a tool that then reports it failing is
-            // told why.
-            let arguments = event.payload.get("arguments");
-            let target = ["host", "path"]
-                .iter()
-                .find_map(|k| arguments?.get(*k)?.as_str());
-            if let Some(target) = target {
-                self.floor_met.refused_target(target, &reason);
-            }
-        }
         let decision = Decision::new(
             crate::protocol::Verdict::Block { reason },
             DecidedBy::Floor,

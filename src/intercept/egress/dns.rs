@@ -99,7 +99,7 @@ impl Egress {
             "url": format!("dns://{}/", denied.name),
         });
         let (event, origin) = self.event_with(arguments, "dns", asker.as_ref());
-        self.gate.refused(&event, denied.reason, origin).await;
+        self.refused(&event, denied.reason, origin).await;
     }
 }
 

@@ -222,14 +222,14 @@ impl Egress {
                 let arguments = json!({"path": shown, "url": format!("unix:{shown}")});
                 let (event, origin) = self.event_with(arguments, "direct", asker.as_ref());
                 let reason = format!("unix:{shown}: {}", r.why);
-                self.gate.refused(&event, reason, origin).await;
+                self.refused(&event, reason, origin).await;
                 return;
             }
         };
         let target = Target::Addr(crate::floor::hosts::canonical(addr.ip()));
         let (event, origin) = self.event(&target, addr.port(), "tcp", "direct", asker.as_ref());
         let reason = format!("{}:{}: {}", target, addr.port(), r.why);
-        self.gate.refused(&event, reason, origin).await;
+        self.refused(&event, reason, origin).await;
     }
 
     /// Decides a connection to `host:port` and makes it.
@@ -290,12 +290,12 @@ impl Egress {
             other => other,
         };
         let decision = match judgement {
-            Judgement::Denied(reason) => self.gate.refused(&event, reason, origin.clone()).await,
+            Judgement::Denied(reason) => self.refused(&event, reason, origin.clone()).await,
             Judgement::Unknown(Unknown::Block) => {
                 let reason = format!(
                     "{target} is not a host the floor lets through ([floor.net] allow; unknown = \"block\")"
                 );
-                self.gate.refused(&event, reason, origin.clone()).await
+                self.refused(&event, reason, origin.clone()).await
             }
             // A person allowed a tool call of this run that contacts it (an MCP server's
             // fetch, escalated by the same host rules): not asked twice.
@@ -333,7 +333,7 @@ impl Egress {
             .iter()
             .find_map(|a| self.rules.refuse_resolved(a.ip()))
         {
-            let decision = self.gate.refused(&event, why, origin).await;
+            let decision = self.refused(&event, why, origin).await;
             let reason = match decision.verdict {
                 Verdict::Block { reason } => reason,
                 _ => unreachable!("refused() blocks"),
@@ -341,6 +341,24 @@ impl Egress {
             return Err(self.refuse(reason));
         }
         Ok(addrs)
+    }
+
+    /// Records that the floor refused `event` (a `net` event of this proxy's), and remembers
+    /// its host or socket so that a tool reporting the failed connection is told why.
+    async fn refused(
+        &self,
+        event: &crate::protocol::Event,
+        reason: String,
+        origin: Origin,
+    ) -> crate::gate::Decision {
+        let arguments = event.payload.get("arguments");
+        let target = ["host", "path"]
+            .iter()
+            .find_map(|k| arguments?.get(*k)?.as_str());
+        if let Some(target) = target {
+            self.gate.floor_met.refused_target(target, &reason);
+        }
+        self.gate.refused(event, reason, origin).await
     }
 
     fn refuse(&self, reason: String) -> Refusal {
