@@ -11,7 +11,7 @@ use std::sync::{Mutex, OnceLock};
 
 use serde_json::Value;
 
-use crate::floor::explain::{Lines, Met, Why};
+use crate::floor::explain::{self, Lines, Met, Why};
 
 /// How many distinct refusals the summary names; the rest are counted.
 const NAMED: usize = 5;
@@ -94,8 +94,12 @@ impl FloorMet {
         let Some(result) = payload.get("result") else {
             return Vec::new();
         };
+        // Only the strings that name a refusal or a failed connection are read further:
+        // most results name none, and cost a scan, no copy and no lock.
         let mut text = String::new();
-        strings(result, &mut text, 0);
+        strings(result, &mut text, 0, &|s| {
+            explain::names_refusal(s) || net_failed(s)
+        });
         if text.is_empty() {
             return Vec::new();
         }
@@ -108,7 +112,7 @@ impl FloorMet {
         if !seen.refused.is_empty() {
             let mut asked = String::new();
             if let Some(arguments) = payload.get("arguments") {
-                strings(arguments, &mut asked, 0);
+                strings(arguments, &mut asked, 0, &|_| true);
             }
             let net = net_refusals(&text, &asked, &seen.refused);
             // A path socket's refused connection reads as a refused write too: said once, as
@@ -234,8 +238,7 @@ impl FloorMet {
 fn net_refusals(result: &str, asked: &str, refused: &[(String, String)]) -> Vec<Told> {
     let mut told = Vec::new();
     for line in result.lines() {
-        let lower = line.to_ascii_lowercase();
-        if !NET_FAILED.iter().any(|p| lower.contains(p)) {
+        if !net_failed(line) {
             continue;
         }
         for (target, reason) in refused {
@@ -249,6 +252,13 @@ fn net_refusals(result: &str, asked: &str, refused: &[(String, String)]) -> Vec<
         }
     }
     told
+}
+
+/// Whether `text` reports a failed connection or lookup.
+fn net_failed(text: &str) -> bool {
+    NET_FAILED
+        .iter()
+        .any(|p| explain::find_ascii_ci(text, p).is_some())
 }
 
 /// Whether `text` names `target` as a whole (`evil.test` in `https://evil.test/x`, not in
@@ -265,12 +275,13 @@ fn names(text: &str, target: &str) -> bool {
     })
 }
 
-/// The strings of `value`, one a line, up to [`MAX_TEXT`] bytes.
-fn strings(value: &Value, out: &mut String, depth: usize) {
+/// The strings of `value` that `keep` accepts, one a line, up to [`MAX_TEXT`] bytes.
+fn strings(value: &Value, out: &mut String, depth: usize, keep: &dyn Fn(&str) -> bool) {
     if out.len() >= MAX_TEXT || depth > 8 {
         return;
     }
     match value {
+        Value::String(s) if !keep(s) => {}
         Value::String(s) => {
             let room = MAX_TEXT - out.len();
             let cut = match s.char_indices().find(|(i, _)| *i >= room) {
@@ -280,8 +291,8 @@ fn strings(value: &Value, out: &mut String, depth: usize) {
             out.push_str(cut);
             out.push('\n');
         }
-        Value::Array(items) => items.iter().for_each(|v| strings(v, out, depth + 1)),
-        Value::Object(map) => map.values().for_each(|v| strings(v, out, depth + 1)),
+        Value::Array(items) => items.iter().for_each(|v| strings(v, out, depth + 1, keep)),
+        Value::Object(map) => map.values().for_each(|v| strings(v, out, depth + 1, keep)),
         _ => {}
     }
 }

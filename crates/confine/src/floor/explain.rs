@@ -80,6 +80,31 @@ const PHRASES: &[(&str, Refusal)] = &[
     ("ebusy", Refusal::Busy),
 ];
 
+/// The first refusal `line` names: where, the phrase, and which.
+fn refusal_in(line: &str) -> Option<(usize, &'static str, Refusal)> {
+    PHRASES
+        .iter()
+        .find_map(|(p, r)| find_ascii_ci(line, p).map(|at| (at, *p, *r)))
+}
+
+/// Whether `text` names a refusal at all: what a tool result must do before it is read
+/// further (most do not, and are left at that).
+pub fn names_refusal(text: &str) -> bool {
+    refusal_in(text).is_some()
+}
+
+/// Where `needle` (ASCII lowercase) first occurs in `hay`, ASCII case aside, without making
+/// a lowercase copy of `hay` (this runs over every tool result).
+pub fn find_ascii_ci(hay: &str, needle: &str) -> Option<usize> {
+    let (h, n) = (hay.as_bytes(), needle.as_bytes());
+    let first = *n.first()?;
+    if h.len() < n.len() {
+        return None;
+    }
+    (0..=h.len() - n.len())
+        .find(|&i| h[i].to_ascii_lowercase() == first && h[i..i + n.len()].eq_ignore_ascii_case(n))
+}
+
 impl Lines {
     /// The lines of `plan`; `home` expands `~/` in what tools print.
     pub fn new(plan: &Plan, home: Option<PathBuf>) -> Lines {
@@ -121,11 +146,7 @@ impl Lines {
             None => text,
         };
         for line in text.lines() {
-            let lower = line.to_ascii_lowercase();
-            let Some((at, phrase, refusal)) = PHRASES
-                .iter()
-                .find_map(|(p, r)| lower.find(p).map(|at| (at, *p, *r)))
-            else {
+            let Some((at, phrase, refusal)) = refusal_in(line) else {
                 continue;
             };
             // The path the refusal is about: the one right before it (`touch: cannot touch
@@ -324,6 +345,27 @@ mod tests {
                 &ws
             )
             .is_empty());
+    }
+
+    #[test]
+    fn a_phrase_is_found_where_a_lowercase_copy_would_find_it() {
+        for (hay, needle) in [
+            ("touch: x: Permission Denied", "permission denied"),
+            ("Error: EACCES: permission denied", "eacces"),
+            ("ÉCHEC: Read-only file system", "read-only file system"),
+            ("nothing here", "ebusy"),
+            ("eb", "ebusy"),
+        ] {
+            assert_eq!(
+                find_ascii_ci(hay, needle),
+                hay.to_ascii_lowercase().find(needle),
+                "{hay}"
+            );
+        }
+        assert!(names_refusal(
+            "OSError: [Errno 30] Read-only file system: 'x'"
+        ));
+        assert!(!names_refusal("all good"));
     }
 
     #[test]
