@@ -59,6 +59,15 @@ pub fn state_dir() -> Option<PathBuf> {
         .map(|d| d.join("ahp-wrap"))
 }
 
+/// Makes `dir` (and its parents) when missing, private to the user (0700): the state
+/// directory and what the run keeps in it.
+pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o700)
+        .create(dir)
+}
+
 /// A fresh log file name in the state directory, created private (0700 dir, 0600 file).
 fn default_log_file() -> Result<(PathBuf, File), LogError> {
     let dir = state_dir().ok_or(LogError::NoStateDir)?;
@@ -66,11 +75,7 @@ fn default_log_file() -> Result<(PathBuf, File), LogError> {
         path: path.display().to_string(),
         source,
     };
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(&dir)
-        .map_err(|e| open_err(&dir, e))?;
+    make_private_dir(&dir).map_err(|e| open_err(&dir, e))?;
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace(':', "");

@@ -86,28 +86,6 @@ fn a_script_written_then_run_cannot_delete_outside_the_workspace() {
     );
 }
 
-/// The wrapper's command, started without `CAP_AUDIT_READ`: the kernel's audit log cannot
-/// be read by the run, whatever the audit subsystem's state.
-fn without_audit_read(cmd: &std::process::Command) -> std::process::Command {
-    let mut c = std::process::Command::new("setpriv");
-    c.args(["--inh-caps=-audit_read", "--bounding-set=-audit_read"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args())
-        .env_clear();
-    for (key, value) in cmd.get_envs() {
-        if let Some(v) = value {
-            c.env(key, v);
-        }
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        c.current_dir(dir);
-    }
-    c.stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped());
-    c
-}
-
 /// A write the floor refuses, as the agent's own tool reports it ("Permission denied"): the
 /// agent is told, in the context Claude Code takes after a tool call, that this run's floor
 /// refused it and what the user can change; the person's summary counts it; the audit log
@@ -147,7 +125,8 @@ fn a_refusal_of_the_floor_is_explained_to_the_agent_and_counted() {
             ]),
             &["-p", "write a note", "--allowedTools", "Bash"],
         );
-        let r = run(without_audit_read(&cmd));
+        // The kernel's audit log unreadable by the run; the environment the test set, alone.
+        let r = run(ahp_wrap_testkit::common::without_audit_read(&cmd, true));
         r.check(
             r.output.status.code() == Some(0),
             "the run should end normally",

@@ -177,26 +177,9 @@ fn as_is(cmd: Command) -> Command {
     cmd
 }
 
-/// `cmd` started by `setpriv` without `CAP_AUDIT_READ` (root's other capabilities kept): the
-/// audit log cannot be read, whatever the subsystem's state.
+/// `cmd` unable to read the kernel's audit log (see the testkit's `without_audit_read`).
 fn without_audit_read(cmd: Command) -> Command {
-    let mut c = Command::new("setpriv");
-    c.args(["--inh-caps=-audit_read", "--bounding-set=-audit_read"])
-        .arg(cmd.get_program())
-        .args(cmd.get_args());
-    for (key, value) in cmd.get_envs() {
-        match value {
-            Some(v) => c.env(key, v),
-            None => c.env_remove(key),
-        };
-    }
-    if let Some(dir) = cmd.get_current_dir() {
-        c.current_dir(dir);
-    }
-    c.stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c
+    common::without_audit_read(&cmd, false)
 }
 
 #[test]

@@ -70,7 +70,7 @@ impl Auditor {
         key_file: Option<&std::path::Path>,
     ) -> Result<Auditor, AuditError> {
         let key = super::load_key(key_file, std::env::var(super::KEY_ENV).ok())?;
-        if let Err(e) = super::trail::make_dir(dir) {
+        if let Err(e) = crate::termlog::make_private_dir(dir) {
             tracing::warn!(
                 "the audit trail {} cannot be made ({e}): this run keeps no audit file \
                  (--audit-log PATH chooses one)",

@@ -11,7 +11,6 @@
 //! never as intact).
 
 use std::io;
-use std::os::unix::fs::DirBuilderExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
@@ -57,10 +56,7 @@ pub fn read(path: &Path) -> Option<Head> {
 )]
 pub fn write(path: &Path, head: &Head) -> io::Result<()> {
     if let Some(dir) = path.parent() {
-        std::fs::DirBuilder::new()
-            .recursive(true)
-            .mode(0o700)
-            .create(dir)?;
+        crate::termlog::make_private_dir(dir)?;
     }
     let tmp = path.with_extension(format!("tmp.{}", std::process::id()));
     std::fs::write(&tmp, serde_json::to_vec(head).expect("a head serializes"))?;

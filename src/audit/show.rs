@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use super::line::{self, Read};
-use super::summary::describe_full;
+use super::summary::{describe_full, one_line};
 use super::trail::{self, RunLog};
 use super::{AuditRecord, Summary};
 
@@ -336,20 +336,6 @@ fn table(out: &mut String, records: &[&(Vec<u8>, AuditRecord)], width: Option<us
             let _ = writeln!(out, "{:indent$}↳ {}", "", fit(&reason, rest.map(|n| n - 2)));
         }
     }
-}
-
-/// `s` on one line, cut to `max` characters with `…`.
-fn one_line(s: &str, max: usize) -> String {
-    let flat: String = s
-        .chars()
-        .map(|c| if c.is_control() { ' ' } else { c })
-        .collect();
-    if flat.chars().count() <= max {
-        return flat;
-    }
-    let mut cut: String = flat.chars().take(max).collect();
-    cut.push('…');
-    cut
 }
 
 /// Prints `text`: through a pager (`$PAGER`, else `less -FRX`) when stdout is a terminal

@@ -274,11 +274,11 @@ fn short_time(ts: &str) -> &str {
 }
 
 /// Newlines and tabs as spaces, at most `max` characters (then `…`).
-fn one_line(s: &str, max: usize) -> String {
+pub(super) fn one_line(s: &str, max: usize) -> String {
     let mut out: String = s
         .chars()
         .map(|c| if c.is_control() { ' ' } else { c })
-        .take(max + 1)
+        .take(max.saturating_add(1))
         .collect();
     if out.chars().count() > max {
         out = out.chars().take(max).collect();
@@ -330,7 +330,7 @@ pub(super) fn describe_full(payload: &Value) -> String {
         (None, Some(d)) => d,
         (None, None) => return String::new(),
     };
-    one_line(&redact_str(&text), usize::MAX - 1)
+    one_line(&redact_str(&text), usize::MAX)
 }
 
 /// Reads the summary of a log file. It does not verify the chain ([`super::verify()`] does);

@@ -16,7 +16,7 @@
 
 use std::fs::{File, OpenOptions};
 use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::OpenOptionsExt;
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
 
@@ -96,14 +96,6 @@ fn parse_size(s: &str) -> Option<u64> {
 /// Where the trail is by default: `<state dir>/audit`.
 pub fn default_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("audit"))
-}
-
-/// Makes the trail's directory (and its parents) when missing, private to the user.
-pub fn make_dir(dir: &Path) -> io::Result<()> {
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// The file a run that started at `started`, with session id `session`, writes.

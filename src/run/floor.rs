@@ -88,7 +88,7 @@ pub(super) fn prepare(
     // cache needs one.
     let layers = match plan.caches.is_empty() {
         true => None,
-        false => caches_dir().filter(|d| make_private(d).is_ok()),
+        false => caches_dir().filter(|d| crate::termlog::make_private_dir(d).is_ok()),
     };
     if let Some(dir) = &layers {
         if plan.writable.iter().any(|w| dir.starts_with(w)) {
@@ -414,15 +414,6 @@ impl Run<'_> {
 /// Where the caches' layers lie: `caches/` in the user's state directory for ahp-wrap.
 fn caches_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("caches"))
-}
-
-/// Makes `dir` (and its parents) when missing, private.
-fn make_private(dir: &Path) -> std::io::Result<()> {
-    use std::os::unix::fs::DirBuilderExt;
-    std::fs::DirBuilder::new()
-        .recursive(true)
-        .mode(0o700)
-        .create(dir)
 }
 
 /// What a run of `program` under `framework` in `workspace` starts its floor from: the home

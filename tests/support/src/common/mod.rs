@@ -8,7 +8,7 @@ use std::process::Command;
 pub mod dirs;
 pub mod process;
 pub use dirs::{outside_temp, outside_tree};
-pub use process::{alive, eventually, free_port, run, show};
+pub use process::{alive, eventually, free_port, run, show, without_audit_read};
 
 pub use crate::wrap_bin;
 

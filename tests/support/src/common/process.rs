@@ -224,3 +224,29 @@ pub fn free_port() -> u16 {
         .unwrap()
         .port()
 }
+
+/// `cmd` started by `setpriv` without `CAP_AUDIT_READ` (root's other capabilities kept): the
+/// kernel's audit log cannot be read by it, whatever the audit subsystem's state. Its
+/// environment is ours with `cmd`'s settings over it, or (`clear`) `cmd`'s settings alone.
+pub fn without_audit_read(cmd: &Command, clear: bool) -> Command {
+    let mut c = Command::new("setpriv");
+    c.args(["--inh-caps=-audit_read", "--bounding-set=-audit_read"])
+        .arg(cmd.get_program())
+        .args(cmd.get_args());
+    if clear {
+        c.env_clear();
+    }
+    for (key, value) in cmd.get_envs() {
+        match value {
+            Some(v) => c.env(key, v),
+            None => c.env_remove(key),
+        };
+    }
+    if let Some(dir) = cmd.get_current_dir() {
+        c.current_dir(dir);
+    }
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    c
+}
