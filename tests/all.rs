@@ -16,6 +16,7 @@ mod acp_proxy;
 mod aider_e2e;
 mod approvals_host;
 mod approvals_page;
+mod audit_trail;
 mod audit_verify;
 mod auth;
 mod child;

@@ -145,3 +145,20 @@ fn a_replaced_acknowledged_record_is_caught_by_its_head() {
     let err = AuditLog::open_with_heads(&path, Some(KEY.to_vec()), Some(&heads)).unwrap_err();
     assert!(matches!(err, AuditError::Committed { .. }), "{err}");
 }
+
+/// Notifications are written without waiting for the disk; the close syncs them before it
+/// leaves its head, so a log of notifications only is acknowledged like any other.
+#[test]
+fn a_log_of_notifications_only_is_synced_and_acknowledged_at_its_close() {
+    let dir = tempfile::tempdir().unwrap();
+    let heads = dir.path().join("heads");
+    let path = dir.path().join("audit.jsonl");
+    let mut log = AuditLog::open_with_heads(&path, None, Some(&heads)).unwrap();
+    for _ in 0..3 {
+        log.append(&record("notified")).unwrap();
+    }
+    drop(log);
+    let committed = head::read(&head::head_path(&heads, &path)).expect("a head at the close");
+    assert_eq!(committed.seq, 2);
+    assert!(verify_with_head(&path, None, Some(&committed)).is_ok());
+}

@@ -17,6 +17,7 @@ use ahp_wrap_testkit::approvals;
 use ahp_wrap_testkit::common;
 mod names;
 mod settings;
+mod told;
 
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
