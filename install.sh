@@ -49,6 +49,11 @@ case "${1:-}" in
         done
       done
     done
+    # As root: the files `ahp-wrap setup` installed for users who are not root (Gemini CLI's
+    # system settings), those whose hooks run this install's executables.
+    if [ "$(id -u)" = 0 ] && [ -x "$PREFIX/bin/ahp-wrap" ]; then
+      "$PREFIX/bin/ahp-wrap" setup --remove | while read -r line; do say "$line"; done || true
+    fi
     for f in "${files[@]}"; do
       if [ -e "$f" ]; then rm -f "$f" && say "removed $f"; fi
     done

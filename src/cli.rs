@@ -119,6 +119,22 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Install, as root and once, what an agent needs before users who are not root can be
+    /// supervised: for Gemini CLI, a system settings file with the hooks
+    /// (/etc/ahp-wrap/gemini/settings.json).
+    ///
+    /// The file names the `ahp-wrap-hook` beside this executable, which must be writable by
+    /// root alone (install system-wide first). Run it again after an upgrade, or after the
+    /// machine's own Gemini system settings change: a run says when. `--remove` removes it;
+    /// without a framework, every such file.
+    Setup {
+        /// The framework (gemini).
+        #[arg(required_unless_present = "remove")]
+        framework: Option<String>,
+        /// Remove the file instead.
+        #[arg(long)]
+        remove: bool,
+    },
     /// Check shim manifests: an agent's hook system described in TOML (docs/shims.md).
     Shim {
         #[command(subcommand)]

@@ -1,13 +1,15 @@
 //! The subcommands other than running an agent: `serve`, `policy …`, `audit …`, `doctor`,
-//! `restore`, `shim check`, `completions`, `man`.
+//! `restore`, `setup`, `shim check`, `completions`, `man`.
 //!
 //! Owns: what each prints and its exit code. Must not touch: the run (`run/`), or the
 //! engine, log or listeners themselves (`policy/`, `audit/`, `serve/`).
 
 mod doctor;
 mod restore;
+mod setup;
 pub use doctor::doctor;
 pub use restore::restore;
+pub use setup::setup;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -55,6 +55,7 @@ mod floor_publish;
 mod floor_refusals;
 mod gemini_e2e;
 mod gemini_state;
+mod gemini_user;
 mod guardian;
 mod interop;
 mod kilo_e2e;

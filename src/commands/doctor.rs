@@ -11,10 +11,13 @@ use std::time::{Duration, Instant};
 use serde_json::{json, Value};
 
 use crate::exit::{self, Exit};
-use crate::frameworks::{self, Framework};
+use crate::frameworks::{self, Framework, Installed};
 
 /// How long an agent may take to print its version.
 const VERSION_WAIT: Duration = Duration::from_secs(10);
+
+/// What doctor says of an installed file that is this build's.
+const CURRENT: &str = "installed and current";
 
 /// One agent, as found.
 struct Found {
@@ -24,6 +27,9 @@ struct Found {
     version: Option<String>,
     proven: frameworks::Proven,
     refused: Option<String>,
+    /// The file root installs for users who are not root, if the agent needs one: where,
+    /// and what is there.
+    installed: Option<(PathBuf, &'static str)>,
 }
 
 impl Found {
@@ -54,6 +60,10 @@ impl Found {
                 (Some(_), None) => "injected for each run".into(),
                 (Some(_), Some(why)) => format!("refused: {why}").into(),
             },
+            "system_file": self.installed.as_ref().map(|(path, state)| json!({
+                "path": path.display().to_string(),
+                "state": state,
+            })),
         })
     }
 }
@@ -61,9 +71,11 @@ impl Found {
 /// `ahp-wrap doctor [--json]`: exits 0 when every agent found is on its proven version and
 /// its hooks could be injected, 1 otherwise.
 pub fn doctor(as_json: bool) -> Exit {
+    let self_exe = std::env::current_exe().unwrap_or_else(|_| "ahp-wrap".into());
+    let hook_exe = crate::run::hook_executable(&self_exe);
     let agents: Vec<Found> = frameworks::all()
         .iter()
-        .filter_map(|&f| f.proven().map(|p| find(f, p)))
+        .filter_map(|&f| f.proven().map(|p| find(f, p, &hook_exe)))
         .collect();
     let (enforced, missing) = floor();
     let logs = logs();
@@ -89,7 +101,7 @@ pub fn doctor(as_json: bool) -> Exit {
 }
 
 /// The first of `f`'s executables on PATH, and its version.
-fn find(f: &'static dyn Framework, proven: frameworks::Proven) -> Found {
+fn find(f: &'static dyn Framework, proven: frameworks::Proven, hook_exe: &Path) -> Found {
     let found = f
         .executables()
         .iter()
@@ -105,7 +117,16 @@ fn find(f: &'static dyn Framework, proven: frameworks::Proven) -> Found {
         version: path
             .as_deref()
             .and_then(|p| version(p).or_else(|| frameworks::installed_version(f, p))),
-        refused: path.as_ref().and_then(|_| f.injection_refused()),
+        refused: path.as_ref().and_then(|_| f.injection_refused(hook_exe)),
+        installed: f.system_file(hook_exe).and_then(Result::ok).map(|file| {
+            let state = match file.state() {
+                Installed::Current => CURRENT,
+                Installed::Absent => "not installed",
+                Installed::Unsafe(_) => "UNSAFE: a user other than root could change it",
+                Installed::Stale => "OUT OF DATE: not what this ahp-wrap installs",
+            };
+            (file.path, state)
+        }),
         path,
         proven,
     }
@@ -233,10 +254,20 @@ fn text(
                     ),
                     _ => format!("version unknown (the shim is proven on {})", a.proven),
                 };
-                let hooks = match &a.refused {
+                let mut hooks = match &a.refused {
                     None => String::new(),
                     Some(why) => format!("\n            hooks would be refused: {why}"),
                 };
+                if let Some((file, state)) = &a.installed {
+                    let fix = match *state {
+                        CURRENT => String::new(),
+                        _ => format!(" (`sudo ahp-wrap setup {}`)", a.framework),
+                    };
+                    hooks.push_str(&format!(
+                        "\n            for users who are not root: {} {state}{fix}",
+                        file.display(),
+                    ));
+                }
                 format!(
                     "  {:<9} {version:<10} {status}  {}{hooks}\n",
                     a.executable,

@@ -22,7 +22,7 @@ use std::sync::OnceLock;
 
 pub use adapter::{
     installed_version, AgentCommand, AgentFiles, CallerReply, Framework, FrameworkError,
-    HookContext, Mapped, Proven, RunContext,
+    HookContext, Installed, Mapped, Proven, RunContext, SystemFile,
 };
 use ahp_wrap_shim_claude_code as claude_code;
 use ahp_wrap_shim_codex as codex;

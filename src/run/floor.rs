@@ -136,7 +136,10 @@ fn kernel(
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
-    let support = floor::Support::probe();
+    let mut support = floor::Support::probe();
+    if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
+        support.namespaces = Err(why.clone());
+    }
     let reader = floor::denials::Reader::open(support.landlock_abi);
     let mut report = support.report(&plan, &reader);
     if support.landlock_abi < 1 {

@@ -17,6 +17,7 @@ mod statefiles;
 mod supervise;
 
 pub use crate::rundir::{only_root_can_write, RunDir};
+pub(crate) use phases::hook_executable;
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -428,7 +428,7 @@ fn own_files(self_exe: &Path, held: &RunGuard<'_>) -> Vec<PathBuf> {
 /// The executable hooks call: the small `ahp-wrap-hook` installed next to us when there is
 /// one (it starts in a fraction of the time, which every tool call pays), else ourselves.
 /// Both take `hook <framework> <hook>`.
-fn hook_executable(self_exe: &Path) -> PathBuf {
+pub(crate) fn hook_executable(self_exe: &Path) -> PathBuf {
     small_executable(self_exe).unwrap_or_else(|| self_exe.to_owned())
 }
 

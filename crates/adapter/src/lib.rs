@@ -34,6 +34,7 @@ pub use ahp_wrap_confine::statefile::{Format as StateFormat, KeyRule, StateFile,
 /// by the shim.
 pub use ahp_wrap_wire::control::CallerReply;
 pub use ahp_wrap_wire::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
+pub use shared::system_file::{Installed, SystemFile};
 pub use shared::Shim;
 
 /// Whether a name is a plain word (what the control socket accepts as a scope or a name:
@@ -205,8 +206,16 @@ pub trait Framework: Send + Sync + 'static {
 
     /// Why a run started here and now could not inject the agent's hooks, if it could not
     /// (a run refuses then): what `ahp-wrap doctor` says before any run. Only what can be
-    /// known without the agent's command line.
-    fn injection_refused(&self) -> Option<String> {
+    /// known without the agent's command line. `hook_exe` is what the hooks would run
+    /// ([`RunContext::self_exe`]).
+    fn injection_refused(&self, _hook_exe: &Path) -> Option<String> {
+        None
+    }
+
+    /// The file root installs once (`ahp-wrap setup <framework>`) so that users who are not
+    /// root can be supervised, with this build's content for hooks that run `hook_exe`;
+    /// `None` when the agent needs no such file (see [`shared::system_file`]).
+    fn system_file(&self, _hook_exe: &Path) -> Option<Result<SystemFile, FrameworkError>> {
         None
     }
 

@@ -12,6 +12,7 @@
 
 #![forbid(unsafe_code)]
 
+mod installed;
 mod map;
 mod render;
 mod settings;
@@ -58,8 +59,18 @@ impl Framework for Gemini {
         )))
     }
 
-    fn injection_refused(&self) -> Option<String> {
-        settings::not_root().map(str::to_owned)
+    fn injection_refused(&self, hook_exe: &std::path::Path) -> Option<String> {
+        // Root writes a settings file for each run; anyone else needs the installed one.
+        (!nix::unistd::geteuid().is_root())
+            .then(|| installed::refusal(hook_exe))
+            .flatten()
+    }
+
+    fn system_file(
+        &self,
+        hook_exe: &std::path::Path,
+    ) -> Option<Result<ahp_wrap_adapter::SystemFile, FrameworkError>> {
+        Some(installed::system_file(hook_exe))
     }
 
     fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {

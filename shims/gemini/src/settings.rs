@@ -13,7 +13,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value};
 
-use super::{GeminiEvent, NAME, SHIM};
+use super::{installed, GeminiEvent, NAME, SHIM};
 use ahp_wrap_adapter::shared::settings::{append_hook_groups, command_group, SystemSettings};
 use ahp_wrap_adapter::shared::timeout;
 use ahp_wrap_adapter::{only_root_can_write, run_nonce, AgentCommand, FrameworkError, RunContext};
@@ -24,10 +24,12 @@ pub const SETTINGS_FILE: &str = "gemini-system-settings.json";
 pub const ENV_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
 /// The variable naming the system defaults file (else: next to the system settings).
 pub const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
+/// The variable that gives the hooks of the installed file this run's nonce.
+pub const ENV_HOOK_NONCE: &str = "AHP_WRAP_HOOK_NONCE";
 /// Where Gemini looks for system settings on Linux when the variable is not set.
 pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
 
-const SYSTEM: SystemSettings<'static> = SystemSettings {
+pub(crate) const SYSTEM: SystemSettings<'static> = SystemSettings {
     framework: NAME,
     env_settings: ENV_SYSTEM_SETTINGS,
     defaults: Some((ENV_SYSTEM_DEFAULTS, "system-defaults.json")),
@@ -45,17 +47,35 @@ pub fn hook_command(
     SHIM.plain_hook_command(self_exe, nonce, event.name())
 }
 
+/// How our hooks are named and what they run: for one run, or in the file root installs.
+#[derive(Clone, Copy)]
+pub enum Hooks<'a> {
+    /// The run's own settings file: the nonce is in each hook's name and command.
+    Run { nonce: &'a str },
+    /// The installed file, the same for every run: each name takes the run's nonce from
+    /// the variable [`ENV_HOOK_NONCE`] when Gemini loads the file (it expands `${VAR}` in
+    /// every settings value), so no `hooksConfig.disabled` entry written beforehand can
+    /// name it either.
+    Installed,
+}
+
 /// Appends our hooks to `settings` and makes sure hooks are on. Each hook's `name` carries
 /// the per-run nonce, so no `hooksConfig.disabled` entry written beforehand can name it.
 pub fn merge(
     mut settings: Map<String, Value>,
     self_exe: &Path,
-    nonce: &str,
+    hooks: Hooks<'_>,
     timeout_ms: u64,
 ) -> Result<Map<String, Value>, FrameworkError> {
     let mut groups = Vec::new();
     for event in GeminiEvent::ALL {
-        let command = hook_command(self_exe, nonce, event)?;
+        let (command, nonce) = match hooks {
+            Hooks::Run { nonce } => (hook_command(self_exe, nonce, event)?, nonce.to_owned()),
+            Hooks::Installed => (
+                SHIM.installed_hook_command(self_exe, event.name())?,
+                format!("${{{ENV_HOOK_NONCE}}}"),
+            ),
+        };
         let mut group = command_group(command, timeout_ms, event.is_tool_event().then_some(".*"));
         group["hooks"][0]["name"] = format!("ahp-wrap-{nonce}-{}", event.name()).into();
         groups.push((event.name(), group));
@@ -76,7 +96,7 @@ pub fn merge(
 }
 
 /// The system settings Gemini would read without us, when it would trust them.
-fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkError> {
+pub(crate) fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkError> {
     if !path.exists() {
         return Ok(Map::new());
     }
@@ -92,17 +112,11 @@ fn load_system_settings(path: &Path) -> Result<Map<String, Value>, FrameworkErro
     SYSTEM.read(path)
 }
 
-/// Why this process cannot inject Gemini's hooks, when it is not root.
-pub fn not_root() -> Option<&'static str> {
-    (!nix::unistd::geteuid().is_root()).then_some(
-        "Gemini CLI reads injected hooks only from a system settings file that root owns, in directories \
-         only root can write, so the wrapper must run as root to supervise it (see shims/gemini/README.md)",
-    )
-}
-
+/// Injects our hooks for one run: as root, a settings file of the run's own; else the
+/// file root installed once for every user (see `installed`).
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-    if let Some(why) = not_root() {
-        return Err(SHIM.prepare_error(why));
+    if !nix::unistd::geteuid().is_root() {
+        return installed::prepare(run, cmd);
     }
     if !only_root_can_write(&run.run_dir) {
         return Err(SHIM.prepare_error(format!(
@@ -119,7 +133,12 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
         Some(path) => load_system_settings(path)?,
         None => Map::new(),
     };
-    let merged = merge(system, &run.self_exe, &nonce, timeout_ms)?;
+    let merged = merge(
+        system,
+        &run.self_exe,
+        Hooks::Run { nonce: &nonce },
+        timeout_ms,
+    )?;
     SYSTEM.install(run, cmd, real.as_deref(), merged)
 }
 
@@ -137,7 +156,13 @@ mod tests {
             "hooks": {"BeforeTool": [{"matcher": "run_shell_command", "hooks": [{"type": "command", "command": "mine"}]}]},
         }))
         .unwrap();
-        let m = merge(system, Path::new("/opt/ahp wrap"), "abc", 17_000).unwrap();
+        let m = merge(
+            system,
+            Path::new("/opt/ahp wrap"),
+            Hooks::Run { nonce: "abc" },
+            17_000,
+        )
+        .unwrap();
         assert_eq!(m["model"]["name"], "x");
         assert_eq!(
             m["hooksConfig"],
@@ -159,7 +184,7 @@ mod tests {
             assert!(m["hooks"][event.name()].is_array(), "{}", event.name());
         }
         let bad: Map<String, Value> = serde_json::from_value(json!({"hooks": []})).unwrap();
-        assert!(merge(bad, Path::new("x"), "n", 1,).is_err());
+        assert!(merge(bad, Path::new("x"), Hooks::Installed, 1).is_err());
     }
 
     #[test]
@@ -178,7 +203,7 @@ mod tests {
         };
         if !nix::unistd::geteuid().is_root() {
             let e = prepare(&run, &mut cmd).unwrap_err().to_string();
-            assert!(e.contains("must run as root"), "{e}");
+            assert!(e.contains("setup gemini"), "{e}");
             return;
         }
         // As root the run directory avoids /tmp, so Gemini will read what we write there.

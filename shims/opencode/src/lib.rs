@@ -136,7 +136,7 @@ impl Framework for OpenCode {
         Some(self.0.proven)
     }
 
-    fn injection_refused(&self) -> Option<String> {
+    fn injection_refused(&self, _hook_exe: &std::path::Path) -> Option<String> {
         config::pure_refusal(self.0, std::env::var(self.0.env_pure).ok().as_deref())
     }
 

@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use super::{parse, ManifestShim};
 use crate::frameworks::adapter::{
     AgentCommand, AgentFiles, CallerReply, Final, Framework, FrameworkError, HookContext, Mapped,
-    Proven, RunContext, Shim,
+    Proven, RunContext, Shim, SystemFile,
 };
 
 /// A manifest compiled into the binary (`shims/<name>/shim.toml`): its text, and the two
@@ -143,8 +143,12 @@ impl Framework for BuiltInShim {
         self.shim().map_or(&[], |s| s.packages())
     }
 
-    fn injection_refused(&self) -> Option<String> {
-        self.shim().ok()?.injection_refused()
+    fn injection_refused(&self, hook_exe: &Path) -> Option<String> {
+        self.shim().ok()?.injection_refused(hook_exe)
+    }
+
+    fn system_file(&self, hook_exe: &Path) -> Option<Result<SystemFile, FrameworkError>> {
+        self.shim().ok()?.system_file(hook_exe)
     }
 
     fn wrap_mcp(

@@ -241,6 +241,11 @@ fn droid_user_settings(base: &str) -> Value {
 pub struct World {
     base: TestDir,
     pub agent: Agent,
+    /// The user and group every run starts as, when not the test's own (the test runs as
+    /// root and makes them).
+    pub user: Option<(u32, u32)>,
+    /// Variables every run gets, after the offline environment.
+    pub env: Vec<(String, std::ffi::OsString)>,
 }
 
 impl Deref for World {
@@ -253,7 +258,12 @@ impl Deref for World {
 impl World {
     pub fn new(agent: Agent) -> World {
         let base = TestDir::new(&format!("ahp-{}-e2e-", agent.dir()), None, &[]);
-        let world = World { base, agent };
+        let world = World {
+            base,
+            agent,
+            user: None,
+            env: Vec::new(),
+        };
         // Offline: telemetry, usage statistics and update checks off; API-key auth.
         world.user_settings(match agent {
             Agent::Gemini => json!({
@@ -382,6 +392,13 @@ impl World {
         }
         for (k, v) in env {
             cmd.env(k, v);
+        }
+        for (k, v) in &self.env {
+            cmd.env(k, v);
+        }
+        if let Some((uid, gid)) = self.user {
+            std::os::unix::process::CommandExt::uid(&mut cmd, uid);
+            std::os::unix::process::CommandExt::gid(&mut cmd, gid);
         }
         run(cmd)
     }

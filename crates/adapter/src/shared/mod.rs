@@ -11,6 +11,7 @@ pub mod output;
 pub mod payload;
 pub mod settings;
 mod shim;
+pub mod system_file;
 pub mod timeout;
 mod verdict;
 

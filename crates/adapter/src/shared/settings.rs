@@ -25,6 +25,16 @@ pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -
     )
 }
 
+/// The command of a hook in a file installed once for every run
+/// ([`super::system_file`]): `exec <ahp-wrap-hook> hook <framework> <hook>`, the same for
+/// every run (the hook finds its run in its environment).
+pub fn installed_hook_command(self_exe: &Path, framework: &str, hook: &str) -> String {
+    format!(
+        "exec {} hook {framework} {hook}",
+        shell_quote(&self_exe.to_string_lossy())
+    )
+}
+
 /// Refuses an `ahp-wrap` path that a settings loader or shell could expand (`$VAR`,
 /// backticks): the hook command must run exactly the executable we name. Agents that
 /// expand variables in settings values (Gemini, Qwen) or hand the command to a shell
@@ -150,12 +160,18 @@ impl SystemSettings<'_> {
     ) -> Result<(), FrameworkError> {
         let path = write_private(run, self.file_name, &Value::Object(merged))
             .map_err(|why| self.err(why))?;
+        self.point_at(cmd, &path, real);
+        Ok(())
+    }
+
+    /// Points the agent at `path` as its system settings, and its defaults variable back at
+    /// the defaults file it would read beside `real`.
+    pub fn point_at(&self, cmd: &mut AgentCommand, path: &Path, real: Option<&Path>) {
         cmd.env.push((self.env_settings.into(), path.into()));
         if let (Some((env, file)), Some(real)) = (self.defaults, real) {
             let defaults = self.defaults_path(env, file, real);
             cmd.env.push((env.into(), defaults));
         }
-        Ok(())
     }
 }
 

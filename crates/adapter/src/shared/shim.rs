@@ -78,6 +78,22 @@ impl Shim {
         self.check_plain_exe(self_exe)?;
         Ok(self.hook_command(self_exe, nonce, hook))
     }
+
+    /// The command of our `hook` in a file installed once for every run (see
+    /// [`super::settings::installed_hook_command`]); an `ahp-wrap` path the agent could
+    /// expand is refused.
+    pub fn installed_hook_command(
+        self,
+        self_exe: &Path,
+        hook: &str,
+    ) -> Result<String, FrameworkError> {
+        self.check_plain_exe(self_exe)?;
+        Ok(super::settings::installed_hook_command(
+            self_exe,
+            self.framework,
+            hook,
+        ))
+    }
 }
 
 #[cfg(test)]

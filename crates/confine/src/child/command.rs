@@ -45,4 +45,7 @@ pub struct AgentCommand {
     /// What this run's injection adds to the framework adapter's `Framework::agent_files` for the floor (e.g. an
     /// overlay directory in the run directory that the agent writes to).
     pub floor: AgentFiles,
+    /// Why the agent must not run in a user namespace of the floor's, if it must not: the
+    /// floor then confines it without one (Landlock alone) and says this reason.
+    pub no_namespaces: Option<String>,
 }

@@ -1,0 +1,159 @@
+//! `ahp-wrap setup <framework> [--remove]`: installs, once and as root, the file an agent
+//! needs before users who are not root can be supervised (Gemini CLI's system settings;
+//! see `adapter::shared::system_file`), or removes it. `--remove` without a framework
+//! removes every such file (what `install.sh --uninstall` runs as root).
+//!
+//! The file names the hook executable beside this `ahp-wrap`, which must then be root's
+//! alone: an executable a user could replace would run in place of every check. Written
+//! beside its place and renamed over it, 0644 in directories 0755, all owned by root.
+
+use std::io::Write;
+use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::path::Path;
+
+use crate::exit::{self, CommandResult, Exit, Failure};
+use crate::frameworks::{self, adapter, Framework, SystemFile};
+
+/// What `ahp-wrap setup` does: install `framework`'s file, or remove it (or every one).
+pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
+    let fail = |why: String| Failure::new(Exit::Problem, why);
+    let self_exe =
+        std::env::current_exe().map_err(|e| fail(format!("cannot find this executable: {e}")))?;
+    let hook_exe = crate::run::hook_executable(&self_exe);
+    let chosen: Vec<&'static dyn Framework> = match framework {
+        Some(name) => {
+            let f = frameworks::find(name)
+                .ok_or_else(|| Failure::new(Exit::Error, format!("unknown framework {name:?}")))?;
+            vec![f]
+        }
+        None if remove => frameworks::all().to_vec(),
+        None => {
+            return Err(Failure::new(
+                Exit::Error,
+                "name the framework to set up (ahp-wrap setup gemini), or --remove",
+            ))
+        }
+    };
+    let mut files: Vec<(&str, SystemFile)> = chosen
+        .iter()
+        .filter_map(|f| Some((f.name(), f.system_file(&hook_exe)?)))
+        .map(|(name, file)| {
+            file.map(|file| (name, file))
+                .map_err(|e| fail(e.to_string()))
+        })
+        .collect::<Result<_, _>>()?;
+    if framework.is_none() {
+        // Every file, as an uninstall removes them: only those whose hooks run this
+        // install's executable (another install's stay).
+        files.retain(|(_, file)| names_exe(&file.path, &hook_exe));
+    }
+    if let (Some(name), true) = (framework, files.is_empty()) {
+        exit::print(&format!(
+            "{name}: nothing to set up (its hooks are injected for each run, for every user)\n"
+        ));
+        return Ok(Exit::OK);
+    }
+    if !nix::unistd::geteuid().is_root() {
+        let what = framework.map_or_else(
+            || "--remove".to_owned(),
+            |n| format!("{n}{}", if remove { " --remove" } else { "" }),
+        );
+        return Err(fail(format!(
+            "setup writes under {}, which only root can: run `sudo {} setup {what}`",
+            adapter::shared::system_file::system_dir().display(),
+            self_exe.display()
+        )));
+    }
+    for (name, file) in &files {
+        let said = if remove {
+            remove_file(file)
+        } else {
+            install(file, &hook_exe)
+        }
+        .map_err(|why| fail(format!("{name}: {why}")))?;
+        exit::print(&format!("{name}: {said}\n"));
+    }
+    Ok(Exit::OK)
+}
+
+/// Whether the file at `path` names `exe` (its hooks run it).
+fn names_exe(path: &Path, exe: &Path) -> bool {
+    let exe = exe.as_os_str().as_encoded_bytes();
+    std::fs::read(path).is_ok_and(|text| text.windows(exe.len()).any(|w| w == exe))
+}
+
+/// Writes `file` in place (root's, 0644), unless it is current already; what was done.
+fn install(file: &SystemFile, hook_exe: &Path) -> Result<String, String> {
+    if !frameworks::adapter::only_root_can_write(hook_exe) {
+        return Err(format!(
+            "the hook executable {} can be changed by a user other than root, and the file would make \
+             every run call it: install ahp-wrap where only root can write first (`sudo ./install.sh \
+             --prefix /usr/local`), then run its `ahp-wrap setup`",
+            hook_exe.display()
+        ));
+    }
+    let path = &file.path;
+    let was = file.state();
+    if was == adapter::Installed::Current {
+        return Ok(format!("{} is installed and current", path.display()));
+    }
+    let dir = path
+        .parent()
+        .ok_or_else(|| format!("{} has no directory", path.display()))?;
+    std::fs::DirBuilder::new()
+        .recursive(true)
+        .mode(0o755)
+        .create(dir)
+        .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
+    let staged = dir.join(".settings.json.new");
+    let _ = std::fs::remove_file(&staged);
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create_new(true)
+        .mode(0o644)
+        .open(&staged)
+        .and_then(|mut f| {
+            f.write_all(&file.content)?;
+            f.sync_all()
+        })
+        .and_then(|()| std::fs::rename(&staged, path))
+        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    // A file Gemini would not trust is no installation: say why, and leave nothing behind.
+    if let adapter::Installed::Unsafe(why) = file.state() {
+        let _ = std::fs::remove_file(path);
+        return Err(format!(
+            "{} was written, but {why}; removed it",
+            path.display()
+        ));
+    }
+    let verb = if was == adapter::Installed::Absent {
+        "installed"
+    } else {
+        "updated"
+    };
+    Ok(format!(
+        "{verb} {} (its hooks run {}); users who are not root are supervised from now on",
+        path.display(),
+        hook_exe.display()
+    ))
+}
+
+/// Removes `file`, and the directories it leaves empty up to the installed files' own.
+fn remove_file(file: &SystemFile) -> Result<String, String> {
+    let path = &file.path;
+    match std::fs::remove_file(path) {
+        Ok(()) => {}
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            return Ok(format!("{} is not installed", path.display()))
+        }
+        Err(e) => return Err(format!("cannot remove {}: {e}", path.display())),
+    }
+    let top = adapter::shared::system_file::system_dir();
+    for dir in path.ancestors().skip(1) {
+        // Stops at the first directory that is not empty (remove_dir refuses it).
+        if !dir.starts_with(&top) || std::fs::remove_dir(dir).is_err() {
+            break;
+        }
+    }
+    Ok(format!("removed {}", path.display()))
+}
