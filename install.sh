@@ -49,8 +49,8 @@ case "${1:-}" in
         done
       done
     done
-    # As root: the files `ahp-wrap setup` installed for users who are not root (Gemini CLI's
-    # system settings), those whose hooks run this install's executables.
+    # As root: what `ahp-wrap setup` installed for this install (Gemini CLI's system settings
+    # whose hooks run its executables, the AppArmor profile written for its path).
     if [ "$(id -u)" = 0 ] && [ -x "$PREFIX/bin/ahp-wrap" ]; then
       "$PREFIX/bin/ahp-wrap" setup --remove | while read -r line; do say "$line"; done || true
     fi

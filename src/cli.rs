@@ -119,17 +119,17 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Install, as root and once, what an agent needs before users who are not root can be
-    /// supervised: for Gemini CLI, a system settings file with the hooks
-    /// (/etc/ahp-wrap/gemini/settings.json).
+    /// Install, as root and once, what this machine needs: `gemini`, the system settings
+    /// file Gemini CLI reads our hooks from for users who are not root
+    /// (/etc/ahp-wrap/gemini/settings.json); `apparmor`, the profile that lets this ahp-wrap
+    /// make user namespaces where Ubuntu restricts them (/etc/apparmor.d/ahp-wrap).
     ///
-    /// The file names the `ahp-wrap-hook` beside this executable, which must be writable by
-    /// root alone (install system-wide first). Run it again after an upgrade, or after the
-    /// machine's own Gemini system settings change: a run says when. `--remove` removes it;
-    /// without a framework, every such file.
+    /// Each names the executables beside this one, which must be writable by root alone
+    /// (install system-wide first). Run it again after an upgrade or a move: a run says when.
+    /// `--remove` removes it; without a name, everything set up for this install.
     Setup {
-        /// The framework (gemini).
-        #[arg(required_unless_present = "remove")]
+        /// What to set up: gemini or apparmor.
+        #[arg(required_unless_present = "remove", value_name = "NAME")]
         framework: Option<String>,
         /// Remove the file instead.
         #[arg(long)]

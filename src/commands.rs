@@ -7,6 +7,8 @@
 mod doctor;
 mod restore;
 mod setup;
+#[cfg(target_os = "linux")]
+mod setup_apparmor;
 pub use doctor::doctor;
 pub use restore::restore;
 pub use setup::setup;

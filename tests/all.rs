@@ -49,6 +49,7 @@ mod fleet_codex;
 mod fleet_errors;
 mod fleet_restart;
 mod floor;
+mod floor_apparmor;
 mod floor_caches;
 mod floor_net;
 mod floor_publish;

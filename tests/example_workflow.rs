@@ -111,6 +111,13 @@ fn the_github_actions_workflow_runs_its_steps_locally() {
     std::fs::create_dir_all(&bin).unwrap();
     std::os::unix::fs::symlink(wrap_bin(), bin.join("ahp-wrap")).unwrap();
     std::os::unix::fs::symlink(support::claude_bin(), bin.join("claude")).unwrap();
+    // The runners' passwordless sudo (the suite runs as root).
+    std::fs::write(bin.join("sudo"), "#!/bin/sh\nexec \"$@\"\n").unwrap();
+    std::fs::set_permissions(
+        bin.join("sudo"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
 
     let api = support::FakeApi::start(
         world.dir.path(),
@@ -199,11 +206,32 @@ fn the_github_actions_workflow_runs_its_steps_locally() {
     assert_eq!(
         codes,
         [
+            (
+                "Let ahp-wrap make user namespaces (Ubuntu's AppArmor restriction)",
+                Some(0)
+            ),
             ("Run the agent under ahp-wrap", Some(0)),
             ("Check the audit log", Some(0)),
         ],
         "{ran:#?}"
     );
+    // The set-up step ran `ahp-wrap setup apparmor` (this kernel has no restriction: it
+    // says so and writes nothing), and the agent ran with the whole floor required.
+    let setup = &ran[0].2;
+    assert!(
+        setup.contains("apparmor: not needed here")
+            || setup.contains("apparmor: installed and loaded"),
+        "{setup}"
+    );
+    let agent_step = steps
+        .iter()
+        .find(|s| s.name.as_deref() == Some("Run the agent under ahp-wrap"))
+        .unwrap();
+    assert!(agent_step
+        .run
+        .as_deref()
+        .unwrap()
+        .contains("--require-floor"));
     // The push was refused and never happened; the fix was written.
     let refs = Command::new("git")
         .args(["for-each-ref"])

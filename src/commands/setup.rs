@@ -14,16 +14,43 @@ use std::path::Path;
 use crate::exit::{self, CommandResult, Exit, Failure};
 use crate::frameworks::{self, adapter, Framework, SystemFile};
 
+/// The set-up that is no framework's: the AppArmor profile for Ubuntu's restriction.
+#[cfg(target_os = "linux")]
+const APPARMOR: &str = "apparmor";
+
 /// What `ahp-wrap setup` does: install `framework`'s file, or remove it (or every one).
 pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
     let fail = |why: String| Failure::new(Exit::Problem, why);
     let self_exe =
         std::env::current_exe().map_err(|e| fail(format!("cannot find this executable: {e}")))?;
     let hook_exe = crate::run::hook_executable(&self_exe);
+    let need_root = |what: &str| {
+        if nix::unistd::geteuid().is_root() {
+            return Ok(());
+        }
+        Err(fail(format!(
+            "setup writes where only root can: run `sudo {} setup {what}`",
+            self_exe.display()
+        )))
+    };
+    let remove_flag = if remove { " --remove" } else { "" };
+    #[cfg(target_os = "linux")]
+    if framework == Some(APPARMOR) {
+        need_root(&format!("{APPARMOR}{remove_flag}"))?;
+        let said = super::setup_apparmor::apply(&self_exe, remove, false).map_err(fail)?;
+        exit::print(&format!("{APPARMOR}: {}\n", said.unwrap_or_default()));
+        return Ok(Exit::OK);
+    }
     let chosen: Vec<&'static dyn Framework> = match framework {
         Some(name) => {
-            let f = frameworks::find(name)
-                .ok_or_else(|| Failure::new(Exit::Error, format!("unknown framework {name:?}")))?;
+            let f = frameworks::find(name).ok_or_else(|| {
+                Failure::new(
+                    Exit::Error,
+                    format!(
+                        "nothing to set up by the name {name:?}: apparmor, or a framework (gemini)"
+                    ),
+                )
+            })?;
             vec![f]
         }
         None if remove => frameworks::all().to_vec(),
@@ -53,17 +80,7 @@ pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
         ));
         return Ok(Exit::OK);
     }
-    if !nix::unistd::geteuid().is_root() {
-        let what = framework.map_or_else(
-            || "--remove".to_owned(),
-            |n| format!("{n}{}", if remove { " --remove" } else { "" }),
-        );
-        return Err(fail(format!(
-            "setup writes under {}, which only root can: run `sudo {} setup {what}`",
-            adapter::shared::system_file::system_dir().display(),
-            self_exe.display()
-        )));
-    }
+    need_root(format!("{}{remove_flag}", framework.unwrap_or("")).trim_start())?;
     for (name, file) in &files {
         let said = if remove {
             remove_file(file)
@@ -72,6 +89,13 @@ pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
         }
         .map_err(|why| fail(format!("{name}: {why}")))?;
         exit::print(&format!("{name}: {said}\n"));
+    }
+    // Every file: the AppArmor profile too, when it is this install's.
+    #[cfg(target_os = "linux")]
+    if framework.is_none() {
+        if let Some(said) = super::setup_apparmor::apply(&self_exe, true, true).map_err(fail)? {
+            exit::print(&format!("{APPARMOR}: {said}\n"));
+        }
     }
     Ok(Exit::OK)
 }

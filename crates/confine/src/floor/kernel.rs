@@ -26,6 +26,9 @@ pub struct Support {
     pub landlock_abi: i32,
     /// Whether the agent can be given a user and mount namespace of its own; else why not.
     pub namespaces: Result<(), String>,
+    /// Whether namespaces are allowed only by our AppArmor profile (Ubuntu's restriction is
+    /// on, and this process runs under the profile `ahp-wrap setup apparmor` loaded).
+    pub by_apparmor_profile: bool,
 }
 
 impl Support {
@@ -41,9 +44,11 @@ impl Support {
                 1u32,
             )
         };
+        let readings = super::apparmor::Readings::read();
         Support {
             landlock_abi: abi.max(0) as i32,
-            namespaces: namespaces_possible(),
+            namespaces: super::apparmor::decide(&readings),
+            by_apparmor_profile: readings.runs_under_ours(),
         }
     }
 
@@ -110,6 +115,13 @@ impl Support {
             }
             (Some(_), Err(why)) => r.gaps.push(format!("network: not confined: {why}")),
         }
+        if self.by_apparmor_profile && self.namespaces.is_ok() {
+            r.enforced.push(format!(
+                "user namespaces: allowed under Ubuntu's restriction by the AppArmor profile \
+                 {} (ahp-wrap setup apparmor)",
+                super::apparmor::profile_path().display()
+            ));
+        }
         match &self.namespaces {
             Ok(()) => r.enforced.push(format!(
                 "protected paths: {} bound read-only, {} secret location(s) hidden (user and \
@@ -159,35 +171,10 @@ impl Support {
     }
 }
 
-/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying.
+/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying (see
+/// [`super::apparmor`] for Ubuntu's restriction).
 pub(super) fn namespaces_possible() -> Result<(), String> {
-    if std::env::var_os(ENV_FLOOR).is_some() {
-        return Err(
-            "inherited: this run is inside another run's floor, whose namespace and \
-                    binds hold here too"
-                .into(),
-        );
-    }
-    let read = |p: &str| {
-        std::fs::read_to_string(p)
-            .ok()
-            .and_then(|s| s.trim().parse::<i64>().ok())
-    };
-    if read("/proc/sys/user/max_user_namespaces") == Some(0) {
-        return Err("user namespaces are disabled (user.max_user_namespaces = 0)".into());
-    }
-    let root = nix::unistd::geteuid().is_root();
-    if !root && read("/proc/sys/kernel/unprivileged_userns_clone") == Some(0) {
-        return Err("unprivileged user namespaces are disabled \
-                    (kernel.unprivileged_userns_clone = 0)"
-            .into());
-    }
-    if !root && read("/proc/sys/kernel/apparmor_restrict_unprivileged_userns") == Some(1) {
-        return Err("AppArmor restricts unprivileged user namespaces \
-                    (kernel.apparmor_restrict_unprivileged_userns = 1)"
-            .into());
-    }
-    Ok(())
+    super::apparmor::decide(&super::apparmor::Readings::read())
 }
 
 /// The confinement, ready to apply in the agent's process.

@@ -29,6 +29,8 @@
 //! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
 
 #[cfg(target_os = "linux")]
+pub mod apparmor;
+#[cfg(target_os = "linux")]
 pub mod bridge;
 #[cfg(target_os = "linux")]
 pub mod caches;
