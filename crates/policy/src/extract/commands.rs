@@ -82,6 +82,15 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
         }
     }
     deletes.extend(cmd.code_paths.deletes.iter().map(code));
+    // What `mktemp` made in this same command is removed with no harm beyond it.
+    if !cmd.made.is_empty() {
+        let made: Vec<PathBuf> = cmd
+            .made
+            .iter()
+            .map(|m| resolver.resolve(m, Path::new("/")).abs)
+            .collect();
+        deletes.retain(|d| !made.iter().any(|m| d.abs.starts_with(m)));
+    }
     if semantics::recursive(&cmd) {
         let roots: Vec<PathBuf> = reads.iter().map(|r| r.abs.clone()).collect();
         reads.extend(secrets_below(&roots, resolver));

@@ -33,6 +33,7 @@ mod disk;
 mod glob;
 mod imports;
 mod lexical;
+mod mktemp;
 mod options;
 mod params;
 mod runners;
@@ -124,6 +125,10 @@ pub struct Command {
     /// The values of the variables assigned for this command alone (`X=1 cmd`), `None`
     /// where known only at run time.
     pub assigns: Vec<(String, Option<String>)>,
+    /// The paths `mktemp` makes in this event (`X=$(mktemp)`), as the stand-ins their
+    /// variables hold: deleting one, or what lies beneath it, deletes only what the same
+    /// command made.
+    pub made: Vec<String>,
 }
 
 /// A file whose code the walker read, and what of it runs.
@@ -162,7 +167,13 @@ pub fn analyse(script: &str, cwd: &Path, resolver: &Resolver) -> Result<Vec<Comm
     let mut walker = Walker::new(resolver);
     let mut ctx = Ctx::new(cwd);
     walker.script(script, &mut ctx)?;
-    Ok(walker.out)
+    let mut out = walker.out;
+    if !walker.made.is_empty() {
+        for cmd in &mut out {
+            cmd.made.clone_from(&walker.made);
+        }
+    }
+    Ok(out)
 }
 
 /// Analyses an argv that is executed without a shell (Codex's argv form): the program and
@@ -250,6 +261,8 @@ struct Walker<'a> {
     reading: Vec<(PathBuf, String)>,
     /// Files read for this event, against [`disk::MAX_FILES`].
     files_read: usize,
+    /// The stand-ins of the paths `mktemp` makes in this event (see [`mktemp`]).
+    made: Vec<String>,
 }
 
 /// One word after expansion: its fields (several after brace or glob expansion), the
@@ -282,6 +295,7 @@ impl<'a> Walker<'a> {
             origin: None,
             reading: Vec::new(),
             files_read: 0,
+            made: Vec::new(),
         }
     }
 

@@ -207,7 +207,24 @@ impl Walker<'_> {
                             let e = self.expand_one(&v.value, ctx)?;
                             cmd.fed_by.extend(e.fed.iter().cloned());
                             cmd.env.extend(e.assigned.iter().cloned());
-                            Some(e.text()).filter(|t| !is_unknown(t) && !a.append)
+                            let made = (!a.append)
+                                .then(|| {
+                                    super::mktemp::stand_in(
+                                        &v.value,
+                                        ctx,
+                                        &assignments,
+                                        &self.resolver.home,
+                                        self.made.len(),
+                                    )
+                                })
+                                .flatten();
+                            match made {
+                                Some(path) => {
+                                    self.made.push(path.clone());
+                                    Some(path)
+                                }
+                                None => Some(e.text()).filter(|t| !is_unknown(t) && !a.append),
+                            }
                         }
                         ast::AssignmentValue::Array(items) => {
                             for (k, v) in items {
