@@ -285,7 +285,30 @@ impl Walker<'_> {
                 cmd.fed_by.extend(e.fed);
                 cmd.vars.extend(e.vars);
                 cmd.env.extend(e.assigned);
-                argv.extend(e.fields);
+                // `local d=$(mktemp -d)`: the same stand-in as a plain assignment's.
+                let made = match item {
+                    Item::AssignmentWord(a, _) => match &a.value {
+                        ast::AssignmentValue::Scalar(v) if !a.append => super::mktemp::stand_in(
+                            &v.value,
+                            ctx,
+                            &[],
+                            &self.resolver.home,
+                            self.made.len(),
+                        )
+                        .map(|path| (a, path)),
+                        _ => None,
+                    },
+                    _ => None,
+                };
+                match made {
+                    Some((a, path)) => {
+                        let (ast::AssignmentName::VariableName(n)
+                        | ast::AssignmentName::ArrayElementName(n, _)) = &a.name;
+                        argv.push(format!("{n}={path}"));
+                        self.made.push(path);
+                    }
+                    None => argv.extend(e.fields),
+                }
             }
             Item::IoRedirect(r) => self.redirect(r, ctx, cmd, stdin)?,
             Item::ProcessSubstitution(kind, sub) => {
