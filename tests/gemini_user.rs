@@ -96,6 +96,11 @@ fn installed(system_dir: &Path) -> PathBuf {
 /// A run of the user that must be refused before Gemini starts, with `why` in its message:
 /// the model server never asked, the tool's marker never made.
 fn refused(world: &World, why: &str) {
+    refused_with(world, &[], why);
+}
+
+/// [`refused`], with `wrapper` options.
+fn refused_with(world: &World, wrapper: &[&str], why: &str) {
     let marker = world.ws().join("refused-marker");
     // A model server of its own for each refusal.
     let dir = tempfile::tempdir_in(world.dir.path()).unwrap();
@@ -103,7 +108,7 @@ fn refused(world: &World, why: &str) {
         dir.path(),
         json!([shell(&format!("touch {}", marker.display())), {"text": "All done."}]),
     );
-    let r = world.wrapped(&llm, &[], PROMPT, &[]);
+    let r = world.wrapped(&llm, wrapper, PROMPT, &[]);
     r.check(
         r.output.status.code() == Some(125),
         "the run was not refused",
@@ -258,6 +263,8 @@ fn an_old_or_tampered_installed_file_is_refused_with_the_reason() {
         original,
         "setup did not update it"
     );
+    // A hook budget past the file's timeout, after which Gemini would let the call through.
+    refused_with(&world, &["--timeout", "3600000"], "hook budget");
 
     // Writable by others: Gemini would skip it, and anyone could have put hooks there.
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o666)).unwrap();
@@ -266,4 +273,74 @@ fn an_old_or_tampered_installed_file_is_refused_with_the_reason() {
     std::fs::set_permissions(&file, std::fs::Permissions::from_mode(0o644)).unwrap();
     std::os::unix::fs::chown(&file, Some(user.0), Some(user.1)).unwrap();
     refused(&world, "not owned by root");
+}
+
+/// This build's two executables, linked (not copied) into a new directory of `mode` under
+/// the target directory: `current_exe` then names them there.
+fn install_linked(mode: u32) -> tempfile::TempDir {
+    let dir = tempfile::Builder::new()
+        .prefix("ahp-wrap-install-")
+        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .unwrap();
+    let wrapper = ahp_wrap_testkit::wrap_bin();
+    for name in ["ahp-wrap", "ahp-wrap-hook"] {
+        std::fs::hard_link(wrapper.with_file_name(name), dir.path().join(name)).unwrap();
+    }
+    std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(mode)).unwrap();
+    dir
+}
+
+#[test]
+fn setup_is_roots_refuses_a_hook_a_user_could_replace_and_removes_only_its_own() {
+    let user = unprivileged_user();
+    let system = system_dir();
+    let file = installed(system.path());
+    let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
+
+    // Not root: refused, with the command that works.
+    let mut as_user = Command::new(ahp_wrap_testkit::wrap_bin());
+    as_user
+        .args(["setup", "gemini"])
+        .env("AHP_WRAP_SYSTEM_DIR", system.path());
+    std::os::unix::process::CommandExt::uid(&mut as_user, user.0);
+    let out = as_user.output().unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(said(&out).contains("run `sudo "), "{}", said(&out));
+    assert!(!file.exists());
+
+    // An install a user could change: the file would make every run call what they put there.
+    let open = install_linked(0o777);
+    let out = Command::new(open.path().join("ahp-wrap"))
+        .args(["setup", "gemini"])
+        .env("AHP_WRAP_SYSTEM_DIR", system.path())
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", said(&out));
+    assert!(
+        said(&out).contains("can be changed by a user other than root"),
+        "{}",
+        said(&out)
+    );
+    assert!(
+        !file.exists(),
+        "a file naming a replaceable hook was written"
+    );
+
+    // `setup --remove` (what install.sh --uninstall runs) leaves another install's file.
+    assert!(setup(system.path(), &[]).status.success());
+    let other = install_linked(0o755);
+    let out = Command::new(other.path().join("ahp-wrap"))
+        .args(["setup", "--remove"])
+        .env("AHP_WRAP_SYSTEM_DIR", system.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(file.exists(), "another install's file was removed");
+    let out = Command::new(ahp_wrap_testkit::wrap_bin())
+        .args(["setup", "--remove"])
+        .env("AHP_WRAP_SYSTEM_DIR", system.path())
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{}", said(&out));
+    assert!(!file.exists(), "this install's file stayed");
 }

@@ -5,14 +5,14 @@
 //!
 //! The file names the hook executable beside this `ahp-wrap`, which must then be root's
 //! alone: an executable a user could replace would run in place of every check. Written
-//! beside its place and renamed over it, 0644 in directories 0755, all owned by root.
+//! atomically (`statefile::merge::write_atomic_as`), 0644 in directories 0755, all root's.
 
-use std::io::Write;
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt};
+use std::os::unix::fs::DirBuilderExt;
 use std::path::Path;
 
 use crate::exit::{self, CommandResult, Exit, Failure};
 use crate::frameworks::{self, adapter, Framework, SystemFile};
+use crate::statefile::merge::write_atomic_as;
 
 /// The set-up that is no framework's: the AppArmor profile for Ubuntu's restriction.
 #[cfg(target_os = "linux")]
@@ -100,6 +100,20 @@ pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
     Ok(Exit::OK)
 }
 
+/// Refuses an executable that a user other than root could replace, since what the set-up
+/// installs would then lend `consequence` to whatever is put there.
+pub(super) fn roots_alone(exe: &Path, consequence: &str) -> Result<(), String> {
+    if crate::run::only_root_can_write(exe) {
+        return Ok(());
+    }
+    Err(format!(
+        "{} can be changed by a user other than root, and {consequence}: install ahp-wrap where \
+         only root can write first (`sudo PREFIX=/usr/local ./install.sh`), then run its `ahp-wrap \
+         setup`",
+        exe.display()
+    ))
+}
+
 /// Whether the file at `path` names `exe` (its hooks run it).
 fn names_exe(path: &Path, exe: &Path) -> bool {
     let exe = exe.as_os_str().as_encoded_bytes();
@@ -108,14 +122,7 @@ fn names_exe(path: &Path, exe: &Path) -> bool {
 
 /// Writes `file` in place (root's, 0644), unless it is current already; what was done.
 fn install(file: &SystemFile, hook_exe: &Path) -> Result<String, String> {
-    if !frameworks::adapter::only_root_can_write(hook_exe) {
-        return Err(format!(
-            "the hook executable {} can be changed by a user other than root, and the file would make \
-             every run call it: install ahp-wrap where only root can write first (`sudo ./install.sh \
-             --prefix /usr/local`), then run its `ahp-wrap setup`",
-            hook_exe.display()
-        ));
-    }
+    roots_alone(hook_exe, "the file would make every run call it")?;
     let path = &file.path;
     let was = file.state();
     if was == adapter::Installed::Current {
@@ -129,19 +136,7 @@ fn install(file: &SystemFile, hook_exe: &Path) -> Result<String, String> {
         .mode(0o755)
         .create(dir)
         .map_err(|e| format!("cannot create {}: {e}", dir.display()))?;
-    let staged = dir.join(".settings.json.new");
-    let _ = std::fs::remove_file(&staged);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(&staged)
-        .and_then(|mut f| {
-            f.write_all(&file.content)?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&staged, path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    write_atomic_as(path, &file.content, 0o644).map_err(|e| crate::error_chain(&e))?;
     // A file Gemini would not trust is no installation: say why, and leave nothing behind.
     if let adapter::Installed::Unsafe(why) = file.state() {
         let _ = std::fs::remove_file(path);

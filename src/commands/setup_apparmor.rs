@@ -3,8 +3,6 @@
 //! the profile and how a run detects it). Written to `/etc/apparmor.d/ahp-wrap` and loaded
 //! with `apparmor_parser -r`; removed with `apparmor_parser -R`.
 
-use std::io::Write;
-use std::os::unix::fs::OpenOptionsExt;
 use std::path::Path;
 use std::process::Command;
 
@@ -42,29 +40,13 @@ pub fn apply(wrapper: &Path, remove: bool, only_ours: bool) -> Result<Option<Str
         )));
     }
     for exe in [wrapper.to_owned(), wrapper.with_file_name("ahp-wrap-hook")] {
-        if exe.exists() && !crate::run::only_root_can_write(&exe) {
-            return Err(format!(
-                "{} can be changed by a user other than root, and the profile would let whatever \
-                 is put there make user namespaces: install ahp-wrap where only root can write \
-                 first (`sudo PREFIX=/usr/local ./install.sh`), then run its `ahp-wrap setup apparmor`",
-                exe.display()
-            ));
+        if exe.exists() {
+            super::setup::roots_alone(&exe, "the profile would let it make user namespaces")?;
         }
     }
     let text = apparmor::profile(wrapper)?;
-    let staged = path.with_file_name(format!(".{}.new", apparmor::PROFILE_NAME));
-    let _ = std::fs::remove_file(&staged);
-    std::fs::OpenOptions::new()
-        .write(true)
-        .create_new(true)
-        .mode(0o644)
-        .open(&staged)
-        .and_then(|mut f| {
-            f.write_all(text.as_bytes())?;
-            f.sync_all()
-        })
-        .and_then(|()| std::fs::rename(&staged, &path))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+    crate::statefile::merge::write_atomic_as(&path, text.as_bytes(), 0o644)
+        .map_err(|e| crate::error_chain(&e))?;
     parser(&["-r"], &path).map_err(|why| {
         format!(
             "wrote {}, but loading it failed: {why} (AppArmor 4.0 or later is needed)",

@@ -45,25 +45,27 @@ pub fn system_file(hook_exe: &Path) -> Result<SystemFile, FrameworkError> {
     })
 }
 
-/// Why a run of this user cannot use the installed file, with the command that fixes it.
-pub fn refusal(hook_exe: &Path) -> Option<String> {
-    let file = match system_file(hook_exe) {
-        Ok(file) => file,
-        Err(e) => return Some(e.to_string()),
-    };
-    file.refusal(&setup_command(hook_exe, NAME)).map(|why| {
-        format!(
+/// The installed file, when a run of this user can use it; else why not, with the command
+/// that fixes it.
+fn current(hook_exe: &Path) -> Result<SystemFile, String> {
+    let file = system_file(hook_exe).map_err(|e| e.to_string())?;
+    match file.refusal(&setup_command(hook_exe, NAME)) {
+        None => Ok(file),
+        Some(why) => Err(format!(
             "Gemini CLI reads injected hooks only from a system settings file that root owns, so a \
              run of a user who is not root uses the one root installs: {why}"
-        )
-    })
+        )),
+    }
+}
+
+/// Why a run of this user cannot use the installed file, with the command that fixes it.
+pub fn refusal(hook_exe: &Path) -> Option<String> {
+    current(hook_exe).err()
 }
 
 /// Points Gemini at the installed file for this run, when it is current.
 pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
-    if let Some(why) = refusal(&run.self_exe) {
-        return Err(SHIM.prepare_error(why));
-    }
+    let file = current(&run.self_exe).map_err(|why| SHIM.prepare_error(why))?;
     let needed = timeout::hook_timeout_ms(run);
     if needed > INSTALLED_TIMEOUT_MS {
         return Err(SHIM.prepare_error(format!(
@@ -79,8 +81,7 @@ pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), Framework
             Path::new(&own).display()
         );
     }
-    let file = system_dir().join(NAME).join("settings.json");
-    SYSTEM.point_at(cmd, &file, Some(Path::new(DEFAULT_SYSTEM_SETTINGS)));
+    SYSTEM.point_at(cmd, &file.path, Some(Path::new(DEFAULT_SYSTEM_SETTINGS)));
     cmd.env.push((ENV_HOOK_NONCE.into(), run_nonce().into()));
     // In a user namespace of this user's, root is not mapped: every root-owned file shows
     // as the overflow uid, and Gemini would skip the file (with only a warning) and run

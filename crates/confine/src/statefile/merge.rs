@@ -437,6 +437,14 @@ const LOCK_WAIT: Duration = Duration::from_secs(2);
 /// synced, renamed over it, and the directory synced. `path` is never left half-written:
 /// a reader sees the old content or the new.
 pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MergeError> {
+    use std::os::unix::fs::PermissionsExt;
+    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
+    write_atomic_as(path, bytes, mode)
+}
+
+/// [`write_atomic`] with the new file's permissions `mode`, whatever `path` had (and owned
+/// by this process's user, whoever owned it before).
+pub fn write_atomic_as(path: &Path, bytes: &[u8], mode: u32) -> Result<(), MergeError> {
     use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
     let err = |source| MergeError::Write {
         path: path.display().to_string(),
@@ -444,7 +452,6 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MergeError> {
     };
     let dir = path.parent().unwrap_or(Path::new("/"));
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let mode = std::fs::metadata(path).map_or(0o600, |m| m.permissions().mode() & 0o7777);
     let tmp = dir.join(format!(".{name}.ahp-wrap-{}", crate::random_hex(6)));
     let written = (|| {
         let mut f = std::fs::OpenOptions::new()
