@@ -6,7 +6,7 @@
 
 #![allow(dead_code)] // each bench uses its own part
 
-pub mod table;
+pub(crate) mod table;
 
 use std::io::{BufRead, BufReader, Read, Write};
 use std::path::Path;
@@ -14,13 +14,13 @@ use std::process::{Command, Stdio};
 use std::time::Instant;
 
 /// argv[1] that turns a bench binary into the echo harness.
-pub const ROLE_HARNESS: &str = "__ahp_bench_harness";
+pub(crate) const ROLE_HARNESS: &str = "__ahp_bench_harness";
 /// argv[1] that turns a bench binary into the hook driver.
-pub const ROLE_DRIVER: &str = "__ahp_bench_driver";
+pub(crate) const ROLE_DRIVER: &str = "__ahp_bench_driver";
 
 /// Plays a child role if argv asks for one; returns `true` when it did (main then exits).
 /// The role may come after other arguments: `--framework claude-code` adds `--settings`.
-pub fn dispatch_role() -> bool {
+pub(crate) fn dispatch_role() -> bool {
     for arg in std::env::args().skip(1) {
         match arg.as_str() {
             ROLE_HARNESS => echo_harness(),
@@ -35,7 +35,7 @@ pub fn dispatch_role() -> bool {
 /// Whether cargo ran us as a benchmark (`cargo bench` passes `--bench`). `cargo test
 /// --all-targets` runs bench binaries too, without it: the benches are never part of the
 /// test run, so they do nothing then.
-pub fn benchmarking() -> bool {
+pub(crate) fn benchmarking() -> bool {
     std::env::args().any(|a| a == "--bench")
 }
 
@@ -61,7 +61,7 @@ struct Params {
 /// Newline-delimited JSON-RPC on stdin/stdout: a handshake that offers batching, `allow` for
 /// every event, one `allow` per event of a batch. Answers are flushed when no more input is
 /// already buffered, so pipelined requests are answered in bulk.
-pub fn echo_harness() {
+pub(crate) fn echo_harness() {
     let stdin = std::io::stdin();
     let mut input = BufReader::with_capacity(256 * 1024, stdin.lock());
     let stdout = std::io::stdout();
@@ -107,7 +107,7 @@ pub fn echo_harness() {
 
 /// What the driver measured, written as JSON to `$AHP_BENCH_OUT`.
 #[derive(serde::Serialize, serde::Deserialize, Debug, Default)]
-pub struct DriverReport {
+pub(crate) struct DriverReport {
     /// Per program name (`true`, `python`, `hook`): each call's wall time in nanoseconds.
     pub samples: std::collections::BTreeMap<String, Vec<u64>>,
     /// The wrapper's (our parent's) peak and current RSS when the calls were done, in KiB.
@@ -129,7 +129,7 @@ fn env_or(name: &str, default: &str) -> String {
 
 /// Spawns each program in turn (rotating the order every round), the payload on its stdin,
 /// and times it from spawn to reaped. The same code path for the hook and the baselines.
-pub fn hook_driver() {
+pub(crate) fn hook_driver() {
     let calls: usize = env_or("AHP_BENCH_CALLS", "500").parse().expect("calls");
     let warmup: usize = env_or("AHP_BENCH_WARMUP", "20").parse().expect("warmup");
     let programs: Vec<String> = env_or("AHP_BENCH_PROGRAMS", "true,hook")
@@ -271,7 +271,7 @@ fn nix_getppid() -> u32 {
 
 /// One call: spawn, feed the payload, read stdout to the end, reap. Nanoseconds, stdout,
 /// and the exit code.
-pub fn time_call(argv: &[String], payload: &[u8]) -> (u64, Vec<u8>, i32) {
+pub(crate) fn time_call(argv: &[String], payload: &[u8]) -> (u64, Vec<u8>, i32) {
     let start = Instant::now();
     let mut child = Command::new(&argv[0])
         .args(&argv[1..])
@@ -290,7 +290,7 @@ pub fn time_call(argv: &[String], payload: &[u8]) -> (u64, Vec<u8>, i32) {
 }
 
 /// `(VmHWM, VmRSS)` of a process, in KiB (0 when unknown).
-pub fn proc_mem(pid: u32) -> (u64, u64) {
+pub(crate) fn proc_mem(pid: u32) -> (u64, u64) {
     let Ok(status) = std::fs::read_to_string(format!("/proc/{pid}/status")) else {
         return (0, 0);
     };
@@ -309,7 +309,7 @@ pub fn proc_mem(pid: u32) -> (u64, u64) {
 // Statistics.
 
 /// The `p`-th percentile (nearest rank) of `samples`; sorts them.
-pub fn percentile(samples: &mut [u64], p: f64) -> u64 {
+pub(crate) fn percentile(samples: &mut [u64], p: f64) -> u64 {
     assert!(!samples.is_empty(), "no samples");
     samples.sort_unstable();
     let rank = ((p / 100.0) * samples.len() as f64).ceil() as usize;
@@ -317,7 +317,7 @@ pub fn percentile(samples: &mut [u64], p: f64) -> u64 {
 }
 
 /// The median of a few floats.
-pub fn median(values: &mut [f64]) -> f64 {
+pub(crate) fn median(values: &mut [f64]) -> f64 {
     values.sort_by(|a, b| a.total_cmp(b));
     let n = values.len();
     if n % 2 == 1 {
@@ -328,6 +328,6 @@ pub fn median(values: &mut [f64]) -> f64 {
 }
 
 /// Quotes `s` for the `stdio:` harness spec (split like a POSIX shell).
-pub fn shell_quote(s: &Path) -> String {
+pub(crate) fn shell_quote(s: &Path) -> String {
     format!("'{}'", s.display().to_string().replace('\'', r"'\''"))
 }

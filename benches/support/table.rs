@@ -5,7 +5,7 @@ use std::path::Path;
 use std::process::Command;
 
 /// One row of the table.
-pub struct Row {
+pub(crate) struct Row {
     figure: String,
     ours: String,
     baseline: String,
@@ -15,7 +15,7 @@ pub struct Row {
     meets: Option<bool>,
 }
 
-pub fn row(figure: &str, ours: String, baseline: String, overhead: String) -> Row {
+pub(crate) fn row(figure: &str, ours: String, baseline: String, overhead: String) -> Row {
     Row {
         figure: figure.to_owned(),
         ours,
@@ -27,18 +27,18 @@ pub fn row(figure: &str, ours: String, baseline: String, overhead: String) -> Ro
 }
 
 impl Row {
-    pub fn target(mut self, target: &str, meets: bool) -> Row {
+    pub(crate) fn target(mut self, target: &str, meets: bool) -> Row {
         self.target = target.to_owned();
         self.meets = Some(meets);
         self
     }
 }
 
-pub fn ms(ns: f64) -> String {
+pub(crate) fn ms(ns: f64) -> String {
     format!("{:.2} ms", ns / 1e6)
 }
 
-pub fn us(ns: f64) -> String {
+pub(crate) fn us(ns: f64) -> String {
     if ns < 1e3 {
         format!("{ns:.0} ns")
     } else {
@@ -46,7 +46,7 @@ pub fn us(ns: f64) -> String {
     }
 }
 
-pub fn per_sec(n: f64) -> String {
+pub(crate) fn per_sec(n: f64) -> String {
     let n = n.round() as u64;
     let s = n.to_string();
     let mut out = String::new();
@@ -59,7 +59,7 @@ pub fn per_sec(n: f64) -> String {
     format!("{out} /s")
 }
 
-pub fn render(rows: &[Row]) -> String {
+pub(crate) fn render(rows: &[Row]) -> String {
     let mut s = String::from(
         "| Figure | ahp-wrap | Baseline (same run) | Overhead | Target | Meets |\n|---|---|---|---|---|---|\n",
     );
@@ -77,7 +77,7 @@ pub fn render(rows: &[Row]) -> String {
     s
 }
 
-pub fn machine(manifest_dir: &str) -> String {
+pub(crate) fn machine(manifest_dir: &str) -> String {
     let cpu = std::fs::read_to_string("/proc/cpuinfo")
         .ok()
         .and_then(|c| {
@@ -120,7 +120,7 @@ pub fn machine(manifest_dir: &str) -> String {
 
 /// Rewrites the block between `begin` and `end` in the file at `path` with `body` (or adds
 /// the block at the end when the file has none).
-pub fn write_block(path: &Path, begin: &str, end: &str, body: &str) {
+pub(crate) fn write_block(path: &Path, begin: &str, end: &str, body: &str) {
     let text = std::fs::read_to_string(path).unwrap_or_default();
     let block = format!("{begin}\n{body}{end}");
     let new = match (text.find(begin), text.find(end)) {

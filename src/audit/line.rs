@@ -9,14 +9,19 @@ use super::chain::{canonical, Alg, Signer, FORMAT_VERSION};
 use super::AuditRecord;
 
 /// The longest line the writer produces and the reader accepts (newline excluded).
-pub const MAX_LINE: usize = 16 << 20;
+pub(super) const MAX_LINE: usize = 16 << 20;
 
 /// The event type of the record the writer appends after crash damage.
-pub const RECOVERED_EVENT: &str = "audit.recovered";
+pub(super) const RECOVERED_EVENT: &str = "audit.recovered";
 
 /// Encodes `record` as line number `seq` chained to `prev`; returns the line (with `\n`)
 /// and its hash.
-pub fn encode(record: &AuditRecord, seq: u64, prev: &str, signer: &Signer) -> (Vec<u8>, String) {
+pub(super) fn encode(
+    record: &AuditRecord,
+    seq: u64,
+    prev: &str,
+    signer: &Signer,
+) -> (Vec<u8>, String) {
     encode_within(record, seq, prev, signer, MAX_LINE)
 }
 
@@ -25,7 +30,7 @@ pub fn encode(record: &AuditRecord, seq: u64, prev: &str, signer: &Signer) -> (V
     clippy::expect_used,
     reason = "an audit record is plain JSON data: its serialisation cannot fail"
 )]
-pub fn encode_within(
+pub(super) fn encode_within(
     record: &AuditRecord,
     seq: u64,
     prev: &str,
@@ -91,7 +96,7 @@ fn encode_unbounded(
 
 /// A line that parsed as a chained record.
 #[derive(Debug)]
-pub struct Parsed {
+pub(super) struct Parsed {
     pub seq: u64,
     pub alg: Alg,
     pub kid: Option<String>,
@@ -105,7 +110,7 @@ pub struct Parsed {
 
 /// Why a line is not a chained record.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum LineError {
+pub(super) enum LineError {
     /// Not JSON at all: crash debris or garbage.
     NotJson,
     /// JSON, but not a record of this format.
@@ -119,7 +124,7 @@ pub enum LineError {
     clippy::expect_used,
     reason = "the line was parsed as an object just above"
 )]
-pub fn parse(bytes: &[u8]) -> Result<Parsed, LineError> {
+pub(super) fn parse(bytes: &[u8]) -> Result<Parsed, LineError> {
     let value: Value = serde_json::from_slice(bytes).map_err(|_| LineError::NotJson)?;
     let Value::Object(mut fields) = value else {
         return Err(LineError::NotRecord("not a JSON object".into()));
@@ -179,7 +184,7 @@ pub fn parse(bytes: &[u8]) -> Result<Parsed, LineError> {
 
 /// Whether the record is a well-formed recovery marker, and the region it names:
 /// `(damaged_offset, damaged_bytes)`.
-pub fn recovery_region(parsed: &Parsed) -> Option<(u64, u64)> {
+pub(super) fn recovery_region(parsed: &Parsed) -> Option<(u64, u64)> {
     if parsed.fields.get("event_type").and_then(Value::as_str) != Some(RECOVERED_EVENT) {
         return None;
     }
@@ -192,18 +197,18 @@ pub fn recovery_region(parsed: &Parsed) -> Option<(u64, u64)> {
 
 /// Whether a line that is not JSON looks like what a crash leaves: the start of one of our
 /// lines (`{`), zero-filled blocks, or nothing.
-pub fn is_crash_debris(bytes: &[u8]) -> bool {
+pub(super) fn is_crash_debris(bytes: &[u8]) -> bool {
     bytes.is_empty() || bytes[0] == b'{' || bytes.iter().all(|&b| b == 0)
 }
 
 /// What [`read_line`] found: a whole line, a clean end, a line cut by the end of the file, or
 /// one longer than [`MAX_LINE`] (the buffer then holds its first bytes).
-pub use crate::jsonrpc::framing::Read;
+pub(super) use crate::jsonrpc::framing::Read;
 
 /// Reads one line into `buf` (cleared first) with the crate's one line framing, reading no
 /// more than [`MAX_LINE`] + 1 bytes. The `\n` of a whole line is dropped; a `\r` stays, as
 /// it is part of what the chain covers.
-pub fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Read> {
+pub(super) fn read_line(reader: &mut impl BufRead, buf: &mut Vec<u8>) -> io::Result<Read> {
     let read = crate::jsonrpc::framing::read_line(reader, MAX_LINE, buf)?;
     if read == Read::Line {
         buf.pop();

@@ -10,7 +10,11 @@ use crate::floor::apparmor::{self, RESTRICT_SYSCTL};
 
 /// Installs (or with `remove`, unloads and removes) the profile for the `ahp-wrap` at
 /// `wrapper`; what was done. `only_ours`: remove only a profile written for `wrapper`.
-pub fn apply(wrapper: &Path, remove: bool, only_ours: bool) -> Result<Option<String>, String> {
+pub(super) fn apply(
+    wrapper: &Path,
+    remove: bool,
+    only_ours: bool,
+) -> Result<Option<String>, String> {
     let path = apparmor::profile_path();
     if remove {
         let Ok(text) = std::fs::read_to_string(&path) else {

@@ -8,25 +8,25 @@ use serde_json::{json, Value};
 
 use crate::protocol::Event;
 
-pub const ROOT: &str = "ahp-root://";
+pub(super) const ROOT: &str = "ahp-root://";
 /// The one turn of a wrapped run: from the agent's start to its end.
-pub const TURN: &str = "run";
+pub(super) const TURN: &str = "run";
 
 /// `SessionStatus` bits.
 const IN_PROGRESS: u32 = 8;
 const INPUT_NEEDED: u32 = 24;
 
-pub fn session_uri(id: &str) -> String {
+pub(super) fn session_uri(id: &str) -> String {
     format!("ahp-session:/{id}")
 }
 
-pub fn chat_uri(id: &str) -> String {
+pub(super) fn chat_uri(id: &str) -> String {
     format!("ahp-chat:/{id}")
 }
 
 /// Where a tool call is in its life.
 #[derive(Debug, Clone, PartialEq)]
-pub enum CallStatus {
+pub(super) enum CallStatus {
     /// Waiting for a person.
     Pending,
     /// Allowed (by whom: `setting` for the policy or harness, `user-action` for a person).
@@ -44,7 +44,7 @@ pub enum CallStatus {
 
 /// One tool call of a session.
 #[derive(Debug, Clone)]
-pub struct Call {
+pub(super) struct Call {
     pub id: String,
     pub tool: String,
     /// What it does, in one line (the command, the file).
@@ -58,7 +58,7 @@ pub struct Call {
 
 /// One live session: a wrapped agent.
 #[derive(Debug, Clone)]
-pub struct Session {
+pub(super) struct Session {
     pub id: String,
     pub agent: String,
     pub framework: String,
@@ -74,7 +74,7 @@ pub struct Session {
 
 impl Session {
     /// A session from its first event (`session_start` says the most).
-    pub fn from_event(event: &Event) -> Session {
+    pub(super) fn from_event(event: &Event) -> Session {
         let p = &event.payload;
         let text = |k: &str| p.get(k).and_then(Value::as_str).unwrap_or("").to_owned();
         let command = match p.get("command").and_then(Value::as_array) {
@@ -119,7 +119,7 @@ impl Session {
     }
 
     /// What `session_start` says, over what an earlier event let us guess.
-    pub fn started_by(&mut self, event: &Event) {
+    pub(super) fn started_by(&mut self, event: &Event) {
         let calls = std::mem::take(&mut self.calls);
         *self = Session {
             calls,
@@ -127,7 +127,7 @@ impl Session {
         };
     }
 
-    pub fn status(&self) -> u32 {
+    pub(super) fn status(&self) -> u32 {
         if self.calls.iter().any(|c| c.waiting) {
             INPUT_NEEDED
         } else {
@@ -158,7 +158,7 @@ impl Session {
     }
 
     /// `SessionSummary`.
-    pub fn summary(&self) -> Value {
+    pub(super) fn summary(&self) -> Value {
         json!({
             "provider": "ahp-wrap",
             "title": self.title(),
@@ -172,7 +172,7 @@ impl Session {
     }
 
     /// `SessionState`: the session, its one chat, and what it waits for.
-    pub fn state(&self) -> Value {
+    pub(super) fn state(&self) -> Value {
         let waiting: Vec<Value> = self
             .calls
             .iter()
@@ -199,7 +199,7 @@ impl Session {
     }
 
     /// `ChatState`: the run's one turn, with every tool call so far.
-    pub fn chat(&self) -> Value {
+    pub(super) fn chat(&self) -> Value {
         let parts: Vec<Value> = self
             .calls
             .iter()
@@ -221,7 +221,7 @@ impl Session {
     }
 
     /// `SessionInputRequest` of kind `toolConfirmation` for a pending call.
-    pub fn input_request(&self, call: &Call) -> Value {
+    pub(super) fn input_request(&self, call: &Call) -> Value {
         json!({
             "kind": "toolConfirmation",
             "id": call.id,
@@ -249,7 +249,7 @@ impl Call {
     }
 
     /// `ToolCallState`.
-    pub fn state(&self) -> Value {
+    pub(super) fn state(&self) -> Value {
         match &self.status {
             CallStatus::Pending => {
                 let mut v = self.base("pending-confirmation");
@@ -279,7 +279,7 @@ impl Call {
 }
 
 /// A tool call's name and one-line input, from a `pre_action` payload.
-pub fn describe_call(event: &Event) -> (String, String) {
+pub(super) fn describe_call(event: &Event) -> (String, String) {
     let p = &event.payload;
     let tool = p
         .get("tool_name")
@@ -298,4 +298,4 @@ pub fn describe_call(event: &Event) -> (String, String) {
 }
 
 /// Every live session, by id.
-pub type Sessions = BTreeMap<String, Session>;
+pub(super) type Sessions = BTreeMap<String, Session>;

@@ -18,7 +18,7 @@ use crate::intercept::{Alarm, Router, Stop};
 use crate::protocol::EventType;
 
 /// The control socket of one run.
-pub struct Control {
+pub(super) struct Control {
     server: Option<ControlServer>,
     agent: AgentSlot,
     watched: Option<Watched>,
@@ -29,7 +29,7 @@ pub struct Control {
 
 impl Control {
     /// Binds the socket in `run_dir` (an abstract one where the system has them).
-    pub fn bind(run_dir: &std::path::Path) -> Result<Control, String> {
+    pub(super) fn bind(run_dir: &std::path::Path) -> Result<Control, String> {
         let server = ControlServer::bind(run_dir)
             .map_err(|e| format!("cannot listen on the control socket: {e}"))?;
         Ok(Control {
@@ -42,7 +42,7 @@ impl Control {
     }
 
     /// The socket's address (`@name` for an abstract one).
-    pub fn address(&self) -> OsString {
+    pub(super) fn address(&self) -> OsString {
         self.server
             .as_ref()
             .map(|s| s.address.clone())
@@ -51,7 +51,7 @@ impl Control {
 
     /// Serves `listener` too (the same abstract name, bound in the agent's network
     /// namespace).
-    pub fn also_listen(
+    pub(super) fn also_listen(
         &mut self,
         listener: std::os::unix::net::UnixListener,
     ) -> std::io::Result<()> {
@@ -63,7 +63,7 @@ impl Control {
 
     /// What a caller from inside the agent needs: the address, our pid, the token, and how
     /// long it may wait for an answer.
-    pub fn env(&self, budget_ms: u64) -> Vec<(OsString, OsString)> {
+    pub(super) fn env(&self, budget_ms: u64) -> Vec<(OsString, OsString)> {
         let Some(server) = &self.server else {
             return Vec::new();
         };
@@ -79,7 +79,7 @@ impl Control {
 
     /// Serves requests with `router` once the agent runs as `agent`; raises `alarm` if the
     /// socket is taken over.
-    pub fn start(&mut self, agent: ChildId, router: Router, gate: Arc<Gate>, alarm: Alarm) {
+    pub(super) fn start(&mut self, agent: ChildId, router: Router, gate: Arc<Gate>, alarm: Alarm) {
         self.agent.set(agent.pid());
         let Some(server) = self.server.take() else {
             return;
@@ -99,7 +99,7 @@ impl Control {
 
     /// Stops serving, once the agent has ended. Returns whether the socket was taken over
     /// during the run (checked once more: the agent may have ended between two checks).
-    pub async fn finish(&mut self, gate: &Gate) -> bool {
+    pub(super) async fn finish(&mut self, gate: &Gate) -> bool {
         if let Some(task) = self.task.take() {
             task.abort();
         }

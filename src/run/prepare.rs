@@ -11,7 +11,7 @@ use crate::gate::{Approver, Decider, Embedded, Gate, Harness};
 use crate::policy::Policy;
 
 /// What the harness negotiated, or our own limits where it said nothing.
-pub struct Limits {
+pub(super) struct Limits {
     /// The deadline for one event.
     pub timeout: Duration,
     pub max_depth: u32,
@@ -20,13 +20,13 @@ pub struct Limits {
 }
 
 /// The run's ids, as the harness sees them.
-pub struct Ids {
+pub(super) struct Ids {
     pub session: String,
     pub agent: String,
 }
 
 impl Ids {
-    pub fn new(cfg: &Config) -> Ids {
+    pub(super) fn new(cfg: &Config) -> Ids {
         Ids {
             session: uuid::Uuid::new_v4().to_string(),
             agent: format!("{}-{}", cfg.kind(), uuid::Uuid::new_v4().simple()),
@@ -36,7 +36,7 @@ impl Ids {
 
 /// Builds the gate: the harness (started and waited for, within the event deadline), the
 /// audit log, and the person at the terminal. An error has been said on stderr.
-pub async fn gate(
+pub(super) async fn gate(
     cfg: &Config,
     ids: Ids,
     approver: Option<Arc<dyn Approver>>,

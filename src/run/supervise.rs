@@ -17,7 +17,7 @@ const NEVER: Duration = Duration::from_secs(3600 * 24 * 365);
 
 /// Waits for the agent to end. Returns its status, and the first stop an interceptor asked
 /// for (its cause has been said, or is normal).
-pub async fn until_exit(
+pub(super) async fn until_exit(
     child: &mut crate::child::Process,
     tree: &mut Tracker,
     gate: &Gate,

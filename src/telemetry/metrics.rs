@@ -259,7 +259,7 @@ impl FrameCounters {
 const TEXT_FORMAT: &str = "text/plain; version=0.0.4; charset=utf-8";
 
 /// `GET /metrics`, for a router whose state is the token clients must present (if any).
-pub async fn handler(token: Option<Arc<str>>, headers: HeaderMap) -> Response {
+pub(super) async fn handler(token: Option<Arc<str>>, headers: HeaderMap) -> Response {
     let Some(t) = super::get() else {
         return (StatusCode::NOT_FOUND, "metrics are off").into_response();
     };
@@ -284,7 +284,7 @@ pub fn router(token: Option<Arc<str>>) -> axum::Router {
 }
 
 /// Serves `GET /metrics` on `listener` until the process ends.
-pub async fn serve_on(listener: tokio::net::TcpListener) {
+pub(super) async fn serve_on(listener: tokio::net::TcpListener) {
     if let Err(e) = axum::serve(listener, router(None)).await {
         tracing::warn!("the metrics listener failed: {e}");
     }

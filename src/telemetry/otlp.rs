@@ -190,7 +190,7 @@ enum Item {
 }
 
 /// The recording side of the export.
-pub struct Exporter {
+pub(super) struct Exporter {
     queue: mpsc::Sender<Item>,
     dropped: prometheus::IntCounter,
     /// The run of this process, from its start to its end.
@@ -199,7 +199,7 @@ pub struct Exporter {
 
 impl Exporter {
     /// Starts the export task on the current runtime.
-    pub fn start(target: Target, role: &'static str, metrics: &Metrics) -> Exporter {
+    pub(super) fn start(target: Target, role: &'static str, metrics: &Metrics) -> Exporter {
         let (queue, rx) = mpsc::channel(QUEUE);
         let resource = resource(&target, role);
         let sender = Sender {
@@ -233,7 +233,13 @@ impl Exporter {
     /// The span of a decided event, as its audit record has it. Only what the span needs
     /// is copied here; the span is built (and redacted) by the export task, off the
     /// decision's path.
-    pub fn decided(&self, event: &Event, record: &AuditRecord, framework: &str, took: Duration) {
+    pub(super) fn decided(
+        &self,
+        event: &Event,
+        record: &AuditRecord,
+        framework: &str,
+        took: Duration,
+    ) {
         let decided = DecisionSpan {
             end: SystemTime::now(),
             took,
@@ -263,14 +269,14 @@ impl Exporter {
         }
     }
 
-    pub fn run_started(&self, run: RunSpan) {
+    pub(super) fn run_started(&self, run: RunSpan) {
         if let Ok(mut slot) = self.run.lock() {
             *slot = Some(run);
         }
     }
 
     /// Exports the run's span (once).
-    pub fn run_ended(&self, exit_code: u8, events: u64) {
+    pub(super) fn run_ended(&self, exit_code: u8, events: u64) {
         let Some(run) = self.run.lock().ok().and_then(|mut r| r.take()) else {
             return;
         };
@@ -294,7 +300,7 @@ impl Exporter {
     }
 
     /// Sends what is queued and waits for it for at most `within`.
-    pub async fn flush(&self, within: Duration) {
+    pub(super) async fn flush(&self, within: Duration) {
         let (tx, rx) = oneshot::channel();
         let sent = tokio::time::timeout(within, self.queue.send(Item::Flush(tx))).await;
         if matches!(sent, Ok(Ok(()))) {

@@ -10,9 +10,9 @@ use super::rules::{Example, Rule};
 use ahp_wrap_wire::protocol::{Event, EventType};
 
 /// The home directory examples run with.
-pub const EXAMPLE_HOME: &str = "/home/user";
+pub(crate) const EXAMPLE_HOME: &str = "/home/user";
 /// The workspace (and cwd) examples run in.
-pub const EXAMPLE_WORKSPACE: &str = "/home/user/project";
+pub(crate) const EXAMPLE_WORKSPACE: &str = "/home/user/project";
 
 /// What [`super::Policy::check`] verified.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -50,14 +50,14 @@ impl std::fmt::Display for ExampleFailure {
 /// Examples run without touching the file system, in a fixed home and workspace, so that
 /// they give the same answer on every machine.
 /// Where examples pretend the wrapper is installed and runs.
-pub const EXAMPLE_WRAPPER: [&str; 3] = [
+pub(crate) const EXAMPLE_WRAPPER: [&str; 3] = [
     "/usr/local/bin/ahp-wrap",
     "/usr/local/bin/ahp-wrap-hook",
     "/run/ahp-wrap-example",
 ];
 
 /// The pids examples pretend the wrapper and its guardian have.
-pub const EXAMPLE_WRAPPER_PIDS: [u32; 2] = [4242, 4243];
+pub(crate) const EXAMPLE_WRAPPER_PIDS: [u32; 2] = [4242, 4243];
 
 fn example_protected() -> super::Protected {
     super::Protected {
@@ -76,7 +76,7 @@ fn resolver() -> Resolver {
 }
 
 /// Runs every example of every rule.
-pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
+pub(crate) fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
     let resolver = resolver();
     let mut failures = Vec::new();
     let mut count = 0;
@@ -111,7 +111,7 @@ pub fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
 /// A string is a `Bash` command line (or, if it starts with `{`, JSON as below). A table with
 /// `event_type` or `payload` is an event; any other table is the payload of a `pre_action`.
 /// A payload without `context.working_directory` (as the shims send it) runs in [`EXAMPLE_WORKSPACE`].
-pub fn event_of(example: &Example) -> (Event, String) {
+pub(crate) fn event_of(example: &Example) -> (Event, String) {
     let value = match example {
         Example::Command(s) if s.trim_start().starts_with('{') => {
             serde_json::from_str(s).unwrap_or_else(|_| command_payload(s))

@@ -7,7 +7,7 @@ const MAX_SYMLINKS: usize = 40;
 
 /// Resolves the words of a command or the paths of a file tool into absolute paths.
 #[derive(Debug, Clone)]
-pub struct Resolver {
+pub(crate) struct Resolver {
     /// The (canonical) home directory, for `~` and for `~/…` patterns.
     pub home: PathBuf,
     /// Whether to consult the file system (symlinks). Off for policy examples, so that they
@@ -25,14 +25,14 @@ pub struct Resolver {
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ResolvedPath {
+pub(crate) struct ResolvedPath {
     pub abs: PathBuf,
     pub tilde: Option<String>,
 }
 
 impl Resolver {
     /// Resolves `word` (as the shell would see it after quote removal) against `cwd`.
-    pub fn resolve(&self, word: &str, cwd: &Path) -> ResolvedPath {
+    pub(crate) fn resolve(&self, word: &str, cwd: &Path) -> ResolvedPath {
         let expanded: PathBuf = if word == "~" {
             self.home.clone()
         } else if let Some(rest) = word.strip_prefix("~/") {
@@ -45,13 +45,13 @@ impl Resolver {
 
     /// Resolves a shell word after expansion: `~` was the shell's to expand, so a `~` left
     /// here is a literal name (`rm -rf '~'`).
-    pub fn resolve_word(&self, word: &str, cwd: &Path) -> ResolvedPath {
+    pub(crate) fn resolve_word(&self, word: &str, cwd: &Path) -> ResolvedPath {
         self.resolve_path(cwd.join(word))
     }
 
     /// Like [`Resolver::resolve_word`], but a symlink in the last component is not followed:
     /// what `rm -rf link` removes is the link (`rm -rf link/` is resolved in full).
-    pub fn resolve_word_nofollow(&self, word: &str, cwd: &Path) -> ResolvedPath {
+    pub(crate) fn resolve_word_nofollow(&self, word: &str, cwd: &Path) -> ResolvedPath {
         let full = cwd.join(word);
         let name = match full.components().next_back() {
             Some(Component::Normal(n)) if !word.ends_with('/') => n.to_owned(),
@@ -89,13 +89,13 @@ impl Resolver {
     }
 
     /// Resolves a directory that is already absolute (a cwd or workspace root).
-    pub fn resolve_dir(&self, dir: &Path) -> PathBuf {
+    pub(crate) fn resolve_dir(&self, dir: &Path) -> PathBuf {
         self.resolve(&dir.to_string_lossy(), Path::new("/")).abs
     }
 }
 
 /// Removes `.` and `..` lexically (no file system access).
-pub fn normalise(path: &Path) -> PathBuf {
+pub(crate) fn normalise(path: &Path) -> PathBuf {
     let mut out = PathBuf::from("/");
     for c in path.components() {
         match c {
@@ -157,7 +157,7 @@ fn resolve_on_disk(path: &Path) -> PathBuf {
 /// Where a path lies relative to the workspace, the home directory and the root.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Where {
+pub(crate) enum Where {
     /// Not the workspace and not below it.
     OutsideWorkspace,
     /// The workspace or below it.
@@ -175,7 +175,7 @@ pub enum Where {
 }
 
 impl Where {
-    pub fn holds(
+    pub(crate) fn holds(
         self,
         path: &ResolvedPath,
         workspace: &Path,

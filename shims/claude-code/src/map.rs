@@ -13,7 +13,7 @@ const SUBAGENT_DEPTH: u64 = 1;
 /// The call id Claude gives a tool call.
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
-pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+pub(crate) fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
     let hook = HookName::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);

@@ -25,10 +25,10 @@ use ahp_wrap_adapter::{AgentCommand, FrameworkError, RunContext};
 type Servers = Map<String, Value>;
 
 /// The file written in the run directory.
-pub const MCP_FILE: &str = "claude-code-mcp.json";
+pub(crate) const MCP_FILE: &str = "claude-code-mcp.json";
 
 /// Puts every stdio server behind `wrapper mcp --via-run`; see the module's doc.
-pub fn wrap(
+pub(crate) fn wrap(
     run: &RunContext,
     cmd: &mut AgentCommand,
     wrapper: &Path,

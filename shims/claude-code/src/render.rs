@@ -20,7 +20,11 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a non-blocking hook error: Claude goes on and notes the message.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
+pub(crate) fn render(
+    cx: &HookContext<'_>,
+    _event: Option<&Mapped>,
+    verdict: &Final,
+) -> CallerReply {
     let Some(hook) = HookName::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_BLOCK);
     };

@@ -15,11 +15,11 @@ use ahp_wrap_adapter::shared::{settings, timeout};
 use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
-pub const SETTINGS_FILE: &str = "claude-code-settings.json";
+pub(crate) const SETTINGS_FILE: &str = "claude-code-settings.json";
 
 /// The variable Claude Code reads for the program named in its exit hint
 /// (`<program> --resume <id>`; one word, else ignored).
-pub const RESUME_HINT_ENV: &str = "CLAUDE_CODE_RESUME_HINT_COMMAND";
+pub(crate) const RESUME_HINT_ENV: &str = "CLAUDE_CODE_RESUME_HINT_COMMAND";
 /// Flags with which Claude would run no hooks at all: a wrapped run refuses them.
 const HOOKLESS_FLAGS: [&str; 2] = ["--bare", "--safe-mode"];
 /// Subcommands that do not start an agent session (and may not accept `--settings`).
@@ -115,12 +115,17 @@ fn load_user_settings(value: &OsStr) -> Result<Map<String, Value>, FrameworkErro
 
 /// The hook command for one event. The per-run nonce makes it unique, so Claude's
 /// de-duplication of identical hook commands can never merge it with a user's hook.
-pub fn hook_command(self_exe: &Path, nonce: &str, event: ClaudeEvent, headless: bool) -> String {
+pub(crate) fn hook_command(
+    self_exe: &Path,
+    nonce: &str,
+    event: ClaudeEvent,
+    headless: bool,
+) -> String {
     SHIM.hook_command(self_exe, nonce, &HookName::registered(event, headless))
 }
 
 /// Appends our hooks to `settings` and makes sure hooks are on.
-pub fn merge(
+pub(crate) fn merge(
     mut settings: Map<String, Value>,
     self_exe: &Path,
     nonce: &str,
@@ -162,7 +167,7 @@ fn disables_hooks(settings: &Map<String, Value>) -> bool {
     settings.get("disableAllHooks") == Some(&Value::Bool(true))
 }
 
-pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+pub(crate) fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     let scan = scan(&cmd.args)?;
     if scan.subcommand {
         // `claude mcp …`, `claude config …`: no session, no hooks to register.

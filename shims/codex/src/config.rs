@@ -28,7 +28,7 @@ pub const SESSION_FLAGS_SOURCE: &str = "/<session-flags>/config.toml";
 const SESSION_END_TIMEOUT_S: u64 = 3;
 /// The hook that fires first in every `codex exec` session: if it never reaches the wrapper,
 /// our hooks did not run (see `AgentCommand::expect_hook`).
-pub const CANARY: CodexEvent = CodexEvent::SessionStart;
+pub(crate) const CANARY: CodexEvent = CodexEvent::SessionStart;
 
 /// JSON with object keys sorted at every level, as Codex hashes it.
 fn canonical(v: &Value) -> String {
@@ -73,13 +73,13 @@ pub fn trust_hash(
 
 /// The hook command for one event. The per-run nonce keeps it distinct from any hook of
 /// the user's, should Codex ever de-duplicate identical commands.
-pub fn hook_command(self_exe: &Path, nonce: &str, event: CodexEvent) -> String {
+pub(crate) fn hook_command(self_exe: &Path, nonce: &str, event: CodexEvent) -> String {
     SHIM.hook_command(self_exe, nonce, event.name())
 }
 
 /// The user's `-c hooks…` (already applied, as a table) with our hooks appended to each
 /// event's groups and a trust entry for each of ours added to `state`.
-pub fn merge(
+pub(crate) fn merge(
     user: Option<Toml>,
     self_exe: &Path,
     nonce: &str,
@@ -170,7 +170,7 @@ fn overrides(
     ])
 }
 
-pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+pub(crate) fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     let scan = scan(&cmd.args)?;
     // Codex counts seconds, and its hook timeout fails open: the hook process answers first.
     let timeout_s = timeout::hook_timeout_s(run);

@@ -9,7 +9,7 @@ use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 /// The call id Codex gives a tool call.
 const CALL_IDS: &[&str] = &["tool_use_id"];
 
-pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+pub(crate) fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
     let event = CodexEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);
@@ -70,7 +70,7 @@ mod tests {
     use super::*;
     use ahp_wrap_adapter::testing::cx;
 
-    pub fn sample(event: &str) -> Vec<u8> {
+    pub(super) fn sample(event: &str) -> Vec<u8> {
         ahp_wrap_adapter::testing::sample("codex", event)
     }
 

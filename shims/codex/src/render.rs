@@ -20,7 +20,11 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a failed hook that Codex reports and otherwise ignores.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
+pub(crate) fn render(
+    cx: &HookContext<'_>,
+    _event: Option<&Mapped>,
+    verdict: &Final,
+) -> CallerReply {
     let Some(event) = CodexEvent::parse(cx.hook) else {
         let reason = non_empty(&SHIM.unknown_hook_reason(verdict));
         return stderr_exit(&reason, EXIT_BLOCK);

@@ -20,14 +20,17 @@ use ahp_wrap_adapter::{
 };
 
 /// The variable naming Copilot's home directory.
-pub const ENV_HOME: &str = "COPILOT_HOME";
+pub(crate) const ENV_HOME: &str = "COPILOT_HOME";
 /// The overlay's directory name in the run directory.
-pub const OVERLAY_DIR: &str = "copilot-home";
+pub(crate) const OVERLAY_DIR: &str = "copilot-home";
 /// The directory Copilot loads user hook files (`*.json`) from.
-pub const HOOKS_DIR: &str = "hooks";
+pub(crate) const HOOKS_DIR: &str = "hooks";
 
 /// The Copilot home the agent would use without us (absolute).
-pub fn real_home(copilot_home: Option<&str>, home: Option<&Path>) -> Result<PathBuf, String> {
+pub(crate) fn real_home(
+    copilot_home: Option<&str>,
+    home: Option<&Path>,
+) -> Result<PathBuf, String> {
     let path = match copilot_home.filter(|h| !h.is_empty()) {
         Some(h) => PathBuf::from(h),
         None => home
@@ -45,7 +48,7 @@ pub fn real_home(copilot_home: Option<&str>, home: Option<&Path>) -> Result<Path
 
 /// Our hook file: every event we map, calling `ahp-wrap hook copilot <event>`, with a
 /// timeout in seconds.
-pub fn hook_file(self_exe: &Path, nonce: &str, timeout_s: u64) -> Value {
+pub(crate) fn hook_file(self_exe: &Path, nonce: &str, timeout_s: u64) -> Value {
     let mut hooks = Map::new();
     for event in CopilotEvent::ALL {
         let command = SHIM.hook_command(self_exe, nonce, event.name());
@@ -58,7 +61,12 @@ pub fn hook_file(self_exe: &Path, nonce: &str, timeout_s: u64) -> Value {
 }
 
 /// Builds the overlay for `real` in `overlay` (which must not exist yet) with our hook file.
-pub fn build_overlay(real: &Path, overlay: &Path, ours: &Value, nonce: &str) -> Result<(), String> {
+pub(crate) fn build_overlay(
+    real: &Path,
+    overlay: &Path,
+    ours: &Value,
+    nonce: &str,
+) -> Result<(), String> {
     let mkdir = |d: &Path| {
         std::fs::DirBuilder::new()
             .mode(0o700)
@@ -128,7 +136,7 @@ fn config_file(real: &Path, overlay: &Path) -> StateFile {
 /// Copilot's settings file of its own, in its home.
 const CONFIG: &str = "config.json";
 
-pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+pub(crate) fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     // Copilot hands the hook command to a shell.
     SHIM.check_plain_exe(&run.self_exe)?;
     let copilot_home = std::env::var(ENV_HOME).ok();

@@ -7,7 +7,7 @@ use super::{CopilotEvent, NAME, SHIM};
 use ahp_wrap_adapter::shared::payload::HookPayload;
 use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
-pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+pub(crate) fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
     let event = CopilotEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = Value::Object(p.context(

@@ -19,13 +19,17 @@ use ahp_wrap_adapter::shared::output::{
 use ahp_wrap_adapter::shared::updated_input;
 use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
-pub const EXIT_DENY: i32 = 2;
+pub(crate) const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
 const EXIT_HOOK_ERROR: i32 = 1;
 /// The reason given when a block came without one (Copilot shows an empty reason badly).
 const NO_REASON: &str = "ahp-wrap blocked this tool call";
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
+pub(crate) fn render(
+    cx: &HookContext<'_>,
+    _event: Option<&Mapped>,
+    verdict: &Final,
+) -> CallerReply {
     let Some(event) = CopilotEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };

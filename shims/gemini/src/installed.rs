@@ -25,15 +25,15 @@ use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext, Syst
 /// The installed file's hook timeout, in milliseconds: longer than any run's hook budget
 /// (a run whose budget is longer refuses), since Gemini lets a tool call through when its
 /// timeout fires first. The hook itself fails closed at the run's budget.
-pub const INSTALLED_TIMEOUT_MS: u64 = 3_600_000;
+pub(crate) const INSTALLED_TIMEOUT_MS: u64 = 3_600_000;
 
 /// Why the floor gives a non-root Gemini no namespaces of its own.
-pub const NO_NAMESPACES: &str = "Gemini CLI run by a user who is not root gets no namespaces: \
+pub(crate) const NO_NAMESPACES: &str = "Gemini CLI run by a user who is not root gets no namespaces: \
     in one it would see no file owned by root and ignore its hooks (run as root for the whole floor)";
 
 /// The installed file and this build's content for it, for hooks that run `hook_exe`: the
 /// system settings at Gemini's default path (when Gemini would trust them) with our hooks.
-pub fn system_file(hook_exe: &Path) -> Result<SystemFile, FrameworkError> {
+pub(crate) fn system_file(hook_exe: &Path) -> Result<SystemFile, FrameworkError> {
     let system = load_system_settings(Path::new(DEFAULT_SYSTEM_SETTINGS))?;
     let merged = merge(system, hook_exe, Hooks::Installed, INSTALLED_TIMEOUT_MS)?;
     let mut content = serde_json::to_vec_pretty(&merged)
@@ -59,12 +59,12 @@ fn current(hook_exe: &Path) -> Result<SystemFile, String> {
 }
 
 /// Why a run of this user cannot use the installed file, with the command that fixes it.
-pub fn refusal(hook_exe: &Path) -> Option<String> {
+pub(crate) fn refusal(hook_exe: &Path) -> Option<String> {
     current(hook_exe).err()
 }
 
 /// Points Gemini at the installed file for this run, when it is current.
-pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+pub(crate) fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     let file = current(&run.self_exe).map_err(|why| SHIM.prepare_error(why))?;
     let needed = timeout::hook_timeout_ms(run);
     if needed > INSTALLED_TIMEOUT_MS {

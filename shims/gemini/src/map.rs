@@ -9,7 +9,7 @@ use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 /// Gemini gives a tool call no id in its hooks.
 const CALL_IDS: &[&str] = &[];
 
-pub fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
+pub(crate) fn map(cx: &HookContext<'_>, payload: &[u8]) -> Result<Option<Mapped>, FrameworkError> {
     let event = GeminiEvent::parse(cx.hook).ok_or_else(|| SHIM.unknown_hook(cx.hook))?;
     let p = HookPayload::parse(NAME, cx, payload)?;
     let context = context(cx, &p);

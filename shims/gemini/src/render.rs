@@ -19,7 +19,11 @@ const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error: Gemini goes on with a warning.
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(cx: &HookContext<'_>, _event: Option<&Mapped>, verdict: &Final) -> CallerReply {
+pub(crate) fn render(
+    cx: &HookContext<'_>,
+    _event: Option<&Mapped>,
+    verdict: &Final,
+) -> CallerReply {
     let Some(event) = GeminiEvent::parse(cx.hook) else {
         return stderr_exit(&SHIM.unknown_hook_reason(verdict), EXIT_DENY);
     };

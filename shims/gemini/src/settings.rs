@@ -19,15 +19,15 @@ use ahp_wrap_adapter::shared::timeout;
 use ahp_wrap_adapter::{only_root_can_write, run_nonce, AgentCommand, FrameworkError, RunContext};
 
 /// The file we write in the run directory.
-pub const SETTINGS_FILE: &str = "gemini-system-settings.json";
+pub(crate) const SETTINGS_FILE: &str = "gemini-system-settings.json";
 /// The variable naming the system settings file (it replaces the default one).
-pub const ENV_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
+pub(crate) const ENV_SYSTEM_SETTINGS: &str = "GEMINI_CLI_SYSTEM_SETTINGS_PATH";
 /// The variable naming the system defaults file (else: next to the system settings).
-pub const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
+pub(crate) const ENV_SYSTEM_DEFAULTS: &str = "GEMINI_CLI_SYSTEM_DEFAULTS_PATH";
 /// The variable that gives the hooks of the installed file this run's nonce.
-pub const ENV_HOOK_NONCE: &str = "AHP_WRAP_HOOK_NONCE";
+pub(crate) const ENV_HOOK_NONCE: &str = "AHP_WRAP_HOOK_NONCE";
 /// Where Gemini looks for system settings on Linux when the variable is not set.
-pub const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
+pub(crate) const DEFAULT_SYSTEM_SETTINGS: &str = "/etc/gemini-cli/settings.json";
 
 pub(crate) const SYSTEM: SystemSettings<'static> = SystemSettings {
     framework: NAME,
@@ -39,7 +39,7 @@ pub(crate) const SYSTEM: SystemSettings<'static> = SystemSettings {
 
 /// The hook command for one event. Gemini expands `$VAR` anywhere in a settings value, even
 /// inside single quotes, so a `$` in it could change what runs: it is refused.
-pub fn hook_command(
+pub(crate) fn hook_command(
     self_exe: &Path,
     nonce: &str,
     event: GeminiEvent,
@@ -49,7 +49,7 @@ pub fn hook_command(
 
 /// How our hooks are named and what they run: for one run, or in the file root installs.
 #[derive(Clone, Copy)]
-pub enum Hooks<'a> {
+pub(crate) enum Hooks<'a> {
     /// The run's own settings file: the nonce is in each hook's name and command.
     Run { nonce: &'a str },
     /// The installed file, the same for every run: each name takes the run's nonce from
@@ -61,7 +61,7 @@ pub enum Hooks<'a> {
 
 /// Appends our hooks to `settings` and makes sure hooks are on. Each hook's `name` carries
 /// the per-run nonce, so no `hooksConfig.disabled` entry written beforehand can name it.
-pub fn merge(
+pub(crate) fn merge(
     mut settings: Map<String, Value>,
     self_exe: &Path,
     hooks: Hooks<'_>,
@@ -114,7 +114,7 @@ pub(crate) fn load_system_settings(path: &Path) -> Result<Map<String, Value>, Fr
 
 /// Injects our hooks for one run: as root, a settings file of the run's own; else the
 /// file root installed once for every user (see `installed`).
-pub fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
+pub(crate) fn prepare(run: &RunContext, cmd: &mut AgentCommand) -> Result<(), FrameworkError> {
     if !nix::unistd::geteuid().is_root() {
         return installed::prepare(run, cmd);
     }

@@ -20,11 +20,11 @@ use ahp_wrap_adapter::{run_nonce, AgentCommand, FrameworkError, RunContext};
 const PLUGIN_TEMPLATE: &str = include_str!("plugin.js");
 /// The hook every OpenCode prompt goes through: if it never reaches the wrapper, our
 /// plugin did not load (see `AgentCommand::expect_hook`).
-pub const CANARY: OpenCodeEvent = OpenCodeEvent::ChatMessage;
+pub(crate) const CANARY: OpenCodeEvent = OpenCodeEvent::ChatMessage;
 
 /// The plugin for one run: the hook executable, the time it may take, the framework it
 /// speaks for and the agent's name, as JS literals.
-pub fn plugin_source(
+pub(crate) fn plugin_source(
     flavor: &Flavor,
     hook_exe: &Path,
     timeout_ms: u64,
@@ -45,7 +45,7 @@ pub fn plugin_source(
 }
 
 /// `path` as a `file://` URL, every byte outside the unreserved set (and `/`) escaped.
-pub fn file_url(flavor: &Flavor, path: &Path) -> Result<String, FrameworkError> {
+pub(crate) fn file_url(flavor: &Flavor, path: &Path) -> Result<String, FrameworkError> {
     let s = path.to_str().ok_or_else(|| {
         flavor
             .shim
@@ -64,7 +64,7 @@ pub fn file_url(flavor: &Flavor, path: &Path) -> Result<String, FrameworkError> 
 
 /// The config content the agent gets: the user's own `OPENCODE_CONFIG_CONTENT` (if any) with
 /// our plugin appended to its `plugin` list.
-pub fn config_content(
+pub(crate) fn config_content(
     flavor: &Flavor,
     user: Option<&str>,
     plugin_url: &str,
@@ -92,7 +92,7 @@ pub fn config_content(
 }
 
 /// Why `OPENCODE_PURE` (its value `pure_env`) leaves our plugin unloaded, when it does.
-pub fn pure_refusal(flavor: &Flavor, pure_env: Option<&str>) -> Option<String> {
+pub(crate) fn pure_refusal(flavor: &Flavor, pure_env: Option<&str>) -> Option<String> {
     let truthy = |v: &str| matches!(v.to_ascii_lowercase().as_str(), "1" | "true");
     pure_env.is_some_and(truthy).then(|| {
         format!(
@@ -133,7 +133,7 @@ fn refuse_unsupervised(
     Ok(())
 }
 
-pub fn prepare(
+pub(crate) fn prepare(
     flavor: &Flavor,
     run: &RunContext,
     cmd: &mut AgentCommand,

@@ -12,7 +12,7 @@ use super::{Flavor, OpenCodeEvent};
 use ahp_wrap_adapter::shared::payload::HookPayload;
 use ahp_wrap_adapter::{EventType, FrameworkError, HookContext, Mapped};
 
-pub fn map(
+pub(crate) fn map(
     flavor: &Flavor,
     cx: &HookContext<'_>,
     payload: &[u8],

@@ -28,7 +28,7 @@ const EXIT_BLOCK: i32 = 2;
 /// Exit code of a notification whose relay failed (the plugin only logs it).
 const EXIT_HOOK_ERROR: i32 = 1;
 
-pub fn render(
+pub(crate) fn render(
     flavor: &Flavor,
     cx: &HookContext<'_>,
     _event: Option<&Mapped>,

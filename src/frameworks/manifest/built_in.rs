@@ -12,7 +12,7 @@ use crate::frameworks::adapter::{
 
 /// A manifest compiled into the binary (`shims/<name>/shim.toml`): its text, and the two
 /// fields the build read from it, by which every run looks frameworks up.
-pub struct BuiltIn {
+pub(super) struct BuiltIn {
     pub path: &'static str,
     pub text: &'static str,
     pub name: &'static str,

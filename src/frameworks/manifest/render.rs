@@ -64,7 +64,7 @@ impl Fill<'_> {
 }
 
 /// `verdict` on `event`, as the manifest writes it.
-pub fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> CallerReply {
+pub(super) fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> CallerReply {
     fn filled<'a>(manifest: &'a Manifest, event: &'a Event, reason: &'a str) -> Fill<'a> {
         Fill {
             reason,
@@ -121,7 +121,7 @@ pub fn render(manifest: &Manifest, event: &Event, verdict: &Final) -> CallerRepl
 
 /// A hook name the manifest does not declare: the verdict's reason (or a word that the hook
 /// is unknown) on stderr, and the manifest's code for it.
-pub fn unknown_hook(manifest: &Manifest, verdict: &Final) -> CallerReply {
+pub(super) fn unknown_hook(manifest: &Manifest, verdict: &Final) -> CallerReply {
     let reason = verdict.reason().map_or_else(
         || format!("ahp-wrap does not know this {} hook", manifest.agent),
         str::to_owned,

@@ -7,7 +7,7 @@ use super::{Manifest, Pointer, Shape};
 use crate::frameworks::adapter::{FrameworkError, HookContext, ToolCall};
 
 /// One payload, read through one manifest's pointers.
-pub struct Reader<'a> {
+pub(super) struct Reader<'a> {
     pub manifest: &'a Manifest,
     pub cx: &'a HookContext<'a>,
     pub payload: &'a Value,
@@ -43,7 +43,7 @@ impl Reader<'_> {
     }
 
     /// The agent's own session id.
-    pub fn session_id(&self) -> Option<String> {
+    pub(super) fn session_id(&self) -> Option<String> {
         match self.field(&self.manifest.payload.session) {
             Value::String(s) => Some(s),
             _ => None,
@@ -103,7 +103,7 @@ impl Reader<'_> {
     }
 
     /// The AHP payload of `shape`.
-    pub fn payload(&self, shape: Shape) -> Result<Value, FrameworkError> {
+    pub(super) fn payload(&self, shape: Shape) -> Result<Value, FrameworkError> {
         if !self.payload.is_object() {
             return Err(self.shape_error("expected a JSON object".into()));
         }
@@ -161,7 +161,7 @@ impl Reader<'_> {
 }
 
 /// `input` with the manifest's argument renames undone: what the agent calls them.
-pub fn rename_back(manifest: &Manifest, mut input: Value) -> Value {
+pub(super) fn rename_back(manifest: &Manifest, mut input: Value) -> Value {
     if let Value::Object(o) = &mut input {
         for (from, to) in &manifest.payload.rename_arguments {
             if !o.contains_key(from) {

@@ -26,7 +26,7 @@ use crate::floor::hosts::Target;
 use super::{Egress, CONNECT_TIMEOUT};
 
 /// How long a refusal of a name to a process holds for its next address.
-pub const REMEMBERED: Duration = Duration::from_secs(2);
+pub(super) const REMEMBERED: Duration = Duration::from_secs(2);
 
 /// Names refused lately: (name, port, process) and when.
 #[derive(Debug, Default)]

@@ -39,7 +39,7 @@ fn socket(fd: OwnedFd) -> Option<tokio::net::UnixStream> {
 const PIPE_CAPACITY: i32 = 1 << 20;
 
 /// Asks for a larger capacity on `fd` when it is a pipe (see [`PIPE_CAPACITY`]).
-pub fn grow_pipe(fd: &impl AsFd) {
+pub(super) fn grow_pipe(fd: &impl AsFd) {
     let _ = nix::fcntl::fcntl(
         fd.as_fd().as_raw_fd(),
         nix::fcntl::FcntlArg::F_SETPIPE_SZ(PIPE_CAPACITY),
@@ -47,7 +47,7 @@ pub fn grow_pipe(fd: &impl AsFd) {
 }
 
 /// Our stdin, as a reader the reactor drives where it can be.
-pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
+pub(super) fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
     if let Ok(fd) = std::io::stdin().as_fd().try_clone_to_owned() {
         match kind(&fd) {
             Kind::Pipe => {
@@ -69,7 +69,7 @@ pub fn stdin() -> Pin<Box<dyn AsyncRead + Send>> {
 }
 
 /// Our stdout, as a writer the reactor drives where it can be.
-pub fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
+pub(super) fn stdout() -> Pin<Box<dyn AsyncWrite + Send>> {
     if let Ok(fd) = std::io::stdout().as_fd().try_clone_to_owned() {
         match kind(&fd) {
             Kind::Pipe => {

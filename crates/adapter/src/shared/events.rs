@@ -34,25 +34,25 @@ macro_rules! hook_events {
 
         impl $Enum {
             /// Every event we register, in the order the agent fires them in a simple run.
-            pub const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
+            $vis const ALL: [$Enum; [$($name),+].len()] = [$($Enum::$Variant),+];
 
             /// The agent's name for the event (its key in the agent's hook settings, and
             /// the hook name on our hook command line).
-            pub fn name(self) -> &'static str {
+            $vis fn name(self) -> &'static str {
                 match self {
                     $( $Enum::$Variant => $name ),+
                 }
             }
 
             /// Whether the event takes a tool-name `matcher` in the agent's settings.
-            pub fn is_tool_event(self) -> bool {
+            $vis fn is_tool_event(self) -> bool {
                 match self {
                     $( $Enum::$Variant => $crate::hook_events!(@tool $($tool)?) ),+
                 }
             }
 
             /// The event called `name`, if we register one by that name.
-            pub fn parse(name: &str) -> Option<$Enum> {
+            $vis fn parse(name: &str) -> Option<$Enum> {
                 $Enum::ALL.into_iter().find(|e| e.name() == name)
             }
         }
@@ -63,7 +63,7 @@ macro_rules! hook_events {
 mod tests {
     hook_events! {
         /// Events of a made-up agent.
-        pub enum Fake {
+        pub(super) enum Fake {
             Start = "start",
             BeforeTool = "before-tool" [tool],
             End = "end",

@@ -55,7 +55,7 @@ static URL_IN_TEXT: LazyLock<Regex> =
 
 /// A shell command line found in an event, and where it is, for rewrites.
 #[derive(Debug, Clone, PartialEq)]
-pub struct ShellSource {
+pub(crate) struct ShellSource {
     pub text: String,
     /// JSON pointer into the payload of the string (or argv array) holding it.
     pub pointer: String,
@@ -65,7 +65,7 @@ pub struct ShellSource {
 
 /// One simple command with its operands and files resolved.
 #[derive(Debug, Clone)]
-pub struct CommandFacts {
+pub(crate) struct CommandFacts {
     pub cmd: Command,
     pub operands: Vec<ResolvedPath>,
     pub reads: Vec<ResolvedPath>,
@@ -80,7 +80,7 @@ pub struct CommandFacts {
 
 /// Everything rules look at, extracted once per event.
 #[derive(Debug, Clone)]
-pub struct Facts {
+pub(crate) struct Facts {
     pub event_type: EventType,
     pub tool: Option<String>,
     pub workspace: PathBuf,
@@ -126,7 +126,7 @@ fn event_cwd(event: &Event) -> Option<PathBuf> {
 }
 
 /// Extracts the facts of `event`. `workspace_root` overrides the event's cwd as the workspace.
-pub fn facts(
+pub(crate) fn facts(
     event: &Event,
     resolver: &Resolver,
     workspace_root: Option<&Path>,
@@ -481,7 +481,7 @@ fn shell_script_of_argv(argv: &[String]) -> Option<usize> {
 }
 
 /// Quotes an argv as one shell command line.
-pub fn quote_argv(argv: &[&str]) -> String {
+pub(crate) fn quote_argv(argv: &[&str]) -> String {
     let quote = |a: &&str| {
         let safe = !a.is_empty()
             && a.chars()

@@ -21,7 +21,7 @@ const ROUNDS: usize = 8;
 /// Python's and awk's `'a' 'b'`) becomes `'GITHUB_TOKEN'`, and so do the builders of each
 /// language whose parts are all literals, so that names split to slip past a pattern are
 /// whole again for the scan and for the rules that read the code.
-pub fn fold_constants(code: &str, lang: Lang) -> String {
+pub(crate) fn fold_constants(code: &str, lang: Lang) -> String {
     let mut text = code.to_owned();
     for _ in 0..ROUNDS {
         let folded = join_literals(&builders(&text, lang), lang);

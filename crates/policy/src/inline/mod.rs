@@ -17,11 +17,11 @@ use regex::Regex;
 
 use super::shell::UNKNOWN;
 use calls::{compiled, Compiled};
-pub use fold::fold_constants;
+pub(crate) use fold::fold_constants;
 
 /// An interpreter language.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Lang {
+pub(crate) enum Lang {
     Python,
     Js,
     Perl,
@@ -31,7 +31,7 @@ pub enum Lang {
 }
 
 impl Lang {
-    pub fn of(program: &str) -> Option<Lang> {
+    pub(crate) fn of(program: &str) -> Option<Lang> {
         let p = program.trim_end_matches(|c: char| c.is_ascii_digit() || c == '.');
         Some(match p {
             "python" | "pypy" => Lang::Python,
@@ -47,7 +47,7 @@ impl Lang {
 
 /// What a piece of inline code does, as far as its literals show.
 #[derive(Debug, Default, PartialEq)]
-pub struct Scan {
+pub(crate) struct Scan {
     /// Shell command lines it runs.
     pub shell: Vec<String>,
     /// Programs it runs directly, argv form.
@@ -191,7 +191,7 @@ fn pathlike(s: &str) -> bool {
 }
 
 /// Scans `code` written in `lang`. Code it evaluates is scanned too, a few levels deep.
-pub fn scan(code: &str, lang: Lang) -> Scan {
+pub(crate) fn scan(code: &str, lang: Lang) -> Scan {
     let mut out = Scan::default();
     scan_into(code, lang, &mut out, 0);
     out

@@ -20,7 +20,7 @@ pub type Check = (&'static str, bool);
 /// A policy file as written.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawPolicy {
+pub(crate) struct RawPolicy {
     pub version: Option<u32>,
     /// `"default"`: this file adds to the default policy (its rules first, then this file's;
     /// a rule with a default rule's id replaces it) instead of standing alone.
@@ -44,7 +44,7 @@ pub struct RawPolicy {
 /// Policy-wide settings.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Settings {
+pub(crate) struct Settings {
     /// What to answer for a shell command that cannot be parsed.
     #[serde(default)]
     pub unparseable: Unparseable,
@@ -97,7 +97,7 @@ impl DecisionKind {
 
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawRule {
+pub(crate) struct RawRule {
     pub id: String,
     pub description: Option<String>,
     pub decision: DecisionKind,
@@ -121,14 +121,14 @@ pub struct RawRule {
 /// A rule example: a shell command line, or an event (or its payload) as a table.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(untagged)]
-pub enum Example {
+pub(crate) enum Example {
     Command(String),
     Event(toml::Table),
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawCommand {
+pub(crate) struct RawCommand {
     pub program: Option<Vec<String>>,
     pub program_not: Option<Vec<String>>,
     /// One list: some argument matches. A list of lists: for each list, some argument matches.
@@ -164,14 +164,14 @@ pub struct RawCommand {
 /// `args_any` as written: one list, or several that must all find a match.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum ArgsAny {
+pub(crate) enum ArgsAny {
     One(Vec<String>),
     All(Vec<Vec<String>>),
 }
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawFile {
+pub(crate) struct RawFile {
     pub reads: Option<RawPathCond>,
     pub writes: Option<RawPathCond>,
     pub paths: Option<RawPathCond>,
@@ -179,7 +179,7 @@ pub struct RawFile {
 
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct RawUrl {
+pub(crate) struct RawUrl {
     pub hosts: Option<Vec<String>>,
     pub urls: Option<Vec<String>>,
     pub schemes: Option<Vec<String>>,
@@ -188,7 +188,7 @@ pub struct RawUrl {
 /// A path condition: a list of globs, or a table of globs, places and exceptions.
 #[derive(Debug, Deserialize)]
 #[serde(untagged)]
-pub enum RawPathCond {
+pub(crate) enum RawPathCond {
     Globs(Vec<String>),
     Table {
         #[serde(default)]
@@ -207,7 +207,7 @@ pub enum RawPathCond {
 /// How a `modify` rule rewrites the payload.
 #[derive(Debug, Clone, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Rewrite {
+pub(crate) struct Rewrite {
     /// A new shell command line; `{command}` stands for the original.
     pub command: Option<String>,
     /// JSON pointers into the payload and the values to put there.
@@ -217,7 +217,7 @@ pub struct Rewrite {
 
 /// A compiled rule.
 #[derive(Debug)]
-pub struct Rule {
+pub(crate) struct Rule {
     pub id: String,
     pub decision: DecisionKind,
     pub reason: String,
@@ -276,7 +276,7 @@ impl UrlCond {
 
 impl Rule {
     /// Compiles a rule as written; every glob and regex is compiled here, once.
-    pub fn compile(raw: RawRule) -> Result<Rule, PolicyError> {
+    pub(crate) fn compile(raw: RawRule) -> Result<Rule, PolicyError> {
         let id = raw.id.clone();
         if id.trim().is_empty() {
             return Err(invalid(&id, "the id is empty"));
@@ -320,7 +320,7 @@ impl Rule {
     /// For a matching rule, what people need to know beyond its reason: the file whose code
     /// it matched in (a script, a recipe, a package script), and why that code could not be
     /// checked, when that is what the rule is about.
-    pub fn detail(&self, f: &Facts) -> Option<String> {
+    pub(crate) fn detail(&self, f: &Facts) -> Option<String> {
         let cf = match (&self.command, &self.file) {
             (Some(c), _) => f.commands.iter().find(|cf| c.is_match(cf, f))?,
             (None, Some(fc)) => f.commands.iter().find(|cf| {
@@ -349,7 +349,7 @@ impl Rule {
     }
 
     /// Whether every selector of the rule matches the event.
-    pub fn is_match(&self, f: &Facts) -> bool {
+    pub(crate) fn is_match(&self, f: &Facts) -> bool {
         self.events.contains(&f.event_type)
             && self.tools_hold(f)
             && self.tools_not_hold(f)
@@ -364,7 +364,7 @@ impl Rule {
     /// Each condition of the rule and whether it holds for the event, for `policy explain`:
     /// its event types and tools, each key of `[rule.command]` for the command that comes
     /// closest, `[rule.file]` and `[rule.url]` as one each.
-    pub fn explain(&self, f: &Facts) -> Vec<Check> {
+    pub(crate) fn explain(&self, f: &Facts) -> Vec<Check> {
         let mut out = vec![("events", self.events.contains(&f.event_type))];
         if self.tools.is_some() {
             out.push(("tools", self.tools_hold(f)));

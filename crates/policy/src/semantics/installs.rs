@@ -209,7 +209,7 @@ pub(super) fn distance(a: &str, b: &str, max: usize) -> usize {
 }
 
 /// Why `cmd` installs a likely typosquat (`reqeusts` is one edit from `requests`), if it does.
-pub fn typosquat(cmd: &Command) -> Option<String> {
+pub(crate) fn typosquat(cmd: &Command) -> Option<String> {
     let (list, names) = installs(cmd)?;
     // PyPI, crates.io and RubyGems do not tell `-`, `_` and `.` apart in a name (npm does).
     let same = |a: &str, b: &str| {

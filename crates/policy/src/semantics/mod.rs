@@ -9,11 +9,11 @@ mod shells;
 mod table;
 mod wrappers;
 
-pub use installs::typosquat;
-pub use shells::{shell_options, shell_script};
+pub(crate) use installs::typosquat;
+pub(crate) use shells::{shell_options, shell_script};
 use table::value_options;
-pub use table::{spec_of, SHELLS};
-pub use wrappers::unwrap;
+pub(crate) use table::{spec_of, SHELLS};
+pub(crate) use wrappers::unwrap;
 
 use super::shell::{program_name, Command};
 use table::Operands::{Copy, Modify, Name, PatternThenRead, Read};
@@ -21,7 +21,7 @@ use table::Recursive::{Always, Never, With};
 
 /// The commands `find … -exec CMD {} ;` runs, with `{}` standing for everything below each
 /// starting point. Deleting programs run by `find` act on every file below: recursive.
-pub fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
+pub(crate) fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
     if cmd.program != "find" {
         return Vec::new();
     }
@@ -66,7 +66,7 @@ fn find_starts(args: &[String]) -> Vec<&str> {
 }
 
 /// The non-option arguments (all of them after `--`); `find`'s are its starting points.
-pub fn operands(cmd: &Command) -> Vec<&str> {
+pub(crate) fn operands(cmd: &Command) -> Vec<&str> {
     if cmd.program == "find" {
         return find_starts(&cmd.args);
     }
@@ -157,7 +157,7 @@ fn plain_operands(cmd: &Command) -> Vec<&str> {
 }
 
 /// Files whose content the command may read (and reveal).
-pub fn reads(cmd: &Command) -> Vec<&str> {
+pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
     let mut out: Vec<&str> = cmd
         .redirects
         .iter()
@@ -215,7 +215,7 @@ pub fn reads(cmd: &Command) -> Vec<&str> {
 }
 
 /// Whether the command reads its operands as whole trees.
-pub fn recursive(cmd: &Command) -> bool {
+pub(crate) fn recursive(cmd: &Command) -> bool {
     match spec_of(&cmd.program).recursive {
         Never => false,
         Always => true,
@@ -260,7 +260,7 @@ fn restrictive_mode(mode: &str) -> bool {
     })
 }
 
-pub fn writes(cmd: &Command) -> Vec<String> {
+pub(crate) fn writes(cmd: &Command) -> Vec<String> {
     let mut out = redirect_writes(cmd);
     if cmd.wrapper {
         return out;
@@ -371,7 +371,7 @@ fn unpacks(cmd: &Command) -> bool {
 
 /// Paths the command removes as whole trees: `rm -r`, `find -delete`, `rsync --delete`,
 /// `tar --remove-files`, `mv` of a directory away.
-pub fn deletes(cmd: &Command) -> Vec<&str> {
+pub(crate) fn deletes(cmd: &Command) -> Vec<&str> {
     if cmd.wrapper {
         return Vec::new();
     }

@@ -1,7 +1,7 @@
 //! Shells (`bash -c …`): their `-c` flag and their script, past their own options.
 
 /// The script a shell runs: `bash -c SCRIPT` (options parsed as bash parses its own).
-pub fn shell_script(args: &[String]) -> Option<String> {
+pub(crate) fn shell_script(args: &[String]) -> Option<String> {
     let (dash_c, rest) = shell_options(args);
     match rest.first() {
         Some(script) if dash_c => Some(script.clone()),
@@ -10,7 +10,7 @@ pub fn shell_script(args: &[String]) -> Option<String> {
 }
 
 /// A shell's `-c` flag, and the arguments after its options.
-pub fn shell_options(args: &[String]) -> (bool, &[String]) {
+pub(crate) fn shell_options(args: &[String]) -> (bool, &[String]) {
     let mut dash_c = false;
     let mut i = 0;
     while i < args.len() {

@@ -5,7 +5,7 @@ use std::sync::LazyLock;
 
 /// What a program does with its operands (non-option arguments).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Operands {
+pub(crate) enum Operands {
     /// Reads them and may reveal their content (`cat`, `base64`, `scp`).
     Read,
     /// The first operand is a pattern or a program, the rest are read (`grep`, `sed`, `awk`).
@@ -20,7 +20,7 @@ pub enum Operands {
 
 /// One program's entry in the table.
 #[derive(Debug, Clone, Copy)]
-pub struct Spec {
+pub(crate) struct Spec {
     pub operands: Operands,
     /// An unknown operand matters (the program reads, writes, deletes or signals it).
     pub sensitive: bool,
@@ -29,7 +29,7 @@ pub struct Spec {
 }
 
 #[derive(Debug, Clone, Copy)]
-pub enum Recursive {
+pub(crate) enum Recursive {
     Never,
     Always,
     With(&'static [&'static str]),
@@ -233,7 +233,7 @@ static INDEX: LazyLock<HashMap<&'static str, Spec>> = LazyLock::new(|| {
 });
 
 /// The entry of `program`, or the default for programs we do not know.
-pub fn spec_of(program: &str) -> Spec {
+pub(crate) fn spec_of(program: &str) -> Spec {
     INDEX
         .get(program)
         .copied()
@@ -357,7 +357,7 @@ const VALUE_OPTIONS: &[(&[&str], &[&str])] = &[
 ];
 
 /// Options of `program` whose value is something other than a file to read.
-pub fn value_options(program: &str) -> &'static [&'static str] {
+pub(super) fn value_options(program: &str) -> &'static [&'static str] {
     VALUE_OPTIONS
         .iter()
         .find(|(names, _)| names.contains(&program))
@@ -365,7 +365,7 @@ pub fn value_options(program: &str) -> &'static [&'static str] {
 }
 
 /// Shells whose `-c` argument (or stdin, or script operand) is a script.
-pub const SHELLS: &[&str] = &[
+pub(crate) const SHELLS: &[&str] = &[
     "sh",
     "bash",
     "zsh",

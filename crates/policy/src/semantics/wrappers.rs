@@ -4,7 +4,7 @@ use super::super::shell::{Command, UNKNOWN};
 
 /// What a wrapper runs.
 #[derive(Debug, Default, PartialEq)]
-pub struct Unwrapped {
+pub(crate) struct Unwrapped {
     /// The wrapped command, program first (empty when it is a script instead).
     pub argv: Vec<String>,
     /// Variables the wrapper sets or unsets for it; `(all)` when it clears them all.
@@ -16,7 +16,7 @@ pub struct Unwrapped {
 }
 
 /// If `cmd` runs another command (`sudo rm …`), that command; `None` otherwise.
-pub fn unwrap(cmd: &Command) -> Option<Unwrapped> {
+pub(crate) fn unwrap(cmd: &Command) -> Option<Unwrapped> {
     let args = &cmd.args;
     match cmd.program.as_str() {
         "sudo" => sudo_shell(args).or_else(|| after_options(cmd)),

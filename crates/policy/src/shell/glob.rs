@@ -12,7 +12,7 @@ const MAX_ENTRIES: usize = 4_096;
 
 /// Expands `pattern` (metacharacters active, quoted ones escaped with `\`) relative to `cwd`.
 /// Returns no paths when nothing matches, or when the file system is not to be consulted.
-pub fn expand(pattern: &str, cwd: &Path, use_fs: bool) -> Vec<String> {
+pub(super) fn expand(pattern: &str, cwd: &Path, use_fs: bool) -> Vec<String> {
     if !use_fs {
         return Vec::new();
     }

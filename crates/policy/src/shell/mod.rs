@@ -56,16 +56,16 @@ const MAX_COMMANDS: usize = 2_000;
 /// Stands for the part of a word whose value is known only when the command runs (`$VAR`
 /// from the environment, `$(…)`, `$((…))`). A NUL cannot occur in a real argument, so a
 /// word containing it is unknown, and no rule can mistake it for a real path.
-pub const UNKNOWN: char = '\0';
+pub(crate) const UNKNOWN: char = '\0';
 
 /// Whether a word has a part known only at run time.
-pub fn is_unknown(word: &str) -> bool {
+pub(crate) fn is_unknown(word: &str) -> bool {
     word.contains(UNKNOWN)
 }
 
 /// Where a command's standard input comes from.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub enum Stdin {
+pub(crate) enum Stdin {
     /// Whatever the caller's stdin is (a terminal, or nothing).
     #[default]
     Inherited,
@@ -79,7 +79,7 @@ pub enum Stdin {
 
 /// One simple command that a shell script would run.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct Command {
+pub(crate) struct Command {
     /// Basename of the program (`/bin/rm` → `rm`); empty for a bare assignment or redirection.
     pub program: String,
     /// The program word as written (after expansion): a path when it contains a `/`.
@@ -133,7 +133,7 @@ pub struct Command {
 
 /// A file whose code the walker read, and what of it runs.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Origin {
+pub(crate) struct Origin {
     pub path: PathBuf,
     /// What runs from it, for people: `` `clean` in Makefile ``, `run.sh`.
     pub label: String,
@@ -143,7 +143,7 @@ pub struct Origin {
 
 /// What inline interpreter code does with files, as far as its literals show.
 #[derive(Debug, Clone, Default, PartialEq)]
-pub struct CodePaths {
+pub(crate) struct CodePaths {
     pub reads: Vec<String>,
     pub writes: Vec<String>,
     pub deletes: Vec<String>,
@@ -151,7 +151,7 @@ pub struct CodePaths {
 
 /// A redirection to or from a file.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Redirect {
+pub(crate) struct Redirect {
     pub target: String,
     pub reads: bool,
     pub writes: bool,
@@ -160,10 +160,14 @@ pub struct Redirect {
 /// Why a command could not be analysed.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("{0}")]
-pub struct ShellError(pub String);
+pub(crate) struct ShellError(pub String);
 
 /// Parses `script` and returns every simple command it may run, in order.
-pub fn analyse(script: &str, cwd: &Path, resolver: &Resolver) -> Result<Vec<Command>, ShellError> {
+pub(crate) fn analyse(
+    script: &str,
+    cwd: &Path,
+    resolver: &Resolver,
+) -> Result<Vec<Command>, ShellError> {
     let mut walker = Walker::new(resolver);
     let mut ctx = Ctx::new(cwd);
     walker.script(script, &mut ctx)?;
@@ -178,7 +182,7 @@ pub fn analyse(script: &str, cwd: &Path, resolver: &Resolver) -> Result<Vec<Comm
 
 /// Analyses an argv that is executed without a shell (Codex's argv form): the program and
 /// its arguments are taken as they are, with no expansion at all.
-pub fn analyse_argv(
+pub(crate) fn analyse_argv(
     argv: &[String],
     cwd: &Path,
     resolver: &Resolver,
@@ -541,6 +545,6 @@ fn literal_output(cmds: &[Command]) -> Option<String> {
 }
 
 /// The basename of a program word: `/usr/bin/rm` → `rm`.
-pub fn program_name(word: &str) -> String {
+pub(crate) fn program_name(word: &str) -> String {
     word.rsplit('/').next().unwrap_or(word).to_owned()
 }

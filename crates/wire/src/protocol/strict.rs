@@ -7,7 +7,7 @@ use serde::de::{self, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::{Map, Number, Value};
 
 /// Parses `text` as JSON, failing on a duplicate key in any object at any depth.
-pub fn from_str(text: &str) -> Result<Value, serde_json::Error> {
+pub(super) fn from_str(text: &str) -> Result<Value, serde_json::Error> {
     let mut de = serde_json::Deserializer::from_str(text);
     let v = Strict.deserialize(&mut de)?;
     de.end()?;

@@ -50,7 +50,7 @@ pub(super) fn prompt_text(params: Option<&Value>) -> String {
 
 /// The `pre_prompt` payload of a `session/prompt`: the text (`prompt`) and every content
 /// block as sent (`prompt_blocks`).
-pub fn pre_prompt(params: Option<&Value>, cwd: Option<&str>) -> Value {
+pub(super) fn pre_prompt(params: Option<&Value>, cwd: Option<&str>) -> Value {
     json!({
         "prompt": prompt_text(params),
         "prompt_blocks": params.and_then(|p| p.get("prompt")).cloned().unwrap_or(json!([])),
@@ -61,7 +61,7 @@ pub fn pre_prompt(params: Option<&Value>, cwd: Option<&str>) -> Value {
 
 /// The `pre_action` payload of an agent's request to the editor (`fs/write_text_file`,
 /// `fs/read_text_file`, `terminal/create`): the operation as a tool call.
-pub fn editor_op(method: &str, params: Option<&Value>, cwd: Option<&str>) -> Value {
+pub(super) fn editor_op(method: &str, params: Option<&Value>, cwd: Option<&str>) -> Value {
     let p = params.cloned().unwrap_or(Value::Null);
     let (tool, arguments) = match method {
         "fs/write_text_file" => (
@@ -107,7 +107,7 @@ pub fn editor_op(method: &str, params: Option<&Value>, cwd: Option<&str>) -> Val
 /// reads no path in a key). Without a `rawInput`, the arguments are what the request shows:
 /// those paths, a diff's new text as `content`, and for an `execute` call its title as
 /// `command` (ACP has no field for the command; agents such as Gemini CLI put it there).
-pub fn permission(params: Option<&Value>, cwd: Option<&str>) -> Value {
+pub(super) fn permission(params: Option<&Value>, cwd: Option<&str>) -> Value {
     let call = params.and_then(|p| p.get("toolCall"));
     let kind = str_at(call, "kind").unwrap_or("other");
     let shown = shown_arguments(call, kind);
@@ -189,7 +189,7 @@ fn shown_arguments(call: Option<&Value>, kind: &str) -> Value {
 
 /// The `post_action` payload of a `session/update` that reports a tool call finished
 /// (`completed` or `failed`), or `None` for any other update.
-pub fn tool_result(params: Option<&Value>, cwd: Option<&str>) -> Option<Value> {
+pub(super) fn tool_result(params: Option<&Value>, cwd: Option<&str>) -> Option<Value> {
     let update = params?.get("update")?;
     let kind = update.get("sessionUpdate")?.as_str()?;
     let status = update.get("status")?.as_str()?;
@@ -219,7 +219,7 @@ pub fn tool_result(params: Option<&Value>, cwd: Option<&str>) -> Option<Value> {
 /// The `session/prompt` params with the prompt a harness asked for: `prompt` as text (when
 /// it differs from the original text) becomes one text block; otherwise `prompt_blocks`
 /// (or `prompt` as an array) replaces the blocks.
-pub fn rewritten_prompt(params: Option<&Value>, modified: &Value) -> Result<Value, String> {
+pub(super) fn rewritten_prompt(params: Option<&Value>, modified: &Value) -> Result<Value, String> {
     let blocks = match (modified.get("prompt"), modified.get("prompt_blocks")) {
         (Some(Value::String(t)), _) if *t != prompt_text(params) => {
             json!([{"type": "text", "text": t}])
@@ -237,7 +237,7 @@ pub fn rewritten_prompt(params: Option<&Value>, modified: &Value) -> Result<Valu
 }
 
 /// The params of an editor operation rewritten with the arguments a harness asked for.
-pub fn rewritten_op(
+pub(super) fn rewritten_op(
     method: &str,
     params: Option<&Value>,
     modified: &Value,

@@ -32,7 +32,7 @@ use crate::jsonrpc::{classify, error_response, Frame, Id, LineCodec, LineError, 
 
 /// The JSON-RPC error code of every error the proxy itself answers with (MCP's SDKs use it
 /// for a closed connection; JSON-RPC reserves -32000..-32099 for implementations).
-pub const PROXY_ERROR: i64 = -32000;
+pub(super) const PROXY_ERROR: i64 = -32000;
 
 /// The four ends the proxy joins. The caller spawns the server (stderr inherited) and owns
 /// it: waiting for it, and killing it if it outlives the proxy.

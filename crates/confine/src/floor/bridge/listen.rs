@@ -43,7 +43,7 @@ pub struct Publish {
 const SO_NETNS_COOKIE: libc::c_int = 71;
 
 /// The cookie of the network namespace `socket` belongs to, where the kernel says it.
-pub fn netns_cookie(socket: &impl AsRawFd) -> Option<u64> {
+pub(super) fn netns_cookie(socket: &impl AsRawFd) -> Option<u64> {
     let mut v: u64 = 0;
     let mut len = std::mem::size_of::<u64>() as libc::socklen_t;
     // SAFETY: getsockopt into a u64 we own.
