@@ -28,8 +28,11 @@ pub use run::RunArgs;
     after_help = AFTER_HELP
 )]
 pub struct Cli {
+    /// The subcommand given; `None` means run the agent named after the options.
     #[command(subcommand)]
     pub command: Option<Command>,
+    /// The run's options and the agent's command line; they conflict with a subcommand,
+    /// so they are left at their defaults when `command` is `Some`.
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -51,6 +54,7 @@ generic, and the shim manifests loaded (--shim FILE, $XDG_CONFIG_HOME/ahp-wrap/s
 Exit codes: the agent's own; 125 ahp-wrap refused or failed; 122 --require-hooks and no hook
 was called; 127 agent not found; 126 agent not executable. More: README.md.";
 
+/// The subcommands, `ahp-wrap <COMMAND>`; each variant's doc is its help.
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
@@ -64,11 +68,13 @@ pub enum Command {
     Mcp(Box<McpArgs>),
     /// Print, check or try out policy files.
     Policy {
+        /// What to do with the policy: default, check, floor, eval or explain.
         #[command(subcommand)]
         command: PolicyCommand,
     },
     /// Check audit logs.
     Audit {
+        /// What to do with the audit log: verify, show or summary.
         #[command(subcommand)]
         command: AuditCommand,
     },
@@ -79,6 +85,7 @@ pub enum Command {
     Worker(Box<WorkerArgs>),
     /// Submit HCP tasks to workers, or abort them.
     Task {
+        /// `submit` a task and follow it, or `abort` one.
         #[command(subcommand)]
         command: TaskCommand,
     },
@@ -137,6 +144,7 @@ pub enum Command {
     },
     /// Check shim manifests: an agent's hook system described in TOML (docs/shims.md).
     Shim {
+        /// What to do with a manifest (only `check` so far).
         #[command(subcommand)]
         command: ShimCommand,
     },
@@ -152,6 +160,7 @@ pub enum Command {
     },
 }
 
+/// `ahp-wrap shim <COMMAND>`: work on shim manifests (docs/shims.md).
 #[derive(Debug, Subcommand)]
 pub enum ShimCommand {
     /// Load a manifest and try it on the payloads recorded from the real agent.
@@ -169,12 +178,16 @@ pub enum ShimCommand {
     },
 }
 
+/// `ahp-wrap policy <COMMAND>`: print, check and try out policy files, and show the floor.
 #[derive(Debug, Subcommand)]
 pub enum PolicyCommand {
     /// Print the built-in default policy (a commented TOML file to start your own from).
     Default,
     /// Parse and validate a policy file and run its examples.
-    Check { file: PathBuf },
+    Check {
+        /// The policy file (TOML).
+        file: PathBuf,
+    },
     /// Print the effective floor for this machine and agent: what the kernel enforces and
     /// lacks, and every path it is told (nothing is created or changed). Exit 0 when the
     /// floor is complete here, 1 when a part is missing.
@@ -211,6 +224,7 @@ pub enum PolicyCommand {
     },
 }
 
+/// `ahp-wrap audit <COMMAND>`: verify, show and summarize audit logs.
 #[derive(Debug, Subcommand)]
 pub enum AuditCommand {
     /// Check the hash chain. Exit codes: 0 intact; 1 tampered (edited, dropped, reordered,
@@ -219,6 +233,7 @@ pub enum AuditCommand {
     /// nothing acknowledges it (a crash mid-write, or a cut of the very end); 4 a record was
     /// cut and a later run recovered and went on (a crash or an edit: cannot be told).
     Verify {
+        /// The audit log file (hash-chained JSON lines).
         path: PathBuf,
         /// The key of a keyed log (else the AHP_WRAP_AUDIT_KEY variable, if set).
         #[arg(long, value_name = "PATH")]
@@ -232,6 +247,7 @@ pub enum AuditCommand {
     Show(crate::audit::show::Show),
     /// Count decisions and list what was blocked.
     Summary {
+        /// The audit log file (hash-chained JSON lines).
         path: PathBuf,
         /// Markdown instead of text (for CI job summaries).
         #[arg(long)]
@@ -239,6 +255,8 @@ pub enum AuditCommand {
     },
 }
 
+/// The options of `ahp-wrap serve`: where to listen, the policy, and what the handshake
+/// advertises.
 #[derive(Debug, Args)]
 pub struct ServeArgs {
     /// stdio, unix:PATH, http://ADDR or ws://ADDR (ADDR like 127.0.0.1:7700; port 0 picks
@@ -294,9 +312,11 @@ pub struct ServeArgs {
     #[arg(long, value_enum, default_value = "closed")]
     pub fail_mode: FailMode,
 
+    /// The approvals host (off unless client tokens are given).
     #[command(flatten)]
     pub host: HostArgs,
 
+    /// Metrics and spans of the events served.
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
 
@@ -394,6 +414,7 @@ impl TelemetryArgs {
     }
 }
 
+/// The options of `ahp-wrap mcp`: the server's name, and a run's options for the rest.
 #[derive(Debug, Args)]
 pub struct McpArgs {
     /// The server's name in tool names (`mcp__<name>__<tool>`, as agents name MCP tools):
@@ -407,6 +428,7 @@ pub struct McpArgs {
     #[arg(long)]
     pub via_run: bool,
 
+    /// A run's options; its `agent` is the MCP server's command line.
     #[command(flatten)]
     pub run: RunArgs,
 }
@@ -470,14 +492,18 @@ impl From<AuthScheme> for crate::transport::AuthScheme {
 pub enum SummaryArg {
     /// When at least one blocking event was decided.
     Auto,
+    /// After every run, even with --quiet.
     Always,
+    /// Not even when blocking events were decided.
     Never,
 }
 
 /// `--floor`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
 pub enum FloorArg {
+    /// Wherever the kernel supports it; what it lacks is said before the agent starts.
     On,
+    /// No floor: the run says so and audits it.
     Off,
 }
 

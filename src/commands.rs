@@ -26,6 +26,8 @@ use crate::policy::Policy;
 use crate::protocol::Event;
 use crate::serve::{Advertised, Engine, Listen};
 
+/// `ahp-wrap shim check`: loads a shim manifest, tries it on the payloads recorded from the
+/// real agent, and prints the report; exit 0 when all is well, 1 otherwise.
 pub fn shim(cmd: ShimCommand) -> Exit {
     match cmd {
         ShimCommand::Check { file, samples } => {
@@ -40,6 +42,8 @@ pub fn shim(cmd: ShimCommand) -> Exit {
     }
 }
 
+/// `ahp-wrap audit verify|show|summary`: checks a log's hash chain (its outcome, 0 to 4, is
+/// the exit code), shows the trail's decisions (paged on a terminal), or summarises a log.
 pub fn audit(cmd: AuditCommand) -> CommandResult {
     match cmd {
         AuditCommand::Verify { path, key_file } => {
@@ -215,6 +219,9 @@ pub fn man() -> CommandResult {
     Ok(Exit::OK)
 }
 
+/// `ahp-wrap policy default|check|floor|eval|explain`. `check` exits 1 for a policy that
+/// does not load; `eval` and `explain` exit as a script reads a decision (0 allowed,
+/// 1 blocked, 3 escalated).
 #[allow(
     clippy::expect_used,
     reason = "loading the policy checked its examples already"
@@ -367,6 +374,8 @@ fn event_from_json(text: &str) -> Result<Event, String> {
     serde_json::from_value(v).map_err(|e| format!("not an AHP event: {e}"))
 }
 
+/// `ahp-wrap serve`: checks the options (exit 2 when they do not hold together), then runs
+/// the policy engine as an AHP harness on `--listen` until the listener ends.
 pub fn serve(args: ServeArgs) -> CommandResult {
     let listen = Listen::parse(&args.listen).or_exit(Exit::Error)?;
     let policy = load_policy(args.policy.as_deref()).or_exit(Exit::Error)?;

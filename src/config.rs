@@ -24,39 +24,56 @@ pub const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY
 pub enum SummaryWhen {
     /// When at least one blocking event was decided.
     Auto,
+    /// After every run, even one that decided nothing (`--summary always`).
     Always,
+    /// Not at all (`--summary never`).
     Never,
 }
 
 /// Why the command line cannot be run.
 #[derive(Debug, thiserror::Error)]
 pub enum ConfigError {
+    /// `--workspace` is unusable: the directory as given, and why (missing, not a directory).
     #[error("the workspace {0}: {1}")]
     Workspace(String, String),
+    /// Nothing after `--`: there is no agent to run.
     #[error("no agent command given (usage: ahp-wrap [OPTIONS] -- <AGENT> [ARGS]...)")]
     NoAgent,
+    /// The `--harness` spec (or `AHP_WRAP_HARNESS`) does not parse.
     #[error("invalid --harness")]
     Harness(#[from] SpecError),
+    /// `--framework` names no known framework: the name given, and the known ones, joined
+    /// with `, ` (`acp` included).
     #[error("unknown framework {0:?} (known: {1})")]
     UnknownFramework(String, String),
+    /// A `--shim` manifest does not load.
     #[error("--shim: {0}")]
     Shim(#[from] frameworks::manifest::ManifestError),
+    /// `--policy` and `--harness` together: a policy file is only for the embedded harness.
     #[error("--policy applies to the embedded harness; it cannot be used with --harness")]
     PolicyWithHarness,
+    /// `--timeout 0`.
     #[error("--timeout must be more than 0 ms")]
     ZeroTimeout,
+    /// `AHP_WRAP_DEPTH` inherited from a parent run is not a number; holds it as found.
     #[error("invalid {ENV_DEPTH} in the environment: {0:?}")]
     Depth(String),
+    /// Host tokens given without `--host-listen`, so there is no host to use them.
     #[error(
         "--host-token and --host-token-file need --host-listen http://ADDR (or `ahp-wrap serve`)"
     )]
     HostNoListen,
+    /// The approvals host options cannot be used.
     #[error(transparent)]
     Host(#[from] crate::host::HostError),
+    /// The MCP server's name (`--name`, else the program's file name) is not a plain word;
+    /// holds it.
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
+    /// `--audit-key-file` with `--audit-log none`: there would be nothing to sign.
     #[error("--audit-key-file signs the audit log: it cannot go with --audit-log none")]
     KeyWithoutLog,
+    /// A metrics or OTLP export target cannot be used.
     #[error(transparent)]
     Telemetry(#[from] crate::telemetry::TargetError),
 }
@@ -64,24 +81,44 @@ pub enum ConfigError {
 /// The default audit trail of a run (see [`crate::audit::trail`]).
 #[derive(Debug, Clone)]
 pub struct AuditTrail {
+    /// The trail's directory: `<state dir>/audit`.
     pub dir: PathBuf,
+    /// How long, and how much, the trail keeps (`--audit-retention`, else the default).
     pub retention: crate::audit::trail::Retention,
 }
 
 /// A run, validated.
 pub struct Config {
+    /// The agent's executable: the first word after `--`.
     pub program: OsString,
+    /// The agent's own arguments, after `program`.
     pub args: Vec<OsString>,
+    /// The shim that speaks the agent's hooks: `--framework`, else detected from `program`'s
+    /// file name (`generic` when none matches, and for `--framework acp`).
     pub framework: &'static dyn Framework,
+    /// `--harness` (or `AHP_WRAP_HARNESS`, empty taken as none); `None`: the embedded harness
+    /// decides with the policy.
     pub harness: Option<HarnessSpec>,
+    /// Credentials and the frame limit for the link to `harness`.
     pub link: LinkConfig,
+    /// `--fail-mode`: what a blocking event gets when no valid decision arrives in time.
     pub fail_mode: FailMode,
+    /// `--mode`: enforce, or observe (block nothing, record what would have been blocked);
+    /// for the embedded harness only.
     pub mode: Mode,
+    /// `--policy FILE` for the embedded harness; `None`: the built-in default policy.
     pub policy: Option<PathBuf>,
+    /// `--timeout` (never zero): how long a blocking event waits for its decision, and how
+    /// long the run waits for the harness to be ready; a smaller `timeout_ms` from the
+    /// harness wins.
     pub timeout: Duration,
+    /// `--max-depth`: the deepest sub-agent nesting allowed, unless the harness's handshake
+    /// gives its own `max_depth`.
     pub max_depth: u32,
     /// Our depth: one more than the wrapper we run under, if any.
     pub depth: u32,
+    /// The session id of the wrapper we run under (`AHP_WRAP_SESSION`), sent as
+    /// `parent_session_id` when the session starts; `None` for a top-level run.
     pub parent_session: Option<String>,
     /// `--audit-log PATH`: the file the run's records go to, instead of the trail.
     pub audit_log: Option<PathBuf>,
@@ -89,12 +126,19 @@ pub struct Config {
     pub audit_trail: Option<AuditTrail>,
     /// `--audit-log none`: the run keeps no audit file, as asked.
     pub audit_off: bool,
+    /// `--audit-key-file`: the key that HMAC-signs the audit log; `None`: the
+    /// `AHP_WRAP_AUDIT_KEY` variable if set, else the log is not signed.
     pub audit_key_file: Option<PathBuf>,
+    /// Time between heartbeat events (`--heartbeat`, in seconds); `None` (`--heartbeat 0`):
+    /// no heartbeats.
     pub heartbeat: Option<Duration>,
+    /// `--summary`: when the run's summary is printed on stderr.
     pub summary: SummaryWhen,
     /// Where the run's Markdown summary goes: `--summary-md`, else (the outermost run of a
     /// GitHub Actions step) the job summary file, appended to.
     pub summary_md: Option<MarkdownSummary>,
+    /// How long a person has to answer an escalated decision on the terminal
+    /// (`--ask-timeout`, in seconds, at least 1).
     pub ask_timeout: Duration,
     /// Exit with [`crate::exit::Exit::NoHooks`] when the agent never called a hook.
     pub require_hooks: bool,
@@ -125,6 +169,7 @@ pub struct Config {
 /// A file the run's Markdown summary is written to.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct MarkdownSummary {
+    /// `--summary-md PATH`, or the Actions job summary file (`GITHUB_STEP_SUMMARY`).
     pub path: PathBuf,
     /// Added at the end (a job summary other steps write too), not written over.
     pub append: bool,
@@ -148,7 +193,10 @@ fn actions_step_summary(
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Proxy {
     /// The agent is an MCP server, named `name` in tool names.
-    Mcp { name: String },
+    Mcp {
+        /// `--name`, else the program's file name: a plain word (letters, digits, `-_.`).
+        name: String,
+    },
     /// The agent speaks the Agent Client Protocol to an editor on our stdio
     /// (`--framework acp`).
     Acp,
@@ -197,6 +245,10 @@ impl Config {
 }
 
 impl Config {
+    /// Checks a run's command line and builds the run from it: the agent, its framework
+    /// (named or detected), the harness, and the audit, summary, host, floor and telemetry
+    /// settings. Reads what a parent run hands on (`AHP_WRAP_DEPTH`, `AHP_WRAP_SESSION`), and
+    /// loads the `--shim` manifests.
     pub fn from_args(args: RunArgs) -> Result<Config, ConfigError> {
         let audit_off = args.audit_log.as_deref() == Some(std::path::Path::new("none"));
         if args.supervision.audit_key_file.is_some() && audit_off {

@@ -25,14 +25,26 @@ const MAX_HELD: usize = 20;
 /// Why the log cannot be set up.
 #[derive(Debug, thiserror::Error)]
 pub enum LogError {
+    /// The `--log` value is no valid `tracing` filter directive.
     #[error("invalid --log filter {filter:?}: {why}")]
-    Filter { filter: String, why: String },
+    Filter {
+        /// The `--log` value as given.
+        filter: String,
+        /// The filter parser's message.
+        why: String,
+    },
+    /// The log file (`--log-file`, or the default one in the state directory), or the state
+    /// directory itself, could not be made or opened.
     #[error("cannot open the log file {path}")]
     Open {
+        /// The file or directory, for display.
         path: String,
+        /// The OS error.
         #[source]
         source: io::Error,
     },
+    /// The agent owns the terminal, no `--log-file` was given, and neither an absolute
+    /// `XDG_STATE_HOME` nor `HOME` names a state directory for the default log file.
     #[error("no state directory for the log (set XDG_STATE_HOME or HOME, or give --log-file)")]
     NoStateDir,
 }

@@ -31,6 +31,8 @@ impl Default for Auditor {
 }
 
 impl Auditor {
+    /// An auditor writing to `log`; a log with a file has its appends (and their
+    /// `fdatasync`) run off the async runtime's threads.
     pub fn new(log: AuditLog) -> Auditor {
         Auditor {
             durable: log.has_file(),
@@ -179,11 +181,18 @@ impl Auditor {
 /// it took.
 #[derive(Debug, Clone)]
 pub struct Ruling<'a> {
+    /// The verdict applied: its name becomes the record's `decision`, its reason the
+    /// record's `reason`.
     pub verdict: &'a Verdict,
+    /// Who decided, as the record's `source` says it (`policy:<rule>`, `harness`,
+    /// `fail-mode`, …).
     pub source: String,
+    /// The reason recorded when the verdict gives none: the fail mode's cause, or what
+    /// observe mode did not enforce.
     pub note: Option<&'a str>,
     /// What observe mode would have enforced, where it let the event through.
     pub observed: Option<&'a str>,
+    /// From the event's arrival to its decision; recorded as `latency_us`.
     pub latency: std::time::Duration,
 }
 

@@ -21,7 +21,9 @@ use sha2::{Digest, Sha256};
 pub struct Head {
     /// The log file it belongs to, as it was named when closed.
     pub log: String,
+    /// The `seq` of the log's last record: every record up to it was acknowledged.
     pub seq: u64,
+    /// That record's `hash` (hex), which the chain must still reach.
     pub hash: String,
     /// When the writer closed the log.
     pub ts: String,

@@ -121,21 +121,34 @@ pub const MIN_KEY_LEN: usize = 16;
 /// One audited event and what was decided about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct AuditRecord {
+    /// The event's `timestamp`: RFC 3339 with milliseconds, as AHP writes it.
     pub ts: String,
+    /// The event's `session_id`: the wrapper's session (empty on a recovery record).
     pub session: String,
+    /// The agent's own session id, when its hooks reported one; absent from the line
+    /// otherwise.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub framework_session: Option<String>,
+    /// The event's `agent_id`: which agent of the session sent it (`ahp-wrap` on a recovery
+    /// record).
     pub agent: String,
+    /// The agent's sub-agent nesting depth (0 for a top-level agent).
     pub depth: u32,
+    /// The AHP event type as on the wire (`pre_action`, `session_start`, …), or
+    /// `audit.recovered` for the writer's own crash-recovery record.
     pub event_type: String,
+    /// The event's payload, with secrets redacted before it is written.
     pub payload: Value,
     /// `allow`, `block`, `modify`, `defer`, `escalate`, or `notified` for notifications.
     pub decision: String,
+    /// Why: the verdict's own reason, else the decision's note (the fail mode's cause, what
+    /// observe mode did not enforce); redacted like the payload, absent when there is none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub reason: Option<String>,
     /// Who decided: `policy:<rule>`, `policy`, `harness`, `person`, `fail-mode`, or `cancelled`
     /// (the call was cancelled by its sender before a decision; see the gate's `DecidedBy`).
     pub source: String,
+    /// How long the decision took, in microseconds (0 for a notification).
     pub latency_us: u64,
     /// In observe mode, the verdict the policy would have enforced (`block`, `modify`,
     /// `escalate`) where the event was let through instead.
@@ -149,6 +162,7 @@ pub struct AuditRecord {
 /// Who sent a hook call, as the kernel vouches for it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 pub struct AuditPeer {
+    /// The sending process's id, as the kernel reports it (0 when the system does not say).
     pub pid: i32,
     /// `false`: a process outside the agent's tree used the run's token (read from the
     /// agent's environment, say).
@@ -158,43 +172,79 @@ pub struct AuditPeer {
 /// Why the audit log failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AuditError {
+    /// The log file could not be opened, locked or read.
     #[error("failed to open audit log {path}")]
     Open {
+        /// The log's path, for display.
         path: String,
+        /// The I/O error behind it.
         #[source]
         source: std::io::Error,
     },
+    /// Writing or syncing a record failed; the next append repairs the tail first.
     #[error("failed to write the audit log")]
     Write(#[source] std::io::Error),
+    /// Another process holds the log's exclusive lock: a log has one writer at a time.
     #[error("audit log {path} is in use by another process")]
-    Locked { path: String },
+    Locked {
+        /// The log's path, for display.
+        path: String,
+    },
+    /// The log's last complete line is neither a record nor crash debris, so nothing is
+    /// appended to it.
     #[error("audit log {path} does not end in an audit record ({why}); use a new log file")]
-    NotAnAuditLog { path: String, why: String },
+    NotAnAuditLog {
+        /// The log's path, for display.
+        path: String,
+        /// What is wrong with its last line.
+        why: String,
+    },
+    /// The log was written under another key (or keyed where none was given, or the
+    /// reverse), so this writer cannot continue its chain.
     #[error("audit log {path} is {log}, but {given} was asked for; use a new log file")]
     KeyMismatch {
+        /// The log's path, for display.
         path: String,
+        /// How the log is signed: `keyed (<alg>, key id <kid>)` or `unkeyed (<alg>)`.
         log: String,
+        /// How this writer would sign, in the same words.
         given: String,
     },
+    /// The log no longer matches its commit head: a record acknowledged at the last clean
+    /// close is cut, changed or missing, so the writer refuses to continue it.
     #[error(
         "audit log {path} was cut or edited after it was closed ({why}); investigate it, or \
          start a new log (removing {head} accepts it as it is)"
     )]
     Committed {
+        /// The log's path, for display.
         path: String,
+        /// How the log differs from its head.
         why: String,
+        /// The commit head's file (removing it accepts the log as it is).
         head: String,
     },
+    /// The audit key file (`--audit-key-file`) could not be read.
     #[error("failed to read audit key file {path}")]
     KeyFile {
+        /// The key file's path, for display.
         path: String,
+        /// The I/O error behind it.
         #[source]
         source: std::io::Error,
     },
+    /// The audit key is shorter than [`MIN_KEY_LEN`] bytes (after trimming a text key).
     #[error("audit key from {origin} is {len} bytes; at least {MIN_KEY_LEN} are required")]
-    KeyTooShort { origin: String, len: usize },
+    KeyTooShort {
+        /// Where the key came from: the key file's path, or `AHP_WRAP_AUDIT_KEY`.
+        origin: String,
+        /// The key's length, in bytes.
+        len: usize,
+    },
+    /// A thread panicked while it held the log: nothing more is written to it.
     #[error("the audit log lock is poisoned")]
     Poisoned,
+    /// The blocking task that writes a record failed (panicked or was cancelled).
     #[error("the audit task failed")]
     Task(#[source] tokio::task::JoinError),
 }

@@ -25,8 +25,11 @@ const WHAT_LEN: usize = 80;
 /// ([`summary`]).
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Summary {
+    /// Records counted, recovery records included.
     pub records: u64,
+    /// Records per `decision` (`allow`, `block`, `notified`, …).
     pub by_decision: BTreeMap<String, u64>,
+    /// Records per `event_type`.
     pub by_event: BTreeMap<String, u64>,
     /// Decisions taken by the fail mode (harness unreachable, late or invalid).
     pub fail_mode: u64,
@@ -38,6 +41,7 @@ pub struct Summary {
     pub blocked_omitted: u64,
     /// Lines of the file that were not records (only when read from a file).
     pub unreadable_lines: u64,
+    /// The slowest decision's `latency_us`, in microseconds.
     pub max_latency_us: u64,
     /// Records that observe mode let through but would have blocked.
     pub observed: u64,
@@ -51,11 +55,15 @@ fn observed(record: &AuditRecord) -> bool {
 /// A blocked record, as the summary lists it (secrets redacted).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Blocked {
+    /// The record's `ts` (RFC 3339).
     pub ts: String,
+    /// The record's `event_type`.
     pub event_type: String,
     /// A short description of the command or tool call, from the payload.
     pub what: String,
+    /// The record's reason, redacted, on one line, cut after 200 characters (`…`).
     pub reason: Option<String>,
+    /// Who decided, as the record's `source` says it (`policy:<rule>`, `harness`, …).
     pub source: String,
     /// False for what observe mode would have blocked but let through.
     pub enforced: bool,

@@ -111,6 +111,7 @@ pub fn file_name(started: SystemTime, session: &str) -> String {
 /// One run's file in the trail.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RunLog {
+    /// The file, in the trail's directory: `<started>-<session>.jsonl`.
     pub path: PathBuf,
     /// The run's session id.
     pub session: String,
@@ -151,12 +152,15 @@ pub fn runs(dir: &Path) -> io::Result<Vec<RunLog>> {
 /// A run's file that retention removed, as `retired.jsonl` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Retired {
+    /// The removed file's name in the trail (`<started>-<session>.jsonl`).
     pub file: String,
+    /// The session id of the run that wrote it.
     pub session: String,
     /// When it was removed.
     pub removed: String,
     /// Why: its age, or the trail's size.
     pub why: String,
+    /// Its size when it was removed, in bytes.
     pub bytes: u64,
     /// Where its chain ended when its writer closed it (`seq` and `hash` of the last record),
     /// when that was known.

@@ -27,7 +27,9 @@ pub struct VerifyReport {
 pub struct Recovery {
     /// The 1-based line of the recovery record.
     pub line: u64,
+    /// The byte offset where the debris starts, as the record's payload names it.
     pub damaged_offset: u64,
+    /// The debris's length in bytes, up to the recovery record.
     pub damaged_bytes: u64,
 }
 
@@ -38,6 +40,7 @@ pub struct Problem {
     pub line: u64,
     /// The byte offset where the line starts.
     pub offset: u64,
+    /// What is wrong there.
     pub kind: ProblemKind,
 }
 
@@ -49,7 +52,10 @@ pub enum ProblemKind {
     /// The file ends in an incomplete line (`bytes` long, from `line` on): a writer that
     /// crashed mid-write and has not reopened the log since, or a cut. Every record before
     /// it verified.
-    Truncated { bytes: u64 },
+    Truncated {
+        /// The incomplete tail's length, up to the end of the file.
+        bytes: u64,
+    },
     /// A complete line that is not a record of this format (garbage, or a record with
     /// fields removed), not explained by a recovery record.
     Malformed(String),
@@ -58,9 +64,19 @@ pub enum ProblemKind {
     /// The hash does not match the record: it was edited, or forged without the key.
     HashMismatch,
     /// Records `expected..found` are missing.
-    Dropped { expected: u64, found: u64 },
+    Dropped {
+        /// The `seq` the chain needed next: the first one missing.
+        expected: u64,
+        /// The `seq` of the record found in its place; it does not appear later.
+        found: u64,
+    },
     /// Record `found` is out of place where `expected` should be (moved or duplicated).
-    Reordered { expected: u64, found: u64 },
+    Reordered {
+        /// The `seq` the chain needed next.
+        expected: u64,
+        /// The `seq` of the record found in its place.
+        found: u64,
+    },
     /// `prev` is not the previous line's hash: the previous line was replaced.
     ChainBroken,
     /// The log is keyed and no key was given.
@@ -70,7 +86,12 @@ pub enum ProblemKind {
     /// The record was written with another key than the one given.
     WrongKey,
     /// The record's algorithm differs from the log's: a line forged or spliced in.
-    AlgChanged { expected: Alg, found: Alg },
+    AlgChanged {
+        /// The algorithm the log (and the verifier's key or its absence) calls for.
+        expected: Alg,
+        /// The algorithm the record names in its `alg`.
+        found: Alg,
+    },
     /// A recovery record names damage that is not where it says.
     RecoveryMismatch,
     /// A line longer than the writer ever writes.
@@ -80,9 +101,15 @@ pub enum ProblemKind {
     CutInTheMiddle,
     /// The log ends (whole or cut) before record `committed`, which had been acknowledged
     /// when a writer closed the log (its commit head says so): cut after the fact.
-    CommittedCut { committed: u64 },
+    CommittedCut {
+        /// The `seq` of the last record the commit head acknowledged.
+        committed: u64,
+    },
     /// Record `seq` differs from the one acknowledged when a writer closed the log.
-    CommittedChanged { seq: u64 },
+    CommittedChanged {
+        /// The `seq` whose `hash` differs from the commit head's.
+        seq: u64,
+    },
 }
 
 /// What a verification found, as `audit verify` exits with it.

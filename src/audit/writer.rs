@@ -40,7 +40,9 @@ type Opening = std::thread::JoinHandle<Result<AuditLog, String>>;
 /// A log file opened beside the run's start rather than before it.
 #[derive(Debug)]
 pub struct Deferred {
+    /// The log file to open (created if missing), in the trail.
     pub path: PathBuf,
+    /// The audit key the log is signed with; `None`: an unkeyed (`sha256`) chain.
     pub key: Option<Vec<u8>>,
     /// Where commit heads are kept (see [`super::head`]).
     pub heads: Option<PathBuf>,

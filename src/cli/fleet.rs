@@ -6,6 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, Subcommand};
 
+/// `ahp-wrap task <COMMAND>`: what a client of the workers does.
 #[derive(Debug, Subcommand)]
 pub enum TaskCommand {
     /// Submit a task and print its events and result. Exit codes: 0 complete; the agent's
@@ -16,6 +17,7 @@ pub enum TaskCommand {
     Abort(AbortArgs),
 }
 
+/// The broker and the log filter: the options every fleet command takes.
 #[derive(Debug, Args)]
 pub struct AmqpArgs {
     // Help text, not rustdoc: its brackets are not links.
@@ -47,8 +49,10 @@ pub struct AmqpArgs {
     pub log: String,
 }
 
+/// The options of `ahp-wrap task submit`: the task's fields and how to wait for its result.
 #[derive(Debug, Args)]
 pub struct SubmitArgs {
+    /// The broker the task is published on.
     #[command(flatten)]
     pub amqp: AmqpArgs,
 
@@ -89,8 +93,10 @@ pub struct SubmitArgs {
     pub json: bool,
 }
 
+/// The options of `ahp-wrap task abort`: which task, and why.
 #[derive(Debug, Args)]
 pub struct AbortArgs {
+    /// The broker the workers listen on.
     #[command(flatten)]
     pub amqp: AmqpArgs,
 
@@ -102,8 +108,11 @@ pub struct AbortArgs {
     pub reason: Option<String>,
 }
 
+/// The options of `ahp-wrap worker`: the broker, the capability served, and how each task
+/// is run.
 #[derive(Debug, Args)]
 pub struct WorkerArgs {
+    /// The broker whose queue the tasks come from.
     #[command(flatten)]
     pub amqp: AmqpArgs,
 
@@ -111,8 +120,8 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "FILE")]
     pub capability: PathBuf,
 
-    // The run options each task's run gets: the harness or the embedded policy (which
-    // also checks intents at L3), the fail mode, the deadline, the framework, PATH shims.
+    /// The run options each task's run gets: the harness or the embedded policy (which
+    /// also checks intents at L3), the fail mode, the deadline, the framework, PATH shims.
     #[command(flatten)]
     pub run: super::run::Supervision,
 
@@ -129,6 +138,7 @@ pub struct WorkerArgs {
     #[arg(long, value_name = "PATH")]
     pub audit_log: Option<PathBuf>,
 
+    /// The worker's own metrics and spans; `--otlp` is passed on to each task's run too.
     #[command(flatten)]
     pub telemetry: super::TelemetryArgs,
 

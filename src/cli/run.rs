@@ -8,11 +8,13 @@ use clap::{Args, ValueEnum};
 
 use super::{AuthScheme, FailMode, FloorArg, HostArgs, Mode, SummaryArg, TelemetryArgs};
 
+/// The options of a run, as `ahp-wrap [OPTIONS] -- <AGENT>` and `ahp-wrap mcp` take them;
+/// [`crate::config::Config`] is made from them.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    // What decides and how: the harness or the embedded policy, the fail mode, the
-    // deadline, the framework, the PATH shims (shared with `worker`, which passes them on
-    // to each task's run).
+    /// What decides and how: the harness or the embedded policy, the fail mode, the
+    /// deadline, the framework, the PATH shims (shared with `worker`, which passes them on
+    /// to each task's run).
     #[command(flatten)]
     pub supervision: Supervision,
 
@@ -89,6 +91,7 @@ pub struct RunArgs {
     )]
     pub ask_timeout: u64,
 
+    /// The approvals host of this run (off unless client tokens are given).
     #[command(flatten)]
     pub host: HostArgs,
 
@@ -168,6 +171,7 @@ pub struct RunArgs {
     #[arg(help_heading = "Interception", long, value_name = "CMD,...", value_delimiter = ',', num_args = 0..)]
     pub no_intercept: Option<Vec<String>>,
 
+    /// Metrics and spans of this run's decisions.
     #[command(flatten)]
     pub telemetry: TelemetryArgs,
 

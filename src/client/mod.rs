@@ -23,30 +23,51 @@ use crate::transport::{HarnessSpec, LinkConfig};
 /// What the harness told us in its handshake answer.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Negotiated {
+    /// The answer's `protocol_version`; always 2.x (another major fails the handshake).
     pub protocol_version: String,
+    /// `harness_info.name`; empty when the harness gave none.
     pub harness_name: String,
+    /// `harness_info.version`; empty when the harness gave none.
     pub harness_version: String,
+    /// `harness_info.capabilities`: the event types and features (`batch`, ...) the
+    /// harness declares; empty when it gave none.
     pub capabilities: Vec<String>,
+    /// `config.timeout_ms`: the harness's deadline for one blocking event, in ms; a run
+    /// keeps its own `--timeout` when that is smaller. `None` when absent or 0.
     pub timeout_ms: Option<u64>,
+    /// `config.batch_size`: the most notifications one `ahp/batch` may carry; `None`: the
+    /// client's default.
     pub batch_size: Option<usize>,
+    /// `config.max_depth`: the deepest sub-agent nesting allowed; `None`: the run's
+    /// `--max-depth` applies.
     pub max_depth: Option<u32>,
 }
 
 /// Why a request got no usable answer. Each message reads well after "because".
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 pub enum Fault {
+    /// The deadline passed with the link up and no answer; the time allowed, in ms.
     #[error("the harness gave no answer within {0} ms")]
     Timeout(u64),
+    /// There was no link to ask on (no handshake yet by the deadline, down, or given up
+    /// on); why.
     #[error("the harness is unreachable: {0}")]
     Unreachable(String),
+    /// The harness sent what AHP does not allow (a malformed or unexpected message); what
+    /// it sent.
     #[error("the harness broke the protocol: it sent {0}")]
     Violation(String),
+    /// The harness answered the request with a JSON-RPC error.
     #[error("the harness answered with an error: {0}")]
     Rpc(RpcError),
+    /// The link went down, or the client stopped, with the request in flight; why.
     #[error("the harness link was lost: {0}")]
     Closed(String),
+    /// The harness answered with a result that is not a valid decision for the event.
     #[error("the harness's decision is invalid: {0}")]
     Decision(#[from] DecisionError),
+    /// The request itself failed (on HTTP: unreachable, an error status, a body that
+    /// broke off); why.
     #[error("the request failed: {0}")]
     Transport(String),
     /// The harness turned our credentials down: the same words as `Transport`, but a
@@ -69,12 +90,15 @@ impl Fault {
 /// Settings of the client that do not come from the harness.
 #[derive(Debug, Clone)]
 pub struct ClientConfig {
+    /// The transport's settings: the token, how it is sent, the largest message taken.
     pub link: LinkConfig,
     /// Session and agent ids sent in the handshake.
     pub session_id: String,
+    /// The handshake's `agent_id`; a run makes one per run, `<framework>-<uuid>`.
     pub agent_id: String,
     /// `agent_info.framework` and `.version` in the handshake.
     pub framework: String,
+    /// The handshake's `agent_info.version`; a run sends ahp-wrap's own version.
     pub framework_version: String,
     /// How long to wait for a batch of notifications to fill before sending it.
     pub batch_window: Duration,
@@ -83,7 +107,9 @@ pub struct ClientConfig {
 /// The state of the link, for callers that time out and want to say why.
 #[derive(Debug, Clone, PartialEq)]
 pub enum LinkState {
+    /// Not yet connected and handshaken: the state at start.
     Connecting,
+    /// Handshake done; what it negotiated.
     Ready(Negotiated),
     /// Lost, reconnecting; the last error.
     Down(String),

@@ -18,36 +18,64 @@ const DEFAULT_BUDGET_MS: u64 = 30_000;
 /// Why a call to the wrapper got no answer: the caller's fail-closed answer names it.
 #[derive(Debug, thiserror::Error)]
 pub enum CallError {
+    /// `AHP_WRAP_SOCKET` is not set: the caller was not started under a run.
     #[error("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")]
     NoSocket,
+    /// `AHP_WRAP_TOKEN` is not set; the parent takes no request without the run's token.
     #[error("the hook has no wrapper token (AHP_WRAP_TOKEN is not set)")]
     NoToken,
+    /// `AHP_WRAP_PARENT_PID` is not set (or is not a number), so the listener cannot be
+    /// checked; nothing was sent.
     #[error("the hook does not know its wrapper's pid (AHP_WRAP_PARENT_PID is not set)")]
     NoParent,
+    /// The budget (`AHP_WRAP_HOOK_TIMEOUT_MS`, else 30 s) ran out before the call could
+    /// go on.
     #[error("the hook's time ran out")]
     OutOfTime,
+    /// The name to send is not a plain word, which a request header cannot carry.
     #[error("the {kind} name {name:?} is not a plain word")]
-    NotAWord { kind: &'static str, name: String },
+    NotAWord {
+        /// The request's kind as the header spells it: `hook`, `exec` or `event`.
+        kind: &'static str,
+        /// The name refused.
+        name: String,
+    },
+    /// Connecting to the control socket failed.
     #[error("the wrapper cannot be reached at {socket}: {cause}")]
-    Unreachable { socket: String, cause: io::Error },
+    Unreachable {
+        /// The socket's address as the environment gives it (`@name` or a path).
+        socket: String,
+        /// The connect error.
+        cause: io::Error,
+    },
+    /// Whoever listens on the address is not the wrapper; nothing was sent.
     #[error(transparent)]
     NotTheWrapper(#[from] endpoint::ListenerError),
+    /// Setting the socket's write or read timeout failed.
     #[error("{0}")]
     Socket(io::Error),
+    /// Writing the request failed, and no refusal was waiting to be read.
     #[error("the wrapper did not take the hook call: {0}")]
     NotTaken(io::Error),
+    /// The parent sent a refusal line instead of an answer; its cause.
     #[error("the wrapper answered \"refused: {0}\"")]
     Refused(String),
+    /// Reading the answer timed out; the whole call's budget, in ms.
     #[error("the wrapper gave no answer within {0} ms")]
     NoAnswer(u64),
+    /// Reading the answer failed, other than by timing out.
     #[error("the wrapper's answer broke off: {0}")]
     BrokeOff(io::Error),
+    /// The connection ended before a whole answer header line.
     #[error("the wrapper closed the connection without an answer")]
     Closed,
+    /// The answer's header line was over the size limit.
     #[error("the wrapper answered with {0}")]
     BadLine(LineError),
+    /// The answer's header line is not UTF-8.
     #[error("the wrapper's answer is garbled")]
     Garbled,
+    /// The answer's header line is not a valid response header.
     #[error(transparent)]
     Header(#[from] wire::HeaderError),
 }

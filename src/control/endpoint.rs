@@ -101,15 +101,24 @@ fn connect_abstract(_: &[u8]) -> io::Result<UnixStream> {
 /// Why the listener on the wrapper's address is not taken to be the wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ListenerError {
+    /// The peer's credentials could not be read (`SO_PEERCRED`, else `getpeereid`).
     #[error("the control socket's owner cannot be checked ({0})")]
     Unchecked(nix::errno::Errno),
+    /// The listener runs as a user other than the caller's; the listener's uid.
     #[error("the control socket is served by user {0} rather than by the wrapper")]
     User(u32),
+    /// The listener is not the wrapper's process (Linux and Android only: elsewhere the
+    /// peer's pid is not known).
     #[error(
         "the control socket is served by process {pid} rather than by the wrapper (pid \
          {parent}): it was taken over"
     )]
-    Process { pid: i32, parent: i32 },
+    Process {
+        /// The listening process's pid.
+        pid: i32,
+        /// The wrapper's pid, as `AHP_WRAP_PARENT_PID` gave it.
+        parent: i32,
+    },
 }
 
 /// Makes sure the process listening at the other end of `stream` is the wrapper `parent`
@@ -155,6 +164,7 @@ pub struct Watched {
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the control socket {} was {what} while the agent ran: its hooks can no longer reach the wrapper, so the run ends", path.display())]
 pub struct TakenOver {
+    /// The socket's path (`control.sock` in the run directory).
     pub path: PathBuf,
     /// `removed` or `replaced`.
     pub what: &'static str,

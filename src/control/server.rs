@@ -42,6 +42,8 @@ pub struct Peer {
 /// One request that passed the checks (user, token, sizes).
 #[derive(Debug)]
 pub struct Request {
+    /// What the caller asks (a hook call, a command to run, an event of its own): which
+    /// interceptor's service answers.
     pub kind: wire::Kind,
     /// A framework's name, or an interceptor's.
     pub scope: String,
@@ -49,12 +51,17 @@ pub struct Request {
     pub name: String,
     /// The calling process's working directory.
     pub cwd: PathBuf,
+    /// The request's body, which the kind's service reads: a hook's payload as its
+    /// framework wrote it, a PATH shim's argv and watched environment (NUL-terminated
+    /// items), an inner wrapper's AHP event (JSON).
     pub payload: Vec<u8>,
+    /// Who sent it, as the kernel says.
     pub peer: Peer,
 }
 
 /// What answers the run's requests.
 pub trait Handler: Send + Sync + 'static {
+    /// Answers one request; the answer is written back to the caller as it is.
     fn handle(&self, request: Request) -> impl Future<Output = wire::CallerReply> + Send;
 }
 
@@ -63,6 +70,8 @@ pub trait Handler: Send + Sync + 'static {
 pub struct AgentSlot(Arc<AtomicI32>);
 
 impl AgentSlot {
+    /// Records the agent's pid, once it runs: callers are then checked against it for
+    /// `Peer::descends_from_agent`.
     pub fn set(&self, pid: i32) {
         self.0.store(pid, Ordering::SeqCst);
     }
@@ -72,6 +81,8 @@ impl AgentSlot {
 pub struct ControlServer {
     /// What the agent's hooks connect to: `@name` (abstract) or a path.
     pub address: OsString,
+    /// The per-run token (random, 32 bytes in hex) every request must carry; callers get
+    /// it in `AHP_WRAP_TOKEN`.
     pub token: String,
     listener: UnixListener,
     /// The same address in the agent's network namespace, when it has one.

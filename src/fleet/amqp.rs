@@ -19,24 +19,44 @@ const PERSISTENT: u8 = 2;
 /// Why talking to the broker failed.
 #[derive(Debug, thiserror::Error)]
 pub enum AmqpError {
+    /// The URI does not parse, or asks for `amqps://`, which this build cannot speak.
     #[error("invalid AMQP URI {uri:?}: {why}")]
-    Uri { uri: String, why: String },
+    Uri {
+        /// The URI as given (it may hold a password).
+        uri: String,
+        /// The parser's reason, or why the scheme is refused.
+        why: String,
+    },
+    /// The connection attempt failed before the timeout.
     #[error("cannot connect to the broker at {at}")]
     Connect {
+        /// The broker as `host:port/vhost`, without credentials ([`Target::shown`]).
         at: String,
+        /// lapin's error.
         #[source]
         source: lapin::Error,
     },
+    /// The connection attempt did not finish within the target's timeout.
     #[error("no connection to the broker at {at} within {secs} s")]
-    ConnectTimeout { at: String, secs: u64 },
+    ConnectTimeout {
+        /// The broker as `host:port/vhost`, without credentials.
+        at: String,
+        /// The timeout, in whole seconds.
+        secs: u64,
+    },
+    /// A call on an open connection or channel failed.
     #[error("failed to {what}")]
     Broker {
+        /// What was being done, as a verb phrase (`"open a channel"`).
         what: String,
+        /// lapin's error.
         #[source]
         source: lapin::Error,
     },
+    /// The broker answered a publish with a nack; holds `nack for "exchange"/"routing key"`.
     #[error("the broker refused to take the message ({0})")]
     Nacked(String),
+    /// A mandatory publish came back unrouted; holds the routing key (the capability).
     #[error("no queue takes messages for {0:?}: no worker of that capability has declared it")]
     Unroutable(String),
 }
@@ -55,10 +75,13 @@ pub struct Target {
     uri: AMQPUri,
     /// The URI without its password, for messages.
     pub shown: String,
+    /// Bound on one connection attempt; also the URI's `connection_timeout` unless it sets one.
     pub timeout: Duration,
 }
 
 impl Target {
+    /// Parses an `amqp://` URI, adding `heartbeat` (seconds) and `connection_timeout` to
+    /// its query when it does not set them. `amqps://` is refused.
     pub fn parse(uri: &str, heartbeat_secs: u16, timeout: Duration) -> Result<Target, AmqpError> {
         let mut parsed: AMQPUri = uri.parse().map_err(|why| AmqpError::Uri {
             uri: uri.to_owned(),

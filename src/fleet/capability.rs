@@ -31,20 +31,29 @@ use serde_json::Value;
 /// An HCP risk level, R1 (lowest) to R5 (highest).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum Risk {
+    /// The lowest level; what `task submit` declares unless `--risk` says otherwise.
     R1,
+    /// Level 2 of 5: refused by a capability whose ceiling is `R1`.
     R2,
+    /// Level 3 of 5: refused by a capability whose ceiling is `R1` or `R2`.
     R3,
+    /// Level 4 of 5: taken only by a capability whose ceiling is `R4` or `R5`.
     R4,
+    /// The highest level: taken only by a capability whose ceiling is `R5`.
     R5,
 }
 
 /// An HCP data classification, T1 (public) to T4 (restricted).
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 pub enum DataClass {
+    /// Public data; the default for a task and for `max_data_class`.
     #[default]
     T1,
+    /// Class 2 of 4, above public: needs `max_data_class` of `T2` or more.
     T2,
+    /// Class 3 of 4: needs `max_data_class` of `T3` or `T4`.
     T3,
+    /// Restricted data, the most sensitive class: needs `max_data_class = "T4"`.
     T4,
 }
 
@@ -52,13 +61,21 @@ pub enum DataClass {
 #[derive(Debug, Clone, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Capability {
+    /// What tasks name to reach this worker; also the routing key and the queue's suffix
+    /// (`hcp.task.<name>`). A plain name: 1 to 128 letters, digits, `-`, `_`, `.`, `:`.
     pub name: String,
+    /// Free text for people reading the file; required, but the worker does not act on it.
     pub description: String,
+    /// The highest risk a task may declare; a task above it is refused at L3.
     pub risk_ceiling: Risk,
+    /// What a task's `input` must fit; `None` accepts any JSON object.
     #[serde(default)]
     pub input_schema: Option<Schema>,
+    /// What the agent writes to `$HCP_OUTPUT_FILE` must fit, else the task is `failed`;
+    /// `None` checks nothing.
     #[serde(default)]
     pub output_schema: Option<Schema>,
+    /// Limits on data class, hazards and duration; the `[constraints]` table (optional).
     #[serde(default)]
     pub constraints: Constraints,
 }
@@ -84,20 +101,30 @@ pub struct Constraints {
 #[derive(Debug, Clone, Default, Deserialize, Serialize)]
 #[serde(deny_unknown_fields)]
 pub struct Schema {
+    /// The `type` keyword: one JSON type name (`object`, `array`, `string`, `number`,
+    /// `integer`, `boolean`, `null`); `None` allows any type.
     #[serde(default, rename = "type")]
     pub kind: Option<String>,
+    /// Keys an object value must have; ignored for other values.
     #[serde(default)]
     pub required: Vec<String>,
+    /// The schema each named key of an object value must fit.
     #[serde(default)]
     pub properties: BTreeMap<String, Schema>,
+    /// `additionalProperties`: `Some(false)` refuses keys not in `properties`; `None` or
+    /// `Some(true)` allows them unchecked.
     #[serde(default, rename = "additionalProperties")]
     pub additional_properties: Option<bool>,
+    /// The schema every element of an array value must fit; `None` checks no elements.
     #[serde(default)]
     pub items: Option<Box<Schema>>,
+    /// The `enum` keyword: the value must equal one of these; `None` allows any value.
     #[serde(default, rename = "enum")]
     pub one_of_values: Option<Vec<Value>>,
+    /// Annotation only: never checked.
     #[serde(default)]
     pub title: Option<String>,
+    /// Annotation only: never checked.
     #[serde(default)]
     pub description: Option<String>,
 }
@@ -109,20 +136,32 @@ const TYPES: [&str; 7] = [
 /// Why a capability file cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum CapabilityError {
+    /// The file cannot be read.
     #[error("failed to read capability file {path}")]
     Read {
+        /// The file, as displayed.
         path: String,
+        /// The read's error.
         #[source]
         source: std::io::Error,
     },
+    /// The file is not TOML of the declaration's shape (an unknown field included).
     #[error("capability file {path} is invalid")]
     Parse {
+        /// The file, as displayed.
         path: String,
+        /// The TOML parser's error, which names the place.
         #[source]
         source: toml::de::Error,
     },
+    /// The file parses but fails [`Capability::check`] (a bad name, an unknown schema type).
     #[error("capability file {path}: {why}")]
-    Invalid { path: String, why: String },
+    Invalid {
+        /// The file, as displayed.
+        path: String,
+        /// What is wrong, with where (`input_schema: properties.x: …`).
+        why: String,
+    },
 }
 
 impl Capability {

@@ -18,13 +18,23 @@ pub struct Task {
     /// Always "task".
     #[serde(rename = "type")]
     pub kind: String,
+    /// A plain name (`task-<hex>` from [`Task::new`]); also the `correlation_id` of every
+    /// answer and what an abort names.
     pub task_id: String,
+    /// The capability name the task is routed by (queue `hcp.task.<capability>`).
     pub capability: String,
+    /// What to achieve, in words; given to the agent as `{task}` or on stdin. Must not be
+    /// blank.
     pub intent: String,
+    /// The task's data: L3 refuses anything but a JSON object fitting the input schema.
+    /// Given to the agent as `HCP_TASK_INPUT`; `{}` when absent.
     #[serde(default = "empty_object")]
     pub input: Value,
+    /// The risk the caller declares; above the capability's ceiling it is refused.
     pub risk: Risk,
+    /// The most sensitive data the task carries; above `max_data_class` it is refused.
     pub data_class: DataClass,
+    /// Hazard categories the caller declares; each must be one the capability allows.
     #[serde(default)]
     pub hazards: Vec<String>,
 }
@@ -36,14 +46,19 @@ fn empty_object() -> Value {
 /// Why a message cannot be taken as a task.
 #[derive(Debug, thiserror::Error, PartialEq)]
 pub enum MessageError {
+    /// The body is over [`MAX_TASK_BYTES`]; holds its size in bytes.
     #[error("the message is {0} bytes; at most {MAX_TASK_BYTES} are accepted")]
     TooLarge(usize),
+    /// The body is not a task's JSON, or its `type` is not `"task"`; holds why.
     #[error("the message is not an HCP task: {0}")]
     NotATask(String),
+    /// The `task_id` is not a plain name; holds it.
     #[error("the task id {0:?} is not a plain name (1 to 128 letters, digits, - _ . :)")]
     BadId(String),
+    /// The `intent` is empty or only whitespace.
     #[error("the task's intent is empty")]
     NoIntent,
+    /// The AMQP message has no `reply_to` property, so nothing can be answered.
     #[error("the message has no reply_to queue to answer to")]
     NoReplyTo,
 }
@@ -92,7 +107,10 @@ pub struct Abort {
     /// Always "abort".
     #[serde(rename = "type")]
     pub kind: String,
+    /// The task to stop; workers not running it remember the id (the last 256) in case
+    /// the task arrives later.
     pub task_id: String,
+    /// The caller's `--reason`, put in the result's reason; `None` when not given.
     #[serde(default)]
     pub reason: Option<String>,
 }
@@ -117,7 +135,10 @@ pub struct TaskResult {
     /// Always "result".
     #[serde(rename = "type")]
     pub kind: String,
+    /// The task answered (also the message's `correlation_id`); for a malformed task, the
+    /// delivery's `correlation_id`, or `unknown` without one.
     pub task_id: String,
+    /// How the task ended.
     pub status: Status,
     /// The agent's exit code (128 + N for death by signal N); none if it never ran.
     pub exit_code: Option<u8>,
@@ -126,11 +147,15 @@ pub struct TaskResult {
     /// What the agent wrote to `$HCP_OUTPUT_FILE`, checked against the output schema.
     #[serde(default)]
     pub output: Option<Value>,
+    /// Why the status is not `complete` (the refusal, the abort, the exit code, the
+    /// output's fault); `None` for a complete task.
     #[serde(default)]
     pub reason: Option<String>,
+    /// The worker that answered, as `host:pid`.
     pub worker: String,
     /// The broker redelivered the task (an earlier worker died or lost its connection).
     pub redelivered: bool,
+    /// Milliseconds from the worker's taking the delivery to this result.
     pub duration_ms: u64,
 }
 
@@ -141,11 +166,17 @@ pub struct TaskEvent {
     /// Always "event".
     #[serde(rename = "type")]
     pub kind: String,
+    /// The task the event belongs to (also the message's `correlation_id`).
     pub task_id: String,
+    /// Position among the task's events, from 1, set by the worker as it sends them.
     pub seq: u64,
+    /// The HCP event name: `accepted`, `progress`, `warning` or `error`.
     pub event: String,
+    /// One line for people (`pre_action: Bash: allow`, `accepted by host:pid …`).
     #[serde(default)]
     pub message: Option<String>,
+    /// The AHP record behind the event: `event_type`, `decision`, `reason`, `source`,
+    /// `tool`, `payload` (redacted, cut at 4 KiB); `None` for `accepted`.
     #[serde(default)]
     pub ahp: Option<Value>,
 }

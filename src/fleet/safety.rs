@@ -19,7 +19,9 @@ use crate::protocol::{Event, EventType, Verdict};
 
 /// The policy L3 asks about intents, and whether its answer is enforced.
 pub struct SafetyPolicy {
+    /// The worker's `--policy` (or the default policy), judging the intent as `pre_prompt`.
     pub policy: Policy,
+    /// The worker's `--mode`: under `Observe` a refusal is only logged and the task runs.
     pub mode: Mode,
 }
 

@@ -15,12 +15,22 @@ use super::{ABORT_EXCHANGE, TASK_EXCHANGE};
 /// Why a submission has no result.
 #[derive(Debug, thiserror::Error)]
 pub enum SubmitError {
+    /// Connecting, declaring or publishing failed (the task may not have been submitted).
     #[error(transparent)]
     Amqp(#[from] AmqpError),
+    /// The caller's timeout passed before the result; the task may still run.
     #[error("no result for task {task} within {secs} s")]
-    Timeout { task: String, secs: u64 },
+    Timeout {
+        /// The task's id, to abort or look for it.
+        task: String,
+        /// The timeout, in whole seconds.
+        secs: u64,
+    },
+    /// The reply consumer ended or failed (connection lost) before the result.
     #[error("the broker closed the reply queue before the result came")]
     Closed,
+    /// A reply with this task's correlation id is not JSON, or not a result's shape;
+    /// holds the parser's error.
     #[error("a reply for this task is not HCP: {0}")]
     BadReply(String),
 }

@@ -62,8 +62,11 @@ pub struct Running {
 /// What a finished run left.
 #[derive(Debug)]
 pub struct Finished {
+    /// How the child `ahp-wrap` run exited.
     pub status: std::process::ExitStatus,
+    /// The last 16 KiB of the run's stdout (the agent's), read until 2 s after the exit.
     pub stdout: Vec<u8>,
+    /// The last 16 KiB of the run's stderr, the summary when a failed run printed nothing.
     pub stderr: Vec<u8>,
     /// The output file's JSON; `Err` says why it is unusable; `None`: none was written.
     pub output: Option<Result<serde_json::Value, String>>,

@@ -28,11 +28,14 @@ const RECENT_ABORTS: usize = 256;
 
 /// A configured worker.
 pub struct Worker {
+    /// The broker (`--amqp`), reconnected to whenever the connection is lost.
     pub target: Target,
+    /// The capability file's declaration: the queue consumed and the L3 gate's limits.
     pub capability: Capability,
     /// The policy of the safety gate every task passes first ([`super::safety`]); `None`: the
     /// capability's declaration alone is checked.
     pub safety: Option<SafetyPolicy>,
+    /// Starts each task's supervised run (`ahp-wrap [options] -- agent`).
     pub launcher: Launcher,
     /// The longest wait between reconnection attempts.
     pub backoff_max: Duration,
@@ -42,10 +45,13 @@ pub struct Worker {
 
 /// What a worker session is made of.
 pub struct Session {
+    /// The connection to the broker; closed on shutdown, replaced on reconnect.
     pub conn: Connection,
     /// Consumes tasks and publishes answers (publisher confirms on).
     pub tasks: Channel,
+    /// Deliveries from the capability's task queue, one unacked at a time (prefetch 1).
     pub consumer: Consumer,
+    /// Abort messages from this worker's private queue on `hcp.abort`, without acks.
     pub aborts: Consumer,
     /// Abort ids heard while no task of that id was running.
     pub recent_aborts: VecDeque<String>,

@@ -22,7 +22,9 @@ pub struct Generic {
 }
 
 impl Generic {
+    /// `generic`: the framework of an agent no other one claims; it shows the start notice.
     pub const GENERIC: Generic = Generic { name: "generic" };
+    /// `path` (`--framework path`): the same, without the start notice.
     pub const PATH: Generic = Generic { name: "path" };
 }
 

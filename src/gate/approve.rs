@@ -12,6 +12,7 @@ use crate::protocol::Event;
 
 /// One escalated event, as a person is asked about it.
 pub struct Escalation<'a> {
+    /// The blocking event the harness escalated.
     pub event: &'a Event,
     /// Why the harness wants a person.
     pub reason: &'a str,
@@ -26,18 +27,27 @@ pub struct Escalation<'a> {
 /// Who answered, as authenticated, and from where (for the audit log).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Answerer {
+    /// The name of the client token that answered (its NAME in `--host-token` or the
+    /// token file).
     pub who: String,
+    /// The client's network address, e.g. `10.0.0.7:5123`.
     pub from: String,
 }
 
 /// What a person said. `by` is `None` for the wrapper's own terminal.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Approval {
+    /// Let the event through (an explicit allow).
     Allow {
+        /// Who allowed it; `None`: the terminal.
         by: Option<Answerer>,
     },
+    /// Block the event.
     Deny {
+        /// Who denied it; `None`: the terminal.
         by: Option<Answerer>,
+        /// The block's reason: where it was declined, and the escalation's reason (with
+        /// the person's message, if any).
         reason: String,
     },
     /// Nobody answered (in time, or at all): why, for the fail mode's reason.

@@ -46,7 +46,9 @@ impl fmt::Display for DecidedBy {
 /// not the decider's own verdict when it is not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
+    /// The verdict to enforce (the fail mode's or observe mode's where they stepped in).
     pub verdict: Verdict,
+    /// Who gave it; the audit log's `source`.
     pub by: DecidedBy,
     /// Why the verdict differs from what the decider said: the fail mode's cause, or what
     /// observe mode did not enforce. Recorded as the audit reason when the verdict has none.

@@ -23,6 +23,8 @@ pub struct Embedded {
     workspace: Option<PathBuf>,
     /// This run's own files and processes, protected by the policy's `wrapper` rules.
     protected: OnceLock<Protected>,
+    /// `--mode`: in observe mode a verdict that would act is recorded, and becomes no
+    /// opinion.
     pub mode: Mode,
     /// When the run started: code on disk changed since is the agent's (the policy itself is
     /// built later, on the first event).

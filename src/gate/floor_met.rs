@@ -64,7 +64,12 @@ pub enum Told {
     /// A write (see [`crate::floor::explain`]).
     Write(Met),
     /// A connection to a host, or a path socket, the network floor refused, and why.
-    Net { target: String, reason: String },
+    Net {
+        /// The host name, or the path socket's path, as the egress proxy noted it.
+        target: String,
+        /// The refusal's reason, e.g. `evil.test is denied by [floor.net]`.
+        reason: String,
+    },
 }
 
 impl FloorMet {

@@ -46,10 +46,15 @@ pub struct Origin {
 /// One wrapped run as the harness sees it: its ids and depth, who decides, and the audit
 /// log every event goes through.
 pub struct Gate {
+    /// Every event's `session_id`: a fresh UUID per run (`serve` for `ahp-wrap serve`).
     pub session_id: String,
+    /// Every event's `agent_id`: `<framework>-<uuid>` per run (`serve` for `ahp-wrap serve`).
     pub agent_id: String,
+    /// Every event's `depth`: 0 for a top-level agent, one more per wrapper it runs under.
     pub depth: u32,
+    /// Who answers blocking events, and the fail mode and deadline that apply.
     pub decider: Decider,
+    /// The audit log every event and decision is written to (and the run's counts).
     pub audit: Auditor,
     /// Events seen so far (for heartbeats and the session end).
     events: AtomicU64,
@@ -61,6 +66,7 @@ pub struct Gate {
 }
 
 impl Gate {
+    /// A gate with no events seen, no hosts approved and no floor refusals met yet.
     pub fn new(
         session_id: String,
         agent_id: String,

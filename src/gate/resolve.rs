@@ -49,7 +49,9 @@ const MIN_RETRY: Duration = Duration::from_millis(10);
 /// Decides blocking events.
 #[derive(Clone)]
 pub struct Decider {
+    /// Who is asked first: the embedded policy, a remote harness, or the wrapping run.
     pub harness: Harness,
+    /// `--fail-mode`: what an event gets when no valid decision arrives in time.
     pub fail_mode: FailMode,
     /// The deadline for one event, start to final decision (re-asks included).
     pub timeout: Duration,

@@ -26,9 +26,11 @@ impl Scope {
 /// One client credential: the name the audit log records, the secret, what it allows.
 #[derive(Clone)]
 pub struct Token {
+    /// The part before `=`: who answered, in the audit log; unique among the host's tokens.
     pub name: String,
     /// SHA-256 of the secret, hex: compared in constant time whatever the length given.
     digest: String,
+    /// What the token allows; `approve` on every session unless its specification limits it.
     pub scope: Scope,
 }
 
@@ -44,14 +46,25 @@ impl std::fmt::Debug for Token {
 /// Why a token specification was refused.
 #[derive(Debug, thiserror::Error)]
 pub enum TokenError {
+    /// No `=`, or an empty name or secret; holds what precedes the first `=` (the whole
+    /// specification when it has none).
     #[error("host token {0:?} is not NAME=TOKEN[:SCOPE,...]")]
     Syntax(String),
+    /// A scope that is not `approve`, `view` or `cwd=` an absolute directory.
     #[error("host token {name:?}: unknown scope {scope:?} (expected approve, view or cwd=DIR)")]
-    Scope { name: String, scope: String },
+    Scope {
+        /// The token's name.
+        name: String,
+        /// The scope as written.
+        scope: String,
+    },
+    /// The secret is under 16 characters; holds the token's name.
     #[error("host token {0:?}: the secret must be at least 16 characters")]
     Short(String),
+    /// Two specifications (command line and file together) share this name.
     #[error("host token {0:?} is given twice")]
     Twice(String),
+    /// `--host-token-file` cannot be read; holds its path, as displayed.
     #[error("cannot read the host token file {0}")]
     File(String, #[source] std::io::Error),
 }
@@ -135,6 +148,7 @@ impl Tokens {
         Ok(Tokens(tokens))
     }
 
+    /// Whether no token was given: the host then refuses to start (`HostOptions::start`).
     pub fn is_empty(&self) -> bool {
         self.0.is_empty()
     }

@@ -34,9 +34,14 @@ use state::{chat_uri, Call, CallStatus, Session, Sessions, ROOT, TURN};
 /// One message for the clients subscribed to `channel`, about a session in `cwd`.
 #[derive(Debug, Clone)]
 pub struct Outgoing {
+    /// The channel URI: `ahp-root://`, or a session's `ahp-session:/…` / `ahp-chat:/…`.
     pub channel: String,
+    /// The session's working directory; a token that does not see it gets nothing.
     pub cwd: String,
+    /// The host's sequence number for this message; a client gets it only if it is past
+    /// the snapshot its subscription started from.
     pub seq: u64,
+    /// The whole JSON-RPC notification, serialised once for every client.
     pub text: Arc<str>,
 }
 
@@ -46,6 +51,7 @@ pub struct Reply<'a> {
     pub chat: &'a str,
     /// The tool call it answers.
     pub call: &'a str,
+    /// `true` lets the tool call run; `false` denies it.
     pub approved: bool,
     /// Why, in the client's words (for a denial).
     pub message: Option<String>,
@@ -79,6 +85,7 @@ struct Inner {
 pub struct Host {
     inner: Mutex<Inner>,
     tx: broadcast::Sender<Outgoing>,
+    /// The tokens clients authenticate with, and what each may see and answer.
     pub tokens: Tokens,
     webhook: Option<notify::Webhook>,
 }
@@ -87,6 +94,7 @@ pub struct Host {
 const BACKLOG: usize = 4096;
 
 impl Host {
+    /// A host with no sessions yet; `webhook`, when given, gets each new escalation posted.
     pub fn new(tokens: Tokens, webhook: Option<notify::Webhook>) -> Arc<Host> {
         Arc::new(Host {
             inner: Mutex::default(),

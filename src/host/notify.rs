@@ -9,12 +9,16 @@ use serde_json::json;
 /// Where escalations are announced, and the page they link to.
 #[derive(Debug, Clone)]
 pub struct Webhook {
+    /// The `--notify-webhook` URL each escalation is POSTed to.
     pub url: String,
+    /// The approvals page the message links to (`--public-url`, else where the page is
+    /// served); `None`: the message has no link.
     pub page: Option<String>,
     client: reqwest::Client,
 }
 
 impl Webhook {
+    /// A webhook whose posts give up after 10 s.
     pub fn new(url: String, page: Option<String>) -> Webhook {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))

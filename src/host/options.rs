@@ -11,17 +11,24 @@ use super::Host;
 /// Why the host options cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum HostError {
+    /// `--host-listen` is not `http://` followed by an address; holds it as given.
     #[error("--host-listen {0:?}: expected http://ADDR (like 127.0.0.1:7800)")]
     Listen(String),
+    /// `--host-listen` without any token, or a token file with none in it.
     #[error("the approvals host needs at least one client token (--host-token or --host-token-file): unauthenticated clients are refused")]
     NoTokens,
+    /// A token specification is malformed, or the token file cannot be read.
     #[error(transparent)]
     Token(#[from] TokenError),
+    /// `--notify-webhook` given with no token, so there is no host to link to.
     #[error("--notify-webhook needs the approvals host (--host-token or --host-token-file)")]
     WebhookWithoutHost,
+    /// The host's own listener could not be bound.
     #[error("cannot listen on {addr}")]
     Bind {
+        /// The address asked for (`--host-listen` without `http://`).
         addr: String,
+        /// The bind's error.
         #[source]
         cause: std::io::Error,
     },
@@ -31,10 +38,15 @@ pub enum HostError {
 /// `--host-token-file`, `--notify-webhook`, `--public-url`), before they are checked.
 #[derive(Debug, Clone, Default)]
 pub struct HostRequest {
+    /// `--host-listen`, still with its `http://` prefix; `None`: no listener of its own.
     pub listen: Option<String>,
+    /// Each `--host-token` as given: `NAME=TOKEN[:SCOPE,...]`.
     pub tokens: Vec<String>,
+    /// `--host-token-file`: one token specification a line, `#` comments.
     pub token_file: Option<PathBuf>,
+    /// `--notify-webhook`: where each escalation is posted; empty counts as none.
     pub webhook: Option<String>,
+    /// `--public-url`: the page's address for the webhook's link; `None`: where it listens.
     pub public_url: Option<String>,
 }
 

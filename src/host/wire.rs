@@ -53,6 +53,8 @@ struct Refusal {
 }
 
 impl Connection {
+    /// A client from `peer` (its address, for the audit log): not yet authenticated,
+    /// subscribed to nothing.
     pub fn new(host: Arc<Host>, peer: String) -> Connection {
         Connection {
             host,

@@ -24,6 +24,7 @@ pub struct EventService {
 }
 
 impl EventService {
+    /// Served by `gate`, which decides the blocking events and records the others.
     pub fn new(gate: Arc<Gate>) -> EventService {
         EventService {
             gate,
@@ -78,6 +79,8 @@ pub struct WrappedMcp {
 }
 
 impl WrappedMcp {
+    /// `framework` rewrites where the agent finds its MCP servers; their inner wrappers'
+    /// events go to `gate`.
     pub fn new(framework: &'static dyn Framework, gate: Arc<Gate>) -> WrappedMcp {
         WrappedMcp {
             framework,

@@ -40,6 +40,7 @@ use hooks::HookService;
 /// Why an interceptor asks the run to end the agent.
 #[derive(Debug, Clone)]
 pub struct Stop {
+    /// Why, in words; the run logs it (at debug level) as it ends the agent.
     pub why: String,
     /// Whether supervision failed (the run then exits with the wrapper's code, 125), as
     /// opposed to a normal end of the conversation (a proxy's client hung up).
@@ -78,15 +79,23 @@ pub struct Report {
 /// Why an interceptor could not add itself to the agent's command: the run does not start.
 #[derive(Debug, thiserror::Error)]
 pub enum PrepareError {
+    /// The framework could not prepare the agent's command (its hooks, or the inner
+    /// wrappers of `--wrap-mcp`).
     #[error(transparent)]
     Framework(#[from] FrameworkError),
+    /// A command to shim is not a plain word (or holds a `/`); the name given.
     #[error("--intercept: {0:?} is not a command name")]
     NotACommand(String),
+    /// The run's own PATH shim directory could not be made (no kept one was usable).
     #[error("cannot create the PATH shim directory {}: {cause}", dir.display())]
     ShimDir {
+        /// The directory (`bin` in the run directory).
         dir: std::path::PathBuf,
+        /// What failed.
         cause: std::io::Error,
     },
+    /// `--wrap-mcp` needs this executable's path, for the inner wrappers; the OS did not
+    /// give it.
     #[error("--wrap-mcp: cannot find ahp-wrap itself ({0})")]
     NoSelf(std::io::Error),
 }
@@ -144,8 +153,12 @@ pub(crate) fn origin(peer: crate::control::Peer, framework_session: Option<Strin
 /// registered; a kind nobody serves is refused with a reason.
 #[derive(Default, Clone)]
 pub struct Router {
+    /// Answers `hook` requests (the agent's hook system); `None` when no hook interceptor
+    /// runs.
     pub hooks: Option<Arc<HookService>>,
+    /// Answers `exec` requests (PATH shims); `None` when no command is shimmed.
     pub exec: Option<Arc<pathshim::ExecService>>,
+    /// Answers `event` requests (the inner wrappers of `--wrap-mcp`); `None` without it.
     pub events: Option<Arc<events::EventService>>,
 }
 

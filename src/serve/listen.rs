@@ -23,24 +23,36 @@ use crate::jsonrpc::LineCodec;
 /// Where `serve` listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Listen {
+    /// `stdio`: one client, JSON-RPC lines on stdin and stdout, until EOF.
     Stdio,
+    /// `unix:PATH`: a Unix socket at the path (replaced if present, mode 0600), JSON-RPC
+    /// lines per connection.
     Unix(PathBuf),
+    /// `http://ADDR`: one message per POST to `/ahp` (plus metrics and, when on, the
+    /// approvals host); the address without a trailing `/`.
     Http(String),
+    /// `ws://ADDR`: WebSocket links (announced as `/ahp`; any path is taken), one JSON-RPC
+    /// message per text message; the address without a trailing `/`.
     Ws(String),
 }
 
 /// Why a listener could not run.
 #[derive(Debug, thiserror::Error)]
 pub enum ListenError {
+    /// The `--listen` value (given here) is none of the four forms.
     #[error("unknown --listen {0:?} (expected stdio, unix:PATH, http://ADDR or ws://ADDR)")]
     Spec(String),
+    /// Binding the socket path or address (given here), or reading the bound address, failed.
     #[error("cannot listen on {0}")]
     Bind(String, #[source] std::io::Error),
+    /// Accepting or serving failed once listening; the listener's kind (`unix`, `http`, `ws`).
     #[error("{0} listener failed")]
     Serve(&'static str, #[source] std::io::Error),
 }
 
 impl Listen {
+    /// Reads a `--listen` value: `stdio`, `unix:PATH` (a non-empty path), `http://ADDR` or
+    /// `ws://ADDR` (trailing `/` dropped).
     pub fn parse(s: &str) -> Result<Listen, ListenError> {
         if s == "stdio" {
             return Ok(Listen::Stdio);

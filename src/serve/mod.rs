@@ -28,8 +28,13 @@ const REPLY_MARGIN: Duration = Duration::from_secs(1);
 /// Limits advertised in the handshake.
 #[derive(Debug, Clone)]
 pub struct Advertised {
+    /// How long a wrapper waits for a decision, in milliseconds (`--timeout`); the default
+    /// `--approval-timeout` is a second less.
     pub timeout_ms: u64,
+    /// Most events one `ahp/batch` may hold (`--batch-size`, at least 1); a larger batch is
+    /// refused as invalid params.
     pub batch_size: usize,
+    /// Deepest `depth` an event may carry (`--max-depth`); a deeper one is refused.
     pub max_depth: u32,
 }
 
@@ -42,6 +47,7 @@ pub struct Engine {
     /// fail mode. Without one, an escalation goes back to the wrapper, whose own person
     /// decides.
     pub gate: Gate,
+    /// What the handshake's `config` says, and the batch and depth limits enforced.
     pub advertised: Advertised,
 }
 

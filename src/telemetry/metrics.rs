@@ -29,23 +29,52 @@ pub struct Metrics {
     /// What is registered: name, type and label names (for the docs' table, kept by a test).
     #[cfg_attr(not(test), allow(dead_code))]
     catalogue: Vec<(String, &'static str, Vec<String>)>,
+    /// `ahp_wrap_decisions_total`: decided events once durable in the audit log, by
+    /// `verdict`, `rule`, `decided_by`, `framework`, `event_type`.
     pub decisions: IntCounterVec,
+    /// `ahp_wrap_notifications_total`: fire-and-forget events recorded, by `event_type`,
+    /// `framework`.
     pub notifications: IntCounterVec,
+    /// `ahp_wrap_decision_latency_seconds`: arrival to final verdict (re-asks and a
+    /// person's wait included), by `decided_by`.
     pub decision_latency: HistogramVec,
+    /// `ahp_wrap_harness_round_trip_seconds`: one ask of a harness (or of the wrapping
+    /// run), send to answer.
     pub harness_round_trip: Histogram,
+    /// `ahp_wrap_fail_mode_activations_total`: verdicts the fail mode gave for want of a
+    /// valid decision, by `mode`.
     pub fail_mode: IntCounterVec,
+    /// `ahp_wrap_escalations_pending`: escalations waiting for a person now (see
+    /// [`Metrics::escalation_started`]).
     pub escalations_pending: IntGauge,
+    /// `ahp_wrap_escalations_total`: escalations ended, by `outcome` (`allowed`, `denied`,
+    /// `unanswered`).
     pub escalations: IntCounterVec,
+    /// `ahp_wrap_escalation_wait_seconds`: how long each escalation waited for its answer
+    /// or deadline.
     pub escalation_wait: Histogram,
+    /// `ahp_wrap_audit_write_seconds`: writing one audit record until it is durable.
     pub audit_write: Histogram,
+    /// `ahp_wrap_audit_write_failures_total`: audit records that could not be written.
     pub audit_failures: IntCounter,
+    /// `ahp_wrap_proxy_frames_total`: frames a stream proxy read, by `proxy`, `direction`.
     pub proxy_frames: IntCounterVec,
+    /// `ahp_wrap_proxy_bytes_total`: bytes of those frames, by `proxy`, `direction`.
     pub proxy_bytes: IntCounterVec,
+    /// `ahp_wrap_floor_refusals_total`: connections the floor's network rules refused
+    /// (decisions whose source is the floor).
     pub floor_refusals: IntCounter,
+    /// `ahp_wrap_floor_published_total`: the tree's listeners on this machine's loopback,
+    /// by `what` (`port`, `connection`, `refused`, `taken`).
     pub published: IntCounterVec,
+    /// `ahp_wrap_fleet_tasks_total`: tasks a fleet worker answered, by `outcome` (the
+    /// result's status).
     pub fleet_tasks: IntCounterVec,
+    /// `ahp_wrap_otlp_spans_exported_total`: spans the OTLP collector accepted.
     pub spans_exported: IntCounter,
+    /// `ahp_wrap_otlp_spans_dropped_total`: spans lost to a full queue or a failed export.
     pub spans_dropped: IntCounter,
+    /// `ahp_wrap_otlp_export_failures_total`: OTLP export requests that failed.
     pub export_failures: IntCounter,
 }
 
@@ -56,6 +85,7 @@ impl Default for Metrics {
 }
 
 impl Metrics {
+    /// Every metric at zero, in a registry of its own (not Prometheus's global one).
     #[allow(
         clippy::expect_used,
         reason = "the metrics' names, help and labels are literals of ours, each registered once"

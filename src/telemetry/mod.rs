@@ -92,6 +92,7 @@ pub async fn start(options: Options) -> Result<Option<&'static Telemetry>, Strin
 
 /// The process's telemetry.
 pub struct Telemetry {
+    /// The process's Prometheus metrics; kept even when only spans were asked for.
     pub metrics: Metrics,
     spans: Option<otlp::Exporter>,
     framework: String,
@@ -185,10 +186,17 @@ impl crate::audit::Observer for Telemetry {
 /// A run's span, as it starts.
 #[derive(Debug, Clone)]
 pub struct RunSpan {
+    /// The run's session id; the trace id is derived from it, so the run's decisions share
+    /// its trace (`ahp.session_id`).
     pub session_id: String,
+    /// The agent's program as started (`ahp.agent`).
     pub agent: String,
+    /// The framework's name, or `mcp` / the ACP name for a proxy run (`ahp.framework`).
     pub framework: String,
+    /// Nesting depth: 0 for a top-level run, one more under each enclosing wrapper
+    /// (`ahp.depth`).
     pub depth: u32,
+    /// When the run began: the span's start time.
     pub start: SystemTime,
 }
 

@@ -39,22 +39,35 @@ pub struct Target {
     pub url: String,
     /// Extra request headers (`OTEL_EXPORTER_OTLP_HEADERS`).
     pub headers: Vec<(String, String)>,
+    /// Deadline of one export request: `…_TIMEOUT` in milliseconds, else 10 s.
     pub timeout: Duration,
-    /// `service.name` and the other resource attributes.
+    /// `service.name`: `OTEL_SERVICE_NAME`, else the one in `OTEL_RESOURCE_ATTRIBUTES`,
+    /// else `ahp-wrap`.
     pub service: String,
+    /// The other resource attributes, from `OTEL_RESOURCE_ATTRIBUTES` (`service.name`
+    /// taken out).
     pub resource: Vec<(String, String)>,
 }
 
 /// Why an export target cannot be used.
 #[derive(Debug, thiserror::Error)]
 pub enum TargetError {
+    /// The endpoint is not an `http://` or `https://` URL that parses.
     #[error("{name}: {url:?} is not an http:// or https:// URL")]
-    Url { name: &'static str, url: String },
+    Url {
+        /// Where it came from: `--otlp` or the variable's name.
+        name: &'static str,
+        /// The endpoint, with `/v1/traces` added when it was a base URL.
+        url: String,
+    },
+    /// `OTEL_EXPORTER_OTLP[_TRACES]_PROTOCOL` asks for anything but `http/protobuf`.
     #[error(
         "{name}={protocol:?}: ahp-wrap exports OTLP over HTTP with protobuf only (http/protobuf)"
     )]
     Protocol {
+        /// The variable that set it.
         name: &'static str,
+        /// Its value (`grpc`, `http/json`, …).
         protocol: String,
     },
 }

@@ -22,7 +22,11 @@ use tokio::sync::mpsc;
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum HarnessSpec {
     /// `stdio:<command line>`: we spawn it and speak newline-delimited JSON on its stdio.
-    Stdio { argv: Vec<String> },
+    Stdio {
+        /// The command line split as a shell would (`shell_words`): program first, never
+        /// empty.
+        argv: Vec<String>,
+    },
     /// `unix:<path>`: newline-delimited JSON on a Unix stream socket.
     Unix(PathBuf),
     /// `http://…` or `https://…`: one POST per message.
@@ -34,14 +38,21 @@ pub enum HarnessSpec {
 /// Why a `--harness` value is not usable.
 #[derive(Debug, thiserror::Error)]
 pub enum SpecError {
+    /// `stdio:` with no command after it; the whole `--harness` value.
     #[error("empty stdio command line in {0:?}")]
     EmptyCommand(String),
+    /// The `stdio:` command line does not split (e.g. an unclosed quote); the whole value
+    /// and the splitter's error.
     #[error("cannot split the stdio command line {0:?}: {1}")]
     Split(String, shell_words::ParseError),
+    /// `unix:` with no path after it; the whole value.
     #[error("empty Unix socket path in {0:?}")]
     EmptyPath(String),
+    /// An `http(s)://` or `ws(s)://` value that is no valid URL; the value and the parser's
+    /// error.
     #[error("invalid URL {0:?}: {1}")]
     Url(String, url::ParseError),
+    /// None of the four prefixes; the whole value.
     #[error("unknown harness kind in {0:?} (expected stdio:, unix:, http(s):// or ws(s)://)")]
     Unknown(String),
 }
@@ -112,7 +123,10 @@ pub enum AuthScheme {
 /// Everything a transport needs besides the spec.
 #[derive(Debug, Clone)]
 pub struct LinkConfig {
+    /// The harness token (`--token` or `AHP_WRAP_HARNESS_TOKEN`, empty taken as none): sent
+    /// on HTTP and WebSocket links only; `None` sends no credentials.
     pub token: Option<String>,
+    /// How `token` is presented (`--auth`, default bearer).
     pub auth: AuthScheme,
     /// The largest message we accept from the harness, in bytes.
     pub max_frame: usize,
@@ -122,7 +136,11 @@ pub struct LinkConfig {
 /// on the request it belongs to.
 #[derive(Debug)]
 pub struct Outgoing {
+    /// The request's JSON-RPC id (the client's own, `ahpw-<kind>-<n>`); `None`
+    /// for a notification, whose HTTP failure is only logged.
     pub id: Option<String>,
+    /// The whole JSON-RPC message, serialized, without a trailing newline (stream
+    /// transports add it).
     pub text: String,
 }
 
@@ -137,8 +155,11 @@ pub enum Incoming {
     /// Request `id` could not be delivered or answered (HTTP only); `refused` when the
     /// harness turned our credentials down (retrying cannot help).
     Failed {
+        /// The failed request's id, as [`Outgoing::id`] gave it.
         id: String,
+        /// Why, for the person (unreachable, an HTTP status, a body that broke off).
         reason: String,
+        /// The harness answered 401 or 403.
         refused: bool,
     },
     /// The link is gone, and why.
@@ -147,7 +168,10 @@ pub enum Incoming {
 
 /// A connected link.
 pub struct Link {
+    /// Messages to the harness; dropping it ends the link's writer (a stdio harness then
+    /// sees EOF on its stdin).
     pub tx: mpsc::Sender<Outgoing>,
+    /// Frames, violations, failures and the close, from the harness side.
     pub rx: mpsc::Receiver<Incoming>,
 }
 

@@ -81,7 +81,9 @@ pub struct HookContext<'a> {
 /// A hook payload turned into an AHP event (without the envelope the wrapper adds).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Mapped {
+    /// The AHP event type the hook stands for; blocking types wait for a decision.
     pub event_type: EventType,
+    /// The event's `payload` (for a tool call, [`ToolCall::into_payload`]'s shape).
     pub payload: Value,
     /// The framework's own session id, recorded next to ours.
     pub framework_session: Option<String>,
@@ -90,17 +92,27 @@ pub struct Mapped {
 /// Why a framework could not prepare a run or map a payload.
 #[derive(Debug, thiserror::Error)]
 pub enum FrameworkError {
+    /// The hook payload could not be parsed as JSON.
     #[error("the hook payload is not valid JSON: {0}")]
     Payload(#[from] serde_json::Error),
+    /// The payload is JSON but not what the agent sends for this hook (not an object, a
+    /// field missing or mistyped), or the hook is one the shim never registers.
     #[error("the hook payload is not what {framework} sends for {hook}: {why}")]
     Shape {
+        /// The shim's name ([`Framework::name`]).
         framework: &'static str,
+        /// The hook the payload came with.
         hook: String,
+        /// What is wrong with it.
         why: String,
     },
+    /// The run's hooks (or `--wrap-mcp`) could not be put into the agent's command line,
+    /// environment or settings, or a system file for them could not be built.
     #[error("cannot prepare the {framework} command line: {why}")]
     Prepare {
+        /// The shim's name ([`Framework::name`]).
         framework: &'static str,
+        /// What stood in the way.
         why: String,
     },
 }
@@ -239,7 +251,10 @@ pub trait Framework: Send + Sync + 'static {
 /// A range of agent versions, both ends included (`major.minor.patch`, compared by number).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Proven {
+    /// The oldest version proven (whitespace around it, such as a `VERSION` file's final
+    /// newline, is ignored).
     pub from: &'static str,
+    /// The newest version proven.
     pub to: &'static str,
 }
 

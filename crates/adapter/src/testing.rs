@@ -53,6 +53,8 @@ pub fn out(render: Render, hook: &str, verdict: &Final) -> (Option<Value>, i32) 
     (v, r.exit_code)
 }
 
+/// An `allow` with no replacement payload; `extra` must be a JSON object (the decision's
+/// other fields).
 pub fn allow(explicit: bool, extra: Value) -> Final {
     Final::Allow {
         explicit,
@@ -61,12 +63,14 @@ pub fn allow(explicit: bool, extra: Value) -> Final {
     }
 }
 
+/// A `block` whose reason, shown to the agent, is `reason`.
 pub fn block(reason: &str) -> Final {
     Final::Block {
         reason: reason.into(),
     }
 }
 
+/// A `modify` that replaces the agent's payload with `payload`.
 pub fn modify(payload: Value) -> Final {
     Final::Modify {
         modified_payload: payload,

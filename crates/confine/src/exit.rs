@@ -37,6 +37,7 @@ pub enum Exit {
 pub const SIGNAL_BASE: u8 = 128;
 
 impl Exit {
+    /// Success: exit code 0.
     pub const OK: Exit = Exit::Status(0);
 
     /// The number.
@@ -81,11 +82,14 @@ impl From<Exit> for std::process::ExitCode {
 /// chain, as [`crate::error_chain`] writes it); text with [`OrExit::or_exit`].
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Failure {
+    /// The code the process exits with.
     pub exit: Exit,
+    /// The message `main` prints after `ahp-wrap: ` (without it, no trailing newline).
     pub why: String,
 }
 
 impl Failure {
+    /// A failure exiting with `exit`, its message `why` as displayed.
     pub fn new(exit: Exit, why: impl std::fmt::Display) -> Failure {
         Failure {
             exit,
@@ -107,6 +111,7 @@ impl<E: std::error::Error> From<E> for Failure {
 
 /// Turns an error that is only text into a [`Failure`] with its exit code.
 pub trait OrExit<T> {
+    /// The error, as displayed, becomes the message of a failure that exits with `exit`.
     fn or_exit(self, exit: Exit) -> Result<T, Failure>;
 }
 

@@ -71,6 +71,7 @@ impl RunDir {
             .unwrap_or_else(|| std::io::Error::other("no directory to make a run directory in")))
     }
 
+    /// The directory: `ahp-wrap-<random>` beneath the base it was made in.
     pub fn path(&self) -> &Path {
         &self.path
     }

@@ -26,7 +26,9 @@ pub struct ExampleReport {
 /// One example that did not behave as its rule says.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct ExampleFailure {
+    /// The id of the rule whose example it is.
     pub rule: String,
+    /// The example's text (a command, a path, a URL), as the policy file gives it.
     pub example: String,
     /// True for a `match` example that did not match.
     pub should_match: bool,
@@ -71,6 +73,7 @@ fn resolver() -> Resolver {
         home: PathBuf::from(EXAMPLE_HOME),
         follow_symlinks: false,
         code_since: None,
+        written: None,
         other_homes: Vec::new(),
     }
 }

@@ -37,6 +37,7 @@ pub enum Kind {
 }
 
 impl Kind {
+    /// The word for this kind in a request header: `hook`, `exec` or `event`.
     pub fn as_str(self) -> &'static str {
         match self {
             Kind::Hook => "hook",
@@ -45,6 +46,7 @@ impl Kind {
         }
     }
 
+    /// The kind a header word names; `None` for any word but `hook`, `exec` or `event`.
     pub fn parse(s: &str) -> Option<Kind> {
         [Kind::Hook, Kind::Exec, Kind::Event]
             .into_iter()
@@ -55,21 +57,31 @@ impl Kind {
 /// A parsed request header.
 #[derive(Debug, PartialEq, Eq)]
 pub struct RequestHeader {
+    /// The run's secret, handed to callers in the environment; the parent refuses the
+    /// request unless it matches.
     pub token: String,
+    /// Whether this is a hook call, a command about to run, or an event.
     pub kind: Kind,
     /// Who the request is for: a framework's name, or an interceptor's.
     pub scope: String,
     /// What is asked about: a hook, a command or an event name.
     pub name: String,
+    /// Length in bytes of the caller's working directory, sent right after the header
+    /// (at most [`MAX_CWD`]).
     pub cwd_len: usize,
+    /// Length in bytes of the payload that follows the working directory (at most
+    /// [`MAX_PAYLOAD`]).
     pub payload_len: usize,
 }
 
 /// What the calling process prints and how it exits.
 #[derive(Debug, Clone, PartialEq, Eq, Default)]
 pub struct CallerReply {
+    /// Bytes the caller writes to its standard output, as is.
     pub stdout: Vec<u8>,
+    /// Bytes the caller writes to its standard error, as is.
     pub stderr: Vec<u8>,
+    /// The status the caller exits with.
     pub exit_code: i32,
 }
 
@@ -78,6 +90,8 @@ pub fn is_word(s: &str) -> bool {
     crate::is_plain_name(s, 64, b"")
 }
 
+/// The request header line, `\n` included; the working directory and the payload follow
+/// it. Checks nothing: the parent's [`parse_request_header`] does.
 pub fn request_header(
     token: &str,
     kind: Kind,
@@ -93,22 +107,33 @@ pub fn request_header(
 /// Why a header line of the control protocol was not taken.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum HeaderError {
+    /// The line has the wrong number of fields; names which header (`request` or `answer`).
     #[error("malformed {0} header")]
     Malformed(&'static str),
+    /// The first field is not [`TAG`]; holds what was there.
     #[error("unknown protocol tag {0:?}")]
     Tag(String),
+    /// The request kind is not `hook`, `exec` or `event`; holds what was there.
     #[error("unknown request kind {0:?}")]
     Kind(String),
+    /// The scope or the name is not a plain word (see [`is_word`]).
     #[error("invalid scope or name")]
     Name,
+    /// A length or the exit code is not a number; names which field.
     #[error("bad {0}")]
     Number(&'static str),
+    /// The working directory or the payload announced is over its limit: what, and the
+    /// limit in bytes.
     #[error("{0} over {1} bytes")]
     TooBig(&'static str, usize),
+    /// The answer's stdout and stderr together are over [`MAX_ANSWER`].
     #[error("answer over the size limit")]
     AnswerTooBig,
 }
 
+/// Parses a request header line (a trailing `\n` is allowed) and checks the tag, the
+/// kind, that scope and name are plain words, and the length limits. Does not check the
+/// token.
 pub fn parse_request_header(line: &str) -> Result<RequestHeader, HeaderError> {
     let parts: Vec<&str> = line.trim_end_matches('\n').split(' ').collect();
     let [tag, token, kind, scope, name, cwd_len, payload_len] = parts[..] else {
@@ -140,6 +165,7 @@ pub fn parse_request_header(line: &str) -> Result<RequestHeader, HeaderError> {
     })
 }
 
+/// The response header line, `\n` included; stdout and then stderr follow it.
 pub fn response_header(exit_code: i32, stdout_len: usize, stderr_len: usize) -> String {
     format!("{TAG} {exit_code} {stdout_len} {stderr_len}\n")
 }

@@ -47,16 +47,29 @@ hook_events! {
     /// The Claude Code hook events we register (in the order Claude fires them in a simple
     /// run). Tool events take a `matcher` (a tool-name pattern) in Claude's settings.
     pub enum ClaudeEvent {
+        /// A session starts or resumes; sent as `session_start`.
         SessionStart = "SessionStart",
+        /// The user submitted a prompt, before the model sees it; sent as `pre_prompt`
+        /// (blocking).
         UserPromptSubmit = "UserPromptSubmit",
+        /// A tool call is about to run; sent as `pre_action` (blocking).
         PreToolUse = "PreToolUse" [tool],
+        /// Claude would ask the person to permit a tool call; sent as `confirmation`
+        /// (blocking).
         PermissionRequest = "PermissionRequest" [tool],
+        /// A tool call succeeded; sent as `post_action` with its output.
         PostToolUse = "PostToolUse" [tool],
+        /// A tool call failed; sent as `post_action` with its error.
         PostToolUseFailure = "PostToolUseFailure" [tool],
+        /// Claude finished its response; sent as `post_response`.
         Stop = "Stop",
+        /// A turn ended on a failure instead of a response; sent as `error`.
         StopFailure = "StopFailure",
+        /// A sub-agent starts; sent as `session_start` (`source: "subagent"`).
         SubagentStart = "SubagentStart",
+        /// A sub-agent finished; sent as `post_response`.
         SubagentStop = "SubagentStop",
+        /// The session ends; sent as `session_end`.
         SessionEnd = "SessionEnd",
     }
 }
@@ -64,12 +77,15 @@ hook_events! {
 /// A registered hook name, `<Event>` or `<Event>.print`, taken apart.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct HookName {
+    /// The Claude Code event, the name without its suffix.
     pub event: ClaudeEvent,
     /// Claude runs with `-p`: its own "ask" cannot reach a person.
     pub headless: bool,
 }
 
 impl HookName {
+    /// Takes a hook name apart; `None` when, without its `.print` suffix, it names no
+    /// event we register.
     pub fn parse(hook: &str) -> Option<HookName> {
         let (event, headless) = match hook.strip_suffix(HEADLESS_SUFFIX) {
             Some(event) => (event, true),
@@ -85,6 +101,7 @@ impl HookName {
     }
 }
 
+/// The Claude Code shim: hooks injected for one run with `--settings`.
 pub struct ClaudeCode;
 
 impl Framework for ClaudeCode {

@@ -37,12 +37,21 @@ hook_events! {
     /// The Codex hook events we register (in the order Codex fires them in a simple run).
     /// Tool events take a `matcher` (a regex on the tool name) in Codex's config.
     pub enum CodexEvent {
+        /// A session starts or resumes; sent as `session_start`.
         SessionStart = "SessionStart",
+        /// The user submitted a prompt, before the model sees it; sent as `pre_prompt`
+        /// (blocking).
         UserPromptSubmit = "UserPromptSubmit",
+        /// A tool call is about to run; sent as `pre_action` (blocking).
         PreToolUse = "PreToolUse" [tool],
+        /// Codex would ask the person to approve a tool call; sent as `confirmation`
+        /// (blocking).
         PermissionRequest = "PermissionRequest" [tool],
+        /// A tool call completed; sent as `post_action` with its output.
         PostToolUse = "PostToolUse" [tool],
+        /// Codex finished its response; sent as `post_response`.
         Stop = "Stop",
+        /// The session ends; sent as `session_end`.
         SessionEnd = "SessionEnd",
     }
 }
@@ -62,6 +71,7 @@ impl CodexEvent {
     }
 }
 
+/// The Codex shim: hooks injected for one run with `-c` overrides.
 pub struct Codex;
 
 impl Framework for Codex {

@@ -34,17 +34,30 @@ hook_events! {
     /// The Copilot CLI hook events we register (camelCase: Copilot's own payload shape), in
     /// the order Copilot fires them in a simple run. Copilot's hooks take no matcher.
     pub enum CopilotEvent {
+        /// A session starts or resumes; sent as `session_start`.
         SessionStart = "sessionStart",
+        /// The user submitted a prompt, before any model call; sent as `pre_prompt`
+        /// (blocking).
         UserPromptSubmitted = "userPromptSubmitted",
+        /// A tool call is about to run; sent as `pre_action` (blocking).
         PreToolUse = "preToolUse",
+        /// Copilot would ask the person to permit a tool call; sent as `confirmation`
+        /// (blocking).
         PermissionRequest = "permissionRequest",
+        /// A tool call succeeded; sent as `post_action` with its result.
         PostToolUse = "postToolUse",
+        /// A tool call failed; sent as `post_action` with its error.
         PostToolUseFailure = "postToolUseFailure",
+        /// The agent finished its turn; sent as `post_response` (without its text, which
+        /// the hook does not carry).
         AgentStop = "agentStop",
+        /// The session ends; sent as `session_end`.
         SessionEnd = "sessionEnd",
     }
 }
 
+/// The Copilot CLI shim: hooks injected for one run through a private `COPILOT_HOME`
+/// overlay.
 pub struct Copilot;
 
 impl Framework for Copilot {

@@ -35,17 +35,29 @@ hook_events! {
     /// The Gemini CLI hook events we register (in the order Gemini fires them in a simple
     /// run). Tool events take a `matcher` (a regex on the tool name) in Gemini's settings.
     pub enum GeminiEvent {
+        /// A session starts or resumes; sent as `session_start`.
         SessionStart = "SessionStart",
+        /// The user's prompt, before the agent works on it; sent as `pre_prompt` with
+        /// `stage: "user_prompt"` (blocking).
         BeforeAgent = "BeforeAgent",
+        /// A request is about to go to the model; sent as `pre_prompt` with
+        /// `stage: "model_request"` (blocking).
         BeforeModel = "BeforeModel",
+        /// A tool call is about to run; sent as `pre_action` (blocking).
         BeforeTool = "BeforeTool" [tool],
+        /// A tool call ended, successfully or not; sent as `post_action`.
         AfterTool = "AfterTool" [tool],
+        /// The agent finished its response; sent as `post_response`.
         AfterAgent = "AfterAgent",
+        /// Gemini notifies the user (e.g. it awaits permission for a tool); sent as
+        /// `run_lifecycle`.
         Notification = "Notification",
+        /// The session ends; sent as `session_end`.
         SessionEnd = "SessionEnd",
     }
 }
 
+/// The Gemini CLI shim: hooks injected for one run as system settings.
 pub struct Gemini;
 
 impl Framework for Gemini {

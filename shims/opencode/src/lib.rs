@@ -32,9 +32,14 @@ pub const NAME: &str = "opencode";
 pub struct Flavor {
     /// Names the framework in errors and hook commands, and the agent in reasons.
     pub shim: Shim,
+    /// Executable names that identify this agent ([`Framework::executables`]).
     pub executables: &'static [&'static str],
+    /// The npm packages it is installed from, to read its version ([`Framework::packages`]).
     pub packages: &'static [&'static str],
+    /// The versions its end-to-end suite has run ([`Framework::proven`]).
     pub proven: Proven,
+    /// The hosts it talks to for its models and service, for the floor's egress proxy
+    /// ([`Framework::model_hosts`]).
     pub model_hosts: &'static [&'static str],
     /// The variable with config content the agent layers over every config file.
     pub env_config_content: &'static str,
@@ -114,12 +119,21 @@ hook_events! {
     /// a simple run): its plugin hooks and the bus events we pass on. The plugin hooks every
     /// tool, so none takes a matcher.
     pub enum OpenCodeEvent {
+        /// A session (a sub-agent's too) was created; sent as `session_start`.
         SessionCreated = "session.created",
+        /// A prompt, before it is stored or sent to the model; sent as `pre_prompt`
+        /// (blocking).
         ChatMessage = "chat.message",
+        /// Any tool call is about to run; sent as `pre_action` (blocking).
         ToolExecuteBefore = "tool.execute.before",
+        /// A tool call ran; sent as `post_action`, which the plugin does not wait for.
         ToolExecuteAfter = "tool.execute.after",
+        /// The session went idle after a response; sent as `post_response` with the last
+        /// assistant text.
         SessionIdle = "session.idle",
+        /// The session hit an error; sent as `error`.
         SessionError = "session.error",
+        /// The session was deleted; sent as `session_end`.
         SessionDeleted = "session.deleted",
     }
 }

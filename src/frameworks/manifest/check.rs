@@ -12,7 +12,10 @@ use crate::frameworks::adapter::{CallerReply, Final, Framework, HookContext};
 /// What the check found: one line per finding, and whether all is well.
 #[derive(Debug, Default)]
 pub struct Report {
+    /// The lines to print, in order: what loaded, each sample and its renderings, and the
+    /// `error:` and `note:` findings.
     pub lines: Vec<String>,
+    /// The manifest loaded, samples were found, and every one mapped and rendered.
     pub ok: bool,
 }
 

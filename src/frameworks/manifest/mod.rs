@@ -50,6 +50,7 @@ pub struct ManifestError {
     pub line: usize,
     /// The field, as a dotted path (`events[2].block`), or the parser's own words.
     pub field: String,
+    /// What is wrong, in words for the manifest's author.
     pub why: String,
 }
 
@@ -93,8 +94,12 @@ enum ProvenRaw {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Files {
+    /// Directories the agent writes its state to, relative to the home directory
+    /// (`.factory`).
     #[serde(default)]
     pub state: Vec<String>,
+    /// Files or directories under the home directory that a run never lets it write:
+    /// settings, hooks, and what later sessions obey or run (memory, commands, skills).
     #[serde(default)]
     pub protected: Vec<String>,
     /// Protected directories the run makes, empty, when missing (so that nothing can be
@@ -115,7 +120,9 @@ pub struct Files {
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Mixed {
+    /// The file, relative to the home directory.
     pub path: String,
+    /// How it is read and merged: `json` or `toml`.
     pub format: crate::frameworks::adapter::StateFormat,
     /// First match wins: `{ key = "mcpServers", treatment = "guarded" }`.
     #[serde(default)]
@@ -163,10 +170,14 @@ fn default_matcher() -> String {
     "*".into()
 }
 
+/// The unit an agent counts its hook timeouts in (`inject.timeout_unit`): the injected
+/// hooks' timeout is written in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 pub enum TimeUnit {
+    /// Whole seconds; written `"s"` in the manifest.
     #[serde(rename = "s")]
     Seconds,
+    /// Milliseconds; written `"ms"` in the manifest.
     #[serde(rename = "ms")]
     Milliseconds,
 }
@@ -204,21 +215,37 @@ impl Pointer {
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct Pointers {
+    /// The agent's own session id: recorded beside ours, and sent as
+    /// `framework_session_id` on session events.
     pub session: Option<Pointer>,
+    /// The working directory, the `context`'s `working_directory`; else the hook process's
+    /// own.
     pub cwd: Option<Pointer>,
+    /// The tool's name; required on the tool shapes.
     pub tool_name: Option<Pointer>,
+    /// The tool's input, renamed by `rename_arguments` (`{}` when absent).
     pub arguments: Option<Pointer>,
     /// Call ids, each copied under its last segment.
     #[serde(default)]
     pub call_ids: Vec<Pointer>,
+    /// The user's prompt; required on the `prompt` shape.
     pub prompt: Option<Pointer>,
+    /// The agent's answer, on the `response` shape.
     pub response: Option<Pointer>,
+    /// Whether the agent is already going on because of a stop hook, on the `response`
+    /// shape.
     pub stop_hook_active: Option<Pointer>,
+    /// A tool's result: `result.output` of the `tool_result` shape.
     pub output: Option<Pointer>,
+    /// A tool's failure: `result.error` of the `tool_failure` shape.
     pub error: Option<Pointer>,
+    /// How long the tool ran, in milliseconds: `result.duration_ms`.
     pub duration_ms: Option<Pointer>,
+    /// How the session started (`startup`, `resume`, …), on the `session_start` shape.
     pub source: Option<Pointer>,
+    /// The agent's model, on the `session_start` shape.
     pub model: Option<Pointer>,
+    /// Why the session ended, on the `session_end` shape.
     pub reason: Option<Pointer>,
     /// Fields copied into the AHP `context`, by their name there.
     #[serde(default)]
@@ -282,7 +309,9 @@ struct OutputRaw {
 pub struct Output {
     /// Printed as one line of JSON.
     pub stdout: Option<Value>,
+    /// Printed on stderr, followed by a newline.
     pub stderr: Option<String>,
+    /// The hook's exit code (0 when the manifest gives none).
     pub exit: i32,
 }
 
@@ -299,14 +328,24 @@ pub enum Rendering {
 /// One hook event of the agent.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Event {
+    /// The agent's name for the hook (`PreToolUse`): a plain word, once per manifest; the
+    /// injected hook command passes it back.
     pub name: &'static str,
+    /// The AHP event type it becomes; a blocking one waits for a decision.
     pub ahp: EventType,
+    /// What its payload becomes in AHP.
     pub shape: Shape,
     /// Registered with the tool matcher.
     pub tool: bool,
+    /// The answer that lets it go on (default: nothing printed, exit 0).
     pub allow: Output,
+    /// The answer to a block, and what a failed relay gives (on an event that is not
+    /// blocking, only that), so every event has one.
     pub block: Output,
+    /// The agent's own "ask the user", or the block it becomes; on blocking events only.
     pub ask: Rendering,
+    /// The answer that applies a modified tool input (`{updated_input}`), or the block it
+    /// becomes; on blocking events only.
     pub modify: Rendering,
     /// An allow that carries context for the model, where the agent takes one.
     pub context: Option<Output>,
@@ -315,19 +354,34 @@ pub struct Event {
 /// A checked manifest.
 #[derive(Debug)]
 pub struct Manifest {
+    /// The framework's name (`--framework NAME`, `ahp-wrap hook NAME <Event>`): one plain
+    /// word.
     pub name: &'static str,
+    /// How reasons and messages name the agent.
     pub agent: &'static str,
+    /// The program file names the agent is recognised by (at least one).
     pub executables: &'static [&'static str],
+    /// The npm packages `doctor` reads the installed version from.
     pub packages: &'static [&'static str],
+    /// The versions its end-to-end suite has run, `(from, to)`, both included (one version:
+    /// the same twice); `None`: not declared.
     pub proven: Option<(&'static str, &'static str)>,
+    /// The hosts of its model and service (`host` or `*.domain`), which the floor's egress
+    /// proxy lets through to the gate.
     pub model_hosts: &'static [&'static str],
     /// The credentials in the environment the agent needs (names, `*` for any run of
     /// characters): left in place on the floor.
     pub own_env: &'static [&'static str],
+    /// What the agent keeps under the home directory and in the project, for the floor.
     pub files: Files,
+    /// How one run's hooks reach the agent.
     pub inject: Inject,
+    /// Where the fields sit in a hook's stdin JSON (`[payload]`).
     pub payload: Pointers,
+    /// The hooks the agent fires, in the manifest's order (at least one).
     pub events: Vec<Event>,
+    /// The exit code of a hook the manifest does not declare (its reason goes to stderr);
+    /// 2 unless the manifest says.
     pub unknown_hook_exit: i32,
     /// Where it was loaded from.
     pub source_name: String,

@@ -48,6 +48,7 @@ impl ManifestShim {
         self.file.as_deref()
     }
 
+    /// The checked manifest this shim carries out.
     pub fn manifest(&self) -> &Manifest {
         &self.manifest
     }

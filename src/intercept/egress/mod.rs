@@ -56,6 +56,8 @@ pub struct Egress {
     askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
     /// Connections let through and refused.
     pub allowed: AtomicU64,
+    /// Connections and name look-ups refused (the published listeners' are counted in
+    /// `published`).
     pub refused: AtomicU64,
     /// The tree's listeners published on this machine's loopback.
     #[cfg(target_os = "linux")]

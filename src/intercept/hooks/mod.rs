@@ -33,6 +33,8 @@ pub struct Hooks {
 }
 
 impl Hooks {
+    /// Injects `framework`'s hooks, whose calls `gate` decides; `interactive` when a person
+    /// is at the terminal (the run may then end by saying how to resume the agent's session).
     pub fn new(framework: &'static dyn Framework, gate: Arc<Gate>, interactive: bool) -> Hooks {
         Hooks {
             framework,

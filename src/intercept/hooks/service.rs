@@ -25,6 +25,8 @@ pub struct HookService {
 }
 
 impl HookService {
+    /// Hook calls decided by `gate`; `interactive`: whether a person can answer on a
+    /// terminal. No hook called yet.
     pub fn new(gate: Arc<Gate>, interactive: bool) -> HookService {
         HookService {
             gate,

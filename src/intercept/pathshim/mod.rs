@@ -78,6 +78,7 @@ pub struct PathShims {
 }
 
 impl PathShims {
+    /// Shims `commands` (the set the module's `commands()` makes); `gate` decides each call.
     pub fn new(commands: BTreeSet<String>, gate: Arc<Gate>) -> PathShims {
         PathShims {
             commands,

@@ -34,6 +34,8 @@ struct Exec {
 }
 
 impl ExecService {
+    /// Decides through `gate`; the agent's start environment and pid come later
+    /// (`started_with`, `agent_is`).
     pub fn new(gate: Arc<Gate>) -> ExecService {
         ExecService {
             gate,

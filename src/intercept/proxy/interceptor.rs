@@ -28,6 +28,8 @@ pub struct StreamProxy<P: Protocol + 'static> {
 }
 
 impl<P: Protocol + 'static> StreamProxy<P> {
+    /// Proxies the agent's stdio in `protocol`, what it intercepts decided by `gate`; its
+    /// task starts once the agent runs.
     pub fn new(protocol: P, gate: Arc<Gate>) -> StreamProxy<P> {
         StreamProxy {
             protocol: Some(protocol),

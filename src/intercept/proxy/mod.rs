@@ -136,8 +136,14 @@ impl Default for Options {
 /// An AHP event for the gate: its type, payload and metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GateEvent {
+    /// The AHP event type: `pre_action` for a held call, `post_action` for a watched
+    /// answer, and others as the protocol maps its messages.
     pub event_type: EventType,
+    /// The event's `payload`, as the protocol maps the call (e.g. an MCP `tools/call` as a
+    /// tool call named `mcp__<server>__<tool>`).
     pub payload: Value,
+    /// The event's `metadata` (`framework`, `interceptor`, ...); left out of the event
+    /// when empty.
     pub metadata: Map<String, Value>,
 }
 

@@ -57,6 +57,7 @@ impl HeldCall {
 /// A forwarded request whose answer the protocol wants to see.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Tracked {
+    /// The request's JSON-RPC method, which says how to read its answer.
     pub method: String,
     /// Whatever the protocol needs when the answer comes (e.g. the pre_action payload).
     pub note: Value,
@@ -72,7 +73,12 @@ pub enum Disposition {
     /// Never forwarded: the sender gets this `result` from us (a notification is dropped).
     Answer(Value),
     /// Never forwarded: the sender gets this JSON-RPC error (a notification is dropped).
-    Refuse { code: i64, message: String },
+    Refuse {
+        /// The error's `code` (e.g. `REQUEST_CANCELLED`).
+        code: i64,
+        /// The error's `message`, which names the cause.
+        message: String,
+    },
 }
 
 /// A notification the proxy writes on its own before a held call's outcome (e.g. ACP: the
@@ -81,14 +87,19 @@ pub enum Disposition {
 pub struct Notice {
     /// Which way it travels.
     pub to: Direction,
+    /// The notification's JSON-RPC method (e.g. ACP's `session/update`).
     pub method: String,
+    /// The notification's `params`.
     pub params: Value,
 }
 
 /// A verdict applied: what happens to the call, and what to keep to see its answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Resolution {
+    /// What happens to the held call.
     pub outcome: Disposition,
+    /// The request to watch for its answer, when forwarded (e.g. an allowed MCP
+    /// `tools/call`, whose answer becomes a `post_action`); `None`: nothing to watch.
     pub watch: Option<Tracked>,
     /// Written, in order, before the outcome.
     pub notices: Vec<Notice>,

@@ -4,14 +4,17 @@
 /// Declares a framework's hook events.
 ///
 /// Each line is `Variant = "AgentName"`, with `[tool]` after the events that take a
-/// tool-name `matcher` in the agent's settings. Lines go in the order the agent fires the
+/// tool-name `matcher` in the agent's settings, each after its doc comments (every variant
+/// needs one: the workspace warns `missing_docs`). Lines go in the order the agent fires the
 /// events in a simple run: that is the order of `ALL`, hence of registration.
 ///
 /// ```text
 /// hook_events! {
 ///     /// The Foo hook events we register.
 ///     pub enum FooEvent {
+///         /// A session starts.
 ///         SessionStart = "SessionStart",
+///         /// A tool call is about to run.
 ///         PreToolUse = "PreToolUse" [tool],
 ///     }
 /// }
@@ -23,13 +26,13 @@ macro_rules! hook_events {
     (
         $(#[$meta:meta])*
         $vis:vis enum $Enum:ident {
-            $( $Variant:ident = $name:literal $([$tool:ident])? ),+ $(,)?
+            $( $(#[$vmeta:meta])* $Variant:ident = $name:literal $([$tool:ident])? ),+ $(,)?
         }
     ) => {
         $(#[$meta])*
         #[derive(Debug, Clone, Copy, PartialEq, Eq)]
         $vis enum $Enum {
-            $( $Variant ),+
+            $( $(#[$vmeta])* $Variant ),+
         }
 
         impl $Enum {

@@ -52,10 +52,12 @@ impl<'a> HookPayload<'a> {
         Value::Object(self.obj.clone())
     }
 
+    /// The field `key` as the agent sent it; `None` when absent.
     pub fn get(&self, key: &str) -> Option<&Value> {
         self.obj.get(key)
     }
 
+    /// The field `key` if it is a string; `None` when absent or of another type.
     pub fn str(&self, key: &str) -> Option<&str> {
         self.obj.get(key).and_then(Value::as_str)
     }

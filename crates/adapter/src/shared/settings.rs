@@ -95,6 +95,7 @@ pub fn append_hook_groups(
 /// plus our hooks, and the defaults variable pointing back at the real defaults file.
 #[derive(Debug)]
 pub struct SystemSettings<'a> {
+    /// The shim's name, for errors.
     pub framework: &'static str,
     /// The variable naming the system settings file.
     pub env_settings: &'a str,

@@ -27,7 +27,11 @@ pub fn system_dir() -> PathBuf {
 /// One framework's installed file: where it goes and what this build would write there.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct SystemFile {
+    /// Where the file is installed, under [`system_dir`] (e.g.
+    /// `/etc/ahp-wrap/gemini/settings.json`).
     pub path: PathBuf,
+    /// The exact bytes this build writes there; an installed file with other bytes is
+    /// [`Installed::Stale`].
     pub content: Vec<u8>,
 }
 

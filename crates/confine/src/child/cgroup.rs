@@ -18,13 +18,18 @@ const REMOVE_WAIT: Duration = Duration::from_millis(500);
 /// Why there is no sub-group for the agent.
 #[derive(Debug, thiserror::Error)]
 pub enum CgroupError {
+    /// `/sys/fs/cgroup` has no `cgroup.controllers`: cgroup v1, or nothing mounted there.
     #[error("no cgroup v2 hierarchy at {ROOT}")]
     NotV2,
+    /// `/proc/self/cgroup` is unreadable or has no `0::` line, or the path has a NUL byte.
     #[error("this process's cgroup v2 path is unknown")]
     NoPath,
+    /// Making the sub-group's directory failed (typically no write access to our cgroup).
     #[error("cannot create {path}")]
     Create {
+        /// The directory that could not be made, for display.
         path: String,
+        /// The error from `mkdir`.
         #[source]
         source: io::Error,
     },
@@ -62,6 +67,8 @@ impl Cgroup {
         Ok(Cgroup { dir, procs })
     }
 
+    /// The group's directory under `/sys/fs/cgroup` (`ahp-wrap-<random>` beneath our own
+    /// cgroup), as [`members`] and [`kill_and_remove`] take it.
     pub fn dir(&self) -> &Path {
         &self.dir
     }

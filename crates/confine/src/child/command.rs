@@ -28,7 +28,10 @@ pub struct AgentFiles {
 /// The agent command, as a framework may amend it before launch.
 #[derive(Debug, Clone, Default)]
 pub struct AgentCommand {
+    /// The program as the person gave it: a path if it has a slash, else looked up on
+    /// `PATH` (the `PATH` in `env` first); also the agent's `argv[0]`.
     pub program: OsString,
+    /// Its arguments after `argv[0]`, with whatever the framework adds (e.g. flags put first).
     pub args: Vec<OsString>,
     /// Extra environment for the agent (added to ours).
     pub env: Vec<(OsString, OsString)>,

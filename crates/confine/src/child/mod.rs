@@ -30,7 +30,10 @@ use crate::exit::Exit;
 ///   signal we receive is forwarded to that whole group.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum GroupPolicy {
+    /// We are the terminal's foreground group: the agent stays in our group and the
+    /// terminal signals it directly.
     Foreground,
+    /// The agent leads a process group of its own, and we forward signals to that group.
     OwnGroup,
 }
 
@@ -50,8 +53,10 @@ impl GroupPolicy {
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
 pub enum SpawnError {
+    /// The program (as given) is neither an existing path nor found on `PATH` (exit 127).
     #[error("{0}: command not found")]
     NotFound(String),
+    /// The program (as given) exists but could not be executed, with the OS error (exit 126).
     #[error("{0}: cannot execute: {1}")]
     NotExecutable(String, #[source] std::io::Error),
 }
@@ -70,7 +75,9 @@ impl SpawnError {
 /// its whole process group (whose id is the agent's pid).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum ChildId {
+    /// The agent's pid alone (it shares our group: [`GroupPolicy::Foreground`]).
     Process(i32),
+    /// The agent's process group, whose id is the agent's pid ([`GroupPolicy::OwnGroup`]).
     Group(i32),
 }
 
@@ -117,7 +124,9 @@ pub type Confine = std::sync::Arc<dyn Fn() -> std::io::Result<()> + Send + Sync>
 /// Everything [`spawn`] needs besides the command.
 #[derive(Clone)]
 pub struct SpawnOptions<'a> {
+    /// Whether the agent stays in our process group or leads its own.
     pub group: GroupPolicy,
+    /// How the agent's stdin and stdout are wired.
     pub stdio: Stdio,
     /// Our environment variables the agent must not inherit.
     pub remove_env: &'a [&'a str],
@@ -131,11 +140,12 @@ pub struct SpawnOptions<'a> {
 
 /// The running agent.
 pub struct Agent {
+    /// The process itself: to wait for, and its stdin and stdout when they are piped.
     pub process: Process,
+    /// Where signals for the agent go: its pid, or its group when it leads one.
     pub id: ChildId,
 }
 
-/// Finds the agent program as a shell would: a name with a slash is a path, anything
 /// What the Rust runtime's start-up does, for an executable that starts at C's `main` (the
 /// hook, where every microsecond counts): descriptors 0 to 2 open (else a socket could take
 /// one, and an answer meant for stdout would go into it; `/dev/null` takes a closed one, and
@@ -194,6 +204,7 @@ pub fn dies_with_us(cmd: &mut tokio::process::Command) {
     }
 }
 
+/// Finds the agent program as a shell would: a name with a slash is a path, anything
 /// else is looked up on `PATH`.
 pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, SpawnError> {
     let shown = program.to_string_lossy().into_owned();

@@ -8,9 +8,15 @@ use std::time::Instant;
 /// One reading.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Sample {
+    /// Milliseconds since the [`Sampler`] was made (about when the agent started).
     pub uptime_ms: u64,
+    /// CPU time of the whole tree over the wall time since the previous sample, in percent
+    /// of one CPU (over 100 when several run); `None` on the first sample or without /proc.
     pub cpu_percent: Option<f32>,
+    /// Resident memory of the whole tree, summed, in bytes; `None` when no process of it
+    /// was found or /proc cannot be read.
     pub memory_bytes: Option<u64>,
+    /// How many processes the tree has, the root included (0 when none was found).
     pub processes: usize,
 }
 
@@ -26,6 +32,7 @@ pub struct Sampler {
 /// One process, as `/proc/<pid>/stat` shows it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Stat {
+    /// The parent's pid (field 4); an orphan's is its adopter's (a subreaper, or init).
     pub ppid: i32,
     /// `R`, `S`, `Z` (a zombie: dead, not yet reaped), ...
     pub state: u8,
@@ -201,6 +208,7 @@ pub fn descendants(table: &HashMap<i32, Stat>, roots: &[i32]) -> Vec<i32> {
 }
 
 impl Sampler {
+    /// A sampler for the tree rooted at `pid`; its uptime counts from now.
     pub fn new(pid: i32) -> Sampler {
         use nix::unistd::{sysconf, SysconfVar};
         let clk_tck = sysconf(SysconfVar::CLK_TCK).ok().flatten().unwrap_or(100) as f64;
@@ -217,6 +225,8 @@ impl Sampler {
         }
     }
 
+    /// Reads the whole process table once and sums the root and its descendants (by parent
+    /// links); the CPU share is over the time since the previous call.
     pub fn sample(&mut self) -> Sample {
         let now = Instant::now();
         let uptime_ms = now.duration_since(self.started).as_millis() as u64;

@@ -81,6 +81,8 @@ pub fn profiled_wrapper(text: &str) -> Option<PathBuf> {
 pub struct Readings {
     /// Whether this process runs inside another run's floor.
     pub inherited: bool,
+    /// Whether this process's effective uid is 0: root may make user namespaces whatever
+    /// the unprivileged switches say.
     pub root: bool,
     /// `user.max_user_namespaces`.
     pub max_user_namespaces: Option<i64>,

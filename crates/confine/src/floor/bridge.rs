@@ -68,9 +68,11 @@ pub enum Dest {
 /// A direct connection the floor refused.
 #[derive(Debug, Clone)]
 pub struct Refusal {
+    /// Where it was going (loopback already put for `0.0.0.0` or `::`).
     pub dest: Dest,
     /// The calling thread's process (thread group) id.
     pub pid: i32,
+    /// Why the floor refused it, as a phrase for the person (e.g. "loopback is closed").
     pub why: &'static str,
 }
 
@@ -93,7 +95,9 @@ pub struct Bridge {
     pub loopback: bool,
     /// The proxy's port in the namespace, and where its callers are noted.
     pub proxy_port: u16,
+    /// Where the process behind each connection to the proxy is noted, by its local port.
     pub askers: Askers,
+    /// Running totals of bridged and refused connections, shared with the run.
     pub counts: Arc<Counts>,
     /// Told of each refusal to a new destination.
     pub report: Box<dyn Fn(Refusal) + Send>,
@@ -106,6 +110,8 @@ pub struct Bridge {
     /// The names the tree's resolver gave addresses to, and where a connection to one is
     /// handed, to be decided and made.
     pub names: Arc<crate::floor::names::Names>,
+    /// Given each stream connection to a name's address, to decide and answer; the caller
+    /// waits in `connect` until it does.
     pub carry: Box<dyn Fn(Carry) + Send>,
     /// Which process asks the tree's resolver, by the UDP port it asks from.
     pub dns_askers: Askers,

@@ -256,6 +256,7 @@ pub struct Record {
     pub cache: PathBuf,
     /// What the tree wrote, at each change's relative path.
     pub held: PathBuf,
+    /// Each entry the cache had before the run that the tree rewrote, replaced or removed.
     pub changes: Vec<Change>,
 }
 

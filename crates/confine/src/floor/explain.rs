@@ -32,6 +32,7 @@ pub enum Refusal {
 }
 
 impl Refusal {
+    /// The error's message as `strerror` words it (what tools print).
     pub fn text(self) -> &'static str {
         match self {
             Refusal::Denied => "Permission denied",
@@ -54,8 +55,11 @@ pub enum Why {
 /// One refusal of the floor, as a tool reported it.
 #[derive(Debug, Clone, PartialEq, Eq, Hash)]
 pub struct Met {
+    /// The path the tool could not write: absolute and normalised (`~/`, `.`, `..` expanded).
     pub path: PathBuf,
+    /// Which refusal the tool's line named.
     pub refusal: Refusal,
+    /// Which of the floor's lines the path falls on.
     pub why: Why,
 }
 

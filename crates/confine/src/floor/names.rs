@@ -36,7 +36,9 @@ struct Inner {
 /// The addresses one name was given.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Given {
+    /// Its address in 198.18.0.0/15 (the resolver's `A` answer).
     pub v4: Ipv4Addr,
+    /// Its address in fd8a:77e3:52c1::/64, with the same index (the `AAAA` answer).
     pub v6: Ipv6Addr,
 }
 

@@ -15,7 +15,10 @@ use super::FloorError;
 /// must exist there too, for the agent's hooks).
 #[derive(Debug, Clone)]
 pub struct NetRequest {
+    /// The TCP port on the namespace's 127.0.0.1 where the egress proxy's listener is bound.
     pub proxy_port: u16,
+    /// The control socket's abstract name, without the leading NUL (`@`); `None` when the
+    /// control socket is no abstract one.
     pub control: Option<Vec<u8>>,
 }
 
@@ -43,10 +46,14 @@ pub struct NetPeer {
 /// The descriptors the agent's process made in its namespace, listening.
 #[derive(Debug)]
 pub struct NetReceived {
+    /// The egress proxy's socket: TCP, on [`NetRequest::proxy_port`] of the namespace's
+    /// 127.0.0.1.
     pub proxy: std::net::TcpListener,
     /// The tree's resolver's socket: UDP, on port 53 of its loopback (its `resolv.conf`
     /// names it).
     pub dns: std::net::UdpSocket,
+    /// The control socket, bound under its abstract name in the namespace, for the agent's
+    /// hooks; `None` when [`NetRequest::control`] was.
     pub control: Option<std::os::unix::net::UnixListener>,
     /// The seccomp notification listener, for [`super::bridge::Bridge::spawn`].
     pub notify: OwnedFd,

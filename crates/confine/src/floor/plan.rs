@@ -101,6 +101,8 @@ pub struct Plan {
     /// The layers the run made for [`Plan::caches`] (none where the kernel cannot mount an
     /// overlay in a user namespace: the caches are then written in place).
     pub overlays: Vec<Overlay>,
+    /// The device files the tree may write (`/dev/null`, `/dev/tty`, `/dev/ptmx`, …), those
+    /// of a fixed list that exist on this machine.
     pub devices: Vec<PathBuf>,
     /// Directories between a writable root and a read-only path, bound onto themselves so
     /// that they cannot be renamed away (and replaced) while the run lasts.
@@ -151,6 +153,8 @@ pub struct Overlay {
 /// The network part of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetPlan {
+    /// Whether the tree may connect over TCP to this machine's loopback services
+    /// (`[floor.net] loopback`, default `true`).
     pub loopback: bool,
     /// Where the tree's TCP listeners are published.
     pub publish: super::spec::Publishing,

@@ -15,8 +15,12 @@ use super::{Format, StateFile, Treatment};
 /// One changed key: its value before (`None`: absent) and after (`None`: removed).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct Change {
+    /// The key's path of names from the top of the document (a list member's last name is
+    /// the member itself, see `member`).
     pub key: Vec<String>,
+    /// The value before the run; `None` when the key was absent.
     pub old: Option<Value>,
+    /// The value after the run; `None` when the agent removed the key.
     pub new: Option<Value>,
     /// The key's last name is a member of a list of strings (`trustedFolders`, a project's
     /// `allowedTools`) added (`new` is `true`) or removed (`old` is `true`): each member is
@@ -49,28 +53,49 @@ pub struct Sorted {
 /// Why a state file could not be read, merged or written.
 #[derive(Debug, thiserror::Error)]
 pub enum MergeError {
+    /// The file exists but could not be read.
     #[error("read {path}")]
     Read {
+        /// The file, for display.
         path: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
+    /// The file's bytes are not a document of its format.
     #[error("{path} is not valid {format}: {why}")]
     Parse {
+        /// The file, for display.
         path: String,
+        /// The format's name as shown: `JSON` or `TOML`.
         format: &'static str,
+        /// The parser's message.
         why: String,
     },
+    /// The file parses, but to something other than a table (an object in JSON).
     #[error("{path} does not hold a table at its top")]
-    NotATable { path: String },
+    NotATable {
+        /// The file, for display.
+        path: String,
+    },
+    /// Writing the new file beside it, syncing or renaming it over the file failed.
     #[error("write {path}")]
     Write {
+        /// The file, for display.
         path: String,
+        /// The OS error.
         #[source]
         source: std::io::Error,
     },
+    /// The merged document could not be written in the file's format (a value TOML cannot
+    /// hold, for a TOML file).
     #[error("serialize {path}: {why}")]
-    Serialize { path: String, why: String },
+    Serialize {
+        /// The file, for display.
+        path: String,
+        /// The serializer's message.
+        why: String,
+    },
 }
 
 /// The document `bytes` hold, in `format`; an empty file is an empty table (a file the run
@@ -393,11 +418,14 @@ fn lookup_mut<'a>(doc: &'a mut Value, key: &[String]) -> Option<&'a mut Value> {
 /// What a run kept aside of one file: what `ahp-wrap restore` applies.
 #[derive(Debug, Serialize, Deserialize)]
 pub struct Record {
+    /// The state file the changes belong to (the real one, not the run's copy).
     pub file: PathBuf,
+    /// Its format, to read and write it when restoring.
     pub format: Format,
     /// The agent's own lock on the file, taken to write it.
     #[serde(default)]
     pub lock: Option<PathBuf>,
+    /// The changes kept aside (to instruction keys), in the order they are applied.
     pub changes: Vec<Change>,
 }
 
@@ -479,6 +507,8 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Merge
 pub struct Lock(Option<PathBuf>);
 
 impl Lock {
+    /// Takes the lock directory `dir`, retrying every 20 ms for up to `wait`; a lock not
+    /// taken (no `dir`, stale, busy or unmakable) holds nothing and the caller goes on.
     pub fn take(dir: Option<&Path>, wait: Duration) -> Lock {
         let Some(dir) = dir else {
             return Lock(None);

@@ -28,6 +28,7 @@ use serde::Deserialize;
 pub struct StateFile {
     /// The file (absolute).
     pub path: PathBuf,
+    /// The file's syntax, which the key-by-key diff and the merge read and write.
     pub format: Format,
     /// How each key is treated: the first rule whose key matches the changed key, or a key
     /// above it, decides.
@@ -48,7 +49,9 @@ pub struct StateFile {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Format {
+    /// JSON (`json` in a manifest), as Claude Code's `~/.claude.json`.
     Json,
+    /// TOML (`toml` in a manifest), as Codex's `config.toml`.
     Toml,
 }
 
@@ -70,11 +73,15 @@ pub enum Treatment {
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 #[serde(deny_unknown_fields)]
 pub struct KeyRule {
+    /// The key pattern: names separated by `.`, `*` for any one name, `{workspace}` for the
+    /// run's project.
     pub key: String,
+    /// What becomes of a change at or beneath a key it matches.
     pub treatment: Treatment,
 }
 
 impl KeyRule {
+    /// A rule treating `key` (a pattern as above) and what lies beneath it as `treatment`.
     pub fn new(key: &str, treatment: Treatment) -> KeyRule {
         KeyRule {
             key: key.to_owned(),

@@ -54,9 +54,12 @@ pub(crate) struct Settings {
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Unparseable {
+    /// Ask a person (`escalate`, the default).
     #[default]
     Escalate,
+    /// Refuse it (`block`).
     Block,
+    /// Leave it to the other rules and the fail mode (`no_opinion`).
     NoOpinion,
 }
 
@@ -64,10 +67,15 @@ pub enum Unparseable {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum DecisionKind {
+    /// Let the action run (`allow`).
     Allow,
+    /// Refuse it, with the rule's reason (`block`).
     Block,
+    /// Run it changed, as the rule rewrites it (`modify`).
     Modify,
+    /// Not now: the agent may try again after the rule's `retry_after_ms` (`defer`).
     Defer,
+    /// Ask a person, at the terminal or on the approvals page (`escalate`).
     Escalate,
 }
 

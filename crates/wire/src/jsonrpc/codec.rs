@@ -71,6 +71,7 @@ pub struct LineCodec {
 }
 
 impl LineCodec {
+    /// A codec that accepts at most `limit` bytes before each frame's `\n`.
     pub fn new(limit: usize) -> LineCodec {
         LineCodec {
             limit,
@@ -79,6 +80,7 @@ impl LineCodec {
         }
     }
 
+    /// The most bytes a frame may hold before its `\n`, as given to [`LineCodec::new`].
     pub fn limit(&self) -> usize {
         self.limit
     }
@@ -188,6 +190,7 @@ pub enum Next {
 }
 
 impl<R: AsyncRead + Unpin> FrameReader<R> {
+    /// Reads `reader` with `codec`, asking each read for at least `capacity` bytes of room.
     pub fn new(reader: R, codec: LineCodec, capacity: usize) -> FrameReader<R> {
         FrameReader {
             reader,

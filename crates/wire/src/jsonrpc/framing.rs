@@ -20,7 +20,10 @@ pub const NEWLINE: u8 = b'\n';
 pub enum LineError {
     /// Its content passed the reader's limit before a `\n` came.
     #[error("a frame over the {limit}-byte limit")]
-    TooLong { limit: usize },
+    TooLong {
+        /// The reader's limit on a frame's content, in bytes.
+        limit: usize,
+    },
     /// The stream ended inside it.
     #[error("a frame cut off by the end of the stream")]
     Cut,

@@ -8,7 +8,9 @@ use serde_json::{Number, Value};
 /// A request id: JSON-RPC allows a string or a number.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Id {
+    /// A string id, such as the ones AHP uses.
     Str(String),
+    /// A numeric id, kept as the JSON number it was (integer or not).
     Num(Number),
 }
 
@@ -22,6 +24,7 @@ impl Id {
         }
     }
 
+    /// The id as a JSON value (a string or a number), to echo it in an answer.
     pub fn to_value(&self) -> Value {
         match self {
             Id::Str(s) => Value::String(s.clone()),
@@ -52,7 +55,9 @@ impl std::fmt::Display for Id {
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize)]
 #[serde(untagged)]
 pub enum IdRef<'a> {
+    /// A string id; written as a JSON string.
     Str(&'a str),
+    /// A numeric id; written as the JSON number.
     Num(&'a Number),
 }
 
@@ -66,7 +71,9 @@ impl<'a> From<&'a str> for IdRef<'a> {
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
 #[error("JSON-RPC error {code}: {message}")]
 pub struct RpcError {
+    /// The object's `code` (for example -32700 for a parse error); 0 when it has none.
     pub code: i64,
+    /// The object's `message`; `(no message)` when it has none.
     pub message: String,
 }
 
@@ -89,18 +96,25 @@ impl RpcError {
 pub enum Message {
     /// A call that expects an answer with the same id.
     Request {
+        /// The id the answer must carry.
         id: Id,
+        /// The method called.
         method: String,
+        /// The `params` member as sent; `None` when absent.
         params: Option<Value>,
     },
     /// A call without an id: no answer.
     Notification {
+        /// The method called.
         method: String,
+        /// The `params` member as sent; `None` when absent.
         params: Option<Value>,
     },
     /// The answer to request `id`: its `result`, or the error.
     Response {
+        /// The id of the request this answers.
         id: Id,
+        /// `Ok` with the `result` member, or `Err` with the `error` object.
         outcome: Result<Value, RpcError>,
     },
 }
@@ -108,13 +122,16 @@ pub enum Message {
 /// Why a parsed frame is not a JSON-RPC 2.0 message.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum MessageError {
+    /// Not a JSON object, or its `jsonrpc` member is missing or not `"2.0"`.
     #[error("not a JSON-RPC 2.0 message (missing or wrong \"jsonrpc\")")]
     NotJsonRpc,
     /// The id (as JSON) is neither a string nor a number.
     #[error("a message with an id that is neither a string nor a number ({0})")]
     InvalidId(String),
+    /// A message without a `method` whose `id` is missing or `null`.
     #[error("a response without an id")]
     MissingId,
+    /// A response with no `result` and no non-null `error`.
     #[error("a response with neither result nor error")]
     NeitherResultNorError,
     /// JSON-RPC 2.0 forbids it, and which of the two was meant cannot be known.
@@ -331,8 +348,11 @@ mod tests {
 /// (empty when there is none) and params (`null` when there are none).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Incoming {
+    /// The `id` member as sent, of any JSON type, to echo in the answer; `None` when absent.
     pub id: Option<Value>,
+    /// The `method` member; empty when it is missing or not a string.
     pub method: String,
+    /// The `params` member; `null` when absent.
     pub params: Value,
 }
 

@@ -15,24 +15,39 @@ pub enum Verdict {
     /// (`metadata.explicit == true`, or an approved confirmation): only then may a
     /// framework skip the agent's own permission prompt. A plain `allow` is "no objection".
     Allow {
+        /// Whether the harness allowed on purpose, as above; `false` for a plain `allow`.
         explicit: bool,
+        /// The payload to run instead of the agent's own (`modified_payload`, an object);
+        /// `None` when absent or `null`.
         modified_payload: Option<Value>,
         /// Every other field of the decision object (e.g. `injected_context`,
         /// `additional_context`, `metadata`), for frameworks that can pass it on.
         extra: Map<String, Value>,
     },
     /// Do not proceed; the reason is shown to the agent.
-    Block { reason: String },
+    Block {
+        /// The decision's `reason`, or ours where AHP lets the harness leave it out.
+        reason: String,
+    },
     /// Proceed with this payload instead.
-    Modify { modified_payload: Value },
+    Modify {
+        /// The payload to run (`modified_payload`, always an object).
+        modified_payload: Value,
+    },
     /// Ask again after `retry_after_ms`.
     Defer {
+        /// How long to wait before asking again, in milliseconds; 0 for a rate limit's
+        /// `queue`.
         retry_after_ms: u64,
+        /// Why, if the decision says; `None` when it does not.
         reason: Option<String>,
     },
     /// A person must decide.
     Escalate {
+        /// What the person is asked about: the decision's `reason`, or ours for a
+        /// confirmation's `escalate` without one.
         reason: String,
+        /// Who should decide (`escalation_target`), if the harness named anyone.
         target: Option<String>,
     },
 }
@@ -132,20 +147,30 @@ impl Verdict {
 /// Why a harness's answer could not be taken as a decision.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum DecisionError {
+    /// The `result` is some other JSON value.
     #[error("the result is not a JSON object")]
     NotAnObject,
+    /// The object has no `decision` key.
     #[error("the result has no \"decision\" field")]
     MissingDecision,
+    /// The decision is not one AHP 2.4 defines for this event type: the decision, and the
+    /// event type.
     #[error("unknown decision {0:?} for a {1} event")]
     Unknown(String, EventType),
+    /// A field the decision requires is missing or `null`.
     #[error("a {decision:?} decision needs {field}")]
     MissingField {
+        /// The decision's wire name, such as `block`.
         decision: &'static str,
+        /// The key that is missing, such as `reason`.
         field: &'static str,
     },
+    /// A field has a JSON type the decision does not allow.
     #[error("field {field:?} of a {decision:?} decision has the wrong type")]
     WrongType {
+        /// The decision's wire name; `?` when the `decision` key itself is not a string.
         decision: &'static str,
+        /// The key whose value has the wrong type.
         field: &'static str,
     },
 }

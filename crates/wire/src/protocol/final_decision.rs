@@ -15,17 +15,30 @@ use super::Verdict;
 pub enum Final {
     /// Proceed (see [`Verdict::Allow`]).
     Allow {
+        /// Whether the harness (or a person) allowed on purpose; only then may a framework
+        /// skip the agent's own permission prompt.
         explicit: bool,
+        /// The payload to run instead of the agent's own, if any.
         modified_payload: Option<Value>,
+        /// The decision object's other fields (e.g. `additional_context`), for frameworks
+        /// that can pass them on.
         extra: Map<String, Value>,
     },
     /// Do not proceed; the reason is shown to the agent.
-    Block { reason: String },
+    Block {
+        /// Why, as the agent is told.
+        reason: String,
+    },
     /// Proceed with this payload instead.
-    Modify { modified_payload: Value },
+    Modify {
+        /// The payload to run (an object).
+        modified_payload: Value,
+    },
     /// The agent asks its own person (its native "ask"), for this reason.
     Ask {
+        /// What the person is asked about.
         reason: String,
+        /// Who should decide, if the harness named anyone (`escalation_target`).
         target: Option<String>,
     },
 }

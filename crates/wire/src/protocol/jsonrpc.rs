@@ -22,26 +22,40 @@ pub fn notification(method: &str, params: &Value) -> String {
 pub enum Inbound {
     /// A response to request `id`: its `result`, or the JSON-RPC error.
     Response {
+        /// The string id of our request that this answers.
         id: String,
+        /// `Ok` with the `result` member, or `Err` with the `error` object.
         outcome: Result<Value, RpcError>,
     },
     /// A request or notification from the harness to us (we serve none yet).
-    Call { method: String, id: Option<Id> },
+    Call {
+        /// The method the harness called.
+        method: String,
+        /// The request's id (a string or a number); `None` for a notification.
+        id: Option<Id>,
+    },
 }
 
 /// Why a frame from the harness is not a valid JSON-RPC 2.0 message for AHP.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FrameError {
+    /// The frame is not strict JSON (a duplicate key included); holds the parser's message.
     #[error("malformed JSON ({0})")]
     Json(String),
+    /// Not a JSON object, or its `jsonrpc` member is missing or not `"2.0"`.
     #[error("not a JSON-RPC 2.0 message (missing or wrong \"jsonrpc\")")]
     NotJsonRpc,
+    /// A response whose id is not a string, so it cannot answer one of ours; holds the id
+    /// as JSON.
     #[error("a response with a non-string id {0} (AHP ids are strings)")]
     NonStringId(String),
+    /// A call whose id is neither a string nor a number; holds the id as JSON.
     #[error("a call with an id that is neither a string nor a number ({0})")]
     InvalidCallId(String),
+    /// A response whose `id` is missing or `null`.
     #[error("a response without an id")]
     MissingId,
+    /// A response with no `result` and no non-null `error`.
     #[error("a response with neither result nor error")]
     NeitherResultNorError,
     /// JSON-RPC 2.0 forbids it, and which of the two was meant cannot be known.

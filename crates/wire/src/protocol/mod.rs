@@ -24,13 +24,19 @@ use serde_json::{Map, Value};
 /// interceptor's own sections (`mcp`, `acp`, `result`, call ids) beside them.
 #[derive(Debug, Clone, PartialEq)]
 pub struct ToolCall {
+    /// The tool's name as the interceptor knows it (payload key `tool_name`).
     pub tool_name: String,
+    /// The tool's arguments (payload key `arguments`).
     pub arguments: Value,
+    /// Where the call runs, such as the working directory (payload key `context`).
     pub context: Value,
+    /// The interceptor's own sections and call ids, written at the payload's top level
+    /// beside the fields above.
     pub extra: Map<String, Value>,
 }
 
 impl ToolCall {
+    /// A tool call with no sections of the interceptor's own yet (see [`ToolCall::with`]).
     pub fn new(tool_name: impl Into<String>, arguments: Value, context: Value) -> ToolCall {
         ToolCall {
             tool_name: tool_name.into(),
@@ -65,25 +71,47 @@ pub const PROTOCOL_VERSION: &str = "2.4";
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum EventType {
+    /// An action (a tool call, a command) is about to run; blocking.
     PreAction,
+    /// An action has run, with its result; a notification.
     PostAction,
+    /// A prompt is about to reach the model; blocking.
     PrePrompt,
+    /// The agent has finished a response (a turn); a notification.
     PostResponse,
+    /// A session of the agent has started; a notification.
     SessionStart,
+    /// A session of the agent has ended; a notification.
     SessionEnd,
+    /// Something went wrong, in the agent or in the wrapper's supervision of it; a
+    /// notification.
     Error,
+    /// A periodic sign of life with the run's uptime and load; a notification.
     Heartbeat,
+    /// The agent is idle and asks whether background work should run; blocking.
     Idle,
+    /// The model needs knowledge of the workspace; blocking.
     ContextPerception,
+    /// An operation succeeded; a notification.
     Success,
+    /// The model is about to recall from memory; blocking.
     MemoryRecall,
+    /// The model is planning or breaking a task down; blocking.
     Planning,
+    /// A step of the model's reasoning; blocking.
     Reasoning,
+    /// A rate limit was hit and the agent asks how to back off; blocking.
     RateLimit,
+    /// The agent asks for a person's confirmation (a permission prompt); blocking.
     Confirmation,
+    /// The user's intent is being detected from a prompt; blocking.
     IntentDetection,
+    /// A run moved to another lifecycle state (planning, executing, completed...); a
+    /// notification.
     RunLifecycle,
+    /// A snapshot of a run's task list; a notification.
     TaskList,
+    /// A snapshot of a run's verification checks; a notification.
     Verification,
 }
 
@@ -171,14 +199,24 @@ impl std::fmt::Display for EventType {
 /// The `params` of an `ahp/event` message.
 #[derive(Debug, Clone, Serialize, Deserialize, PartialEq)]
 pub struct Event {
+    /// What happened; [`EventType::is_blocking`] says whether a decision is awaited.
     pub event_type: EventType,
+    /// The sender's session; ahp-wrap uses one UUID per run.
     pub session_id: String,
+    /// The sending agent; ahp-wrap writes its framework (or `mcp`, `acp`) and a UUID.
     pub agent_id: String,
+    /// When the event was made, as RFC 3339 (see [`now_rfc3339`]).
     pub timestamp: String,
+    /// How deeply the sending agent is nested in other supervised agents; 0 at the top.
     pub depth: u32,
+    /// The event's own data; a tool call's shape is [`ToolCall`]'s.
     pub payload: Value,
+    /// AHP's structured context for context-aware decisions; absent from the JSON when
+    /// `None`, and ahp-wrap sends none.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub context: Option<Value>,
+    /// Free-form extra data (ahp-wrap puts [`TIMEOUT_MS`] here, among others); absent from
+    /// the JSON when `None`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub metadata: Option<Map<String, Value>>,
 }

@@ -14,6 +14,7 @@ use super::{fd_cloexec, nodelay, sockopt, their_fd, thread_group, Answer, Bridge
 pub struct Carry {
     /// The name, as the tree's resolver answered it.
     pub name: String,
+    /// The TCP port the caller connects to.
     pub port: u16,
     /// The connecting process.
     pub pid: i32,
@@ -25,6 +26,7 @@ pub struct Carry {
     /// `TCP_NODELAY` and `SO_KEEPALIVE` as the caller set them, for the socket put in its
     /// place.
     pub nodelay: bool,
+    /// `SO_KEEPALIVE` as the caller set it (see `nodelay`).
     pub keepalive: bool,
     fd: i32,
     cloexec: bool,

@@ -24,7 +24,10 @@ pub struct Denial {
     pub target: Option<(i32, String)>,
     /// The process refused: pid, command name, executable.
     pub pid: Option<i32>,
+    /// Its command name (`comm=` of the event's `SYSCALL` record); `None` when the event
+    /// had no system call record.
     pub comm: Option<String>,
+    /// Its executable's path (`exe=` of the same record); `None` likewise.
     pub exe: Option<String>,
 }
 
