@@ -333,26 +333,53 @@ fn policy_benches(c: &mut Criterion) {
     let event = |cmd: &str| bash_event(cmd, std::path::Path::new("/tmp"));
     let longest = event(&commands[0]);
     let typical = event(&commands[commands.len() / 2]);
-    {
-        const CALLS: usize = 20_000;
+    const CALLS: usize = 20_000;
+    let timed = |what: &str, event: &Event| {
         for _ in 0..1_000 {
-            black_box(policy.evaluate(&longest));
+            black_box(policy.evaluate(event));
         }
         let mut times: Vec<Duration> = (0..CALLS)
             .map(|_| {
                 let t = std::time::Instant::now();
-                black_box(policy.evaluate(black_box(&longest)));
+                black_box(policy.evaluate(black_box(event)));
                 t.elapsed()
             })
             .collect();
         times.sort();
         eprintln!(
-            "policy/longest_command ({} bytes): p50 {:.1} µs, p99 {:.1} µs over {CALLS} calls",
-            commands[0].len(),
+            "policy/{what}: p50 {:.1} µs, p99 {:.1} µs over {CALLS} calls",
             times[CALLS / 2].as_secs_f64() * 1e6,
             times[CALLS * 99 / 100].as_secs_f64() * 1e6,
         );
+    };
+    timed(
+        &format!("longest_command ({} bytes)", commands[0].len()),
+        &longest,
+    );
+    // The session's memory of what the agent wrote: the same command in a session that
+    // wrote 1,000 files of 4 KiB (each decision then reads through that memory), and the
+    // cost of remembering one more such write.
+    let write = |session: &str, i: usize| Event {
+        session_id: session.into(),
+        payload: json!({
+            "action_type": "tool_call",
+            "tool_name": "Write",
+            "arguments": {"file_path": format!("/tmp/ahp-bench-memory/f{i}.py"), "content": "x = 1\n".repeat(683)},
+            "context": {"working_directory": "/tmp"},
+        }),
+        ..bash_event("", std::path::Path::new("/tmp"))
+    };
+    for i in 0..1_000 {
+        policy.evaluate(&write("busy", i));
     }
+    timed(
+        "longest_command, in a session that wrote 1,000 files",
+        &Event {
+            session_id: "busy".into(),
+            ..longest.clone()
+        },
+    );
+    timed("a 4 KiB Write remembered", &write("busy", 0));
     code_on_disk();
     let mut g = c.benchmark_group("policy");
     g.bench_function("longest_command", |b| {

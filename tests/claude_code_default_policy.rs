@@ -345,3 +345,69 @@ fn code_the_agent_wrote_is_read_before_it_runs() {
         );
     }
 }
+
+/// What the agent wrote decides, not what the disk holds when it runs: the agent writes a
+/// script with its Write tool, deletes it in a later step through an interpreter, recreates
+/// it empty the same way (nothing the policy could follow), and runs it. The floor is off,
+/// so only the policy stands. On disk the script is empty when it runs (the steps ran for
+/// real), yet the run is refused for what the Write tool put in it, the deletion of a
+/// directory outside the workspace; an ordinary command still runs.
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn a_script_emptied_on_disk_is_judged_on_what_the_agent_wrote() {
+    let (world, outside, fine) = fixture();
+    let ws = world.ws();
+    let script = ws.join("tidy.sh");
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            {"tool_use": {"name": "Write", "input": {
+                "file_path": script.display().to_string(),
+                "content": format!("#!/bin/sh\necho tidying\nrm -rf '{}'\n", outside.display()),
+            }}},
+            bash("python3 -c 'import os; os.remove(\"tidy.sh\")'"),
+            bash("python3 -c 'open(\"tidy.sh\", \"w\").close()'"),
+            bash("bash tidy.sh"),
+            bash(&format!("touch {}", fine.display())),
+            {"text": "All done."}
+        ]),
+    );
+    let r = run(world.command(
+        &api,
+        Some(&["--floor", "off", "--summary", "never"]),
+        &["-p", "tidy up", "--allowedTools", "Bash,Write"],
+    ));
+    r.check(
+        r.output.status.code() == Some(0),
+        "the run should end normally",
+    );
+    let results = api.tool_results();
+    r.check(
+        results.len() == 5,
+        "five tool results should reach the model",
+    );
+    r.check(
+        results[..3].iter().all(|t| t["is_error"] != true),
+        &format!("the write, the deletion and the re-creation run: {results:#?}"),
+    );
+    r.check(
+        std::fs::read(&script).is_ok_and(|b| b.is_empty()),
+        "the script on disk is empty when it runs",
+    );
+    let refusal = results[3]["content"].to_string();
+    r.check(
+        results[3]["is_error"] == true
+            && refusal.contains("tidy.sh")
+            && refusal.contains("outside the workspace"),
+        &format!("running it is refused for what was written: {refusal}"),
+    );
+    r.check(
+        outside.exists(),
+        "the directory outside the workspace is kept",
+    );
+    r.check(fine.exists(), "an ordinary command must still run");
+}

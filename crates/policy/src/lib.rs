@@ -16,6 +16,8 @@
 //! - `rules`: the file format (see `docs/policy.md`) and compiled matchers.
 //! - `hosts`: one host policy: the hosts a tool call (or, without the network floor, a
 //!   command) will contact, judged by the floor's host rules.
+//! - `memory`: what each session wrote, so that code run later from those files is judged
+//!   on what was written as well as on what the disk holds.
 //! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //!
@@ -27,6 +29,7 @@ mod examples;
 mod extract;
 mod hosts;
 mod inline;
+mod memory;
 mod paths;
 mod rules;
 mod semantics;
@@ -69,6 +72,7 @@ pub const UNPARSEABLE_RULE: &str = "unparseable-command";
 /// A decision of the embedded harness, with the rule that made it.
 #[derive(Debug, Clone, PartialEq)]
 pub struct PolicyDecision {
+    /// What the policy answers: allow, block, ask a person, or no opinion.
     pub verdict: Verdict,
     /// The id of the rule that decided, `None` for "no rule matched".
     pub rule: Option<String>,
@@ -92,24 +96,39 @@ impl PolicyDecision {
 /// Why a policy could not be loaded.
 #[derive(Debug, thiserror::Error)]
 pub enum PolicyError {
+    /// A policy file (the one named, or one it `extends`) could not be read.
     #[error("read policy file {path}")]
     Io {
+        /// The file as named.
         path: PathBuf,
+        /// Why reading it failed.
         #[source]
         source: std::io::Error,
     },
+    /// A policy is not valid TOML, or not the shape a policy has.
     #[error("parse policy {origin}")]
     Toml {
+        /// Where the text came from: a file's path, or the embedded default.
         origin: String,
+        /// The parser's error, with its line and column.
         #[source]
         source: toml::de::Error,
     },
+    /// The policy's `version` is not one this build reads.
     #[error("unsupported policy version {0} (this build reads version 1)")]
     Version(u32),
+    /// An `extends` chain that cannot be followed (a cycle, a name that is no policy).
     #[error("{0}")]
     Extends(String),
+    /// A rule that parsed but cannot be compiled (a bad pattern, an unknown condition).
     #[error("rule {rule:?}: {message}")]
-    InvalidRule { rule: String, message: String },
+    InvalidRule {
+        /// The rule's id.
+        rule: String,
+        /// What is wrong with it.
+        message: String,
+    },
+    /// The policy's own `[[example]]`s that it does not decide as they say.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Examples(Vec<ExampleFailure>),
 }
@@ -176,6 +195,8 @@ pub struct Policy {
     /// on the network floor says so): then the hosts shell commands contact are left to it,
     /// which asks about each connection they make, instead of being asked about twice.
     egress: std::sync::atomic::AtomicBool,
+    /// What each session wrote, so that code run from those files is judged on it.
+    memory: memory::Memory,
 }
 
 /// What of the wrapper itself the policy protects: its files (executables, run directory,
@@ -183,7 +204,9 @@ pub struct Policy {
 /// guardian: rules with `wrapper_pid = true`).
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Protected {
+    /// The wrapper's executables, run directory and control socket, as absolute paths.
     pub paths: Vec<PathBuf>,
+    /// The wrapper's own process and its guardian's.
     pub pids: Vec<u32>,
 }
 
@@ -231,11 +254,13 @@ impl Policy {
                 follow_symlinks: true,
                 code_since: Some(std::time::SystemTime::now()),
                 other_homes: passwd_home().into_iter().collect(),
+                written: None,
             },
             workspace_root: None,
             protected: Protected::default(),
             hosts: None,
             egress: std::sync::atomic::AtomicBool::new(false),
+            memory: memory::Memory::default(),
         }
     }
 
@@ -445,7 +470,11 @@ impl Policy {
         {
             propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
         }
-        best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d)
+        let decision = best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d);
+        if !matches!(decision.verdict, Verdict::Block { .. }) {
+            self.memory.record(&event.session_id, facts.written);
+        }
+        decision
     }
 }
 
@@ -456,9 +485,14 @@ impl Policy {
             Some(run) => self.protected.and(run),
             None => self.protected.clone(),
         };
+        // Code run from a file the session wrote is read as it wrote it too.
+        let with_memory = self.memory.files(&event.session_id).map(|files| Resolver {
+            written: Some(files),
+            ..self.resolver.clone()
+        });
         extract::facts(
             event,
-            &self.resolver,
+            with_memory.as_ref().unwrap_or(&self.resolver),
             self.workspace_root.as_deref(),
             protected,
         )
@@ -493,7 +527,9 @@ impl Policy {
 /// One rule as `policy explain` shows it.
 #[derive(Debug, Clone)]
 pub struct RuleExplained {
+    /// The rule's id, as the policy file names it.
     pub id: String,
+    /// What the rule answers when every condition holds.
     pub decision: DecisionKind,
     /// Each condition, and whether it held.
     pub checks: Vec<Check>,

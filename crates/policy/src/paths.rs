@@ -21,6 +21,9 @@ pub(crate) struct Resolver {
     /// when `HOME` points elsewhere (an agent started with `HOME=/tmp/x` still has its keys
     /// in the real one).
     pub other_homes: Vec<PathBuf>,
+    /// The files the event's session wrote earlier, with what it wrote in them: code run
+    /// from one is read as written too (`None`: no session memory, or nothing written).
+    pub written: Option<std::sync::Arc<super::memory::Files>>,
 }
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
@@ -207,6 +210,7 @@ mod tests {
             home: PathBuf::from(home),
             follow_symlinks: false,
             code_since: None,
+            written: None,
             other_homes: Vec::new(),
         }
     }
@@ -251,6 +255,7 @@ mod tests {
             home: PathBuf::from("/nonexistent"),
             follow_symlinks: true,
             code_since: None,
+            written: None,
             other_homes: Vec::new(),
         };
         // link/.. is real/, not base/.

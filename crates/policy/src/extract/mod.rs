@@ -16,6 +16,7 @@ use std::sync::LazyLock;
 use regex::Regex;
 use serde_json::Value;
 
+use super::memory;
 use super::paths::{ResolvedPath, Resolver};
 use super::semantics;
 use super::shell::{self, Command};
@@ -103,6 +104,9 @@ pub(crate) struct Facts {
     pub command_contacts: Vec<url::Url>,
     /// Why a shell command could not be understood, if one could not.
     pub parse_errors: Vec<String>,
+    /// The files the event writes, with the text where it is known, for the session's
+    /// memory (remembered once the event is not refused).
+    pub written: Vec<memory::Write>,
 }
 
 /// The working directory the event's agent reports, in any of the places shims put it.
@@ -166,6 +170,7 @@ pub(crate) fn facts(
         contacts: Vec::new(),
         command_contacts: Vec::new(),
         parse_errors: Vec::new(),
+        written: Vec::new(),
     };
     let found = shell_sources(args_key, args);
     f.shell = found.sources;
@@ -209,6 +214,9 @@ pub(crate) fn facts(
         .map(|p| resolver.resolve(&p.to_string_lossy(), &cwd))
         .collect();
     f.reads.extend(files);
+    if f.event_type == EventType::PreAction {
+        f.written = memory::writes(args, &f, resolver, &cwd);
+    }
     f
 }
 

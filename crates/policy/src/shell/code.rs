@@ -320,21 +320,39 @@ impl Walker<'_> {
 
     /// The code in file `word` (relative to `cmd`'s directory), read as `label`: its text
     /// and origin, or nothing (no such file, a binary, a value known only at run time, a
-    /// file already being walked). What cannot be read is recorded on `cmd`.
+    /// file already being walked). What cannot be read is recorded on `cmd`. A file the
+    /// session wrote and whose text on disk is not what it wrote: the disk's text (what a
+    /// build file's reader needs whole), else what the session wrote.
     pub(super) fn read_file(
         &mut self,
         cmd: &mut Command,
         word: &str,
         label: impl FnOnce(&std::path::Path) -> String,
     ) -> Option<(std::sync::Arc<str>, std::sync::Arc<Origin>)> {
-        let since = self.resolver.code_since?;
+        self.read_files(cmd, word, label).into_iter().next()
+    }
+
+    /// Every reading of the code in file `word`: the text on disk and, when the session
+    /// wrote the file, the text it wrote if that differs (the stricter reading wins, so a
+    /// script is walked as both). A file the session wrote that is not on disk now, or
+    /// whose text we never knew and cannot read, is recorded on `cmd` as code that cannot
+    /// be checked: what runs will be whatever is there by then.
+    pub(super) fn read_files(
+        &mut self,
+        cmd: &mut Command,
+        word: &str,
+        label: impl FnOnce(&std::path::Path) -> String,
+    ) -> Vec<(std::sync::Arc<str>, std::sync::Arc<Origin>)> {
+        let Some(since) = self.resolver.code_since else {
+            return Vec::new();
+        };
         if is_unknown(word) || (!cmd.cwd_known && !word.starts_with('/')) {
-            return None;
+            return Vec::new();
         }
         let path = self.resolver.resolve_word(word, &cmd.cwd).abs;
         let label = label(&path);
         if self.reading.iter().any(|(p, l)| *p == path && *l == label) {
-            return None;
+            return Vec::new();
         }
         if self.files_read >= disk::MAX_FILES {
             cmd.unread.get_or_insert_with(|| {
@@ -343,24 +361,50 @@ impl Walker<'_> {
                     disk::MAX_FILES
                 )
             });
-            return None;
+            return Vec::new();
         }
         self.files_read += 1;
-        match disk::read(&path, since) {
-            disk::Code::Text { text, trusted } => Some((
-                text,
-                std::sync::Arc::new(Origin {
-                    path,
-                    label,
-                    trusted,
-                }),
-            )),
-            disk::Code::Missing | disk::Code::Opaque => None,
+        let written = self.resolver.written.as_ref().and_then(|w| w.get(&path));
+        let origin = |trusted: bool| {
+            std::sync::Arc::new(Origin {
+                path: path.clone(),
+                label: label.clone(),
+                trusted,
+            })
+        };
+        let mut out = Vec::new();
+        let on_disk = match disk::read(&path, since) {
+            disk::Code::Text { text, trusted } => {
+                let same = written.is_some_and(|w| w.text.as_ref() == Some(&text));
+                out.push((text, origin(trusted && written.is_none())));
+                if same {
+                    return out;
+                }
+                true
+            }
+            disk::Code::Missing => false,
+            disk::Code::Opaque => true,
             disk::Code::Unreadable(why) => {
                 cmd.unread.get_or_insert(why);
-                None
+                true
             }
+        };
+        let Some(w) = written else {
+            return out;
+        };
+        if !on_disk {
+            cmd.unread.get_or_insert_with(|| {
+                format!(
+                    "it runs {}, which this session wrote ({}), and it is not on disk now",
+                    display_name(&path),
+                    w.how
+                )
+            });
         }
+        if let Some(text) = &w.text {
+            out.push((text.clone(), origin(false)));
+        }
+        out
     }
 
     /// A script given to a shell or an interpreter (`bash x.sh a b`, `python3 x.py`,
@@ -372,18 +416,18 @@ impl Walker<'_> {
         lang: Option<Lang>,
         args: Vec<String>,
     ) -> Vec<Nested> {
-        let Some((text, origin)) = self.read_file(cmd, word, display_name) else {
-            return Vec::new();
-        };
-        match lang {
-            None => shell_file(cmd, &text, origin, args),
-            Some(lang) => {
-                let imports = self.changed_imports(&origin, &text, lang);
-                let mut out = self.inline_code(cmd, text.to_string(), lang, Some(origin));
-                out.extend(imports);
-                out
+        let mut out = Vec::new();
+        for (text, origin) in self.read_files(cmd, word, display_name) {
+            match lang {
+                None => out.extend(shell_file(cmd, &text, origin, args.clone())),
+                Some(lang) => {
+                    let imports = self.changed_imports(&origin, &text, lang);
+                    out.extend(self.inline_code(cmd, text.to_string(), lang, Some(origin)));
+                    out.extend(imports);
+                }
             }
         }
+        out
     }
 
     /// A program run by its path (`./build.sh`, `scripts/x`): a script is read and walked
@@ -393,21 +437,23 @@ impl Walker<'_> {
         if SYSTEM_DIRS.iter().any(|d| abs.starts_with(d)) {
             return Vec::new();
         }
-        let Some((text, origin)) = self.read_file(cmd, word, display_name) else {
-            return Vec::new();
-        };
         let mut args = vec![word.to_owned()];
         args.extend(cmd.args.iter().cloned());
-        match disk::interpreter(&text) {
-            disk::Interpreter::Shell => shell_file(cmd, &text, origin, args),
-            disk::Interpreter::Lang(lang) => {
-                let imports = self.changed_imports(&origin, &text, lang);
-                let mut out = self.inline_code(cmd, text.to_string(), lang, Some(origin));
-                out.extend(imports);
-                out
+        let mut out = Vec::new();
+        for (text, origin) in self.read_files(cmd, word, display_name) {
+            match disk::interpreter(&text) {
+                disk::Interpreter::Shell => {
+                    out.extend(shell_file(cmd, &text, origin, args.clone()))
+                }
+                disk::Interpreter::Lang(lang) => {
+                    let imports = self.changed_imports(&origin, &text, lang);
+                    out.extend(self.inline_code(cmd, text.to_string(), lang, Some(origin)));
+                    out.extend(imports);
+                }
+                disk::Interpreter::Other => {}
             }
-            disk::Interpreter::Other => Vec::new(),
         }
+        out
     }
 
     /// The local modules `origin`'s code imports that changed since the run started (the
@@ -425,10 +471,14 @@ impl Walker<'_> {
         super::imports::local_imports(&origin.path, text, lang)
             .into_iter()
             .filter(|p| {
-                matches!(
-                    disk::read(p, since),
-                    disk::Code::Text { trusted: false, .. }
-                )
+                self.resolver
+                    .written
+                    .as_ref()
+                    .is_some_and(|w| w.contains_key(p))
+                    || matches!(
+                        disk::read(p, since),
+                        disk::Code::Text { trusted: false, .. }
+                    )
             })
             .map(|p| {
                 let program = if lang == Lang::Python {

@@ -152,9 +152,14 @@ pub(crate) struct CodePaths {
 /// A redirection to or from a file.
 #[derive(Debug, Clone, PartialEq)]
 pub(crate) struct Redirect {
+    /// The file, as the word expanded.
     pub target: String,
+    /// It is read (`<`, `<>`).
     pub reads: bool,
+    /// It is written (`>`, `>>`, `>|`, `&>`, `<>`, `>&FILE`).
     pub writes: bool,
+    /// What is written goes after what the file held (`>>`).
+    pub appends: bool,
 }
 
 /// Why a command could not be analysed.

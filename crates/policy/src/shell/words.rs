@@ -78,13 +78,14 @@ impl Walker<'_> {
                 }
                 ast::IoFileRedirectTarget::Fd(_) => {}
             },
-            ast::IoRedirect::OutputAndError(w, _) => {
+            ast::IoRedirect::OutputAndError(w, append) => {
                 let e = self.expand_one(&w.value, ctx)?;
                 cmd.fed_by.extend(e.fed.iter().cloned());
                 cmd.redirects.push(Redirect {
                     target: e.text(),
                     reads: false,
                     writes: true,
+                    appends: *append,
                 });
             }
             ast::IoRedirect::HereString(_, w) => {
@@ -135,6 +136,7 @@ impl Walker<'_> {
                 target: text,
                 reads,
                 writes,
+                appends: matches!(kind, K::Append),
             });
         }
         Ok(())

@@ -5,6 +5,7 @@ mod default_rules;
 mod engine;
 mod floor;
 mod hosts;
+mod memory;
 
 use std::path::{Path, PathBuf};
 
