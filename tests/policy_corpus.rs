@@ -64,6 +64,8 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "container-build",
     "runs-later",
     "host-policy",
+    "gtfobins",
+    "lolbins",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
@@ -535,7 +537,9 @@ fn event(sb: &Sandbox, case: &Case) -> Result<Event, String> {
         .ok_or_else(|| format!("the {} mapping sends no event for it", case.fw.name))?;
     Ok(Event {
         event_type: mapped.event_type,
-        session_id: "corpus-session".into(),
+        // A session per case: each case is one call, and what one case writes (the
+        // policy's memory of a session's writes) must not decide another.
+        session_id: format!("corpus-{}-{}", case.expect, case.line),
         agent_id: "corpus-agent".into(),
         timestamp: now_rfc3339(),
         depth: 0,

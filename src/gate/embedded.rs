@@ -114,6 +114,12 @@ impl Embedded {
         }
     }
 
+    /// Takes note of an event nobody answers (a call that ran): what it brought into the
+    /// session counts for the decisions that follow.
+    pub fn observe(&self, event: &Event) {
+        self.policy().observe(event);
+    }
+
     /// Evaluates one event under the mode. In observe mode a verdict that would act
     /// becomes no opinion, and the note says what would have happened.
     pub fn decide(&self, event: &Event) -> Decision {

@@ -132,7 +132,7 @@ impl Gate {
         match &self.decider.harness {
             Harness::Remote(client) => client.notify(event),
             Harness::Parent(run) => run.notify(&event).await,
-            Harness::Embedded(_) => {}
+            Harness::Embedded(policy) => policy.observe(&event),
         }
     }
 

@@ -102,3 +102,14 @@ pub(crate) fn answer(
     }
     best
 }
+
+/// Whether `url`'s host is one the host rules let through by name (`allow`): what comes
+/// from it is not counted as untrusted content entering the session. With the network
+/// floor off, none is.
+pub(crate) fn allowed(hosts: Option<&HostRules>, url: &url::Url) -> bool {
+    hosts.is_some_and(|h| {
+        url.host_str()
+            .and_then(Target::parse)
+            .is_some_and(|t| matches!(h.judge(&t), Judgement::Allowed))
+    })
+}

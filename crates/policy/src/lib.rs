@@ -45,10 +45,14 @@ use serde_json::{Map, Value};
 pub use examples::{ExampleFailure, ExampleReport};
 pub use extract::contacts::contacted_hosts;
 pub use hosts::HOSTS_RULE;
-pub use rules::{Check, DecisionKind, Unparseable};
+pub use rules::{Check, DecisionKind, SessionTaint, Unparseable};
+
+/// The id reported when a write to a build or dependency file is asked about because
+/// content from the network entered the session earlier.
+pub const TAINT_RULE: &str = "session-taint";
 
 use ahp_wrap_confine::floor::hosts::HostRules;
-use ahp_wrap_wire::protocol::{Event, Verdict};
+use ahp_wrap_wire::protocol::{Event, EventType, Verdict};
 use extract::Facts;
 use paths::Resolver;
 use rules::{RawPolicy, Rule, Settings};
@@ -248,6 +252,7 @@ impl Policy {
             inherited: 0,
             settings: Settings {
                 unparseable: Unparseable::NoOpinion,
+                session_taint: SessionTaint::NoOpinion,
             },
             resolver: Resolver {
                 home: home_from_env(),
@@ -470,10 +475,44 @@ impl Policy {
         {
             propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
         }
-        let decision = best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d);
-        if !matches!(decision.verdict, Verdict::Block { .. }) {
-            self.memory.record(&event.session_id, facts.written);
+        if self.settings.session_taint == SessionTaint::Escalate {
+            if let Some((origin, file)) = memory::build_files_written(&facts)
+                .and_then(|file| Some((self.memory.taint(&event.session_id)?, file)))
+            {
+                propose(
+                    DecisionKind::Escalate.rank(),
+                    by_rule(
+                        Verdict::Escalate {
+                            reason: format!(
+                                "content from {origin} entered this session, and {file} decides \
+                                 what later builds, installs and tests run: a person confirms \
+                                 this write (an instruction injected in that content may have \
+                                 asked for it)"
+                            ),
+                            target: None,
+                        },
+                        TAINT_RULE,
+                    ),
+                );
+            }
         }
+        let decision = best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d);
+        // What the call writes is remembered unless it is refused (a person may allow an
+        // escalated one: the stricter reading keeps it). Content from the network has entered
+        // once a call that reads it is allowed outright, or has run (its `post_action`): an
+        // escalated fetch may still be refused.
+        let blocked = matches!(decision.verdict, Verdict::Block { .. });
+        let asked = matches!(decision.verdict, Verdict::Escalate { .. });
+        let entered = match event.event_type {
+            EventType::PreAction => !blocked && !asked,
+            EventType::PostAction => true,
+            _ => false,
+        };
+        let taint = entered
+            .then(|| memory::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u)))
+            .flatten();
+        let written = if blocked { Vec::new() } else { facts.written };
+        self.memory.record(&event.session_id, written, taint);
         decision
     }
 }
@@ -496,6 +535,20 @@ impl Policy {
             self.workspace_root.as_deref(),
             protected,
         )
+    }
+
+    /// Takes note of an event the agent only reports: a call that ran (`post_action`)
+    /// brought what it read from the network into the session, which counts from then on
+    /// (`session-taint`). Decides nothing; for the events nobody answers.
+    pub fn observe(&self, event: &Event) {
+        if event.event_type != EventType::PostAction
+            || self.settings.session_taint == SessionTaint::NoOpinion
+        {
+            return;
+        }
+        let facts = self.facts(event, None);
+        let taint = memory::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u));
+        self.memory.record(&event.session_id, Vec::new(), taint);
     }
 
     /// Why `event` gets its decision (`policy explain`): the decision, then each rule whose

@@ -73,6 +73,9 @@ struct Sessions {
 struct Session {
     /// The clock when it last wrote.
     last: u64,
+    /// Where content from the network first entered the session (a fetch, a browser, a
+    /// URL a command read), for reasons; `None` while none has.
+    taint: Option<Arc<str>>,
     /// Shared with the decisions reading them; copied on write only while one does.
     files: Arc<Files>,
     /// Bytes of text held.
@@ -115,9 +118,16 @@ impl Memory {
             .map(|s| s.files.clone())
     }
 
-    /// Remembers `writes`, in order, for `session`.
-    pub(crate) fn record(&self, session: &str, writes: Vec<Write>) {
-        if writes.is_empty() {
+    /// Where content from the network first entered `session`, if it has.
+    pub(crate) fn taint(&self, session: &str) -> Option<Arc<str>> {
+        let sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
+        sessions.by_id.get(session).and_then(|s| s.taint.clone())
+    }
+
+    /// Remembers `writes`, in order, for `session`, and `taint` (where content from the
+    /// network entered it in this event) unless an earlier one is known.
+    pub(crate) fn record(&self, session: &str, writes: Vec<Write>, taint: Option<String>) {
+        if writes.is_empty() && taint.is_none() {
             return;
         }
         let mut sessions = self.sessions.lock().unwrap_or_else(|e| e.into_inner());
@@ -135,6 +145,9 @@ impl Memory {
         sessions.clock += 1;
         let s = sessions.by_id.entry(session.to_owned()).or_default();
         s.last = sessions.clock;
+        if s.taint.is_none() {
+            s.taint = taint.map(Arc::from);
+        }
         for w in writes {
             s.write(w);
         }
@@ -462,4 +475,93 @@ fn command_writes(
             });
         }
     }
+}
+
+/// Where untrusted content from the network enters the session in this event, for
+/// reasons: the first URL a tool (a fetch, a browser, an MCP tool) or a command (`curl`,
+/// `wget`, an interpreter's code) will read on a host that is not `trusted` (the host
+/// rules' `allow`: registries, forges, model APIs), or a web search tool.
+pub(crate) fn taint_of(facts: &Facts, trusted: impl Fn(&url::Url) -> bool) -> Option<String> {
+    let tool = facts.tool.as_deref().unwrap_or("a");
+    if let Some(url) = facts.contacts.iter().find(|u| !trusted(u)) {
+        return Some(format!("{} (the {tool} tool)", shown(url)));
+    }
+    if let Some(url) = facts.command_contacts.iter().find(|u| !trusted(u)) {
+        let program = facts
+            .commands
+            .iter()
+            .map(|c| c.cmd.program.as_str())
+            .find(|p| !p.is_empty())
+            .unwrap_or("a command");
+        return Some(format!("{} (read by `{program}`)", shown(url)));
+    }
+    let lower = tool.to_lowercase();
+    (lower.contains("web") && lower.contains("search"))
+        .then(|| format!("web search results (the {tool} tool)"))
+}
+
+/// A URL as a reason shows it: scheme, host and path, no query (it may carry data).
+fn shown(url: &url::Url) -> String {
+    format!(
+        "{}://{}{}",
+        url.scheme(),
+        url.host_str().unwrap_or(""),
+        url.path()
+    )
+}
+
+/// Files that decide what a later build, install or test run executes: after content from
+/// the network entered the session, a write to one is asked about (an injected instruction
+/// in that content may have asked for it). Matched by name, anywhere.
+const BUILD_FILES: &[&str] = &[
+    "package.json",
+    ".npmrc",
+    ".yarnrc",
+    ".yarnrc.yml",
+    "pnpm-workspace.yaml",
+    "Makefile",
+    "makefile",
+    "GNUmakefile",
+    "CMakeLists.txt",
+    "justfile",
+    "Justfile",
+    "Taskfile.yml",
+    "pyproject.toml",
+    "setup.py",
+    "setup.cfg",
+    "Pipfile",
+    "tox.ini",
+    "noxfile.py",
+    "conftest.py",
+    "pip.conf",
+    "Cargo.toml",
+    "build.rs",
+    ".cargo/config.toml",
+    "go.mod",
+    "Gemfile",
+    "Rakefile",
+    "build.gradle",
+    "build.gradle.kts",
+    "settings.gradle",
+    "pom.xml",
+    "Dockerfile",
+    "docker-compose.yml",
+    "docker-compose.yaml",
+    "compose.yml",
+    "compose.yaml",
+];
+
+/// The build and dependency files among `facts`' writes (`requirements*.txt` too).
+pub(crate) fn build_files_written(facts: &Facts) -> Option<String> {
+    facts.writes.iter().find_map(|w| {
+        let name = w.abs.file_name()?.to_str()?;
+        let parent = w
+            .abs
+            .parent()
+            .and_then(Path::file_name)
+            .and_then(|p| p.to_str());
+        let in_cargo = parent == Some(".cargo") && name == "config.toml";
+        let requirements = name.starts_with("requirements") && name.ends_with(".txt");
+        (BUILD_FILES.contains(&name) || in_cargo || requirements).then(|| name.to_owned())
+    })
 }

@@ -48,6 +48,22 @@ pub(crate) struct Settings {
     /// What to answer for a shell command that cannot be parsed.
     #[serde(default)]
     pub unparseable: Unparseable,
+    /// What to answer for a write to a build or dependency file once content from the
+    /// network entered the session (`session-taint`).
+    #[serde(default)]
+    pub session_taint: SessionTaint,
+}
+
+/// The answer for a write to a build or dependency file in a session that read content from
+/// the network.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum SessionTaint {
+    /// Ask a person (`escalate`, the default).
+    #[default]
+    Escalate,
+    /// Leave it to the other rules (`no_opinion`).
+    NoOpinion,
 }
 
 /// The answer for a shell command that cannot be parsed.

@@ -179,6 +179,7 @@ fn memory_is_bounded_oldest_first() {
                 content: crate::memory::Content::Whole(big.clone()),
                 how: "test".into(),
             }],
+            None,
         );
     }
     let files = memory.files("s").unwrap();
@@ -202,10 +203,165 @@ fn memory_is_bounded_oldest_first() {
                 content: crate::memory::Content::Unknown,
                 how: "test".into(),
             }],
+            None,
         );
     }
     assert!(memory.files("s").is_none(), "the stalest session stays");
     assert!(memory
         .files(&format!("other-{}", crate::memory::SESSIONS))
         .is_some());
+}
+
+#[test]
+fn after_content_from_the_network_a_build_file_write_is_asked_about() {
+    let s = Sandbox::new();
+    let edit = |file: &str| {
+        s.tool(
+            "Edit",
+            json!({
+                "file_path": s.ws.join(file),
+                "old_string": "a",
+                "new_string": "b",
+            }),
+        )
+    };
+    // Before anything was read from the network: ordinary edits.
+    for f in ["package.json", "src/main.rs"] {
+        assert!(!matches!(edit(f).verdict, Verdict::Escalate { .. }), "{f}");
+    }
+    // A page read by a command (its host left to the floor's egress, as on the floor).
+    assert!(!matches!(
+        s.bash("curl -s https://example.com/setup.md?t=1").verdict,
+        Verdict::Block { .. }
+    ));
+    for f in [
+        "package.json",
+        "Makefile",
+        "requirements-dev.txt",
+        ".cargo/config.toml",
+        "Dockerfile",
+    ] {
+        let d = edit(f);
+        assert_escalated(&d, crate::TAINT_RULE, f);
+        let reason = d.reason().unwrap();
+        assert!(
+            reason.contains("https://example.com/setup.md (read by `curl`)")
+                && !reason.contains("t=1"),
+            "{reason}"
+        );
+    }
+    assert!(!matches!(
+        edit("src/main.rs").verdict,
+        Verdict::Escalate { .. }
+    ));
+    // Through the shell too.
+    assert_escalated(
+        &s.bash("echo '\"postinstall\": \"x\"' >> package.json"),
+        crate::TAINT_RULE,
+        "echo >> package.json",
+    );
+    // Another session read nothing.
+    let other = s.policy.evaluate(&Event {
+        session_id: "another".into(),
+        ..pre_action(json!({
+            "tool_name": "Edit",
+            "arguments": { "file_path": s.ws.join("package.json"), "old_string": "a", "new_string": "b" },
+            "context": { "working_directory": s.ws },
+        }))
+    });
+    assert_no_opinion(&other, "another session's edit");
+    // A policy can leave it to the other rules.
+    let quiet = Policy::from_toml_str(
+        "version = 1\nextends = \"default\"\n[settings]\nsession_taint = \"no_opinion\"\n",
+    )
+    .unwrap()
+    .with_home(&s.home);
+    quiet.leave_commands_to_egress(true);
+    let ev = |args: Value, tool: &str| {
+        pre_action(json!({
+            "tool_name": tool,
+            "arguments": args,
+            "context": { "working_directory": s.ws },
+        }))
+    };
+    quiet.evaluate(&ev(
+        json!({ "command": "curl -s https://example.com/x" }),
+        "Bash",
+    ));
+    let d = quiet.evaluate(&ev(
+        json!({ "file_path": s.ws.join("package.json"), "old_string": "a", "new_string": "b" }),
+        "Edit",
+    ));
+    assert!(d.rule.as_deref() != Some(crate::TAINT_RULE), "{d:?}");
+}
+
+#[test]
+fn a_fetch_tool_taints_the_session_and_the_reason_names_it() {
+    let s = Sandbox::new();
+    let cargo_toml = || {
+        s.tool(
+            "Write",
+            json!({ "file_path": s.ws.join("Cargo.toml"), "content": "[package]\n" }),
+        )
+    };
+    // A host the host rules allow (a forge, a registry) is not untrusted content.
+    s.tool(
+        "WebFetch",
+        json!({ "url": "https://github.com/serde-rs/serde", "prompt": "summarise" }),
+    );
+    s.bash("curl -sO https://registry.npmjs.org/left-pad");
+    assert!(
+        cargo_toml().rule.as_deref() != Some(crate::TAINT_RULE),
+        "an allowed host tainted the session"
+    );
+    // A host no list names: the fetch is asked about, and once it ran (its post_action)
+    // its content is in the session.
+    let fetch = json!({
+        "tool_name": "WebFetch",
+        "arguments": { "url": "https://notes.example.net/setup", "prompt": "summarise" },
+        "context": { "working_directory": s.ws },
+    });
+    let d = s.policy.evaluate(&pre_action(fetch.clone()));
+    assert!(matches!(d.verdict, Verdict::Escalate { .. }), "{d:?}");
+    s.policy.observe(&event(EventType::PostAction, fetch));
+    let d = cargo_toml();
+    assert_escalated(&d, crate::TAINT_RULE, "Cargo.toml after WebFetch");
+    assert!(
+        d.reason()
+            .unwrap()
+            .contains("https://notes.example.net/setup (the WebFetch tool)"),
+        "{:?}",
+        d.reason()
+    );
+}
+
+#[test]
+fn an_asked_fetch_taints_only_once_it_ran() {
+    // Off the network floor the policy judges a command's hosts itself: an unknown host is
+    // asked about, and a person may still refuse it (headless: the fail mode does).
+    let policy = Policy::default_policy();
+    let ws = tempfile::tempdir().unwrap();
+    let ev = |event_type: EventType, tool: &str, args: Value| {
+        event(
+            event_type,
+            json!({
+                "tool_name": tool,
+                "arguments": args,
+                "context": { "working_directory": ws.path() },
+            }),
+        )
+    };
+    let fetch = json!({ "command": "curl -s https://notes.example.net/setup" });
+    let edit = json!({ "file_path": ws.path().join("package.json"), "old_string": "a", "new_string": "b" });
+    let d = policy.evaluate(&ev(EventType::PreAction, "Bash", fetch.clone()));
+    assert!(matches!(d.verdict, Verdict::Escalate { .. }), "{d:?}");
+    let d = policy.evaluate(&ev(EventType::PreAction, "Edit", edit.clone()));
+    assert!(
+        d.rule.as_deref() != Some(crate::TAINT_RULE),
+        "tainted by a fetch that may never run: {d:?}"
+    );
+    // The person allowed it and it ran: its post_action says so.
+    policy.observe(&ev(EventType::PostAction, "Bash", fetch));
+    let d = policy.evaluate(&ev(EventType::PreAction, "Edit", edit));
+    assert_eq!(d.rule.as_deref(), Some(crate::TAINT_RULE), "{d:?}");
 }
