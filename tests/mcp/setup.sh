@@ -1,8 +1,9 @@
 #!/bin/sh
 # Installs the pinned MCP servers (tests/mcp/package.json, locked by package-lock.json:
-# @modelcontextprotocol/server-filesystem and server-everything, with every transitive
-# dependency at the locked version) from the npm registry into tests/.cache/mcp-<hash>/
-# for tests/mcp_proxy.rs. Idempotent: when both servers are there, it does nothing.
+# @modelcontextprotocol/server-filesystem and server-everything, and mcp-fetch-server, with
+# every transitive dependency at the locked version) from the npm registry into
+# tests/.cache/mcp-<hash>/ for tests/mcp_proxy.rs and tests/mcp_claude_e2e.rs. Idempotent:
+# when every server is there, it does nothing.
 #
 # Usage: tests/mcp/setup.sh        (prints the directory holding node_modules/)
 set -eu
@@ -11,11 +12,11 @@ root=$(cd "$here/../.." && pwd)
 # The directory is named after the lock file, so a new pin installs next to the old one.
 hash=$(cat "$here/package.json" "$here/package-lock.json" | sha256sum | cut -c1-12)
 dir="$root/tests/.cache/mcp-$hash"
-servers="server-filesystem server-everything"
+servers="@modelcontextprotocol/server-filesystem @modelcontextprotocol/server-everything mcp-fetch-server"
 
 installed() {
     for s in $servers; do
-        [ -f "$dir/node_modules/@modelcontextprotocol/$s/dist/index.js" ] || return 1
+        [ -f "$dir/node_modules/$s/dist/index.js" ] || return 1
     done
 }
 
