@@ -107,3 +107,27 @@ fn a_real_run_protects_the_wrappers_own_pid_and_executables() {
     // pid and another file: allowed.
     assert_eq!(rc, ["2", "2", "0", "0"], "{}", show(&out));
 }
+
+/// The policy's `~` also covers the home the agent itself runs with: its hook process
+/// reports it (the wrapper reads the hook's environment), so writing the agent's
+/// `~/.gitconfig` is refused when the agent's `HOME` is not the wrapper's, and the same path
+/// is any file for an agent whose home is the wrapper's.
+#[test]
+fn a_real_run_covers_the_agents_own_home() {
+    let dir = tempfile::tempdir().unwrap();
+    let other = dir.path().join("agent-home");
+    std::fs::create_dir_all(&other).unwrap();
+    let ask = r#"ask() { printf '{"event_type":"pre_action","payload":{"tool_name":"Write","arguments":{"file_path":"%s/.gitconfig","content":"[core]"}}}' "$2" | HOME="$1" "$AHP_WRAP_BIN" hook generic pre_action >/dev/null 2>&1; echo $? >> rc; }"#;
+    let script = format!(
+        "cd '{d}'; {ask}; ask '{o}' '{o}'; ask \"$HOME\" '{o}'",
+        d = dir.path().display(),
+        o = other.display()
+    );
+    let out = run(
+        Command::new(wrap_bin()).args(["--floor", "off", "--", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let rc: Vec<String> = read(dir.path(), "rc").lines().map(str::to_owned).collect();
+    assert_eq!(rc, ["2", "0"], "{}", show(&out));
+}

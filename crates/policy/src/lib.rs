@@ -524,17 +524,37 @@ impl Policy {
             Some(run) => self.protected.and(run),
             None => self.protected.clone(),
         };
-        // Code run from a file the session wrote is read as it wrote it too.
-        let with_memory = self.memory.files(&event.session_id).map(|files| Resolver {
-            written: Some(files),
-            ..self.resolver.clone()
+        // Code run from a file the session wrote is read as it wrote it too; `~` covers the
+        // agent's own home as well when it runs with another one than ours.
+        let written = self.memory.files(&event.session_id);
+        let agent_home = self.agent_home(event);
+        let for_event = (written.is_some() || agent_home.is_some()).then(|| {
+            let mut r = Resolver {
+                written,
+                ..self.resolver.clone()
+            };
+            r.other_homes.extend(agent_home);
+            r
         });
         extract::facts(
             event,
-            with_memory.as_ref().unwrap_or(&self.resolver),
+            for_event.as_ref().unwrap_or(&self.resolver),
             self.workspace_root.as_deref(),
             protected,
         )
+    }
+
+    /// The agent's own home as its hook process reported it (the wrapper puts it in the
+    /// event's metadata as `agent_home`), when it is neither ours nor one `~` covers already.
+    fn agent_home(&self, event: &Event) -> Option<PathBuf> {
+        let raw = event.metadata.as_ref()?.get("agent_home")?.as_str()?;
+        let known =
+            |p: &Path| p == self.resolver.home || self.resolver.other_homes.iter().any(|h| h == p);
+        if !raw.starts_with('/') || known(Path::new(raw)) {
+            return None;
+        }
+        let home = std::fs::canonicalize(raw).unwrap_or_else(|_| paths::normalise(Path::new(raw)));
+        (!known(&home)).then_some(home)
     }
 
     /// Takes note of an event the agent only reports: a call that ran (`post_action`)

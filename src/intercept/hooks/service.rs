@@ -88,7 +88,10 @@ impl HookService {
             Err(e) => return self.not_understood(fw, &cx, e, origin(None)).await,
         };
         self.note_framework_session(&mapped);
-        let metadata = metadata(&framework, &hook, &mapped, peer);
+        let mut metadata = metadata(&framework, &hook, &mapped, peer);
+        if let Some(home) = agent_home(peer) {
+            metadata.insert("agent_home".into(), home.into());
+        }
         let event = self
             .gate
             .event(mapped.event_type, mapped.payload.clone(), metadata);
@@ -199,6 +202,32 @@ fn metadata(framework: &str, hook: &str, mapped: &Mapped, peer: Peer) -> Map<Str
         );
     }
     metadata
+}
+
+/// The `HOME` the hook process `peer` runs with: the agent's own, which `~` in the policy's
+/// rules also covers (an agent started with another home still writes its start-up files
+/// and keys there). Read from the kernel's copy of the environment the process started with
+/// (`/proc/PID/environ`, at most its first 256 KiB; each hook call is a process of its own,
+/// its parent often a shell of its own too, so there is nothing to cache); `None` when it
+/// cannot be read or is not an absolute path.
+fn agent_home(peer: Peer) -> Option<String> {
+    use std::io::Read;
+    let pid = peer.pid;
+    if pid <= 0 {
+        return None;
+    }
+    let mut environ = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .ok()?
+        .take(256 * 1024)
+        .read_to_end(&mut environ)
+        .ok()?;
+    environ
+        .split(|b| *b == 0)
+        .find_map(|var| var.strip_prefix(b"HOME="))
+        .and_then(|home| std::str::from_utf8(home).ok())
+        .filter(|home| home.starts_with('/'))
+        .map(str::to_owned)
 }
 
 fn unknown_framework(framework: &str) -> CallerReply {

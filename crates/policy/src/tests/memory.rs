@@ -365,3 +365,29 @@ fn an_asked_fetch_taints_only_once_it_ran() {
     let d = policy.evaluate(&ev(EventType::PreAction, "Edit", edit));
     assert_eq!(d.rule.as_deref(), Some(crate::TAINT_RULE), "{d:?}");
 }
+
+#[test]
+fn the_agents_own_home_is_covered_by_the_home_rules() {
+    let s = Sandbox::new();
+    let other = tempfile::tempdir().unwrap();
+    let other = std::fs::canonicalize(other.path()).unwrap();
+    let write = |agent_home: Option<&Path>| {
+        let mut e = pre_action(json!({
+            "tool_name": "Write",
+            "arguments": { "file_path": other.join(".gitconfig"), "content": "[core]\n\thooksPath = /tmp/h\n" },
+            "context": { "working_directory": s.ws },
+        }));
+        if let Some(h) = agent_home {
+            e.metadata = Some([("agent_home".to_owned(), json!(h))].into_iter().collect());
+        }
+        s.policy.evaluate(&e)
+    };
+    // Without the agent's home, a .gitconfig somewhere in /tmp is any file.
+    assert!(!matches!(write(None).verdict, Verdict::Block { .. }));
+    // With it (the hook reports the home the agent runs with), it is the agent's ~/.gitconfig.
+    let d = write(Some(&other));
+    assert!(matches!(d.verdict, Verdict::Block { .. }), "{d:?}");
+    // Our own home reported again changes nothing.
+    let d = write(Some(&s.home));
+    assert!(!matches!(d.verdict, Verdict::Block { .. }), "{d:?}");
+}
