@@ -17,7 +17,8 @@
 //! - `hosts`: one host policy: the hosts a tool call (or, without the network floor, a
 //!   command) will contact, judged by the floor's host rules.
 //! - `memory`: what each session wrote, so that code run later from those files is judged
-//!   on what was written as well as on what the disk holds.
+//!   on what was written as well as on what the disk holds; `taint`: where untrusted
+//!   content entered a session, and the build files a write to which is then asked about.
 //! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //!
@@ -34,6 +35,7 @@ mod paths;
 mod rules;
 mod semantics;
 mod shell;
+mod taint;
 
 #[cfg(test)]
 mod tests;
@@ -476,7 +478,7 @@ impl Policy {
             propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
         }
         if self.settings.session_taint == SessionTaint::Escalate {
-            if let Some((origin, file)) = memory::build_files_written(&facts)
+            if let Some((origin, file)) = taint::build_files_written(&facts)
                 .and_then(|file| Some((self.memory.taint(&event.session_id)?, file)))
             {
                 propose(
@@ -509,7 +511,7 @@ impl Policy {
             _ => false,
         };
         let taint = entered
-            .then(|| memory::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u)))
+            .then(|| taint::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u)))
             .flatten();
         let written = if blocked { Vec::new() } else { facts.written };
         self.memory.record(&event.session_id, written, taint);
@@ -567,7 +569,7 @@ impl Policy {
             return;
         }
         let facts = self.facts(event, None);
-        let taint = memory::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u));
+        let taint = taint::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u));
         self.memory.record(&event.session_id, Vec::new(), taint);
     }
 
