@@ -66,6 +66,9 @@ const ADVERSARIAL_CLASSES: &[&str] = &[
     "host-policy",
     "gtfobins",
     "lolbins",
+    "persistence-later",
+    "credential-stores",
+    "wrapper-attacks",
 ];
 
 /// The kinds of ordinary work in the benign corpus.
@@ -83,6 +86,11 @@ const BENIGN_CLASSES: &[&str] = &[
     "false-positives",
     "runs-files",
     "option-twins",
+    "build-tools",
+    "test-runners",
+    "linters-formatters",
+    "infra-cli",
+    "agent-edits",
 ];
 
 const KEYS: &[&str] = &[

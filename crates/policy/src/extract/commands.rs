@@ -63,6 +63,13 @@ pub(super) fn resolve_command(cmd: Command, resolver: &Resolver) -> CommandFacts
     reads.extend(cmd.code_paths.reads.iter().map(code));
     let mut writes: Vec<ResolvedPath> = semantics::writes(&cmd).iter().map(|w| word(w)).collect();
     writes.extend(cmd.code_paths.writes.iter().map(code));
+    // Settings changed through the program's own subcommand (`git config core.pager …`,
+    // `npm config set …`), and files edited in place by programs the table only names.
+    writes.extend(
+        super::configs::config_writes(&cmd, &resolver.home)
+            .iter()
+            .map(|p| word(&p.to_string_lossy())),
+    );
     let nofollow = |w: &str| resolver.resolve_word_nofollow(w, &cmd.cwd);
     let mut deletes: Vec<ResolvedPath> =
         semantics::deletes(&cmd).into_iter().map(nofollow).collect();

@@ -3,8 +3,17 @@
 //!
 //! A program not in the table is assumed to read its operands, which only matters for words
 //! that name a protected asset: an unknown program's arguments are not all file reads.
+//!
+//! Owns: a simple command's reads, writes, deletions and nested commands, from the program
+//! table (`table`) and the readers of particular programs: `option_files` (files named by
+//! options' values), `network` (the trees static file servers hand out, socat's file
+//! addresses), `wrappers`, `shells` (a shell's own options) and `installs` (package names
+//! close to popular ones). Must not touch: parsing and expanding the shell (`shell`), or
+//! judging what is found (the rules).
 
 mod installs;
+mod network;
+mod option_files;
 mod shells;
 mod table;
 mod wrappers;
@@ -16,6 +25,8 @@ pub(crate) use table::{spec_of, SHELLS};
 pub(crate) use wrappers::unwrap;
 
 use super::shell::{program_name, Command};
+use network::{served_trees, socat_files};
+use option_files::{option_inputs, option_outputs};
 use table::Operands::{Copy, Modify, Name, PatternThenRead, Read};
 use table::Recursive::{Always, Never, With};
 
@@ -26,6 +37,15 @@ pub(crate) fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
         return Vec::new();
     }
     let starts = find_starts(&cmd.args);
+    // A name the command looks for, spelled out (`-name .bashrc`): one of the files `{}`
+    // stands for, named so that rules on that file see it.
+    let names: Vec<&String> = cmd
+        .args
+        .windows(2)
+        .filter(|w| matches!(w[0].as_str(), "-name" | "-iname"))
+        .map(|w| &w[1])
+        .filter(|n| !n.is_empty() && !n.contains(['*', '?', '[', '/', '\\']))
+        .collect();
     let mut out = Vec::new();
     let mut args = cmd.args.iter();
     while let Some(a) = args.next() {
@@ -38,7 +58,17 @@ pub(crate) fn find_execs(cmd: &Command) -> Vec<Vec<String>> {
             .collect();
         for start in &starts {
             let below = format!("{}/*", start.trim_end_matches('/'));
-            let mut inner: Vec<String> = argv.iter().map(|a| a.replace("{}", &below)).collect();
+            let mut inner: Vec<String> = Vec::new();
+            for a in &argv {
+                inner.push(a.replace("{}", &below));
+                if *a == "{}" {
+                    inner.extend(
+                        names
+                            .iter()
+                            .map(|n| format!("{}/{n}", start.trim_end_matches('/'))),
+                    );
+                }
+            }
             if inner
                 .first()
                 .is_some_and(|p| matches!(program_name(p).as_str(), "rm" | "unlink" | "shred"))
@@ -96,56 +126,26 @@ fn destination(cmd: &Command) -> Option<&str> {
     operands(cmd).last().copied()
 }
 
-/// Values of options that name an input file: `--file=PATH`, curl's `@PATH`, `<PATH`, `-T`.
-fn option_inputs(cmd: &Command) -> Vec<&str> {
-    let mut out = Vec::new();
-    let mut prev: &str = "";
-    let net = matches!(
-        cmd.program.as_str(),
-        "curl" | "wget" | "http" | "https" | "xh"
-    );
-    for a in &cmd.args {
-        if let Some((_, v)) = a.split_once('=').filter(|_| a.starts_with("--")) {
-            out.push(v.strip_prefix('@').unwrap_or(v));
-        }
-        if net {
-            if prev.starts_with('-') {
-                if let Some(i) = a.find(['@', '<']) {
-                    out.push(&a[i + 1..]);
-                }
-            }
-            if let Some(i) = a.find("=@").or_else(|| a.find(":=@")) {
-                out.push(&a[i + 2..]);
-            } else if let Some(f) = a.strip_prefix('@') {
-                out.push(f);
-            }
-            if matches!(prev, "-T" | "--upload-file" | "--post-file" | "--body-file") {
-                out.push(a);
-            }
-        }
-        if cmd.program == "openssl" && matches!(prev, "-in" | "-inkey" | "-key" | "-infiles") {
-            out.push(a);
-        }
-        prev = a;
-    }
-    out
-}
-
 /// The operands of a command with the values of its value-taking options removed.
 fn plain_operands(cmd: &Command) -> Vec<&str> {
     let takes = value_options(&cmd.program);
     if takes.is_empty() {
         return operands(cmd);
     }
+    positionals(&cmd.args, takes)
+}
+
+/// The positional arguments of `args`: what is not an option, and everything after `--`
+/// (`-` is an operand); options named in `takes` consume the next argument (unless written
+/// `--opt=value`).
+pub(crate) fn positionals<'a>(args: &'a [String], takes: &[&str]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let mut skip = false;
     let mut done = false;
-    for a in &cmd.args {
+    for a in args {
         if skip {
             skip = false;
-            continue;
-        }
-        if done || !a.starts_with('-') || a == "-" {
+        } else if done || !a.starts_with('-') || a == "-" {
             out.push(a.as_str());
         } else if a == "--" {
             done = true;
@@ -170,6 +170,10 @@ pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
         }
     }
     let program = cmd.program.as_str();
+    if program == "xargs" {
+        // `xargs -a FILE`: FILE's words become the command's arguments (`xargs -a key echo`).
+        out.extend(wrappers::xargs_arg_files(&cmd.args));
+    }
     if cmd.wrapper || program.is_empty() || super::shell::is_unknown(program) {
         return out;
     }
@@ -177,7 +181,18 @@ pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
         return out; // a shell's operand is a script it runs (see `code`), not data it shows.
     }
     if program == "git" {
-        return out; // see `git_reads` in the code module: only some subcommands show files.
+        // See `git` in the shell's builtins (`show`, `diff`, `blame`…) and its options
+        // (`add`, `hash-object`, `send-email`): only some subcommands show files.
+        return out;
+    }
+    if let Some(dirs) = served_trees(cmd) {
+        out.extend(dirs);
+    }
+    if program == "socat" {
+        // Its operands are addresses (`TCP:h:p`, `EXEC:cmd`), not files: only its file
+        // addresses are read.
+        out.extend(socat_files(cmd).0);
+        return out;
     }
     out.extend(option_inputs(cmd));
     if program == "dd" {
@@ -210,13 +225,29 @@ pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
             }
         }
     }
-    out.extend(ops);
+    // `DIR/*` left as written (what `find DIR -exec CMD {}`, `fd -x` and `… | xargs CMD`
+    // hand CMD: anything below DIR): the tree below DIR (see `recursive`).
+    out.extend(ops.into_iter().map(|o| match o.strip_suffix("/*") {
+        Some("") => "/",
+        Some(dir) => dir,
+        None => o,
+    }));
     out
 }
 
 /// Whether the command reads its operands as whole trees.
 pub(crate) fn recursive(cmd: &Command) -> bool {
-    match spec_of(&cmd.program).recursive {
+    if served_trees(cmd).is_some() {
+        return true;
+    }
+    let spec = spec_of(&cmd.program);
+    if matches!(spec.operands, Read | PatternThenRead | Copy)
+        && !cmd.wrapper
+        && operands(cmd).iter().any(|o| o.ends_with("/*"))
+    {
+        return true;
+    }
+    match spec.recursive {
         Never => false,
         Always => true,
         With(flags) => cmd.args.iter().any(|a| {
@@ -231,7 +262,6 @@ pub(crate) fn recursive(cmd: &Command) -> bool {
     }
 }
 
-/// Files the command may create, modify or delete.
 /// Whether a `chmod` mode leaves group and others nothing and sets no special bit: `600`,
 /// `0700`, `go-rwx`, `u=rw,go=`.
 fn restrictive_mode(mode: &str) -> bool {
@@ -260,8 +290,16 @@ fn restrictive_mode(mode: &str) -> bool {
     })
 }
 
+/// Files the command may create, modify or delete.
 pub(crate) fn writes(cmd: &Command) -> Vec<String> {
     let mut out = redirect_writes(cmd);
+    // A wrapper's own output files (`strace -o FILE`, `script FILE`, `time -o FILE`); a pipe
+    // to a command (`strace -o '|CMD'`) is that command's, walked as one.
+    out.extend(
+        wrappers::wrapper_outputs(cmd)
+            .into_iter()
+            .filter(|o| !o.starts_with(['|', '!'])),
+    );
     if cmd.wrapper {
         return out;
     }
@@ -290,6 +328,9 @@ pub(crate) fn writes(cmd: &Command) -> Vec<String> {
         } else {
             out = redirect_writes(cmd);
         }
+    }
+    if program == "socat" {
+        out.extend(socat_files(cmd).1.into_iter().map(str::to_owned));
     }
     if program == "crontab" && !cmd.args.iter().any(|a| a == "-l") {
         out.push("/var/spool/cron/crontabs/user".to_owned());
@@ -324,34 +365,6 @@ fn copy_writes(cmd: &Command, ops: &[&str]) -> Vec<String> {
         }
     }
     out.push(dest.to_owned());
-    out
-}
-
-/// Values of options that name a file or directory to write: `curl -o`, `dd of=`,
-/// `tar -C`, `--output=`.
-fn option_outputs(cmd: &Command) -> Vec<String> {
-    let program = cmd.program.as_str();
-    let mut out = Vec::new();
-    let mut prev = "";
-    for a in &cmd.args {
-        match (program, prev) {
-            ("dd", _) => out.extend(a.strip_prefix("of=").map(str::to_owned)),
-            ("curl", "-o" | "--output")
-            | ("wget", "-O" | "--output-document")
-            | ("openssl", "-out" | "-keyout")
-            | ("tar" | "bsdtar", "-C" | "--directory")
-            | ("unzip", "-d") => out.push(a.clone()),
-            _ => {}
-        }
-        if let Some(v) = a
-            .strip_prefix("--output=")
-            .or_else(|| a.strip_prefix("--output-document="))
-            .or_else(|| a.strip_prefix("--directory=").filter(|_| program == "tar"))
-        {
-            out.push(v.to_owned());
-        }
-        prev = a;
-    }
     out
 }
 

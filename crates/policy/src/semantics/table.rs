@@ -354,6 +354,16 @@ const VALUE_OPTIONS: &[(&[&str], &[&str])] = &[
         ],
     ),
     (&["git"], &["-C", "-c", "--git-dir", "--work-tree"]),
+    // The code of interpreters the policy does not scan (kept as `code` for the rules, see
+    // `unscanned_code` in the shell's options), not a file they read.
+    (
+        &["lua", "lua5.1", "lua5.2", "lua5.3", "lua5.4", "luajit"],
+        &["-e", "-l"],
+    ),
+    (&["Rscript", "R"], &["-e"]),
+    (&["julia"], &["-e", "--eval", "-E", "--print"]),
+    (&["guile", "guile3.0", "guile2.2"], &["-c"]),
+    (&["jrunscript", "csi"], &["-e"]),
 ];
 
 /// Options of `program` whose value is something other than a file to read.

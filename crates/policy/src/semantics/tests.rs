@@ -83,6 +83,102 @@ fn reads_writes_and_deletes_of_common_programs() {
 }
 
 #[test]
+fn gtfobins_wrappers_run_the_command_they_wrap() {
+    let argv = |line: &str| unwrap(&cmd(line)).map(|u| u.argv.join(" "));
+    let script = |line: &str| unwrap(&cmd(line)).and_then(|u| u.script);
+    assert_eq!(argv("setarch x86_64 -R rm x").as_deref(), Some("rm x"));
+    assert_eq!(argv("linux64 rm x").as_deref(), Some("rm x"));
+    assert_eq!(argv("logsave /dev/null rm x").as_deref(), Some("rm x"));
+    assert_eq!(
+        argv("capsh --caps=x -- -c id").as_deref(),
+        Some("/bin/bash -c id")
+    );
+    assert_eq!(argv("capsh --print"), None);
+    assert_eq!(script("sg staff -c id").as_deref(), Some("id"));
+    assert_eq!(
+        argv("start-stop-daemon -S -n x -x /bin/sh -- -c id").as_deref(),
+        Some("/bin/sh -c id")
+    );
+    assert_eq!(argv("start-stop-daemon --stop -x /bin/sh"), None);
+    assert_eq!(argv("watch -n 1 -x rm x").as_deref(), Some("rm x"));
+    assert_eq!(script("watch -n 1 rm x").as_deref(), Some("rm x"));
+    assert_eq!(argv("cpulimit -l 50 -f -- rm x").as_deref(), Some("rm x"));
+    assert_eq!(argv("cpulimit -p 42 -l 50"), None);
+    assert_eq!(
+        argv("valgrind --tool=memcheck rm x").as_deref(),
+        Some("rm x")
+    );
+    assert_eq!(argv("perf stat -e cycles rm x").as_deref(), Some("rm x"));
+    assert_eq!(argv("perf report"), None);
+    assert_eq!(argv("eatmydata rm x").as_deref(), Some("rm x"));
+    assert_eq!(
+        argv("ld-linux-x86-64.so.2 --library-path /l rm x").as_deref(),
+        Some("rm x")
+    );
+    assert_eq!(argv("ld.so --list /bin/ls"), None);
+    assert_eq!(
+        script("ld.so --preload /tmp/x.so /bin/true").as_deref(),
+        Some("LD_PRELOAD='/tmp/x.so' '/bin/true'")
+    );
+    assert_eq!(
+        script("strace -o |sh -f true").as_deref(),
+        Some("'true' | sh")
+    );
+    assert_eq!(argv("strace -o /tmp/t true").as_deref(), Some("true"));
+    assert_eq!(
+        script("systemd-run --user -p ExecStartPost=-/bin/id /bin/true").as_deref(),
+        Some("'/bin/true'\n/bin/id")
+    );
+}
+
+#[test]
+fn gtfobins_options_read_and_write_files() {
+    let w = |line: &str| writes(&cmd(line));
+    let r = |line: &str| {
+        reads(&cmd(line))
+            .into_iter()
+            .map(str::to_owned)
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(w("strace -f -o /tmp/t true"), ["/tmp/t"]);
+    assert_eq!(w("script -qc id out.log"), ["out.log"]);
+    assert_eq!(w("script -a -O io.log -c id"), ["io.log"]);
+    assert_eq!(w("time -o t.txt true"), ["t.txt"]);
+    assert_eq!(w("logsave log.txt true"), ["log.txt"]);
+    assert_eq!(w("less -o log.txt"), ["log.txt"]);
+    assert_eq!(w("less --log-file=log.txt"), ["log.txt"]);
+    assert_eq!(w("find . -fprintf out.txt %p"), ["out.txt"]);
+    assert_eq!(w("socat -u TCP-LISTEN:9 CREATE:/tmp/x"), ["/tmp/x"]);
+    assert!(w("socat TCP-LISTEN:8080,fork TCP:localhost:3000").is_empty());
+    assert_eq!(r("ssh -F cfg host"), ["cfg"]);
+    assert_eq!(r("file -f names.txt"), ["names.txt"]);
+    assert_eq!(r("date -f dates.txt"), ["dates.txt"]);
+    assert_eq!(r("wget -i urls.txt"), ["urls.txt"]);
+    let wrapped = |line: &str| {
+        let mut c = cmd(line);
+        c.wrapper = true; // as the walker records a wrapper
+        reads(&c).into_iter().map(str::to_owned).collect::<Vec<_>>()
+    };
+    assert_eq!(wrapped("xargs -a list.txt -0 echo"), ["list.txt"]);
+    assert!(wrapped("xargs grep -a x").is_empty());
+    assert_eq!(r("curl -d@k https://x"), ["k"]);
+    assert_eq!(r("curl -sST k https://x"), ["k"]);
+    assert_eq!(r("http -f POST https://x f@k"), ["k"]);
+    assert!(r("http POST https://x email=a@b.c").is_empty());
+    assert_eq!(r("socat -u FILE:/tmp/k,ignoreeof TCP:h:9"), ["/tmp/k"]);
+    assert_eq!(r("socat - /tmp/k"), ["/tmp/k"]);
+    assert!(r("socat -u TCP:h:9 CREATE:/tmp/k").is_empty());
+    assert!(recursive(&cmd("python3 -m http.server 8000 -d /srv")));
+    assert!(r("python3 -m http.server 8000 -d /srv").contains(&"/srv".to_owned()));
+    assert!(r("python3 -m http.server").contains(&".".to_owned()));
+    assert!(r("php -S 0.0.0.0:8000 -t /srv").contains(&"/srv".to_owned()));
+    assert!(r("ruby -run -e httpd /srv -p 8000").contains(&"/srv".to_owned()));
+    assert!(r("openssl s_server -accept 8443 -WWW").contains(&".".to_owned()));
+    assert!(!recursive(&cmd("python3 -m pytest")));
+    assert!(!recursive(&cmd("php -r 'echo 1;'")));
+}
+
+#[test]
 fn names_close_to_popular_packages_are_typosquats() {
     for line in [
         "pip install reqeusts",

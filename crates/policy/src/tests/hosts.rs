@@ -175,6 +175,7 @@ fn the_hosts_commands_contact_are_judged_unless_the_egress_proxy_asks() {
     for command in [
         "curl -s https://collect.example/x",
         "wget -q -O- collect.example/x",
+        "curl -o out.json collect.example/x",
         "python3 -c 'import urllib.request as u; u.urlopen(\"http://collect\" + \".example\")'",
         "node -e 'fetch(`https://${\"collect.example\"}/`)'",
     ] {
@@ -185,11 +186,15 @@ fn the_hosts_commands_contact_are_judged_unless_the_egress_proxy_asks() {
             "{d:?}"
         );
     }
-    // Merely naming a URL is no contact.
+    // Merely naming a URL is no contact; an option's value (a file, a header) names no host.
     for command in [
         "echo https://collect.example/x",
         "git commit -m 'see https://collect.example/x'",
         "curl -s https://api.github.com/repos/a/b",
+        "curl -sSf -o out.json https://api.github.com/repos/a/b",
+        "curl -sSfo out.json -H x.y:z https://api.github.com/repos/a/b",
+        "curl --output out.json https://api.github.com/repos/a/b",
+        "wget -O pkg.tar.gz https://registry.npmjs.org/x/-/x-1.0.0.tgz",
     ] {
         assert_no_opinion(&p.evaluate(&bash(command)), command);
     }
