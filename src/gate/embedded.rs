@@ -6,7 +6,7 @@ use std::time::Instant;
 
 use super::decision::{DecidedBy, Decision};
 use crate::policy::{Policy, Protected};
-use crate::protocol::{Event, Verdict};
+use crate::protocol::{Event, EventType, Verdict};
 
 /// How the embedded policy is applied.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -115,9 +115,16 @@ impl Embedded {
     }
 
     /// Takes note of an event nobody answers (a call that ran): what it brought into the
-    /// session counts for the decisions that follow.
+    /// session counts for the decisions that follow. Only a `post_action`, and only once the
+    /// policy is built (a call that ran was decided first): a notification never waits for
+    /// the policy to be built (the session's start would, on the runtime's thread).
     pub fn observe(&self, event: &Event) {
-        self.policy().observe(event);
+        if event.event_type != EventType::PostAction {
+            return;
+        }
+        if let Some(policy) = self.policy.get() {
+            policy.observe(event);
+        }
     }
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
