@@ -89,8 +89,11 @@ impl HookService {
         };
         self.note_framework_session(&mapped);
         let mut metadata = metadata(&framework, &hook, &mapped, peer);
-        if let Some(home) = agent_home(peer) {
-            metadata.insert("agent_home".into(), home.into());
+        // Only what the policy decides needs it: a notification pays no read of /proc.
+        if mapped.event_type.is_blocking() {
+            if let Some(home) = agent_home(peer) {
+                metadata.insert("agent_home".into(), home.into());
+            }
         }
         let event = self
             .gate
@@ -206,26 +209,17 @@ fn metadata(framework: &str, hook: &str, mapped: &Mapped, peer: Peer) -> Map<Str
 
 /// The `HOME` the hook process `peer` runs with: the agent's own, which `~` in the policy's
 /// rules also covers (an agent started with another home still writes its start-up files
-/// and keys there). Read from the kernel's copy of the environment the process started with
-/// (`/proc/PID/environ`, at most its first 256 KiB; each hook call is a process of its own,
-/// its parent often a shell of its own too, so there is nothing to cache); `None` when it
-/// cannot be read or is not an absolute path.
+/// and keys there). Read from the environment the process started with (each hook call is a
+/// process of its own, its parent often a shell of its own too, so there is nothing to
+/// cache); `None` when it cannot be read or is not an absolute path.
 fn agent_home(peer: Peer) -> Option<String> {
-    use std::io::Read;
-    let pid = peer.pid;
-    if pid <= 0 {
+    if peer.pid <= 0 {
         return None;
     }
-    let mut environ = Vec::new();
-    std::fs::File::open(format!("/proc/{pid}/environ"))
-        .ok()?
-        .take(256 * 1024)
-        .read_to_end(&mut environ)
-        .ok()?;
-    environ
-        .split(|b| *b == 0)
-        .find_map(|var| var.strip_prefix(b"HOME="))
-        .and_then(|home| std::str::from_utf8(home).ok())
+    let env = crate::child::procfs::environ(peer.pid)?;
+    let home = crate::child::procfs::env_value(&env, "HOME")?;
+    std::str::from_utf8(home)
+        .ok()
         .filter(|home| home.starts_with('/'))
         .map(str::to_owned)
 }

@@ -171,16 +171,36 @@ fn read_stat(path: &str, buf: &mut Vec<u8>) -> Option<Stat> {
     parse_stat(std::str::from_utf8(&buf[..len]).ok()?)
 }
 
+/// The environment process `pid` started with (`/proc/PID/environ`: the kernel's copy,
+/// whatever the process changed since), its first 256 KiB; `None` when it cannot be read
+/// (gone, or another user's).
+pub fn environ(pid: i32) -> Option<Vec<u8>> {
+    use std::io::Read;
+    let mut env = Vec::new();
+    std::fs::File::open(format!("/proc/{pid}/environ"))
+        .ok()?
+        .take(256 * 1024)
+        .read_to_end(&mut env)
+        .ok()?;
+    Some(env)
+}
+
+/// The value of `name` in an environment as [`environ`] reads it.
+pub fn env_value<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
+    environ.split(|&b| b == 0).find_map(|entry| {
+        entry
+            .strip_prefix(name.as_bytes())
+            .and_then(|rest| rest.strip_prefix(b"="))
+    })
+}
+
 /// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
 /// far as we may read it (only our own user's processes).
 pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
     table
         .keys()
         .copied()
-        .filter(|pid| {
-            std::fs::read(format!("/proc/{pid}/environ"))
-                .is_ok_and(|env| env.split(|&b| b == 0).any(|entry| entry == needle))
-        })
+        .filter(|&pid| environ(pid).is_some_and(|env| env.split(|&b| b == 0).any(|e| e == needle)))
         .collect()
 }
 
@@ -366,6 +386,19 @@ mod tests {
         below.sort();
         assert_eq!(below, [10, 11, 12]);
         assert_eq!(descendants(&table, &[99]), Vec::<i32>::new());
+    }
+
+    #[test]
+    fn reads_a_variable_of_a_processs_environment() {
+        let env = environ(std::process::id() as i32).unwrap();
+        let path = std::env::var_os("PATH").unwrap();
+        assert_eq!(
+            env_value(&env, "PATH"),
+            Some(path.as_encoded_bytes()),
+            "PATH as this process started with it"
+        );
+        assert_eq!(env_value(b"PATHX=1\0PAT=2\0", "PATH"), None);
+        assert_eq!(env_value(b"A=1\0PATH=/x\0", "PATH"), Some(&b"/x"[..]));
     }
 
     #[test]
