@@ -38,8 +38,8 @@ pub(crate) const SESSION_FILES: usize = 4096;
 pub(crate) const SESSIONS: usize = 64;
 
 /// Largest text remembered for one file: what the walker would read of it on disk. A larger
-/// one is remembered as written, its text unknown.
-const MAX_TEXT: usize = 512 * 1024;
+/// one is remembered as written, its text unknown (and never copied).
+const MAX_TEXT: usize = super::shell::MAX_CODE_FILE as usize;
 
 /// One file the session wrote.
 #[derive(Debug, Clone, PartialEq)]
@@ -97,6 +97,8 @@ pub(crate) enum Content {
     CopyOf(PathBuf),
     /// Text the write cannot be followed to.
     Unknown,
+    /// A whole text over [`MAX_TEXT`]: written, and replacing what was known, but not kept.
+    TooLarge,
 }
 
 impl Content {
@@ -196,6 +198,7 @@ impl Session {
                     .as_ref()
                     .and_then(|b| b.text.as_deref().map(str::to_owned)),
             },
+            Content::TooLarge => None,
             // The file may still hold what we knew.
             Content::Unknown => before
                 .as_ref()
@@ -316,7 +319,11 @@ fn tool_writes(
             })
         };
         let contents: Vec<Content> = if let Some(text) = str_of(TEXT_KEYS) {
-            vec![Content::Whole(text.to_owned())]
+            vec![if text.len() <= MAX_TEXT {
+                Content::Whole(text.to_owned())
+            } else {
+                Content::TooLarge
+            }]
         } else if let Some(edits) = args.get("edits").and_then(Value::as_array) {
             edits
                 .iter()

@@ -442,7 +442,10 @@ fn command_urls(cmd: &Command, urls: &mut Vec<url::Url>) {
     let mut after_option = false;
     for a in &cmd.args {
         // The value of an option (`-o out.json`, `--header x.y`) names no host.
-        let value = std::mem::replace(&mut after_option, net && takes_value(&cmd.program, a));
+        let value = std::mem::replace(
+            &mut after_option,
+            net && semantics::value_follows(&cmd.program, a),
+        );
         if value && !a.contains("://") {
             continue;
         }
@@ -459,114 +462,6 @@ fn command_urls(cmd: &Command, urls: &mut Vec<url::Url>) {
         {
             urls.extend(parse_url(&format!("http://{a}")));
         }
-    }
-}
-
-/// Whether `arg` is an option of the network program `program` whose value is the next
-/// argument (a short option cluster ending in one: `-sSfo FILE`).
-fn takes_value(program: &str, arg: &str) -> bool {
-    let (short, long): (&str, &[&str]) = match program {
-        "curl" => (
-            "AbcCdDeEFHKmoPQrtTuUwxXyYz",
-            &[
-                "output",
-                "data",
-                "data-raw",
-                "data-binary",
-                "data-urlencode",
-                "data-ascii",
-                "header",
-                "user",
-                "upload-file",
-                "form",
-                "form-string",
-                "referer",
-                "user-agent",
-                "cookie",
-                "cookie-jar",
-                "config",
-                "write-out",
-                "request",
-                "range",
-                "max-time",
-                "continue-at",
-                "cert",
-                "key",
-                "cacert",
-                "capath",
-                "dump-header",
-                "retry",
-                "retry-delay",
-                "retry-max-time",
-                "connect-timeout",
-                "limit-rate",
-                "output-dir",
-                "json",
-                "variable",
-                "trace",
-                "trace-ascii",
-                "stderr",
-                "interface",
-                "max-filesize",
-                "netrc-file",
-                "proto",
-                "proto-redir",
-                "unix-socket",
-                "oauth2-bearer",
-                "etag-save",
-                "etag-compare",
-                "max-redirs",
-                "time-cond",
-                "hsts",
-                "alt-svc",
-            ],
-        ),
-        "wget" => (
-            "OoaPeiUtTwQBlARDIX",
-            &[
-                "output-document",
-                "output-file",
-                "append-output",
-                "directory-prefix",
-                "execute",
-                "input-file",
-                "user-agent",
-                "header",
-                "post-data",
-                "post-file",
-                "body-data",
-                "body-file",
-                "method",
-                "tries",
-                "timeout",
-                "wait",
-                "quota",
-                "base",
-                "level",
-                "accept",
-                "reject",
-                "load-cookies",
-                "save-cookies",
-                "user",
-                "password",
-                "referer",
-                "ca-certificate",
-                "certificate",
-                "private-key",
-            ],
-        ),
-        "aria2c" => (
-            "odiUx",
-            &["out", "dir", "input-file", "user-agent", "header"],
-        ),
-        _ => return false,
-    };
-    match arg.strip_prefix("--") {
-        Some(name) => !name.contains('=') && long.contains(&name),
-        None => arg
-            .strip_prefix('-')
-            .and_then(|cluster| cluster.chars().last())
-            .is_some_and(|c| short.contains(c)),
     }
 }
 

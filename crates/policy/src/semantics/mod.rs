@@ -26,6 +26,7 @@ pub(crate) use wrappers::unwrap;
 
 use super::shell::{program_name, Command};
 use network::{served_trees, socat_files};
+pub(crate) use option_files::value_follows;
 use option_files::{option_inputs, option_outputs};
 use table::Operands::{Copy, Modify, Name, PatternThenRead, Read};
 use table::Recursive::{Always, Never, With};

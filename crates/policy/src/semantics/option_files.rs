@@ -95,11 +95,125 @@ fn net_glued_inputs(cmd: &Command) -> Vec<&str> {
     out
 }
 
+/// curl's one-letter options that take a value.
+const CURL_VALUE: &str = "AbcCdDeEFHKmoPQrTuUwxXyYzt";
+
+/// Whether `arg`, an argument of the network program `program` (curl, wget, aria2c), is an
+/// option whose value is the next argument: `-o FILE`, `-sSfo FILE` (the first letter of a
+/// cluster that takes a value, with nothing glued after it), `--header X`. What such a value
+/// names (a file, a header) is no host the command contacts.
+pub(crate) fn value_follows(program: &str, arg: &str) -> bool {
+    let (short, long): (&str, &[&str]) = match program {
+        "curl" => (
+            CURL_VALUE,
+            &[
+                "output",
+                "data",
+                "data-raw",
+                "data-binary",
+                "data-urlencode",
+                "data-ascii",
+                "header",
+                "user",
+                "upload-file",
+                "form",
+                "form-string",
+                "referer",
+                "user-agent",
+                "cookie",
+                "cookie-jar",
+                "config",
+                "write-out",
+                "request",
+                "range",
+                "max-time",
+                "continue-at",
+                "cert",
+                "key",
+                "cacert",
+                "capath",
+                "dump-header",
+                "retry",
+                "retry-delay",
+                "retry-max-time",
+                "connect-timeout",
+                "limit-rate",
+                "output-dir",
+                "json",
+                "variable",
+                "trace",
+                "trace-ascii",
+                "stderr",
+                "interface",
+                "max-filesize",
+                "netrc-file",
+                "proto",
+                "proto-redir",
+                "unix-socket",
+                "oauth2-bearer",
+                "etag-save",
+                "etag-compare",
+                "max-redirs",
+                "time-cond",
+                "hsts",
+                "alt-svc",
+            ],
+        ),
+        "wget" => (
+            "OoaPeiUtTwQBlARDIX",
+            &[
+                "output-document",
+                "output-file",
+                "append-output",
+                "directory-prefix",
+                "execute",
+                "input-file",
+                "user-agent",
+                "header",
+                "post-data",
+                "post-file",
+                "body-data",
+                "body-file",
+                "method",
+                "tries",
+                "timeout",
+                "wait",
+                "quota",
+                "base",
+                "level",
+                "accept",
+                "reject",
+                "load-cookies",
+                "save-cookies",
+                "user",
+                "password",
+                "referer",
+                "ca-certificate",
+                "certificate",
+                "private-key",
+            ],
+        ),
+        "aria2c" => (
+            "odiUx",
+            &["out", "dir", "input-file", "user-agent", "header"],
+        ),
+        _ => return false,
+    };
+    match arg.strip_prefix("--") {
+        Some(name) => !name.contains('=') && long.contains(&name),
+        None => arg.strip_prefix('-').is_some_and(|cluster| {
+            cluster
+                .char_indices()
+                .find(|(_, c)| short.contains(*c))
+                .is_some_and(|(i, c)| i + c.len_utf8() == cluster.len())
+        }),
+    }
+}
+
 /// curl's one-letter options and their values, however they are written: `-o FILE`,
 /// `-oFILE`, `-sSo FILE`, `-d@FILE` (the first letter of a cluster that takes a value takes
 /// the rest of it, or the next argument).
 fn curl_short_values(args: &[String]) -> Vec<(char, &str)> {
-    const CURL_VALUE: &str = "AbcCdDeEFHKmoPQrTuUwxXyYzt";
     let mut out = Vec::new();
     let mut i = 0;
     while i < args.len() {

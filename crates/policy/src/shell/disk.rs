@@ -24,7 +24,7 @@ use super::super::semantics::SHELLS;
 use super::program_name;
 
 /// Largest file read as code (an interpreter's file is scanned in some 17 ms at this size).
-pub(super) const MAX_FILE: u64 = 512 * 1024;
+pub(crate) const MAX_FILE: u64 = 512 * 1024;
 
 /// Largest shell script walked: parsing is the slow part (some 26 ms at this size).
 pub(super) const MAX_SHELL_SCRIPT: usize = 128 * 1024;

