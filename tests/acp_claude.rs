@@ -12,7 +12,7 @@
 
 use ahp_wrap_testkit::acp;
 use ahp_wrap_testkit::agents;
-use ahp_wrap_testkit::claude_code::FakeApi;
+use ahp_wrap_testkit::claude_code::{write, FakeApi};
 
 use std::path::Path;
 
@@ -31,11 +31,6 @@ fn world() -> TestDir {
 /// A scripted turn in which Claude runs one command with its Bash tool.
 fn bash(command: &str) -> Value {
     json!({"tool_use": {"name": "Bash", "input": {"command": command, "description": "a test step"}}})
-}
-
-/// A scripted turn in which Claude writes a new file with its Write tool.
-fn write(path: &Path, content: &str) -> Value {
-    json!({"tool_use": {"name": "Write", "input": {"file_path": path, "content": content}}})
 }
 
 fn text(t: &str) -> Value {

@@ -253,12 +253,7 @@ fn written_then_run_session(wrapped: bool) -> (bool, bool, bool, Vec<String>) {
     let (world, outside, fine) = fixture();
     let o = outside.display();
     let ws = world.ws();
-    let write = |name: &str, content: String| {
-        json!({"tool_use": {"name": "Write", "input": {
-            "file_path": ws.join(name).display().to_string(),
-            "content": content,
-        }}})
-    };
+    let write = |name: &str, content: String| support::write(&ws.join(name), &content);
     let runs = ["bash tidy.sh", "make clean", "npm test", "python3 main.py"];
     let mut script = vec![
         write(
@@ -365,10 +360,10 @@ fn a_script_emptied_on_disk_is_judged_on_what_the_agent_wrote() {
         world.dir.path(),
         "api",
         json!([
-            {"tool_use": {"name": "Write", "input": {
-                "file_path": script.display().to_string(),
-                "content": format!("#!/bin/sh\necho tidying\nrm -rf '{}'\n", outside.display()),
-            }}},
+            support::write(
+                &script,
+                &format!("#!/bin/sh\necho tidying\nrm -rf '{}'\n", outside.display()),
+            ),
             bash("python3 -c 'import os; os.remove(\"tidy.sh\")'"),
             bash("python3 -c 'open(\"tidy.sh\", \"w\").close()'"),
             bash("bash tidy.sh"),

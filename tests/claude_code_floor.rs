@@ -30,13 +30,13 @@ fn attack(floor: &str) -> (bool, String) {
         world.dir.path(),
         "api",
         json!([
-            {"tool_use": {"name": "Write", "input": {
-                "file_path": script.display().to_string(),
-                "content": format!(
+            support::write(
+                &script,
+                &format!(
                     "import shutil\ngetattr(shutil, 'rmtree')('{}')\n",
                     outside.display()
                 ),
-            }}},
+            ),
             bash("python3 clean.py"),
             {"text": "Cleaned."}
         ]),

@@ -131,3 +131,35 @@ fn a_real_run_covers_the_agents_own_home() {
     let rc: Vec<String> = read(dir.path(), "rc").lines().map(str::to_owned).collect();
     assert_eq!(rc, ["2", "0"], "{}", show(&out));
 }
+
+/// Session taint through a live wrapper's embedded harness: a fetch from a host the rules do
+/// not name is asked about (headless: refused), and leaves the session untainted; once the
+/// agent reports that such a call ran (its `post_action`, a notification the harness only
+/// observes), a write to a build file is asked about too (headless: refused).
+#[test]
+fn a_real_run_taints_the_session_once_a_fetch_ran() {
+    let dir = tempfile::tempdir().unwrap();
+    let ask = r#"ask() { printf '{"event_type":"%s","payload":%s}' "$1" "$2" | "$AHP_WRAP_BIN" hook generic "$1" >/dev/null 2>&1; echo $? >> rc; }"#;
+    let edit = r#"{"tool_name":"Edit","arguments":{"file_path":"package.json","old_string":"a","new_string":"b"}}"#;
+    let fetch =
+        r#"{"tool_name":"Bash","arguments":{"command":"curl -s https://notes.example.net/setup"}}"#;
+    let script = format!(
+        "cd '{d}'; {ask}; ask pre_action '{edit}'; ask pre_action '{fetch}'; ask pre_action '{edit}'; \
+         ask post_action '{fetch}'; ask pre_action '{edit}'",
+        d = dir.path().display(),
+    );
+    let out = run(
+        Command::new(wrap_bin()).args(["--floor", "off", "--", "sh", "-c", &script]),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let rc: Vec<String> = read(dir.path(), "rc").lines().map(str::to_owned).collect();
+    assert_eq!(rc, ["0", "2", "0", "0", "2"], "{}", show(&out));
+    // The summary names the taint's origin in the refusal's reason.
+    assert!(
+        show(&out)
+            .contains("https://notes.example.net/setup (read by `curl`) entered this session"),
+        "{}",
+        show(&out)
+    );
+}

@@ -73,6 +73,14 @@ impl FakeApi {
     }
 }
 
+/// A Write tool call for a scripted turn: Claude writes `content` into the file `path`.
+pub fn write(path: &std::path::Path, content: &str) -> Value {
+    json!({"tool_use": {"name": "Write", "input": {
+        "file_path": path.display().to_string(),
+        "content": content,
+    }}})
+}
+
 /// A bash tool call for a scripted turn.
 pub fn bash(command: &str) -> Value {
     json!({"tool_use": {"name": "Bash", "input": {"command": command, "description": "test step"}}})
