@@ -157,7 +157,13 @@ fn floor(
     if spec.env.removes() {
         let keep = framework.own_env(&[]).into_iter();
         let keep = keep.chain(spec.env.keep.iter().flatten().cloned());
-        let (keep, removed) = crate::floor::secrets::of_this_environment(keep);
+        let (keep, mut removed) = crate::floor::secrets::of_this_environment(keep);
+        // A declared credential is given as a placeholder, not removed (said below).
+        let declared = spec.credentials.iter().flatten();
+        let declared: Vec<&str> = declared.map(|c| c.env.as_str()).collect();
+        if net.enabled() {
+            removed.retain(|n| !declared.contains(&n.as_str()));
+        }
         out.push_str(&format!(
             "environment: credentials removed before the agent starts; of this one: {}; kept \
              when present: {}\n",
@@ -173,6 +179,7 @@ fn floor(
             "environment: passed on whole (the policy's [floor.env] remove_credentials = false)\n",
         );
     }
+    out.push_str(&credentials_plan(&spec, &framework.own_env(&[])));
     let list = |v: &Option<Vec<String>>| match v.as_deref() {
         None | Some([]) => "none".to_owned(),
         Some(v) => v.join(", "),
@@ -196,6 +203,41 @@ fn floor(
     } else {
         Exit::Problem
     })
+}
+
+/// The `[[floor.credentials]]` lines of `policy floor`: each declared credential, its hosts,
+/// and whether a run here would use it (its variable set; no command is run to know).
+fn credentials_plan(spec: &crate::floor::Spec, own_env: &[String]) -> String {
+    let declared = spec.credentials.as_deref().unwrap_or_default();
+    if declared.is_empty() {
+        return "credentials: none declared ([[floor.credentials]])\n".to_owned();
+    }
+    let mut out = String::from(
+        "credentials (the agent holds a placeholder; the value goes on HTTPS requests to these \
+         hosts only; [[floor.credentials]], --credential):\n",
+    );
+    for c in declared {
+        let used = if !spec.net.enabled() {
+            "not used: the network floor is off".to_owned()
+        } else if own_env
+            .iter()
+            .any(|k| crate::floor::secrets::matches(k, &c.env))
+        {
+            "left real: the agent needs it itself".to_owned()
+        } else if let Some(cmd) = &c.from_command {
+            format!("from `{}` when a run starts", cmd.join(" "))
+        } else if let Some(file) = &c.from_file {
+            format!("from the file {file}")
+        } else {
+            let var = c.from_env.as_deref().unwrap_or(&c.env);
+            match std::env::var_os(var).is_some() {
+                true => format!("set here ({var})"),
+                false => format!("not set here ({var}): nothing to do"),
+            }
+        };
+        out.push_str(&format!("  {} -> {}: {used}\n", c.env, c.hosts.join(", ")));
+    }
+    out
 }
 
 /// `ahp-wrap completions SHELL`: the completion script, from the command line's definition.

@@ -70,6 +70,9 @@ pub enum ConfigError {
     /// holds it.
     #[error("the MCP server name {0:?} is not a plain word (letters, digits, - _ .): give --name")]
     McpName(String),
+    /// A `--credential` that is not `NAME=HOST[,HOST…]`; holds it and why.
+    #[error("--credential {0:?}: {1}")]
+    Credential(String, String),
     /// `--audit-key-file` with `--audit-log none`: there would be nothing to sign.
     #[error("--audit-key-file signs the audit log: it cannot go with --audit-log none")]
     KeyWithoutLog,
@@ -160,6 +163,8 @@ pub struct Config {
     pub require_floor: bool,
     /// `--keep-env`: credentials left in the agent's environment on the floor.
     pub keep_env: Vec<String>,
+    /// `--credential NAME=HOSTS`: credentials declared for this run, besides the policy's.
+    pub credentials: Vec<crate::floor::spec::CredentialSpec>,
     /// The workspace: `--workspace`, else the current directory.
     pub workspace: PathBuf,
     /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
@@ -352,6 +357,11 @@ impl Config {
             floor: args.floor.into(),
             require_floor: args.require_floor,
             keep_env: args.keep_env,
+            credentials: args
+                .credential
+                .iter()
+                .map(|c| credential_arg(c))
+                .collect::<Result<_, _>>()?,
             workspace: workspace(args.workspace)?,
             telemetry,
         })
@@ -393,6 +403,38 @@ impl std::fmt::Debug for Config {
 }
 
 /// `--workspace DIR` (an existing directory, made absolute), else the current directory.
+/// `--credential NAME=HOST[,HOST…]`: an entry of the wrapper's own `NAME` for those hosts.
+fn credential_arg(arg: &str) -> Result<crate::floor::spec::CredentialSpec, ConfigError> {
+    let bad = |why: &str| ConfigError::Credential(arg.to_owned(), why.to_owned());
+    let (name, hosts) = arg
+        .split_once('=')
+        .ok_or_else(|| bad("give NAME=HOST[,HOST...]"))?;
+    let hosts: Vec<String> = hosts
+        .split(',')
+        .map(str::trim)
+        .filter(|h| !h.is_empty())
+        .map(str::to_owned)
+        .collect();
+    if name.is_empty() || hosts.is_empty() {
+        return Err(bad("give NAME=HOST[,HOST...]"));
+    }
+    crate::floor::hosts::HostList::parse(&hosts).map_err(|e| bad(&e))?;
+    if std::env::var_os(name).is_none() {
+        return Err(bad(&format!("the variable {name} is not set")));
+    }
+    Ok(crate::floor::spec::CredentialSpec {
+        env: name.to_owned(),
+        hosts,
+        from_env: Some(name.to_owned()),
+        from_file: None,
+        from_command: None,
+        headers: None,
+        basic_auth: None,
+        query: None,
+        body: None,
+    })
+}
+
 fn workspace(dir: Option<PathBuf>) -> Result<PathBuf, ConfigError> {
     let bad =
         |d: &std::path::Path, why: String| ConfigError::Workspace(d.display().to_string(), why);

@@ -1,8 +1,10 @@
 //! Credentials in the agent's environment, on the real Claude Code CLI: the user exported a
 //! `GITHUB_TOKEN` and an npm token for their own tools, and a deploy setting that holds a
 //! GitHub token under an innocent name; the model runs `env`. On the floor none of the three
-//! values reaches the model (its tool result), the run names the variables it removed (never
-//! their values), Claude's own key stays, and `--keep-env` leaves one in place. With
+//! values reaches the model (its tool result): the two the default policy declares as
+//! credentials are placeholders, the third is removed; the run names the variables it
+//! removed or replaced (never their values), Claude's own key stays, and `--keep-env` leaves
+//! one in place. With
 //! `--floor off` all three reach the model, which shows the test can fail.
 
 use ahp_wrap_testkit::claude_code::{bash, run, FakeApi, World};
@@ -63,13 +65,21 @@ fn exported_tokens_never_reach_the_model_on_the_floor() {
         seen.contains("ANTHROPIC_API_KEY"),
         "Claude's own key: {seen}"
     );
+    // The two tokens the default policy declares are placeholders (used on their hosts
+    // only); the deploy setting is removed.
     assert!(
-        stderr.contains("DEPLOY_SETTING, GITHUB_TOKEN, NPM_TOKEN"),
-        "the run names what it removed: {stderr}"
+        stderr.contains("removed from the agent's environment: DEPLOY_SETTING (")
+            && stderr.contains("as placeholders, their values put on its HTTPS requests to their hosts only: GITHUB_TOKEN (to github.com"),
+        "the run names what it removed and replaced: {stderr}"
     );
     assert!(
-        stderr.contains(r#""removed_env":["DEPLOY_SETTING","GITHUB_TOKEN","NPM_TOKEN"]"#),
+        stderr.contains(r#""removed_env":["DEPLOY_SETTING"]"#)
+            && stderr.contains(r#""placeholder_env":["GITHUB_TOKEN","NPM_TOKEN"]"#),
         "the audit log names them: {stderr}"
+    );
+    assert!(
+        seen.contains("GITHUB_TOKEN=ghp_"),
+        "the model sees a placeholder shaped like the token: {seen}"
     );
 
     let (seen, _) = env_seen(&["--summary", "never", "--keep-env", "NPM_*"]);

@@ -555,6 +555,7 @@ fn policy_floor_prints_what_a_run_here_gets() {
         .arg(w.ws())
         .env("HOME", w.root.join("home"))
         .env("GITHUB_TOKEN", "exported-for-gh")
+        .env("SOME_DEPLOY_TOKEN", "exported-for-deploys")
         .env_remove("CLAUDE_CONFIG_DIR")
         .output()
         .unwrap();
@@ -595,10 +596,16 @@ fn policy_floor_prints_what_a_run_here_gets() {
         .find(|l| l.starts_with("environment: "))
         .unwrap_or_else(|| panic!("no environment line: {text}"));
     assert!(
-        env.contains("of this one: GITHUB_TOKEN;") && env.contains("CLAUDE_CODE_OAUTH_TOKEN"),
+        env.contains("of this one: SOME_DEPLOY_TOKEN;") && env.contains("CLAUDE_CODE_OAUTH_TOKEN"),
         "{env}"
     );
-    assert!(!text.contains("exported-for-gh"), "{text}");
+    // A token the default policy declares is given as a placeholder, not removed.
+    assert!(
+        text.contains("  GITHUB_TOKEN -> github.com, api.github.com")
+            && text.contains("set here (GITHUB_TOKEN)"),
+        "{text}"
+    );
+    assert!(!text.contains("exported-for-"), "{text}");
     assert!(
         text.contains("path Unix sockets: those the tree binds"),
         "{text}"

@@ -155,6 +155,16 @@ pub struct RunArgs {
     #[arg(help_heading = "Floor (Linux)", long, value_name = "NAME")]
     pub keep_env: Vec<String>,
 
+    /// Give the agent this credential as a placeholder, its value sent only to HOSTS (repeatable).
+    ///
+    /// `NAME=HOST[,HOST…]`: the agent's `NAME` holds a placeholder; the egress proxy puts
+    /// the real value (the wrapper's own `NAME`) on HTTPS requests to those hosts (`*.domain`
+    /// for its subdomains), in their `Authorization` and API-key headers or basic auth, and
+    /// refuses it going anywhere else. As a `[[floor.credentials]]` entry of the policy, which
+    /// says more (a file or a command as the source, query parameters, bodies).
+    #[arg(help_heading = "Floor (Linux)", long, value_name = "NAME=HOSTS")]
+    pub credential: Vec<String>,
+
     /// The workspace the agent may write (default: the current directory).
     #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

@@ -41,6 +41,12 @@ pub(super) struct RunFloor {
     pub layers: Option<floor::caches::Layers>,
     /// The credentials taken out of the agent's environment (names).
     pub removed_env: Vec<String>,
+    /// The credentials given to the agent as placeholders: names, and the hosts each is
+    /// sent to.
+    pub placeholders: Vec<(String, Vec<String>)>,
+    /// What a person should know about the declared credentials (one that cannot be read,
+    /// one left real).
+    pub credential_notes: Vec<String>,
 }
 
 /// Why the run has no floor, or cannot start.
@@ -97,12 +103,14 @@ pub(super) fn prepare(
     }
     let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
+    let own_env = owner.own_env(&cmd.args);
     if spec.env.removes() {
-        let keep = owner.own_env(&cmd.args).into_iter();
+        let keep = own_env.iter().cloned();
         let keep = keep.chain(spec.env.keep.iter().flatten().cloned());
         let keep = keep.chain(cfg.keep_env.iter().cloned());
         cmd.remove_env = floor::secrets::of_this_environment(keep).1;
     }
+    let (credentials, credential_notes) = credentials(&spec, cfg, &own_env);
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
     // The run directory holds the wrapper's own sockets when it cannot use abstract ones.
@@ -115,15 +123,61 @@ pub(super) fn prepare(
         plan,
         (run_dir, layers.as_deref()),
         premade,
-        (rules, unix_allow),
+        (rules, unix_allow, credentials),
         control,
     );
     #[cfg(not(target_os = "linux"))]
     let floor = kernel(cmd, plan, run_dir, (rules, unix_allow), control);
     floor.map(|f| RunFloor {
         removed_env: cmd.remove_env.clone(),
+        credential_notes,
         ..f
     })
+}
+
+/// The credentials declared for this run (the policy's `[[floor.credentials]]`, then
+/// `--credential`), read, less those the agent's shim says it needs itself (kept real) or
+/// `--keep-env` keeps; with what a person should know about them (an entry that cannot be
+/// read, one left real).
+fn credentials(
+    spec: &floor::Spec,
+    cfg: &Config,
+    own_env: &[String],
+) -> (floor::credentials::Credentials, Vec<String>) {
+    let specs: Vec<floor::spec::CredentialSpec> = match spec.net.enabled() {
+        true => spec
+            .credentials
+            .iter()
+            .flatten()
+            .chain(&cfg.credentials)
+            .cloned()
+            .collect(),
+        false => cfg.credentials.clone(),
+    };
+    if specs.is_empty() {
+        return Default::default();
+    }
+    let home = home_dir();
+    let env = |name: &str| std::env::var(name).ok();
+    let (mut creds, mut said) =
+        floor::credentials::Credentials::resolve(&specs, &env, (&home, &cfg.workspace));
+    let kept = |name: &str| {
+        own_env
+            .iter()
+            .chain(&cfg.keep_env)
+            .any(|k| floor::secrets::matches(k, name))
+    };
+    creds.retain(|c| {
+        let keep = kept(&c.name);
+        if keep {
+            said.push(format!(
+                "credential {}: left real in the agent's environment (the agent needs it itself, or --keep-env keeps it)",
+                c.name
+            ));
+        }
+        !keep
+    });
+    (creds, said)
 }
 
 #[cfg(target_os = "linux")]
@@ -132,7 +186,7 @@ fn kernel(
     mut plan: Plan,
     (run_dir, layers): (&Path, Option<&Path>),
     premade: Option<floor::NamespaceReceiver>,
-    (rules, unix_allow): (HostRules, Vec<PathBuf>),
+    (rules, unix_allow, credentials): (HostRules, Vec<PathBuf>, floor::credentials::Credentials),
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
@@ -152,6 +206,8 @@ fn kernel(
             copies: Copies::default(),
             layers: None,
             removed_env: Vec::new(),
+            placeholders: Vec::new(),
+            credential_notes: Vec::new(),
         });
     }
     // A copy can be bound only in a mount namespace of the tree's own.
@@ -184,6 +240,7 @@ fn kernel(
             Err(why) => report.gaps.push(format!("caches: written in place: {why}")),
         }
     }
+    let mut placeholders = Vec::new();
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
         proxy_port: proxy_port(),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
@@ -199,14 +256,29 @@ fn kernel(
         (Some(peer), Some(request)) => {
             cmd.env
                 .extend(proxy_env(request.proxy_port, rules.loopback()));
+            let injection = injection(credentials, cmd, run_dir)?;
+            placeholders = injection
+                .iter()
+                .flat_map(|i| i.credentials.iter())
+                .map(|c| (c.name.clone(), c.hosts.shown()))
+                .collect();
             Some(NetSide {
                 peer,
                 rules,
                 proxy_port: request.proxy_port,
                 unix_allow,
+                injection,
             })
         }
-        _ => None,
+        _ => {
+            for c in credentials.iter() {
+                report.gaps.push(format!(
+                    "credential {}: not given to the agent (no egress proxy on this run to put it on its requests)",
+                    c.name
+                ));
+            }
+            None
+        }
     };
     let prepared = Arc::new(prepared);
     Ok(RunFloor {
@@ -218,6 +290,8 @@ fn kernel(
         copies,
         layers: layers_held,
         removed_env: Vec::new(),
+        placeholders,
+        credential_notes: Vec::new(),
     })
 }
 
@@ -237,7 +311,37 @@ fn kernel(
         net: None,
         copies: Copies::default(),
         removed_env: Vec::new(),
+        placeholders: Vec::new(),
+        credential_notes: Vec::new(),
     })
+}
+
+/// The run's CA and the placeholders in the tree's environment, when it has credentials
+/// (none: nothing is made, nothing changes).
+#[cfg(target_os = "linux")]
+fn injection(
+    credentials: floor::credentials::Credentials,
+    cmd: &mut AgentCommand,
+    run_dir: &Path,
+) -> Result<Option<crate::intercept::egress::Injection>, NoFloor> {
+    if credentials.is_empty() {
+        return Ok(None);
+    }
+    let ca = crate::intercept::egress::RunCa::new().map_err(NoFloor::Failed)?;
+    let trust = ca.trust(run_dir).map_err(|e| {
+        NoFloor::Failed(format!("the run's CA bundle in {}: {e}", run_dir.display()))
+    })?;
+    cmd.env.extend(trust);
+    for c in credentials.iter() {
+        cmd.env
+            .push((c.name.clone().into(), c.placeholder.clone().into()));
+        cmd.remove_env.retain(|n| n != &c.name);
+    }
+    Ok(Some(crate::intercept::egress::Injection {
+        credentials,
+        ca,
+        counts: Default::default(),
+    }))
 }
 
 /// A port for the proxy in the agent's own network namespace (nothing else listens there
@@ -336,7 +440,7 @@ impl Run<'_> {
     /// or that there is none; both are audited.
     pub(super) async fn floor_before_start(&mut self, held: &RunGuard<'_>) -> Result<(), Failure> {
         if let Some(Ok(floor)) = &held.floor {
-            self.say_removed_env(&floor.removed_env).await;
+            self.say_removed_env(floor).await;
             if floor.confine.is_some() {
                 // What the agent's tools report refused is then explained as the floor's.
                 let lines = floor::explain::Lines::new(&floor.plan, Some(home_dir()));
@@ -394,22 +498,49 @@ impl Run<'_> {
 }
 
 impl Run<'_> {
-    /// Says which credentials were taken out of the agent's environment (names, never
-    /// values): on stderr unless quiet, and in the audit log.
-    async fn say_removed_env(&mut self, names: &[String]) {
-        if names.is_empty() {
+    /// Says which credentials were taken out of the agent's environment, which it holds as
+    /// placeholders, and what stopped a declared one (names, never values): on stderr unless
+    /// quiet, and in the audit log.
+    async fn say_removed_env(&mut self, floor: &RunFloor) {
+        let names = &floor.removed_env;
+        let mut lines = Vec::new();
+        if !names.is_empty() {
+            lines.push(format!(
+                "floor: credentials removed from the agent's environment: {} (--keep-env NAME, \
+                 or [floor.env] keep in the policy, leaves one in place)",
+                names.join(", ")
+            ));
+        }
+        if !floor.placeholders.is_empty() {
+            let shown: Vec<String> = floor
+                .placeholders
+                .iter()
+                .map(|(name, hosts)| format!("{name} (to {})", hosts.join(", ")))
+                .collect();
+            lines.push(format!(
+                "floor: credentials the agent holds as placeholders, their values put on its \
+                 HTTPS requests to their hosts only: {}",
+                shown.join(", ")
+            ));
+        }
+        lines.extend(floor.credential_notes.iter().map(|n| format!("floor: {n}")));
+        if lines.is_empty() {
             return;
         }
-        let m = format!(
-            "floor: credentials removed from the agent's environment: {} (--keep-env NAME, or \
-             [floor.env] keep in the policy, leaves one in place)",
-            names.join(", ")
-        );
+        let m = lines.join("\n");
         if !self.cfg.quiet {
-            eprintln!("ahp-wrap: {m}");
+            for l in &lines {
+                eprintln!("ahp-wrap: {l}");
+            }
         }
         tracing::info!("{m}");
-        let payload = json!({"source": "floor", "message": m, "removed_env": names});
+        let placeholders: Vec<&str> = floor.placeholders.iter().map(|(n, _)| n.as_str()).collect();
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "removed_env": names,
+            "placeholder_env": placeholders,
+        });
         self.gate.say(EventType::Error, payload).await;
     }
 }

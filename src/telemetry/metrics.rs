@@ -67,6 +67,10 @@ pub struct Metrics {
     /// `ahp_wrap_floor_published_total`: the tree's listeners on this machine's loopback,
     /// by `what` (`port`, `connection`, `refused`, `taken`).
     pub published: IntCounterVec,
+    /// `ahp_wrap_floor_credentials_total`: declared credentials on the egress proxy, by
+    /// `credential` (the variable's name) and `outcome` (`injected`: the real value put on a
+    /// request to its host; `refused`: its placeholder going elsewhere).
+    pub credentials: IntCounterVec,
     /// `ahp_wrap_fleet_tasks_total`: tasks a fleet worker answered, by `outcome` (the
     /// result's status).
     pub fleet_tasks: IntCounterVec,
@@ -195,6 +199,11 @@ impl Metrics {
                 "ahp_wrap_floor_published_total",
                 "The tree's listeners published on this machine's loopback: ports published, connections carried into the tree, listeners not published (refused, or their port taken here).",
                 &["what"],
+            ),
+            credentials: counters(
+                "ahp_wrap_floor_credentials_total",
+                "Declared credentials on the egress proxy: real values put on requests to their hosts (injected), placeholders going elsewhere (refused).",
+                &["credential", "outcome"],
             ),
             fleet_tasks: counters(
                 "ahp_wrap_fleet_tasks_total",

@@ -250,6 +250,17 @@ pub fn published(what: &str) {
     }
 }
 
+/// The egress proxy put the credential `name`'s value on a request (`injected`) or refused
+/// its placeholder going elsewhere (`refused`).
+pub fn credential(name: &str, outcome: &str) {
+    if let Some(t) = get() {
+        t.metrics
+            .credentials
+            .with_label_values(&[name, outcome])
+            .inc();
+    }
+}
+
 /// A fleet task ended with `outcome` (`completed`, `failed`, `refused`, `aborted`, …).
 pub fn fleet_task(outcome: &str) {
     if let Some(t) = get() {

@@ -15,6 +15,7 @@
 
 use ahp_wrap_testkit::approvals;
 use ahp_wrap_testkit::common;
+mod credentials;
 mod names;
 mod settings;
 mod told;

@@ -1,9 +1,14 @@
 #!/bin/sh
 # Installs the servers and clients tests/floor_net/names.rs runs in its own network namespace
-# (Debian's openssh-server and redis: sshd, redis-server, redis-cli), if they are missing.
+# (Debian's openssh-server and redis: sshd, redis-server, redis-cli), and Python's requests
+# for tests/floor_net/credentials.rs (from PyPI), if they are missing.
 # Idempotent and quiet. Nothing here starts or configures a system service: the test starts
 # its own sshd and redis-server inside its namespace, with files of its own.
 set -eu
+# tests/floor_net/credentials.rs: Python's requests, a client the credentials are used from.
+python3 -c 'import requests' 2>/dev/null \
+  || python3 -m pip install -q requests==2.32.3 >/dev/null 2>&1 \
+  || python3 -m pip install -q --break-system-packages requests==2.32.3 >/dev/null
 [ -x /usr/sbin/sshd ] && [ -x /usr/bin/redis-server ] && [ -x /usr/bin/redis-cli ] && exit 0
 if [ "$(id -u)" -ne 0 ]; then
   echo "tests/floor_net/setup.sh: as root: apt-get install openssh-server redis-server redis-tools" >&2

@@ -65,11 +65,11 @@ impl Egress {
             _ => "tcp",
         };
         let target = Target::Name(carry.name.clone());
-        let addrs = match self
+        let (addrs, asker) = match self
             .allow(&target, carry.port, (scheme, "name"), Some(carry.pid))
             .await
         {
-            Ok(addrs) => addrs,
+            Ok(allowed) => allowed,
             Err(refusal) => {
                 tracing::debug!("egress: {}:{}: {}", carry.name, carry.port, refusal.reason);
                 // A refusal is the floor's EACCES; a name that leads nowhere, no route.
@@ -83,6 +83,9 @@ impl Egress {
                 return;
             }
         };
+        if self.injects_for(&target) {
+            return self.carry_injected(carry, addrs, asker).await;
+        }
         let addrs = in_the_callers_family(addrs, carry.v6);
         if carry.nonblocking {
             let Some(&first) = addrs.first() else {
@@ -133,6 +136,79 @@ impl Egress {
             return;
         }
         carry.refuse(last);
+    }
+}
+
+impl Egress {
+    /// A connection to a name a credential is bound to: made here, then served by the
+    /// proxy's [`intercept`](Egress::intercept) through a loopback connection of the
+    /// wrapper's, whose other end is put in the caller's place (connected: a non-blocking
+    /// caller too finds it so).
+    async fn carry_injected(
+        self: Arc<Self>,
+        carry: Carry,
+        addrs: Vec<SocketAddr>,
+        asker: Option<Arc<super::Asker>>,
+    ) {
+        let mut last = libc::EHOSTUNREACH;
+        let mut upstream = None;
+        for addr in addrs {
+            match tokio::time::timeout(CONNECT_TIMEOUT, tokio::net::TcpStream::connect(addr)).await
+            {
+                Ok(Ok(s)) => {
+                    upstream = Some(s);
+                    break;
+                }
+                Ok(Err(e)) => last = e.raw_os_error().unwrap_or(libc::ECONNREFUSED),
+                Err(_) => last = libc::ETIMEDOUT,
+            }
+        }
+        let Some(upstream) = upstream else {
+            return carry.refuse(last);
+        };
+        let pair = loopback_pair(carry.v6).await;
+        let (ours, theirs) = match pair {
+            Ok(p) => p,
+            Err(e) => return carry.refuse(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        };
+        let _ = theirs.set_nodelay(carry.nodelay);
+        let Ok(theirs) = theirs.into_std() else {
+            return carry.refuse(libc::ECONNREFUSED);
+        };
+        if !carry.nonblocking {
+            let _ = theirs.set_nonblocking(false);
+        }
+        let host = carry.name.to_ascii_lowercase();
+        if carry.put(&theirs, 0).is_err() {
+            return;
+        }
+        drop(theirs);
+        self.allowed.fetch_add(1, Ordering::Relaxed);
+        self.intercept(ours, host, upstream, asker).await;
+    }
+}
+
+/// Both ends of a TCP connection over this namespace's loopback (of the caller's family,
+/// IPv4 when IPv6 has no loopback here): the proxy's end, and the one put in a caller's place.
+async fn loopback_pair(
+    v6: bool,
+) -> std::io::Result<(tokio::net::TcpStream, tokio::net::TcpStream)> {
+    let listener = match v6 {
+        true => match tokio::net::TcpListener::bind("[::1]:0").await {
+            Ok(l) => l,
+            Err(_) => tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+        },
+        false => tokio::net::TcpListener::bind("127.0.0.1:0").await?,
+    };
+    let addr = listener.local_addr()?;
+    let theirs = tokio::net::TcpStream::connect(addr).await?;
+    let mine = theirs.local_addr()?;
+    // Only the connection just made (another process of this machine could race for it).
+    loop {
+        let (ours, from) = listener.accept().await?;
+        if from == mine {
+            return Ok((ours, theirs));
+        }
     }
 }
 

@@ -26,11 +26,16 @@ use crate::audit::AuditPeer;
 use http::{empty, forward, plain};
 use tunnel::tunnel;
 
+pub use ca::RunCa;
+pub use inject::{Counted, Injection};
+
+mod ca;
 #[cfg(target_os = "linux")]
 mod carry;
 #[cfg(target_os = "linux")]
 mod dns;
 mod http;
+mod inject;
 #[cfg(target_os = "linux")]
 mod publish;
 mod socks;
@@ -65,6 +70,9 @@ pub struct Egress {
     /// Connections by name refused lately, by name, port and process (see `carry`).
     #[cfg(target_os = "linux")]
     refused_names: carry::Recent,
+    /// The run's declared credentials, when it has any: the connections to their hosts are
+    /// served by [`inject`], not tunnelled.
+    pub injection: Option<Injection>,
 }
 
 type Body = BoxBody<Bytes, hyper::Error>;
@@ -87,7 +95,14 @@ impl Egress {
             published: publish::Published::default(),
             #[cfg(target_os = "linux")]
             refused_names: carry::Recent::default(),
+            injection: None,
         }
+    }
+
+    /// `self`, putting `injection`'s credentials on the requests to their hosts.
+    pub fn injecting(mut self, injection: Option<Injection>) -> Egress {
+        self.injection = injection;
+        self
     }
 
     /// The decisions the gate made through the proxy, the connect bridge and the tree's
@@ -171,15 +186,23 @@ impl Egress {
             let Some(port) = authority.port_u16() else {
                 return plain(StatusCode::BAD_REQUEST, "CONNECT needs host:port\n");
             };
-            let upstream = match self
-                .admit(authority.host(), port, "https", "http-connect", peer)
-                .await
-            {
-                Ok(s) => s,
-                Err(refusal) => return refusal.response(),
-            };
+            let host = authority.host().to_ascii_lowercase();
+            let (upstream, asker) =
+                match self.admit(&host, port, "https", "http-connect", peer).await {
+                    Ok(s) => s,
+                    Err(refusal) => return refusal.response(),
+                };
+            let inject = Target::parse(&host).is_some_and(|t| self.injects_for(&t));
             tokio::spawn(async move {
                 match hyper::upgrade::on(req).await {
+                    Ok(upgraded) if inject => {
+                        let host = host
+                            .trim_start_matches('[')
+                            .trim_end_matches(']')
+                            .to_owned();
+                        self.intercept(TokioIo::new(upgraded), host, upstream, asker)
+                            .await
+                    }
                     Ok(upgraded) => tunnel(upgraded, upstream).await,
                     Err(e) => tracing::debug!("egress proxy: upgrade failed: {e}"),
                 }
@@ -194,10 +217,28 @@ impl Egress {
             );
         };
         let port = uri.port_u16().unwrap_or(80);
-        let upstream = match self.admit(host, port, "http", "http", peer).await {
+        let (upstream, asker) = match self.admit(host, port, "http", "http", peer).await {
             Ok(s) => s,
             Err(refusal) => return refusal.response(),
         };
+        // A credential never goes over plain HTTP: its placeholder on such a request is an
+        // attempt to send it where it cannot be protected.
+        if let Some(injection) = &self.injection {
+            let seen = |bytes: &[u8]| injection.credentials.foreign_in(bytes, None);
+            let carried = seen(uri.to_string().as_bytes())
+                .or_else(|| req.headers().values().find_map(|v| seen(v.as_bytes())));
+            if let Some(c) = carried {
+                let how = "on a plain-HTTP request, which never carries a credential";
+                let reason = self
+                    .placeholder_elsewhere(c, host, how, asker.as_deref())
+                    .await;
+                self.refused.fetch_add(1, Ordering::Relaxed);
+                return plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("ahp-wrap refused this request: {reason}\n"),
+                );
+            }
+        }
         match forward(req, upstream).await {
             Ok(resp) => resp,
             Err(e) => plain(
@@ -234,7 +275,7 @@ impl Egress {
         self.refused(&event, reason, origin).await;
     }
 
-    /// Decides a connection to `host:port` and makes it.
+    /// Decides a connection to `host:port` and makes it; with the process that asked.
     async fn admit(
         &self,
         host: &str,
@@ -242,7 +283,7 @@ impl Egress {
         scheme: &str,
         via: &str,
         peer: SocketAddr,
-    ) -> Result<TcpStream, Refusal> {
+    ) -> Result<(TcpStream, Option<Arc<Asker>>), Refusal> {
         let Some(target) = Target::parse(host) else {
             return Err(Refusal::failed(format!(
                 "`{host}` is not a host name or address"
@@ -253,14 +294,14 @@ impl Egress {
             .lock()
             .ok()
             .and_then(|mut a| a.remove(&peer.port()));
-        let addrs = self.allow(&target, port, (scheme, via), noted).await?;
+        let (addrs, asker) = self.allow(&target, port, (scheme, via), noted).await?;
         let mut last = format!("{target} has no address");
         for addr in addrs {
             match tokio::time::timeout(CONNECT_TIMEOUT, TcpStream::connect(addr)).await {
                 Ok(Ok(s)) => {
                     let _ = s.set_nodelay(true);
                     self.allowed.fetch_add(1, Ordering::Relaxed);
-                    return Ok(s);
+                    return Ok((s, asker));
                 }
                 Ok(Err(e)) => last = format!("cannot connect to {addr}: {e}"),
                 Err(_) => last = format!("cannot connect to {addr}: timed out"),
@@ -271,17 +312,25 @@ impl Egress {
 
     /// Decides a connection to `target:port` that the process `noted` asks for (`scheme`
     /// and `via` say how, for its event), then resolves the name: the addresses it may go
-    /// to. A refused name is never looked up, and a name that leads to an address the rules
-    /// deny is refused then.
+    /// to, with the process that asked. A refused name is never looked up, and a name that
+    /// leads to an address the rules deny is refused then. A process whose command line
+    /// carries a credential's placeholder to a host it is not bound to is refused first.
     async fn allow(
         &self,
         target: &Target,
         port: u16,
         (scheme, via): (&str, &str),
         noted: Option<i32>,
-    ) -> Result<Vec<SocketAddr>, Refusal> {
+    ) -> Result<(Vec<SocketAddr>, Option<Arc<Asker>>), Refusal> {
         let agent = self.agent.load(Ordering::SeqCst);
         let asker = noted.and_then(|pid| asking_process(pid, agent));
+        if let Some(c) = self.carried_elsewhere(asker.as_ref(), target) {
+            let how = "on the command line of the process that connects";
+            let reason = self
+                .placeholder_elsewhere(c, &target.to_string(), how, asker.as_ref())
+                .await;
+            return Err(self.refuse(reason));
+        }
         let (event, origin) = self.event(target, port, scheme, via, asker.as_ref());
         // The agent's own process: its fetches are hooked tool calls the policy sees, so a
         // host no list names goes to the gate as before. Any other process of the tree (or
@@ -342,7 +391,7 @@ impl Egress {
             };
             return Err(self.refuse(reason));
         }
-        Ok(addrs)
+        Ok((addrs, asker.map(Arc::new)))
     }
 
     /// Records that the floor refused `event` (a `net` event of this proxy's), and remembers

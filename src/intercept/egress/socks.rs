@@ -61,7 +61,7 @@ impl Egress {
         })
         .await
         .map_err(|_| "a SOCKS5 client said nothing".to_owned())??;
-        let upstream = match self.admit(&host, port, "tcp", "socks5", peer).await {
+        let (upstream, asker) = match self.admit(&host, port, "tcp", "socks5", peer).await {
             Ok(s) => s,
             Err(refusal) => {
                 // 2: connection not allowed by ruleset; 4: host unreachable.
@@ -71,6 +71,12 @@ impl Egress {
             }
         };
         stream.write_all(&socks_reply(0)).await.map_err(io)?;
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        if crate::floor::hosts::Target::parse(host).is_some_and(|t| self.injects_for(&t)) {
+            let host = host.to_ascii_lowercase();
+            self.intercept(stream, host, upstream, asker).await;
+            return Ok(());
+        }
         let _ = pump_sockets(&stream, &upstream).await;
         Ok(())
     }

@@ -60,6 +60,28 @@ impl Run<'_> {
             if refused > 0 {
                 self.notes.push(m);
             }
+            let injection = net.egress.injection.as_ref();
+            if let Some(counts) = injection.and_then(|i| i.counts.lock().ok()) {
+                for (name, c) in counts.iter() {
+                    let hosts: Vec<&str> = c.hosts.iter().map(String::as_str).collect();
+                    let mut m = format!(
+                        "credentials: {name}'s value put on {} request(s) to {}",
+                        c.injected,
+                        if hosts.is_empty() {
+                            "no host".into()
+                        } else {
+                            hosts.join(", ")
+                        }
+                    );
+                    if c.refused > 0 {
+                        m.push_str(&format!(
+                            "; {} attempt(s) to send it elsewhere refused (in the audit log)",
+                            c.refused
+                        ));
+                    }
+                    self.notes.push(m);
+                }
+            }
             #[cfg(target_os = "linux")]
             {
                 use std::sync::atomic::Ordering::Relaxed;

@@ -18,6 +18,8 @@ pub(in crate::run) struct NetSide {
     pub(super) proxy_port: u16,
     /// Path sockets the tree may reach although it did not bind them.
     pub(super) unix_allow: Vec<PathBuf>,
+    /// The declared credentials and the run's CA, when there are any.
+    pub(super) injection: Option<crate::intercept::egress::Injection>,
 }
 
 /// The network part while the agent runs: the egress proxy, the connect bridge's thread
@@ -50,7 +52,8 @@ impl NetSide {
         received.proxy.set_nonblocking(true)?;
         let listener = tokio::net::TcpListener::from_std(received.proxy)?;
         let askers = floor::bridge::Askers::default();
-        let egress = Arc::new(Egress::new(gate, self.rules.clone(), askers.clone()));
+        let egress = Egress::new(gate, self.rules.clone(), askers.clone());
+        let egress = Arc::new(egress.injecting(self.injection));
         egress.agent_is(agent);
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();

@@ -257,6 +257,32 @@ impl HostRules {
     }
 }
 
+/// A list of host patterns (`host`, `*.domain`, an address or a network), as `[floor.net]`
+/// writes them: the hosts a credential may be sent to.
+#[derive(Debug, Clone, Default)]
+pub struct HostList(Vec<Pattern>);
+
+impl HostList {
+    /// The list of `patterns`, or what is wrong with one.
+    pub fn parse(patterns: &[String]) -> Result<HostList, String> {
+        patterns
+            .iter()
+            .map(|p| Pattern::parse(p))
+            .collect::<Result<Vec<_>, _>>()
+            .map(HostList)
+    }
+
+    /// Whether a pattern of the list names `target`.
+    pub fn matches(&self, target: &Target) -> bool {
+        self.0.iter().any(|p| p.matches(target))
+    }
+
+    /// The patterns, as written back.
+    pub fn shown(&self) -> Vec<String> {
+        self.0.iter().map(show).collect()
+    }
+}
+
 fn show(p: &Pattern) -> String {
     match p {
         Pattern::Name(n) => n.clone(),

@@ -17,6 +17,8 @@
 //!   the guardian starts, for the agent's process to join ([`NamespaceReceiver`]).
 //! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
 //!   back to its name.
+//! - [`credentials`]: the credentials the tree uses without reading them (placeholders in its
+//!   environment, the real values for the egress proxy).
 //! - [`secrets`]: which of the wrapper's variables carry credentials the agent's tree must
 //!   not inherit.
 //! - [`denials`] (Linux): the refusals the kernel reports to its audit log, where the run can
@@ -34,6 +36,7 @@ pub mod apparmor;
 pub mod bridge;
 #[cfg(target_os = "linux")]
 pub mod caches;
+pub mod credentials;
 #[cfg(target_os = "linux")]
 pub mod denials;
 pub mod explain;

@@ -87,6 +87,16 @@ pub fn is_credential(name: &str, value: &OsStr) -> bool {
     by_name || looks_like_token(&value.to_string_lossy())
 }
 
+/// The known token format `value` starts with (`ghp_`, `glpat-`, `npm_`…), if any.
+pub fn token_prefix(value: &str) -> Option<&'static str> {
+    // The longest first: `sk_live_` before `sk-`, `github_pat_` before nothing shorter.
+    PREFIXES
+        .iter()
+        .filter(|p| value.starts_with(*p))
+        .max_by_key(|p| p.len())
+        .copied()
+}
+
 /// Whether `value` starts like a known token (long enough to be one), or is a URL with a
 /// password in it.
 fn looks_like_token(value: &str) -> bool {

@@ -36,6 +36,39 @@ pub struct Spec {
     /// Path Unix sockets: `[floor.unix]`.
     #[serde(default)]
     pub unix: UnixSpec,
+    /// Credentials the tree uses without reading them: `[[floor.credentials]]`.
+    pub credentials: Option<Vec<CredentialSpec>>,
+}
+
+/// One `[[floor.credentials]]` entry: a token the agent's tree gets as a placeholder, which
+/// the egress proxy replaces with the real value on requests to the credential's hosts
+/// (over TLS only). See [`credentials`](super::credentials).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct CredentialSpec {
+    /// The variable the agent's tree sees (holding the placeholder).
+    pub env: String,
+    /// The hosts the real value may be sent to (as in `[floor.net]`: `host`, `*.domain`).
+    pub hosts: Vec<String>,
+    /// Where the real value comes from: a variable of the wrapper's environment (the
+    /// default: `env` itself; the entry is skipped when it is not set).
+    pub from_env: Option<String>,
+    /// Where the real value comes from: a file (`~/…`, absolute, or relative to the
+    /// workspace), its text trimmed.
+    pub from_file: Option<String>,
+    /// Where the real value comes from: a command the wrapper runs before the agent starts
+    /// (`["gh", "auth", "token"]`), its output trimmed.
+    pub from_command: Option<Vec<String>>,
+    /// The request headers the value may appear in (the default:
+    /// [`DEFAULT_HEADERS`](super::credentials::DEFAULT_HEADERS)).
+    pub headers: Option<Vec<String>>,
+    /// Whether it may appear in HTTP basic auth (`Authorization: Basic`, a URL's
+    /// `user:token@`); the default: yes.
+    pub basic_auth: Option<bool>,
+    /// The URL query parameters it may appear in (the default: none).
+    pub query: Option<Vec<String>>,
+    /// Whether it may appear in request bodies (the default: no).
+    pub body: Option<bool>,
 }
 
 /// The `[floor.unix]` section: the path Unix sockets (tmux's, Docker's, D-Bus's, an
@@ -184,6 +217,7 @@ impl Spec {
             unix: UnixSpec {
                 allow: self.unix.allow.or_else(|| default.unix.allow.clone()),
             },
+            credentials: self.credentials.or_else(|| default.credentials.clone()),
         }
     }
 
@@ -263,6 +297,7 @@ mod tests {
                 unknown: Some(Unknown::Allow),
                 ..NetSpec::default()
             },
+            credentials: None,
         };
         let own: Spec = toml::from_str("hidden = [\"~/.secret\"]").unwrap();
         let merged = own.or(&default);

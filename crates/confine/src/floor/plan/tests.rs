@@ -11,6 +11,7 @@ fn spec(read_only: &[&str], hidden: &[&str]) -> Spec {
         env: Default::default(),
         unix: Default::default(),
         net: Default::default(),
+        credentials: None,
     }
 }
 
