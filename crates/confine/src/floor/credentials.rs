@@ -329,8 +329,16 @@ mod tests {
         let c = creds.iter().next().unwrap();
         assert_eq!(c.value(), "value-of-the-token-123456");
         assert!(!format!("{c:?}").contains("value-of"), "{c:?}");
-        assert_eq!(problems.len(), 1, "{problems:?}");
-        assert!(problems[0].contains("FILE_TOKEN"), "{problems:?}");
+        // A file that cannot be read, and an entry without hosts (set or not), are said.
+        assert_eq!(problems.len(), 2, "{problems:?}");
+        assert!(
+            problems[0].contains("FILE_TOKEN: cannot read"),
+            "{problems:?}"
+        );
+        assert!(
+            problems[1].contains("NO_HOSTS: `hosts` names no host"),
+            "{problems:?}"
+        );
         let forge = Target::parse("api.forge.test").unwrap();
         let other = Target::parse("other.test").unwrap();
         assert!(creds.any_bound_to(&forge) && !creds.any_bound_to(&other));
