@@ -341,6 +341,7 @@ fn injection(
         credentials,
         ca,
         counts: Default::default(),
+        untrusted: Default::default(),
     }))
 }
 

@@ -29,17 +29,22 @@ const SYSTEM_BUNDLES: &[&str] = &[
 
 /// The variables that name a CA bundle, each ecosystem's: OpenSSL and what links it (Python's
 /// `ssl`, Ruby, PHP), Go and rustls-native-certs (`SSL_CERT_FILE`); curl; git; Python's
-/// requests and pip; AWS's tools; Cargo; Deno; Node (`NODE_EXTRA_CA_CERTS`, which adds to
-/// Node's own roots; it is given the run's CA alone).
+/// requests, pip and httplib2; AWS's tools; Cargo; Deno; Nix; gRPC; the Google Cloud CLI;
+/// Node (`NODE_EXTRA_CA_CERTS`, which adds to Node's own roots; it is given the run's CA
+/// alone).
 const BUNDLE_VARS: &[&str] = &[
     "SSL_CERT_FILE",
     "CURL_CA_BUNDLE",
     "GIT_SSL_CAINFO",
     "REQUESTS_CA_BUNDLE",
     "PIP_CERT",
+    "HTTPLIB2_CA_CERTS",
     "AWS_CA_BUNDLE",
     "CARGO_HTTP_CAINFO",
     "DENO_CERT",
+    "NIX_SSL_CERT_FILE",
+    "GRPC_DEFAULT_SSL_ROOTS_FILE_PATH",
+    "CLOUDSDK_CORE_CUSTOM_CA_CERTS_FILE",
 ];
 
 /// A certificate authority for one run.

@@ -41,6 +41,9 @@ pub struct Injection {
     pub ca: RunCa,
     /// Per credential: requests it was injected into, and placeholders refused elsewhere.
     pub counts: Mutex<BTreeMap<String, Counted>>,
+    /// Per host: clients that did not complete TLS with the run's CA (a program with roots
+    /// of its own, or pinning), said at the end of the run.
+    pub untrusted: Mutex<BTreeMap<String, u64>>,
 }
 
 /// What became of one credential in a run.
@@ -106,7 +109,15 @@ impl Egress {
         .await;
         let tls = match accepted {
             Ok(Ok(tls)) => tls,
-            Ok(Err(e)) => return tracing::debug!("egress: TLS with the client for {host}: {e}"),
+            Ok(Err(e)) => {
+                tracing::warn!(
+                    "egress: a client did not complete TLS for {host} with the run's CA: {e}"
+                );
+                if let Ok(mut untrusted) = injection.untrusted.lock() {
+                    *untrusted.entry(host).or_default() += 1;
+                }
+                return;
+            }
             Err(_) => return tracing::debug!("egress: the client for {host} did not start TLS"),
         };
         // The real host, verified; a failure is each request's answer.
@@ -294,7 +305,7 @@ impl Egress {
         if let Some(injection) = self.injection.as_ref() {
             injection.count(&c.name, None);
         }
-        let arguments = json!({"host": host, "credential": c.name, "url": format!("{host}")});
+        let arguments = json!({"host": host, "credential": c.name});
         let (event, origin) = self.event_with(arguments, "inject", asker);
         self.refused(&event, reason.clone(), origin).await;
         reason
@@ -571,6 +582,7 @@ mod tests {
             credentials: creds,
             ca: RunCa::new().unwrap(),
             counts: Mutex::default(),
+            untrusted: Mutex::default(),
         };
         let argv = vec!["curl".to_owned(), format!("-HPrivate-Token: {REAL}")];
         assert_eq!(

@@ -82,6 +82,17 @@ impl Run<'_> {
                     self.notes.push(m);
                 }
             }
+            if let Some(untrusted) = injection.and_then(|i| i.untrusted.lock().ok()) {
+                for (host, n) in untrusted.iter() {
+                    self.notes.push(format!(
+                        "warning: credentials: {n} connection(s) to {host} did not complete TLS \
+                         with the run's certificate authority (a program that ignores \
+                         SSL_CERT_FILE and the like, or pins the host's certificate, cannot use \
+                         a credential there: docs/floor.md, \"Credentials the agent uses but \
+                         never reads\")"
+                    ));
+                }
+            }
             #[cfg(target_os = "linux")]
             {
                 use std::sync::atomic::Ordering::Relaxed;
