@@ -126,6 +126,17 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
+    /// Put the workspace back as it was when the last run in it started (from the run's
+    /// checkpoints: docs/undo.md).
+    ///
+    /// Restores each file the run changed or deleted, byte for byte with its mode (a
+    /// symbolic link as it was), atomically per file, and deletes the files it created.
+    /// Refuses, listing them, when a file changed after the run ended (it would be lost)
+    /// unless `--force`.
+    Undo(UndoArgs),
+    /// Show what a run changed in the workspace, call by call: after each tool call, the
+    /// files it created, changed (a diff for text) and deleted. Paged on a terminal.
+    Changes(ChangesArgs),
     /// Install, as root and once, what this machine needs: `gemini`, the system settings
     /// file Gemini CLI reads our hooks from for users who are not root
     /// (/etc/ahp-wrap/gemini/settings.json); `apparmor`, the profile that lets this ahp-wrap
@@ -509,3 +520,41 @@ pub enum FloorArg {
 
 #[cfg(test)]
 mod tests;
+
+/// `ahp-wrap undo`.
+#[derive(Debug, clap::Args)]
+pub struct UndoArgs {
+    /// Restore only these files or directories (relative to the current directory).
+    pub paths: Vec<std::path::PathBuf>,
+    /// The run to undo (its id, or the start of it; `ahp-wrap changes` names it): default
+    /// the last run in this workspace.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Go back to the checkpoint before tool call N instead of the run's start.
+    #[arg(long, value_name = "N")]
+    pub to: Option<u64>,
+    /// List what would change, change nothing.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Undo even the files changed or created after the run ended (their later content is
+    /// lost).
+    #[arg(long)]
+    pub force: bool,
+    /// The workspace (default: the current directory, or the workspace it lies in).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+}
+
+/// `ahp-wrap changes`.
+#[derive(Debug, clap::Args)]
+pub struct ChangesArgs {
+    /// The run (its id, or the start of it): default the last run in this workspace.
+    #[arg(long, value_name = "ID")]
+    pub run: Option<String>,
+    /// Print JSON (one object per tool call) instead of text.
+    #[arg(long)]
+    pub json: bool,
+    /// The workspace (default: the current directory, or the workspace it lies in).
+    #[arg(long, value_name = "DIR")]
+    pub workspace: Option<std::path::PathBuf>,
+}

@@ -9,9 +9,11 @@ mod restore;
 mod setup;
 #[cfg(target_os = "linux")]
 mod setup_apparmor;
+mod undo;
 pub use doctor::doctor;
 pub use restore::restore;
 pub use setup::setup;
+pub use undo::{changes, undo};
 
 use std::sync::Arc;
 use std::time::Duration;

@@ -72,6 +72,7 @@ pub use ahp_wrap_wire::{is_plain_name, jsonrpc, protocol};
 
 pub mod ask;
 pub mod audit;
+pub mod checkpoint;
 pub mod cli;
 pub mod client;
 pub mod commands;

@@ -100,6 +100,8 @@ fn command(cli: Cli) -> CommandResult {
         Some(Command::Man) => commands::man(),
         Some(Command::Doctor { json }) => Ok(commands::doctor(json)),
         Some(Command::Restore { file, dry_run }) => commands::restore(&file, dry_run),
+        Some(Command::Undo(args)) => commands::undo(&args),
+        Some(Command::Changes(args)) => commands::changes(&args),
         Some(Command::Setup { framework, remove }) => commands::setup(framework.as_deref(), remove),
         Some(Command::Shim { command }) => Ok(commands::shim(command)),
         Some(Command::Policy { command }) => commands::policy(command),

@@ -63,6 +63,9 @@ pub struct Gate {
     approved_hosts: Mutex<HashSet<String>>,
     /// The floor's refusals the agent's tools reported, explained and counted.
     pub floor_met: FloorMet,
+    /// The workspace's checkpoints, once the run took its first (one before each tool call
+    /// that may write, taken while the call is decided).
+    pub checkpoints: std::sync::OnceLock<std::sync::Arc<crate::checkpoint::Checkpointer>>,
 }
 
 impl Gate {
@@ -83,6 +86,7 @@ impl Gate {
             events: AtomicU64::new(0),
             approved_hosts: Mutex::new(HashSet::new()),
             floor_met: FloorMet::default(),
+            checkpoints: std::sync::OnceLock::new(),
         }
     }
 
@@ -160,6 +164,9 @@ impl Gate {
         within: Option<std::time::Duration>,
     ) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
+        // The workspace as it is before the call, kept while the call is decided (its
+        // sender waits for the decision anyway); the call runs after both.
+        let checkpoint = self.checkpoint_before(event);
         let decision = match within {
             Some(timeout) if timeout < self.decider.timeout => {
                 let decider = Decider {
@@ -171,6 +178,9 @@ impl Gate {
             _ => self.decider.resolve(event, native_ask).await,
         };
         let decision = self.conclude(event, decision, origin).await;
+        if let Some(taken) = checkpoint {
+            let _ = taken.await;
+        }
         if matches!(decision.by, DecidedBy::Person(_))
             && matches!(decision.verdict, crate::protocol::Verdict::Allow { .. })
         {
@@ -180,6 +190,23 @@ impl Gate {
             }
         }
         decision
+    }
+
+    /// Starts the checkpoint before the tool call `event` asks for, when the run keeps them
+    /// and the tool may write.
+    fn checkpoint_before(&self, event: &Event) -> Option<tokio::task::JoinHandle<Option<u64>>> {
+        if event.event_type != EventType::PreAction {
+            return None;
+        }
+        let checkpoints = self.checkpoints.get()?.clone();
+        let tool = event.payload.get("tool_name")?.as_str()?.to_owned();
+        if !crate::checkpoint::Checkpointer::wanted(&tool) {
+            return None;
+        }
+        let summary = crate::checkpoint::summary(event.payload.get("arguments"));
+        Some(tokio::task::spawn_blocking(move || {
+            checkpoints.before(&tool, summary)
+        }))
     }
 
     /// Makes `decision` on `event` durable in the audit log and shows it to the approver;

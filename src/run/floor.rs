@@ -89,6 +89,12 @@ pub(super) fn prepare(
     cx.protected.extend(protected);
     cx.create_missing = true;
     let mut plan = Plan::new(&spec, &cx);
+    // The checkpoints' store holds copies of other workspaces' files (their `.env`s): never
+    // read by the tree.
+    let store = crate::checkpoint::store::Store::open().map(|s| s.root().to_owned());
+    if let Some(store) = store.and_then(|s| s.canonicalize().ok()) {
+        plan.hidden.push(store);
+    }
     // The caches' layers lie in the user's state directory, out of the tree's reach (bound
     // read-only where the state directory lies beneath a writable root). Made only when a
     // cache needs one.

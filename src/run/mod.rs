@@ -7,6 +7,7 @@
 //! Owns: the order of the phases and the exit code. Must not touch: how an event is decided
 //! (`gate/`), how the agent is reached (`intercept/`), or process mechanics (`child/`).
 
+mod checkpoints;
 mod control;
 #[cfg(target_os = "linux")]
 mod denials;

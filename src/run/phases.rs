@@ -41,6 +41,7 @@ impl Run<'_> {
             self.gate.say(EventType::Error, payload).await;
             return Err(Failure::new(Exit::Wrapper, message));
         }
+        let checkpoints = self.first_checkpoint();
         let run_dir = RunDir::create().map_err(|e| {
             Failure::new(
                 Exit::Wrapper,
@@ -77,6 +78,7 @@ impl Run<'_> {
             .prepare(&mut held, limits)
             .map_err(|e| Failure::new(Exit::Wrapper, e))?;
         self.floor_before_start(&held).await?;
+        self.checkpoints_ready(checkpoints).await;
         let mut agent = self.spawn(&mut held, &cmd, group).await?;
         let exit = self.supervise(&mut held, &mut agent).await;
         let exit = self.finish(&mut held, exit).await;
@@ -392,6 +394,7 @@ impl Run<'_> {
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut RunGuard<'_>, mut exit: Exit) -> Exit {
         self.floor_after_end(held).await;
+        self.last_checkpoint().await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;

@@ -26,6 +26,7 @@
 
 #![forbid(unsafe_code)]
 
+mod checkpoints;
 mod examples;
 mod extract;
 mod hosts;
@@ -44,6 +45,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::{Map, Value};
 
+pub use checkpoints::{checkpoint_spec, CheckpointSpec};
 pub use examples::{ExampleFailure, ExampleReport};
 pub use extract::contacts::contacted_hosts;
 pub use hosts::HOSTS_RULE;

@@ -39,6 +39,11 @@ pub(crate) struct RawPolicy {
     /// the URLs tools contact.
     #[serde(default)]
     pub floor: Option<ahp_wrap_confine::floor::Spec>,
+    /// The workspace's checkpoints: read on its own by [`crate::checkpoint_spec`]; here
+    /// checked, so that a policy with a bad `[checkpoints]` does not load.
+    #[serde(default)]
+    #[allow(dead_code, reason = "checked here, read on its own by checkpoint_spec")]
+    pub checkpoints: Option<crate::CheckpointSpec>,
 }
 
 /// Policy-wide settings.

@@ -1,0 +1,344 @@
+//! The checkpoints' store, in the user's state directory (`checkpoints/`):
+//!
+//! - `objects/ab/cdef…`: each content kept once, named by its SHA-256 (read-only files);
+//! - `runs/<run id>/meta.json` (the workspace, when the run started, the agent's command)
+//!   and `runs/<run id>/log.jsonl`: one line per checkpoint, the first with the whole
+//!   manifest, each next one with what changed since (and the tool call it comes before);
+//! - `index/<workspace key>.json`: the workspace's manifest when its last run ended, so that
+//!   the next run's first checkpoint reads only the files that changed since.
+//!
+//! Retention: runs older than `keep_days`, then the oldest while the store is over
+//! `max_store_mb`, are removed, and the objects no run names with them (at most once an hour).
+
+use std::collections::{BTreeMap, HashSet};
+use std::io::{BufRead, Read, Write};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, SystemTime};
+
+use serde::{Deserialize, Serialize};
+use sha2::{Digest, Sha256};
+
+use super::scan::{Entry, Manifest};
+
+/// The store.
+#[derive(Debug, Clone)]
+pub struct Store {
+    root: PathBuf,
+}
+
+/// A run's description.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Meta {
+    /// The run's id (its session id in the audit log).
+    pub run: String,
+    /// The workspace, absolute.
+    pub workspace: PathBuf,
+    /// When it started (RFC 3339).
+    pub started: String,
+    /// The agent's command line.
+    pub agent: String,
+}
+
+/// One line of a run's log: a checkpoint.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Line {
+    /// Its number: 0 when the run started, N before tool call N, the last when it ended.
+    pub n: u64,
+    /// When it was taken (RFC 3339).
+    pub at: String,
+    /// The tool call it comes before (none for the first and the last).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<Tool>,
+    /// The run's end.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub end: bool,
+    /// Paths set since the checkpoint before (all of them in the first).
+    #[serde(default)]
+    pub set: BTreeMap<String, Entry>,
+    /// Paths gone since the checkpoint before.
+    #[serde(default)]
+    pub del: Vec<String>,
+}
+
+/// A tool call, as a person reads it.
+#[derive(Debug, Clone, Serialize, Deserialize)]
+pub struct Tool {
+    /// The tool's name.
+    pub name: String,
+    /// What it was asked (a command, a path), shortened.
+    pub summary: String,
+}
+
+impl Store {
+    /// The store in the user's state directory.
+    pub fn open() -> Option<Store> {
+        crate::termlog::state_dir().map(|d| Store {
+            root: d.join("checkpoints"),
+        })
+    }
+
+    /// The store at `root` (tests, benches).
+    pub fn at(root: PathBuf) -> Store {
+        Store { root }
+    }
+
+    /// Where it lies.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// Makes its directories (private to the user).
+    pub fn create(&self) -> std::io::Result<()> {
+        for d in ["objects", "runs", "index"] {
+            std::fs::create_dir_all(self.root.join(d))?;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        std::fs::set_permissions(&self.root, std::fs::Permissions::from_mode(0o700))
+    }
+
+    fn object(&self, hash: &str) -> PathBuf {
+        self.root.join("objects").join(&hash[..2]).join(&hash[2..])
+    }
+
+    /// Keeps the content of the file at `path`; its hash. Read once: hashed while copied
+    /// into a temporary object, named by its hash once read (dropped when already kept).
+    pub fn keep(&self, path: &Path) -> std::io::Result<String> {
+        let mut src = std::fs::File::open(path)?;
+        let tmp_path = self
+            .root
+            .join("objects")
+            .join(format!("tmp-{}", crate::random_hex(8)));
+        let mut tmp = Temp::create(tmp_path)?;
+        let mut hasher = Sha256::new();
+        let mut buf = vec![0u8; 256 * 1024];
+        loop {
+            let n = src.read(&mut buf)?;
+            if n == 0 {
+                break;
+            }
+            hasher.update(&buf[..n]);
+            tmp.file.write_all(&buf[..n])?;
+        }
+        let hash = hex::encode(hasher.finalize());
+        let dest = self.object(&hash);
+        if dest.exists() {
+            return Ok(hash);
+        }
+        if let Some(parent) = dest.parent() {
+            std::fs::create_dir_all(parent)?;
+        }
+        use std::os::unix::fs::PermissionsExt;
+        tmp.file
+            .set_permissions(std::fs::Permissions::from_mode(0o400))?;
+        std::fs::rename(&tmp.path, &dest)?;
+        tmp.kept = true;
+        Ok(hash)
+    }
+
+    /// The content kept under `hash`.
+    pub fn read(&self, hash: &str) -> std::io::Result<Vec<u8>> {
+        std::fs::read(self.object(hash))
+    }
+
+    /// Copies the content kept under `hash` to `dest` (which must not exist).
+    pub fn copy_to(&self, hash: &str, dest: &Path) -> std::io::Result<()> {
+        std::fs::copy(self.object(hash), dest).map(|_| ())
+    }
+
+    fn run_dir(&self, run: &str) -> PathBuf {
+        self.root.join("runs").join(run)
+    }
+
+    /// Starts a run's record.
+    pub fn begin(&self, meta: &Meta) -> std::io::Result<std::fs::File> {
+        let dir = self.run_dir(&meta.run);
+        std::fs::create_dir_all(&dir)?;
+        std::fs::write(dir.join("meta.json"), serde_json::to_vec(meta)?)?;
+        std::fs::OpenOptions::new()
+            .create(true)
+            .append(true)
+            .open(dir.join("log.jsonl"))
+    }
+
+    /// Every run of the store, oldest first.
+    pub fn runs(&self) -> Vec<Meta> {
+        let Ok(dirs) = std::fs::read_dir(self.root.join("runs")) else {
+            return Vec::new();
+        };
+        let mut out: Vec<Meta> = dirs
+            .flatten()
+            .filter_map(|d| std::fs::read(d.path().join("meta.json")).ok())
+            .filter_map(|b| serde_json::from_slice(&b).ok())
+            .collect();
+        out.sort_by(|a, b| a.started.cmp(&b.started));
+        out
+    }
+
+    /// The checkpoints of `run`, in order.
+    pub fn lines(&self, run: &str) -> std::io::Result<Vec<Line>> {
+        let f = std::fs::File::open(self.run_dir(run).join("log.jsonl"))?;
+        Ok(std::io::BufReader::new(f)
+            .lines()
+            .map_while(Result::ok)
+            .filter_map(|l| serde_json::from_str(&l).ok())
+            .collect())
+    }
+
+    /// The manifest a workspace had when its last run ended.
+    pub fn index(&self, workspace: &Path) -> Manifest {
+        std::fs::read(self.index_file(workspace))
+            .ok()
+            .and_then(|b| serde_json::from_slice(&b).ok())
+            .unwrap_or_default()
+    }
+
+    /// Records `manifest` as the workspace's latest.
+    pub fn set_index(&self, workspace: &Path, manifest: &Manifest) -> std::io::Result<()> {
+        let file = self.index_file(workspace);
+        let tmp = file.with_extension("tmp");
+        std::fs::write(&tmp, serde_json::to_vec(manifest)?)?;
+        std::fs::rename(tmp, file)
+    }
+
+    fn index_file(&self, workspace: &Path) -> PathBuf {
+        let key = hex::encode(Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
+        self.root.join("index").join(format!("{}.json", &key[..24]))
+    }
+
+    /// Forgets runs older than `keep`, then the oldest while the store is over `max_bytes`
+    /// (never `current`), and the objects no run left names; at most once an hour.
+    pub fn prune(&self, keep: Duration, max_bytes: u64, current: &str) {
+        let stamp = self.root.join("pruned");
+        let recent = std::fs::metadata(&stamp)
+            .and_then(|m| m.modified())
+            .ok()
+            .and_then(|t| t.elapsed().ok())
+            .is_some_and(|e| e < Duration::from_secs(3600));
+        if recent {
+            return;
+        }
+        let _ = std::fs::write(&stamp, b"");
+        let now = SystemTime::now();
+        let mut runs: Vec<(Meta, SystemTime)> = self
+            .runs()
+            .into_iter()
+            .filter(|m| m.run != current)
+            .map(|m| {
+                let at = std::fs::metadata(self.run_dir(&m.run).join("meta.json"))
+                    .and_then(|f| f.modified())
+                    .unwrap_or(now);
+                (m, at)
+            })
+            .collect();
+        runs.retain(|(m, at)| {
+            let old = now.duration_since(*at).is_ok_and(|age| age > keep);
+            if old {
+                let _ = std::fs::remove_dir_all(self.run_dir(&m.run));
+            }
+            !old
+        });
+        while self.size() > max_bytes && !runs.is_empty() {
+            let (m, _) = runs.remove(0);
+            let _ = std::fs::remove_dir_all(self.run_dir(&m.run));
+            self.sweep(current);
+        }
+        self.sweep(current);
+    }
+
+    /// Removes the objects no run names (the current one's included).
+    fn sweep(&self, current: &str) {
+        let mut named = HashSet::new();
+        let ids: Vec<String> = self.runs().into_iter().map(|m| m.run).collect();
+        for run in ids.iter().map(String::as_str).chain([current]) {
+            for line in self.lines(run).unwrap_or_default() {
+                named.extend(line.set.values().filter_map(|e| match &e.kind {
+                    super::scan::Kind::File(h) => Some(h.clone()),
+                    _ => None,
+                }));
+            }
+        }
+        let Ok(fans) = std::fs::read_dir(self.root.join("objects")) else {
+            return;
+        };
+        for fan in fans.flatten() {
+            let prefix = fan.file_name().to_string_lossy().into_owned();
+            let Ok(objects) = std::fs::read_dir(fan.path()) else {
+                continue;
+            };
+            for o in objects.flatten() {
+                let name = format!("{prefix}{}", o.file_name().to_string_lossy());
+                // A young object may belong to a run that has not logged it yet.
+                let young = o
+                    .metadata()
+                    .and_then(|m| m.modified())
+                    .ok()
+                    .and_then(|t| t.elapsed().ok())
+                    .is_none_or(|age| age < Duration::from_secs(3600));
+                if !named.contains(&name) && !young {
+                    let _ = std::fs::remove_file(o.path());
+                }
+            }
+        }
+    }
+
+    /// The bytes its objects take.
+    fn size(&self) -> u64 {
+        let mut total = 0;
+        let Ok(fans) = std::fs::read_dir(self.root.join("objects")) else {
+            return 0;
+        };
+        for fan in fans.flatten() {
+            if let Ok(objects) = std::fs::read_dir(fan.path()) {
+                total += objects
+                    .flatten()
+                    .filter_map(|o| o.metadata().ok())
+                    .map(|m| m.len())
+                    .sum::<u64>();
+            }
+        }
+        total
+    }
+}
+
+/// The manifests of a run's checkpoints, in order, from its log.
+pub fn replay(lines: &[Line]) -> Vec<Manifest> {
+    let mut out = Vec::with_capacity(lines.len());
+    let mut current = Manifest::new();
+    for line in lines {
+        for path in &line.del {
+            current.remove(path);
+        }
+        current.extend(line.set.iter().map(|(k, v)| (k.clone(), v.clone())));
+        out.push(current.clone());
+    }
+    out
+}
+
+/// A temporary object, removed unless kept.
+struct Temp {
+    path: PathBuf,
+    file: std::fs::File,
+    kept: bool,
+}
+
+impl Temp {
+    fn create(path: PathBuf) -> std::io::Result<Temp> {
+        let file = std::fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .open(&path)?;
+        Ok(Temp {
+            path,
+            file,
+            kept: false,
+        })
+    }
+}
+
+impl Drop for Temp {
+    fn drop(&mut self) {
+        if !self.kept {
+            let _ = std::fs::remove_file(&self.path);
+        }
+    }
+}

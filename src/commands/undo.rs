@@ -1,0 +1,432 @@
+//! `ahp-wrap undo` and `ahp-wrap changes`: a run's checkpoints read back (docs/undo.md).
+//!
+//! `undo` compares three states of each path: the checkpoint it goes back to (the run's
+//! start, or the one before tool call N), the run's end, and the workspace now. A path that
+//! is now as it was then is left alone; one that is as the run left it is put back; one
+//! that changed after the run ended (or was created since) is a conflict: it would be lost,
+//! so nothing is done unless `--force`. A file is put back atomically (written beside it,
+//! its mode set, renamed over it); a symbolic link is made again; a file the run created is
+//! deleted, and the directories it leaves empty with it.
+
+use std::collections::BTreeSet;
+use std::io::IsTerminal;
+use std::path::{Path, PathBuf};
+
+use serde_json::json;
+
+use crate::checkpoint::scan::{self, Entry, Kind, Manifest, Rules};
+use crate::checkpoint::store::{replay, Line, Meta, Store};
+use crate::cli::{ChangesArgs, UndoArgs};
+use crate::exit::{CommandResult, Exit, Failure};
+
+/// Text files larger than this are summed up, not diffed.
+const MAX_DIFF: usize = 1 << 20;
+
+fn fail(m: String) -> Failure {
+    Failure::new(Exit::Problem, m)
+}
+
+/// The run a command reads: `--run` (an id or its start), else the last one in the
+/// workspace (`--workspace`, else the current directory or the workspace it lies in).
+fn pick(store: &Store, run: Option<&str>, workspace: Option<&Path>) -> Result<Meta, Failure> {
+    let runs = store.runs();
+    if let Some(id) = run {
+        let found: Vec<&Meta> = runs.iter().filter(|m| m.run.starts_with(id)).collect();
+        return match found.as_slice() {
+            [one] => Ok((*one).clone()),
+            [] => Err(fail(format!("no run {id} in {}", store.root().display()))),
+            _ => Err(fail(format!(
+                "{id} names more than one run: give more of it"
+            ))),
+        };
+    }
+    let here = match workspace {
+        Some(w) => w.to_owned(),
+        None => std::env::current_dir().map_err(|e| fail(e.to_string()))?,
+    };
+    let here = here.canonicalize().unwrap_or(here);
+    runs.into_iter()
+        .rev()
+        .find(|m| here.starts_with(&m.workspace))
+        .ok_or_else(|| {
+            fail(format!(
+                "no run with checkpoints in {} (or a directory above it)",
+                here.display()
+            ))
+        })
+}
+
+/// The run's checkpoints and their manifests.
+fn load(store: &Store, meta: &Meta) -> Result<(Vec<Line>, Vec<Manifest>), Failure> {
+    let lines = store
+        .lines(&meta.run)
+        .map_err(|e| fail(format!("the run {}'s checkpoints: {e}", meta.run)))?;
+    if lines.is_empty() {
+        return Err(fail(format!("the run {} has no checkpoint", meta.run)));
+    }
+    let manifests = replay(&lines);
+    Ok((lines, manifests))
+}
+
+/// One thing `undo` does.
+enum Step<'a> {
+    Restore(&'a str, &'a Entry),
+    Delete(&'a str),
+}
+
+/// `ahp-wrap undo`.
+pub fn undo(args: &UndoArgs) -> CommandResult {
+    let store = Store::open().ok_or_else(|| fail("no state directory".into()))?;
+    let meta = pick(&store, args.run.as_deref(), args.workspace.as_deref())?;
+    let (lines, manifests) = load(&store, &meta)?;
+    let at = match args.to {
+        None => 0,
+        Some(n) => lines
+            .iter()
+            .position(|l| l.n == n && l.tool.is_some())
+            .ok_or_else(|| {
+                fail(format!(
+                    "the run {} has no checkpoint before tool call {n} (`ahp-wrap changes` lists them)",
+                    meta.run
+                ))
+            })?,
+    };
+    let target = &manifests[at];
+    let end = manifests.last().unwrap_or(target);
+    let ws = &meta.workspace;
+    let only = selected(&args.paths, ws)?;
+    let spec = crate::policy::checkpoint_spec(None).map_err(|e| fail(e.to_string()))?;
+    let rules = Rules {
+        exclude: spec.exclude.unwrap_or_default(),
+        tracked: scan::tracked(ws),
+        max_file: u64::MAX,
+        max_files: u64::MAX,
+    };
+    let now = scan::scan(ws, &rules, end, &store)
+        .map_err(|e| fail(format!("cannot read the workspace {}: {e:?}", ws.display())))?;
+    let same = |a: Option<&Entry>, b: Option<&Entry>| match (a, b) {
+        (None, None) => true,
+        (Some(a), Some(b)) => a.same_as(b),
+        _ => false,
+    };
+    let paths: BTreeSet<&String> = target.keys().chain(now.keys()).collect();
+    let mut steps = Vec::new();
+    let mut conflicts = Vec::new();
+    let mut lost = Vec::new();
+    for path in paths {
+        if !only
+            .iter()
+            .any(|o| o.is_empty() || path == o || path.starts_with(&format!("{o}/")))
+        {
+            continue;
+        }
+        let (t, n) = (target.get(path), now.get(path));
+        if same(t, n) {
+            continue;
+        }
+        if !same(n, end.get(path)) {
+            conflicts.push(path.as_str());
+        }
+        match t {
+            Some(e) if e.kind == Kind::TooLarge => lost.push(path.as_str()),
+            Some(e) => steps.push(Step::Restore(path, e)),
+            None => steps.push(Step::Delete(path)),
+        }
+    }
+    let when = match args.to {
+        None => format!("when the run {} started", short(&meta.run)),
+        Some(n) => format!("before tool call {n} of the run {}", short(&meta.run)),
+    };
+    if steps.is_empty() && lost.is_empty() {
+        crate::exit::print(&format!(
+            "{} is as it was {when}: nothing to undo\n",
+            ws.display()
+        ));
+        return Ok(Exit::OK);
+    }
+    if !conflicts.is_empty() && !args.force {
+        let mut m = format!(
+            "refusing to undo: {} path(s) changed after the run ended, and undoing would lose \
+             that (--force undoes them anyway; a path argument leaves them out):\n",
+            conflicts.len()
+        );
+        for c in &conflicts {
+            m.push_str(&format!("  {c}\n"));
+        }
+        return Err(fail(m.trim_end().to_owned()));
+    }
+    let verb = |restore: bool| match (args.dry_run, restore) {
+        (true, true) => "would restore",
+        (true, false) => "would delete",
+        (false, true) => "restored",
+        (false, false) => "deleted",
+    };
+    let mut out = String::new();
+    let mut failed = Vec::new();
+    for step in &steps {
+        let (path, restore) = match step {
+            Step::Restore(p, _) => (*p, true),
+            Step::Delete(p) => (*p, false),
+        };
+        if !args.dry_run {
+            let done = match step {
+                Step::Restore(p, e) => put_back(&store, ws, p, e),
+                Step::Delete(p) => delete(ws, p, target),
+            };
+            if let Err(e) = done {
+                failed.push(format!("{path}: {e}"));
+                continue;
+            }
+        }
+        out.push_str(&format!("{} {path}\n", verb(restore)));
+    }
+    for p in &lost {
+        out.push_str(&format!(
+            "not kept (larger than [checkpoints] max_file_mb when it was taken): {p}\n"
+        ));
+    }
+    let done = if args.dry_run { "would be" } else { "is" };
+    out.push_str(&format!("{} {done} as it was {when}\n", ws.display()));
+    crate::exit::print(&out);
+    if !failed.is_empty() {
+        return Err(fail(format!("not undone: {}", failed.join("; "))));
+    }
+    Ok(Exit::OK)
+}
+
+/// The path arguments, relative to the workspace (an empty one: all of it).
+fn selected(paths: &[PathBuf], ws: &Path) -> Result<Vec<String>, Failure> {
+    if paths.is_empty() {
+        return Ok(vec![String::new()]);
+    }
+    let cwd = std::env::current_dir().map_err(|e| fail(e.to_string()))?;
+    paths
+        .iter()
+        .map(|p| {
+            let abs = cwd.join(p);
+            let abs = normalize(&abs);
+            abs.strip_prefix(ws)
+                .map(|r| r.to_string_lossy().trim_end_matches('/').to_owned())
+                .map_err(|_| {
+                    fail(format!(
+                        "{} is not in the workspace {}",
+                        p.display(),
+                        ws.display()
+                    ))
+                })
+        })
+        .collect()
+}
+
+/// `path` without `.` and `..` (it may not exist any more: not canonicalized).
+fn normalize(path: &Path) -> PathBuf {
+    let mut out = PathBuf::new();
+    for c in path.components() {
+        match c {
+            std::path::Component::ParentDir => {
+                out.pop();
+            }
+            std::path::Component::CurDir => {}
+            other => out.push(other),
+        }
+    }
+    out
+}
+
+/// Puts `entry` back at `rel`: written beside it, its mode set, renamed over it.
+fn put_back(store: &Store, ws: &Path, rel: &str, entry: &Entry) -> std::io::Result<()> {
+    use std::os::unix::fs::PermissionsExt;
+    let dest = ws.join(rel);
+    let dir = dest.parent().unwrap_or(ws);
+    std::fs::create_dir_all(dir)?;
+    if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+        return Err(std::io::Error::other("a directory is there now"));
+    }
+    let name = dest
+        .file_name()
+        .map(|n| n.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    let tmp = dir.join(format!(".{name}.ahp-wrap-undo-{}", crate::random_hex(4)));
+    match &entry.kind {
+        Kind::File(hash) => {
+            store.copy_to(hash, &tmp)?;
+            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(entry.mode))?;
+        }
+        Kind::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
+        Kind::TooLarge => return Err(std::io::Error::other("not kept")),
+    }
+    std::fs::rename(&tmp, &dest).inspect_err(|_| {
+        let _ = std::fs::remove_file(&tmp);
+    })
+}
+
+/// Deletes `rel`, then the directories above it it leaves empty (none that `target` has a
+/// file beneath).
+fn delete(ws: &Path, rel: &str, target: &Manifest) -> std::io::Result<()> {
+    let path = ws.join(rel);
+    std::fs::remove_file(&path)?;
+    let mut dir = Path::new(rel).parent();
+    while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
+        let prefix = format!("{}/", d.display());
+        if target
+            .range(prefix.clone()..)
+            .next()
+            .is_some_and(|(k, _)| k.starts_with(&prefix))
+        {
+            break;
+        }
+        if std::fs::remove_dir(ws.join(d)).is_err() {
+            break;
+        }
+        dir = d.parent();
+    }
+    Ok(())
+}
+
+fn short(run: &str) -> &str {
+    run.get(..8).unwrap_or(run)
+}
+
+/// `ahp-wrap changes`.
+pub fn changes(args: &ChangesArgs) -> CommandResult {
+    let store = Store::open().ok_or_else(|| fail("no state directory".into()))?;
+    let meta = pick(&store, args.run.as_deref(), args.workspace.as_deref())?;
+    let (lines, manifests) = load(&store, &meta)?;
+    let mut steps = Vec::new();
+    for k in 1..lines.len() {
+        let c = scan::diff(&manifests[k - 1], &manifests[k]);
+        if c.is_empty() {
+            continue;
+        }
+        steps.push((k, c));
+    }
+    if args.json {
+        let calls: Vec<_> = steps
+            .iter()
+            .map(|(k, c)| {
+                let after = &lines[k - 1];
+                json!({
+                    "after_tool_call": after.tool.as_ref().map(|_| after.n),
+                    "tool": after.tool.as_ref().map(|t| json!({"name": t.name, "summary": t.summary})),
+                    "created": c.created,
+                    "changed": c.changed,
+                    "deleted": c.deleted,
+                })
+            })
+            .collect();
+        let doc = json!({
+            "run": meta.run,
+            "workspace": meta.workspace,
+            "started": meta.started,
+            "agent": meta.agent,
+            "changes": calls,
+        });
+        crate::exit::print(&format!("{doc:#}\n"));
+        return Ok(Exit::OK);
+    }
+    let mut out = format!(
+        "run {} in {} (started {}): {}\n",
+        meta.run,
+        meta.workspace.display(),
+        meta.started,
+        meta.agent
+    );
+    if steps.is_empty() {
+        out.push_str("no change to the workspace\n");
+    }
+    for (k, c) in &steps {
+        let after = &lines[k - 1];
+        match &after.tool {
+            Some(t) => out.push_str(&format!(
+                "\nafter tool call {} ({}: {}):\n",
+                after.n, t.name, t.summary
+            )),
+            None => out.push_str(
+                "\nbefore the first tool call (the agent itself, or a run without hooks):\n",
+            ),
+        }
+        let (before, now) = (&manifests[k - 1], &manifests[*k]);
+        for p in &c.created {
+            out.push_str(&format!("  created {p} ({})\n", size(&store, &now[p])));
+        }
+        for p in &c.deleted {
+            out.push_str(&format!("  deleted {p} ({})\n", size(&store, &before[p])));
+        }
+        for p in &c.changed {
+            out.push_str(&format!("  changed {p}\n"));
+            out.push_str(&diff(&store, p, &before[p], &now[p]));
+        }
+    }
+    page(&out);
+    Ok(Exit::OK)
+}
+
+/// What a path held, in a few words.
+fn size(store: &Store, e: &Entry) -> String {
+    match &e.kind {
+        Kind::Link(t) => format!("a link to {t}"),
+        Kind::TooLarge => format!("{} bytes, not kept", e.size),
+        Kind::File(h) => match store.read(h).ok().and_then(|b| String::from_utf8(b).ok()) {
+            Some(text) if !text.contains('\0') => format!("{} line(s)", text.lines().count()),
+            _ => format!("{} bytes", e.size),
+        },
+    }
+}
+
+/// A change as a unified diff (text), or in a line (binary, links, modes).
+fn diff(store: &Store, path: &str, a: &Entry, b: &Entry) -> String {
+    let text = |e: &Entry| match &e.kind {
+        Kind::File(h) => store
+            .read(h)
+            .ok()
+            .filter(|b| b.len() <= MAX_DIFF)
+            .and_then(|b| String::from_utf8(b).ok())
+            .filter(|t| !t.contains('\0')),
+        _ => None,
+    };
+    let mut out = String::new();
+    if a.mode != b.mode {
+        out.push_str(&format!("    mode {:o} -> {:o}\n", a.mode, b.mode));
+    }
+    if a.kind == b.kind {
+        return out;
+    }
+    match (text(a), text(b)) {
+        (Some(x), Some(y)) => {
+            let d = similar::TextDiff::from_lines(&x, &y);
+            let unified = d
+                .unified_diff()
+                .context_radius(3)
+                .header(&format!("a/{path}"), &format!("b/{path}"))
+                .to_string();
+            for l in unified.lines() {
+                out.push_str(&format!("    {l}\n"));
+            }
+        }
+        _ => out.push_str(&format!("    {} -> {}\n", size(store, a), size(store, b))),
+    }
+    out
+}
+
+/// `text` through the user's pager on a terminal (`$PAGER`, else `less -FRX`), else printed.
+fn page(text: &str) {
+    if !std::io::stdout().is_terminal() {
+        return crate::exit::print(text);
+    }
+    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -FRX".into());
+    let mut words = pager.split_whitespace();
+    let Some(program) = words.next() else {
+        return crate::exit::print(text);
+    };
+    let child = std::process::Command::new(program)
+        .args(words)
+        .stdin(std::process::Stdio::piped())
+        .spawn();
+    let Ok(mut child) = child else {
+        return crate::exit::print(text);
+    };
+    if let Some(mut stdin) = child.stdin.take() {
+        let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
+    }
+    let _ = child.wait();
+}

@@ -1,0 +1,121 @@
+//! The run's workspace checkpoints: the first taken on a thread of its own while the run
+//! prepares (joined before the agent starts), the last once the agent's tree has ended, and
+//! what the run changed said in its summary with the command that undoes it.
+
+use std::sync::Arc;
+
+use serde_json::json;
+
+use super::Run;
+use crate::checkpoint::Checkpointer;
+use crate::protocol::EventType;
+
+/// The first checkpoint, being taken.
+pub(super) type First = Option<std::thread::JoinHandle<Result<Option<Checkpointer>, String>>>;
+
+impl Run<'_> {
+    /// Starts taking the first checkpoint of the workspace (none when the policy's
+    /// `[checkpoints]` cannot be read: the run says so when it joins).
+    pub(super) fn first_checkpoint(&self) -> First {
+        let spec = match crate::policy::checkpoint_spec(self.cfg.policy.as_deref()) {
+            Ok(spec) => spec,
+            Err(e) => {
+                let why = format!("the policy's [checkpoints]: {}", crate::error_chain(&e));
+                return Some(std::thread::spawn(move || Err(why)));
+            }
+        };
+        if spec.enabled == Some(false) {
+            return None;
+        }
+        // Made now, so that the floor hides it from the tree.
+        if let Some(store) = crate::checkpoint::store::Store::open() {
+            let _ = store.create();
+        }
+        let workspace = self.cfg.workspace.clone();
+        let run = self.gate.session_id.clone();
+        let agent = std::iter::once(self.cfg.program.to_string_lossy().into_owned())
+            .chain(
+                self.cfg
+                    .args
+                    .iter()
+                    .map(|a| a.to_string_lossy().into_owned()),
+            )
+            .collect::<Vec<_>>()
+            .join(" ");
+        let spawned = std::thread::Builder::new()
+            .name("checkpoint".into())
+            .spawn(move || Checkpointer::start(&spec, &workspace, &run, &agent));
+        spawned.ok()
+    }
+
+    /// Waits for the first checkpoint, before the agent starts; says why there is none when
+    /// it failed (the run goes on: nothing to undo then).
+    pub(super) async fn checkpoints_ready(&mut self, first: First) {
+        let Some(first) = first else {
+            return;
+        };
+        let why = match first.join() {
+            Ok(Ok(Some(c))) => {
+                let _ = self.gate.checkpoints.set(Arc::new(c));
+                return;
+            }
+            Ok(Ok(None)) => return,
+            Ok(Err(why)) => why,
+            Err(_) => "the checkpoint thread failed".to_owned(),
+        };
+        let m = format!("checkpoints: none for this run (nothing to undo): {why}");
+        if !self.cfg.quiet {
+            eprintln!("ahp-wrap: warning: {m}");
+        }
+        self.notes.push(format!("warning: {m}"));
+        let payload = json!({"source": "checkpoints", "message": m});
+        self.gate.say(EventType::Error, payload).await;
+    }
+
+    /// Takes the last checkpoint, once the agent's tree has ended, and says what the run
+    /// changed in the workspace with the command that undoes it.
+    pub(super) async fn last_checkpoint(&mut self) {
+        let Some(checkpoints) = self.gate.checkpoints.get().cloned() else {
+            return;
+        };
+        let ended = tokio::task::spawn_blocking(move || checkpoints.end()).await;
+        let Ok(Some(summary)) = ended else {
+            return;
+        };
+        if let Some(why) = &summary.failed {
+            self.notes.push(format!(
+                "warning: checkpoints stopped during the run ({why}): `ahp-wrap undo` goes back \
+                 only as far as the last one taken"
+            ));
+        }
+        if !summary.too_large.is_empty() {
+            let mut shown: Vec<&str> = summary
+                .too_large
+                .iter()
+                .map(String::as_str)
+                .take(5)
+                .collect();
+            if summary.too_large.len() > 5 {
+                shown.push("…");
+            }
+            self.notes.push(format!(
+                "checkpoints: {} file(s) git does not track were too large to keep ([checkpoints] \
+                 max_file_mb): {}",
+                summary.too_large.len(),
+                shown.join(", ")
+            ));
+        }
+        let c = &summary.changes;
+        if c.is_empty() {
+            return;
+        }
+        let m = format!(
+            "workspace: this run created {}, changed {} and deleted {} file(s); `ahp-wrap undo` \
+             puts them back as they were when it started (`ahp-wrap changes` shows each call's)",
+            c.created.len(),
+            c.changed.len(),
+            c.deleted.len()
+        );
+        self.notes.push(m);
+    }
+}

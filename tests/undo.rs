@@ -1,0 +1,311 @@
+//! Undoing what an agent did (`ahp-wrap undo`, `ahp-wrap changes`), with an agent that has
+//! no hooks: a git workspace holds a committed file with uncommitted edits, an untracked
+//! file, an ignored `.env`, an executable script and a symbolic link; the agent deletes
+//! `src/` through Python, empties the other files through a script and deletes `.env`. The
+//! run's first checkpoint suffices to put every file back byte for byte, modes included.
+//! `--to N` (the PATH shims' calls are checkpointed), `--dry-run`, path arguments and the
+//! refusal to lose what changed after the run each have a test. What is restored is read
+//! from the disk.
+
+use ahp_wrap_testkit::common;
+
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+
+/// A workspace outside the temp directories, with a git repository: committed files, then
+/// uncommitted edits, an untracked file, an ignored `.env`.
+struct Ws {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+impl Ws {
+    fn new() -> Ws {
+        let (dir, root) = outside_tree("undo-", &["src/deep"], &[]);
+        let git = |args: &[&str]| {
+            let ok = Command::new("git")
+                .args(["-c", "user.email=t@t", "-c", "user.name=t"])
+                .args(args)
+                .current_dir(&root)
+                .output()
+                .unwrap()
+                .status
+                .success();
+            assert!(ok, "git {args:?}");
+        };
+        git(&["init", "-q"]);
+        std::fs::write(root.join("src/lib.rs"), "pub fn one() {}\n").unwrap();
+        std::fs::write(root.join("src/deep/mod.rs"), "mod deep;\n").unwrap();
+        std::fs::write(root.join("README.md"), "# project\n").unwrap();
+        std::fs::write(root.join(".gitignore"), ".env\n").unwrap();
+        std::fs::write(root.join("run.sh"), "#!/bin/sh\necho run\n").unwrap();
+        std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
+            .unwrap();
+        std::os::unix::fs::symlink("src/lib.rs", root.join("lib-link")).unwrap();
+        git(&["add", "-A"]);
+        git(&["commit", "-qm", "one"]);
+        // Two hours of work, not committed.
+        std::fs::write(
+            root.join("src/lib.rs"),
+            "pub fn one() {}\npub fn two() {}\n",
+        )
+        .unwrap();
+        std::fs::write(root.join("src/new.rs"), "// not yet added\n").unwrap();
+        std::fs::write(root.join(".env"), "API_KEY=the-only-copy\n").unwrap();
+        std::fs::set_permissions(root.join(".env"), std::fs::Permissions::from_mode(0o600))
+            .unwrap();
+        Ws { _dir: dir, root }
+    }
+
+    /// Every file and link below the root (but `.git`): path, content or target, mode.
+    fn snapshot(&self) -> Vec<(String, Vec<u8>, u32)> {
+        let mut out = Vec::new();
+        let mut dirs = vec![self.root.clone()];
+        while let Some(d) = dirs.pop() {
+            for e in std::fs::read_dir(&d).unwrap().flatten() {
+                let p = e.path();
+                let rel = p.strip_prefix(&self.root).unwrap().display().to_string();
+                if rel == ".git" {
+                    continue;
+                }
+                let m = std::fs::symlink_metadata(&p).unwrap();
+                if m.is_dir() {
+                    dirs.push(p);
+                } else if m.file_type().is_symlink() {
+                    let t = std::fs::read_link(&p).unwrap();
+                    out.push((rel, t.display().to_string().into_bytes(), 0));
+                } else {
+                    let mode = m.permissions().mode() & 0o7777;
+                    out.push((rel, std::fs::read(&p).unwrap(), mode));
+                }
+            }
+        }
+        out.sort();
+        out
+    }
+
+    /// `script` as a hookless agent (sh) under the wrapper, in the workspace.
+    fn agent(&self, script: &str) -> Output {
+        run(
+            Command::new(wrap_bin())
+                .args(["--summary", "never", "--", "sh", "-c", script])
+                .current_dir(&self.root),
+            Duration::from_secs(60),
+        )
+    }
+
+    /// `ahp-wrap ARGS` in the workspace.
+    fn wrap(&self, args: &[&str]) -> Output {
+        run(
+            Command::new(wrap_bin()).args(args).current_dir(&self.root),
+            Duration::from_secs(60),
+        )
+    }
+}
+
+/// The damage: `src/` deleted through Python, the other files emptied by a script, `.env`
+/// deleted.
+const DAMAGE: &str = r#"
+python3 -c "import shutil; shutil.rmtree('src')"
+cat > empty.py <<'EOF'
+import os
+for root, dirs, files in os.walk('.'):
+    dirs[:] = [d for d in dirs if d != '.git']
+    for f in files:
+        p = os.path.join(root, f)
+        if f not in ('empty.py', '.env') and not os.path.islink(p):
+            open(p, 'w').close()
+EOF
+python3 empty.py
+python3 -c "import os; os.remove('.env')"
+echo done
+"#;
+
+fn text(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+#[test]
+fn a_hookless_agents_damage_is_undone_byte_for_byte() {
+    let ws = Ws::new();
+    let before = ws.snapshot();
+    let out = ws.agent(DAMAGE);
+    assert!(out.status.success(), "{}", show(&out));
+    assert!(!ws.root.join("src").exists() && !ws.root.join(".env").exists());
+    assert_eq!(std::fs::read(ws.root.join("README.md")).unwrap(), b"");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("this run created 1, changed 3 and deleted 4 file(s); `ahp-wrap undo`"),
+        "the summary says what changed and how to undo it: {stderr}"
+    );
+
+    let changes = ws.wrap(&["changes"]);
+    let shown = text(&changes);
+    assert!(changes.status.success(), "{}", show(&changes));
+    for deleted in ["deleted src/lib.rs", "deleted src/new.rs", "deleted .env"] {
+        assert!(shown.contains(deleted), "{deleted}: {shown}");
+    }
+    assert!(
+        shown.contains("+++ b/README.md") && shown.contains("-# project"),
+        "{shown}"
+    );
+    let json: serde_json::Value =
+        serde_json::from_slice(&ws.wrap(&["changes", "--json"]).stdout).unwrap();
+    let deleted: Vec<&str> = json["changes"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .flat_map(|c| c["deleted"].as_array().unwrap())
+        .filter_map(|d| d.as_str())
+        .collect();
+    assert!(
+        deleted.contains(&"src/deep/mod.rs") && deleted.contains(&".env"),
+        "{json:#}"
+    );
+
+    let undo = ws.wrap(&["undo"]);
+    assert!(undo.status.success(), "{}", show(&undo));
+    assert_eq!(ws.snapshot(), before, "{}", text(&undo));
+    assert!(text(&undo).contains("deleted empty.py"), "{}", text(&undo));
+    // Undone twice: nothing left to do.
+    let again = ws.wrap(&["undo"]);
+    assert!(text(&again).contains("nothing to undo"), "{}", show(&again));
+}
+
+#[test]
+fn dry_run_lists_and_changes_nothing_and_paths_restore_only_those() {
+    let ws = Ws::new();
+    let before = ws.snapshot();
+    assert!(ws.agent(DAMAGE).status.success());
+    let damaged = ws.snapshot();
+
+    let dry = ws.wrap(&["undo", "--dry-run"]);
+    assert!(dry.status.success(), "{}", show(&dry));
+    assert_eq!(ws.snapshot(), damaged, "--dry-run changed the workspace");
+    let listed = text(&dry);
+    for l in [
+        "would restore src/lib.rs",
+        "would restore .env",
+        "would delete empty.py",
+    ] {
+        assert!(listed.contains(l), "{l}: {listed}");
+    }
+
+    // Only src/ (given from a directory below the root, as a user would).
+    std::fs::create_dir_all(ws.root.join("docs")).unwrap();
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["undo", "../src"])
+            .current_dir(ws.root.join("docs")),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    std::fs::remove_dir(ws.root.join("docs")).unwrap();
+    let now = ws.snapshot();
+    let from = |s: &[(String, Vec<u8>, u32)], p: &str| s.iter().find(|e| e.0 == p).cloned();
+    assert_eq!(from(&now, "src/lib.rs"), from(&before, "src/lib.rs"));
+    assert_eq!(
+        from(&now, "src/deep/mod.rs"),
+        from(&before, "src/deep/mod.rs")
+    );
+    assert_eq!(from(&now, ".env"), None, "outside the path: left deleted");
+    assert_eq!(
+        std::fs::read(ws.root.join("README.md")).unwrap(),
+        b"",
+        "left empty"
+    );
+}
+
+#[test]
+fn to_n_goes_back_to_the_checkpoint_before_that_call() {
+    let ws = Ws::new();
+    // Each `rm` by name is a PATH shim's call, decided and checkpointed before it runs.
+    let out = ws.agent("rm README.md; echo changed > run.sh; rm run.sh; echo done");
+    assert!(out.status.success(), "{}", show(&out));
+    let changes = text(&ws.wrap(&["changes"]));
+    assert!(
+        changes.contains("after tool call 1 (exec: rm README.md):\n  deleted README.md"),
+        "{changes}"
+    );
+    assert!(
+        changes.contains("after tool call 2 (exec: rm run.sh)"),
+        "{changes}"
+    );
+    // Before call 2: README.md already deleted, run.sh as the agent had rewritten it.
+    let undo = ws.wrap(&["undo", "--to", "2"]);
+    assert!(undo.status.success(), "{}", show(&undo));
+    assert!(!ws.root.join("README.md").exists(), "{}", text(&undo));
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("run.sh")).unwrap(),
+        "changed\n"
+    );
+    let missing = ws.wrap(&["undo", "--to", "9"]);
+    assert!(!missing.status.success());
+    assert!(
+        String::from_utf8_lossy(&missing.stderr).contains("no checkpoint before tool call 9"),
+        "{}",
+        show(&missing)
+    );
+}
+
+#[test]
+fn what_changed_after_the_run_is_never_lost_without_force() {
+    let ws = Ws::new();
+    let before = ws.snapshot();
+    assert!(ws.agent(DAMAGE).status.success());
+    // The user goes on working: writes README.md again, and a file of their own.
+    std::fs::write(ws.root.join("README.md"), "# rewritten after the run\n").unwrap();
+    std::fs::write(ws.root.join("notes.txt"), "mine\n").unwrap();
+    let refused = ws.wrap(&["undo"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", show(&refused));
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("changed after the run ended")
+            && why.contains("README.md")
+            && why.contains("notes.txt"),
+        "{why}"
+    );
+    assert_eq!(
+        std::fs::read_to_string(ws.root.join("README.md")).unwrap(),
+        "# rewritten after the run\n",
+        "the refusal changed nothing"
+    );
+    assert!(!ws.root.join("src").exists(), "the refusal changed nothing");
+    let forced = ws.wrap(&["undo", "--force"]);
+    assert!(forced.status.success(), "{}", show(&forced));
+    assert_eq!(ws.snapshot(), before);
+}
+
+#[test]
+fn a_run_in_another_workspace_is_not_undone_here() {
+    let ws = Ws::new();
+    let elsewhere = tempfile::tempdir().unwrap();
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["undo"])
+            .current_dir(elsewhere.path()),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(1), "{}", show(&out));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no run with checkpoints"));
+    drop(ws);
+}
+
+/// The store never reaches the tree: an agent lists it and finds it empty.
+#[test]
+fn the_store_is_hidden_from_the_agents_tree() {
+    let ws = Ws::new();
+    assert!(ws.agent("true").status.success());
+    let store = state_dir().join("checkpoints/objects");
+    assert!(std::fs::read_dir(&store).unwrap().next().is_some());
+    let out = ws.agent(&format!("ls -A {} | wc -l", store.display()));
+    assert_eq!(text(&out).trim(), "0", "{}", show(&out));
+}
+
+fn state_dir() -> PathBuf {
+    Path::new(&std::env::var("XDG_STATE_HOME").expect("set by .cargo/config.toml")).join("ahp-wrap")
+}
