@@ -91,6 +91,8 @@ printf 'subjectAltName=DNS:bound.test,DNS:tunnel.test\nbasicConstraints=CA:FALSE
 openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem -days 2 \
   -extfile ext.cnf 2>/dev/null
 python3 server.py "$D" </dev/null >/dev/null 2>&1 &
+server=$!
+trap 'kill $server' EXIT
 for i in $(seq 100); do [ -e ready ] && break; sleep 0.05; done
 export SSL_CERT_FILE="$D/ca.pem"
 set +e

@@ -43,6 +43,8 @@
 //!   section.
 //! - [`policy`]: the embedded default harness.
 //! - [`audit`]: the audit log.
+//! - [`checkpoint`]: the workspace kept before each tool call that may write, in a
+//!   content-addressed store (`ahp-wrap undo` and `ahp-wrap changes` read it back).
 //! - [`telemetry`]: Prometheus metrics (`/metrics`) and OpenTelemetry spans over OTLP/HTTP,
 //!   told what the audit log recorded once it is durable.
 //! - [`fleet`]: HCP over AMQP (RabbitMQ): `ahp-wrap worker` takes a capability's tasks from

@@ -30,6 +30,11 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["audit", "control", "error_chain", "protocol"],
     ),
     ("client", &["jsonrpc", "protocol", "transport"]),
+    // The workspace's checkpoints: its store lies in the state directory (termlog's).
+    (
+        "checkpoint",
+        &["policy", "protocol", "random_hex", "termlog"],
+    ),
     // The registry and its two built-in shims import the adapter crate alone; these three
     // are named only in strings, by the test of that rule (`frameworks/rule.rs`).
     ("frameworks", &["control", "protocol", "random_hex"]),
@@ -37,6 +42,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "gate",
         &[
             "audit",
+            "checkpoint",
             "client",
             "control",
             "error_chain",
@@ -61,6 +67,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "jsonrpc",
             "policy",
             "protocol",
+            "random_hex",
             "telemetry",
         ],
     ),
@@ -99,6 +106,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "ask",
             "audit",
+            "checkpoint",
             "child",
             "client",
             "config",
@@ -124,6 +132,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "commands",
         &[
             "audit",
+            "checkpoint",
             "cli",
             "error_chain",
             "exit",
@@ -133,6 +142,7 @@ const LAYERS: &[(&str, &[&str])] = &[
             "host",
             "policy",
             "protocol",
+            "random_hex",
             "run",
             "serve",
             "statefile",
@@ -165,7 +175,10 @@ const CONFINE_LAYERS: &[(&str, &[&str])] = &[
     ("rundir", &["random_hex"]),
     ("vfork", &[]),
     ("statefile", &["random_hex", "test_dir"]),
-    ("floor", &["rundir", "statefile", "test_dir", "vfork"]),
+    (
+        "floor",
+        &["random_hex", "rundir", "statefile", "test_dir", "vfork"],
+    ),
     (
         "child",
         &["exit", "random_hex", "rundir", "statefile", "vfork"],

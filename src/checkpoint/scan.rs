@@ -160,36 +160,30 @@ impl Rules {
     }
 }
 
-/// The files git tracks in `root` (relative paths), or none when it is not a repository.
+/// The files git tracks in `root` (relative to it), or none when it is not in a repository
+/// (no git started then).
 pub fn tracked(root: &Path) -> HashSet<String> {
+    if !root.ancestors().any(|d| d.join(".git").exists()) {
+        return HashSet::new();
+    }
+    // Relative to the directory it runs in, and unquoted with -z.
     let out = std::process::Command::new("git")
         .arg("-C")
         .arg(root)
-        .args(["ls-files", "-z", "--full-name"])
+        .args(["ls-files", "-z"])
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output();
-    let prefix = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["rev-parse", "--show-prefix"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    let (Ok(out), Ok(prefix)) = (out, prefix) else {
-        return HashSet::new();
-    };
-    if !out.status.success() {
-        return HashSet::new();
+    match out {
+        Ok(out) if out.status.success() => out
+            .stdout
+            .split(|b| *b == 0)
+            .filter_map(|p| std::str::from_utf8(p).ok())
+            .filter(|p| !p.is_empty())
+            .map(str::to_owned)
+            .collect(),
+        _ => HashSet::new(),
     }
-    let prefix = String::from_utf8_lossy(&prefix.stdout).trim().to_owned();
-    out.stdout
-        .split(|b| *b == 0)
-        .filter_map(|p| std::str::from_utf8(p).ok())
-        .filter_map(|p| p.strip_prefix(prefix.as_str()))
-        .filter(|p| !p.is_empty())
-        .map(str::to_owned)
-        .collect()
 }
 
 /// What changed from `before` to `after`: created, changed and deleted paths (stat-only
