@@ -112,7 +112,7 @@ impl Checkpointer {
         };
         let started = Instant::now();
         let previous = store.index(workspace);
-        let first = scan::scan(workspace, &rules, &previous, &store).map_err(|e| match e {
+        let first = scan::manifest(workspace, &rules, &previous, &store).map_err(|e| match e {
             scan::ScanError::TooMany(n) => format!(
                 "{} holds more than {n} files ([checkpoints] max_files): no checkpoints",
                 workspace.display()
@@ -202,8 +202,8 @@ impl State {
             return;
         }
         let started = Instant::now();
-        let now = match scan::scan(&self.workspace, &self.rules, &self.current, &self.store) {
-            Ok(m) => m,
+        let delta = match scan::scan(&self.workspace, &self.rules, &self.current, &self.store) {
+            Ok(d) => d,
             Err(e) => {
                 let why = match e {
                     scan::ScanError::TooMany(n) => format!("the workspace grew past {n} files"),
@@ -214,30 +214,19 @@ impl State {
                 return;
             }
         };
-        let set: Manifest = now
-            .iter()
-            .filter(|(p, e)| self.current.get(*p) != Some(*e))
-            .map(|(p, e)| (p.clone(), e.clone()))
-            .collect();
-        let del: Vec<String> = self
-            .current
-            .keys()
-            .filter(|p| !now.contains_key(*p))
-            .cloned()
-            .collect();
         let line = Line {
             n,
             at: crate::protocol::now_rfc3339(),
             tool,
             end,
-            set,
-            del,
+            set: delta.set.iter().cloned().collect(),
+            del: delta.deleted.clone(),
         };
         if let Err(e) = write_line(&mut self.log, &line) {
             self.failed = Some(format!("the store: {e}"));
             return;
         }
-        self.current = now;
+        delta.apply(&mut self.current);
         self.spent.0 += started.elapsed();
         self.spent.1 += 1;
     }

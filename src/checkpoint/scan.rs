@@ -69,18 +69,48 @@ pub enum ScanError {
     Store(std::io::Error),
 }
 
-/// Walks `root`, each file's content kept in `store` unless `previous` has it with the same
-/// stat; the manifest of what is there now.
+/// What a walk found against the manifest before it: the paths created or changed (their
+/// content kept in the store), the paths gone, and how many were as they were. An unchanged
+/// file costs its `stat` and a look-up, nothing else (no allocation).
+#[derive(Debug, Default)]
+pub struct Delta {
+    /// Paths created or changed, with what they hold now.
+    pub set: Vec<(String, Entry)>,
+    /// Paths of the manifest before that are gone.
+    pub deleted: Vec<String>,
+}
+
+impl Delta {
+    /// Whether nothing changed.
+    pub fn is_empty(&self) -> bool {
+        self.set.is_empty() && self.deleted.is_empty()
+    }
+
+    /// Applies it to `manifest`.
+    pub fn apply(&self, manifest: &mut Manifest) {
+        for path in &self.deleted {
+            manifest.remove(path);
+        }
+        manifest.extend(self.set.iter().cloned());
+    }
+}
+
+/// Files from this many on are looked at by two threads (the `stat`s are the kernel's path
+/// look-ups: the walk's cost on a large tree).
+const PARALLEL_FROM: usize = 2048;
+
+/// Walks `root` against `previous`: each file whose stat changed (or that is new) is kept in
+/// `store`; what changed.
 pub fn scan(
     root: &Path,
     rules: &Rules,
     previous: &Manifest,
     store: &Store,
-) -> Result<Manifest, ScanError> {
-    let mut out = Manifest::new();
+) -> Result<Delta, ScanError> {
+    // The directories first (their entries' types come with them), then each file's stat.
+    let mut files: Vec<(String, std::fs::DirEntry)> = Vec::new();
     let mut dirs: Vec<(PathBuf, String)> = vec![(root.to_owned(), String::new())];
-    let mut count = 0u64;
-    while let Some((dir, rel)) = dirs.pop() {
+    while let Some((dir, base)) = dirs.pop() {
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -89,69 +119,149 @@ pub fn scan(
             let Some(name) = name.to_str() else {
                 continue;
             };
-            let path_rel = if rel.is_empty() {
+            let rel = if base.is_empty() {
                 name.to_owned()
             } else {
-                format!("{rel}/{name}")
+                format!("{base}/{name}")
             };
-            if name == ".git" || rules.excluded(name, &path_rel) {
+            if name == ".git" || rules.excluded(name, &rel) {
                 continue;
             }
             let Ok(ft) = e.file_type() else {
                 continue;
             };
             if ft.is_dir() {
-                dirs.push((e.path(), path_rel));
-                continue;
-            }
-            if !ft.is_file() && !ft.is_symlink() {
-                continue;
-            }
-            count += 1;
-            if count > rules.max_files {
-                return Err(ScanError::TooMany(rules.max_files));
-            }
-            let Ok(meta) = e.metadata() else {
-                continue;
-            };
-            let stat = (
-                meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-                meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-                meta.ino(),
-            );
-            let mode = meta.mode() & 0o7777;
-            if let Some(p) = previous.get(&path_rel) {
-                if p.stat == stat && p.size == meta.len() && p.mode == mode {
-                    out.insert(path_rel, p.clone());
-                    continue;
+                dirs.push((e.path(), rel));
+            } else if ft.is_file() || ft.is_symlink() {
+                if files.len() as u64 >= rules.max_files {
+                    return Err(ScanError::TooMany(rules.max_files));
                 }
+                files.push((rel, e));
             }
-            let kind = if ft.is_symlink() {
-                match std::fs::read_link(e.path()) {
-                    Ok(t) => Kind::Link(t.to_string_lossy().into_owned()),
-                    Err(_) => continue,
-                }
-            } else if meta.len() > rules.max_file && !rules.tracked.contains(&path_rel) {
-                Kind::TooLarge
-            } else {
-                match store.keep(&e.path()) {
-                    Ok(hash) => Kind::File(hash),
-                    // Gone or unreadable since the walk saw it: not there for this checkpoint.
-                    Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-                    Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => continue,
-                    Err(err) => return Err(ScanError::Store(err)),
-                }
-            };
-            let entry = Entry {
-                kind,
-                mode,
-                size: meta.len(),
-                stat,
-            };
-            out.insert(path_rel, entry);
         }
     }
-    Ok(out)
+    let (mut set, mut seen) = (Vec::new(), 0usize);
+    if files.len() < PARALLEL_FROM {
+        look(&files, rules, previous, store, (&mut set, &mut seen))?;
+    } else {
+        let (a, b) = files.split_at(files.len() / 2);
+        let mut other = (Vec::new(), 0usize);
+        let theirs = std::thread::scope(|scope| {
+            let t = scope.spawn(|| look(b, rules, previous, store, (&mut other.0, &mut other.1)));
+            let mine = look(a, rules, previous, store, (&mut set, &mut seen));
+            let theirs = t.join().unwrap_or_else(|_| {
+                Err(ScanError::Store(std::io::Error::other(
+                    "a checkpoint thread failed",
+                )))
+            });
+            mine.and(theirs)
+        });
+        theirs?;
+        set.append(&mut other.0);
+        seen += other.1;
+    }
+    let mut delta = Delta {
+        set,
+        deleted: Vec::new(),
+    };
+    // Every path before was seen: none is gone (the common case, decided by a count). Else
+    // the ones no longer there as a file or a link.
+    if seen < previous.len() {
+        delta.deleted = previous
+            .keys()
+            .filter(|p| {
+                let path = root.join(p);
+                !std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+                    || !walked(rules, p)
+            })
+            .cloned()
+            .collect();
+    }
+    Ok(delta)
+}
+
+/// Looks at `files` against `previous`: the changed ones into `set` (kept in `store`), the
+/// count of those `previous` has into `seen`.
+fn look(
+    files: &[(String, std::fs::DirEntry)],
+    rules: &Rules,
+    previous: &Manifest,
+    store: &Store,
+    (set, seen): (&mut Vec<(String, Entry)>, &mut usize),
+) -> Result<(), ScanError> {
+    for (rel, e) in files {
+        let Ok(meta) = e.metadata() else {
+            continue;
+        };
+        let stat = (
+            meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
+            meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
+            meta.ino(),
+        );
+        let mode = meta.mode() & 0o7777;
+        if let Some(p) = previous.get(rel.as_str()) {
+            *seen += 1;
+            if p.stat == stat && p.size == meta.len() && p.mode == mode {
+                continue;
+            }
+        }
+        let kind = if meta.file_type().is_symlink() {
+            match std::fs::read_link(e.path()) {
+                Ok(t) => Kind::Link(t.to_string_lossy().into_owned()),
+                Err(_) => continue,
+            }
+        } else if meta.len() > rules.max_file && !rules.tracked.contains(rel.as_str()) {
+            Kind::TooLarge
+        } else {
+            match store.keep(&e.path()) {
+                Ok(hash) => Kind::File(hash),
+                // Gone or unreadable since the walk saw it: not there for this checkpoint.
+                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
+                Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => continue,
+                Err(err) => return Err(ScanError::Store(err)),
+            }
+        };
+        let size = meta.len();
+        set.push((
+            rel.clone(),
+            Entry {
+                kind,
+                mode,
+                size,
+                stat,
+            },
+        ));
+    }
+    Ok(())
+}
+
+/// Whether a walk would reach `rel` (no part of it excluded or `.git`).
+fn walked(rules: &Rules, rel: &str) -> bool {
+    let mut prefix = String::new();
+    for part in rel.split('/') {
+        if !prefix.is_empty() {
+            prefix.push('/');
+        }
+        prefix.push_str(part);
+        if part == ".git" || rules.excluded(part, &prefix) {
+            return false;
+        }
+    }
+    true
+}
+
+/// The manifest of what is in `root` now: `previous` with a walk's changes.
+pub fn manifest(
+    root: &Path,
+    rules: &Rules,
+    previous: &Manifest,
+    store: &Store,
+) -> Result<Manifest, ScanError> {
+    let delta = scan(root, rules, previous, store)?;
+    let mut now = previous.clone();
+    delta.apply(&mut now);
+    Ok(now)
 }
 
 impl Rules {
@@ -220,5 +330,48 @@ impl Changes {
     /// Whether nothing changed.
     pub fn is_empty(&self) -> bool {
         self.created.is_empty() && self.changed.is_empty() && self.deleted.is_empty()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A tree large enough to be looked at by two threads: a change, a deletion and a new
+    /// file are each found once, and an unchanged tree gives an empty delta.
+    #[test]
+    fn a_large_tree_is_walked_by_two_threads_and_every_change_found() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, store) = (dir.path().join("ws"), Store::at(dir.path().join("store")));
+        store.create().unwrap();
+        for i in 0..(PARALLEL_FROM + 100) {
+            let sub = root.join(format!("d{}", i % 7));
+            std::fs::create_dir_all(&sub).unwrap();
+            std::fs::write(sub.join(format!("f{i}")), format!("{i}\n")).unwrap();
+        }
+        std::fs::create_dir_all(root.join("node_modules/x")).unwrap();
+        std::fs::write(root.join("node_modules/x/skipped.js"), "").unwrap();
+        let rules = Rules {
+            exclude: vec!["node_modules".into()],
+            tracked: HashSet::new(),
+            max_file: 1 << 20,
+            max_files: 1 << 20,
+        };
+        let first = manifest(&root, &rules, &Manifest::new(), &store).unwrap();
+        assert_eq!(first.len(), PARALLEL_FROM + 100);
+        assert!(scan(&root, &rules, &first, &store).unwrap().is_empty());
+        std::fs::write(root.join("d1/f1"), "changed\n").unwrap();
+        std::fs::remove_file(root.join("d2/f2")).unwrap();
+        std::fs::write(root.join("d3/new"), "new\n").unwrap();
+        let delta = scan(&root, &rules, &first, &store).unwrap();
+        let mut set: Vec<&str> = delta.set.iter().map(|(p, _)| p.as_str()).collect();
+        set.sort();
+        assert_eq!(set, ["d1/f1", "d3/new"]);
+        assert_eq!(delta.deleted, ["d2/f2"]);
+        let changed = &delta.set.iter().find(|(p, _)| p == "d1/f1").unwrap().1;
+        let Kind::File(hash) = &changed.kind else {
+            panic!("a file: {changed:?}");
+        };
+        assert_eq!(store.read(hash).unwrap(), b"changed\n");
     }
 }

@@ -102,7 +102,7 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
         max_file: u64::MAX,
         max_files: u64::MAX,
     };
-    let now = scan::scan(ws, &rules, end, &store)
+    let now = scan::manifest(ws, &rules, end, &store)
         .map_err(|e| fail(format!("cannot read the workspace {}: {e:?}", ws.display())))?;
     let same = |a: Option<&Entry>, b: Option<&Entry>| match (a, b) {
         (None, None) => true,

@@ -342,7 +342,7 @@ fn claude_code_uses_the_token_on_the_forge_and_the_model_sees_only_the_placehold
     let net = net();
     let turns = json!([
         claude::bash("curl -s -m 10 -H \"Authorization: Bearer $GITHUB_TOKEN\" https://forge.test/api/claude-curl"),
-        claude::bash("git init -q -b main repo && cd repo && git -c user.email=a@b.c -c user.name=a commit -q --allow-empty -m one && git push -q \"https://x-access-token:$GITHUB_TOKEN@forge.test/repo.git\" HEAD:main; echo \"push=$?\""),
+        claude::bash("(git init -q -b main repo && cd repo && git -c user.email=a@b.c -c user.name=a commit -q --allow-empty -m one && git push -q \"https://x-access-token:$GITHUB_TOKEN@forge.test/repo.git\" HEAD:main); echo \"push=$?\""),
         claude::bash("\"$PYTHON\" -c 'import os, requests; print(requests.get(\"https://forge.test/api/claude-requests\", headers={\"Authorization\": \"token \" + os.environ[\"GITHUB_TOKEN\"]}, timeout=10).status_code)'"),
         claude::bash("node -e 'fetch(\"https://forge.test/api/claude-node\", {headers: {authorization: \"Bearer \" + process.env.GITHUB_TOKEN}}).then(r => r.text()).then(t => console.log(t))'"),
         claude::bash("env | grep GITHUB_TOKEN; printf %s \"$GITHUB_TOKEN\" > written.txt"),
@@ -393,7 +393,9 @@ fn claude_code_uses_the_token_on_the_forge_and_the_model_sees_only_the_placehold
         ("/api/claude-node", format!("Bearer {REAL}")),
     ] {
         assert!(
-            to(&all, "forge.test", path).iter().any(|r| r["auth"] == auth.as_str()),
+            to(&all, "forge.test", path)
+                .iter()
+                .any(|r| r["auth"] == auth.as_str()),
             "Claude's {path} should reach the forge with the real token\n{why}"
         );
     }
