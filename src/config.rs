@@ -423,15 +423,8 @@ fn credential_arg(arg: &str) -> Result<crate::floor::spec::CredentialSpec, Confi
         return Err(bad(&format!("the variable {name} is not set")));
     }
     Ok(crate::floor::spec::CredentialSpec {
-        env: name.to_owned(),
-        hosts,
         from_env: Some(name.to_owned()),
-        from_file: None,
-        from_command: None,
-        headers: None,
-        basic_auth: None,
-        query: None,
-        body: None,
+        ..crate::floor::spec::CredentialSpec::new(name, hosts)
     })
 }
 

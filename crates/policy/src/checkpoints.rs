@@ -69,14 +69,7 @@ pub fn checkpoint_spec(file: Option<&Path>) -> Result<CheckpointSpec, PolicyErro
     let Some(path) = file else {
         return Ok(default);
     };
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    let own: Only = toml::from_str(&text).map_err(|source| PolicyError::Toml {
-        origin: path.display().to_string(),
-        source,
-    })?;
+    let own: Only = crate::read_section(path)?;
     Ok(own.checkpoints.map_or(default.clone(), |c| c.or(&default)))
 }
 

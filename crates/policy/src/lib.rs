@@ -169,17 +169,23 @@ pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, 
     let Some(path) = file else {
         return Ok(default);
     };
+    let own: FloorOnly = read_section(path)?;
+    Ok(match own.floor {
+        Some(spec) => spec.or(&default),
+        None => default,
+    })
+}
+
+/// The policy file at `path` read as `T` (the one section a caller wants; the rest is
+/// checked when the policy is loaded).
+pub(crate) fn read_section<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PolicyError> {
     let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
         path: path.to_path_buf(),
         source,
     })?;
-    let own: FloorOnly = toml::from_str(&text).map_err(|source| PolicyError::Toml {
+    toml::from_str(&text).map_err(|source| PolicyError::Toml {
         origin: path.display().to_string(),
         source,
-    })?;
-    Ok(match own.floor {
-        Some(spec) => spec.or(&default),
-        None => default,
     })
 }
 

@@ -71,7 +71,7 @@ pub struct Egress {
     #[cfg(target_os = "linux")]
     refused_names: carry::Recent,
     /// The run's declared credentials, when it has any: the connections to their hosts are
-    /// served by [`inject`], not tunnelled.
+    /// served (the `inject` module), not tunnelled.
     pub injection: Option<Injection>,
 }
 

@@ -279,17 +279,7 @@ mod tests {
     use super::*;
 
     fn spec(env: &str, hosts: &[&str]) -> CredentialSpec {
-        CredentialSpec {
-            env: env.into(),
-            hosts: hosts.iter().map(|h| (*h).to_owned()).collect(),
-            from_env: None,
-            from_file: None,
-            from_command: None,
-            headers: None,
-            basic_auth: None,
-            query: None,
-            body: None,
-        }
+        CredentialSpec::new(env, hosts.iter().map(|h| (*h).to_owned()).collect())
     }
 
     #[test]

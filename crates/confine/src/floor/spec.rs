@@ -71,6 +71,24 @@ pub struct CredentialSpec {
     pub body: Option<bool>,
 }
 
+impl CredentialSpec {
+    /// An entry for the variable `env`, sent to `hosts`, everything else the defaults (its
+    /// value the wrapper's own `env`).
+    pub fn new(env: &str, hosts: Vec<String>) -> CredentialSpec {
+        CredentialSpec {
+            env: env.to_owned(),
+            hosts,
+            from_env: None,
+            from_file: None,
+            from_command: None,
+            headers: None,
+            basic_auth: None,
+            query: None,
+            body: None,
+        }
+    }
+}
+
 /// The `[floor.unix]` section: the path Unix sockets (tmux's, Docker's, D-Bus's, an
 /// ssh-agent's) the agent's tree may connect to although none of its processes bound them.
 /// Decided with the network part: without `[floor.net]`, they are not decided.

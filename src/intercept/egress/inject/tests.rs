@@ -7,15 +7,8 @@ const REAL: &str = "glpat-RealValue0123456789abcd";
 
 fn creds(query: &[&str]) -> Credentials {
     let spec = CredentialSpec {
-        env: "GITLAB_TOKEN".into(),
-        hosts: vec!["gitlab.example".into()],
-        from_env: None,
-        from_file: None,
-        from_command: None,
-        headers: None,
-        basic_auth: None,
         query: Some(query.iter().map(|q| (*q).to_owned()).collect()),
-        body: None,
+        ..CredentialSpec::new("GITLAB_TOKEN", vec!["gitlab.example".into()])
     };
     let env = |_: &str| Some(REAL.to_owned());
     let root = std::path::Path::new("/");
