@@ -32,6 +32,8 @@ pub struct Embedded {
     /// Whether the floor's egress proxy decides the tree's connections (set before the agent
     /// starts, on the network floor).
     egress: std::sync::atomic::AtomicBool,
+    /// The variables holding a declared credential's placeholder in this run.
+    placeholders: OnceLock<Vec<String>>,
 }
 
 impl Embedded {
@@ -44,6 +46,7 @@ impl Embedded {
             mode,
             started: std::time::SystemTime::now(),
             egress: std::sync::atomic::AtomicBool::new(false),
+            placeholders: OnceLock::new(),
         }
     }
 
@@ -57,6 +60,7 @@ impl Embedded {
             mode,
             started: std::time::SystemTime::now(),
             egress: std::sync::atomic::AtomicBool::new(false),
+            placeholders: OnceLock::new(),
         }
     }
 
@@ -64,6 +68,12 @@ impl Embedded {
     /// its guardian) for the policy to protect. Set once, before the agent starts.
     pub fn protect(&self, protected: Protected) {
         let _ = self.protected.set(protected);
+    }
+
+    /// Names the variables that hold a declared credential's placeholder in this run: the
+    /// policy does not take them for secrets. Set once, before the agent starts.
+    pub fn placeholder_vars(&self, names: Vec<String>) {
+        let _ = self.placeholders.set(names);
     }
 
     /// Says that the floor's egress proxy decides the connections of the agent's tree: the
@@ -133,6 +143,9 @@ impl Embedded {
         let start = Instant::now();
         let policy = self.policy();
         policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));
+        if let Some(names) = self.placeholders.get() {
+            policy.placeholder_vars(names);
+        }
         let d = policy.evaluate_with(event, self.protected.get());
         let by = DecidedBy::Policy(d.rule);
         let acts = !matches!(

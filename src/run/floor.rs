@@ -390,6 +390,8 @@ impl Run<'_> {
             if floor.net.is_some() {
                 if let crate::gate::Harness::Embedded(e) = &self.gate.decider.harness {
                     e.egress_in_force();
+                    let names = floor.placeholders.iter().map(|(n, _)| n.clone());
+                    e.placeholder_vars(names.collect());
                 }
             }
         }

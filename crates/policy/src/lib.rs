@@ -74,6 +74,10 @@ pub(crate) fn pattern(re: &str) -> regex::Regex {
 
 const DEFAULT_TOML: &str = include_str!("default.toml");
 
+/// What a placeholder variable's name becomes in the code the rules read: a name no rule
+/// about secrets matches.
+const PLACEHOLDER_VAR: &str = "PLACEHOLDER_VAR";
+
 /// The id reported when a shell command could not be parsed.
 pub const UNPARSEABLE_RULE: &str = "unparseable-command";
 
@@ -211,6 +215,9 @@ pub struct Policy {
     egress: std::sync::atomic::AtomicBool,
     /// What each session wrote, so that code run from those files is judged on it.
     memory: memory::Memory,
+    /// The variables that hold a declared credential's placeholder in this run (set once,
+    /// before the agent starts): not secrets, whatever their names.
+    placeholders: std::sync::OnceLock<Vec<String>>,
 }
 
 /// What of the wrapper itself the policy protects: its files (executables, run directory,
@@ -276,6 +283,7 @@ impl Policy {
             hosts: None,
             egress: std::sync::atomic::AtomicBool::new(false),
             memory: memory::Memory::default(),
+            placeholders: std::sync::OnceLock::new(),
         }
     }
 
@@ -376,6 +384,16 @@ impl Policy {
     pub fn leave_commands_to_egress(&self, egress: bool) {
         self.egress
             .store(egress, std::sync::atomic::Ordering::Relaxed);
+    }
+
+    /// Names the variables that hold a declared credential's placeholder in this run (the
+    /// egress proxy puts the real value on requests to the credential's hosts, and refuses it
+    /// elsewhere): what a command or its code does with them is not sending a secret, so the
+    /// rules about secret-named variables do not see them. Set once.
+    pub fn placeholder_vars(&self, names: &[String]) {
+        if !names.is_empty() && self.placeholders.get().is_none() {
+            let _ = self.placeholders.set(names.to_vec());
+        }
     }
 
     /// Uses `home` for `~` and for `~/…` patterns instead of `$HOME`.
@@ -546,12 +564,25 @@ impl Policy {
             r.other_homes.extend(agent_home);
             r
         });
-        extract::facts(
+        let mut facts = extract::facts(
             event,
             for_event.as_ref().unwrap_or(&self.resolver),
             self.workspace_root.as_deref(),
             protected,
-        )
+        );
+        if let Some(names) = self.placeholders.get() {
+            for cmd in &mut facts.commands {
+                cmd.cmd.vars.retain(|v| !names.contains(v));
+                if let Some(code) = cmd.cmd.code.as_mut() {
+                    for name in names {
+                        if code.contains(name.as_str()) {
+                            *code = code.replace(name.as_str(), PLACEHOLDER_VAR);
+                        }
+                    }
+                }
+            }
+        }
+        facts
     }
 
     /// The agent's own home as its hook process reported it (the wrapper puts it in the
