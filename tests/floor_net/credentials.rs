@@ -7,9 +7,9 @@
 //! curl, `git push`, Python's requests and Node's fetch (and the hookless one with gh, the
 //! forge as a GitHub Enterprise host). The forge must receive the real token on each of
 //! these; the other host, the tree's environment and files, and the model's traffic never.
-//! The policy is the test's own, with the floor's sections only (no rules: the default
-//! policy refuses inline code that sends a token-named variable, placeholder or not), so that
-//! what is tested is the floor's.
+//! The policy is the test's own, with the floor's sections only (no rules), so that what is
+//! tested is the floor's; the last test runs Claude's inline code under the default policy,
+//! which the run tells which variables hold placeholders.
 
 use std::process::Output;
 
@@ -446,4 +446,70 @@ echo "cert=$SSL_CERT_FILE node=${NODE_EXTRA_CA_CERTS:-unset} token=${GITHUB_TOKE
     assert!(got.len() == 1 && got[0]["auth"] == "Bearer none", "{why}");
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(!stderr.contains("placeholders"), "{why}");
+}
+
+/// Under the default policy, told by the run which variables hold placeholders: inline code
+/// that sends the token to its host is not refused as exfiltration (before, the rule about
+/// secret-named variables refused it whatever the variable held), and the forge gets the
+/// real token.
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn under_the_default_policy_claude_codes_inline_code_uses_the_token_on_its_host() {
+    if !usable() {
+        return;
+    }
+    let policy = format!(
+        "extends = \"default\"\n{}",
+        POLICY.trim_start_matches("version = 1\n")
+    );
+    let hosts = "127.0.0.1 localhost\n198.51.100.1 forge.test\n198.51.100.2 evil.test\n";
+    let net = Net::with_files(&policy, hosts, &[("forge.py", FORGE), ("token", REAL)]);
+    let turns = json!([
+        claude::bash("/usr/bin/python3 -c 'import os, urllib.request; r = urllib.request.Request(\"https://forge.test/api/default-policy\", headers={\"Authorization\": \"token \" + os.environ[\"GITHUB_TOKEN\"]}); print(urllib.request.urlopen(r, timeout=10).read().decode())'"),
+        {"text": "Done."}
+    ]);
+    std::fs::write(
+        net.root.join("api-script.json"),
+        json!({ "turns": turns }).to_string(),
+    )
+    .unwrap();
+    std::fs::create_dir_all(net.root.join("home/.claude")).unwrap();
+    let fake = ahp_wrap_testkit::root().join("tests/support/fake_anthropic.py");
+    let mut env = vec![
+        ("FAKE_API", fake.display().to_string()),
+        ("HOME", net.root.join("home").display().to_string()),
+        (
+            "CLAUDE_CONFIG_DIR",
+            net.root.join("home/.claude").display().to_string(),
+        ),
+        ("ANTHROPIC_API_KEY", "dummy".to_owned()),
+    ];
+    for k in [
+        "CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC",
+        "DISABLE_TELEMETRY",
+        "DISABLE_AUTOUPDATER",
+    ] {
+        env.push((k, "1".to_owned()));
+    }
+    let agent = format!(
+        "{}\u{1}-p\u{1}use the forge\u{1}--allowedTools\u{1}Bash",
+        claude::claude_bin().display()
+    );
+    let out = run(&net, &agent, &env);
+    let all = requests(&net);
+    let why = format!(
+        "{}\nrequests:\n{all:#?}\naudit:\n{}",
+        show(&out),
+        net.read("audit.jsonl")
+    );
+    assert!(
+        to(&all, "forge.test", "/api/default-policy")
+            .iter()
+            .any(|r| r["auth"] == format!("token {REAL}").as_str()),
+        "the inline code should reach the forge with the real token\n{why}"
+    );
+    assert!(!net.read("api.jsonl").contains(REAL), "{why}");
 }
