@@ -140,11 +140,6 @@ impl Store {
         std::fs::read(self.object(hash))
     }
 
-    /// Copies the content kept under `hash` to `dest` (which must not exist).
-    pub fn copy_to(&self, hash: &str, dest: &Path) -> std::io::Result<()> {
-        std::fs::copy(self.object(hash), dest).map(|_| ())
-    }
-
     fn run_dir(&self, run: &str) -> PathBuf {
         self.root.join("runs").join(run)
     }
@@ -340,5 +335,88 @@ impl Drop for Temp {
         if !self.kept {
             let _ = std::fs::remove_file(&self.path);
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::checkpoint::scan::Kind;
+
+    /// A run `id` started at `started`, naming the content of `file`.
+    fn run(store: &Store, id: &str, started: &str, file: &Path) -> String {
+        let hash = store.keep(file).unwrap();
+        let meta = Meta {
+            run: id.into(),
+            workspace: "/w".into(),
+            started: started.into(),
+            agent: "a".into(),
+        };
+        let mut log = store.begin(&meta).unwrap();
+        let entry = Entry {
+            kind: Kind::File(hash.clone()),
+            mode: 0o644,
+            size: 1,
+            stat: (0, 0, 0),
+        };
+        let line = Line {
+            n: 0,
+            at: started.into(),
+            tool: None,
+            end: false,
+            set: [("f".to_owned(), entry)].into(),
+            del: Vec::new(),
+        };
+        let mut bytes = serde_json::to_vec(&line).unwrap();
+        bytes.push(b'\n');
+        log.write_all(&bytes).unwrap();
+        hash
+    }
+
+    fn age(path: &Path, by: Duration) {
+        let f = std::fs::File::options().write(true).open(path).unwrap();
+        f.set_modified(SystemTime::now() - by).unwrap();
+    }
+
+    /// Runs older than `keep` go, then the oldest while over the size, with the contents no
+    /// run names (never a young one: a run may not have logged it yet); at most once an hour.
+    #[test]
+    fn old_runs_and_what_only_they_named_are_forgotten_then_the_oldest_over_the_size() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        store.create().unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let old = run(&store, "old", "2026-01-01", &file("a", "old run's"));
+        let kept = run(&store, "kept", "2026-11-01", &file("b", "kept run's"));
+        let current = run(&store, "current", "2026-11-29", &file("c", "this run's"));
+        let orphan = store.keep(&file("d", "nobody's")).unwrap();
+        let young = store.keep(&file("e", "not logged yet")).unwrap();
+        age(
+            &store.run_dir("old").join("meta.json"),
+            Duration::from_secs(30 * 86_400),
+        );
+        for h in [&old, &kept, &current, &orphan] {
+            age(&store.object(h), Duration::from_secs(2 * 3600));
+        }
+        store.prune(Duration::from_secs(14 * 86_400), u64::MAX, "current");
+        let ids: Vec<String> = store.runs().into_iter().map(|m| m.run).collect();
+        assert_eq!(ids, ["kept", "current"]);
+        assert!(store.read(&old).is_err() && store.read(&orphan).is_err());
+        assert!(store.read(&kept).is_ok() && store.read(&current).is_ok());
+        assert!(store.read(&young).is_ok(), "a young object is never swept");
+
+        // Within the hour: nothing is done again.
+        store.prune(Duration::ZERO, 0, "current");
+        assert_eq!(store.runs().len(), 2);
+        // Later, over the size: the oldest run goes, never the current one.
+        age(&store.root().join("pruned"), Duration::from_secs(2 * 3600));
+        store.prune(Duration::from_secs(14 * 86_400), 0, "current");
+        let ids: Vec<String> = store.runs().into_iter().map(|m| m.run).collect();
+        assert_eq!(ids, ["current"]);
+        assert!(store.read(&kept).is_err() && store.read(&current).is_ok());
     }
 }

@@ -233,31 +233,31 @@ fn normalize(path: &Path) -> PathBuf {
     out
 }
 
-/// Puts `entry` back at `rel`: written beside it, its mode set, renamed over it.
+/// Puts `entry` back at `rel`, atomically: a file as the state files are written (beside
+/// it, its mode set, synced, renamed over it), a link made beside it and renamed over it.
 fn put_back(store: &Store, ws: &Path, rel: &str, entry: &Entry) -> std::io::Result<()> {
-    use std::os::unix::fs::PermissionsExt;
     let dest = ws.join(rel);
     let dir = dest.parent().unwrap_or(ws);
     std::fs::create_dir_all(dir)?;
     if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
         return Err(std::io::Error::other("a directory is there now"));
     }
-    let name = dest
-        .file_name()
-        .map(|n| n.to_string_lossy().into_owned())
-        .unwrap_or_default();
-    let tmp = dir.join(format!(".{name}.ahp-wrap-undo-{}", crate::random_hex(4)));
     match &entry.kind {
         Kind::File(hash) => {
-            store.copy_to(hash, &tmp)?;
-            std::fs::set_permissions(&tmp, std::fs::Permissions::from_mode(entry.mode))?;
+            let bytes = store.read(hash)?;
+            crate::statefile::merge::write_atomic_as(&dest, &bytes, entry.mode)
+                .map_err(std::io::Error::other)
         }
-        Kind::Link(target) => std::os::unix::fs::symlink(target, &tmp)?,
-        Kind::TooLarge => return Err(std::io::Error::other("not kept")),
+        Kind::Link(target) => {
+            let name = dest.file_name().unwrap_or_default().to_string_lossy();
+            let tmp = dir.join(format!(".{name}.ahp-wrap-undo-{}", crate::random_hex(4)));
+            std::os::unix::fs::symlink(target, &tmp)?;
+            std::fs::rename(&tmp, &dest).inspect_err(|_| {
+                let _ = std::fs::remove_file(&tmp);
+            })
+        }
+        Kind::TooLarge => Err(std::io::Error::other("not kept")),
     }
-    std::fs::rename(&tmp, &dest).inspect_err(|_| {
-        let _ = std::fs::remove_file(&tmp);
-    })
 }
 
 /// Deletes `rel`, then the directories above it it leaves empty (none that `target` has a
@@ -357,7 +357,13 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
             out.push_str(&diff(&store, p, &before[p], &now[p]));
         }
     }
-    page(&out);
+    // Through the pager on a terminal it overflows, as `audit show` pages.
+    let height = std::io::stdout()
+        .is_terminal()
+        .then(terminal_size::terminal_size)
+        .flatten()
+        .map(|(_, h)| usize::from(h.0));
+    crate::audit::show::page(&out, height);
     Ok(Exit::OK)
 }
 
@@ -406,27 +412,4 @@ fn diff(store: &Store, path: &str, a: &Entry, b: &Entry) -> String {
         _ => out.push_str(&format!("    {} -> {}\n", size(store, a), size(store, b))),
     }
     out
-}
-
-/// `text` through the user's pager on a terminal (`$PAGER`, else `less -FRX`), else printed.
-fn page(text: &str) {
-    if !std::io::stdout().is_terminal() {
-        return crate::exit::print(text);
-    }
-    let pager = std::env::var("PAGER").unwrap_or_else(|_| "less -FRX".into());
-    let mut words = pager.split_whitespace();
-    let Some(program) = words.next() else {
-        return crate::exit::print(text);
-    };
-    let child = std::process::Command::new(program)
-        .args(words)
-        .stdin(std::process::Stdio::piped())
-        .spawn();
-    let Ok(mut child) = child else {
-        return crate::exit::print(text);
-    };
-    if let Some(mut stdin) = child.stdin.take() {
-        let _ = std::io::Write::write_all(&mut stdin, text.as_bytes());
-    }
-    let _ = child.wait();
 }
