@@ -7,50 +7,12 @@
 //! `ahp-wrap changes` lists each deletion after the tool call that made it.
 
 use ahp_wrap_testkit::claude_code::{bash, run, write, FakeApi, World};
+use ahp_wrap_testkit::common::{git, snapshot};
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::Path;
 use std::process::Command;
 
 use serde_json::json;
-
-fn git(ws: &Path, args: &[&str]) {
-    let ok = Command::new("git")
-        .args(["-c", "user.email=t@t", "-c", "user.name=t"])
-        .args(args)
-        .current_dir(ws)
-        .output()
-        .unwrap()
-        .status
-        .success();
-    assert!(ok, "git {args:?}");
-}
-
-/// Every file below `root` but `.git`: path, content, mode.
-fn snapshot(root: &Path) -> Vec<(String, Vec<u8>, u32)> {
-    let mut out = Vec::new();
-    let mut dirs = vec![root.to_owned()];
-    while let Some(d) = dirs.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
-            let p = e.path();
-            let rel = p.strip_prefix(root).unwrap().display().to_string();
-            let m = std::fs::symlink_metadata(&p).unwrap();
-            if rel == ".git" {
-                continue;
-            } else if m.is_dir() {
-                dirs.push(p);
-            } else {
-                out.push((
-                    rel,
-                    std::fs::read(&p).unwrap(),
-                    m.permissions().mode() & 0o7777,
-                ));
-            }
-        }
-    }
-    out.sort();
-    out
-}
 
 #[test]
 #[cfg_attr(

@@ -26,18 +26,7 @@ struct Ws {
 impl Ws {
     fn new() -> Ws {
         let (dir, root) = outside_tree("undo-", &["src/deep"], &[]);
-        let git = |args: &[&str]| {
-            let ok = Command::new("git")
-                .args(["-c", "user.email=t@t", "-c", "user.name=t"])
-                .args(args)
-                .current_dir(&root)
-                .output()
-                .unwrap()
-                .status
-                .success();
-            assert!(ok, "git {args:?}");
-        };
-        git(&["init", "-q"]);
+        git(&root, &["init", "-q"]);
         std::fs::write(root.join("src/lib.rs"), "pub fn one() {}\n").unwrap();
         std::fs::write(root.join("src/deep/mod.rs"), "mod deep;\n").unwrap();
         std::fs::write(root.join("README.md"), "# project\n").unwrap();
@@ -46,8 +35,8 @@ impl Ws {
         std::fs::set_permissions(root.join("run.sh"), std::fs::Permissions::from_mode(0o755))
             .unwrap();
         std::os::unix::fs::symlink("src/lib.rs", root.join("lib-link")).unwrap();
-        git(&["add", "-A"]);
-        git(&["commit", "-qm", "one"]);
+        git(&root, &["add", "-A"]);
+        git(&root, &["commit", "-qm", "one"]);
         // Two hours of work, not committed.
         std::fs::write(
             root.join("src/lib.rs"),
@@ -61,31 +50,9 @@ impl Ws {
         Ws { _dir: dir, root }
     }
 
-    /// Every file and link below the root (but `.git`): path, content or target, mode.
+    /// Every file and link below the root (but `.git`).
     fn snapshot(&self) -> Vec<(String, Vec<u8>, u32)> {
-        let mut out = Vec::new();
-        let mut dirs = vec![self.root.clone()];
-        while let Some(d) = dirs.pop() {
-            for e in std::fs::read_dir(&d).unwrap().flatten() {
-                let p = e.path();
-                let rel = p.strip_prefix(&self.root).unwrap().display().to_string();
-                if rel == ".git" {
-                    continue;
-                }
-                let m = std::fs::symlink_metadata(&p).unwrap();
-                if m.is_dir() {
-                    dirs.push(p);
-                } else if m.file_type().is_symlink() {
-                    let t = std::fs::read_link(&p).unwrap();
-                    out.push((rel, t.display().to_string().into_bytes(), 0));
-                } else {
-                    let mode = m.permissions().mode() & 0o7777;
-                    out.push((rel, std::fs::read(&p).unwrap(), mode));
-                }
-            }
-        }
-        out.sort();
-        out
+        snapshot(&self.root)
     }
 
     /// `script` as a hookless agent (sh) under the wrapper, in the workspace.

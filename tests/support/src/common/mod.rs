@@ -7,8 +7,10 @@ use std::process::Command;
 
 pub mod dirs;
 pub mod process;
+pub mod workspace;
 pub use dirs::{outside_temp, outside_tree};
 pub use process::{alive, eventually, free_port, run, show, without_audit_read};
+pub use workspace::{git, snapshot};
 
 pub use crate::wrap_bin;
 
