@@ -276,3 +276,62 @@ fn the_store_is_hidden_from_the_agents_tree() {
 fn state_dir() -> PathBuf {
     Path::new(&std::env::var("XDG_STATE_HOME").expect("set by .cargo/config.toml")).join("ahp-wrap")
 }
+
+/// Runs past `keep_days` are forgotten by the next run (on a thread of its own once the
+/// agent has started, so the agent's start never waits for it): the agent (the floor off,
+/// so that it sees the store) watches an old run's record go. The store is this test's own.
+#[test]
+fn runs_past_their_days_are_forgotten_by_the_next_run() {
+    let ws = Ws::new();
+    let state = tempfile::tempdir().unwrap();
+    let wrapped = |script: &str| {
+        run(
+            Command::new(wrap_bin())
+                .args([
+                    "--summary",
+                    "never",
+                    "--floor",
+                    "off",
+                    "--",
+                    "sh",
+                    "-c",
+                    script,
+                ])
+                .env("XDG_STATE_HOME", state.path())
+                .current_dir(&ws.root),
+            Duration::from_secs(60),
+        )
+    };
+    let out = wrapped("true");
+    assert!(out.status.success(), "{}", show(&out));
+    let store = state.path().join("ahp-wrap/checkpoints");
+    let old = std::fs::read_dir(store.join("runs"))
+        .unwrap()
+        .next()
+        .expect("the first run's record")
+        .unwrap()
+        .path();
+    // Thirty days ago, and the last sweep more than an hour ago.
+    let month = Duration::from_secs(30 * 86_400);
+    let meta = std::fs::File::options()
+        .write(true)
+        .open(old.join("meta.json"))
+        .unwrap();
+    meta.set_modified(std::time::SystemTime::now() - month)
+        .unwrap();
+    let _ = std::fs::remove_file(store.join("pruned"));
+    let script = format!(
+        "for i in $(seq 300); do [ -e '{old}' ] || {{ echo gone > seen; exit 0; }}; sleep 0.1; done; echo there > seen",
+        old = old.display()
+    );
+    let out = wrapped(&script);
+    assert!(out.status.success(), "{}", show(&out));
+    let seen = std::fs::read_to_string(ws.root.join("seen")).unwrap();
+    assert_eq!(
+        seen.trim(),
+        "gone",
+        "the old run was forgotten while the agent ran"
+    );
+    let runs = std::fs::read_dir(store.join("runs")).unwrap().count();
+    assert_eq!(runs, 1, "this run's record stays");
+}

@@ -66,6 +66,8 @@ struct State {
     failed: Option<String>,
     /// The time the checkpoints took, and how many there were.
     spent: (Duration, u64),
+    /// Retention: how long runs are kept, and the most the store's objects may take.
+    retention: (Duration, u64),
 }
 
 /// What the run did to the workspace, for its summary.
@@ -139,7 +141,6 @@ impl Checkpointer {
         write_line(&mut log, &line).map_err(|e| format!("the checkpoints' store: {e}"))?;
         let _ = store.set_index(workspace, &first);
         let keep = Duration::from_secs(spec.keep_days.unwrap_or(14) * 86_400);
-        store.prune(keep, spec.max_store_mb.unwrap_or(2048) << 20, run);
         Ok(Some(Checkpointer {
             state: Mutex::new(State {
                 store,
@@ -152,8 +153,23 @@ impl Checkpointer {
                 next: 1,
                 failed: None,
                 spent: (started.elapsed(), 1),
+                retention: (keep, spec.max_store_mb.unwrap_or(2048) << 20),
             }),
         }))
+    }
+
+    /// Forgets the store's old runs ([`Store::prune`]) on a thread of its own, once the
+    /// agent has started: with hundreds of runs kept it reads for a second, which neither
+    /// the agent's start nor the run's end waits for (a sweep cut short by the wrapper's
+    /// exit leaves nothing half-removed, and the next one an hour later goes on).
+    pub fn prune_in_background(&self) {
+        let Ok(s) = self.state.lock() else {
+            return;
+        };
+        let (store, run, (keep, max_bytes)) = (s.store.clone(), s.run.clone(), s.retention);
+        let _ = std::thread::Builder::new()
+            .name("checkpoint-retention".into())
+            .spawn(move || store.prune(keep, max_bytes, &run));
     }
 
     /// Whether a call of `tool` gets a checkpoint before it.

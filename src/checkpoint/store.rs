@@ -10,7 +10,7 @@
 //! Retention: runs older than `keep_days`, then the oldest while the store is over
 //! `max_store_mb`, are removed, and the objects no run names with them (at most once an hour).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, Read, Write};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, SystemTime};
@@ -87,8 +87,11 @@ impl Store {
         &self.root
     }
 
-    /// Makes its directories (private to the user).
+    /// Makes its directories (private to the user); one `stat` when they are there.
     pub fn create(&self) -> std::io::Result<()> {
+        if self.root.join("index").is_dir() {
+            return Ok(());
+        }
         for d in ["objects", "runs", "index"] {
             std::fs::create_dir_all(self.root.join(d))?;
         }
@@ -200,8 +203,11 @@ impl Store {
         self.root.join("index").join(format!("{}.json", &key[..24]))
     }
 
-    /// Forgets runs older than `keep`, then the oldest while the store is over `max_bytes`
-    /// (never `current`), and the objects no run left names; at most once an hour.
+    /// Forgets runs older than `keep`, then the oldest while the store's objects take more
+    /// than `max_bytes` (never `current`), and the objects no run left names; at most once
+    /// an hour. Each object is read for its size once and each run's log once. A run is
+    /// moved out of `runs/` before it is removed, so that a sweep cut short (the wrapper
+    /// exiting) leaves no run half there; the next sweep empties what it moved.
     pub fn prune(&self, keep: Duration, max_bytes: u64, current: &str) {
         let stamp = self.root.join("pruned");
         let recent = std::fs::metadata(&stamp)
@@ -213,47 +219,80 @@ impl Store {
             return;
         }
         let _ = std::fs::write(&stamp, b"");
+        let _ = std::fs::remove_dir_all(self.root.join("trash"));
         let now = SystemTime::now();
-        let mut runs: Vec<(Meta, SystemTime)> = self
-            .runs()
-            .into_iter()
-            .filter(|m| m.run != current)
-            .map(|m| {
-                let at = std::fs::metadata(self.run_dir(&m.run).join("meta.json"))
-                    .and_then(|f| f.modified())
-                    .unwrap_or(now);
-                (m, at)
-            })
-            .collect();
-        runs.retain(|(m, at)| {
-            let old = now.duration_since(*at).is_ok_and(|age| age > keep);
-            if old {
-                let _ = std::fs::remove_dir_all(self.run_dir(&m.run));
+        let mut runs: Vec<String> = Vec::new();
+        for m in self.runs().into_iter().filter(|m| m.run != current) {
+            let at = std::fs::metadata(self.run_dir(&m.run).join("meta.json"))
+                .and_then(|f| f.modified())
+                .unwrap_or(now);
+            if now.duration_since(at).is_ok_and(|age| age > keep) {
+                self.forget(&m.run);
+            } else {
+                runs.push(m.run);
             }
-            !old
-        });
-        while self.size() > max_bytes && !runs.is_empty() {
-            let (m, _) = runs.remove(0);
-            let _ = std::fs::remove_dir_all(self.run_dir(&m.run));
-            self.sweep(current);
         }
-        self.sweep(current);
+        // What each run left names, and how many runs name each object.
+        let named: Vec<HashSet<String>> = runs.iter().map(|r| self.named(r)).collect();
+        let mut count: HashMap<String, usize> = HashMap::new();
+        for h in named.iter().flatten().chain(&self.named(current)) {
+            *count.entry(h.clone()).or_default() += 1;
+        }
+        let objects = self.objects();
+        let mut total: u64 = objects.values().map(|o| o.size).sum();
+        let remove = |hash: &str, total: &mut u64| {
+            if let Some(o) = objects.get(hash).filter(|o| !o.young) {
+                if std::fs::remove_file(&o.path).is_ok() {
+                    *total -= o.size;
+                }
+            }
+        };
+        for hash in objects.keys().filter(|h| !count.contains_key(*h)) {
+            remove(hash, &mut total);
+        }
+        for (run, hashes) in runs.iter().zip(&named) {
+            if total <= max_bytes {
+                break;
+            }
+            self.forget(run);
+            for h in hashes {
+                let Some(c) = count.get_mut(h) else { continue };
+                *c -= 1;
+                if *c == 0 {
+                    remove(h, &mut total);
+                }
+            }
+        }
     }
 
-    /// Removes the objects no run names (the current one's included).
-    fn sweep(&self, current: &str) {
-        let mut named = HashSet::new();
-        let ids: Vec<String> = self.runs().into_iter().map(|m| m.run).collect();
-        for run in ids.iter().map(String::as_str).chain([current]) {
-            for line in self.lines(run).unwrap_or_default() {
-                named.extend(line.set.values().filter_map(|e| match &e.kind {
-                    super::scan::Kind::File(h) => Some(h.clone()),
-                    _ => None,
-                }));
-            }
+    /// Removes a run's record: moved out of `runs/` first (at once), then deleted.
+    fn forget(&self, run: &str) {
+        let trash = self.root.join("trash");
+        let _ = std::fs::create_dir_all(&trash);
+        let moved = trash.join(run);
+        if std::fs::rename(self.run_dir(run), &moved).is_ok() {
+            let _ = std::fs::remove_dir_all(moved);
         }
+    }
+
+    /// The objects `run`'s checkpoints name.
+    fn named(&self, run: &str) -> HashSet<String> {
+        let mut named = HashSet::new();
+        for line in self.lines(run).unwrap_or_default() {
+            named.extend(line.set.into_values().filter_map(|e| match e.kind {
+                super::scan::Kind::File(h) => Some(h),
+                _ => None,
+            }));
+        }
+        named
+    }
+
+    /// The objects kept, by hash: where, their size, and whether they are young (an hour
+    /// old at most: a run may have kept one and not logged it yet, so it is never removed).
+    fn objects(&self) -> HashMap<String, Object> {
+        let mut out = HashMap::new();
         let Ok(fans) = std::fs::read_dir(self.root.join("objects")) else {
-            return;
+            return out;
         };
         for fan in fans.flatten() {
             let prefix = fan.file_name().to_string_lossy().into_owned();
@@ -261,38 +300,26 @@ impl Store {
                 continue;
             };
             for o in objects.flatten() {
-                let name = format!("{prefix}{}", o.file_name().to_string_lossy());
-                // A young object may belong to a run that has not logged it yet.
-                let young = o
-                    .metadata()
-                    .and_then(|m| m.modified())
+                let Ok(meta) = o.metadata() else { continue };
+                let young = meta
+                    .modified()
                     .ok()
                     .and_then(|t| t.elapsed().ok())
                     .is_none_or(|age| age < Duration::from_secs(3600));
-                if !named.contains(&name) && !young {
-                    let _ = std::fs::remove_file(o.path());
-                }
+                let hash = format!("{prefix}{}", o.file_name().to_string_lossy());
+                let (path, size) = (o.path(), meta.len());
+                out.insert(hash, Object { path, size, young });
             }
         }
+        out
     }
+}
 
-    /// The bytes its objects take.
-    fn size(&self) -> u64 {
-        let mut total = 0;
-        let Ok(fans) = std::fs::read_dir(self.root.join("objects")) else {
-            return 0;
-        };
-        for fan in fans.flatten() {
-            if let Ok(objects) = std::fs::read_dir(fan.path()) {
-                total += objects
-                    .flatten()
-                    .filter_map(|o| o.metadata().ok())
-                    .map(|m| m.len())
-                    .sum::<u64>();
-            }
-        }
-        total
-    }
+/// An object of the store, as retention sees it.
+struct Object {
+    path: PathBuf,
+    size: u64,
+    young: bool,
 }
 
 /// The manifests of a run's checkpoints, in order, from its log.
@@ -418,5 +445,54 @@ mod tests {
         let ids: Vec<String> = store.runs().into_iter().map(|m| m.run).collect();
         assert_eq!(ids, ["current"]);
         assert!(store.read(&kept).is_err() && store.read(&current).is_ok());
+    }
+
+    /// Over the size, the oldest runs go until it fits, and of their content only what no
+    /// run left names; what an earlier sweep moved out and did not remove is removed.
+    #[test]
+    fn content_another_run_names_stays_and_a_sweep_cut_short_is_finished() {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        store.create().unwrap();
+        let file = |name: &str, text: &str| {
+            let p = dir.path().join(name);
+            std::fs::write(&p, text).unwrap();
+            p
+        };
+        let shared = run(&store, "a0", "2026-11-01", &file("s", "two runs' content"));
+        let only = run(
+            &store,
+            "a1",
+            "2026-11-02",
+            &file("o", "the second run's own"),
+        );
+        run(&store, "b", "2026-11-03", &file("s2", "two runs' content"));
+        run(&store, "c", "2026-11-04", &file("c", "a later run's"));
+        run(&store, "current", "2026-11-29", &file("n", "now"));
+        let cut_short = store.root().join("trash/gone");
+        std::fs::create_dir_all(&cut_short).unwrap();
+        std::fs::write(cut_short.join("meta.json"), b"{}").unwrap();
+        for h in store.objects().keys() {
+            age(&store.object(h), Duration::from_secs(2 * 3600));
+        }
+        let total: u64 = store.objects().values().map(|o| o.size).sum();
+        // Room for all but the second run's own content: a0 goes (its content is b's
+        // too, and stays), then a1 with its own; b and c stay.
+        store.prune(
+            Duration::MAX,
+            total - "the second run's own".len() as u64,
+            "current",
+        );
+        let ids: Vec<String> = store.runs().into_iter().map(|m| m.run).collect();
+        assert_eq!(ids, ["b", "c", "current"]);
+        assert!(
+            store.read(&only).is_err(),
+            "the removed run's own content goes"
+        );
+        assert_eq!(store.read(&shared).unwrap(), b"two runs' content");
+        assert!(
+            !cut_short.exists(),
+            "what a sweep cut short left is removed"
+        );
     }
 }

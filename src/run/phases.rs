@@ -80,6 +80,9 @@ impl Run<'_> {
         self.floor_before_start(&held).await?;
         self.checkpoints_ready(checkpoints).await;
         let mut agent = self.spawn(&mut held, &cmd, group).await?;
+        if let Some(checkpoints) = self.gate.checkpoints.get() {
+            checkpoints.prune_in_background();
+        }
         let exit = self.supervise(&mut held, &mut agent).await;
         let exit = self.finish(&mut held, exit).await;
         let payload = json!({
