@@ -179,6 +179,29 @@ pub fn retired(dir: &Path) -> Vec<Retired> {
         .unwrap_or_default()
 }
 
+/// The mark of the trail's last pruning (its retention inside), so that a run prunes at
+/// most once an hour: listing a month of runs' files at every start costs about 1.5 ms per
+/// 500 files, on the way to the agent's start.
+pub const PRUNED: &str = ".pruned";
+
+/// Whether the trail of `dir` is due for pruning under `retention`: never pruned, pruned
+/// more than an hour ago, or under another retention (a changed `--audit-retention` acts at
+/// the next run). When due, the mark is set now.
+pub fn prune_due(dir: &Path, retention: Retention) -> bool {
+    let mark = dir.join(PRUNED);
+    let said = format!("{}s,{}\n", retention.max_age.as_secs(), retention.max_bytes);
+    let recent = std::fs::metadata(&mark)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < Duration::from_secs(3600));
+    if recent && std::fs::read_to_string(&mark).is_ok_and(|s| s == said) {
+        return false;
+    }
+    let _ = std::fs::write(mark, said);
+    true
+}
+
 /// Removes the runs' files of `dir` that `retention` no longer keeps, as `now` sees them,
 /// listing each in `retired.jsonl` first. Heads kept in `heads` go with their files.
 /// Returns what was removed.
@@ -273,6 +296,25 @@ fn retire(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// Pruned at most once an hour, unless the retention changed.
+    #[test]
+    fn the_trail_is_pruned_at_most_hourly_unless_its_retention_changed() {
+        let dir = tempfile::tempdir().unwrap();
+        let month: Retention = "30d".parse().unwrap();
+        assert!(prune_due(dir.path(), month), "never pruned");
+        assert!(!prune_due(dir.path(), month), "pruned a moment ago");
+        let smaller: Retention = "30d,1B".parse().unwrap();
+        assert!(prune_due(dir.path(), smaller), "another retention");
+        assert!(!prune_due(dir.path(), smaller));
+        let mark = std::fs::File::options()
+            .write(true)
+            .open(dir.path().join(PRUNED))
+            .unwrap();
+        mark.set_modified(SystemTime::now() - Duration::from_secs(3601))
+            .unwrap();
+        assert!(prune_due(dir.path(), smaller), "an hour later");
+    }
 
     #[test]
     fn retention_reads_an_age_a_size_or_both_and_keeps_the_default_of_the_other() {

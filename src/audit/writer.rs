@@ -281,9 +281,10 @@ impl AuditLog {
     }
 }
 
-/// Prunes the trail `file` is in, then opens `file`.
+/// Prunes the trail `file` is in (when due: at most once an hour), then opens `file`.
 fn open_deferred(file: Deferred) -> Result<AuditLog, String> {
-    if let (Some(retention), Some(dir)) = (file.retention, file.path.parent()) {
+    let due = |(retention, dir): &(Retention, &Path)| super::trail::prune_due(dir, *retention);
+    if let Some((retention, dir)) = file.retention.zip(file.path.parent()).filter(due) {
         let now = std::time::SystemTime::now();
         match super::trail::prune(dir, file.heads.as_deref(), retention, now) {
             Ok(removed) if !removed.is_empty() => tracing::info!(
