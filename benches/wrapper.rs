@@ -118,7 +118,7 @@ fn main() {
         eprintln!("PATH shim exec latency…");
         processes::pathshim_rows(&mut rows, calls, scratch.path());
         eprintln!("start-up…");
-        processes::startup_rows(&mut rows, if o.quick { 50 } else { 200 });
+        processes::startup_rows(&mut rows, if o.quick { 50 } else { 200 }, scratch.path());
         eprintln!("pass-through…");
         processes::passthrough_rows(&mut rows, if o.quick { 3 } else { 7 });
         criterion::criterion_rows(&mut rows);

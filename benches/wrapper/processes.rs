@@ -44,10 +44,11 @@ pub(super) fn pathshim_rows(rows: &mut Vec<Row>, calls: usize, dir: &Path) {
     ));
 }
 
-fn run_quiet(argv: &[&str]) -> u64 {
+fn run_quiet(argv: &[&str], dir: &Path) -> u64 {
     let start = Instant::now();
     let status = Command::new(argv[0])
         .args(&argv[1..])
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::null())
         .stderr(Stdio::null())
@@ -57,12 +58,17 @@ fn run_quiet(argv: &[&str]) -> u64 {
     start.elapsed().as_nanos() as u64
 }
 
-pub(super) fn startup_rows(rows: &mut Vec<Row>, n: usize) {
+/// Start-up: `ahp-wrap -- true` in an empty project directory of its own (a run's first
+/// and last checkpoints read the workspace: in a large one they are what a run's start and
+/// end cost, measured apart by bench/checkpoints.sh).
+pub(super) fn startup_rows(rows: &mut Vec<Row>, n: usize, scratch: &Path) {
+    let dir = scratch.join("startup");
+    std::fs::create_dir_all(&dir).expect("a project directory");
     let mut bare = Vec::new();
     let mut wrapped = Vec::new();
     for i in 0..n + 10 {
-        let a = || run_quiet(&["true"]);
-        let b = || run_quiet(&[ahp_wrap(), "--", "true"]);
+        let a = || run_quiet(&["true"], &dir);
+        let b = || run_quiet(&[ahp_wrap(), "--", "true"], &dir);
         let (x, y) = if i % 2 == 0 {
             (a(), b())
         } else {
