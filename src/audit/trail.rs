@@ -179,16 +179,21 @@ pub fn retired(dir: &Path) -> Vec<Retired> {
         .unwrap_or_default()
 }
 
-/// The mark of the trail's last pruning (its retention inside), so that a run prunes at
-/// most once an hour: listing a month of runs' files at every start costs about 1.5 ms per
-/// 500 files, on the way to the agent's start.
-pub const PRUNED: &str = ".pruned";
+/// The mark of the trail's last pruning (its retention inside), beside the trail's directory
+/// (`audit.pruned`: the trail holds the runs' files and `retired.jsonl` only), so that a run
+/// prunes at most once an hour: listing a month of runs' files at every start costs about
+/// 1.5 ms per 500 files, on the way to the agent's start.
+fn pruned_mark(dir: &Path) -> PathBuf {
+    let mut name = dir.file_name().unwrap_or_default().to_owned();
+    name.push(".pruned");
+    dir.with_file_name(name)
+}
 
 /// Whether the trail of `dir` is due for pruning under `retention`: never pruned, pruned
 /// more than an hour ago, or under another retention (a changed `--audit-retention` acts at
 /// the next run). When due, the mark is set now.
 pub fn prune_due(dir: &Path, retention: Retention) -> bool {
-    let mark = dir.join(PRUNED);
+    let mark = pruned_mark(dir);
     let said = format!("{}s,{}\n", retention.max_age.as_secs(), retention.max_bytes);
     let recent = std::fs::metadata(&mark)
         .and_then(|m| m.modified())
@@ -300,20 +305,27 @@ mod tests {
     /// Pruned at most once an hour, unless the retention changed.
     #[test]
     fn the_trail_is_pruned_at_most_hourly_unless_its_retention_changed() {
-        let dir = tempfile::tempdir().unwrap();
+        let state = tempfile::tempdir().unwrap();
+        let dir = state.path().join("audit");
+        std::fs::create_dir(&dir).unwrap();
         let month: Retention = "30d".parse().unwrap();
-        assert!(prune_due(dir.path(), month), "never pruned");
-        assert!(!prune_due(dir.path(), month), "pruned a moment ago");
+        assert!(prune_due(&dir, month), "never pruned");
+        assert!(!prune_due(&dir, month), "pruned a moment ago");
         let smaller: Retention = "30d,1B".parse().unwrap();
-        assert!(prune_due(dir.path(), smaller), "another retention");
-        assert!(!prune_due(dir.path(), smaller));
+        assert!(prune_due(&dir, smaller), "another retention");
+        assert!(!prune_due(&dir, smaller));
         let mark = std::fs::File::options()
             .write(true)
-            .open(dir.path().join(PRUNED))
+            .open(pruned_mark(&dir))
             .unwrap();
         mark.set_modified(SystemTime::now() - Duration::from_secs(3601))
             .unwrap();
-        assert!(prune_due(dir.path(), smaller), "an hour later");
+        assert!(prune_due(&dir, smaller), "an hour later");
+        assert_eq!(
+            std::fs::read_dir(&dir).unwrap().count(),
+            0,
+            "nothing in the trail"
+        );
     }
 
     #[test]
