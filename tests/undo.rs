@@ -10,7 +10,7 @@
 use ahp_wrap_testkit::common;
 
 use std::os::unix::fs::PermissionsExt;
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 use std::process::{Command, Output};
 use std::time::Duration;
 
@@ -21,6 +21,10 @@ use common::*;
 struct Ws {
     _dir: tempfile::TempDir,
     root: PathBuf,
+    /// The state directory of this test's runs (their checkpoints' store): its own, so that
+    /// another test's run over a directory above this one is never the run `undo` finds.
+    _state: tempfile::TempDir,
+    state: PathBuf,
 }
 
 impl Ws {
@@ -47,7 +51,20 @@ impl Ws {
         std::fs::write(root.join(".env"), "API_KEY=the-only-copy\n").unwrap();
         std::fs::set_permissions(root.join(".env"), std::fs::Permissions::from_mode(0o600))
             .unwrap();
-        Ws { _dir: dir, root }
+        let (_state, state) = outside_tree("undo-state-", &[], &[]);
+        Ws {
+            _dir: dir,
+            root,
+            _state,
+            state,
+        }
+    }
+
+    /// The wrapper, with this test's state directory.
+    fn wrapper(&self) -> Command {
+        let mut cmd = Command::new(wrap_bin());
+        cmd.env("XDG_STATE_HOME", &self.state);
+        cmd
     }
 
     /// Every file and link below the root (but `.git`).
@@ -58,7 +75,7 @@ impl Ws {
     /// `script` as a hookless agent (sh) under the wrapper, in the workspace.
     fn agent(&self, script: &str) -> Output {
         run(
-            Command::new(wrap_bin())
+            self.wrapper()
                 .args(["--summary", "never", "--", "sh", "-c", script])
                 .current_dir(&self.root),
             Duration::from_secs(60),
@@ -68,7 +85,7 @@ impl Ws {
     /// `ahp-wrap ARGS` in the workspace.
     fn wrap(&self, args: &[&str]) -> Output {
         run(
-            Command::new(wrap_bin()).args(args).current_dir(&self.root),
+            self.wrapper().args(args).current_dir(&self.root),
             Duration::from_secs(60),
         )
     }
@@ -165,7 +182,7 @@ fn dry_run_lists_and_changes_nothing_and_paths_restore_only_those() {
     // Only src/ (given from a directory below the root, as a user would).
     std::fs::create_dir_all(ws.root.join("docs")).unwrap();
     let out = run(
-        Command::new(wrap_bin())
+        ws.wrapper()
             .args(["undo", "../src"])
             .current_dir(ws.root.join("docs")),
         Duration::from_secs(60),
@@ -250,11 +267,10 @@ fn what_changed_after_the_run_is_never_lost_without_force() {
 #[test]
 fn a_run_in_another_workspace_is_not_undone_here() {
     let ws = Ws::new();
+    assert!(ws.agent("true").status.success(), "a run in the workspace");
     let elsewhere = tempfile::tempdir().unwrap();
     let out = run(
-        Command::new(wrap_bin())
-            .args(["undo"])
-            .current_dir(elsewhere.path()),
+        ws.wrapper().args(["undo"]).current_dir(elsewhere.path()),
         Duration::from_secs(60),
     );
     assert_eq!(out.status.code(), Some(1), "{}", show(&out));
@@ -267,14 +283,10 @@ fn a_run_in_another_workspace_is_not_undone_here() {
 fn the_store_is_hidden_from_the_agents_tree() {
     let ws = Ws::new();
     assert!(ws.agent("true").status.success());
-    let store = state_dir().join("checkpoints/objects");
+    let store = ws.state.join("ahp-wrap/checkpoints/objects");
     assert!(std::fs::read_dir(&store).unwrap().next().is_some());
     let out = ws.agent(&format!("ls -A {} | wc -l", store.display()));
     assert_eq!(text(&out).trim(), "0", "{}", show(&out));
-}
-
-fn state_dir() -> PathBuf {
-    Path::new(&std::env::var("XDG_STATE_HOME").expect("set by .cargo/config.toml")).join("ahp-wrap")
 }
 
 /// Runs past `keep_days` are forgotten by the next run (on a thread of its own once the
