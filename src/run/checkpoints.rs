@@ -14,23 +14,15 @@ use crate::protocol::EventType;
 pub(super) type First = Option<std::thread::JoinHandle<Result<Option<Checkpointer>, String>>>;
 
 impl Run<'_> {
-    /// Starts taking the first checkpoint of the workspace (none when the policy's
-    /// `[checkpoints]` cannot be read: the run says so when it joins).
+    /// Starts taking the first checkpoint of the workspace on a thread of its own, the
+    /// policy's `[checkpoints]` read there too (none when they cannot be read: the run says
+    /// so when it joins).
     pub(super) fn first_checkpoint(&self) -> First {
-        let spec = match crate::policy::checkpoint_spec(self.cfg.policy.as_deref()) {
-            Ok(spec) => spec,
-            Err(e) => {
-                let why = format!("the policy's [checkpoints]: {}", crate::error_chain(&e));
-                return Some(std::thread::spawn(move || Err(why)));
-            }
-        };
-        if spec.enabled == Some(false) {
-            return None;
-        }
-        // Made now, so that the floor hides it from the tree.
+        // Made now (one `stat` when it is there), so that the floor hides it from the tree.
         if let Some(store) = crate::checkpoint::store::Store::open() {
             let _ = store.create();
         }
+        let policy = self.cfg.policy.clone();
         let workspace = self.cfg.workspace.clone();
         let run = self.gate.session_id.clone();
         let agent = std::iter::once(self.cfg.program.to_string_lossy().into_owned())
@@ -44,7 +36,12 @@ impl Run<'_> {
             .join(" ");
         let spawned = std::thread::Builder::new()
             .name("checkpoint".into())
-            .spawn(move || Checkpointer::start(&spec, &workspace, &run, &agent));
+            .spawn(move || {
+                let spec = crate::policy::checkpoint_spec(policy.as_deref()).map_err(|e| {
+                    format!("the policy's [checkpoints]: {}", crate::error_chain(&e))
+                })?;
+                Checkpointer::start(&spec, &workspace, &run, &agent)
+            });
         spawned.ok()
     }
 

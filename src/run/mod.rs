@@ -232,6 +232,9 @@ struct RunGuard<'a> {
     /// The agent's namespaces made ahead, until the floor is prepared.
     #[cfg(target_os = "linux")]
     premade: Option<crate::floor::NamespaceReceiver>,
+    /// The kernel being asked what it offers the floor, until the floor is prepared.
+    #[cfg(target_os = "linux")]
+    probing: Option<floor::Probing>,
     run_dir: RunDir,
     /// The agent's tree has ended (or never started): the guardian may be released.
     ended: bool,

@@ -42,6 +42,8 @@ impl Run<'_> {
             return Err(Failure::new(Exit::Wrapper, message));
         }
         let checkpoints = self.first_checkpoint();
+        #[cfg(target_os = "linux")]
+        let probing = super::floor::probe_ahead(self.cfg.floor);
         let run_dir = RunDir::create().map_err(|e| {
             Failure::new(
                 Exit::Wrapper,
@@ -71,6 +73,8 @@ impl Run<'_> {
             denials: None,
             #[cfg(target_os = "linux")]
             premade,
+            #[cfg(target_os = "linux")]
+            probing,
             run_dir,
             ended: false,
         };
@@ -176,7 +180,7 @@ impl Run<'_> {
             &mut cmd,
             held.run_dir.path(),
             #[cfg(target_os = "linux")]
-            held.premade.take(),
+            (held.premade.take(), held.probing.take()),
             own_files,
             &control.address(),
         ));
