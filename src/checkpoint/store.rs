@@ -400,6 +400,20 @@ mod tests {
         hash
     }
 
+    /// A store in a directory of its own (files to keep go beside it).
+    fn fresh() -> (tempfile::TempDir, Store) {
+        let dir = tempfile::tempdir().unwrap();
+        let store = Store::at(dir.path().join("store"));
+        store.create().unwrap();
+        (dir, store)
+    }
+
+    fn write(dir: &Path, name: &str, text: &str) -> PathBuf {
+        let p = dir.join(name);
+        std::fs::write(&p, text).unwrap();
+        p
+    }
+
     fn age(path: &Path, by: Duration) {
         let f = std::fs::File::options().write(true).open(path).unwrap();
         f.set_modified(SystemTime::now() - by).unwrap();
@@ -409,14 +423,8 @@ mod tests {
     /// run names (never a young one: a run may not have logged it yet); at most once an hour.
     #[test]
     fn old_runs_and_what_only_they_named_are_forgotten_then_the_oldest_over_the_size() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::at(dir.path().join("store"));
-        store.create().unwrap();
-        let file = |name: &str, text: &str| {
-            let p = dir.path().join(name);
-            std::fs::write(&p, text).unwrap();
-            p
-        };
+        let (dir, store) = fresh();
+        let file = |name: &str, text: &str| write(dir.path(), name, text);
         let old = run(&store, "old", "2026-01-01", &file("a", "old run's"));
         let kept = run(&store, "kept", "2026-11-01", &file("b", "kept run's"));
         let current = run(&store, "current", "2026-11-29", &file("c", "this run's"));
@@ -451,14 +459,8 @@ mod tests {
     /// run left names; what an earlier sweep moved out and did not remove is removed.
     #[test]
     fn content_another_run_names_stays_and_a_sweep_cut_short_is_finished() {
-        let dir = tempfile::tempdir().unwrap();
-        let store = Store::at(dir.path().join("store"));
-        store.create().unwrap();
-        let file = |name: &str, text: &str| {
-            let p = dir.path().join(name);
-            std::fs::write(&p, text).unwrap();
-            p
-        };
+        let (dir, store) = fresh();
+        let file = |name: &str, text: &str| write(dir.path(), name, text);
         let shared = run(&store, "a0", "2026-11-01", &file("s", "two runs' content"));
         let only = run(
             &store,
