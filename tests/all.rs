@@ -70,6 +70,7 @@ mod opencode_e2e;
 mod opencode_family_state;
 mod pathshim;
 mod policy_corpus;
+mod policy_file;
 mod quickstart;
 mod qwen_e2e;
 mod qwen_state;

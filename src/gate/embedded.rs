@@ -20,6 +20,9 @@ pub enum Mode {
 /// The embedded harness: a policy and the mode it runs in.
 pub struct Embedded {
     policy: OnceLock<Policy>,
+    /// A policy file checked before the agent started, built on the first event (or ahead,
+    /// see [`Embedded::warm_up`]); none: the default policy.
+    file: std::sync::Mutex<Option<crate::policy::Checked>>,
     workspace: Option<PathBuf>,
     /// This run's own files and processes, protected by the policy's `wrapper` rules.
     protected: OnceLock<Protected>,
@@ -41,6 +44,7 @@ impl Embedded {
     pub fn new(policy: Policy, mode: Mode) -> Embedded {
         Embedded {
             policy: OnceLock::from(policy),
+            file: std::sync::Mutex::new(None),
             workspace: None,
             protected: OnceLock::new(),
             mode,
@@ -53,8 +57,20 @@ impl Embedded {
     /// The compiled-in default policy, with `workspace` as the workspace root; it is built
     /// on the first event, so that a run with no hook calls never pays for it.
     pub fn default_policy(workspace: Option<PathBuf>, mode: Mode) -> Embedded {
+        Embedded::checked(None, workspace, mode)
+    }
+
+    /// A policy file checked before the agent starts (`None`: the default policy), with
+    /// `workspace` as the workspace root, built as the default policy is: on the first event,
+    /// or ahead once the agent has started.
+    pub fn checked(
+        file: Option<crate::policy::Checked>,
+        workspace: Option<PathBuf>,
+        mode: Mode,
+    ) -> Embedded {
         Embedded {
             policy: OnceLock::new(),
+            file: std::sync::Mutex::new(file),
             workspace,
             protected: OnceLock::new(),
             mode,
@@ -83,7 +99,7 @@ impl Embedded {
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
 
-    /// Builds the default policy on a thread of its own, so that the agent's first event
+    /// Builds the policy on a thread of its own, so that the agent's first event
     /// does not wait for it (its globs and regexes take some 66 million instructions: a
     /// first hook call took 9 to 13 ms instead of 2 to 3). An event that comes first waits
     /// for this thread, as it would have built the policy itself.
@@ -117,7 +133,10 @@ impl Embedded {
     }
 
     fn build(&self) -> Policy {
-        let p = Policy::default_policy().trusting_code_changed_before(self.started);
+        let file = self.file.lock().unwrap_or_else(|e| e.into_inner()).take();
+        let p = file
+            .map_or_else(Policy::default_policy, crate::policy::Checked::build)
+            .trusting_code_changed_before(self.started);
         match &self.workspace {
             Some(ws) => p.with_workspace(ws),
             None => p,

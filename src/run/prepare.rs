@@ -128,7 +128,12 @@ fn embedded(cfg: &Config) -> Result<Embedded, String> {
             cfg.mode,
         ));
     };
-    let policy = Policy::load(file).map_err(|e| crate::error_chain(&e))?;
-    let policy = policy.with_workspace(&cfg.workspace);
-    Ok(Embedded::new(policy, cfg.mode))
+    // Checked now (a bad file stops the run before the agent starts); the default rules it
+    // extends are compiled once the agent has started, as the default policy's are.
+    let checked = Policy::check_file(file).map_err(|e| crate::error_chain(&e))?;
+    Ok(Embedded::checked(
+        Some(checked),
+        Some(cfg.workspace.clone()),
+        cfg.mode,
+    ))
 }

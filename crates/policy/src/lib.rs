@@ -255,6 +255,122 @@ impl Protected {
     }
 }
 
+/// A policy file read and checked, the default policy it extends not built yet (see
+/// [`Policy::check_file`]).
+#[derive(Debug)]
+pub struct Checked {
+    /// Its own rules, compiled.
+    own: Vec<Rule>,
+    /// It extends the default policy.
+    extends: bool,
+    /// The default rules it leaves out (each one the default has).
+    disable: Vec<String>,
+    settings: Option<Settings>,
+    hosts: Option<HostRules>,
+}
+
+impl Checked {
+    /// Reads `text`; with `examples`, runs its rules' examples.
+    fn read(text: &str, origin: &str, examples: bool) -> Result<Checked, PolicyError> {
+        let raw: RawPolicy = toml::from_str(text).map_err(|source| PolicyError::Toml {
+            origin: origin.to_owned(),
+            source,
+        })?;
+        if let Some(v) = raw.version.filter(|v| *v != 1) {
+            return Err(PolicyError::Version(v));
+        }
+        let hosts = hosts::host_rules(raw.floor.as_ref().map(|f| &f.net))?;
+        let extends = match raw.extends.as_deref() {
+            None if raw.disable.is_empty() => false,
+            None => {
+                return Err(PolicyError::Extends(
+                    "`disable` names default rules, so it needs `extends = \"default\"`".into(),
+                ))
+            }
+            Some("default") => {
+                let ids = default_rule_ids()?;
+                if let Some(id) = raw.disable.iter().find(|id| !ids.contains(id)) {
+                    return Err(PolicyError::Extends(format!(
+                        "`disable` names {id:?}, which is not a rule of the default policy \
+                         (`ahp-wrap policy default` lists them)"
+                    )));
+                }
+                true
+            }
+            Some(other) => {
+                return Err(PolicyError::Extends(format!(
+                    "extends = {other:?}: only \"default\" (the built-in policy) can be extended"
+                )))
+            }
+        };
+        let mut own: Vec<Rule> = Vec::with_capacity(raw.rules.len());
+        for r in raw.rules {
+            if own.iter().any(|x| x.id == r.id) {
+                return Err(PolicyError::InvalidRule {
+                    rule: r.id,
+                    message: "the id is used by another rule".into(),
+                });
+            }
+            own.push(Rule::compile(r)?);
+        }
+        if examples {
+            let (_, failures) = examples::check(&own);
+            if !failures.is_empty() {
+                return Err(PolicyError::Examples(failures));
+            }
+        }
+        Ok(Checked {
+            own,
+            extends,
+            disable: raw.disable,
+            settings: raw.settings,
+            hosts,
+        })
+    }
+
+    /// The policy: the default's rules first when it extends the default (less those it
+    /// disables or replaces with a rule of the same id), then its own.
+    pub fn build(self) -> Policy {
+        let (mut rules, inherited, settings) = if self.extends {
+            let base = Policy::default_policy();
+            let mut rules = base.rules;
+            rules.retain(|r| !self.disable.contains(&r.id));
+            // A rule of this file with a default rule's id takes its place.
+            rules.retain(|r| !self.own.iter().any(|own| own.id == r.id));
+            let inherited = rules.len();
+            (rules, inherited, self.settings.unwrap_or(base.settings))
+        } else {
+            (Vec::new(), 0, self.settings.unwrap_or_default())
+        };
+        rules.extend(self.own);
+        Policy {
+            rules,
+            inherited,
+            settings,
+            hosts: self.hosts,
+            ..Policy::allow_all()
+        }
+    }
+}
+
+/// The ids of the default policy's rules, read without compiling them.
+fn default_rule_ids() -> Result<Vec<String>, PolicyError> {
+    #[derive(serde::Deserialize)]
+    struct Id {
+        id: String,
+    }
+    #[derive(serde::Deserialize)]
+    struct Ids {
+        #[serde(default)]
+        rule: Vec<Id>,
+    }
+    let ids: Ids = toml::from_str(DEFAULT_TOML).map_err(|source| PolicyError::Toml {
+        origin: "(default)".into(),
+        source,
+    })?;
+    Ok(ids.rule.into_iter().map(|r| r.id).collect())
+}
+
 impl Default for Policy {
     fn default() -> Policy {
         Policy::allow_all()
@@ -304,79 +420,31 @@ impl Policy {
 
     /// Loads a policy file and checks its examples.
     pub fn load(path: impl AsRef<Path>) -> Result<Policy, PolicyError> {
+        Ok(Policy::check_file(path)?.build())
+    }
+
+    /// Reads a policy file and checks it as [`Policy::load`] does (its TOML, its rules
+    /// compiled, their examples run, what it disables of the default), without building the
+    /// default policy it may extend: [`Checked::build`] does that later (the default's rules
+    /// take some 15 ms to compile, which a run spends once the agent has started, as it does
+    /// for the default policy itself). The file is read once: what is built is what was
+    /// checked.
+    pub fn check_file(path: impl AsRef<Path>) -> Result<Checked, PolicyError> {
         let path = path.as_ref();
         let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
             path: path.to_path_buf(),
             source,
         })?;
-        let policy = Policy::parse(&text, &path.display().to_string())?;
-        policy.check()?;
-        Ok(policy)
+        Checked::read(&text, &path.display().to_string(), true)
     }
 
     /// Parses a policy from TOML text and checks its examples.
     pub fn from_toml_str(text: &str) -> Result<Policy, PolicyError> {
-        let policy = Policy::parse(text, "(string)")?;
-        policy.check()?;
-        Ok(policy)
+        Ok(Checked::read(text, "(string)", true)?.build())
     }
 
     fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
-        let raw: RawPolicy = toml::from_str(text).map_err(|source| PolicyError::Toml {
-            origin: origin.to_owned(),
-            source,
-        })?;
-        if let Some(v) = raw.version.filter(|v| *v != 1) {
-            return Err(PolicyError::Version(v));
-        }
-        let hosts = hosts::host_rules(raw.floor.as_ref().map(|f| &f.net))?;
-        let (mut rules, inherited, settings) = match raw.extends.as_deref() {
-            None if raw.disable.is_empty() => (Vec::new(), 0, raw.settings.unwrap_or_default()),
-            None => {
-                return Err(PolicyError::Extends(
-                    "`disable` names default rules, so it needs `extends = \"default\"`".into(),
-                ))
-            }
-            Some("default") => {
-                let base = Policy::parse(DEFAULT_TOML, "(default)")?;
-                let mut rules = base.rules;
-                for id in &raw.disable {
-                    let before = rules.len();
-                    rules.retain(|r| &r.id != id);
-                    if rules.len() == before {
-                        return Err(PolicyError::Extends(format!(
-                            "`disable` names {id:?}, which is not a rule of the default policy \
-                             (`ahp-wrap policy default` lists them)"
-                        )));
-                    }
-                }
-                // A rule of this file with a default rule's id takes its place.
-                rules.retain(|r| !raw.rules.iter().any(|own| own.id == r.id));
-                let inherited = rules.len();
-                (rules, inherited, raw.settings.unwrap_or(base.settings))
-            }
-            Some(other) => {
-                return Err(PolicyError::Extends(format!(
-                    "extends = {other:?}: only \"default\" (the built-in policy) can be extended"
-                )))
-            }
-        };
-        for r in raw.rules {
-            if rules[inherited..].iter().any(|x: &Rule| x.id == r.id) {
-                return Err(PolicyError::InvalidRule {
-                    rule: r.id,
-                    message: "the id is used by another rule".into(),
-                });
-            }
-            rules.push(Rule::compile(r)?);
-        }
-        Ok(Policy {
-            rules,
-            inherited,
-            settings,
-            hosts,
-            ..Policy::allow_all()
-        })
+        Ok(Checked::read(text, origin, false)?.build())
     }
 
     /// Says whether the floor's egress proxy decides the connections of the agent's tree;
