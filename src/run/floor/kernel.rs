@@ -1,0 +1,211 @@
+//! The kernel's part of a run's floor: what this kernel offers (asked ahead, on a thread),
+//! the Landlock ruleset, namespaces, caches' overlays and network side prepared for the
+//! agent's process to apply to itself, and the proxy's variables.
+
+use std::ffi::{OsStr, OsString};
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::super::statefiles::Copies;
+#[cfg(target_os = "linux")]
+use super::{credentials::injection, NetSide};
+use super::{NoFloor, RunFloor};
+use crate::floor::hosts::HostRules;
+use crate::floor::{self, Plan};
+use crate::frameworks::AgentCommand;
+
+/// What the kernel offers the floor, and its audit socket for Landlock's denials (opened
+/// now: it reads only what comes after).
+#[cfg(target_os = "linux")]
+type Probed = (floor::Support, Result<floor::denials::Reader, String>);
+
+/// The kernel being asked, on a thread of its own while the run prepares (0.25 ms, most of
+/// it the audit socket, off the way to the agent's start).
+#[cfg(target_os = "linux")]
+pub(in crate::run) type Probing = std::thread::JoinHandle<Probed>;
+
+#[cfg(target_os = "linux")]
+fn probe() -> Probed {
+    let support = floor::Support::probe();
+    let reader = floor::denials::Reader::open(support.landlock_abi);
+    (support, reader)
+}
+
+/// Starts asking the kernel what it offers the floor, unless the floor is off.
+#[cfg(target_os = "linux")]
+pub(in crate::run) fn probe_ahead(mode: floor::Mode) -> Option<Probing> {
+    if mode == floor::Mode::Off {
+        return None;
+    }
+    std::thread::Builder::new()
+        .name("floor-probe".into())
+        .spawn(probe)
+        .ok()
+}
+
+#[cfg(target_os = "linux")]
+pub(super) fn kernel(
+    cmd: &mut AgentCommand,
+    mut plan: Plan,
+    (run_dir, layers): (&Path, Option<&Path>),
+    (premade, probing): (Option<floor::NamespaceReceiver>, Option<Probing>),
+    (rules, unix_allow, credentials): (HostRules, Vec<PathBuf>, floor::credentials::Credentials),
+    control: &OsStr,
+) -> Result<RunFloor, NoFloor> {
+    use std::os::unix::ffi::OsStrExt;
+    let (mut support, reader) = probing.and_then(|p| p.join().ok()).unwrap_or_else(probe);
+    if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
+        support.namespaces = Err(why.clone());
+    }
+    let mut report = support.report(&plan, &reader);
+    if support.landlock_abi < 1 {
+        return Ok(RunFloor {
+            plan,
+            report,
+            confine: None,
+            net: None,
+            denials: None,
+            copies: Copies::default(),
+            layers: None,
+            removed_env: Vec::new(),
+            placeholders: Vec::new(),
+            credential_notes: Vec::new(),
+        });
+    }
+    // A copy can be bound only in a mount namespace of the tree's own.
+    let copies = match support.namespaces {
+        Ok(()) if !plan.mixed.is_empty() => {
+            let (copies, problems) =
+                Copies::make(&plan.mixed, &plan.writable, &run_dir.join("state"));
+            report.gaps.extend(problems);
+            plan.copies = copies.binds();
+            copies
+        }
+        _ => Copies::default(),
+    };
+    // A cache is an overlay only in a mount namespace of the tree's own.
+    let mut layers_held = None;
+    if support.namespaces.is_ok() && !plan.caches.is_empty() {
+        let made = floor::caches::possible().and_then(|()| {
+            let dir = layers.ok_or("no state directory for the caches' layers")?;
+            floor::caches::make(&plan.caches, dir)
+                .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
+        });
+        match made {
+            Ok((held, overlays, gaps)) => {
+                layers_held = Some(held);
+                report.gaps.extend(gaps);
+                plan.overlays = overlays;
+            }
+            // Said by the report already when the kernel cannot.
+            Err(why) if floor::caches::possible().is_err() => tracing::debug!("floor: {why}"),
+            Err(why) => report.gaps.push(format!("caches: written in place: {why}")),
+        }
+    }
+    let mut placeholders = Vec::new();
+    let request = plan.net.as_ref().map(|_| floor::NetRequest {
+        proxy_port: proxy_port(),
+        control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
+    });
+    let (mut prepared, peer) =
+        floor::Prepared::new(&plan, &support, run_dir, request.as_ref(), premade)
+            .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
+    if reader.is_ok() {
+        prepared.log_denials();
+    }
+    cmd.env.push((floor::ENV_FLOOR.into(), "1".into()));
+    let net = match (peer, request) {
+        (Some(peer), Some(request)) => {
+            cmd.env
+                .extend(proxy_env(request.proxy_port, rules.loopback()));
+            let injection = injection(credentials, cmd, run_dir)?;
+            placeholders = injection
+                .iter()
+                .flat_map(|i| i.credentials.iter())
+                .map(|c| (c.name.clone(), c.hosts.shown()))
+                .collect();
+            Some(NetSide {
+                peer,
+                rules,
+                proxy_port: request.proxy_port,
+                unix_allow,
+                injection,
+            })
+        }
+        _ => {
+            for c in credentials.iter() {
+                report.gaps.push(format!(
+                    "credential {}: not given to the agent (no egress proxy on this run to put it on its requests)",
+                    c.name
+                ));
+            }
+            None
+        }
+    };
+    let prepared = Arc::new(prepared);
+    Ok(RunFloor {
+        plan,
+        report,
+        confine: Some(Arc::new(move || prepared.apply())),
+        net,
+        denials: reader.ok(),
+        copies,
+        layers: layers_held,
+        removed_env: Vec::new(),
+        placeholders,
+        credential_notes: Vec::new(),
+    })
+}
+
+#[cfg(not(target_os = "linux"))]
+pub(super) fn kernel(
+    _cmd: &mut AgentCommand,
+    plan: Plan,
+    _run_dir: &Path,
+    _rules: (HostRules, Vec<PathBuf>),
+    _control: &OsStr,
+) -> Result<RunFloor, NoFloor> {
+    let report = floor::report(&plan);
+    Ok(RunFloor {
+        plan,
+        report,
+        confine: None,
+        net: None,
+        copies: Copies::default(),
+        removed_env: Vec::new(),
+        placeholders: Vec::new(),
+        credential_notes: Vec::new(),
+    })
+}
+
+/// A port for the proxy in the agent's own network namespace (nothing else listens there
+/// yet; a high one, out of the way of the dev servers the agent may start).
+fn proxy_port() -> u16 {
+    let r = crate::random_hex(2);
+    40000 + (u16::from_str_radix(&r, 16).unwrap_or(0) % 20000)
+}
+
+/// The variables that send the agent's tree's traffic through the proxy (both spellings, as
+/// programs read one or the other); loopback goes direct when it may.
+fn proxy_env(port: u16, loopback: bool) -> Vec<(OsString, OsString)> {
+    let http = format!("http://127.0.0.1:{port}");
+    let socks = format!("socks5h://127.0.0.1:{port}");
+    let direct = if loopback {
+        "localhost,127.0.0.1,::1"
+    } else {
+        ""
+    };
+    let mut env = Vec::new();
+    for (name, value) in [
+        ("HTTP_PROXY", http.as_str()),
+        ("HTTPS_PROXY", http.as_str()),
+        ("ALL_PROXY", socks.as_str()),
+        ("NO_PROXY", direct),
+    ] {
+        env.push((name.into(), value.into()));
+        env.push((name.to_ascii_lowercase().into(), value.into()));
+    }
+    // Node's own fetch reads them only when told to (Node 24 and later).
+    env.push(("NODE_USE_ENV_PROXY".into(), "1".into()));
+    env
+}
