@@ -71,6 +71,23 @@ pub fn state_dir() -> Option<PathBuf> {
         .map(|d| d.join("ahp-wrap"))
 }
 
+/// Whether the housekeeping that `mark` (a file in the state directory) records is due: the
+/// mark missing, an hour old or more, or recording other than `said` (the settings it ran
+/// under). When due, the mark is set: now, saying `said`. Sweeps of what runs leave in the
+/// state directory run at most once an hour this way, not at every start.
+pub fn due_hourly(mark: &Path, said: &str) -> bool {
+    let recent = std::fs::metadata(mark)
+        .and_then(|m| m.modified())
+        .ok()
+        .and_then(|t| t.elapsed().ok())
+        .is_some_and(|age| age < std::time::Duration::from_secs(3600));
+    if recent && std::fs::read_to_string(mark).is_ok_and(|s| s == said) {
+        return false;
+    }
+    let _ = std::fs::write(mark, said);
+    true
+}
+
 /// Makes `dir` (and its parents) when missing, private to the user (0700): the state
 /// directory and what the run keeps in it.
 pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {

@@ -193,18 +193,8 @@ fn pruned_mark(dir: &Path) -> PathBuf {
 /// more than an hour ago, or under another retention (a changed `--audit-retention` acts at
 /// the next run). When due, the mark is set now.
 pub fn prune_due(dir: &Path, retention: Retention) -> bool {
-    let mark = pruned_mark(dir);
     let said = format!("{}s,{}\n", retention.max_age.as_secs(), retention.max_bytes);
-    let recent = std::fs::metadata(&mark)
-        .and_then(|m| m.modified())
-        .ok()
-        .and_then(|t| t.elapsed().ok())
-        .is_some_and(|age| age < Duration::from_secs(3600));
-    if recent && std::fs::read_to_string(&mark).is_ok_and(|s| s == said) {
-        return false;
-    }
-    let _ = std::fs::write(mark, said);
-    true
+    crate::termlog::due_hourly(&pruned_mark(dir), &said)
 }
 
 /// Removes the runs' files of `dir` that `retention` no longer keeps, as `now` sees them,

@@ -159,7 +159,7 @@ impl Checkpointer {
     }
 
     /// Forgets the store's old runs ([`Store::prune`]) on a thread of its own, once the
-    /// agent has started: with hundreds of runs kept it reads for a second, which neither
+    /// agent has started: it reads every run's log and every object's size, which neither
     /// the agent's start nor the run's end waits for (a sweep cut short by the wrapper's
     /// exit leaves nothing half-removed, and the next one an hour later goes on).
     pub fn prune_in_background(&self) {

@@ -209,16 +209,9 @@ impl Store {
     /// moved out of `runs/` before it is removed, so that a sweep cut short (the wrapper
     /// exiting) leaves no run half there; the next sweep empties what it moved.
     pub fn prune(&self, keep: Duration, max_bytes: u64, current: &str) {
-        let stamp = self.root.join("pruned");
-        let recent = std::fs::metadata(&stamp)
-            .and_then(|m| m.modified())
-            .ok()
-            .and_then(|t| t.elapsed().ok())
-            .is_some_and(|e| e < Duration::from_secs(3600));
-        if recent {
+        if !crate::termlog::due_hourly(&self.root.join("pruned"), "") {
             return;
         }
-        let _ = std::fs::write(&stamp, b"");
         let _ = std::fs::remove_dir_all(self.root.join("trash"));
         let now = SystemTime::now();
         let mut runs: Vec<String> = Vec::new();
