@@ -205,20 +205,33 @@ mod tests {
     /// on that event) is still the agent's: held to the rules for its own code.
     #[test]
     fn code_written_before_the_first_event_is_the_agents() {
-        agents_code_after_the_start(false);
+        agents_code_after_the_start(false, false);
+    }
+
+    /// The same with a `--policy` file, checked at the start and built on the first event.
+    #[test]
+    fn a_policy_files_rules_built_on_the_first_event_hold_code_written_since_the_start() {
+        agents_code_after_the_start(false, true);
     }
 
     /// The same when the policy was built ahead, on its own thread, before the code was
     /// written: what counts is when the run started, not when the policy was built.
     #[test]
     fn a_policy_built_ahead_still_holds_code_written_since_the_start_as_the_agents() {
-        agents_code_after_the_start(true);
+        agents_code_after_the_start(true, false);
     }
 
-    fn agents_code_after_the_start(warm_up: bool) {
+    /// With `file`, a policy file that extends the default, checked now.
+    fn agents_code_after_the_start(warm_up: bool, file: bool) {
         let dir = tempfile::tempdir().unwrap();
         let ws = std::fs::canonicalize(dir.path()).unwrap();
-        let gate = std::sync::Arc::new(Embedded::default_policy(Some(ws.clone()), Mode::Enforce));
+        let policy_dir = tempfile::tempdir().unwrap();
+        let checked = file.then(|| {
+            let path = policy_dir.path().join("policy.toml");
+            std::fs::write(&path, "extends = \"default\"\n").unwrap();
+            Policy::check_file(&path).unwrap()
+        });
+        let gate = std::sync::Arc::new(Embedded::checked(checked, Some(ws.clone()), Mode::Enforce));
         if warm_up {
             gate.warm_up().expect("a thread").join().unwrap();
             assert!(gate.policy.get().is_some(), "built ahead");
