@@ -15,7 +15,7 @@ use crate::{CallerReply, Final, HookContext, Mapped, RunContext};
 pub use ahp_wrap_confine::rundir::RunDir;
 
 /// A shim's `render`.
-pub type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> CallerReply;
+pub(crate) type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> CallerReply;
 
 /// A headless hook call named `hook`.
 pub fn cx(hook: &str) -> HookContext<'_> {

@@ -23,7 +23,7 @@ const STACK: usize = 256 * 1024;
 /// `f` runs in our memory while this thread is suspended but our other threads are not:
 /// as a pre-exec step after `fork`, it may only make async-signal-safe calls (no
 /// allocation, no lock, no panic), and what it writes, it writes in our memory.
-pub unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<libc::pid_t> {
+pub(crate) unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<libc::pid_t> {
     extern "C" fn entry(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `&mut dyn FnMut` below, alive in the memory of the thread
         // that waits for us.
@@ -75,7 +75,7 @@ pub unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<libc::p
 ///
 /// # Safety
 /// System calls only.
-pub unsafe fn defaults_for_handled_signals() {
+pub(crate) unsafe fn defaults_for_handled_signals() {
     for sig in 1..=libc::SIGRTMAX() {
         if sig == libc::SIGKILL || sig == libc::SIGSTOP {
             continue;

@@ -47,7 +47,7 @@ impl Kind {
     }
 
     /// The kind a header word names; `None` for any word but `hook`, `exec` or `event`.
-    pub fn parse(s: &str) -> Option<Kind> {
+    pub(crate) fn parse(s: &str) -> Option<Kind> {
         [Kind::Hook, Kind::Exec, Kind::Event]
             .into_iter()
             .find(|k| k.as_str() == s)
@@ -193,7 +193,7 @@ pub fn parse_response_header(line: &str) -> Result<(i32, usize, usize), HeaderEr
 }
 
 /// How a refusal line starts.
-pub const REFUSED: &str = "AHPW/1 refused: ";
+pub(crate) const REFUSED: &str = "AHPW/1 refused: ";
 
 /// The line that tells a shim why the parent will not answer it, so that its deny reason
 /// names the cause rather than a closed connection.

@@ -18,7 +18,7 @@ fn shell_quote(s: &str) -> String {
 /// The command an agent runs for one of our hooks: `ahp-wrap hook <framework> <hook>`.
 /// The per-run nonce makes it unique, so no agent can merge it with a user's hook as a
 /// duplicate, and it tells the hook process which run it belongs to.
-pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -> String {
+pub(crate) fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -> String {
     format!(
         "AHP_WRAP_RUN={nonce} exec {} hook {framework} {hook}",
         shell_quote(&self_exe.to_string_lossy())
@@ -28,7 +28,7 @@ pub fn hook_command(self_exe: &Path, nonce: &str, framework: &str, hook: &str) -
 /// The command of a hook in a file installed once for every run
 /// ([`super::system_file`]): `exec <ahp-wrap-hook> hook <framework> <hook>`, the same for
 /// every run (the hook finds its run in its environment).
-pub fn installed_hook_command(self_exe: &Path, framework: &str, hook: &str) -> String {
+pub(crate) fn installed_hook_command(self_exe: &Path, framework: &str, hook: &str) -> String {
     format!(
         "exec {} hook {framework} {hook}",
         shell_quote(&self_exe.to_string_lossy())
@@ -39,7 +39,10 @@ pub fn installed_hook_command(self_exe: &Path, framework: &str, hook: &str) -> S
 /// backticks): the hook command must run exactly the executable we name. Agents that
 /// expand variables in settings values (Gemini, Qwen) or hand the command to a shell
 /// (Copilot) use this before registering our hooks.
-pub fn check_plain_exe(self_exe: &Path, framework: &'static str) -> Result<(), FrameworkError> {
+pub(crate) fn check_plain_exe(
+    self_exe: &Path,
+    framework: &'static str,
+) -> Result<(), FrameworkError> {
     let exe = self_exe.to_string_lossy();
     if exe.contains('$') || exe.contains('`') {
         return Err(FrameworkError::Prepare {

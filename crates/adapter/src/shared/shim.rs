@@ -25,7 +25,7 @@ impl Shim {
     }
 
     /// A payload that is not what the agent sends for `hook`.
-    pub fn shape_error(self, hook: &str, why: impl Into<String>) -> FrameworkError {
+    pub(crate) fn shape_error(self, hook: &str, why: impl Into<String>) -> FrameworkError {
         FrameworkError::Shape {
             framework: self.framework,
             hook: hook.to_owned(),
@@ -56,13 +56,13 @@ impl Shim {
     }
 
     /// The command the agent runs for our `hook`: `ahp-wrap hook <framework> <hook>`, made
-    /// unique by the run's `nonce` (see [`super::settings::hook_command`]).
+    /// unique by the run's `nonce` (see `settings::hook_command`).
     pub fn hook_command(self, self_exe: &Path, nonce: &str, hook: &str) -> String {
         super::settings::hook_command(self_exe, nonce, self.framework, hook)
     }
 
     /// Refuses an `ahp-wrap` path that the agent could expand (see
-    /// [`super::settings::check_plain_exe`]).
+    /// `settings::check_plain_exe`).
     pub fn check_plain_exe(self, self_exe: &Path) -> Result<(), FrameworkError> {
         super::settings::check_plain_exe(self_exe, self.framework)
     }
@@ -80,7 +80,7 @@ impl Shim {
     }
 
     /// The command of our `hook` in a file installed once for every run (see
-    /// [`super::settings::installed_hook_command`]); an `ahp-wrap` path the agent could
+    /// `settings::installed_hook_command`); an `ahp-wrap` path the agent could
     /// expand is refused.
     pub fn installed_hook_command(
         self,

@@ -13,11 +13,11 @@ use crate::only_root_can_write;
 
 /// The variable that moves the directory of installed files (packagers, tests). Read by
 /// the set-up and by every run alike, so both agree on where the file is.
-pub const ENV_SYSTEM_DIR: &str = "AHP_WRAP_SYSTEM_DIR";
-/// Where installed files go unless [`ENV_SYSTEM_DIR`] says otherwise.
-pub const DEFAULT_SYSTEM_DIR: &str = "/etc/ahp-wrap";
+pub(crate) const ENV_SYSTEM_DIR: &str = "AHP_WRAP_SYSTEM_DIR";
+/// Where installed files go unless `ENV_SYSTEM_DIR` says otherwise.
+pub(crate) const DEFAULT_SYSTEM_DIR: &str = "/etc/ahp-wrap";
 
-/// The directory of installed files: [`ENV_SYSTEM_DIR`], else [`DEFAULT_SYSTEM_DIR`].
+/// The directory of installed files: `ENV_SYSTEM_DIR`, else `DEFAULT_SYSTEM_DIR`.
 pub fn system_dir() -> PathBuf {
     std::env::var_os(ENV_SYSTEM_DIR)
         .filter(|v| !v.is_empty())

@@ -7,7 +7,7 @@
 use crate::RunContext;
 
 /// How much longer than the wrapper's budget a registered hook timeout is.
-pub const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;
+pub(crate) const HOOK_TIMEOUT_MARGIN_MS: u64 = 5_000;
 
 /// The hook timeout to register, in milliseconds.
 pub fn hook_timeout_ms(run: &RunContext) -> u64 {

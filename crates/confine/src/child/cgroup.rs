@@ -69,17 +69,17 @@ impl Cgroup {
 
     /// The group's directory under `/sys/fs/cgroup` (`ahp-wrap-<random>` beneath our own
     /// cgroup), as [`members`] and [`kill_and_remove`] take it.
-    pub fn dir(&self) -> &Path {
+    pub(crate) fn dir(&self) -> &Path {
         &self.dir
     }
 
-    /// The member list's path, for [`join`] in the agent before it runs.
+    /// The member list's path, for `join` in the agent before it runs.
     pub fn procs_path(&self) -> &CStr {
         &self.procs
     }
 
     /// Whether process `pid` is in this group.
-    pub fn contains(&self, pid: i32) -> bool {
+    pub(crate) fn contains(&self, pid: i32) -> bool {
         members(&self.dir).contains(&pid)
     }
 }
@@ -93,7 +93,7 @@ impl Drop for Cgroup {
 /// Moves the calling process into the group whose `cgroup.procs` is `procs` ("0" means
 /// the writer). Async-signal-safe (open, write, close), for a pre-exec hook; a failure
 /// leaves the process where it was, which [`Cgroup::contains`] then shows.
-pub fn join(procs: &CStr) {
+pub(crate) fn join(procs: &CStr) {
     // SAFETY: plain syscalls on a NUL-terminated path and a static buffer.
     unsafe {
         let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
@@ -105,20 +105,20 @@ pub fn join(procs: &CStr) {
 }
 
 /// The pids in the group at `dir`.
-pub fn members(dir: &Path) -> Vec<i32> {
+pub(crate) fn members(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
         .unwrap_or_default()
 }
 
 /// Whether the group at `dir` has no process left (`false` when that cannot be read).
-pub fn is_empty(dir: &Path) -> bool {
+pub(crate) fn is_empty(dir: &Path) -> bool {
     std::fs::read_to_string(dir.join("cgroup.procs")).is_ok_and(|t| t.trim().is_empty())
 }
 
 /// Kills every process in the group at `dir` (`cgroup.kill`, or SIGKILL one by one where
 /// the kernel has no `cgroup.kill`), then removes the group once it is empty.
-pub fn kill_and_remove(dir: &Path) {
+pub(crate) fn kill_and_remove(dir: &Path) {
     if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
         for pid in members(dir) {
             let _ = nix::sys::signal::kill(

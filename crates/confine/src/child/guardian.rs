@@ -6,7 +6,7 @@
 //! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
 //! guardian holds the read end of a pipe whose write end only the wrapper has: when the
 //! wrapper dies, however it dies, the guardian reads EOF and ends the agent's whole tree
-//! (see [`super::tree::take_down`]: the agent, its group when it has one, every descendant,
+//! (see `tree::take_down`: the agent, its group when it has one, every descendant,
 //! and every orphan the wrapper adopted and told it about), SIGTERM first and SIGKILL after
 //! a grace period, then removes the wrapper's private run directory. A wrapper that ends
 //! normally ends the tree itself and tells the guardian to stand down.
@@ -100,7 +100,7 @@ impl Guardian {
     }
 
     /// The pipe's file descriptor, for the agent to register itself before it runs (see
-    /// [`announce`]); it is close-on-exec, so the agent's program never holds it.
+    /// `announce`); it is close-on-exec, so the agent's program never holds it.
     pub fn fd(&self) -> std::os::fd::RawFd {
         self.pipe.as_raw_fd()
     }
@@ -375,7 +375,7 @@ impl Orders {
 /// Registers the calling process (or its group, when `group` is set) with the guardian on
 /// `fd`. Runs in the forked agent before `exec`, so the agent is watched before it can do
 /// anything, whenever the wrapper dies; it is async-signal-safe (no allocation, no locks).
-pub fn announce(fd: std::os::fd::RawFd, group: bool) {
+pub(crate) fn announce(fd: std::os::fd::RawFd, group: bool) {
     // SAFETY: getpid and write are async-signal-safe; `line` lives on this stack.
     let pid = unsafe { libc::getpid() };
     let mut line = [0u8; 32];

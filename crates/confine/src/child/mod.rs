@@ -90,19 +90,10 @@ impl ChildId {
     }
 
     /// As `kill(2)` takes it: a pid, or minus a process group id.
-    pub fn kill_target(self) -> i32 {
+    pub(crate) fn kill_target(self) -> i32 {
         match self {
             ChildId::Process(pid) => pid,
             ChildId::Group(pgid) => -pgid,
-        }
-    }
-
-    /// The inverse of [`ChildId::kill_target`]; `None` for 0 (nobody).
-    pub fn from_kill_target(target: i32) -> Option<ChildId> {
-        match target {
-            0 => None,
-            t if t < 0 => Some(ChildId::Group(-t)),
-            t => Some(ChildId::Process(t)),
         }
     }
 }
@@ -206,7 +197,7 @@ pub fn dies_with_us(cmd: &mut tokio::process::Command) {
 
 /// Finds the agent program as a shell would: a name with a slash is a path, anything
 /// else is looked up on `PATH`.
-pub fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, SpawnError> {
+pub(crate) fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathBuf, SpawnError> {
     let shown = program.to_string_lossy().into_owned();
     if program.as_encoded_bytes().contains(&b'/') {
         let p = PathBuf::from(program);
@@ -286,14 +277,10 @@ mod tests {
     use super::*;
 
     #[test]
-    fn a_child_id_is_a_pid_or_a_group_and_round_trips_through_kill_targets() {
+    fn a_child_id_is_a_pid_or_a_group_as_kill_takes_it() {
         assert_eq!(ChildId::Process(42).kill_target(), 42);
         assert_eq!(ChildId::Group(42).kill_target(), -42);
         assert_eq!(ChildId::Group(42).pid(), 42);
-        for id in [ChildId::Process(7), ChildId::Group(7)] {
-            assert_eq!(ChildId::from_kill_target(id.kill_target()), Some(id));
-        }
-        assert_eq!(ChildId::from_kill_target(0), None);
     }
 
     #[test]

@@ -44,7 +44,7 @@ pub struct Stat {
 }
 
 /// Every process visible in /proc, by pid; `None` when /proc cannot be read.
-pub fn processes() -> Option<HashMap<i32, Stat>> {
+pub(crate) fn processes() -> Option<HashMap<i32, Stat>> {
     read_all()
 }
 
@@ -56,7 +56,7 @@ pub fn processes() -> Option<HashMap<i32, Stat>> {
 /// The first thread is read last: a thread that ends hands its children to the first thread
 /// still alive (that one, in a process whose main thread has not returned), so none is missed
 /// by a thread ending while the others are read (one gone before its read is skipped).
-pub fn children(pid: i32) -> Option<Vec<i32>> {
+pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
     let list = |tid: &OsStr| {
         std::fs::read_to_string(format!(
             "/proc/{pid}/task/{}/children",
@@ -100,7 +100,7 @@ pub fn stat(pid: i32) -> Option<Stat> {
 /// A process's command line, each argument lossily decoded and the whole capped at
 /// [`CMDLINE_CAP`] bytes; `None` when it cannot be read. Read as [`stat`] reads: one open,
 /// reads into a buffer of the cap (one, nearly always), no size query.
-pub fn cmdline(pid: i32) -> Option<Vec<String>> {
+pub(crate) fn cmdline(pid: i32) -> Option<Vec<String>> {
     use std::io::Read;
     let mut file = std::fs::File::open(format!("/proc/{pid}/cmdline")).ok()?;
     let mut buf = [0u8; CMDLINE_CAP];
@@ -123,7 +123,7 @@ pub fn cmdline(pid: i32) -> Option<Vec<String>> {
 }
 
 /// Most bytes of a command line [`cmdline`] reads.
-pub const CMDLINE_CAP: usize = 2048;
+pub(crate) const CMDLINE_CAP: usize = 2048;
 
 /// The chain of processes from `pid` up to `agent` (both included), nearest first, each as
 /// its pid and command line. It stops at the agent, at `me`, at pid 1, or after 64 steps;
@@ -196,7 +196,7 @@ pub fn env_value<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
 
 /// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
 /// far as we may read it (only our own user's processes).
-pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
+pub(crate) fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
     table
         .keys()
         .copied()
@@ -205,7 +205,7 @@ pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
 }
 
 /// Every process below `roots` in `table` (the roots included when they are in it).
-pub fn descendants(table: &HashMap<i32, Stat>, roots: &[i32]) -> Vec<i32> {
+pub(crate) fn descendants(table: &HashMap<i32, Stat>, roots: &[i32]) -> Vec<i32> {
     let mut children: HashMap<i32, Vec<i32>> = HashMap::new();
     for (&pid, st) in table {
         children.entry(st.ppid).or_default().push(pid);

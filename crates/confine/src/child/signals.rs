@@ -13,7 +13,8 @@ use signal_hook::low_level::siginfo::Cause;
 use super::GroupPolicy;
 
 /// The signals we take over from their default action and pass on.
-pub const FORWARDED: [i32; 7] = [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2];
+pub(crate) const FORWARDED: [i32; 7] =
+    [SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGWINCH, SIGUSR1, SIGUSR2];
 
 /// Forwards signals to the agent from a dedicated thread.
 pub struct Forwarder {
@@ -57,7 +58,7 @@ impl Forwarder {
     }
 
     /// A terminating signal received before the agent started, if any.
-    pub fn early_signal(&self) -> Option<i32> {
+    pub(crate) fn early_signal(&self) -> Option<i32> {
         match self.early.load(Ordering::SeqCst) {
             0 => None,
             s => Some(s),

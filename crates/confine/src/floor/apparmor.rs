@@ -8,8 +8,8 @@
 //! a profile for the installed `ahp-wrap` and `ahp-wrap-hook` ([`profile`]), generated from
 //! their path, never edited by hand.
 //!
-//! Whether namespaces are tried is decided from readings of the machine ([`Readings`]),
-//! taken in one place so that the decision ([`decide`]) can be checked on every case
+//! Whether namespaces are tried is decided from readings of the machine (`Readings`),
+//! taken in one place so that the decision (`decide`) can be checked on every case
 //! without the machine: restricted and this process runs under our profile (tried);
 //! restricted and a profile of ours is installed for another path (reinstalled elsewhere),
 //! or installed but not loaded; restricted and none (the one command that fixes it).
@@ -24,7 +24,7 @@ use super::ENV_FLOOR;
 /// The profile's name, and its file's under `/etc/apparmor.d`.
 pub const PROFILE_NAME: &str = "ahp-wrap";
 /// Where AppArmor's profiles are read from at boot.
-pub const PROFILE_DIR: &str = "/etc/apparmor.d";
+pub(crate) const PROFILE_DIR: &str = "/etc/apparmor.d";
 /// The sysctl of Ubuntu's restriction.
 pub const RESTRICT_SYSCTL: &str = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
 
@@ -78,7 +78,7 @@ pub fn profiled_wrapper(text: &str) -> Option<PathBuf> {
 
 /// What the decision reads from the machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Readings {
+pub(crate) struct Readings {
     /// Whether this process runs inside another run's floor.
     pub inherited: bool,
     /// Whether this process's effective uid is 0: root may make user namespaces whatever
@@ -102,7 +102,7 @@ pub struct Readings {
 impl Readings {
     /// Reads the machine: a few small files; the label and the profile only when the
     /// restriction is on for this user.
-    pub fn read() -> Readings {
+    pub(crate) fn read() -> Readings {
         let number = |p: &str| {
             std::fs::read_to_string(p)
                 .ok()
@@ -136,7 +136,7 @@ impl Readings {
 impl Readings {
     /// Whether this process runs under our profile, restricted: its label is the profile's
     /// name with the mode after it (`ahp-wrap (unconfined)`).
-    pub fn runs_under_ours(&self) -> bool {
+    pub(crate) fn runs_under_ours(&self) -> bool {
         self.apparmor_restrict == Some(1)
             && self
                 .label
@@ -148,7 +148,7 @@ impl Readings {
 
 /// Whether `unshare(CLONE_NEWUSER | CLONE_NEWNS)` can work, judged from `r`; else why not,
 /// with what fixes it.
-pub fn decide(r: &Readings) -> Result<(), String> {
+pub(crate) fn decide(r: &Readings) -> Result<(), String> {
     if r.inherited {
         return Err(
             "inherited: this run is inside another run's floor, whose namespace and \

@@ -52,7 +52,7 @@ use socket::{
     thread_group,
 };
 
-pub use answer::Answer;
+pub(crate) use answer::Answer;
 pub use carry::{start_connect, Carry};
 pub use listen::{Listening, Publish};
 

@@ -36,7 +36,7 @@ pub fn possible() -> Result<(), String> {
 /// Whether the file system of `dir` can hold an overlay's upper layer (extended attributes
 /// in the `user.` namespace, whiteouts, `O_TMPFILE`), or why not: another overlay (a
 /// container's root file system), a network or FUSE file system, a tmpfs before Linux 6.6.
-pub fn upper_possible(dir: &Path) -> Result<(), String> {
+pub(crate) fn upper_possible(dir: &Path) -> Result<(), String> {
     use nix::sys::statfs::{
         FsType, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
     };

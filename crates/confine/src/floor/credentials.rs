@@ -241,7 +241,7 @@ fn run(argv: &[String]) -> Result<String, String> {
 /// A placeholder for `real`: its known prefix (`ghp_`, `glpat-`, `npm_`…) kept, each other
 /// ASCII letter or digit replaced by a random one of the same kind, the rest kept; a long
 /// random one when that leaves too little randomness.
-pub fn placeholder(real: &str) -> String {
+pub(crate) fn placeholder(real: &str) -> String {
     let prefix = super::secrets::token_prefix(real).unwrap_or("");
     let rest = &real[prefix.len()..];
     let random = rest.chars().filter(char::is_ascii_alphanumeric).count();

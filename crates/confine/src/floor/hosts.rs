@@ -273,7 +273,7 @@ impl HostList {
     }
 
     /// Whether a pattern of the list names `target`.
-    pub fn matches(&self, target: &Target) -> bool {
+    pub(crate) fn matches(&self, target: &Target) -> bool {
         self.0.iter().any(|p| p.matches(target))
     }
 
@@ -293,7 +293,7 @@ fn show(p: &Pattern) -> String {
 }
 
 /// `localhost` and its subdomains, 127.0.0.0/8 and ::1.
-pub fn is_loopback(target: &Target) -> bool {
+pub(crate) fn is_loopback(target: &Target) -> bool {
     match target {
         Target::Name(n) => n == "localhost" || n.ends_with(".localhost"),
         Target::Addr(a) => a.is_loopback(),

@@ -39,7 +39,7 @@ impl Porter {
     /// process shares our memory until its `exec` ([`crate::vfork`]): nothing of the
     /// wrapper is copied. `register` is told its pid at once (the wrapper's children that are
     /// not the agent's are recorded as such).
-    pub fn start(program: &Path, tid: i32, register: fn(i32)) -> io::Result<Porter> {
+    pub(crate) fn start(program: &Path, tid: i32, register: fn(i32)) -> io::Result<Porter> {
         use std::os::unix::ffi::OsStrExt;
         let open = |ns: &str| -> io::Result<OwnedFd> {
             Ok(std::fs::File::open(format!("/proc/{tid}/ns/{ns}"))?.into())

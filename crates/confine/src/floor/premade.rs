@@ -43,7 +43,7 @@ pub struct NamespaceMaker {
 
 /// A user namespace and a network namespace (with loopback up) made for the agent to join.
 #[derive(Debug)]
-pub struct NamespaceFds {
+pub(crate) struct NamespaceFds {
     pub user: OwnedFd,
     pub net: OwnedFd,
 }
@@ -64,7 +64,7 @@ pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)>
 impl NamespaceMaker {
     /// The maker's end of the socket pair [`wanted`] made, in the process that starts the
     /// maker (the guardian, which got it as its standard output).
-    pub fn new(socket: OwnedFd) -> NamespaceMaker {
+    pub(crate) fn new(socket: OwnedFd) -> NamespaceMaker {
         NamespaceMaker {
             socket: socket.into(),
             uid_map: id_map(nix::unistd::geteuid().as_raw()),
@@ -153,7 +153,7 @@ fn say_failure(socket: std::os::fd::RawFd, step: &[u8], e: &std::io::Error) {
 impl NamespaceReceiver {
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
-    pub fn take(self) -> Result<NamespaceFds, String> {
+    pub(crate) fn take(self) -> Result<NamespaceFds, String> {
         self.socket
             .set_read_timeout(Some(WAIT))
             .map_err(|e| e.to_string())?;

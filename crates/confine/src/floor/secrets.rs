@@ -75,7 +75,7 @@ const PREFIXES: &[&str] = &[
 ];
 
 /// Whether the variable `name`, holding `value`, carries a credential.
-pub fn is_credential(name: &str, value: &OsStr) -> bool {
+pub(crate) fn is_credential(name: &str, value: &OsStr) -> bool {
     let upper = name.to_ascii_uppercase();
     if NOT.contains(&upper.as_str()) {
         return false;
@@ -88,7 +88,7 @@ pub fn is_credential(name: &str, value: &OsStr) -> bool {
 }
 
 /// The known token format `value` starts with (`ghp_`, `glpat-`, `npm_`…), if any.
-pub fn token_prefix(value: &str) -> Option<&'static str> {
+pub(crate) fn token_prefix(value: &str) -> Option<&'static str> {
     // The longest first: `sk_live_` before `sk-`, `github_pat_` before nothing shorter.
     PREFIXES
         .iter()
@@ -135,7 +135,7 @@ pub fn matches(pattern: &str, name: &str) -> bool {
 
 /// The names among `vars` to take out of the agent's environment: credentials that neither
 /// the wrapper owns nor `keep` names, sorted.
-pub fn to_remove<'a, I>(vars: I, keep: &[String]) -> Vec<String>
+pub(crate) fn to_remove<'a, I>(vars: I, keep: &[String]) -> Vec<String>
 where
     I: IntoIterator<Item = (&'a OsStr, &'a OsStr)>,
 {

@@ -122,7 +122,7 @@ pub struct EnvSpec {
 
 impl EnvSpec {
     /// `self`, with each field left out taken from `default`.
-    pub fn or(self, default: &EnvSpec) -> EnvSpec {
+    pub(crate) fn or(self, default: &EnvSpec) -> EnvSpec {
         EnvSpec {
             remove_credentials: self.remove_credentials.or(default.remove_credentials),
             keep: self.keep.or_else(|| default.keep.clone()),
@@ -240,22 +240,22 @@ impl Spec {
     }
 
     /// The `writable` list, resolved.
-    pub fn writable(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+    pub(crate) fn writable(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.writable.as_deref(), home, workspace)
     }
 
     /// The `caches` list, resolved.
-    pub fn caches(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+    pub(crate) fn caches(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.caches.as_deref(), home, workspace)
     }
 
     /// The `read_only` list, resolved.
-    pub fn read_only(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+    pub(crate) fn read_only(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.read_only.as_deref(), home, workspace)
     }
 
     /// The `hidden` list, resolved.
-    pub fn hidden(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
+    pub(crate) fn hidden(&self, home: &Path, workspace: &Path) -> Vec<PathBuf> {
         expand(self.hidden.as_deref(), home, workspace)
     }
 

@@ -71,7 +71,7 @@ pub fn put_back(record: &Path, moved: &Moved) -> std::io::Result<()> {
 }
 
 /// Renames `from` to `to`, or copies it across file systems and removes it.
-pub fn relocate(from: &Path, to: &Path) -> std::io::Result<()> {
+pub(crate) fn relocate(from: &Path, to: &Path) -> std::io::Result<()> {
     match std::fs::rename(from, to) {
         Err(e) if e.raw_os_error() == Some(nix::libc::EXDEV) => {
             copy_all(from, to)?;

@@ -144,7 +144,7 @@ fn without_comment_lines(bytes: &[u8]) -> Vec<u8> {
 }
 
 /// `doc` written back in `format` (JSON as the agents write it: two-space indentation).
-pub fn serialize(doc: &Value, format: Format, path: &Path) -> Result<Vec<u8>, MergeError> {
+pub(crate) fn serialize(doc: &Value, format: Format, path: &Path) -> Result<Vec<u8>, MergeError> {
     let bad = |why: String| MergeError::Serialize {
         path: path.display().to_string(),
         why,
@@ -164,7 +164,7 @@ pub fn serialize(doc: &Value, format: Format, path: &Path) -> Result<Vec<u8>, Me
 /// Every key whose value differs between `before` and `after`, down to the leaves: tables
 /// are compared key by key (a table added or removed whole counts as each of its keys, an
 /// empty one as itself); anything else (a list, a string, a number) is one value.
-pub fn changes(before: &Value, after: &Value) -> Vec<Change> {
+pub(crate) fn changes(before: &Value, after: &Value) -> Vec<Change> {
     let mut out = Vec::new();
     walk(Some(before), Some(after), &mut Vec::new(), &mut out);
     out
@@ -311,7 +311,7 @@ pub fn sort(file: &StateFile, before: &Value, after: &Value, workspace: &[String
 /// Applies `changes` to `doc`; `after` is the copy they came from (a table the changes
 /// emptied that the copy no longer has goes too). Returns the changes that could not be
 /// applied: a key beneath something in `doc` that is no longer a table.
-pub fn apply(doc: &mut Value, changes: &[Change], after: &Value) -> Vec<Change> {
+pub(crate) fn apply(doc: &mut Value, changes: &[Change], after: &Value) -> Vec<Change> {
     let mut failed = Vec::new();
     for change in changes {
         let applied = match change.member {
@@ -441,7 +441,7 @@ pub fn read_doc(path: &Path, format: Format) -> Result<Value, MergeError> {
     }
 }
 
-/// Applies `changes` ([`apply`]; `after` as there) to the file at `path` as it is now, under
+/// Applies `changes` (`apply`; `after` as there) to the file at `path` as it is now, under
 /// the agent's `lock`, and writes it back atomically. Returns the changes that could not be
 /// applied.
 pub fn apply_to_file(
@@ -504,12 +504,12 @@ pub fn write_atomic_as(path: &Path, bytes: &[u8], mode: u32) -> Result<(), Merge
 /// directory made and removed (as the agents' `proper-lockfile` does). A lock older than
 /// the agents' own staleness limit (10 s) is taken over; one that stays taken for `wait`
 /// is not waited for further (the merge goes on: losing the person's choices would be worse).
-pub struct Lock(Option<PathBuf>);
+pub(crate) struct Lock(Option<PathBuf>);
 
 impl Lock {
     /// Takes the lock directory `dir`, retrying every 20 ms for up to `wait`; a lock not
     /// taken (no `dir`, stale, busy or unmakable) holds nothing and the caller goes on.
-    pub fn take(dir: Option<&Path>, wait: Duration) -> Lock {
+    pub(crate) fn take(dir: Option<&Path>, wait: Duration) -> Lock {
         let Some(dir) = dir else {
             return Lock(None);
         };

@@ -121,7 +121,7 @@ impl StateFile {
     }
 
     /// How many names long the key of the rule that decides `key` is, when a rule does.
-    pub fn rule_depth(&self, key: &[String], workspace: &[String]) -> Option<usize> {
+    pub(crate) fn rule_depth(&self, key: &[String], workspace: &[String]) -> Option<usize> {
         self.rules
             .iter()
             .find(|r| r.covers(key, workspace))
@@ -130,7 +130,7 @@ impl StateFile {
 
     /// Whether a guarded key may lie beneath `key`: a change that replaces a whole table
     /// there with something else (or removes it) changes the guarded keys in it too.
-    pub fn guards_beneath(&self, key: &[String], workspace: &[String]) -> bool {
+    pub(crate) fn guards_beneath(&self, key: &[String], workspace: &[String]) -> bool {
         self.rules
             .iter()
             .any(|r| r.treatment == Treatment::Guarded && r.beneath(key, workspace))

@@ -80,17 +80,12 @@ impl LineCodec {
         }
     }
 
-    /// The most bytes a frame may hold before its `\n`, as given to [`LineCodec::new`].
-    pub fn limit(&self) -> usize {
-        self.limit
-    }
-
     /// Takes from the front of `buf` the first `run(whole)` bytes of `whole`, the whole
     /// frames in it, as one piece (`run` must answer 0 or the end of one of them); `None`
     /// when it takes none. Never while an oversized line is being skipped, nor when the
     /// buffer could hold a line longer than the limit: those are for [`Decoder::decode`] to
     /// report.
-    pub fn decode_run(
+    pub(crate) fn decode_run(
         &mut self,
         buf: &mut BytesMut,
         run: impl Fn(&[u8]) -> usize,

@@ -13,7 +13,7 @@
 use std::io::{self, BufRead};
 
 /// The byte that ends a frame.
-pub const NEWLINE: u8 = b'\n';
+pub(crate) const NEWLINE: u8 = b'\n';
 
 /// Why the bytes of one frame are not usable. The same wording wherever a line is read.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -78,7 +78,7 @@ fn classify(buf: &[u8], limit: usize) -> Read {
 }
 
 /// A frame's content: without its `\n` and one `\r` before it.
-pub fn content(raw: &[u8]) -> &[u8] {
+pub(crate) fn content(raw: &[u8]) -> &[u8] {
     let line = raw.strip_suffix(b"\n").unwrap_or(raw);
     line.strip_suffix(b"\r").unwrap_or(line)
 }
@@ -89,7 +89,7 @@ pub fn text(raw: &[u8]) -> Result<&str, LineError> {
 }
 
 /// Whether a frame holds nothing but whitespace (readers of JSON skip those).
-pub fn is_blank(raw: &[u8]) -> bool {
+pub(crate) fn is_blank(raw: &[u8]) -> bool {
     raw.iter().all(u8::is_ascii_whitespace)
 }
 

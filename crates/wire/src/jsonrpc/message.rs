@@ -31,14 +31,6 @@ impl Id {
             Id::Num(n) => Value::Number(n.clone()),
         }
     }
-
-    /// A borrowed form, to build a message without copying the id.
-    pub fn as_ref(&self) -> IdRef<'_> {
-        match self {
-            Id::Str(s) => IdRef::Str(s),
-            Id::Num(n) => IdRef::Num(n),
-        }
-    }
 }
 
 impl std::fmt::Display for Id {

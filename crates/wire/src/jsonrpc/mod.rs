@@ -1,7 +1,7 @@
 //! JSON-RPC 2.0, protocol-agnostic: messages and one bounded newline framing.
 //!
 //! Owns: the message types as the wire allows them ([`Id`] is a string or a number), building
-//! and classifying messages ([`message`]), and the newline-delimited framing every line
+//! and classifying messages (`message`), and the newline-delimited framing every line
 //! reader of the crate uses — the async [`codec::LineCodec`] (harness transports, `serve`,
 //! the control socket's parent side) and the blocking [`framing::read_line`] (the hook
 //! executable, the audit log), which follow the same rules and share [`LineError`].
@@ -12,7 +12,7 @@
 
 pub mod codec;
 pub mod framing;
-pub mod message;
+pub(crate) mod message;
 
 pub use codec::{Frame, LineCodec};
 pub use framing::LineError;

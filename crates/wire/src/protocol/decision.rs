@@ -73,17 +73,6 @@ impl Verdict {
         }
     }
 
-    /// The payload the agent should run instead of its own, if any.
-    pub fn replacement(&self) -> Option<&Value> {
-        match self {
-            Verdict::Allow {
-                modified_payload, ..
-            } => modified_payload.as_ref(),
-            Verdict::Modify { modified_payload } => Some(modified_payload),
-            _ => None,
-        }
-    }
-
     /// The human-readable reason carried by the decision, if any.
     pub fn reason(&self) -> Option<&str> {
         match self {

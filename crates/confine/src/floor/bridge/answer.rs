@@ -68,7 +68,7 @@ pub(super) fn add_fd(
 /// The answer to a stopped call given by another thread, when it is dropped: success, or
 /// the error set.
 #[derive(Debug)]
-pub struct Answer {
+pub(crate) struct Answer {
     notify: Arc<OwnedFd>,
     id: u64,
     /// The errno to answer with (0: success).
@@ -85,7 +85,7 @@ impl Answer {
     }
 
     /// Answers with `errno` instead of success.
-    pub fn fail(mut self, errno: i32) {
+    pub(crate) fn fail(mut self, errno: i32) {
         self.error = errno;
     }
 

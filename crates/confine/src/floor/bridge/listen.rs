@@ -20,8 +20,8 @@ pub struct Listening {
     /// The porter that makes sockets in the tree's namespace, or why there is none.
     pub porter: Result<Arc<Porter>, String>,
     /// The listening process's `listen(2)`, answered (success) when this is dropped: once
-    /// the listener is published, or not.
-    pub answer: Answer,
+    /// the listener is published, or not. Held for that drop only: never read.
+    _answer: Answer,
 }
 
 /// What the bridge needs to publish listeners.
@@ -141,7 +141,7 @@ impl Bridge {
                 addr,
                 pid: thread_group(tid).unwrap_or(tid),
                 porter,
-                answer: Answer::new(notify, id),
+                _answer: Answer::new(notify, id),
             });
             return SyscallReply::Later;
         }
