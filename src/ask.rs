@@ -15,14 +15,14 @@ use crate::protocol::Event;
 
 /// Prompts on `/dev/tty`, one question at a time.
 #[derive(Clone)]
-pub struct Asker {
+pub(crate) struct Asker {
     timeout: Duration,
     lock: Arc<tokio::sync::Mutex<()>>,
 }
 
 impl Asker {
     /// An asker if this process has a controlling terminal it can open.
-    pub fn for_terminal(timeout: Duration) -> Option<Asker> {
+    pub(crate) fn for_terminal(timeout: Duration) -> Option<Asker> {
         std::fs::OpenOptions::new()
             .read(true)
             .write(true)
@@ -35,7 +35,7 @@ impl Asker {
     }
 
     /// Asks whether to allow `event`; `Ok(false)` unless the person typed `y`.
-    pub async fn ask(
+    pub(crate) async fn ask(
         &self,
         event: &Event,
         reason: &str,
@@ -133,7 +133,7 @@ fn drain_line(tty: &mut std::fs::File) {
 }
 
 /// A one-line description of what an event wants to do.
-pub fn describe(event: &Event) -> String {
+pub(crate) fn describe(event: &Event) -> String {
     let p = &event.payload;
     let tool = p.get("tool_name").and_then(|v| v.as_str());
     let args = p.get("arguments");

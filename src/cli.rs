@@ -10,8 +10,8 @@ use clap::{Args, Parser, Subcommand};
 mod fleet;
 mod quick;
 mod run;
-pub use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
-pub use run::RunArgs;
+pub(crate) use fleet::{AbortArgs, AmqpArgs, SubmitArgs, TaskCommand, WorkerArgs};
+pub(crate) use run::RunArgs;
 
 /// Run an AI agent CLI under an Agent Harness Protocol (AHP) harness.
 ///
@@ -378,7 +378,7 @@ pub struct HostArgs {
 
 impl HostArgs {
     /// The host's options, as the host module takes them.
-    pub fn request(&self) -> crate::host::HostRequest {
+    pub(crate) fn request(&self) -> crate::host::HostRequest {
         crate::host::HostRequest {
             listen: self.host_listen.clone(),
             tokens: self.host_tokens.clone(),
@@ -411,7 +411,7 @@ pub struct TelemetryArgs {
 
 impl TelemetryArgs {
     /// These options as telemetry takes them, for a process in `role`.
-    pub fn options(
+    pub(crate) fn options(
         &self,
         role: &'static str,
         metrics: bool,

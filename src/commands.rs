@@ -86,7 +86,7 @@ pub fn audit(cmd: AuditCommand) -> CommandResult {
 }
 
 /// Loads `--policy FILE`, or the default policy.
-pub fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
+pub(crate) fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, String> {
     match file {
         Some(f) => Policy::load(f).map_err(|e| crate::error_chain(&e)),
         None => Ok(Policy::default_policy()),

@@ -13,11 +13,11 @@ use crate::gate::{FailMode, Mode};
 use crate::transport::{HarnessSpec, LinkConfig, SpecError};
 
 /// The agent's depth (0 for a top-level agent), in the agent's environment.
-pub const ENV_DEPTH: &str = "AHP_WRAP_DEPTH";
+pub(crate) const ENV_DEPTH: &str = "AHP_WRAP_DEPTH";
 /// The wrapper's session id, in the agent's environment.
-pub const ENV_SESSION: &str = "AHP_WRAP_SESSION";
+pub(crate) const ENV_SESSION: &str = "AHP_WRAP_SESSION";
 /// Variables that must not reach the agent.
-pub const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY"];
+pub(crate) const SECRET_ENV: [&str; 2] = ["AHP_WRAP_HARNESS_TOKEN", "AHP_WRAP_AUDIT_KEY"];
 
 /// When the run's summary is printed on stderr.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -208,11 +208,11 @@ pub enum Proxy {
 }
 
 /// The `--framework` value that puts the ACP stream proxy in front of the agent.
-pub const ACP: &str = "acp";
+pub(crate) const ACP: &str = "acp";
 
 impl Config {
     /// What runs, as events and ids name it: the framework, or the proxied protocol.
-    pub fn kind(&self) -> &'static str {
+    pub(crate) fn kind(&self) -> &'static str {
         match &self.proxy {
             Some(Proxy::Mcp { .. }) => "mcp",
             Some(Proxy::Acp) => ACP,

@@ -65,6 +65,11 @@
 //!   `exec` (the agent's process, the namespaces' maker).
 
 #![forbid(unsafe_code)]
+#![allow(
+    rustdoc::private_intra_doc_links,
+    reason = "the application's documentation is read with its private items (CI builds it \
+              so): a module's doc links to its private parts"
+)]
 
 // The layers beneath, each a crate of its own (docs/architecture.md), under the names the
 // rest of this crate has always used.

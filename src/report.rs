@@ -10,7 +10,7 @@ use crate::config::{Config, SummaryWhen};
 /// Prints the run's summary on stderr and writes the Markdown one, as configured; then the
 /// notes and the warnings held back while the agent had the terminal (its screen is gone
 /// by now).
-pub async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
+pub(crate) async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
     let summary = audit.summary();
     let decided = summary
         .by_decision

@@ -50,13 +50,13 @@ pub enum LogError {
 }
 
 /// Whether the agent we are about to start will own a terminal: our stdin or stdout is one.
-pub fn agent_owns_terminal() -> bool {
+pub(crate) fn agent_owns_terminal() -> bool {
     io::stdin().is_terminal() || io::stdout().is_terminal()
 }
 
 /// The user's state directory for ahp-wrap: `$XDG_STATE_HOME/ahp-wrap`, else
 /// `~/.local/state/ahp-wrap` (not created here).
-pub fn state_dir() -> Option<PathBuf> {
+pub(crate) fn state_dir() -> Option<PathBuf> {
     let absolute = |v: std::ffi::OsString| {
         let p = PathBuf::from(v);
         p.is_absolute().then_some(p)
@@ -75,7 +75,7 @@ pub fn state_dir() -> Option<PathBuf> {
 /// mark missing, an hour old or more, or recording other than `said` (the settings it ran
 /// under). When due, the mark is set: now, saying `said`. Sweeps of what runs leave in the
 /// state directory run at most once an hour this way, not at every start.
-pub fn due_hourly(mark: &Path, said: &str) -> bool {
+pub(crate) fn due_hourly(mark: &Path, said: &str) -> bool {
     let recent = std::fs::metadata(mark)
         .and_then(|m| m.modified())
         .ok()
@@ -90,7 +90,7 @@ pub fn due_hourly(mark: &Path, said: &str) -> bool {
 
 /// Makes `dir` (and its parents) when missing, private to the user (0700): the state
 /// directory and what the run keeps in it.
-pub fn make_private_dir(dir: &Path) -> std::io::Result<()> {
+pub(crate) fn make_private_dir(dir: &Path) -> std::io::Result<()> {
     std::fs::DirBuilder::new()
         .recursive(true)
         .mode(0o700)
@@ -138,13 +138,13 @@ struct Backlog {
 static SINK: OnceLock<LogSink> = OnceLock::new();
 
 /// The log set up by [`init`] (a stderr one if `init` was never called).
-pub fn sink() -> &'static LogSink {
+pub(crate) fn sink() -> &'static LogSink {
     SINK.get_or_init(LogSink::default)
 }
 
 impl LogSink {
     /// The warnings and errors held back so far, and how many more were not kept.
-    pub fn held(&self) -> (Vec<String>, usize) {
+    pub(crate) fn held(&self) -> (Vec<String>, usize) {
         match self.held.as_ref().and_then(|h| h.lock().ok()) {
             Some(h) => (h.lines.iter().cloned().collect(), h.dropped),
             None => (Vec::new(), 0),
@@ -152,7 +152,7 @@ impl LogSink {
     }
 
     /// Removes our default log file if nothing was written to it.
-    pub fn remove_if_empty(&self) {
+    pub(crate) fn remove_if_empty(&self) {
         if let (true, Some(path)) = (self.default_file, &self.path) {
             if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
                 let _ = std::fs::remove_file(path);

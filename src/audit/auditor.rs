@@ -42,13 +42,13 @@ impl Auditor {
     }
 
     /// This auditor, telling `observer` of what it records.
-    pub fn observed_by(self, observer: Option<&'static dyn Observer>) -> Auditor {
+    pub(crate) fn observed_by(self, observer: Option<&'static dyn Observer>) -> Auditor {
         Auditor { observer, ..self }
     }
 
     /// Opens the audit log at `path` (keyed by `key_file` or the key in the environment),
     /// or a file-less one that only keeps the summary.
-    pub fn open(
+    pub(crate) fn open(
         path: Option<&std::path::Path>,
         key_file: Option<&std::path::Path>,
     ) -> Result<Auditor, AuditError> {
@@ -65,7 +65,7 @@ impl Auditor {
     /// key in the environment, opened on a thread of its own after pruning the trail by
     /// `retention` (the first record waits for it). Without a usable directory the run keeps
     /// no file, with a warning.
-    pub fn trail(
+    pub(crate) fn trail(
         dir: &std::path::Path,
         retention: super::trail::Retention,
         session: &str,
@@ -90,25 +90,25 @@ impl Auditor {
     }
 
     /// The file the records went to, once one was opened.
-    pub fn path(&self) -> Option<std::path::PathBuf> {
+    pub(crate) fn path(&self) -> Option<std::path::PathBuf> {
         let log = self.log.lock().ok()?;
         log.path().map(std::path::Path::to_owned)
     }
 
     /// Why the trail's file could not be opened, if it could not.
-    pub fn lost(&self) -> Option<String> {
+    pub(crate) fn lost(&self) -> Option<String> {
         let log = self.log.lock().ok()?;
         log.lost().map(str::to_owned)
     }
 
     /// Appends one record; returns once it is durable.
-    pub async fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
+    pub(crate) async fn record(&self, record: AuditRecord) -> Result<(), AuditError> {
         self.write(record).await.map(drop)
     }
 
     /// Records the decision on `event`; returns once it is durable, and then (only then)
     /// tells the observer.
-    pub async fn decided(
+    pub(crate) async fn decided(
         &self,
         event: &Event,
         framework_session: Option<String>,

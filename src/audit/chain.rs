@@ -7,10 +7,10 @@ use serde_json::Value;
 use sha2::{Digest, Sha256};
 
 /// Version of the line format, written in every line as `"v"`.
-pub const FORMAT_VERSION: u64 = 1;
+pub(crate) const FORMAT_VERSION: u64 = 1;
 
 /// The `prev` of the first line of a log: 32 zero bytes, hex.
-pub const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
+pub(crate) const GENESIS: &str = "0000000000000000000000000000000000000000000000000000000000000000";
 
 /// What the HMAC of this constant is truncated to, to make the key id.
 const KEY_ID_LABEL: &[u8] = b"ahp-wrap audit key id v1";
@@ -26,7 +26,7 @@ pub enum Alg {
 
 impl Alg {
     /// The name written in the `alg` field.
-    pub fn as_str(self) -> &'static str {
+    pub(crate) fn as_str(self) -> &'static str {
         match self {
             Alg::Sha256 => "sha256",
             Alg::HmacSha256 => "hmac-sha256",
@@ -34,7 +34,7 @@ impl Alg {
     }
 
     /// Parses an `alg` field.
-    pub fn parse(name: &str) -> Option<Alg> {
+    pub(crate) fn parse(name: &str) -> Option<Alg> {
         match name {
             "sha256" => Some(Alg::Sha256),
             "hmac-sha256" => Some(Alg::HmacSha256),
@@ -51,7 +51,7 @@ impl fmt::Display for Alg {
 
 /// Computes line hashes: unkeyed (SHA-256) or keyed (HMAC-SHA-256).
 #[derive(Clone)]
-pub struct Signer {
+pub(crate) struct Signer {
     key: Option<Vec<u8>>,
     key_id: Option<String>,
 }
@@ -68,7 +68,7 @@ impl fmt::Debug for Signer {
 
 impl Signer {
     /// A signer for `key`, or a plain SHA-256 one without.
-    pub fn new(key: Option<&[u8]>) -> Signer {
+    pub(crate) fn new(key: Option<&[u8]>) -> Signer {
         let key_id = key.map(key_id);
         Signer {
             key: key.map(<[u8]>::to_vec),
@@ -77,7 +77,7 @@ impl Signer {
     }
 
     /// The algorithm this signer writes.
-    pub fn alg(&self) -> Alg {
+    pub(crate) fn alg(&self) -> Alg {
         if self.key.is_some() {
             Alg::HmacSha256
         } else {
@@ -86,12 +86,12 @@ impl Signer {
     }
 
     /// The key id written in the `kid` field of keyed lines.
-    pub fn key_id(&self) -> Option<&str> {
+    pub(crate) fn key_id(&self) -> Option<&str> {
         self.key_id.as_deref()
     }
 
     /// The hex hash of `bytes` (the canonical encoding of a line without its `hash`).
-    pub fn hash(&self, bytes: &[u8]) -> String {
+    pub(crate) fn hash(&self, bytes: &[u8]) -> String {
         match &self.key {
             Some(key) => {
                 let mut mac = new_mac(key);
@@ -103,7 +103,7 @@ impl Signer {
     }
 
     /// Whether `hash` (hex) is the hash of `bytes`. Keyed comparison is constant-time.
-    pub fn check(&self, bytes: &[u8], hash: &str) -> bool {
+    pub(crate) fn check(&self, bytes: &[u8], hash: &str) -> bool {
         let Ok(claimed) = hex::decode(hash) else {
             return false;
         };
@@ -125,7 +125,7 @@ fn new_mac(key: &[u8]) -> Hmac<Sha256> {
 
 /// A short public id of a key: the first 8 bytes of HMAC(key, a fixed label), hex. It lets
 /// `verify` tell "wrong key" from "edited record" without revealing the key.
-pub fn key_id(key: &[u8]) -> String {
+pub(crate) fn key_id(key: &[u8]) -> String {
     let mut mac = new_mac(key);
     mac.update(KEY_ID_LABEL);
     hex::encode(&mac.finalize().into_bytes()[..8])
@@ -137,7 +137,7 @@ pub fn key_id(key: &[u8]) -> String {
 ///
 /// Sorting is done here rather than relied upon from `serde_json::Map`, whose order depends
 /// on a crate feature (`preserve_order`) that any dependency may switch on.
-pub fn canonical(value: &Value) -> Vec<u8> {
+pub(crate) fn canonical(value: &Value) -> Vec<u8> {
     let mut out = Vec::with_capacity(256);
     write_canonical(value, &mut out);
     out

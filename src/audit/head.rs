@@ -31,7 +31,7 @@ pub struct Head {
 
 /// Where the head of the log at `log` is kept under `dir`: one file per log, named by a
 /// digest of the log's absolute path.
-pub fn head_path(dir: &Path, log: &Path) -> PathBuf {
+pub(crate) fn head_path(dir: &Path, log: &Path) -> PathBuf {
     let absolute = std::fs::canonicalize(log).unwrap_or_else(|_| match log.is_absolute() {
         true => log.to_owned(),
         false => std::env::current_dir().unwrap_or_default().join(log),
@@ -41,12 +41,12 @@ pub fn head_path(dir: &Path, log: &Path) -> PathBuf {
 }
 
 /// The directory heads live in by default: `<state dir>/audit-heads`.
-pub fn default_dir() -> Option<PathBuf> {
+pub(crate) fn default_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("audit-heads"))
 }
 
 /// Reads a head; `None` when there is none (or it is unreadable: a head is only evidence).
-pub fn read(path: &Path) -> Option<Head> {
+pub(crate) fn read(path: &Path) -> Option<Head> {
     let text = std::fs::read(path).ok()?;
     serde_json::from_slice(&text).ok()
 }
@@ -56,7 +56,7 @@ pub fn read(path: &Path) -> Option<Head> {
     clippy::expect_used,
     reason = "a commit head is plain data: its serialisation cannot fail"
 )]
-pub fn write(path: &Path, head: &Head) -> io::Result<()> {
+pub(crate) fn write(path: &Path, head: &Head) -> io::Result<()> {
     if let Some(dir) = path.parent() {
         crate::termlog::make_private_dir(dir)?;
     }
@@ -67,7 +67,7 @@ pub fn write(path: &Path, head: &Head) -> io::Result<()> {
 
 /// Whether a log of `len` bytes whose last whole record is `last` (with hash `prev`, maybe
 /// followed by a cut one) still holds what `committed` acknowledged; else why not.
-pub fn check(
+pub(crate) fn check(
     committed: &Head,
     len: u64,
     last: Option<u64>,

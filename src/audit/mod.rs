@@ -78,14 +78,14 @@
 //! - `show`: `audit show`, a person's view of a run's records.
 
 mod auditor;
-pub mod chain;
-pub mod head;
+pub(crate) mod chain;
+pub(crate) mod head;
 mod line;
-pub mod redact;
-pub mod show;
+pub(crate) mod redact;
+pub(crate) mod show;
 mod summary;
 mod tail;
-pub mod trail;
+pub(crate) mod trail;
 mod verify;
 mod writer;
 
@@ -113,10 +113,10 @@ pub use writer::{AuditLog, Deferred};
 pub const OBSERVE_PREFIX: &str = "observe mode: would have decided ";
 
 /// The environment variable that may hold the audit key.
-pub const KEY_ENV: &str = "AHP_WRAP_AUDIT_KEY";
+pub(crate) const KEY_ENV: &str = "AHP_WRAP_AUDIT_KEY";
 
 /// Keys shorter than this are refused: HMAC is only as strong as its key.
-pub const MIN_KEY_LEN: usize = 16;
+pub(crate) const MIN_KEY_LEN: usize = 16;
 
 /// One audited event and what was decided about it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -253,7 +253,10 @@ pub enum AuditError {
 /// (the value of [`KEY_ENV`]), else none. Text keys are trimmed of surrounding whitespace
 /// (a trailing newline from `echo` is not part of the key); binary key files are used as
 /// they are.
-pub fn load_key(file: Option<&Path>, env: Option<String>) -> Result<Option<Vec<u8>>, AuditError> {
+pub(crate) fn load_key(
+    file: Option<&Path>,
+    env: Option<String>,
+) -> Result<Option<Vec<u8>>, AuditError> {
     let (origin, raw) = match (file, env) {
         (Some(path), _) => {
             let raw = std::fs::read(path).map_err(|source| AuditError::KeyFile {

@@ -153,7 +153,7 @@ fn may_hold_secret(text: &str) -> bool {
 }
 
 /// Redacts secrets in one string; borrows when there is nothing to redact.
-pub fn redact_str(input: &str) -> Cow<'_, str> {
+pub(crate) fn redact_str(input: &str) -> Cow<'_, str> {
     let mut text = Cow::Borrowed(input);
     if !may_hold_secret(input) {
         return text;
@@ -220,7 +220,7 @@ fn secret_key_kind(key: &str) -> Option<&'static str> {
 
 /// Redacts a JSON value in place: secret-looking strings anywhere, and every scalar value of
 /// a key named like a secret. Object keys themselves are kept.
-pub fn redact_value(value: &mut Value) {
+pub(crate) fn redact_value(value: &mut Value) {
     match value {
         Value::String(s) => {
             if let Cow::Owned(r) = redact_str(s) {

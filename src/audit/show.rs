@@ -50,7 +50,7 @@ fn since_now(s: &str) -> Result<SystemTime, String> {
 
 /// `--since`: an age back from `now` (`2h`, `3d`) or a time (`2026-11-28`,
 /// `2026-11-28T09:00:00Z`).
-pub fn parse_since(s: &str, now: SystemTime) -> Result<SystemTime, String> {
+pub(crate) fn parse_since(s: &str, now: SystemTime) -> Result<SystemTime, String> {
     if let Ok(age) = humantime::parse_duration(s) {
         return now
             .checked_sub(age)
@@ -155,7 +155,11 @@ fn missing(dir: &Path, id: &str) -> String {
 }
 
 /// The view `show` asks for, as text (`width`: the terminal's columns, when it is one).
-pub fn render(show: &Show, dir: Option<&Path>, width: Option<usize>) -> Result<String, String> {
+pub(crate) fn render(
+    show: &Show,
+    dir: Option<&Path>,
+    width: Option<usize>,
+) -> Result<String, String> {
     let mut out = String::new();
     if show.runs {
         let dir = dir.ok_or("no audit trail: set HOME or XDG_STATE_HOME")?;
@@ -340,7 +344,7 @@ fn table(out: &mut String, records: &[&(Vec<u8>, AuditRecord)], width: Option<us
 
 /// Prints `text`: through a pager (`$PAGER`, else `less -FRX`) when stdout is a terminal
 /// and `text` is taller than it, else directly.
-pub fn page(text: &str, height: Option<usize>) {
+pub(crate) fn page(text: &str, height: Option<usize>) {
     let tall = height.is_some_and(|h| text.lines().count() + 1 > h);
     if tall {
         let pager = std::env::var("PAGER")

@@ -71,7 +71,7 @@ pub struct Blocked {
 
 impl Summary {
     /// Counts one record.
-    pub fn add(&mut self, record: &AuditRecord) {
+    pub(crate) fn add(&mut self, record: &AuditRecord) {
         self.records += 1;
         *self.by_decision.entry(record.decision.clone()).or_default() += 1;
         *self.by_event.entry(record.event_type.clone()).or_default() += 1;
@@ -107,7 +107,7 @@ impl Summary {
     }
 
     /// Adds the counts of `other` (what another handle of the same log recorded).
-    pub fn absorb(&mut self, other: Summary) {
+    pub(crate) fn absorb(&mut self, other: Summary) {
         self.records += other.records;
         for (d, n) in other.by_decision {
             *self.by_decision.entry(d).or_default() += n;
@@ -126,7 +126,7 @@ impl Summary {
 
     /// Whether [`Summary::add`] keeps more of the record than counts: its payload and
     /// reason, when it was blocked (or observe mode would have blocked it).
-    pub fn keeps(record: &AuditRecord) -> bool {
+    pub(crate) fn keeps(record: &AuditRecord) -> bool {
         record.decision == "block" || observed(record)
     }
 
@@ -135,7 +135,7 @@ impl Summary {
     }
 
     /// A few lines for stderr at the end of a run.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let plural = if self.records == 1 { "" } else { "s" };
         let mut out = format!("ahp-wrap: {} audited event{plural}", self.records);
         if !self.by_decision.is_empty() {
@@ -191,7 +191,7 @@ impl Summary {
     }
 
     /// Markdown for a CI job summary: tables of decisions, event types and blocked records.
-    pub fn to_markdown(&self) -> String {
+    pub(crate) fn to_markdown(&self) -> String {
         let mut out = String::from("### ahp-wrap audit\n\n");
         let plural = if self.records == 1 { "" } else { "s" };
         let _ = write!(out, "{} audited event{plural}", self.records);

@@ -26,7 +26,7 @@ use serde::{Deserialize, Serialize};
 use super::head;
 
 /// The file, beside the runs' logs, that lists the ones retention removed.
-pub const RETIRED: &str = "retired.jsonl";
+pub(crate) const RETIRED: &str = "retired.jsonl";
 
 /// How long, and how much, the trail keeps.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -94,12 +94,12 @@ fn parse_size(s: &str) -> Option<u64> {
 }
 
 /// Where the trail is by default: `<state dir>/audit`.
-pub fn default_dir() -> Option<PathBuf> {
+pub(crate) fn default_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("audit"))
 }
 
 /// The file a run that started at `started`, with session id `session`, writes.
-pub fn file_name(started: SystemTime, session: &str) -> String {
+pub(crate) fn file_name(started: SystemTime, session: &str) -> String {
     let stamp: String = humantime::format_rfc3339_millis(started)
         .to_string()
         .chars()
@@ -110,7 +110,7 @@ pub fn file_name(started: SystemTime, session: &str) -> String {
 
 /// One run's file in the trail.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RunLog {
+pub(crate) struct RunLog {
     /// The file, in the trail's directory: `<started>-<session>.jsonl`.
     pub path: PathBuf,
     /// The run's session id.
@@ -136,7 +136,7 @@ impl RunLog {
 }
 
 /// The runs' files in `dir`, oldest first (none when there is no such directory).
-pub fn runs(dir: &Path) -> io::Result<Vec<RunLog>> {
+pub(crate) fn runs(dir: &Path) -> io::Result<Vec<RunLog>> {
     let entries = match std::fs::read_dir(dir) {
         Ok(entries) => entries,
         Err(e) if e.kind() == io::ErrorKind::NotFound => return Ok(Vec::new()),
@@ -151,7 +151,7 @@ pub fn runs(dir: &Path) -> io::Result<Vec<RunLog>> {
 
 /// A run's file that retention removed, as `retired.jsonl` lists it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Retired {
+pub(crate) struct Retired {
     /// The removed file's name in the trail (`<started>-<session>.jsonl`).
     pub file: String,
     /// The session id of the run that wrote it.
@@ -169,7 +169,7 @@ pub struct Retired {
 }
 
 /// What retention removed from `dir`, as `retired.jsonl` lists it (oldest first).
-pub fn retired(dir: &Path) -> Vec<Retired> {
+pub(crate) fn retired(dir: &Path) -> Vec<Retired> {
     std::fs::read_to_string(dir.join(RETIRED))
         .map(|text| {
             text.lines()
@@ -192,7 +192,7 @@ fn pruned_mark(dir: &Path) -> PathBuf {
 /// Whether the trail of `dir` is due for pruning under `retention`: never pruned, pruned
 /// more than an hour ago, or under another retention (a changed `--audit-retention` acts at
 /// the next run). When due, the mark is set now.
-pub fn prune_due(dir: &Path, retention: Retention) -> bool {
+pub(crate) fn prune_due(dir: &Path, retention: Retention) -> bool {
     let said = format!("{}s,{}\n", retention.max_age.as_secs(), retention.max_bytes);
     crate::termlog::due_hourly(&pruned_mark(dir), &said)
 }
@@ -200,7 +200,7 @@ pub fn prune_due(dir: &Path, retention: Retention) -> bool {
 /// Removes the runs' files of `dir` that `retention` no longer keeps, as `now` sees them,
 /// listing each in `retired.jsonl` first. Heads kept in `heads` go with their files.
 /// Returns what was removed.
-pub fn prune(
+pub(crate) fn prune(
     dir: &Path,
     heads: Option<&Path>,
     retention: Retention,

@@ -131,12 +131,13 @@ pub enum Integrity {
 
 impl ProblemKind {
     /// Whether this is what a crash mid-write leaves, rather than a sign of tampering.
-    pub fn is_crash(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_crash(&self) -> bool {
         matches!(self, ProblemKind::Truncated { .. })
     }
 
     /// How `audit verify` classes this problem.
-    pub fn outcome(&self) -> Integrity {
+    pub(crate) fn outcome(&self) -> Integrity {
         match self {
             ProblemKind::Io(_) | ProblemKind::KeyRequired => Integrity::Unverifiable,
             ProblemKind::Truncated { .. } => Integrity::CrashTruncated,
@@ -199,12 +200,13 @@ impl fmt::Display for ProblemKind {
 
 impl VerifyReport {
     /// Whether the whole log verified, with no damage anywhere.
-    pub fn is_ok(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_ok(&self) -> bool {
         self.outcome() == Integrity::Intact
     }
 
     /// What was found, as an exit code class.
-    pub fn outcome(&self) -> Integrity {
+    pub(crate) fn outcome(&self) -> Integrity {
         match (&self.problem, self.recoveries.is_empty()) {
             (Some(p), _) => p.kind.outcome(),
             (None, false) => Integrity::RecoveredDamage,
@@ -213,7 +215,7 @@ impl VerifyReport {
     }
 
     /// A few lines for a terminal.
-    pub fn to_text(&self) -> String {
+    pub(crate) fn to_text(&self) -> String {
         let alg = self.alg.map_or("no records".into(), |a| a.to_string());
         let mut out = match &self.problem {
             None => format!("ok: {} records verified ({alg})\n", self.records),

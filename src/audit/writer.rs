@@ -116,7 +116,7 @@ impl AuditLog {
     /// [`AuditLog::open`], checking the log against the commit head kept in `heads` (see
     /// [`super::head`]) and leaving a new one there when it is closed. Fails if a record
     /// that was acknowledged when the log was last closed is now cut, changed or missing.
-    pub fn open_with_heads(
+    pub(crate) fn open_with_heads(
         path: &Path,
         key: Option<Vec<u8>>,
         heads: Option<&Path>,
@@ -184,7 +184,7 @@ impl AuditLog {
     /// first record waits for it. If it cannot be opened, the run goes on without a file,
     /// with a warning ([`AuditLog::lost`] says why): a trail nobody asked for by name does
     /// not stop a run.
-    pub fn deferred(file: Deferred) -> AuditLog {
+    pub(crate) fn deferred(file: Deferred) -> AuditLog {
         let opening = std::thread::Builder::new()
             .name("audit-open".into())
             .spawn(move || open_deferred(file));
@@ -261,22 +261,23 @@ impl AuditLog {
     }
 
     /// The log file, if any (once it is open).
-    pub fn path(&self) -> Option<&Path> {
+    pub(crate) fn path(&self) -> Option<&Path> {
         self.sink.as_ref().map(|s| s.path.as_path())
     }
 
     /// Whether records go to a file, or will at the first one.
-    pub fn has_file(&self) -> bool {
+    pub(crate) fn has_file(&self) -> bool {
         self.sink.is_some() || self.deferred.is_some()
     }
 
     /// Why a deferred file could not be opened, if it could not.
-    pub fn lost(&self) -> Option<&str> {
+    pub(crate) fn lost(&self) -> Option<&str> {
         self.lost.as_deref()
     }
 
     /// The `seq` the next record will get.
-    pub fn next_seq(&self) -> Option<u64> {
+    #[cfg(test)]
+    pub(crate) fn next_seq(&self) -> Option<u64> {
         self.sink.as_ref().map(|s| s.next_seq)
     }
 }

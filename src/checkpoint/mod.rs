@@ -12,7 +12,7 @@
 //! Owns: what is kept and when. Must not touch: decisions (a checkpoint that fails is said
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
-pub mod scan;
+pub(crate) mod scan;
 pub mod store;
 
 use std::path::{Path, PathBuf};
@@ -162,7 +162,7 @@ impl Checkpointer {
     /// agent has started: it reads every run's log and every object's size, which neither
     /// the agent's start nor the run's end waits for (a sweep cut short by the wrapper's
     /// exit leaves nothing half-removed, and the next one an hour later goes on).
-    pub fn prune_in_background(&self) {
+    pub(crate) fn prune_in_background(&self) {
         let Ok(s) = self.state.lock() else {
             return;
         };
@@ -173,7 +173,7 @@ impl Checkpointer {
     }
 
     /// Whether a call of `tool` gets a checkpoint before it.
-    pub fn wanted(tool: &str) -> bool {
+    pub(crate) fn wanted(tool: &str) -> bool {
         !READ_ONLY_TOOLS.contains(&tool)
     }
 

@@ -13,7 +13,7 @@ use super::store::Store;
 
 /// One path of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Entry {
+pub(crate) struct Entry {
     /// What it holds.
     pub kind: Kind,
     /// Permission bits (`st_mode & 0o7777`).
@@ -28,7 +28,7 @@ pub struct Entry {
 /// What a path holds.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Kind {
+pub(crate) enum Kind {
     /// A regular file, by the SHA-256 of its content (hex).
     File(String),
     /// A symbolic link, by its target.
@@ -40,16 +40,16 @@ pub enum Kind {
 impl Entry {
     /// Whether `other` holds the same thing (content or target, mode): a stat-only change
     /// (a touch) is not a change.
-    pub fn same_as(&self, other: &Entry) -> bool {
+    pub(crate) fn same_as(&self, other: &Entry) -> bool {
         self.kind == other.kind && self.mode == other.mode
     }
 }
 
 /// A workspace's files: relative path (`/`-separated) to entry.
-pub type Manifest = BTreeMap<String, Entry>;
+pub(crate) type Manifest = BTreeMap<String, Entry>;
 
 /// How a walk goes.
-pub struct Rules {
+pub(crate) struct Rules {
     /// Names or relative paths not walked.
     pub exclude: Vec<String>,
     /// Files git tracks (relative paths): kept whatever their size.
@@ -62,7 +62,7 @@ pub struct Rules {
 
 /// Why a walk stopped.
 #[derive(Debug)]
-pub enum ScanError {
+pub(crate) enum ScanError {
     /// The workspace holds more files than `max_files`.
     TooMany(u64),
     /// The store could not keep a file.
@@ -73,7 +73,7 @@ pub enum ScanError {
 /// content kept in the store), the paths gone, and how many were as they were. An unchanged
 /// file costs its `stat` and a look-up, nothing else (no allocation).
 #[derive(Debug, Default)]
-pub struct Delta {
+pub(crate) struct Delta {
     /// Paths created or changed, with what they hold now.
     pub set: Vec<(String, Entry)>,
     /// Paths of the manifest before that are gone.
@@ -82,12 +82,13 @@ pub struct Delta {
 
 impl Delta {
     /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
+    #[cfg(test)]
+    pub(crate) fn is_empty(&self) -> bool {
         self.set.is_empty() && self.deleted.is_empty()
     }
 
     /// Applies it to `manifest`.
-    pub fn apply(&self, manifest: &mut Manifest) {
+    pub(crate) fn apply(&self, manifest: &mut Manifest) {
         for path in &self.deleted {
             manifest.remove(path);
         }
@@ -101,7 +102,7 @@ const PARALLEL_FROM: usize = 2048;
 
 /// Walks `root` against `previous`: each file whose stat changed (or that is new) is kept in
 /// `store`; what changed.
-pub fn scan(
+pub(crate) fn scan(
     root: &Path,
     rules: &Rules,
     previous: &Manifest,
@@ -252,7 +253,7 @@ fn walked(rules: &Rules, rel: &str) -> bool {
 }
 
 /// The manifest of what is in `root` now: `previous` with a walk's changes.
-pub fn manifest(
+pub(crate) fn manifest(
     root: &Path,
     rules: &Rules,
     previous: &Manifest,
@@ -272,7 +273,7 @@ impl Rules {
 
 /// The files git tracks in `root` (relative to it), or none when it is not in a repository
 /// (no git started then).
-pub fn tracked(root: &Path) -> HashSet<String> {
+pub(crate) fn tracked(root: &Path) -> HashSet<String> {
     if !root.ancestors().any(|d| d.join(".git").exists()) {
         return HashSet::new();
     }
@@ -298,7 +299,7 @@ pub fn tracked(root: &Path) -> HashSet<String> {
 
 /// What changed from `before` to `after`: created, changed and deleted paths (stat-only
 /// changes left out).
-pub fn diff(before: &Manifest, after: &Manifest) -> Changes {
+pub(crate) fn diff(before: &Manifest, after: &Manifest) -> Changes {
     let mut c = Changes::default();
     for (path, e) in after {
         match before.get(path) {
@@ -328,7 +329,7 @@ pub struct Changes {
 
 impl Changes {
     /// Whether nothing changed.
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.created.is_empty() && self.changed.is_empty() && self.deleted.is_empty()
     }
 }

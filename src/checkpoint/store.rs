@@ -41,7 +41,7 @@ pub struct Meta {
 
 /// One line of a run's log: a checkpoint.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Line {
+pub(crate) struct Line {
     /// Its number: 0 when the run started, N before tool call N, the last when it ended.
     pub n: u64,
     /// When it was taken (RFC 3339).
@@ -62,7 +62,7 @@ pub struct Line {
 
 /// A tool call, as a person reads it.
 #[derive(Debug, Clone, Serialize, Deserialize)]
-pub struct Tool {
+pub(crate) struct Tool {
     /// The tool's name.
     pub name: String,
     /// What it was asked (a command, a path), shortened.
@@ -77,18 +77,19 @@ impl Store {
         })
     }
 
-    /// The store at `root` (tests, benches).
-    pub fn at(root: PathBuf) -> Store {
+    /// The store at `root` (tests).
+    #[cfg(test)]
+    pub(crate) fn at(root: PathBuf) -> Store {
         Store { root }
     }
 
     /// Where it lies.
-    pub fn root(&self) -> &Path {
+    pub(crate) fn root(&self) -> &Path {
         &self.root
     }
 
     /// Makes its directories (private to the user); one `stat` when they are there.
-    pub fn create(&self) -> std::io::Result<()> {
+    pub(crate) fn create(&self) -> std::io::Result<()> {
         if self.root.join("index").is_dir() {
             return Ok(());
         }
@@ -105,7 +106,7 @@ impl Store {
 
     /// Keeps the content of the file at `path`; its hash. Read once: hashed while copied
     /// into a temporary object, named by its hash once read (dropped when already kept).
-    pub fn keep(&self, path: &Path) -> std::io::Result<String> {
+    pub(crate) fn keep(&self, path: &Path) -> std::io::Result<String> {
         let mut src = std::fs::File::open(path)?;
         let tmp_path = self
             .root
@@ -139,7 +140,7 @@ impl Store {
     }
 
     /// The content kept under `hash`.
-    pub fn read(&self, hash: &str) -> std::io::Result<Vec<u8>> {
+    pub(crate) fn read(&self, hash: &str) -> std::io::Result<Vec<u8>> {
         std::fs::read(self.object(hash))
     }
 
@@ -148,7 +149,7 @@ impl Store {
     }
 
     /// Starts a run's record.
-    pub fn begin(&self, meta: &Meta) -> std::io::Result<std::fs::File> {
+    pub(crate) fn begin(&self, meta: &Meta) -> std::io::Result<std::fs::File> {
         let dir = self.run_dir(&meta.run);
         std::fs::create_dir_all(&dir)?;
         std::fs::write(dir.join("meta.json"), serde_json::to_vec(meta)?)?;
@@ -173,7 +174,7 @@ impl Store {
     }
 
     /// The checkpoints of `run`, in order.
-    pub fn lines(&self, run: &str) -> std::io::Result<Vec<Line>> {
+    pub(crate) fn lines(&self, run: &str) -> std::io::Result<Vec<Line>> {
         let f = std::fs::File::open(self.run_dir(run).join("log.jsonl"))?;
         Ok(std::io::BufReader::new(f)
             .lines()
@@ -183,7 +184,7 @@ impl Store {
     }
 
     /// The manifest a workspace had when its last run ended.
-    pub fn index(&self, workspace: &Path) -> Manifest {
+    pub(crate) fn index(&self, workspace: &Path) -> Manifest {
         std::fs::read(self.index_file(workspace))
             .ok()
             .and_then(|b| serde_json::from_slice(&b).ok())
@@ -191,7 +192,7 @@ impl Store {
     }
 
     /// Records `manifest` as the workspace's latest.
-    pub fn set_index(&self, workspace: &Path, manifest: &Manifest) -> std::io::Result<()> {
+    pub(crate) fn set_index(&self, workspace: &Path, manifest: &Manifest) -> std::io::Result<()> {
         let file = self.index_file(workspace);
         let tmp = file.with_extension("tmp");
         std::fs::write(&tmp, serde_json::to_vec(manifest)?)?;
@@ -208,7 +209,7 @@ impl Store {
     /// an hour. Each object is read for its size once and each run's log once. A run is
     /// moved out of `runs/` before it is removed, so that a sweep cut short (the wrapper
     /// exiting) leaves no run half there; the next sweep empties what it moved.
-    pub fn prune(&self, keep: Duration, max_bytes: u64, current: &str) {
+    pub(crate) fn prune(&self, keep: Duration, max_bytes: u64, current: &str) {
         if !crate::termlog::due_hourly(&self.root.join("pruned"), "") {
             return;
         }
@@ -316,7 +317,7 @@ struct Object {
 }
 
 /// The manifests of a run's checkpoints, in order, from its log.
-pub fn replay(lines: &[Line]) -> Vec<Manifest> {
+pub(crate) fn replay(lines: &[Line]) -> Vec<Manifest> {
     let mut out = Vec::with_capacity(lines.len());
     let mut current = Manifest::new();
     for line in lines {

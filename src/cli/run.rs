@@ -274,7 +274,7 @@ pub struct Supervision {
 
 impl Supervision {
     /// These options as a run's command line takes them.
-    pub fn to_args(&self) -> Vec<OsString> {
+    pub(crate) fn to_args(&self) -> Vec<OsString> {
         let name = |v: Option<clap::builder::PossibleValue>| {
             OsString::from(v.map(|p| p.get_name().to_owned()).unwrap_or_default())
         };

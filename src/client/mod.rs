@@ -106,7 +106,7 @@ pub struct ClientConfig {
 
 /// The state of the link, for callers that time out and want to say why.
 #[derive(Debug, Clone, PartialEq)]
-pub enum LinkState {
+pub(crate) enum LinkState {
     /// Not yet connected and handshaken: the state at start.
     Connecting,
     /// Handshake done; what it negotiated.
@@ -141,7 +141,7 @@ pub struct Client {
 }
 
 /// The capabilities we declare: the event types we actually send, plus batching.
-pub fn declared_capabilities() -> Vec<String> {
+pub(crate) fn declared_capabilities() -> Vec<String> {
     let mut caps: Vec<String> = crate::protocol::EventType::ALL
         .iter()
         .map(|t| t.as_str().to_owned())
@@ -201,7 +201,7 @@ impl Client {
     }
 
     /// The current link state.
-    pub fn state(&self) -> LinkState {
+    pub(crate) fn state(&self) -> LinkState {
         self.state.borrow().clone()
     }
 

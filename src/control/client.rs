@@ -17,7 +17,7 @@ const DEFAULT_BUDGET_MS: u64 = 30_000;
 
 /// Why a call to the wrapper got no answer: the caller's fail-closed answer names it.
 #[derive(Debug, thiserror::Error)]
-pub enum CallError {
+pub(crate) enum CallError {
     /// `AHP_WRAP_SOCKET` is not set: the caller was not started under a run.
     #[error("the hook is not running under ahp-wrap (AHP_WRAP_SOCKET is not set)")]
     NoSocket,
@@ -88,7 +88,7 @@ impl From<CallError> for String {
 }
 
 /// The wrapper as the environment names it, and how long a call may take.
-pub struct Caller {
+pub(crate) struct Caller {
     socket: std::ffi::OsString,
     token: String,
     /// The wrapper's pid; read when needed, so that an unreachable socket is named first.
@@ -101,7 +101,7 @@ pub struct Caller {
 
 impl Caller {
     /// Reads the wrapper's address, token, pid and time budget from the environment.
-    pub fn from_env() -> Result<Caller, CallError> {
+    pub(crate) fn from_env() -> Result<Caller, CallError> {
         let budget_ms = std::env::var(ENV_BUDGET)
             .ok()
             .and_then(|v| v.parse().ok())
@@ -122,7 +122,7 @@ impl Caller {
     }
 
     /// The time left before the deadline; an error once it has passed.
-    pub fn left(&self) -> Result<Duration, CallError> {
+    pub(crate) fn left(&self) -> Result<Duration, CallError> {
         let left = self.deadline.saturating_duration_since(Instant::now());
         if left.is_zero() {
             Err(CallError::OutOfTime)
@@ -133,7 +133,7 @@ impl Caller {
 
     /// Sends one request and waits for its answer. An error names the cause (unreachable,
     /// refused, timed out, garbled), for the caller's own fail-closed answer.
-    pub fn call(
+    pub(crate) fn call(
         &self,
         kind: Kind,
         scope: &str,

@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 
 /// Set to `path` in the wrapper's environment to use a path socket even where an abstract
 /// one is possible (to exercise the fallback; the peer check still applies on Linux).
-pub const ENV_KIND: &str = "AHP_WRAP_CONTROL";
+pub(crate) const ENV_KIND: &str = "AHP_WRAP_CONTROL";
 
 /// How an abstract address is written in the environment (as `ss` and systemd write it).
 const ABSTRACT_PREFIX: u8 = b'@';
@@ -73,7 +73,7 @@ fn bind_abstract() -> io::Result<Bound> {
 }
 
 /// Connects to `address` as the agent's environment gives it (`@name` or a path).
-pub fn connect(address: &OsStr) -> io::Result<UnixStream> {
+pub(crate) fn connect(address: &OsStr) -> io::Result<UnixStream> {
     match address.as_bytes().split_first() {
         Some((&ABSTRACT_PREFIX, name)) => connect_abstract(name),
         _ => UnixStream::connect(address),
@@ -100,7 +100,7 @@ fn connect_abstract(_: &[u8]) -> io::Result<UnixStream> {
 
 /// Why the listener on the wrapper's address is not taken to be the wrapper.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum ListenerError {
+pub(crate) enum ListenerError {
     /// The peer's credentials could not be read (`SO_PEERCRED`, else `getpeereid`).
     #[error("the control socket's owner cannot be checked ({0})")]
     Unchecked(nix::errno::Errno),
@@ -124,7 +124,7 @@ pub enum ListenerError {
 /// Makes sure the process listening at the other end of `stream` is the wrapper `parent`
 /// (pid) and runs as our user. A mismatch means someone else answers on the wrapper's
 /// address: the shim must not take its word.
-pub fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), ListenerError> {
+pub(crate) fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), ListenerError> {
     let me = nix::unistd::geteuid().as_raw();
     #[cfg(any(target_os = "linux", target_os = "android"))]
     {
@@ -154,7 +154,7 @@ pub fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), ListenerEr
 
 /// A path socket's identity (device and inode), to notice it being removed or replaced.
 #[derive(Debug, Clone)]
-pub struct Watched {
+pub(crate) struct Watched {
     path: PathBuf,
     dev: u64,
     ino: u64,
@@ -163,7 +163,7 @@ pub struct Watched {
 /// The path control socket was removed or replaced while the agent ran.
 #[derive(Debug, Clone, thiserror::Error)]
 #[error("the control socket {} was {what} while the agent ran: its hooks can no longer reach the wrapper, so the run ends", path.display())]
-pub struct TakenOver {
+pub(crate) struct TakenOver {
     /// The socket's path (`control.sock` in the run directory).
     pub path: PathBuf,
     /// `removed` or `replaced`.
@@ -181,7 +181,7 @@ impl Watched {
     }
 
     /// Whether the socket file is still the one we bound.
-    pub fn check(&self) -> Result<(), TakenOver> {
+    pub(crate) fn check(&self) -> Result<(), TakenOver> {
         let what = match std::fs::symlink_metadata(&self.path) {
             Ok(m) if m.dev() == self.dev && m.ino() == self.ino => return Ok(()),
             Ok(_) => "replaced",

@@ -11,22 +11,22 @@
 //! are read with the crate's one line framing (`crate::jsonrpc`), blocking on the calling
 //! side so that the hook executable stays free of tokio.
 
-pub mod client;
-pub mod endpoint;
+pub(crate) mod client;
+pub(crate) mod endpoint;
 mod server;
 /// The control socket's framing (the wire crate's).
-pub use ahp_wrap_wire::control as wire;
+pub(crate) use ahp_wrap_wire::control as wire;
 
-pub use endpoint::{TakenOver, Watched};
+pub(crate) use endpoint::{TakenOver, Watched};
 pub use server::{AgentSlot, ControlServer, Handler, Peer, Request};
 pub use wire::{CallerReply, Kind};
 
 /// Address of the control socket (`@name` for an abstract socket, else a path), in the
 /// agent's environment.
-pub const ENV_SOCKET: &str = "AHP_WRAP_SOCKET";
+pub(crate) const ENV_SOCKET: &str = "AHP_WRAP_SOCKET";
 /// Pid of the wrapper, in the agent's environment: a caller talks to no other process.
-pub const ENV_PARENT_PID: &str = "AHP_WRAP_PARENT_PID";
+pub(crate) const ENV_PARENT_PID: &str = "AHP_WRAP_PARENT_PID";
 /// The per-run token, in the agent's environment.
-pub const ENV_TOKEN: &str = "AHP_WRAP_TOKEN";
+pub(crate) const ENV_TOKEN: &str = "AHP_WRAP_TOKEN";
 /// How long a caller may wait for the parent, in milliseconds.
-pub const ENV_BUDGET: &str = "AHP_WRAP_HOOK_TIMEOUT_MS";
+pub(crate) const ENV_BUDGET: &str = "AHP_WRAP_HOOK_TIMEOUT_MS";

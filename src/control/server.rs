@@ -72,7 +72,7 @@ pub struct AgentSlot(Arc<AtomicI32>);
 impl AgentSlot {
     /// Records the agent's pid, once it runs: callers are then checked against it for
     /// `Peer::descends_from_agent`.
-    pub fn set(&self, pid: i32) {
+    pub(crate) fn set(&self, pid: i32) {
         self.0.store(pid, Ordering::SeqCst);
     }
 }
@@ -94,7 +94,7 @@ pub struct ControlServer {
 impl ControlServer {
     /// Listens on an abstract socket, or on `control.sock` inside `dir` where there is
     /// none (see [`super::endpoint`]).
-    pub fn bind(dir: &Path) -> io::Result<ControlServer> {
+    pub(crate) fn bind(dir: &Path) -> io::Result<ControlServer> {
         let bound = endpoint::bind(dir)?;
         bound.listener.set_nonblocking(true)?;
         Ok(ControlServer {
@@ -108,7 +108,10 @@ impl ControlServer {
     }
 
     /// Serves `listener` as well (listening already).
-    pub fn also_listen(&mut self, listener: std::os::unix::net::UnixListener) -> io::Result<()> {
+    pub(crate) fn also_listen(
+        &mut self,
+        listener: std::os::unix::net::UnixListener,
+    ) -> io::Result<()> {
         listener.set_nonblocking(true)?;
         self.extra = Some(UnixListener::from_std(listener)?);
         Ok(())
@@ -116,18 +119,18 @@ impl ControlServer {
 
     /// A path socket's identity, to check once more when the run ends (the agent may end
     /// between two checks); `None` for an abstract socket, which cannot be replaced.
-    pub fn watched(&self) -> Option<Watched> {
+    pub(crate) fn watched(&self) -> Option<Watched> {
         self.watched.clone()
     }
 
     /// Where to put the agent's pid once it runs.
-    pub fn agent_slot(&self) -> AgentSlot {
+    pub(crate) fn agent_slot(&self) -> AgentSlot {
         self.agent.clone()
     }
 
     /// Serves connections until the future is dropped. Returns only if the path socket was
     /// removed or replaced: then hooks can no longer reach us and the run must end.
-    pub async fn serve<H: Handler>(self, handler: Arc<H>) -> TakenOver {
+    pub(crate) async fn serve<H: Handler>(self, handler: Arc<H>) -> TakenOver {
         let token: Arc<str> = self.token.into();
         let uid = nix::unistd::geteuid().as_raw();
         let me = std::process::id() as i32;

@@ -62,7 +62,7 @@ pub enum AmqpError {
 }
 
 /// Shorthand for a broker call that failed while doing `what`.
-pub fn broker(what: &str) -> impl FnOnce(lapin::Error) -> AmqpError + '_ {
+pub(crate) fn broker(what: &str) -> impl FnOnce(lapin::Error) -> AmqpError + '_ {
     move |source| AmqpError::Broker {
         what: what.to_owned(),
         source,
@@ -82,7 +82,11 @@ pub struct Target {
 impl Target {
     /// Parses an `amqp://` URI, adding `heartbeat` (seconds) and `connection_timeout` to
     /// its query when it does not set them. `amqps://` is refused.
-    pub fn parse(uri: &str, heartbeat_secs: u16, timeout: Duration) -> Result<Target, AmqpError> {
+    pub(crate) fn parse(
+        uri: &str,
+        heartbeat_secs: u16,
+        timeout: Duration,
+    ) -> Result<Target, AmqpError> {
         let mut parsed: AMQPUri = uri.parse().map_err(|why| AmqpError::Uri {
             uri: uri.to_owned(),
             why,
@@ -112,7 +116,7 @@ impl Target {
     }
 
     /// One connection attempt, bounded by the timeout.
-    pub async fn connect(&self, name: &str) -> Result<Connection, AmqpError> {
+    pub(crate) async fn connect(&self, name: &str) -> Result<Connection, AmqpError> {
         let props = ConnectionProperties::default().with_connection_name(name.into());
         let attempt = Connection::connect_uri(self.uri.clone(), props);
         match tokio::time::timeout(self.timeout, attempt).await {
@@ -130,7 +134,7 @@ impl Target {
 }
 
 /// A channel with publisher confirms on.
-pub async fn confirmed_channel(conn: &Connection) -> Result<Channel, AmqpError> {
+pub(crate) async fn confirmed_channel(conn: &Connection) -> Result<Channel, AmqpError> {
     let ch = conn
         .create_channel()
         .await
@@ -178,7 +182,7 @@ pub async fn private_queue(
 
 /// Declares the durable task exchange, the capability's durable queue bound to it, and the
 /// abort exchange. Declaring is idempotent: every worker and caller may do it.
-pub async fn declare_topology(ch: &Channel, capability: &str) -> Result<(), AmqpError> {
+pub(crate) async fn declare_topology(ch: &Channel, capability: &str) -> Result<(), AmqpError> {
     let durable = ExchangeDeclareOptions {
         durable: true,
         ..Default::default()

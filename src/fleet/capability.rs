@@ -182,7 +182,7 @@ impl Capability {
     }
 
     /// What `load` checks beyond the shape: a usable name, valid schemas.
-    pub fn check(&self) -> Result<(), String> {
+    pub(crate) fn check(&self) -> Result<(), String> {
         if !super::is_name(&self.name) {
             return Err(format!(
                 "name {:?} is not a plain name (1 to 128 letters, digits, - _ . :)",

@@ -16,11 +16,11 @@ use serde_json::{json, Value};
 use super::message::TaskEvent;
 
 /// The largest AHP payload forwarded in an event, in bytes of JSON.
-pub const MAX_PAYLOAD: usize = 4096;
+pub(crate) const MAX_PAYLOAD: usize = 4096;
 
 /// The HCP event for one audit log line; `None` for lines that record no event (a
 /// recovery marker, a torn line).
-pub fn from_audit_line(task_id: &str, seq: u64, line: &[u8]) -> Option<TaskEvent> {
+pub(crate) fn from_audit_line(task_id: &str, seq: u64, line: &[u8]) -> Option<TaskEvent> {
     let rec: Value = serde_json::from_slice(line).ok()?;
     let event_type = rec.get("event_type")?.as_str()?.to_owned();
     let decision = rec.get("decision").and_then(Value::as_str).unwrap_or("");
@@ -69,7 +69,7 @@ pub fn from_audit_line(task_id: &str, seq: u64, line: &[u8]) -> Option<TaskEvent
 }
 
 /// Splits `buf` into complete lines; what follows the last newline stays in `buf`.
-pub fn take_lines(buf: &mut Vec<u8>) -> Vec<Vec<u8>> {
+pub(crate) fn take_lines(buf: &mut Vec<u8>) -> Vec<Vec<u8>> {
     let Some(end) = buf.iter().rposition(|&b| b == b'\n') else {
         return Vec::new();
     };

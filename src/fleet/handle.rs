@@ -20,7 +20,7 @@ use crate::exit::Exit;
 const TICK: Duration = Duration::from_millis(50);
 
 /// How handling a delivery ended.
-pub enum Handled {
+pub(crate) enum Handled {
     /// Answered and acked (or rejected, for a message that is no task).
     Done,
     /// The connection went: the task stays unacked and is given out again.
@@ -130,7 +130,7 @@ impl Replier {
 }
 
 /// Handles one delivery of the task queue.
-pub async fn delivery(
+pub(crate) async fn delivery(
     w: &Worker,
     s: &mut Session,
     d: Delivery,

@@ -9,7 +9,7 @@ use serde_json::Value;
 use super::capability::{DataClass, Risk};
 
 /// The largest task message a worker reads.
-pub const MAX_TASK_BYTES: usize = 1024 * 1024;
+pub(crate) const MAX_TASK_BYTES: usize = 1024 * 1024;
 
 /// A task (HCP L4): what to achieve, with its declared risk and data class.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -45,7 +45,7 @@ fn empty_object() -> Value {
 
 /// Why a message cannot be taken as a task.
 #[derive(Debug, thiserror::Error, PartialEq)]
-pub enum MessageError {
+pub(crate) enum MessageError {
     /// The body is over [`MAX_TASK_BYTES`]; holds its size in bytes.
     #[error("the message is {0} bytes; at most {MAX_TASK_BYTES} are accepted")]
     TooLarge(usize),
@@ -58,9 +58,6 @@ pub enum MessageError {
     /// The `intent` is empty or only whitespace.
     #[error("the task's intent is empty")]
     NoIntent,
-    /// The AMQP message has no `reply_to` property, so nothing can be answered.
-    #[error("the message has no reply_to queue to answer to")]
-    NoReplyTo,
 }
 
 impl Task {
@@ -79,7 +76,7 @@ impl Task {
     }
 
     /// Parses and checks a task message body.
-    pub fn parse(body: &[u8]) -> Result<Task, MessageError> {
+    pub(crate) fn parse(body: &[u8]) -> Result<Task, MessageError> {
         if body.len() > MAX_TASK_BYTES {
             return Err(MessageError::TooLarge(body.len()));
         }
@@ -103,7 +100,7 @@ impl Task {
 
 /// An abort: stop the task's run (SIGTERM, then SIGKILL to the agent's tree).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct Abort {
+pub(crate) struct Abort {
     /// Always "abort".
     #[serde(rename = "type")]
     pub kind: String,
@@ -118,7 +115,7 @@ pub struct Abort {
 /// How a task ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Status {
+pub(crate) enum Status {
     /// The agent ran and exited 0.
     Complete,
     /// The agent ran and failed (non-zero exit, or output not matching the schema).
@@ -131,7 +128,7 @@ pub enum Status {
 
 /// The last answer to a task.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskResult {
+pub(crate) struct TaskResult {
     /// Always "result".
     #[serde(rename = "type")]
     pub kind: String,
@@ -162,7 +159,7 @@ pub struct TaskResult {
 /// One progress event of a task (HCP L2): `accepted`, then the run's AHP events mapped to
 /// `progress` / `warning` / `error` (see [`super::events`]).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
-pub struct TaskEvent {
+pub(crate) struct TaskEvent {
     /// Always "event".
     #[serde(rename = "type")]
     pub kind: String,

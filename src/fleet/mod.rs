@@ -32,18 +32,18 @@
 pub mod amqp;
 pub mod capability;
 pub mod command;
-pub mod events;
-pub mod handle;
+pub(crate) mod events;
+pub(crate) mod handle;
 pub mod message;
 pub mod safety;
-pub mod submit;
-pub mod task_run;
-pub mod worker;
+pub(crate) mod submit;
+pub(crate) mod task_run;
+pub(crate) mod worker;
 
 /// The direct exchange tasks are published to, routed by capability name.
-pub const TASK_EXCHANGE: &str = "hcp.tasks";
+pub(crate) const TASK_EXCHANGE: &str = "hcp.tasks";
 /// The fanout exchange abort messages are published to; every worker hears every abort.
-pub const ABORT_EXCHANGE: &str = "hcp.abort";
+pub(crate) const ABORT_EXCHANGE: &str = "hcp.abort";
 
 /// A message's body: one of the fleet's messages (a task, an abort, an event, a result), as
 /// JSON.
@@ -56,11 +56,11 @@ fn body(message: &impl serde::Serialize) -> Vec<u8> {
 }
 
 /// The durable queue of a capability's tasks.
-pub fn task_queue(capability: &str) -> String {
+pub(crate) fn task_queue(capability: &str) -> String {
     format!("hcp.task.{capability}")
 }
 
 /// Whether `s` is a plain name: 1 to 128 letters, digits, `-`, `_`, `.`, `:`.
-pub fn is_name(s: &str) -> bool {
+pub(crate) fn is_name(s: &str) -> bool {
     crate::is_plain_name(s, 128, b":")
 }

@@ -14,7 +14,7 @@ use super::{ABORT_EXCHANGE, TASK_EXCHANGE};
 
 /// Why a submission has no result.
 #[derive(Debug, thiserror::Error)]
-pub enum SubmitError {
+pub(crate) enum SubmitError {
     /// Connecting, declaring or publishing failed (the task may not have been submitted).
     #[error(transparent)]
     Amqp(#[from] AmqpError),
@@ -38,7 +38,7 @@ pub enum SubmitError {
 /// Submits `task`; calls `on_submitted` once the broker has confirmed it, then
 /// `on_message` with each reply body (events, then the result), and returns the result.
 /// `timeout` bounds the wait for the result.
-pub async fn submit(
+pub(crate) async fn submit(
     target: &Target,
     task: &Task,
     timeout: Option<Duration>,
@@ -94,7 +94,7 @@ fn as_result(body: &[u8]) -> Result<Option<TaskResult>, SubmitError> {
 }
 
 /// Publishes an abort for `task_id` to every worker.
-pub async fn abort(
+pub(crate) async fn abort(
     target: &Target,
     task_id: &str,
     reason: Option<String>,

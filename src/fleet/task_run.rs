@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 use super::message::Task;
 
 /// The placeholder in the agent's arguments replaced by the task's intent.
-pub const PLACEHOLDER: &str = "{task}";
+pub(crate) const PLACEHOLDER: &str = "{task}";
 /// How much of the agent's stdout (and stderr) is kept for the result's summary.
 const KEEP_OUTPUT: usize = 16 * 1024;
 /// The longest summary sent, in characters.
@@ -32,7 +32,7 @@ const DRAIN: Duration = Duration::from_secs(2);
 
 /// How every task's run is started.
 #[derive(Debug, Clone)]
-pub struct Launcher {
+pub(crate) struct Launcher {
     /// Our own executable.
     pub exe: PathBuf,
     /// Run options passed through to each run (`--harness`, `--policy`, …).
@@ -49,7 +49,7 @@ pub struct Launcher {
 }
 
 /// A task's run in progress.
-pub struct Running {
+pub(crate) struct Running {
     child: Child,
     audit_log: PathBuf,
     offset: u64,
@@ -61,7 +61,7 @@ pub struct Running {
 
 /// What a finished run left.
 #[derive(Debug)]
-pub struct Finished {
+pub(crate) struct Finished {
     /// How the child `ahp-wrap` run exited.
     pub status: std::process::ExitStatus,
     /// The last 16 KiB of the run's stdout (the agent's), read until 2 s after the exit.
@@ -76,7 +76,7 @@ impl Launcher {
     /// Why `task`'s intent cannot be given to this agent, if it cannot: an intent that
     /// would be a whole argument must not be read as an option (`--yolo`), and no
     /// argument can hold a NUL byte.
-    pub fn refuses(&self, task: &Task) -> Option<String> {
+    pub(crate) fn refuses(&self, task: &Task) -> Option<String> {
         if task.intent.contains('\0') {
             return Some("the intent contains a NUL byte".into());
         }
@@ -107,7 +107,7 @@ impl Launcher {
     }
 
     /// Starts the run of `task`.
-    pub fn start(&self, task: &Task) -> std::io::Result<Running> {
+    pub(crate) fn start(&self, task: &Task) -> std::io::Result<Running> {
         let offset = std::fs::metadata(&self.audit_log).map_or(0, |m| m.len());
         let output_file = self.work_dir.join(format!("output-{}.json", task.task_id));
         let _ = std::fs::remove_file(&output_file);
@@ -181,12 +181,12 @@ async fn keep_tail(from: Option<impl AsyncRead + Unpin>) -> Vec<u8> {
 
 impl Running {
     /// Waits for the run's end. Cancellation-safe (tokio's `Child::wait`).
-    pub async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
+    pub(crate) async fn wait(&mut self) -> std::io::Result<std::process::ExitStatus> {
         self.child.wait().await
     }
 
     /// The audit log's new complete lines since the last call.
-    pub fn new_audit_lines(&mut self) -> Vec<Vec<u8>> {
+    pub(crate) fn new_audit_lines(&mut self) -> Vec<Vec<u8>> {
         if let Ok(mut f) = std::fs::File::open(&self.audit_log) {
             if f.seek(SeekFrom::Start(self.offset)).is_ok() {
                 let mut buf = Vec::new();
@@ -201,7 +201,10 @@ impl Running {
 
     /// Stops the run: SIGTERM (the run forwards it to the agent), then after `grace`
     /// SIGKILL (the run's guardian then ends the agent's whole tree).
-    pub async fn stop(&mut self, grace: Duration) -> std::io::Result<std::process::ExitStatus> {
+    pub(crate) async fn stop(
+        &mut self,
+        grace: Duration,
+    ) -> std::io::Result<std::process::ExitStatus> {
         if let Some(pid) = self.child.id() {
             let _ = kill(Pid::from_raw(pid as i32), Signal::SIGTERM);
         }
@@ -216,7 +219,7 @@ impl Running {
     }
 
     /// What the ended run left (`status` from [`Running::wait`] or [`Running::stop`]).
-    pub async fn finish(
+    pub(crate) async fn finish(
         self,
         status: std::process::ExitStatus,
         schema: Option<&super::capability::Schema>,
@@ -271,7 +274,7 @@ fn read_output(
 }
 
 /// The end of `bytes` as text, at most `SUMMARY_CHARS` characters, trimmed.
-pub fn summary_of(bytes: &[u8]) -> String {
+pub(crate) fn summary_of(bytes: &[u8]) -> String {
     let text = String::from_utf8_lossy(bytes);
     let text = text.trim();
     let count = text.chars().count();

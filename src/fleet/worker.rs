@@ -27,7 +27,7 @@ const BACKOFF_START: Duration = Duration::from_millis(250);
 const RECENT_ABORTS: usize = 256;
 
 /// A configured worker.
-pub struct Worker {
+pub(crate) struct Worker {
     /// The broker (`--amqp`), reconnected to whenever the connection is lost.
     pub target: Target,
     /// The capability file's declaration: the queue consumed and the L3 gate's limits.
@@ -44,7 +44,7 @@ pub struct Worker {
 }
 
 /// What a worker session is made of.
-pub struct Session {
+pub(crate) struct Session {
     /// The connection to the broker; closed on shutdown, replaced on reconnect.
     pub conn: Connection,
     /// Consumes tasks and publishes answers (publisher confirms on).
@@ -66,7 +66,7 @@ enum End {
 impl Worker {
     /// Runs until `shutdown` resolves. Fails only when the first connection cannot be made
     /// (a broker down at start is a configuration problem to report, not to wait out).
-    pub async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), AmqpError> {
+    pub(crate) async fn run(&self, shutdown: impl Future<Output = ()>) -> Result<(), AmqpError> {
         tokio::pin!(shutdown);
         let mut session = self.open().await?;
         tracing::info!(broker = %self.target.shown, capability = %self.capability.name, "worker ready");
@@ -179,7 +179,7 @@ impl Worker {
 }
 
 /// Notes an abort for a task not running here: if it arrives later, it is not run.
-pub fn remember_abort(s: &mut Session, body: &[u8]) {
+pub(crate) fn remember_abort(s: &mut Session, body: &[u8]) {
     if let Ok(abort) = serde_json::from_slice::<Abort>(body) {
         s.recent_aborts.push_back(abort.task_id);
         if s.recent_aborts.len() > RECENT_ABORTS {

@@ -12,20 +12,20 @@ use crate::frameworks::adapter::{
 };
 
 /// Exit code of a blocked generic hook.
-pub const EXIT_BLOCK: i32 = 2;
+pub(crate) const EXIT_BLOCK: i32 = 2;
 
 /// The generic shim, under one of its two names: `generic` (the default for an agent of
 /// no known framework), or `path` (`--framework path`: the same, without the start notice,
 /// for an agent one knows is reached through PATH shims only).
-pub struct Generic {
+pub(crate) struct Generic {
     name: &'static str,
 }
 
 impl Generic {
     /// `generic`: the framework of an agent no other one claims; it shows the start notice.
-    pub const GENERIC: Generic = Generic { name: "generic" };
+    pub(crate) const GENERIC: Generic = Generic { name: "generic" };
     /// `path` (`--framework path`): the same, without the start notice.
-    pub const PATH: Generic = Generic { name: "path" };
+    pub(crate) const PATH: Generic = Generic { name: "path" };
 }
 
 impl Framework for Generic {

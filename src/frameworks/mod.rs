@@ -11,9 +11,9 @@
 //! Must not touch: the harness client, the control socket, the session or the policy
 //! engine: deciding is the core's job, speaking the agent's contract is the shims'.
 
-pub use ahp_wrap_adapter as adapter;
-pub mod generic;
-pub mod manifest;
+pub(crate) use ahp_wrap_adapter as adapter;
+pub(crate) mod generic;
+pub(crate) mod manifest;
 #[cfg(test)]
 mod rule;
 
@@ -45,7 +45,7 @@ static REGISTRY: OnceLock<Vec<&'static dyn Framework>> = OnceLock::new();
 /// Loads the manifest shims named on the command line (`--shim FILE`) into the registry,
 /// beside the built-in ones, the ones `AHP_WRAP_SHIM` names and the user's own. Called
 /// before the registry is first used; a manifest that does not load is an error here.
-pub fn load_shims(files: &[PathBuf]) -> Result<(), manifest::ManifestError> {
+pub(crate) fn load_shims(files: &[PathBuf]) -> Result<(), manifest::ManifestError> {
     if files.is_empty() {
         return Ok(());
     }
@@ -99,7 +99,7 @@ fn registry(named: Vec<(manifest::Manifest, PathBuf)>) -> Vec<&'static dyn Frame
 }
 
 /// Every framework this process knows.
-pub fn all() -> &'static [&'static dyn Framework] {
+pub(crate) fn all() -> &'static [&'static dyn Framework] {
     REGISTRY.get_or_init(|| registry(Vec::new()))
 }
 
@@ -114,12 +114,12 @@ pub fn find(name: &str) -> Option<&'static dyn Framework> {
 }
 
 /// The generic framework (a manifest of the user's may take its name, as for any other).
-pub fn generic() -> &'static dyn Framework {
+pub(crate) fn generic() -> &'static dyn Framework {
     find("generic").unwrap_or(&GENERIC)
 }
 
 /// The framework whose agent executable is `program`, else `generic`.
-pub fn detect(program: &Path) -> &'static dyn Framework {
+pub(crate) fn detect(program: &Path) -> &'static dyn Framework {
     let file = program.file_name().and_then(|f| f.to_str()).unwrap_or("");
     all()
         .iter()
@@ -131,7 +131,10 @@ pub fn detect(program: &Path) -> &'static dyn Framework {
 /// The framework whose [`Framework::agent_files`] a run of `program` keeps on the floor:
 /// `framework` itself when it has hooks, else the one that names `program` as one of its
 /// executables or adapters (an ACP adapter, an agent run with `--framework generic`).
-pub fn floor_owner(framework: &'static dyn Framework, program: &Path) -> &'static dyn Framework {
+pub(crate) fn floor_owner(
+    framework: &'static dyn Framework,
+    program: &Path,
+) -> &'static dyn Framework {
     if framework.injects_hooks() {
         return framework;
     }

@@ -55,7 +55,7 @@ pub enum Approval {
 }
 
 /// A boxed future, so that [`Approver`] can be used as a trait object.
-pub type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
+pub(crate) type BoxFuture<'a, T> = Pin<Box<dyn Future<Output = T> + Send + 'a>>;
 
 /// Someone who can answer an escalation. The gate also shows it every event and decision
 /// ([`Approver::observe`]), so that a remote approver can show what the agent is doing.

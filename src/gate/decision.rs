@@ -63,7 +63,7 @@ pub struct Decision {
 
 impl Decision {
     /// This decision as the audit log records it.
-    pub fn ruling(&self) -> crate::audit::Ruling<'_> {
+    pub(crate) fn ruling(&self) -> crate::audit::Ruling<'_> {
         crate::audit::Ruling {
             verdict: &self.verdict,
             source: self.by.to_string(),
@@ -74,7 +74,7 @@ impl Decision {
     }
 
     /// A decision with no note, taken in `latency`.
-    pub fn new(verdict: Verdict, by: DecidedBy, latency: Duration) -> Decision {
+    pub(crate) fn new(verdict: Verdict, by: DecidedBy, latency: Duration) -> Decision {
         Decision {
             verdict,
             by,

@@ -56,14 +56,14 @@ impl Embedded {
 
     /// The compiled-in default policy, with `workspace` as the workspace root; it is built
     /// on the first event, so that a run with no hook calls never pays for it.
-    pub fn default_policy(workspace: Option<PathBuf>, mode: Mode) -> Embedded {
+    pub(crate) fn default_policy(workspace: Option<PathBuf>, mode: Mode) -> Embedded {
         Embedded::checked(None, workspace, mode)
     }
 
     /// A policy file checked before the agent starts (`None`: the default policy), with
     /// `workspace` as the workspace root, built as the default policy is: on the first event,
     /// or ahead once the agent has started.
-    pub fn checked(
+    pub(crate) fn checked(
         file: Option<crate::policy::Checked>,
         workspace: Option<PathBuf>,
         mode: Mode,
@@ -82,19 +82,19 @@ impl Embedded {
 
     /// Names this run's own files (executables, run directory) and processes (the wrapper,
     /// its guardian) for the policy to protect. Set once, before the agent starts.
-    pub fn protect(&self, protected: Protected) {
+    pub(crate) fn protect(&self, protected: Protected) {
         let _ = self.protected.set(protected);
     }
 
     /// Names the variables that hold a declared credential's placeholder in this run: the
     /// policy does not take them for secrets. Set once, before the agent starts.
-    pub fn placeholder_vars(&self, names: Vec<String>) {
+    pub(crate) fn placeholder_vars(&self, names: Vec<String>) {
         let _ = self.placeholders.set(names);
     }
 
     /// Says that the floor's egress proxy decides the connections of the agent's tree: the
     /// policy leaves the hosts shell commands contact to it.
-    pub fn egress_in_force(&self) {
+    pub(crate) fn egress_in_force(&self) {
         self.egress
             .store(true, std::sync::atomic::Ordering::Relaxed);
     }
@@ -103,7 +103,7 @@ impl Embedded {
     /// does not wait for it (its globs and regexes take some 66 million instructions: a
     /// first hook call took 9 to 13 ms instead of 2 to 3). An event that comes first waits
     /// for this thread, as it would have built the policy itself.
-    pub fn warm_up(self: &std::sync::Arc<Self>) -> Option<std::thread::JoinHandle<()>> {
+    pub(crate) fn warm_up(self: &std::sync::Arc<Self>) -> Option<std::thread::JoinHandle<()>> {
         if self.policy.get().is_some() {
             return None;
         }
@@ -147,7 +147,7 @@ impl Embedded {
     /// session counts for the decisions that follow. Only a `post_action`, and only once the
     /// policy is built (a call that ran was decided first): a notification never waits for
     /// the policy to be built (the session's start would, on the runtime's thread).
-    pub fn observe(&self, event: &Event) {
+    pub(crate) fn observe(&self, event: &Event) {
         if event.event_type != EventType::PostAction {
             return;
         }
@@ -158,7 +158,7 @@ impl Embedded {
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
     /// becomes no opinion, and the note says what would have happened.
-    pub fn decide(&self, event: &Event) -> Decision {
+    pub(crate) fn decide(&self, event: &Event) -> Decision {
         let start = Instant::now();
         let policy = self.policy();
         policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));

@@ -74,13 +74,13 @@ pub enum Told {
 
 impl FloorMet {
     /// The lines this run's floor draws (once it has one).
-    pub fn draw(&self, lines: Lines) {
+    pub(crate) fn draw(&self, lines: Lines) {
         let _ = self.lines.set(lines);
     }
 
     /// Notes a host or path socket the network floor refused, for `reason`: a tool result
     /// that then reports a failed connection to it is explained.
-    pub fn refused_target(&self, target: &str, reason: &str) {
+    pub(crate) fn refused_target(&self, target: &str, reason: &str) {
         if target.len() < 3 {
             return;
         }
@@ -92,7 +92,7 @@ impl FloorMet {
 
     /// The floor's refusals that the tool call in `payload` (a `post_action`'s: its
     /// `arguments` and its `result`) met, for a tool run in `cwd`; each is counted.
-    pub fn met(&self, payload: &Value, cwd: &Path) -> Vec<Told> {
+    pub(crate) fn met(&self, payload: &Value, cwd: &Path) -> Vec<Told> {
         let Some(lines) = self.lines.get() else {
             return Vec::new();
         };
@@ -143,7 +143,7 @@ impl FloorMet {
 
     /// What the agent is told about `told`: what was refused, that this run's floor forbids
     /// it, and what the user can change.
-    pub fn explain(&self, told: &[Told]) -> String {
+    pub(crate) fn explain(&self, told: &[Told]) -> String {
         let roots = self.lines.get().map(Lines::writable).unwrap_or_default();
         let mut out = String::from(
             "ahp-wrap (the supervisor of this session): the refusal above came from this run's \

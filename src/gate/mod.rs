@@ -17,8 +17,8 @@ mod floor_met;
 mod parent;
 mod resolve;
 
-pub use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
-pub use decision::{DecidedBy, Decision};
+pub(crate) use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
+pub(crate) use decision::{DecidedBy, Decision};
 pub use embedded::{Embedded, Mode};
 pub use floor_met::{FloorMet, Told};
 pub use parent::{ParentRun, SCOPE as PARENT_SCOPE};
@@ -36,7 +36,7 @@ use crate::protocol::{now_rfc3339, Event, EventType};
 
 /// Where an event came from, for the audit record.
 #[derive(Debug, Clone, Default)]
-pub struct Origin {
+pub(crate) struct Origin {
     /// The agent's own session id, when it reported one.
     pub framework_session: Option<String>,
     /// The process that sent it (a hook's), as the kernel vouches for it.
@@ -91,19 +91,19 @@ impl Gate {
     }
 
     /// Whether a person allowed a tool call of this run that contacts `host`.
-    pub fn host_approved(&self, host: &str) -> bool {
+    pub(crate) fn host_approved(&self, host: &str) -> bool {
         self.approved_hosts
             .lock()
             .is_ok_and(|hosts| hosts.contains(host))
     }
 
     /// How many events this run has sent or decided.
-    pub fn events_seen(&self) -> u64 {
+    pub(crate) fn events_seen(&self) -> u64 {
         self.events.load(Ordering::Relaxed)
     }
 
     /// An event of this run.
-    pub fn event(
+    pub(crate) fn event(
         &self,
         event_type: EventType,
         payload: Value,
@@ -122,7 +122,7 @@ impl Gate {
     }
 
     /// Sends a notification to the harness and audits it.
-    pub async fn notify(&self, event: Event, origin: Origin) {
+    pub(crate) async fn notify(&self, event: Event, origin: Origin) {
         self.events.fetch_add(1, Ordering::Relaxed);
         let recorded = self
             .audit
@@ -142,7 +142,7 @@ impl Gate {
 
     /// [`Gate::notify`] for an event built from its parts, with no origin (the wrapper's
     /// own events: session start and end, errors, heartbeats).
-    pub async fn say(&self, event_type: EventType, payload: Value) {
+    pub(crate) async fn say(&self, event_type: EventType, payload: Value) {
         let event = self.event(event_type, payload, Map::new());
         self.notify(event, Origin::default()).await;
     }
@@ -150,13 +150,13 @@ impl Gate {
     /// Decides a blocking event and makes its audit record durable before returning it.
     /// `native_ask` says whether the interceptor can ask the person itself (then
     /// `escalate` comes back for it to render).
-    pub async fn decide(&self, event: &Event, native_ask: bool, origin: Origin) -> Decision {
+    pub(crate) async fn decide(&self, event: &Event, native_ask: bool, origin: Origin) -> Decision {
         self.decide_within(event, native_ask, origin, None).await
     }
 
     /// [`Gate::decide`], with a deadline shorter than the decider's when `within` says so
     /// (`serve`, for an event whose sender waits less than `--approval-timeout`).
-    pub async fn decide_within(
+    pub(crate) async fn decide_within(
         &self,
         event: &Event,
         native_ask: bool,
@@ -255,7 +255,7 @@ impl Gate {
     /// Records that the decision on `event` was abandoned, because the call's sender
     /// cancelled it first (`why`): the call was not carried out, which the record says as a
     /// block by [`DecidedBy::Cancelled`], taken after `waited`.
-    pub async fn abandoned(
+    pub(crate) async fn abandoned(
         &self,
         event: &Event,
         why: String,
@@ -281,7 +281,7 @@ impl Gate {
     /// Records that the floor refused `event` by its own rules, for `reason` (no harness is
     /// asked: it could not overrule them); returns that decision, a block even when the
     /// audit log cannot be written (no fail mode opens what the floor refuses).
-    pub async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
+    pub(crate) async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = Decision::new(
             crate::protocol::Verdict::Block { reason },
@@ -296,14 +296,19 @@ impl Gate {
 
     /// Decides `event` by a person, as if the policy had escalated it for `reason` (the
     /// floor's `unknown = "ask"`); the decision is durable in the audit log when returned.
-    pub async fn ask_person(&self, event: &Event, reason: String, origin: Origin) -> Decision {
+    pub(crate) async fn ask_person(
+        &self,
+        event: &Event,
+        reason: String,
+        origin: Origin,
+    ) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = self.decider.escalate_for(event, &reason).await;
         self.conclude(event, decision, origin).await
     }
 
     /// The fail mode's decision, with `cause` in the reason.
-    pub fn fail(&self, cause: String) -> Decision {
+    pub(crate) fn fail(&self, cause: String) -> Decision {
         self.decider.fail(cause, Instant::now())
     }
 }

@@ -26,7 +26,7 @@ pub struct ParentRun {
 
 impl ParentRun {
     /// The run named in the environment; an error when there is none.
-    pub fn from_env() -> Result<ParentRun, String> {
+    pub(crate) fn from_env() -> Result<ParentRun, String> {
         Caller::from_env()?;
         Ok(ParentRun {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
@@ -34,14 +34,14 @@ impl ParentRun {
     }
 
     /// Asks the run to decide a blocking event; its answer is an AHP decision result.
-    pub async fn decide(&self, event: &Event) -> Result<Value, Fault> {
+    pub(crate) async fn decide(&self, event: &Event) -> Result<Value, Fault> {
         let stdout = self.send(event).await?;
         serde_json::from_slice(&stdout)
             .map_err(|e| Fault::Violation(format!("an answer that is not JSON ({e})")))
     }
 
     /// Tells the run about an event that needs no decision.
-    pub async fn notify(&self, event: &Event) {
+    pub(crate) async fn notify(&self, event: &Event) {
         if let Err(e) = self.send(event).await {
             tracing::warn!(
                 "the wrapping run did not take a {} event: {e}",

@@ -23,7 +23,7 @@ pub enum FailMode {
 
 impl FailMode {
     /// As the command line spells it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             FailMode::Closed => "closed",
             FailMode::Open => "open",
@@ -71,7 +71,7 @@ struct HarnessAnswer {
 impl Decider {
     /// Resolves one blocking event. `native_ask` says whether the interceptor can ask the
     /// user itself, in which case `escalate` is returned for it to render.
-    pub async fn resolve(&self, event: &Event, native_ask: bool) -> Decision {
+    pub(crate) async fn resolve(&self, event: &Event, native_ask: bool) -> Decision {
         let start = Instant::now();
         let deadline = start + self.timeout;
         loop {
@@ -165,7 +165,7 @@ impl Decider {
 
     /// Escalates `event` for `reason` without asking the harness first (the floor's own
     /// escalation), to whoever can answer it.
-    pub async fn escalate_for(&self, event: &Event, reason: &str) -> Decision {
+    pub(crate) async fn escalate_for(&self, event: &Event, reason: &str) -> Decision {
         let start = Instant::now();
         let escalation = Escalation {
             event,
@@ -212,7 +212,7 @@ impl Decider {
     }
 
     /// The fail mode's verdict, with the cause in the reason.
-    pub fn fail(&self, cause: String, start: Instant) -> Decision {
+    pub(crate) fn fail(&self, cause: String, start: Instant) -> Decision {
         crate::telemetry::fail_mode(self.fail_mode.name());
         let verdict = match self.fail_mode {
             FailMode::Closed => Verdict::Block {

@@ -7,7 +7,7 @@ use crate::control::wire::same_secret;
 
 /// What a token allows.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Scope {
+pub(crate) struct Scope {
     /// May approve or deny escalations (else: may only watch).
     pub approve: bool,
     /// Sees only sessions whose working directory is this directory or below it.
@@ -16,7 +16,7 @@ pub struct Scope {
 
 impl Scope {
     /// As a token file spells it: `approve` or `view`, then `cwd=DIR` when limited.
-    pub fn names(&self) -> Vec<String> {
+    pub(crate) fn names(&self) -> Vec<String> {
         let may = if self.approve { "approve" } else { "view" };
         let cwd = self.cwd.iter().map(|d| format!("cwd={d}"));
         std::iter::once(may.to_owned()).chain(cwd).collect()
@@ -25,7 +25,7 @@ impl Scope {
 
 /// One client credential: the name the audit log records, the secret, what it allows.
 #[derive(Clone)]
-pub struct Token {
+pub(crate) struct Token {
     /// The part before `=`: who answered, in the audit log; unique among the host's tokens.
     pub name: String,
     /// SHA-256 of the secret, hex: compared in constant time whatever the length given.
@@ -71,7 +71,7 @@ pub enum TokenError {
 
 impl Token {
     /// `NAME=TOKEN[:SCOPE,...]`, SCOPE one of `approve` (the default), `view`, `cwd=DIR`.
-    pub fn parse(spec: &str) -> Result<Token, TokenError> {
+    pub(crate) fn parse(spec: &str) -> Result<Token, TokenError> {
         let syntax = || TokenError::Syntax(spec.split('=').next().unwrap_or("").to_owned());
         let (name, rest) = spec.split_once('=').ok_or_else(syntax)?;
         let (secret, scopes) = rest.split_once(':').unwrap_or((rest, ""));
@@ -108,7 +108,7 @@ impl Token {
     }
 
     /// Whether a session in `cwd` is visible with this token.
-    pub fn sees(&self, cwd: &str) -> bool {
+    pub(crate) fn sees(&self, cwd: &str) -> bool {
         match &self.scope.cwd {
             None => true,
             Some(dir) => {
@@ -120,12 +120,12 @@ impl Token {
 
 /// Every token the host accepts.
 #[derive(Debug, Clone, Default)]
-pub struct Tokens(Vec<Token>);
+pub(crate) struct Tokens(Vec<Token>);
 
 impl Tokens {
     /// From `--host-token` specifications and the lines of `--host-token-file` (blank lines
     /// and `#` comments skipped).
-    pub fn load(specs: &[String], file: Option<&Path>) -> Result<Tokens, TokenError> {
+    pub(crate) fn load(specs: &[String], file: Option<&Path>) -> Result<Tokens, TokenError> {
         let mut all: Vec<String> = specs.to_vec();
         if let Some(f) = file {
             let text = std::fs::read_to_string(f)
@@ -149,12 +149,12 @@ impl Tokens {
     }
 
     /// Whether no token was given: the host then refuses to start (`HostOptions::start`).
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.0.is_empty()
     }
 
     /// The token whose secret this is (compared in constant time, every token tried).
-    pub fn check(&self, secret: &str) -> Option<&Token> {
+    pub(crate) fn check(&self, secret: &str) -> Option<&Token> {
         let given = digest(secret);
         let mut found = None;
         for t in &self.0 {

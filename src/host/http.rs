@@ -24,7 +24,7 @@ const MAX_MESSAGE: usize = 1024 * 1024;
 
 /// The page and the endpoint, to merge into a router served with connect info
 /// (`into_make_service_with_connect_info::<SocketAddr>`).
-pub fn router(host: Arc<Host>) -> Router {
+pub(crate) fn router(host: Arc<Host>) -> Router {
     let page = |body: &'static str, kind: &'static str| {
         get(move || async move {
             (
@@ -48,21 +48,11 @@ pub fn router(host: Arc<Host>) -> Router {
         .route("/host", get(upgrade).with_state(host))
 }
 
-/// Serves the page and the endpoint alone on `addr` (`--host-listen`), calling `ready`
-/// with the page's address once listening.
-pub async fn serve_page(
-    host: Arc<Host>,
-    addr: &str,
-    ready: impl FnOnce(String),
-) -> std::io::Result<()> {
-    let listener = tokio::net::TcpListener::bind(addr).await?;
-    let local = listener.local_addr()?;
-    ready(format!("http://{local}/"));
-    serve_on(host, listener).await
-}
-
 /// Serves the page and the endpoint on a bound listener.
-pub async fn serve_on(host: Arc<Host>, listener: tokio::net::TcpListener) -> std::io::Result<()> {
+pub(crate) async fn serve_on(
+    host: Arc<Host>,
+    listener: tokio::net::TcpListener,
+) -> std::io::Result<()> {
     let app = router(host).into_make_service_with_connect_info::<SocketAddr>();
     axum::serve(listener, app).await
 }

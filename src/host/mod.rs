@@ -9,17 +9,17 @@
 //! turns [`Approval`] into a decision, the fail mode included) or the audit log (the gate
 //! records who answered, from [`Answerer`]).
 
-pub mod auth;
-pub mod http;
-pub mod notify;
+pub(crate) mod auth;
+pub(crate) mod http;
+pub(crate) mod notify;
 mod observe;
 mod options;
 mod state;
-pub mod wire;
+pub(crate) mod wire;
 
-pub use auth::{Token, Tokens};
-pub use http::{router, serve_on, serve_page};
-pub use options::{HostError, HostOptions, HostRequest};
+pub(crate) use auth::{Token, Tokens};
+pub(crate) use http::{router, serve_on};
+pub(crate) use options::{HostError, HostOptions, HostRequest};
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, MutexGuard};
@@ -33,7 +33,7 @@ use state::{chat_uri, Call, CallStatus, Session, Sessions, ROOT, TURN};
 
 /// One message for the clients subscribed to `channel`, about a session in `cwd`.
 #[derive(Debug, Clone)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// The channel URI: `ahp-root://`, or a session's `ahp-session:/…` / `ahp-chat:/…`.
     pub channel: String,
     /// The session's working directory; a token that does not see it gets nothing.
@@ -46,7 +46,7 @@ pub struct Outgoing {
 }
 
 /// A client's answer to a pending tool confirmation, as it dispatched it.
-pub struct Reply<'a> {
+pub(crate) struct Reply<'a> {
     /// The chat it was dispatched to.
     pub chat: &'a str,
     /// The tool call it answers.
@@ -82,7 +82,7 @@ struct Inner {
 }
 
 /// The host: shared by every client connection and the gate.
-pub struct Host {
+pub(crate) struct Host {
     inner: Mutex<Inner>,
     tx: broadcast::Sender<Outgoing>,
     /// The tokens clients authenticate with, and what each may see and answer.
@@ -95,7 +95,7 @@ const BACKLOG: usize = 4096;
 
 impl Host {
     /// A host with no sessions yet; `webhook`, when given, gets each new escalation posted.
-    pub fn new(tokens: Tokens, webhook: Option<notify::Webhook>) -> Arc<Host> {
+    pub(crate) fn new(tokens: Tokens, webhook: Option<notify::Webhook>) -> Arc<Host> {
         Arc::new(Host {
             inner: Mutex::default(),
             tx: broadcast::channel(BACKLOG).0,
@@ -109,13 +109,13 @@ impl Host {
     }
 
     /// Every message from now on (each connection filters what it may see).
-    pub fn updates(&self) -> broadcast::Receiver<Outgoing> {
+    pub(crate) fn updates(&self) -> broadcast::Receiver<Outgoing> {
         self.tx.subscribe()
     }
 
     /// A snapshot of `channel` as `token` may see it, and the sequence number it was taken
     /// at; `None` when there is no such channel for this token.
-    pub fn snapshot(&self, channel: &str, token: &Token) -> Option<(Value, u64)> {
+    pub(crate) fn snapshot(&self, channel: &str, token: &Token) -> Option<(Value, u64)> {
         let inner = self.lock();
         let visible = |s: &&Session| token.sees(&s.cwd);
         let state = if channel == ROOT {
@@ -144,7 +144,7 @@ impl Host {
     }
 
     /// Summaries of the sessions `token` may see.
-    pub fn list(&self, token: &Token) -> Vec<Value> {
+    pub(crate) fn list(&self, token: &Token) -> Vec<Value> {
         let inner = self.lock();
         inner
             .sessions
@@ -155,7 +155,7 @@ impl Host {
     }
 
     /// The sequence number of the last message sent.
-    pub fn seq(&self) -> u64 {
+    pub(crate) fn seq(&self) -> u64 {
         self.lock().seq
     }
 
@@ -165,7 +165,7 @@ impl Host {
         clippy::expect_used,
         reason = "looked up just above, under the same lock"
     )]
-    pub fn answer(&self, token: &Token, peer: &str, reply: Reply<'_>) -> Result<(), String> {
+    pub(crate) fn answer(&self, token: &Token, peer: &str, reply: Reply<'_>) -> Result<(), String> {
         let Reply {
             chat,
             call,

@@ -8,7 +8,7 @@ use serde_json::json;
 
 /// Where escalations are announced, and the page they link to.
 #[derive(Debug, Clone)]
-pub struct Webhook {
+pub(crate) struct Webhook {
     /// The `--notify-webhook` URL each escalation is POSTed to.
     pub url: String,
     /// The approvals page the message links to (`--public-url`, else where the page is
@@ -19,7 +19,7 @@ pub struct Webhook {
 
 impl Webhook {
     /// A webhook whose posts give up after 10 s.
-    pub fn new(url: String, page: Option<String>) -> Webhook {
+    pub(crate) fn new(url: String, page: Option<String>) -> Webhook {
         let client = reqwest::Client::builder()
             .timeout(Duration::from_secs(10))
             .build()
@@ -28,7 +28,12 @@ impl Webhook {
     }
 
     /// The message for one escalation.
-    pub fn message(&self, what: &str, reason: &str, rule: Option<&str>) -> serde_json::Value {
+    pub(crate) fn message(
+        &self,
+        what: &str,
+        reason: &str,
+        rule: Option<&str>,
+    ) -> serde_json::Value {
         let mut text = format!("ahp-wrap: a person must decide: {what}\nReason: {reason}");
         if let Some(rule) = rule {
             text.push_str(&format!(" (rule {rule})"));
@@ -40,7 +45,7 @@ impl Webhook {
     }
 
     /// Posts one escalation in the background.
-    pub fn post(&self, what: &str, reason: &str, rule: Option<&str>) {
+    pub(crate) fn post(&self, what: &str, reason: &str, rule: Option<&str>) {
         let body = self.message(what, reason, rule);
         let (client, url) = (self.client.clone(), self.url.clone());
         tokio::spawn(async move {

@@ -37,7 +37,7 @@ pub enum HostError {
 /// The host's options as the command line gives them (`--host-listen`, `--host-token`,
 /// `--host-token-file`, `--notify-webhook`, `--public-url`), before they are checked.
 #[derive(Debug, Clone, Default)]
-pub struct HostRequest {
+pub(crate) struct HostRequest {
     /// `--host-listen`, still with its `http://` prefix; `None`: no listener of its own.
     pub listen: Option<String>,
     /// Each `--host-token` as given: `NAME=TOKEN[:SCOPE,...]`.
@@ -64,7 +64,7 @@ pub struct HostOptions {
 impl HostOptions {
     /// `None` when no host was asked for. Token specifications are checked here; the
     /// token file is read by [`HostOptions::start`].
-    pub fn from_args(args: &HostRequest) -> Result<Option<HostOptions>, HostError> {
+    pub(crate) fn from_args(args: &HostRequest) -> Result<Option<HostOptions>, HostError> {
         let tokens = !args.tokens.is_empty() || args.token_file.is_some();
         if !tokens {
             if args.listen.is_some() {
@@ -96,7 +96,7 @@ impl HostOptions {
 
     /// The host. `page` is where the page is served, for the webhook's link when no
     /// --public-url says otherwise.
-    pub fn start(&self, page: Option<String>) -> Result<Arc<Host>, HostError> {
+    pub(crate) fn start(&self, page: Option<String>) -> Result<Arc<Host>, HostError> {
         let tokens = Tokens::load(&self.specs, self.file.as_deref())?;
         if tokens.is_empty() {
             return Err(HostError::NoTokens);
@@ -109,7 +109,7 @@ impl HostOptions {
     /// Starts the host. With `--host-listen` it gets a listener of its own: bound here,
     /// served in the background, and its page is there (returned, for the caller to say);
     /// without, `page` is where the caller serves it.
-    pub async fn listen(
+    pub(crate) async fn listen(
         &self,
         page: Option<String>,
     ) -> Result<(Arc<Host>, Option<String>), HostError> {

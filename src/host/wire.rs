@@ -29,10 +29,10 @@ use super::{Host, Outgoing, Reply, Token};
 use crate::jsonrpc;
 
 /// The protected resource clients authenticate for.
-pub const RESOURCE: &str = "ahp-wrap:approvals";
+pub(crate) const RESOURCE: &str = "ahp-wrap:approvals";
 
 /// One connected client.
-pub struct Connection {
+pub(crate) struct Connection {
     host: Arc<Host>,
     /// Where it connects from (for the audit log).
     peer: String,
@@ -55,7 +55,7 @@ struct Refusal {
 impl Connection {
     /// A client from `peer` (its address, for the audit log): not yet authenticated,
     /// subscribed to nothing.
-    pub fn new(host: Arc<Host>, peer: String) -> Connection {
+    pub(crate) fn new(host: Arc<Host>, peer: String) -> Connection {
         Connection {
             host,
             peer,
@@ -67,7 +67,7 @@ impl Connection {
 
     /// Handles one message; returns what to send back, if anything (the response to a
     /// request, the echo of a refused `dispatchAction`).
-    pub fn handle(&mut self, text: &str) -> Option<String> {
+    pub(crate) fn handle(&mut self, text: &str) -> Option<String> {
         let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
             Ok(m) => m,
             Err(answer) => return Some(answer),
@@ -104,7 +104,7 @@ impl Connection {
 
     /// A pushed message, if this client subscribed to its channel after it was taken and
     /// its token may see the session.
-    pub fn forward(&self, out: &Outgoing) -> Option<Arc<str>> {
+    pub(crate) fn forward(&self, out: &Outgoing) -> Option<Arc<str>> {
         let token = self.token.as_ref()?;
         let from = *self.subscribed.get(&out.channel)?;
         (out.seq > from && token.sees(&out.cwd)).then(|| out.text.clone())

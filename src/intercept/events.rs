@@ -18,14 +18,14 @@ use crate::gate::{Gate, PARENT_SCOPE};
 use crate::protocol::Event;
 
 /// Answers `event` requests for one run.
-pub struct EventService {
+pub(crate) struct EventService {
     gate: Arc<Gate>,
     answered: AtomicU64,
 }
 
 impl EventService {
     /// Served by `gate`, which decides the blocking events and records the others.
-    pub fn new(gate: Arc<Gate>) -> EventService {
+    pub(crate) fn new(gate: Arc<Gate>) -> EventService {
         EventService {
             gate,
             answered: AtomicU64::new(0),
@@ -33,7 +33,7 @@ impl EventService {
     }
 
     /// Answers one `event` request: stdout is the decision (`{}` for a notification).
-    pub async fn handle(&self, request: Request) -> CallerReply {
+    pub(crate) async fn handle(&self, request: Request) -> CallerReply {
         if request.scope != PARENT_SCOPE {
             return refused(&format!("no events are served for {:?}", request.scope));
         }
@@ -73,7 +73,7 @@ fn refused(why: &str) -> CallerReply {
 
 /// `--wrap-mcp`: the framework puts the agent's MCP servers behind inner wrappers, whose
 /// events this run serves.
-pub struct WrappedMcp {
+pub(crate) struct WrappedMcp {
     framework: &'static dyn Framework,
     service: Arc<EventService>,
 }
@@ -81,7 +81,7 @@ pub struct WrappedMcp {
 impl WrappedMcp {
     /// `framework` rewrites where the agent finds its MCP servers; their inner wrappers'
     /// events go to `gate`.
-    pub fn new(framework: &'static dyn Framework, gate: Arc<Gate>) -> WrappedMcp {
+    pub(crate) fn new(framework: &'static dyn Framework, gate: Arc<Gate>) -> WrappedMcp {
         WrappedMcp {
             framework,
             service: Arc::new(EventService::new(gate)),

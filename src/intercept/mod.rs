@@ -18,8 +18,8 @@
 //! or reaping the agent (`child/`, driven by `run/`), or a framework's hook contract
 //! (`frameworks/`).
 
-pub mod egress;
-pub mod events;
+pub(crate) mod egress;
+pub(crate) mod events;
 pub mod hooks;
 pub mod pathshim;
 pub mod proxy;
@@ -39,7 +39,7 @@ use hooks::HookService;
 
 /// Why an interceptor asks the run to end the agent.
 #[derive(Debug, Clone)]
-pub struct Stop {
+pub(crate) struct Stop {
     /// Why, in words; the run logs it (at debug level) as it ends the agent.
     pub why: String,
     /// Whether supervision failed (the run then exits with the wrapper's code, 125), as
@@ -49,11 +49,11 @@ pub struct Stop {
 
 /// How an interceptor asks the run to end the agent: when it can no longer do its job
 /// (whatever the agent does next would not be supervised), or when its peer is gone.
-pub type Alarm = mpsc::UnboundedSender<Stop>;
+pub(crate) type Alarm = mpsc::UnboundedSender<Stop>;
 
 /// How the agent's run ended, for the interceptors' reports.
 #[derive(Debug, Clone)]
-pub struct End<'a> {
+pub(crate) struct End<'a> {
     /// The agent's command as typed.
     pub shown: &'a str,
     /// The exit code so far.
@@ -69,7 +69,7 @@ pub struct End<'a> {
 
 /// What an interceptor reports when the run ends.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     /// For the person, repeated after the agent's screen is gone.
     pub notes: Vec<String>,
     /// The run's exit code, when the interceptor overrides it.
@@ -78,7 +78,7 @@ pub struct Report {
 
 /// Why an interceptor could not add itself to the agent's command: the run does not start.
 #[derive(Debug, thiserror::Error)]
-pub enum PrepareError {
+pub(crate) enum PrepareError {
     /// The framework could not prepare the agent's command (its hooks, or the inner
     /// wrappers of `--wrap-mcp`).
     #[error(transparent)]
@@ -101,7 +101,7 @@ pub enum PrepareError {
 }
 
 /// One way of intercepting the agent.
-pub trait Interceptor: Send {
+pub(crate) trait Interceptor: Send {
     /// Adds to the agent's command line and environment what it needs to reach this
     /// interceptor. An error stops the run before the agent starts.
     fn prepare(&mut self, run: &RunContext, cmd: &mut AgentCommand) -> Result<(), PrepareError>;
@@ -152,7 +152,7 @@ pub(crate) fn origin(peer: crate::control::Peer, framework_session: Option<Strin
 /// Answers the control socket's requests by kind, with the services the interceptors
 /// registered; a kind nobody serves is refused with a reason.
 #[derive(Default, Clone)]
-pub struct Router {
+pub(crate) struct Router {
     /// Answers `hook` requests (the agent's hook system); `None` when no hook interceptor
     /// runs.
     pub hooks: Option<Arc<HookService>>,

@@ -17,7 +17,7 @@ mod prepare;
 mod statefiles;
 mod supervise;
 
-pub use crate::rundir::{only_root_can_write, RunDir};
+pub(crate) use crate::rundir::{only_root_can_write, RunDir};
 pub(crate) use phases::hook_executable;
 
 use std::sync::Arc;

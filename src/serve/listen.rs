@@ -22,7 +22,7 @@ use crate::jsonrpc::LineCodec;
 
 /// Where `serve` listens.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub enum Listen {
+pub(crate) enum Listen {
     /// `stdio`: one client, JSON-RPC lines on stdin and stdout, until EOF.
     Stdio,
     /// `unix:PATH`: a Unix socket at the path (replaced if present, mode 0600), JSON-RPC
@@ -38,7 +38,7 @@ pub enum Listen {
 
 /// Why a listener could not run.
 #[derive(Debug, thiserror::Error)]
-pub enum ListenError {
+pub(crate) enum ListenError {
     /// The `--listen` value (given here) is none of the four forms.
     #[error("unknown --listen {0:?} (expected stdio, unix:PATH, http://ADDR or ws://ADDR)")]
     Spec(String),
@@ -53,7 +53,7 @@ pub enum ListenError {
 impl Listen {
     /// Reads a `--listen` value: `stdio`, `unix:PATH` (a non-empty path), `http://ADDR` or
     /// `ws://ADDR` (trailing `/` dropped).
-    pub fn parse(s: &str) -> Result<Listen, ListenError> {
+    pub(crate) fn parse(s: &str) -> Result<Listen, ListenError> {
         if s == "stdio" {
             return Ok(Listen::Stdio);
         }
@@ -79,7 +79,7 @@ const MAX_IN_FLIGHT: usize = 256;
 /// bound address once listening (for callers that asked for port 0).
 /// `host`, when given, adds the approvals page and the Agent Host Protocol endpoint to an
 /// HTTP listener.
-pub async fn serve(
+pub(crate) async fn serve(
     engine: Arc<Engine>,
     listen: Listen,
     token: Option<String>,

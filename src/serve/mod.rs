@@ -8,7 +8,7 @@
 
 mod listen;
 
-pub use listen::{serve, Listen, ListenError};
+pub(crate) use listen::{serve, Listen};
 
 use std::time::Duration;
 
@@ -27,7 +27,7 @@ const REPLY_MARGIN: Duration = Duration::from_secs(1);
 
 /// Limits advertised in the handshake.
 #[derive(Debug, Clone)]
-pub struct Advertised {
+pub(crate) struct Advertised {
     /// How long a wrapper waits for a decision, in milliseconds (`--timeout`); the default
     /// `--approval-timeout` is a second less.
     pub timeout_ms: u64,
@@ -39,7 +39,7 @@ pub struct Advertised {
 }
 
 /// Answers AHP messages with the embedded engine. Shared by every listener.
-pub struct Engine {
+pub(crate) struct Engine {
     /// The one path from an event to its durable record and decision, as a run has it: the
     /// embedded engine decides, the audit log records before the answer goes out, and a
     /// decision that cannot be recorded is the fail mode's. Its person, with the approvals
@@ -53,7 +53,7 @@ pub struct Engine {
 
 impl Engine {
     /// An engine deciding with `decider`, recording in `audit`.
-    pub fn new(decider: Decider, audit: Auditor, advertised: Advertised) -> Engine {
+    pub(crate) fn new(decider: Decider, audit: Auditor, advertised: Advertised) -> Engine {
         // The gate's own ids name events the gate builds itself, which serve never does.
         let gate = Gate::new("serve".into(), "serve".into(), 0, decider, audit);
         Engine { gate, advertised }
@@ -62,7 +62,7 @@ impl Engine {
 
 impl Engine {
     /// Handles one JSON-RPC message; returns the answer to send, if any.
-    pub async fn handle(&self, text: &str) -> Option<String> {
+    pub(crate) async fn handle(&self, text: &str) -> Option<String> {
         let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
             Ok(m) => m,
             Err(answer) => return Some(answer),

@@ -24,7 +24,7 @@ const WRITE: &[f64] = &[
 ];
 
 /// Every metric of the process, registered in its own registry.
-pub struct Metrics {
+pub(crate) struct Metrics {
     registry: Registry,
     /// What is registered: name, type and label names (for the docs' table, kept by a test).
     #[cfg_attr(not(test), allow(dead_code))]
@@ -94,7 +94,7 @@ impl Metrics {
         clippy::expect_used,
         reason = "the metrics' names, help and labels are literals of ours, each registered once"
     )]
-    pub fn new() -> Metrics {
+    pub(crate) fn new() -> Metrics {
         let registry = Registry::new();
         let catalogue = std::cell::RefCell::new(Vec::new());
         let register = |c: Box<dyn prometheus::core::Collector>, kind: &'static str| {
@@ -228,14 +228,14 @@ impl Metrics {
     }
 
     /// Every metric, in the Prometheus text exposition format (version 0.0.4).
-    pub fn render(&self) -> String {
+    pub(crate) fn render(&self) -> String {
         TextEncoder::new()
             .encode_to_string(&self.registry.gather())
             .unwrap_or_default()
     }
 
     /// An escalation now waits: the returned guard counts its outcome.
-    pub fn escalation_started(&self) -> Pending {
+    pub(crate) fn escalation_started(&self) -> Pending {
         self.escalations_pending.inc();
         Pending {
             pending: self.escalations_pending.clone(),
@@ -247,7 +247,7 @@ impl Metrics {
     }
 
     /// The counters of one proxy direction.
-    pub fn frame_counters(&self, proxy: &str, direction: &str) -> FrameCounters {
+    pub(crate) fn frame_counters(&self, proxy: &str, direction: &str) -> FrameCounters {
         FrameCounters {
             frames: self.proxy_frames.with_label_values(&[proxy, direction]),
             bytes: self.proxy_bytes.with_label_values(&[proxy, direction]),
@@ -256,7 +256,7 @@ impl Metrics {
 }
 
 /// One escalation waiting for a person; counted as answered (or not) when dropped.
-pub struct Pending {
+pub(crate) struct Pending {
     pending: IntGauge,
     outcomes: IntCounterVec,
     wait: Histogram,
@@ -266,7 +266,7 @@ pub struct Pending {
 
 impl Pending {
     /// What the person said: `allowed`, `denied` (else it stays `unanswered`).
-    pub fn answered(mut self, outcome: &'static str) {
+    pub(crate) fn answered(mut self, outcome: &'static str) {
         self.outcome = outcome;
     }
 }
@@ -280,7 +280,7 @@ impl Drop for Pending {
 }
 
 /// A proxy direction's counters.
-pub struct FrameCounters {
+pub(crate) struct FrameCounters {
     frames: IntCounter,
     bytes: IntCounter,
 }
@@ -288,7 +288,7 @@ pub struct FrameCounters {
 impl FrameCounters {
     /// `count` frames of `len` bytes in all were read.
     #[inline]
-    pub fn frames(&self, count: usize, len: usize) {
+    pub(crate) fn frames(&self, count: usize, len: usize) {
         self.frames.inc_by(count as u64);
         self.bytes.inc_by(len as u64);
     }
@@ -315,7 +315,7 @@ pub(super) async fn handler(token: Option<Arc<str>>, headers: HeaderMap) -> Resp
 }
 
 /// A router serving `GET /metrics`, guarded by `token` when one is given.
-pub fn router(token: Option<Arc<str>>) -> axum::Router {
+pub(crate) fn router(token: Option<Arc<str>>) -> axum::Router {
     axum::Router::new().route(
         "/metrics",
         axum::routing::get(move |headers: HeaderMap| handler(token.clone(), headers)),

@@ -14,8 +14,8 @@
 mod metrics;
 mod otlp;
 
-pub use metrics::{router, FrameCounters, Metrics, Pending};
-pub use otlp::{Target, TargetError};
+pub(crate) use metrics::{router, FrameCounters, Metrics, Pending};
+pub(crate) use otlp::{Target, TargetError};
 
 use std::sync::OnceLock;
 use std::time::{Duration, SystemTime};
@@ -44,7 +44,7 @@ impl Options {
     /// The options of a command line (`--metrics-listen`, `--otlp`), with the standard
     /// `OTEL_*` variables: `metrics` keeps metrics even without `--metrics-listen` (`serve`
     /// serves them on its own listener).
-    pub fn new(
+    pub(crate) fn new(
         metrics_listen: Option<String>,
         otlp: Option<&str>,
         role: &'static str,
@@ -61,14 +61,14 @@ impl Options {
     }
 
     /// Whether anything is on.
-    pub fn any(&self) -> bool {
+    pub(crate) fn any(&self) -> bool {
         self.metrics || self.otlp.is_some()
     }
 }
 
 /// Turns telemetry on for this process, on the current runtime, as `options` say: binds
 /// `--metrics-listen` and says where on stderr. `Ok(None)`: nothing is on.
-pub async fn start(options: Options) -> Result<Option<&'static Telemetry>, String> {
+pub(crate) async fn start(options: Options) -> Result<Option<&'static Telemetry>, String> {
     if !options.any() {
         return Ok(None);
     }
@@ -91,7 +91,7 @@ pub async fn start(options: Options) -> Result<Option<&'static Telemetry>, Strin
 }
 
 /// The process's telemetry.
-pub struct Telemetry {
+pub(crate) struct Telemetry {
     /// The process's Prometheus metrics; kept even when only spans were asked for.
     pub metrics: Metrics,
     spans: Option<otlp::Exporter>,
@@ -100,19 +100,19 @@ pub struct Telemetry {
 
 /// Turns telemetry on for this process. Must run inside the Tokio runtime when spans are
 /// exported (the exporter is a task of it). A second call changes nothing.
-pub fn init(options: Options) -> &'static Telemetry {
+pub(crate) fn init(options: Options) -> &'static Telemetry {
     TELEMETRY.get_or_init(|| Telemetry::new(options))
 }
 
 /// The process's telemetry, when it is on.
 #[inline]
-pub fn get() -> Option<&'static Telemetry> {
+pub(crate) fn get() -> Option<&'static Telemetry> {
     TELEMETRY.get()
 }
 
 impl Telemetry {
     /// Telemetry for `options`, not installed as the process's (tests, benches).
-    pub fn new(options: Options) -> Telemetry {
+    pub(crate) fn new(options: Options) -> Telemetry {
         let metrics = Metrics::new();
         let spans = options
             .otlp
@@ -125,12 +125,12 @@ impl Telemetry {
     }
 
     /// This telemetry as the audit log's observer.
-    pub fn observer(&'static self) -> &'static dyn crate::audit::Observer {
+    pub(crate) fn observer(&'static self) -> &'static dyn crate::audit::Observer {
         self
     }
 
     /// A run began: its span is exported when it ends ([`Telemetry::run_ended`]).
-    pub fn run_started(&self, run: RunSpan) {
+    pub(crate) fn run_started(&self, run: RunSpan) {
         if let Some(spans) = &self.spans {
             spans.run_started(run);
         }
@@ -138,7 +138,7 @@ impl Telemetry {
 
     /// The run ended with `exit_code` after `events` events; its span goes out, and the
     /// export is flushed for at most `within`.
-    pub async fn run_ended(&self, exit_code: u8, events: u64, within: Duration) {
+    pub(crate) async fn run_ended(&self, exit_code: u8, events: u64, within: Duration) {
         if let Some(spans) = &self.spans {
             spans.run_ended(exit_code, events);
             spans.flush(within).await;
@@ -185,7 +185,7 @@ impl crate::audit::Observer for Telemetry {
 
 /// A run's span, as it starts.
 #[derive(Debug, Clone)]
-pub struct RunSpan {
+pub(crate) struct RunSpan {
     /// The run's session id; the trace id is derived from it, so the run's decisions share
     /// its trace (`ahp.session_id`).
     pub session_id: String,
@@ -217,14 +217,14 @@ fn decided_by(source: &str) -> (&str, &str) {
 }
 
 /// Counts a fail-mode activation (`closed` or `open`).
-pub fn fail_mode(mode: &str) {
+pub(crate) fn fail_mode(mode: &str) {
     if let Some(t) = get() {
         t.metrics.fail_mode.with_label_values(&[mode]).inc();
     }
 }
 
 /// A harness (or the wrapping run) answered one ask in `took`.
-pub fn harness_round_trip(took: Duration) {
+pub(crate) fn harness_round_trip(took: Duration) {
     if let Some(t) = get() {
         t.metrics.harness_round_trip.observe(took.as_secs_f64());
     }
@@ -232,19 +232,19 @@ pub fn harness_round_trip(took: Duration) {
 
 /// An escalation now waits for a person; the guard counts it answered (or not) when dropped
 /// or told.
-pub fn escalation_started() -> Option<Pending> {
+pub(crate) fn escalation_started() -> Option<Pending> {
     get().map(|t| t.metrics.escalation_started())
 }
 
 /// The counters of one stream proxy's direction, when metrics are on (taken once, counted
 /// per frame without a lookup).
-pub fn proxy_counters(proxy: &str, direction: &str) -> Option<FrameCounters> {
+pub(crate) fn proxy_counters(proxy: &str, direction: &str) -> Option<FrameCounters> {
     get().map(|t| t.metrics.frame_counters(proxy, direction))
 }
 
 /// The floor published a listener of the tree (`port`), carried a connection to one
 /// (`connection`), or left one unpublished (`refused`, `taken`).
-pub fn published(what: &str) {
+pub(crate) fn published(what: &str) {
     if let Some(t) = get() {
         t.metrics.published.with_label_values(&[what]).inc();
     }
@@ -252,7 +252,7 @@ pub fn published(what: &str) {
 
 /// The egress proxy put the credential `name`'s value on a request (`injected`) or refused
 /// its placeholder going elsewhere (`refused`).
-pub fn credential(name: &str, outcome: &str) {
+pub(crate) fn credential(name: &str, outcome: &str) {
     if let Some(t) = get() {
         t.metrics
             .credentials
@@ -262,7 +262,7 @@ pub fn credential(name: &str, outcome: &str) {
 }
 
 /// A fleet task ended with `outcome` (`completed`, `failed`, `refused`, `aborted`, …).
-pub fn fleet_task(outcome: &str) {
+pub(crate) fn fleet_task(outcome: &str) {
     if let Some(t) = get() {
         t.metrics.fleet_tasks.with_label_values(&[outcome]).inc();
     }

@@ -79,7 +79,7 @@ impl Target {
     /// `…_HEADERS`, `…_TIMEOUT` and `…_PROTOCOL`, `OTEL_SERVICE_NAME` and
     /// `OTEL_RESOURCE_ATTRIBUTES`. `OTEL_SDK_DISABLED=true` or `OTEL_TRACES_EXPORTER=none`
     /// turn the variables off (not the flag). `None`: no export.
-    pub fn from(
+    pub(crate) fn from(
         flag: Option<&str>,
         env: impl Fn(&str) -> Option<String>,
     ) -> Result<Option<Target>, TargetError> {

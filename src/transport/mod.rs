@@ -59,7 +59,7 @@ pub enum SpecError {
 
 impl HarnessSpec {
     /// Parses a `--harness` value.
-    pub fn parse(spec: &str) -> Result<HarnessSpec, SpecError> {
+    pub(crate) fn parse(spec: &str) -> Result<HarnessSpec, SpecError> {
         if let Some(cmd) = spec.strip_prefix("stdio:") {
             let argv = shell_words::split(cmd).map_err(|e| SpecError::Split(spec.to_owned(), e))?;
             if argv.is_empty() {
@@ -92,12 +92,12 @@ impl HarnessSpec {
     }
 
     /// Whether a lost link is worth reconnecting (a stdio harness that exited is gone).
-    pub fn reconnects(&self) -> bool {
+    pub(crate) fn reconnects(&self) -> bool {
         !matches!(self, HarnessSpec::Stdio { .. })
     }
 
     /// A short description for logs and audit records (no credentials).
-    pub fn describe(&self) -> String {
+    pub(crate) fn describe(&self) -> String {
         match self {
             HarnessSpec::Stdio { argv } => format!("stdio:{}", argv.join(" ")),
             HarnessSpec::Unix(p) => format!("unix:{}", p.display()),
@@ -135,7 +135,7 @@ pub struct LinkConfig {
 /// A message to send; `id` is set for requests, so that an HTTP failure can be pinned
 /// on the request it belongs to.
 #[derive(Debug)]
-pub struct Outgoing {
+pub(crate) struct Outgoing {
     /// The request's JSON-RPC id (the client's own, `ahpw-<kind>-<n>`); `None`
     /// for a notification, whose HTTP failure is only logged.
     pub id: Option<String>,
@@ -146,7 +146,7 @@ pub struct Outgoing {
 
 /// What arrives from the harness side of a link.
 #[derive(Debug, PartialEq)]
-pub enum Incoming {
+pub(crate) enum Incoming {
     /// One whole message.
     Frame(String),
     /// The harness broke the framing (oversized frame, invalid UTF-8, binary frame); the
@@ -167,7 +167,7 @@ pub enum Incoming {
 }
 
 /// A connected link.
-pub struct Link {
+pub(crate) struct Link {
     /// Messages to the harness; dropping it ends the link's writer (a stdio harness then
     /// sees EOF on its stdin).
     pub tx: mpsc::Sender<Outgoing>,
@@ -178,10 +178,10 @@ pub struct Link {
 /// Why a link could not be opened.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct ConnectError(pub String);
+pub(crate) struct ConnectError(pub String);
 
 /// Opens a link to the harness.
-pub async fn connect(spec: &HarnessSpec, cfg: &LinkConfig) -> Result<Link, ConnectError> {
+pub(crate) async fn connect(spec: &HarnessSpec, cfg: &LinkConfig) -> Result<Link, ConnectError> {
     match spec {
         HarnessSpec::Stdio { argv } => stdio::connect(argv, cfg),
         HarnessSpec::Unix(path) => unix::connect(path, cfg).await,

@@ -25,7 +25,7 @@ pub(super) const BUILT_IN: &[BuiltIn] = include!(concat!(env!("OUT_DIR"), "/buil
 /// The built-in manifests, as frameworks. Each is parsed the first time a run asks it more
 /// than its name and executables: a run parses the one it uses, and a run of another
 /// agent none (parsing the two of today was a quarter of a start-up's instructions).
-pub fn built_in() -> impl Iterator<Item = &'static dyn Framework> {
+pub(crate) fn built_in() -> impl Iterator<Item = &'static dyn Framework> {
     BUILT_IN.iter().map(|source| {
         let shim: &'static BuiltInShim = Box::leak(Box::new(BuiltInShim {
             source,

@@ -11,7 +11,7 @@ use crate::frameworks::adapter::{CallerReply, Final, Framework, HookContext};
 
 /// What the check found: one line per finding, and whether all is well.
 #[derive(Debug, Default)]
-pub struct Report {
+pub(crate) struct Report {
     /// The lines to print, in order: what loaded, each sample and its renderings, and the
     /// `error:` and `note:` findings.
     pub lines: Vec<String>,
@@ -47,7 +47,7 @@ fn decisions() -> [(&'static str, Final); 4] {
 
 /// Checks the manifest in `file` against the samples in `samples` (else `samples/` beside
 /// the file).
-pub fn check(file: &Path, samples: Option<&Path>) -> Report {
+pub(crate) fn check(file: &Path, samples: Option<&Path>) -> Report {
     let mut report = Report::default();
     let manifest = match load(file) {
         Ok(m) => m,

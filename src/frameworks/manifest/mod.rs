@@ -19,7 +19,7 @@
 //! A manifest that does not load is refused with its line and its field, never half used.
 
 mod built_in;
-pub mod check;
+pub(crate) mod check;
 mod render;
 mod shape;
 mod shim;
@@ -34,10 +34,10 @@ use toml::Spanned;
 
 use crate::frameworks::adapter::EventType;
 
-pub use built_in::built_in;
-pub use shim::ManifestShim;
+pub(crate) use built_in::built_in;
+pub(crate) use shim::ManifestShim;
 pub(crate) use sources::files_in;
-pub use sources::{files, load, user_dir, ENV_SHIM};
+pub(crate) use sources::{files, load, ENV_SHIM};
 use validate::{check_raw, event, field_in, key_on_line, line_of};
 
 /// A manifest that cannot be used: where, and why.
@@ -93,7 +93,7 @@ enum ProvenRaw {
 /// What the agent keeps of its own under the home directory, for the floor.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Files {
+pub(crate) struct Files {
     /// Directories the agent writes its state to, relative to the home directory
     /// (`.factory`).
     #[serde(default)]
@@ -119,7 +119,7 @@ pub struct Files {
 /// aside (docs/shims.md).
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Mixed {
+pub(crate) struct Mixed {
     /// The file, relative to the home directory.
     pub path: String,
     /// How it is read and merged: `json` or `toml`.
@@ -136,7 +136,7 @@ pub struct Mixed {
 /// How one run's hooks reach the agent: a settings file written in the run directory.
 #[derive(Debug, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Inject {
+pub(crate) struct Inject {
     /// The file's name in the run directory.
     pub file: Spanned<String>,
     /// The variable set to the file's path.
@@ -173,7 +173,7 @@ fn default_matcher() -> String {
 /// The unit an agent counts its hook timeouts in (`inject.timeout_unit`): the injected
 /// hooks' timeout is written in it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
-pub enum TimeUnit {
+pub(crate) enum TimeUnit {
     /// Whole seconds; written `"s"` in the manifest.
     #[serde(rename = "s")]
     Seconds,
@@ -184,7 +184,7 @@ pub enum TimeUnit {
 
 /// A JSON pointer into a hook's stdin payload.
 #[derive(Debug, Clone, PartialEq, Eq)]
-pub struct Pointer(pub String);
+pub(crate) struct Pointer(pub String);
 
 impl<'de> Deserialize<'de> for Pointer {
     fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Pointer, D::Error> {
@@ -200,13 +200,13 @@ impl<'de> Deserialize<'de> for Pointer {
 
 impl Pointer {
     /// The value at this pointer in `payload`.
-    pub fn get<'v>(&self, payload: &'v Value) -> Option<&'v Value> {
+    pub(crate) fn get<'v>(&self, payload: &'v Value) -> Option<&'v Value> {
         payload.pointer(&self.0)
     }
 
     /// The pointer's last segment: the key a copied value keeps (`/tool_use_id` →
     /// `tool_use_id`).
-    pub fn key(&self) -> &str {
+    pub(crate) fn key(&self) -> &str {
         self.0.rsplit('/').next().unwrap_or("")
     }
 }
@@ -214,7 +214,7 @@ impl Pointer {
 /// Where each field sits in a hook's stdin JSON.
 #[derive(Debug, Default, Deserialize)]
 #[serde(deny_unknown_fields)]
-pub struct Pointers {
+pub(crate) struct Pointers {
     /// The agent's own session id: recorded beside ours, and sent as
     /// `framework_session_id` on session events.
     pub session: Option<Pointer>,
@@ -259,7 +259,7 @@ pub struct Pointers {
 /// What an event's payload becomes in AHP.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
 #[serde(rename_all = "snake_case")]
-pub enum Shape {
+pub(crate) enum Shape {
     /// A tool about to run: `tool_name`, `arguments`, call ids, `context`.
     ToolCall,
     /// A tool that ran: the call and its `result` (`output`, `duration_ms`).
@@ -306,7 +306,7 @@ struct OutputRaw {
 
 /// What the hook prints and how it exits, with `{placeholders}` still in.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Output {
+pub(crate) struct Output {
     /// Printed as one line of JSON.
     pub stdout: Option<Value>,
     /// Printed on stderr, followed by a newline.
@@ -317,7 +317,7 @@ pub struct Output {
 
 /// How one decision is rendered on one event.
 #[derive(Debug, Clone, PartialEq)]
-pub enum Rendering {
+pub(crate) enum Rendering {
     /// The agent's own answer.
     Native(Output),
     /// The agent has no such answer: the call is blocked, with this reason (else the
@@ -327,7 +327,7 @@ pub enum Rendering {
 
 /// One hook event of the agent.
 #[derive(Debug, Clone, PartialEq)]
-pub struct Event {
+pub(crate) struct Event {
     /// The agent's name for the hook (`PreToolUse`): a plain word, once per manifest; the
     /// injected hook command passes it back.
     pub name: &'static str,
@@ -353,7 +353,7 @@ pub struct Event {
 
 /// A checked manifest.
 #[derive(Debug)]
-pub struct Manifest {
+pub(crate) struct Manifest {
     /// The framework's name (`--framework NAME`, `ahp-wrap hook NAME <Event>`): one plain
     /// word.
     pub name: &'static str,
@@ -383,8 +383,6 @@ pub struct Manifest {
     /// The exit code of a hook the manifest does not declare (its reason goes to stderr);
     /// 2 unless the manifest says.
     pub unknown_hook_exit: i32,
-    /// Where it was loaded from.
-    pub source_name: String,
 }
 
 /// The placeholders a template may hold.
@@ -411,7 +409,7 @@ fn leak_all(v: Vec<String>) -> &'static [&'static str] {
 }
 
 /// Reads a manifest: parsed, then checked. `source_name` names it in errors.
-pub fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestError> {
+pub(crate) fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestError> {
     let at = |span: std::ops::Range<usize>, field: &str, why: String| ManifestError {
         source_name: source_name.to_owned(),
         line: line_of(text, span.start),
@@ -452,7 +450,6 @@ pub fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestError> {
         payload: raw.payload,
         events,
         unknown_hook_exit: raw.unknown_hook_exit,
-        source_name: source_name.to_owned(),
     })
 }
 

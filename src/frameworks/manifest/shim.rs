@@ -18,7 +18,7 @@ use crate::frameworks::adapter::{
 
 /// A manifest, as a framework.
 #[derive(Debug)]
-pub struct ManifestShim {
+pub(crate) struct ManifestShim {
     manifest: Manifest,
     /// The file it was loaded from; `None` when built in.
     file: Option<PathBuf>,
@@ -26,7 +26,7 @@ pub struct ManifestShim {
 
 impl ManifestShim {
     /// A built-in manifest.
-    pub fn new(manifest: Manifest) -> ManifestShim {
+    pub(crate) fn new(manifest: Manifest) -> ManifestShim {
         ManifestShim {
             manifest,
             file: None,
@@ -36,20 +36,15 @@ impl ManifestShim {
     /// A manifest loaded from `file`: a run hands the path on to its agent (in
     /// `AHP_WRAP_SHIM`), so that a hook process can answer in the agent's terms even when
     /// the wrapper is gone.
-    pub fn from_file(manifest: Manifest, file: PathBuf) -> ManifestShim {
+    pub(crate) fn from_file(manifest: Manifest, file: PathBuf) -> ManifestShim {
         ManifestShim {
             manifest,
             file: Some(file),
         }
     }
 
-    /// The file it was loaded from; `None` when built in.
-    pub fn file(&self) -> Option<&Path> {
-        self.file.as_deref()
-    }
-
     /// The checked manifest this shim carries out.
-    pub fn manifest(&self) -> &Manifest {
+    pub(crate) fn manifest(&self) -> &Manifest {
         &self.manifest
     }
 

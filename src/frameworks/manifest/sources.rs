@@ -6,11 +6,11 @@ use std::path::{Path, PathBuf};
 use super::{parse, Manifest, ManifestError};
 
 /// The variable that names extra manifest files (separated by `:`), for a run and its hooks.
-pub const ENV_SHIM: &str = "AHP_WRAP_SHIM";
+pub(crate) const ENV_SHIM: &str = "AHP_WRAP_SHIM";
 
 /// The user's own directory of manifests: `$XDG_CONFIG_HOME/ahp-wrap/shims`, else
 /// `~/.config/ahp-wrap/shims`.
-pub fn user_dir() -> Option<PathBuf> {
+pub(crate) fn user_dir() -> Option<PathBuf> {
     let config = std::env::var_os("XDG_CONFIG_HOME")
         .filter(|v| !v.is_empty())
         .map(PathBuf::from)
@@ -23,7 +23,7 @@ pub fn user_dir() -> Option<PathBuf> {
 }
 
 /// The manifest in `path`.
-pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
+pub(crate) fn load(path: &Path) -> Result<Manifest, ManifestError> {
     let name = path.display().to_string();
     let text = std::fs::read_to_string(path).map_err(|e| ManifestError {
         source_name: name.clone(),
@@ -36,7 +36,7 @@ pub fn load(path: &Path) -> Result<Manifest, ManifestError> {
 
 /// The manifest files to load beside the built-in ones: those `AHP_WRAP_SHIM` names, then
 /// the `*.toml` files of the user's directory, sorted.
-pub fn files() -> Vec<PathBuf> {
+pub(crate) fn files() -> Vec<PathBuf> {
     let mut files: Vec<PathBuf> = std::env::var_os(ENV_SHIM)
         .map(|v| {
             std::env::split_paths(&v)

@@ -48,7 +48,7 @@ const BUNDLE_VARS: &[&str] = &[
 ];
 
 /// A certificate authority for one run.
-pub struct RunCa {
+pub(crate) struct RunCa {
     cert: rcgen::Certificate,
     key: KeyPair,
     /// The TLS server side for each host, made once.
@@ -59,7 +59,7 @@ pub struct RunCa {
 
 impl RunCa {
     /// A new authority, its key in memory only.
-    pub fn new() -> Result<RunCa, String> {
+    pub(crate) fn new() -> Result<RunCa, String> {
         let key = KeyPair::generate().map_err(|e| format!("the run's CA key: {e}"))?;
         let mut params = CertificateParams::new(Vec::<String>::new())
             .map_err(|e| format!("the run's CA: {e}"))?;
@@ -88,7 +88,7 @@ impl RunCa {
     }
 
     /// The authority's certificate, PEM.
-    pub fn pem(&self) -> String {
+    pub(crate) fn pem(&self) -> String {
         self.cert.pem()
     }
 
@@ -96,7 +96,7 @@ impl RunCa {
     /// the run's CA) into `run_dir`; returns the variables that make the tree trust them.
     /// The roots the tree trusted: the files its bundle variables named (it inherits them),
     /// else this machine's bundle.
-    pub fn trust(&self, run_dir: &Path) -> std::io::Result<Vec<(OsString, OsString)>> {
+    pub(crate) fn trust(&self, run_dir: &Path) -> std::io::Result<Vec<(OsString, OsString)>> {
         let pem = self.pem();
         let mut bundle = String::new();
         let mut bases: Vec<PathBuf> = BUNDLE_VARS
@@ -142,7 +142,7 @@ impl RunCa {
 
     /// The TLS server side presenting a certificate for `host` (a name or an address), made
     /// the first time it is asked for.
-    pub fn server(&self, host: &str) -> Result<Arc<rustls::ServerConfig>, String> {
+    pub(crate) fn server(&self, host: &str) -> Result<Arc<rustls::ServerConfig>, String> {
         if let Some(made) = self.servers.lock().ok().and_then(|s| s.get(host).cloned()) {
             return Ok(made);
         }
@@ -175,7 +175,7 @@ impl RunCa {
 
     /// The TLS client side to the real hosts: this machine's roots (`SSL_CERT_FILE` and
     /// `SSL_CERT_DIR` of the wrapper's environment name others), read the first time.
-    pub fn client(&self) -> Result<Arc<rustls::ClientConfig>, String> {
+    pub(crate) fn client(&self) -> Result<Arc<rustls::ClientConfig>, String> {
         self.client.get_or_init(client_config).clone()
     }
 }

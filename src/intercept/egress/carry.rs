@@ -52,7 +52,7 @@ impl Recent {
 
 impl Egress {
     /// Decides and makes the connection `carry` waits for.
-    pub async fn connect_by_name(self: Arc<Self>, carry: Carry) {
+    pub(crate) async fn connect_by_name(self: Arc<Self>, carry: Carry) {
         let key = (carry.name.clone(), carry.port, carry.pid);
         if self.refused_names.refused_lately(&key) {
             self.refused.fetch_add(1, Ordering::Relaxed);

@@ -30,7 +30,7 @@ impl Egress {
     /// answered as soon as the kernel wakes it), until the run's proxy is gone. `askers`: the
     /// process behind each client port, as the bridge noted it. A refusal is audited on
     /// the runtime the caller runs on.
-    pub fn answer_names(
+    pub(crate) fn answer_names(
         self: &Arc<Self>,
         socket: std::net::UdpSocket,
         names: Arc<Names>,

@@ -34,7 +34,7 @@ const MAX_BODY: usize = 16 << 20;
 
 /// The credentials of a run, the CA that lets the proxy read their requests, and what was
 /// done with them.
-pub struct Injection {
+pub(crate) struct Injection {
     /// The declared credentials.
     pub credentials: Credentials,
     /// The run's certificate authority.
@@ -48,7 +48,7 @@ pub struct Injection {
 
 /// What became of one credential in a run.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
-pub struct Counted {
+pub(crate) struct Counted {
     /// Requests that carried its real value.
     pub injected: u64,
     /// Requests or connections refused for carrying its placeholder elsewhere.

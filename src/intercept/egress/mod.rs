@@ -26,8 +26,8 @@ use crate::audit::AuditPeer;
 use http::{empty, forward, plain};
 use tunnel::tunnel;
 
-pub use ca::RunCa;
-pub use inject::{Counted, Injection};
+pub(crate) use ca::RunCa;
+pub(crate) use inject::Injection;
 
 mod ca;
 #[cfg(target_os = "linux")]
@@ -52,7 +52,7 @@ const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
 pub(super) const REQUEST_TIMEOUT: Duration = Duration::from_secs(30);
 
 /// The proxy of one run.
-pub struct Egress {
+pub(crate) struct Egress {
     gate: Arc<Gate>,
     rules: HostRules,
     /// The agent's pid (0 until it runs), for the asking process's ancestry.
@@ -79,7 +79,7 @@ type Body = BoxBody<Bytes, hyper::Error>;
 
 impl Egress {
     /// `askers`: the process behind each client port (see `floor::bridge::Askers`).
-    pub fn new(
+    pub(crate) fn new(
         gate: Arc<Gate>,
         rules: HostRules,
         askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
@@ -100,14 +100,14 @@ impl Egress {
     }
 
     /// `self`, putting `injection`'s credentials on the requests to their hosts.
-    pub fn injecting(mut self, injection: Option<Injection>) -> Egress {
+    pub(crate) fn injecting(mut self, injection: Option<Injection>) -> Egress {
         self.injection = injection;
         self
     }
 
     /// The decisions the gate made through the proxy, the connect bridge and the tree's
     /// listeners: what a run without hooks still had supervised.
-    pub fn decided(&self) -> u64 {
+    pub(crate) fn decided(&self) -> u64 {
         let published = {
             #[cfg(target_os = "linux")]
             let n = self.published.ports.load(Ordering::Relaxed)
@@ -120,12 +120,12 @@ impl Egress {
     }
 
     /// Records the agent's pid.
-    pub fn agent_is(&self, pid: i32) {
+    pub(crate) fn agent_is(&self, pid: i32) {
         self.agent.store(pid, Ordering::SeqCst);
     }
 
     /// Serves `listener` until the task is dropped.
-    pub async fn serve(self: Arc<Self>, listener: TcpListener) {
+    pub(crate) async fn serve(self: Arc<Self>, listener: TcpListener) {
         loop {
             let (stream, peer) = match listener.accept().await {
                 Ok(a) => a,
@@ -251,7 +251,7 @@ impl Egress {
     /// Audits a direct connection the kernel's side refused (see `floor::bridge`): `chain` is the
     /// asking process and its ancestry, read while it still waited in `connect`.
     #[cfg(target_os = "linux")]
-    pub async fn direct_refused(
+    pub(crate) async fn direct_refused(
         &self,
         r: crate::floor::bridge::Refusal,
         chain: Vec<(i32, Vec<String>)>,

@@ -36,7 +36,7 @@ const WATCH: Duration = Duration::from_millis(200);
 
 /// The run's published listeners and what they carried.
 #[derive(Debug, Default)]
-pub struct Published {
+pub(crate) struct Published {
     /// Ports published (each family counted once).
     pub ports: AtomicU64,
     /// Connections carried into the tree.
@@ -54,7 +54,7 @@ pub struct Published {
 impl Egress {
     /// Decides whether the tree's listener `l` is published, and publishes it. `chain`: the
     /// listening process and its ancestry, read while it still waited in `listen`.
-    pub async fn publish(self: Arc<Self>, l: Listening, chain: Vec<(i32, Vec<String>)>) {
+    pub(crate) async fn publish(self: Arc<Self>, l: Listening, chain: Vec<(i32, Vec<String>)>) {
         let asker = Asker::from_chain(&chain);
         let inside = inside_address(l.addr);
         if self

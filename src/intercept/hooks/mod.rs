@@ -8,7 +8,7 @@
 //! in `shims/<name>/` does that) or the decision (the gate's).
 
 pub mod relay;
-pub mod service;
+pub(crate) mod service;
 
 use std::future::Future;
 use std::pin::Pin;
@@ -35,7 +35,11 @@ pub struct Hooks {
 impl Hooks {
     /// Injects `framework`'s hooks, whose calls `gate` decides; `interactive` when a person
     /// is at the terminal (the run may then end by saying how to resume the agent's session).
-    pub fn new(framework: &'static dyn Framework, gate: Arc<Gate>, interactive: bool) -> Hooks {
+    pub(crate) fn new(
+        framework: &'static dyn Framework,
+        gate: Arc<Gate>,
+        interactive: bool,
+    ) -> Hooks {
         Hooks {
             framework,
             service: Arc::new(HookService::new(gate.clone(), interactive)),

@@ -37,22 +37,22 @@ impl HookService {
     }
 
     /// Whether a person can answer on a terminal.
-    pub fn interactive(&self) -> bool {
+    pub(crate) fn interactive(&self) -> bool {
         self.interactive
     }
 
     /// Whether the agent has called the hook named `hook` in this run.
-    pub fn called(&self, hook: &str) -> bool {
+    pub(crate) fn called(&self, hook: &str) -> bool {
         self.called.lock().is_ok_and(|c| c.contains(hook))
     }
 
     /// Whether the agent has called any hook in this run.
-    pub fn any_called(&self) -> bool {
+    pub(crate) fn any_called(&self) -> bool {
         self.called.lock().is_ok_and(|c| !c.is_empty())
     }
 
     /// The agent's own session id, as its hooks last reported it.
-    pub fn framework_session(&self) -> Option<String> {
+    pub(crate) fn framework_session(&self) -> Option<String> {
         self.framework_session.lock().ok()?.clone()
     }
 

@@ -14,7 +14,7 @@ use crate::control::client::Caller;
 use crate::control::Kind;
 
 /// Exit code of a refused command, as a shell says "cannot execute".
-pub const EXIT_REFUSED: i32 = 126;
+pub(crate) const EXIT_REFUSED: i32 = 126;
 /// Names under which the executable is itself, never a shim.
 const OUR_NAMES: &[&str] = &["ahp-wrap", "ahp-wrap-hook"];
 
@@ -129,7 +129,7 @@ fn is_program(m: &std::fs::Metadata, me: Option<&std::fs::Metadata>) -> bool {
 /// The request payload: the argv, then the watched environment variables (`NAME=value`,
 /// or `NAME` alone when unset), each item NUL-terminated, after a first item that counts
 /// the argv.
-pub fn encode(argv: &[OsString]) -> Vec<u8> {
+pub(crate) fn encode(argv: &[OsString]) -> Vec<u8> {
     let mut out = Vec::new();
     let mut item = |bytes: &[u8]| {
         out.extend_from_slice(bytes);
@@ -154,7 +154,7 @@ pub fn encode(argv: &[OsString]) -> Vec<u8> {
 }
 
 /// NUL-terminated items; `None` when the last one is not terminated.
-pub fn decode_items(bytes: &[u8]) -> Option<Vec<OsString>> {
+pub(crate) fn decode_items(bytes: &[u8]) -> Option<Vec<OsString>> {
     let body = bytes.strip_suffix(&[0])?;
     Some(
         body.split(|&b| b == 0)
@@ -164,7 +164,7 @@ pub fn decode_items(bytes: &[u8]) -> Option<Vec<OsString>> {
 }
 
 /// An answer that runs `argv` instead of what was asked.
-pub fn encode_argv(argv: &[String]) -> Vec<u8> {
+pub(crate) fn encode_argv(argv: &[String]) -> Vec<u8> {
     let mut out = Vec::new();
     for arg in argv {
         out.extend_from_slice(arg.as_bytes());

@@ -16,7 +16,7 @@
 //! touch: the decision (the gate's) or any framework's hook contract.
 
 pub mod exec;
-pub mod service;
+pub(crate) mod service;
 
 use std::collections::BTreeSet;
 use std::ffi::OsString;
@@ -27,16 +27,16 @@ use std::sync::Arc;
 use super::{Interceptor, PrepareError, Router};
 use crate::frameworks::{AgentCommand, RunContext};
 use crate::gate::Gate;
-pub use service::ExecService;
+pub(crate) use service::ExecService;
 
 /// Set in the agent's environment: the shim directory (how an entry knows it is one).
-pub const ENV_DIR: &str = "AHP_WRAP_PATHSHIM_DIR";
+pub(crate) const ENV_DIR: &str = "AHP_WRAP_PATHSHIM_DIR";
 /// The scope of `exec` requests on the control socket.
 pub const SCOPE: &str = "path";
 
 /// Commands shimmed by default: the ones that destroy, move or send data. Shells and
 /// interpreters invoked by name are not: their code is what the hooks and the policy read.
-pub const DEFAULT_COMMANDS: &[&str] = &[
+pub(crate) const DEFAULT_COMMANDS: &[&str] = &[
     "rm", "mv", "cp", "dd", "shred", "find", "rsync", "tar", "curl", "wget", "scp", "ssh", "git",
     "docker", "kubectl", "npm", "pip",
 ];
@@ -44,7 +44,7 @@ pub const DEFAULT_COMMANDS: &[&str] = &[
 /// Environment variables whose change (from what the agent was started with) is worth the
 /// harness's attention: they change what a program loads, where it writes, or whom it
 /// talks to.
-pub const WATCHED_ENV: &[&str] = &[
+pub(crate) const WATCHED_ENV: &[&str] = &[
     "PATH",
     "LD_PRELOAD",
     "LD_LIBRARY_PATH",
@@ -62,7 +62,7 @@ pub const WATCHED_ENV: &[&str] = &[
 ];
 
 /// Which commands are shimmed: the default set, plus and minus what the command line says.
-pub fn commands(extra: &[String], without: &[String]) -> BTreeSet<String> {
+pub(crate) fn commands(extra: &[String], without: &[String]) -> BTreeSet<String> {
     DEFAULT_COMMANDS
         .iter()
         .map(|c| (*c).to_owned())
@@ -72,14 +72,14 @@ pub fn commands(extra: &[String], without: &[String]) -> BTreeSet<String> {
 }
 
 /// The PATH-shims interceptor of one run.
-pub struct PathShims {
+pub(crate) struct PathShims {
     commands: BTreeSet<String>,
     service: Arc<ExecService>,
 }
 
 impl PathShims {
     /// Shims `commands` (the set the module's `commands()` makes); `gate` decides each call.
-    pub fn new(commands: BTreeSet<String>, gate: Arc<Gate>) -> PathShims {
+    pub(crate) fn new(commands: BTreeSet<String>, gate: Arc<Gate>) -> PathShims {
         PathShims {
             commands,
             service: Arc::new(ExecService::new(gate)),

@@ -16,7 +16,7 @@ use crate::gate::Gate;
 use crate::protocol::{EventType, Final, ToolCall};
 
 /// Answers `exec` requests for one run.
-pub struct ExecService {
+pub(crate) struct ExecService {
     gate: Arc<Gate>,
     /// The watched variables as the agent started with them (name, value if set).
     started: Mutex<Vec<(String, Option<String>)>>,
@@ -36,7 +36,7 @@ struct Exec {
 impl ExecService {
     /// Decides through `gate`; the agent's start environment and pid come later
     /// (`started_with`, `agent_is`).
-    pub fn new(gate: Arc<Gate>) -> ExecService {
+    pub(crate) fn new(gate: Arc<Gate>) -> ExecService {
         ExecService {
             gate,
             started: Mutex::default(),
@@ -46,24 +46,24 @@ impl ExecService {
     }
 
     /// Records the watched variables as the agent starts with them.
-    pub fn started_with(&self, env: Vec<(String, Option<String>)>) {
+    pub(crate) fn started_with(&self, env: Vec<(String, Option<String>)>) {
         if let Ok(mut started) = self.started.lock() {
             *started = env;
         }
     }
 
     /// Records the agent's pid, where ancestries end.
-    pub fn agent_is(&self, pid: i32) {
+    pub(crate) fn agent_is(&self, pid: i32) {
         self.agent.store(pid, Ordering::SeqCst);
     }
 
     /// How many commands were asked about.
-    pub fn answered(&self) -> u64 {
+    pub(crate) fn answered(&self) -> u64 {
         self.answered.load(Ordering::Relaxed)
     }
 
     /// Answers one `exec` request.
-    pub async fn handle(&self, request: Request) -> CallerReply {
+    pub(crate) async fn handle(&self, request: Request) -> CallerReply {
         self.answered.fetch_add(1, Ordering::Relaxed);
         let origin = crate::intercept::origin(request.peer, None);
         let exec = match self.decode(&request.payload) {

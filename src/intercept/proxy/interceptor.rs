@@ -20,7 +20,7 @@ use crate::intercept::{Alarm, End, Interceptor, PrepareError, Report, Stop};
 const EXIT_GRACE: Duration = Duration::from_secs(2);
 
 /// A stream proxy speaking protocol `P` between our stdio and the agent's.
-pub struct StreamProxy<P: Protocol + 'static> {
+pub(crate) struct StreamProxy<P: Protocol + 'static> {
     protocol: Option<P>,
     gate: Arc<Gate>,
     options: Options,
@@ -30,7 +30,7 @@ pub struct StreamProxy<P: Protocol + 'static> {
 impl<P: Protocol + 'static> StreamProxy<P> {
     /// Proxies the agent's stdio in `protocol`, what it intercepts decided by `gate`; its
     /// task starts once the agent runs.
-    pub fn new(protocol: P, gate: Arc<Gate>) -> StreamProxy<P> {
+    pub(crate) fn new(protocol: P, gate: Arc<Gate>) -> StreamProxy<P> {
         StreamProxy {
             protocol: Some(protocol),
             gate,

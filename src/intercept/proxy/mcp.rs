@@ -51,7 +51,7 @@ impl Mcp {
     }
 
     /// The `pre_action` payload of a `tools/call` with these params.
-    pub fn pre_action(&self, params: Option<&Value>) -> Value {
+    pub(crate) fn pre_action(&self, params: Option<&Value>) -> Value {
         let tool = params
             .and_then(|p| p.get("name"))
             .and_then(Value::as_str)
@@ -94,7 +94,7 @@ impl Mcp {
 
     /// A tool result the model reads: MCP reports a refused call this way, not as a
     /// protocol error, so that the model sees why.
-    pub fn tool_error(text: &str) -> Value {
+    pub(crate) fn tool_error(text: &str) -> Value {
         json!({"content": [{"type": "text", "text": text}], "isError": true})
     }
 

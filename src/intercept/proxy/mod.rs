@@ -35,8 +35,8 @@ use std::time::Duration;
 
 use serde_json::{Map, Value};
 
-pub use interceptor::StreamProxy;
-pub use protocol::{
+pub(crate) use interceptor::StreamProxy;
+pub(crate) use protocol::{
     post_action_result, Disposition, HeldCall, Notice, OnCall, Protocol, Resolution, Tracked,
     REQUEST_CANCELLED,
 };
@@ -85,7 +85,7 @@ pub enum Direction {
 
 impl Direction {
     /// The other way: where the answer to a request travelling this way goes.
-    pub fn back(self) -> Direction {
+    pub(crate) fn back(self) -> Direction {
         match self {
             Direction::ToServer => Direction::ToClient,
             Direction::ToClient => Direction::ToServer,
@@ -93,7 +93,7 @@ impl Direction {
     }
 
     /// As metrics label it.
-    pub fn name(self) -> &'static str {
+    pub(crate) fn name(self) -> &'static str {
         match self {
             Direction::ToServer => "to_server",
             Direction::ToClient => "to_client",

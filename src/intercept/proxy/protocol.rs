@@ -10,7 +10,7 @@ use crate::protocol::Final;
 
 /// The JSON-RPC error code of a request cancelled before it was answered (LSP's
 /// `RequestCancelled`, which ACP uses too).
-pub const REQUEST_CANCELLED: i64 = -32800;
+pub(crate) const REQUEST_CANCELLED: i64 = -32800;
 
 /// What a protocol says about one call (a request or a notification) travelling one way.
 #[derive(Debug, Clone, PartialEq)]
@@ -45,7 +45,7 @@ pub struct HeldCall {
 
 impl HeldCall {
     /// A call the gate decides alone (an `escalate` is resolved before it comes back).
-    pub fn new(event: GateEvent) -> HeldCall {
+    pub(crate) fn new(event: GateEvent) -> HeldCall {
         HeldCall {
             event,
             native_ask: false,
@@ -170,7 +170,7 @@ pub trait Protocol: Send + Sync + 'static {
 
 /// The `result` of a `post_action`: how a forwarded call was answered. `failed` says whether
 /// a JSON-RPC result still reports a failed call (an MCP tool's `isError`).
-pub fn post_action_result(outcome: &Result<Value, RpcError>, failed: bool) -> Value {
+pub(crate) fn post_action_result(outcome: &Result<Value, RpcError>, failed: bool) -> Value {
     match outcome {
         Ok(result) => serde_json::json!({
             "status": if failed { "error" } else { "success" },

@@ -45,7 +45,6 @@ use super::{
 use crate::jsonrpc::RpcError;
 use crate::protocol::{unapplicable_modify, EventType, Final};
 use payload::str_at;
-pub use payload::TOOL_PREFIX;
 
 const PROMPT: &str = "session/prompt";
 const CANCEL: &str = "session/cancel";

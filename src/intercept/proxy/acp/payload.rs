@@ -11,7 +11,7 @@ use crate::protocol::{updated_input, ToolCall};
 
 /// A prefix that names every ACP tool for the policy (`acp__write_text_file`,
 /// `acp__execute`), as `mcp__<server>__` names MCP tools.
-pub const TOOL_PREFIX: &str = "acp__";
+pub(crate) const TOOL_PREFIX: &str = "acp__";
 
 pub(super) fn str_at<'a>(v: Option<&'a Value>, key: &str) -> Option<&'a str> {
     v?.get(key)?.as_str()
