@@ -12,7 +12,6 @@
 //! `cargo bench --bench fleet [-- --quick]`. Under `cargo test` it does nothing.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
-#![allow(unsafe_code)] // it starts processes the way the tests do
 
 use ahp_wrap_testkit::rabbitmq;
 mod support;
@@ -77,7 +76,10 @@ fn main() {
     }
     for w in &mut workers {
         // SIGTERM: the worker removes its temporary directory.
-        unsafe { libc::kill(w.id() as i32, libc::SIGTERM) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(w.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let _ = w.wait();
     }
     drop(broker);

@@ -8,7 +8,6 @@
 //! CI runs) installs what the suites need first.
 
 #![allow(clippy::unwrap_used, clippy::expect_used)] // a bench or test may stop at the first failure
-#![allow(unsafe_code)] // a test may set up a process (`pre_exec`) or signal one itself
 
 mod acp_claude;
 mod acp_codex;

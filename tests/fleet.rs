@@ -383,10 +383,16 @@ fn a_frozen_worker_is_dropped_by_heartbeats_and_its_task_moves_on() {
             s.spawn(|| f.submit(broker, &["--capability", "frozen", "--intent", "x"], LIMIT));
         wait_file(&f.path("started-A"), Duration::from_secs(60));
         // A stops answering (its socket stays open): only missed heartbeats tell the broker.
-        unsafe { libc::kill(a.child.id() as i32, libc::SIGSTOP) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(a.child.id() as i32),
+            nix::sys::signal::Signal::SIGSTOP,
+        );
         let _b = f.worker(broker, &cap, "B", &beat, &[agent]);
         let r = submit.join().unwrap();
-        unsafe { libc::kill(a.child.id() as i32, libc::SIGCONT) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(a.child.id() as i32),
+            nix::sys::signal::Signal::SIGCONT,
+        );
         r
     });
     r.check(r.code() == Some(0), "B finishes the task");
@@ -422,7 +428,10 @@ fn a_stopping_worker_gives_its_task_back() {
             )
         });
         wait_file(&f.path("agent-A.pid"), Duration::from_secs(60));
-        unsafe { libc::kill(a.child.id() as i32, libc::SIGTERM) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(a.child.id() as i32),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let status = a.child.wait().unwrap();
         assert_eq!(status.code(), Some(0), "{}", a.log_text());
         // Given back at once (nacked with requeue), not when a connection times out.

@@ -70,7 +70,10 @@ fn ctrl_c_at_the_caller_aborts_the_task() {
     let child = cmd.spawn().unwrap();
     let pid = child.id() as i32;
     wait_file(&f.path("agent.pid"), Duration::from_secs(60));
-    unsafe { libc::kill(pid, libc::SIGINT) };
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(pid),
+        nix::sys::signal::Signal::SIGINT,
+    );
     let r = fleet::finish(child, "task submit", LIMIT);
     r.check(
         r.output.status.code() == Some(123),

@@ -122,8 +122,10 @@ fn finish(child: Child) -> std::process::Output {
     let pid = child.id() as i32;
     let waiter = std::thread::spawn(move || child.wait_with_output().unwrap());
     if !eventually(|| waiter.is_finished(), Duration::from_secs(30)) {
-        // SAFETY: a signal to our own child.
-        unsafe { libc::kill(pid, libc::SIGKILL) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(pid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
     waiter.join().unwrap()
 }

@@ -11,7 +11,7 @@
 
 use ahp_wrap_testkit::common;
 
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
+use std::os::fd::AsRawFd;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Duration;
@@ -19,17 +19,21 @@ use std::time::Duration;
 use common::*;
 use serde_json::Value;
 
-const NETLINK_AUDIT: i32 = 9;
 const AUDIT_GET: u16 = 1000;
 const AUDIT_SET: u16 = 1001;
 
 /// One request to the audit subsystem; the answer of type `want` (or the ack).
 fn audit_request(ty: u16, payload: &[u8], want: u16) -> Vec<u8> {
-    // SAFETY: socket(2), owned at once.
-    let fd = unsafe { libc::socket(libc::AF_NETLINK, libc::SOCK_RAW, NETLINK_AUDIT) };
-    assert!(fd >= 0, "audit socket: {}", std::io::Error::last_os_error());
-    // SAFETY: a fresh descriptor.
-    let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+    use nix::sys::socket::{
+        recv, send, socket, AddressFamily, MsgFlags, SockFlag, SockProtocol, SockType,
+    };
+    let fd = socket(
+        AddressFamily::Netlink,
+        SockType::Raw,
+        SockFlag::SOCK_CLOEXEC,
+        SockProtocol::NetlinkAudit,
+    )
+    .expect("an audit socket");
     let len = 16 + payload.len();
     let mut msg = Vec::with_capacity(len);
     msg.extend_from_slice(&(len as u32).to_ne_bytes());
@@ -38,27 +42,21 @@ fn audit_request(ty: u16, payload: &[u8], want: u16) -> Vec<u8> {
     msg.extend_from_slice(&1u32.to_ne_bytes());
     msg.extend_from_slice(&0u32.to_ne_bytes());
     msg.extend_from_slice(payload);
-    // SAFETY: send a buffer we own.
-    let sent = unsafe { libc::send(fd.as_raw_fd(), msg.as_ptr().cast(), msg.len(), 0) };
-    assert_eq!(sent, msg.len() as isize, "audit request");
+    let sent = send(fd.as_raw_fd(), &msg, MsgFlags::empty()).expect("the audit request sent");
+    assert_eq!(sent, msg.len(), "audit request");
     let mut buf = vec![0u8; 8192];
     loop {
-        // SAFETY: recv into a buffer we own.
-        let got = unsafe { libc::recv(fd.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), 0) };
-        assert!(
-            got >= 16,
-            "audit answer: {}",
-            std::io::Error::last_os_error()
-        );
+        let got = recv(fd.as_raw_fd(), &mut buf, MsgFlags::empty()).expect("an audit answer");
+        assert!(got >= 16, "audit answer of {got} bytes");
         let t = u16::from_ne_bytes([buf[4], buf[5]]);
         if t == want {
-            return buf[..got as usize].to_vec();
+            return buf[..got].to_vec();
         }
         if t == libc::NLMSG_ERROR as u16 {
             let err = i32::from_ne_bytes(buf[16..20].try_into().unwrap());
             assert_eq!(err, 0, "the audit subsystem refused the request");
             if want == libc::NLMSG_ERROR as u16 {
-                return buf[..got as usize].to_vec();
+                return buf[..got].to_vec();
             }
         }
     }
@@ -98,8 +96,7 @@ impl Drop for AuditOn {
 }
 
 fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe { libc::geteuid() == 0 }
+    nix::unistd::geteuid().is_root()
 }
 
 /// A workspace and a victim outside every writable place of the floor.

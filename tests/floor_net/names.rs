@@ -160,7 +160,7 @@ fn names_usable() -> bool {
         "{missing:?} missing: tests/floor_net/setup.sh installs them"
     );
     // sshd switches to its own user: the test's namespace keeps the machine's users.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: sshd in the test's namespace needs root");
         return false;
     }

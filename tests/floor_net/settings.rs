@@ -213,8 +213,7 @@ fn with_a_person(agent: &str) -> Option<(Net, Output, Result<Vec<String>, String
     if !usable() {
         return None;
     }
-    // SAFETY: geteuid has no preconditions.
-    if unsafe { libc::geteuid() } != 0 {
+    if !nix::unistd::geteuid().is_root() {
         eprintln!("skipped: only root may enter the test's network namespace from a thread");
         return None;
     }
@@ -261,11 +260,9 @@ fn person(
         let pid = pid.ok_or("the test's namespace did not start")?;
         let ns = std::fs::File::open(format!("/proc/{pid}/ns/net"))
             .map_err(|e| format!("the test's network namespace: {e}"))?;
-        // SAFETY: moves this thread only into the namespace of a descriptor we own.
-        if unsafe { libc::setns(std::os::fd::AsRawFd::as_raw_fd(&ns), libc::CLONE_NEWNET) } != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(format!("cannot enter the test's network namespace: {e}"));
-        }
+        // Moves this thread only.
+        nix::sched::setns(&ns, nix::sched::CloneFlags::CLONE_NEWNET)
+            .map_err(|e| format!("cannot enter the test's network namespace: {e}"))?;
         tokio::runtime::Builder::new_current_thread()
             .enable_all()
             .build()

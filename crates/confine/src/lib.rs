@@ -34,6 +34,14 @@ pub fn random_hex(n: usize) -> String {
     bytes.iter().map(|b| format!("{b:02x}")).collect()
 }
 
+/// Runs `f` when this process exits normally (a return from `main`, or `exit(3)`): C's
+/// `atexit`, for what no destructor stops, such as a server a whole test binary shares.
+/// `false` when the C library could not register it.
+pub fn at_exit(f: extern "C" fn()) -> bool {
+    // SAFETY: registers a plain function, which the C library calls once, at exit.
+    unsafe { libc::atexit(f) == 0 }
+}
+
 /// An error and its sources, joined with ": ".
 pub fn error_chain(e: &dyn std::error::Error) -> String {
     let mut s = e.to_string();

@@ -168,9 +168,10 @@ impl Drop for Browser {
     fn drop(&mut self) {
         // The whole group we started: the browser and its helper processes.
         let pgid = self.child.id() as i32;
-        unsafe {
-            libc::kill(-pgid, libc::SIGKILL);
-        }
+        let _ = nix::sys::signal::killpg(
+            nix::unistd::Pid::from_raw(pgid),
+            nix::sys::signal::Signal::SIGKILL,
+        );
         let _ = self.child.wait();
     }
 }

@@ -199,7 +199,10 @@ impl Worker {
 impl Drop for Worker {
     fn drop(&mut self) {
         if let Ok(None) = self.child.try_wait() {
-            unsafe { libc::kill(self.child.id() as i32, libc::SIGTERM) };
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(self.child.id() as i32),
+                nix::sys::signal::Signal::SIGTERM,
+            );
             let start = Instant::now();
             while let Ok(None) = self.child.try_wait() {
                 if start.elapsed() > Duration::from_secs(10) {
@@ -292,7 +295,10 @@ pub fn finish(child: Child, shown: &str, limit: Duration) -> Run {
             shown: shown.to_owned(),
         },
         Err(_) => {
-            unsafe { libc::kill(pid, libc::SIGKILL) };
+            let _ = nix::sys::signal::kill(
+                nix::unistd::Pid::from_raw(pid),
+                nix::sys::signal::Signal::SIGKILL,
+            );
             panic!("{shown} did not finish within {limit:?}");
         }
     }

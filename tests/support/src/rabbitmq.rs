@@ -175,11 +175,17 @@ impl Broker {
             return;
         };
         let group = -(server.id() as i32);
-        unsafe { libc::kill(group, libc::SIGTERM) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(group),
+            nix::sys::signal::Signal::SIGTERM,
+        );
         let start = Instant::now();
         while server.try_wait().unwrap().is_none() {
             if start.elapsed() > STOP_LIMIT {
-                unsafe { libc::kill(group, libc::SIGKILL) };
+                let _ = nix::sys::signal::kill(
+                    nix::unistd::Pid::from_raw(group),
+                    nix::sys::signal::Signal::SIGKILL,
+                );
                 let _ = server.wait();
                 break;
             }
@@ -187,10 +193,15 @@ impl Broker {
         }
         // The Erlang VM may still be going down after the start script returned.
         let start = Instant::now();
-        while unsafe { libc::kill(group, 0) } == 0 && start.elapsed() < STOP_LIMIT {
+        while nix::sys::signal::kill(nix::unistd::Pid::from_raw(group), None).is_ok()
+            && start.elapsed() < STOP_LIMIT
+        {
             std::thread::sleep(Duration::from_millis(100));
         }
-        unsafe { libc::kill(group, libc::SIGKILL) };
+        let _ = nix::sys::signal::kill(
+            nix::unistd::Pid::from_raw(group),
+            nix::sys::signal::Signal::SIGKILL,
+        );
     }
 
     /// Stops and starts the same broker (same node, ports and database).
@@ -251,8 +262,7 @@ pub fn shared() -> &'static Broker {
         }
     }
     BROKER.get_or_init(|| {
-        // SAFETY: registers a plain function; it runs once, at exit.
-        unsafe { libc::atexit(teardown) };
+        ahp_wrap::at_exit(teardown);
         Broker::start()
     })
 }
