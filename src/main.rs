@@ -119,12 +119,17 @@ fn command(cli: Cli) -> CommandResult {
             termlog::init(&args.run.log, args.run.log_file.as_deref(), false)
                 .map_err(|e| wrapper(&e))?;
             let cfg = Config::for_mcp(*args).map_err(|e| wrapper(&e))?;
-            let helpers = run::Helpers::start(cfg.floor);
+            let helpers =
+                run::Helpers::start(cfg.floor, cfg.policy.as_deref(), Some(&cfg.workspace));
             run::run(cfg, helpers)
         }
         None => {
             // The guardian first: it makes the agent's namespaces while we read the rest.
-            let helpers = run::Helpers::start(cli.run.floor.into());
+            let helpers = run::Helpers::start(
+                cli.run.floor.into(),
+                cli.run.supervision.policy.as_deref(),
+                cli.run.workspace.as_deref(),
+            );
             termlog::init(&cli.run.log, cli.run.log_file.as_deref(), true)
                 .map_err(|e| wrapper(&e))?;
             let cfg = Config::from_args(cli.run).map_err(|e| wrapper(&e))?;

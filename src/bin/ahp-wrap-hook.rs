@@ -56,15 +56,17 @@ fn run() -> c_int {
         [cmd] if cmd == ahp_wrap::floor::porter::PORTER_ARG => ahp_wrap::floor::porter::serve(),
         // A run's guardian, started by the wrapper (see `child::guardian`).
         [cmd, work @ ..] if cmd == guardian::GUARDIAN_ARG => {
+            // The namespaces made for the agent, held until the guardian is done.
+            let mut held = Vec::new();
             #[cfg(target_os = "linux")]
             if work
                 .iter()
                 .any(|w| w == ahp_wrap::floor::MAKE_NAMESPACES_ARG)
             {
-                ahp_wrap::floor::NamespaceMaker::from_stdout().make();
+                held = ahp_wrap::floor::NamespaceMaker::from_stdout().make();
             }
             let _ = work;
-            guardian::run_spawned()
+            guardian::run_spawned(held)
         }
         _ => malformed(),
     };

@@ -325,6 +325,35 @@ fn caches_dir() -> Option<PathBuf> {
     crate::termlog::state_dir().map(|d| d.join("caches"))
 }
 
+/// The caches a run under `policy` in `workspace` (`None`: here) will most likely overlay,
+/// and a new directory for their layers: what the namespaces' maker mounts ahead, before the
+/// run has read its configuration. Nothing when the policy's floor cannot be read or is off
+/// (the run says why later).
+#[cfg(target_os = "linux")]
+pub(super) fn caches_ahead(
+    policy: Option<&Path>,
+    workspace: Option<&Path>,
+) -> (Vec<PathBuf>, Option<PathBuf>) {
+    let Ok(spec) = crate::policy::floor_spec(policy) else {
+        return (Vec::new(), None);
+    };
+    let here = std::env::current_dir();
+    let Some(ws) = workspace.or(here.as_deref().ok()) else {
+        return (Vec::new(), None);
+    };
+    if !spec.enabled {
+        return (Vec::new(), None);
+    }
+    let caches = floor::plan::caches_ahead(&spec, &home_dir(), ws);
+    if caches.is_empty() {
+        return (Vec::new(), None);
+    }
+    let dir = caches_dir()
+        .filter(|d| crate::termlog::make_private_dir(d).is_ok())
+        .map(|d| d.join(format!("ahead-{}", crate::random_hex(8))));
+    (caches, dir)
+}
+
 /// What a run of `program` under `framework` in `workspace` starts its floor from: the home
 /// directory, the agent's own files (from its shim), `$TMPDIR` and the caches the
 /// environment names. Nothing is created (the caller sets `create_missing`).

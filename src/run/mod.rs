@@ -20,6 +20,7 @@ mod supervise;
 pub(crate) use crate::rundir::{only_root_can_write, RunDir};
 pub(crate) use phases::hook_executable;
 
+use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -50,9 +51,14 @@ pub struct Helpers {
 }
 
 impl Helpers {
-    /// Starts the guardian, for a run whose floor is `floor`. Call it while this process
-    /// is single-threaded.
-    pub fn start(floor: crate::floor::Mode) -> Helpers {
+    /// Starts the guardian, for a run whose floor is `floor`, whose policy file is `policy`
+    /// and whose workspace is `workspace` (`None`: the current directory). Call it while
+    /// this process is single-threaded.
+    pub fn start(
+        floor: crate::floor::Mode,
+        policy: Option<&Path>,
+        workspace: Option<&Path>,
+    ) -> Helpers {
         let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
         #[cfg(target_os = "linux")]
         let (premade, maker) = match crate::floor::premade_namespaces(floor) {
@@ -60,13 +66,24 @@ impl Helpers {
             _ => (None, None),
         };
         #[cfg(not(target_os = "linux"))]
-        let (maker, _) = (None, floor);
+        let (maker, _, _, _) = (None, floor, policy, workspace);
         let args: &[&str] = match maker {
             Some(_) => &[crate::floor::MAKE_NAMESPACES_ARG],
             None => &[],
         };
+        let guardian = Guardian::spawn(small.as_deref(), args, maker);
+        #[cfg(target_os = "linux")]
+        let premade = premade.map(|mut premade| {
+            // The maker waits for this list (an empty one when the guardian did not start).
+            let (caches, dir) = match &guardian {
+                Ok(_) => floor::caches_ahead(policy, workspace),
+                Err(_) => (Vec::new(), None),
+            };
+            premade.ask_overlays(caches, dir.as_deref());
+            premade
+        });
         Helpers {
-            guardian: Guardian::spawn(small.as_deref(), args, maker),
+            guardian,
             #[cfg(target_os = "linux")]
             premade,
         }

@@ -24,6 +24,19 @@ const STACK: usize = 256 * 1024;
 /// as a pre-exec step after `fork`, it may only make async-signal-safe calls (no
 /// allocation, no lock, no panic), and what it writes, it writes in our memory.
 pub(crate) unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<libc::pid_t> {
+    run_with(f, 0)
+}
+
+/// [`run`], the new process also sharing what `flags` names (`CLONE_FILES`: the
+/// descriptors it opens stay ours).
+///
+/// # Safety
+///
+/// As for [`run`].
+pub(crate) unsafe fn run_with(
+    f: &mut dyn FnMut() -> libc::c_int,
+    flags: libc::c_int,
+) -> std::io::Result<libc::pid_t> {
     extern "C" fn entry(arg: *mut libc::c_void) -> libc::c_int {
         // SAFETY: `arg` is the `&mut dyn FnMut` below, alive in the memory of the thread
         // that waits for us.
@@ -56,7 +69,7 @@ pub(crate) unsafe fn run(f: &mut dyn FnMut() -> libc::c_int) -> std::io::Result<
         let pid = libc::clone(
             entry,
             stack.cast::<u8>().add(size).cast(),
-            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD,
+            libc::CLONE_VM | libc::CLONE_VFORK | libc::SIGCHLD | flags,
             std::ptr::from_mut(&mut f).cast(),
         );
         let error = std::io::Error::last_os_error();

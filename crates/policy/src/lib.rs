@@ -159,19 +159,29 @@ pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, 
     struct FloorOnly {
         floor: Option<ahp_wrap_confine::floor::Spec>,
     }
-    // Searched from the end, where the section is: from the start, the search reads the
-    // whole commented policy first.
-    let default_text = DEFAULT_TOML
-        .rsplit_once("\n[floor]\n")
-        .map(|(_, rest)| format!("[floor]\n{rest}"))
-        .expect("the default policy ends with its [floor] section");
-    let default: FloorOnly = toml::from_str(&default_text).map_err(|source| PolicyError::Toml {
-        origin: "(default [floor])".into(),
-        source,
-    })?;
-    let default = default
-        .floor
-        .expect("the default policy has a [floor] section");
+    // Read once a process: a run asks at start-up (for what is made ahead) and again when it
+    // prepares its floor.
+    static DEFAULT: std::sync::OnceLock<ahp_wrap_confine::floor::Spec> = std::sync::OnceLock::new();
+    let default = match DEFAULT.get() {
+        Some(default) => default.clone(),
+        None => {
+            // Searched from the end, where the section is: from the start, the search reads
+            // the whole commented policy first.
+            let default_text = DEFAULT_TOML
+                .rsplit_once("\n[floor]\n")
+                .map(|(_, rest)| format!("[floor]\n{rest}"))
+                .expect("the default policy ends with its [floor] section");
+            let default: FloorOnly =
+                toml::from_str(&default_text).map_err(|source| PolicyError::Toml {
+                    origin: "(default [floor])".into(),
+                    source,
+                })?;
+            let default = default
+                .floor
+                .expect("the default policy has a [floor] section");
+            DEFAULT.get_or_init(|| default).clone()
+        }
+    };
     let Some(path) = file else {
         return Ok(default);
     };

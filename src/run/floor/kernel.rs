@@ -48,7 +48,7 @@ pub(super) fn kernel(
     cmd: &mut AgentCommand,
     mut plan: Plan,
     (run_dir, layers): (&Path, Option<&Path>),
-    (premade, probing): (Option<floor::NamespaceReceiver>, Option<Probing>),
+    (mut premade, probing): (Option<floor::NamespaceReceiver>, Option<Probing>),
     (rules, unix_allow, credentials): (HostRules, Vec<PathBuf>, floor::credentials::Credentials),
     control: &OsStr,
 ) -> Result<RunFloor, NoFloor> {
@@ -86,11 +86,21 @@ pub(super) fn kernel(
     // A cache is an overlay only in a mount namespace of the tree's own.
     let mut layers_held = None;
     if support.namespaces.is_ok() && !plan.caches.is_empty() {
-        let made = floor::caches::possible().and_then(|()| {
-            let dir = layers.ok_or("no state directory for the caches' layers")?;
-            floor::caches::make(&plan.caches, dir)
-                .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
-        });
+        // The layers made ahead, whose overlays the agent's mount namespace made ahead
+        // holds, when the plan's caches are those (and nothing is to be staged beneath one
+        // before its overlay covers it); else made now.
+        let ahead = premade
+            .as_mut()
+            .filter(|_| plan.through.is_empty())
+            .and_then(|p| p.overlays_for(&plan.caches));
+        let made = match ahead {
+            Some(made) => Ok(made),
+            None => floor::caches::possible().and_then(|()| {
+                let dir = layers.ok_or("no state directory for the caches' layers")?;
+                floor::caches::make(&plan.caches, dir)
+                    .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
+            }),
+        };
         match made {
             Ok((held, overlays, gaps)) => {
                 layers_held = Some(held);

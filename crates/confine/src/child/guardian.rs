@@ -69,7 +69,7 @@ impl Guardian {
         match unsafe { fork() }? {
             ForkResult::Child => {
                 drop(write);
-                guard(read)
+                guard(read, Vec::new())
             }
             ForkResult::Parent { child } => {
                 tree::register_own(child.as_raw());
@@ -173,23 +173,28 @@ fn beside_us(pid: i32) {
 }
 
 /// The life of a guardian started as its own program ([`Guardian::spawn`]): its orders come
-/// on its standard input.
-pub fn run_spawned() -> ! {
+/// on its standard input. It holds `held` (the agent's namespaces, made ahead) until its
+/// orders are carried out: their tear-down, the mounts of the agent's mount namespace among
+/// them, then happens after the wrapper has exited, not while it waits for its agent.
+pub fn run_spawned(held: Vec<OwnedFd>) -> ! {
     // Off descriptor 0, which detaching points at /dev/null.
     // SAFETY: duplicates our own standard input.
     match unsafe { libc::fcntl(0, libc::F_DUPFD_CLOEXEC, 3) } {
         -1 => exit_now(),
         // SAFETY: a descriptor fcntl just made, ours alone.
-        fd => guard(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }),
+        fd => guard(unsafe { std::os::fd::FromRawFd::from_raw_fd(fd) }, held),
     }
 }
 
 /// The guardian's life: detached, it takes orders until the wrapper is gone, then carries
 /// them out.
-fn guard(read: OwnedFd) -> ! {
-    detach(read.as_raw_fd());
+fn guard(read: OwnedFd, held: Vec<OwnedFd>) -> ! {
+    let mut keep: Vec<std::os::fd::RawFd> = held.iter().map(AsRawFd::as_raw_fd).collect();
+    keep.push(read.as_raw_fd());
+    detach(&keep);
     let orders = Orders::read(std::fs::File::from(read));
     orders.carry_out();
+    drop(held);
     exit_now()
 }
 
@@ -200,8 +205,9 @@ fn exit_now() -> ! {
     unsafe { libc::_exit(0) }
 }
 
-/// Leaves the terminal's session and every file but the pipe (`keep`).
-fn detach(keep: std::os::fd::RawFd) {
+/// Leaves the terminal's session and every file but those in `keep` (the pipe, the
+/// namespaces held).
+fn detach(keep: &[std::os::fd::RawFd]) {
     // Leave the terminal's session so that Ctrl-C or a hangup cannot take us out, and
     // hold no stdio open: a reader of the wrapper's output must see EOF when it exits.
     let _ = nix::unistd::setsid();
@@ -217,26 +223,33 @@ fn detach(keep: std::os::fd::RawFd) {
     close_from(3, keep);
 }
 
-/// Closes every descriptor from `first` on except `keep`: two `close_range(2)` calls, or,
-/// where the kernel has none (before 5.9), one `close` per descriptor below 1024.
-fn close_from(first: std::os::fd::RawFd, keep: std::os::fd::RawFd) {
+/// Closes every descriptor from `first` on except those in `keep`: one `close_range(2)`
+/// call per gap between them, or, where the kernel has none (before 5.9), one `close` per
+/// descriptor below 1024.
+fn close_from(first: std::os::fd::RawFd, keep: &[std::os::fd::RawFd]) {
     #[cfg(target_os = "linux")]
     {
+        let mut kept: Vec<std::os::fd::RawFd> =
+            keep.iter().copied().filter(|fd| *fd >= first).collect();
+        kept.sort_unstable();
         let range = |lo: std::os::fd::RawFd, hi: u32| {
-            // SAFETY: closing descriptors this forked process no longer uses.
+            // SAFETY: closing descriptors this process no longer uses.
             unsafe { libc::syscall(libc::SYS_close_range, lo as u32, hi, 0u32) }
         };
-        let below = if keep > first {
-            range(first, (keep - 1) as u32)
-        } else {
-            0
-        };
-        if below == 0 && range(first.max(keep + 1), u32::MAX) == 0 {
+        let mut lo = first;
+        let mut ok = true;
+        for &fd in &kept {
+            if fd > lo {
+                ok &= range(lo, (fd - 1) as u32) == 0;
+            }
+            lo = fd + 1;
+        }
+        if ok && range(lo, u32::MAX) == 0 {
             return;
         }
     }
     for fd in first..1024 {
-        if fd != keep {
+        if !keep.contains(&fd) {
             let _ = nix::unistd::close(fd);
         }
     }

@@ -216,7 +216,7 @@ impl Prepared {
             (Some(request), Some(ns)) => {
                 let (child, peer) = netns::NetChild::new(request)?;
                 ns.resolve_inside(scratch)?;
-                ns.made = premade.and_then(|a| {
+                let made = premade.and_then(|a| {
                     a.take()
                         .inspect(|_| {
                             tracing::debug!(
@@ -228,6 +228,9 @@ impl Prepared {
                         })
                         .ok()
                 });
+                if let Some(made) = made {
+                    ns.take_made(made, plan);
+                }
                 (Some(child), Some(peer))
             }
             _ => (None, None),
@@ -374,8 +377,9 @@ mod tests {
         };
         for made_ahead in [true, false] {
             let premade = made_ahead.then(|| {
-                let (premade, maker) = super::super::premade::wanted(super::super::Mode::On)
+                let (mut premade, maker) = super::super::premade::wanted(super::super::Mode::On)
                     .expect("namespaces are possible here");
+                premade.ask_overlays(Vec::new(), None);
                 assert_eq!(
                     in_child(|| {
                         maker.make();
@@ -416,6 +420,110 @@ mod tests {
                 peer.unwrap().receive().is_ok(),
                 "the sockets made in the namespace"
             );
+        }
+    }
+
+    /// The caches' overlays mounted ahead are the agent's when they are its plan's: it
+    /// joins their mount namespace (in its working directory), and what it writes in the
+    /// cache lands in the run's layer, the cache unchanged; when the plan's overlays are
+    /// others, its process mounts them itself, with the same outcome.
+    #[test]
+    fn the_caches_overlays_made_ahead_are_the_agents_when_they_are_its_plans() {
+        let support = Support::probe();
+        if support.landlock_abi < 1
+            || support.namespaces.is_err()
+            || super::super::caches::possible().is_err()
+        {
+            eprintln!("skipped: no Landlock, user namespaces or overlays in them here");
+            return;
+        }
+        let dir = crate::test_dir();
+        let (cache, ws) = (dir.path().join("cache"), dir.path().join("ws"));
+        std::fs::create_dir(&cache).unwrap();
+        std::fs::create_dir(&ws).unwrap();
+        std::fs::write(cache.join("old"), b"before").unwrap();
+        let here = std::env::current_dir().unwrap();
+        let request = NetRequest {
+            proxy_port: 45_678,
+            control: None,
+        };
+        for ahead in [true, false] {
+            let (mut premade, maker) = super::super::premade::wanted(super::super::Mode::On)
+                .expect("namespaces are possible here");
+            premade.ask_overlays(
+                vec![cache.clone()],
+                Some(&dir.path().join(format!("a-{ahead}"))),
+            );
+            assert_eq!(
+                in_child(|| {
+                    maker.make();
+                    0
+                }),
+                0
+            );
+            let (_layers, overlays) = match ahead {
+                true => {
+                    let (layers, overlays, _) =
+                        premade.overlays_for(std::slice::from_ref(&cache)).unwrap();
+                    (layers, overlays)
+                }
+                false => {
+                    let made = super::super::caches::make(
+                        std::slice::from_ref(&cache),
+                        &dir.path().join("b"),
+                    );
+                    let (layers, overlays, _) = made.unwrap();
+                    (layers, overlays)
+                }
+            };
+            let plan = Plan {
+                writable: vec![ws.clone(), cache.clone()],
+                caches: vec![cache.clone()],
+                overlays: overlays.clone(),
+                net: Some(super::super::plan::NetPlan {
+                    loopback: true,
+                    publish: crate::floor::spec::Publishing::Loopback,
+                }),
+                ..Plan::default()
+            };
+            let (prepared, _peer) =
+                Prepared::new(&plan, &support, &ws, Some(&request), Some(premade)).unwrap();
+            let ns = prepared.namespaces.as_ref().unwrap();
+            assert_eq!(
+                ns.premounted, ahead,
+                "the mount namespace made ahead joined"
+            );
+            let code = in_child(|| {
+                if prepared.apply().is_err() {
+                    return 1;
+                }
+                if std::env::current_dir().ok() != Some(here.clone()) {
+                    return 2;
+                }
+                let table = std::fs::read_to_string("/proc/self/mountinfo").unwrap_or_default();
+                let point = format!(" {} ", cache.display());
+                if !table
+                    .lines()
+                    .any(|l| l.contains(&point) && l.contains(" - overlay "))
+                {
+                    return 3;
+                }
+                let new = std::fs::write(cache.join("new"), b"added");
+                let old = std::fs::write(cache.join("old"), b"changed");
+                match (new, old) {
+                    (Ok(()), Ok(())) => 0,
+                    _ => 4,
+                }
+            });
+            assert_eq!(
+                code, 0,
+                "ahead: {ahead} (1 apply, 2 working directory, 3 no overlay, 4 write)"
+            );
+            assert_eq!(std::fs::read(cache.join("old")).unwrap(), b"before");
+            assert!(!cache.join("new").exists(), "written in the cache itself");
+            let upper = &overlays[0].upper;
+            assert_eq!(std::fs::read(upper.join("new")).unwrap(), b"added");
+            assert_eq!(std::fs::read(upper.join("old")).unwrap(), b"changed");
         }
     }
 

@@ -54,6 +54,13 @@ pub(super) struct Namespaces {
     mounts: Vec<Mount>,
     /// The user and network namespaces made ahead, to join instead of making them.
     pub(super) made: Option<super::premade::NamespaceFds>,
+    /// The mount namespace made ahead holds the plan's overlays: joined instead of made,
+    /// and the overlays not mounted again.
+    pub(super) premounted: bool,
+    /// The working directory, entered again by its path once in the mount namespace made
+    /// ahead (joining one leaves a process at its root); `None` when it has none (removed),
+    /// and the agent's process then makes its own mount namespace.
+    cwd: Option<CString>,
 }
 
 impl Namespaces {
@@ -81,18 +88,9 @@ impl Namespaces {
             }
         }
         for o in &plan.overlays {
-            let mut options = b"lowerdir=".to_vec();
-            options.extend(o.cache.as_os_str().as_bytes());
-            options.extend(b",upperdir=");
-            options.extend(o.upper.as_os_str().as_bytes());
-            options.extend(b",workdir=");
-            options.extend(o.work.as_os_str().as_bytes());
-            // volatile: no sync of the upper layer's file system (its unmount would wait for
-            // one); a run that did not end cleanly never merges its layer anyway.
-            options.extend(b",userxattr,volatile");
             mounts.push(Mount::Overlay {
                 path: cstring(&o.cache)?,
-                options: CString::new(options).map_err(|_| nul(&o.cache))?,
+                options: CString::new(overlay_options(o)).map_err(|_| nul(&o.cache))?,
             });
         }
         mounts.extend(unstage);
@@ -140,12 +138,29 @@ impl Namespaces {
                 flags: locked_flags(path),
             });
         }
+        let cwd = std::env::current_dir().ok().and_then(|d| cstring(&d).ok());
         Ok(Namespaces {
             uid_map: id_map(uid),
             gid_map: id_map(gid),
             mounts,
             made: None,
+            premounted: false,
+            cwd,
         })
+    }
+
+    /// Takes the namespaces made ahead; their mount namespace is joined when it holds the
+    /// overlays of `plan` (and nothing is staged beneath a cache, which must happen before
+    /// its overlay covers it); else it is let go and the agent's process makes its own.
+    pub(super) fn take_made(&mut self, mut made: super::premade::NamespaceFds, plan: &Plan) {
+        self.premounted = made.mnt.is_some()
+            && self.cwd.is_some()
+            && made.overlays == plan.overlays
+            && plan.through.is_empty();
+        if !self.premounted && made.mnt.take().is_some() {
+            tracing::debug!("floor: the overlays made ahead are not the plan's; made again");
+        }
+        self.made = Some(made);
     }
 
     /// With the network part: the tree's `/etc/resolv.conf` names its own resolver (port 53
@@ -200,8 +215,21 @@ impl Namespaces {
             match &self.made {
                 Some(made) => {
                     made.join()?;
-                    if libc::unshare(libc::CLONE_NEWNS) != 0 {
-                        return fail(b"ahp-wrap: floor: cannot create a mount namespace (run with --floor off, or see docs/floor.md)\n");
+                    match (made.mnt.as_ref(), &self.cwd) {
+                        (Some(mnt), Some(cwd)) if self.premounted => {
+                            use std::os::fd::AsRawFd;
+                            if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
+                                return fail(b"ahp-wrap: floor: cannot join the mount namespace made for the agent\n");
+                            }
+                            if libc::chdir(cwd.as_ptr()) != 0 {
+                                return fail(b"ahp-wrap: floor: cannot enter the working directory again in the agent's mount namespace\n");
+                            }
+                        }
+                        _ => {
+                            if libc::unshare(libc::CLONE_NEWNS) != 0 {
+                                return fail(b"ahp-wrap: floor: cannot create a mount namespace (run with --floor off, or see docs/floor.md)\n");
+                            }
+                        }
                     }
                 }
                 None => {
@@ -237,13 +265,15 @@ impl Namespaces {
                     // be a layer) stays as it is, written in place: the wrapper sees the mount
                     // missing from the agent's mount table and says so.
                     Mount::Overlay { path, options } => {
-                        let mounted = libc::mount(
-                            c"overlay".as_ptr(),
-                            path.as_ptr(),
-                            c"overlay".as_ptr(),
-                            0,
-                            options.as_ptr().cast(),
-                        ) == 0;
+                        // Mounted ahead, or mounted now.
+                        let mounted = self.premounted
+                            || libc::mount(
+                                c"overlay".as_ptr(),
+                                path.as_ptr(),
+                                c"overlay".as_ptr(),
+                                0,
+                                options.as_ptr().cast(),
+                            ) == 0;
                         let ruled = landlock.is_none_or(|(ruleset, access)| {
                             writable_rule(ruleset, access, path).is_ok()
                         });
@@ -303,6 +333,20 @@ impl Namespaces {
         }
         Ok(())
     }
+}
+
+/// The options of the overlay `o` (its layers, in a user namespace, unsynced).
+pub(super) fn overlay_options(o: &super::plan::Overlay) -> Vec<u8> {
+    let mut options = b"lowerdir=".to_vec();
+    options.extend(o.cache.as_os_str().as_bytes());
+    options.extend(b",upperdir=");
+    options.extend(o.upper.as_os_str().as_bytes());
+    options.extend(b",workdir=");
+    options.extend(o.work.as_os_str().as_bytes());
+    // volatile: no sync of the upper layer's file system (its unmount would wait for one);
+    // a run that did not end cleanly never merges its layer anyway.
+    options.extend(b",userxattr,volatile");
+    options
 }
 
 /// Landlock's `struct landlock_path_beneath_attr` (packed, as the kernel's).

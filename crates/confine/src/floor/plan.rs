@@ -160,6 +160,48 @@ pub struct NetPlan {
     pub publish: super::spec::Publishing,
 }
 
+/// Of `caches`, those a run overlays, and the empty ones (written in place): a cache
+/// beneath another writable root is written as that root is, one beneath another cache is
+/// part of it; an empty cache has no entry to protect (whatever the tree puts there is new:
+/// no overlay to mount, nothing to merge).
+fn overlaid(
+    caches: &[PathBuf],
+    writable: &[PathBuf],
+    paths: &mut Resolver,
+) -> (Vec<PathBuf>, Vec<PathBuf>) {
+    let mut caches: Vec<PathBuf> = caches.iter().filter_map(|d| paths.dir(d)).collect();
+    dedup(&mut caches);
+    let outer = caches.clone();
+    caches.retain(|c| {
+        !writable.iter().any(|w| c.starts_with(w))
+            && !outer.iter().any(|o| o != c && c.starts_with(o))
+    });
+    let empty = |c: &PathBuf| std::fs::read_dir(c).is_ok_and(|mut d| d.next().is_none());
+    let (empty, caches) = caches.into_iter().partition(empty);
+    (caches, empty)
+}
+
+/// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
+/// agent is known, for the mount namespace made ahead ([`NamespaceReceiver::ask_overlays`]
+/// (super::NamespaceReceiver::ask_overlays)). The agent's own state directories are not
+/// counted among the writable roots (none holds a cache), nor is a missing cache (the plan
+/// makes it, empty): where the plan finds otherwise, its list differs and the namespace
+/// made ahead is not used.
+pub fn caches_ahead(spec: &Spec, home: &Path, ws: &Path) -> Vec<PathBuf> {
+    let mut paths = Resolver::default();
+    let ws = paths.canonical(ws);
+    let home = paths.canonical(home);
+    let mut writable = vec![ws.clone()];
+    writable.extend(temp_dirs());
+    writable.push(PathBuf::from("/dev/pts"));
+    writable.extend(spec.writable(&home, &ws));
+    let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
+    dedup(&mut writable);
+    let mut caches = spec.caches(&home, &ws);
+    caches.extend(env_caches());
+    overlaid(&caches, &writable, &mut paths).0
+}
+
 impl Plan {
     /// The floor `spec` asks for, for the run `cx` describes. Creates the agent's state
     /// directories and the spec's writable ones when missing and their parent exists (a
@@ -190,19 +232,7 @@ impl Plan {
         writable.extend(cx.agent_state.iter().chain(&listed).cloned());
         let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
         dedup(&mut writable);
-        // A cache beneath another writable root is written as that root is; one beneath
-        // another cache is part of it.
-        let mut caches: Vec<PathBuf> = caches.iter().filter_map(|d| paths.dir(d)).collect();
-        dedup(&mut caches);
-        let outer = caches.clone();
-        caches.retain(|c| {
-            !writable.iter().any(|w| c.starts_with(w))
-                && !outer.iter().any(|o| o != c && c.starts_with(o))
-        });
-        // An empty cache has no entry to protect: whatever the tree puts there is new, and
-        // it is written in place (no overlay to mount, nothing to merge).
-        let empty = |c: &PathBuf| std::fs::read_dir(c).is_ok_and(|mut d| d.next().is_none());
-        let (empty, caches): (Vec<PathBuf>, Vec<PathBuf>) = caches.into_iter().partition(empty);
+        let (caches, empty) = overlaid(&caches, &writable, &mut paths);
         let through = writable
             .iter()
             .filter(|w| caches.iter().any(|c| w.starts_with(c)))

@@ -11,13 +11,26 @@
 //! process did: the same uid and gid mapped to themselves, `setgroups` denied, loopback up.
 //! When anything fails, the maker says why and the agent's process makes its namespaces
 //! itself, as before (and says so, should that fail too).
+//!
+//! The caches' overlays are mounted ahead too: each takes the kernel 0.2–0.6 ms (it checks
+//! the overlay's work directory by making a directory, a temporary file and an extended
+//! attribute there), four of them most of the agent's start on the floor. The wrapper tells
+//! the maker, as soon as it has spawned it, which overlays the run's plan will most likely
+//! hold ([`NamespaceReceiver::ask_overlays`]); the maker mounts them in a mount namespace of
+//! its own and sends it with the other two. The agent's process joins it when the plan's
+//! overlays are those (the usual case), and makes its own as before when they are not (a
+//! policy given later that names other caches); a cache whose overlay the maker could not
+//! mount is found missing from the agent's mount table after the start, as one the agent's
+//! process could not mount was.
 
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
+use super::caches::Layers;
 use super::kernel::fail;
-use super::namespaces::{id_map, write_file};
+use super::namespaces::{id_map, overlay_options, write_file};
+use super::plan::Overlay;
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
 /// is then the maker's socket).
@@ -27,10 +40,33 @@ pub const MAKE_NAMESPACES_ARG: &str = "namespaces";
 /// under a millisecond, while the wrapper prepares the run for longer than that).
 const WAIT: Duration = Duration::from_secs(2);
 
+/// The longest the maker waits for the list of overlays (the wrapper sends it right after
+/// spawning the guardian; the guardian guards nothing while its maker waits).
+const WAIT_FOR_OVERLAYS_MS: i32 = 1000;
+
+/// The largest list of overlays the maker takes (each cache's mount point and options; a
+/// longer list is not mounted ahead).
+const MAX_OVERLAYS: usize = 16 * 1024;
+
 /// The wrapper's end: where the namespaces arrive.
 #[derive(Debug)]
 pub struct NamespaceReceiver {
     socket: UnixStream,
+    /// The overlays the maker was asked to mount, and the layers made for them.
+    asked: Option<Asked>,
+}
+
+/// The caches' overlays asked of the maker.
+#[derive(Debug)]
+struct Asked {
+    /// The caches, as [`caches_ahead`](super::plan::caches_ahead) found them.
+    caches: Vec<std::path::PathBuf>,
+    /// Their overlays (until the run takes them).
+    overlays: Vec<Overlay>,
+    /// The run's directory of layers (until the run takes it).
+    layers: Option<Layers>,
+    /// Caches left in place (their path cannot be named in an overlay's options).
+    gaps: Vec<String>,
 }
 
 /// The maker's end, for the process that starts it (the guardian).
@@ -41,11 +77,15 @@ pub struct NamespaceMaker {
     gid_map: Vec<u8>,
 }
 
-/// A user namespace and a network namespace (with loopback up) made for the agent to join.
+/// A user namespace and a network namespace (with loopback up) made for the agent to join,
+/// and the mount namespace with the caches' overlays, when some were asked.
 #[derive(Debug)]
 pub(crate) struct NamespaceFds {
     pub user: OwnedFd,
     pub net: OwnedFd,
+    pub mnt: Option<OwnedFd>,
+    /// The overlays mounted (or tried) in `mnt`.
+    pub overlays: Vec<Overlay>,
 }
 
 /// The two ends, when the run may use namespaces (the floor on, and this system allowing
@@ -56,7 +96,10 @@ pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)>
     }
     let (ours, theirs) = UnixStream::pair().ok()?;
     Some((
-        NamespaceReceiver { socket: ours },
+        NamespaceReceiver {
+            socket: ours,
+            asked: None,
+        },
         NamespaceMaker::new(theirs.into()),
     ))
 }
@@ -86,26 +129,36 @@ impl NamespaceMaker {
         self.socket.into()
     }
 
-    /// Starts the maker and waits for it. Call it in a single-threaded process (the
-    /// guardian, first thing). The maker shares this process's memory and runs while
-    /// this process waits ([`vfork`](crate::vfork)): no page tables copied.
-    pub fn make(self) {
-        let mut maker = || match self.in_child() {
+    /// Starts the maker and waits for it; answers the namespaces it made, which this
+    /// process then holds (the guardian, until after the wrapper has exited: the last
+    /// holder of a mount namespace takes its mounts down, which then happens off the run's
+    /// path). Call it in a single-threaded process (the guardian, first thing). The maker
+    /// shares this process's memory and descriptors and runs while this process waits
+    /// ([`vfork`](crate::vfork)): no page tables copied.
+    pub fn make(self) -> Vec<OwnedFd> {
+        let mut held: [libc::c_int; 3] = [-1; 3];
+        let mut maker = || match self.in_child(&mut held) {
             Ok(()) => 0,
             Err(_) => 1,
         };
         // SAFETY: the maker makes only system calls on what `self` holds (no allocation)
-        // and exits.
-        if let Ok(pid) = unsafe { crate::vfork::run(&mut maker) } {
+        // and exits; the descriptors it opens are ours (CLONE_FILES).
+        if let Ok(pid) = unsafe { crate::vfork::run_with(&mut maker, libc::CLONE_FILES) } {
             let mut status = 0;
             // SAFETY: reaps the child just started.
             unsafe { libc::waitpid(pid, &mut status, 0) };
         }
+        use std::os::fd::FromRawFd;
+        held.iter()
+            .filter(|fd| **fd >= 0)
+            // SAFETY: descriptors the maker opened in our table, and nothing else holds.
+            .map(|fd| unsafe { OwnedFd::from_raw_fd(*fd) })
+            .collect()
     }
 
-    /// In the maker: the namespaces, then their descriptors sent to the wrapper; or,
-    /// when a step fails, its name and the error number.
-    fn in_child(&self) -> std::io::Result<()> {
+    /// In the maker: the namespaces, then their descriptors sent to the wrapper (and left
+    /// open, in `held`); or, when a step fails, its name and the error number.
+    fn in_child(&self, held: &mut [libc::c_int; 3]) -> std::io::Result<()> {
         let socket = self.socket.as_raw_fd();
         let step = |what: &'static [u8]| {
             move |e: std::io::Error| {
@@ -131,12 +184,105 @@ impl NamespaceMaker {
                 c"/proc/self/ns/net".as_ptr(),
                 libc::O_RDONLY | libc::O_CLOEXEC,
             );
+            held[0] = user;
+            held[1] = net;
             if user < 0 || net < 0 {
                 return Err(step(b"open /proc/self/ns")(last()));
             }
-            super::netns::send_fds(socket, &[user, net]).map_err(step(b"send"))
+            let mut list = [0u8; MAX_OVERLAYS];
+            let n = read_list(socket, &mut list);
+            match mount_overlays(&list[..n]) {
+                Some(mnt) => {
+                    held[2] = mnt;
+                    super::netns::send_fds(socket, &[user, net, mnt])
+                }
+                None => super::netns::send_fds(socket, &[user, net]),
+            }
+            .map_err(step(b"send"))
         }
     }
+}
+
+/// The wrapper's list of overlays (a length, 4 bytes little-endian, then the list), read
+/// into `buf`: its length, 0 when there is none, it is too long, or it does not come in
+/// time.
+///
+/// # Safety
+/// For the maker: system calls on a stack buffer, no allocation.
+unsafe fn read_list(socket: libc::c_int, buf: &mut [u8]) -> usize {
+    let read_exact = |into: &mut [u8]| {
+        let mut got = 0;
+        while got < into.len() {
+            let mut pfd = libc::pollfd {
+                fd: socket,
+                events: libc::POLLIN,
+                revents: 0,
+            };
+            if libc::poll(&mut pfd, 1, WAIT_FOR_OVERLAYS_MS) != 1 {
+                return false;
+            }
+            let n = libc::read(socket, into[got..].as_mut_ptr().cast(), into.len() - got);
+            if n <= 0 {
+                return false;
+            }
+            got += n as usize;
+        }
+        true
+    };
+    let mut len = [0u8; 4];
+    if !read_exact(&mut len) {
+        return 0;
+    }
+    let len = u32::from_le_bytes(len) as usize;
+    if len > buf.len() || !read_exact(&mut buf[..len]) {
+        return 0;
+    }
+    len
+}
+
+/// Mounts the overlays of `list` (each a mount point then its options, each ended by a
+/// NUL) in a mount namespace of the maker's own, whose descriptor it answers; `None` when
+/// the list is empty or no namespace could be made. An overlay that cannot be mounted is
+/// left out: the wrapper finds it missing from the agent's mount table.
+///
+/// # Safety
+/// For the maker: system calls on `list`, no allocation.
+unsafe fn mount_overlays(list: &[u8]) -> Option<libc::c_int> {
+    if list.is_empty() {
+        return None;
+    }
+    let none = std::ptr::null::<libc::c_char>();
+    if libc::unshare(libc::CLONE_NEWNS) != 0
+        || libc::mount(
+            none,
+            c"/".as_ptr(),
+            none,
+            libc::MS_REC | libc::MS_PRIVATE,
+            std::ptr::null(),
+        ) != 0
+    {
+        return None;
+    }
+    let mut rest = list;
+    while let Ok(target) = std::ffi::CStr::from_bytes_until_nul(rest) {
+        rest = &rest[target.to_bytes().len() + 1..];
+        let Ok(options) = std::ffi::CStr::from_bytes_until_nul(rest) else {
+            break;
+        };
+        rest = &rest[options.to_bytes().len() + 1..];
+        libc::mount(
+            c"overlay".as_ptr(),
+            target.as_ptr(),
+            c"overlay".as_ptr(),
+            0,
+            options.as_ptr().cast(),
+        );
+    }
+    let mnt = libc::open(
+        c"/proc/self/ns/mnt".as_ptr(),
+        libc::O_RDONLY | libc::O_CLOEXEC,
+    );
+    (mnt >= 0).then_some(mnt)
 }
 
 /// Tells the wrapper which step failed and why: the error number (4 bytes, little-endian),
@@ -151,6 +297,65 @@ fn say_failure(socket: std::os::fd::RawFd, step: &[u8], e: &std::io::Error) {
 }
 
 impl NamespaceReceiver {
+    /// Asks the maker to mount the overlays of `caches` (found by
+    /// [`caches_ahead`](super::plan::caches_ahead)) ahead, over the layers made for them in
+    /// `dir`; an empty list when there are none, which the maker waits for: call it once,
+    /// as soon as the guardian is spawned, whatever the floor turns out to be.
+    pub fn ask_overlays(&mut self, caches: Vec<std::path::PathBuf>, dir: Option<&std::path::Path>) {
+        use std::io::Write;
+        let made = match (caches.is_empty(), dir) {
+            (false, Some(dir)) if super::caches::possible().is_ok() => {
+                super::caches::make(&caches, dir)
+                    .inspect_err(|e| tracing::debug!("floor: no layers made ahead: {e}"))
+                    .ok()
+            }
+            _ => None,
+        };
+        let mut list = Vec::new();
+        if let Some((_, overlays, _)) = &made {
+            for o in overlays {
+                list.extend(o.cache.as_os_str().as_encoded_bytes());
+                list.push(0);
+                list.extend(overlay_options(o));
+                list.push(0);
+            }
+        }
+        if list.len() > MAX_OVERLAYS {
+            list.clear();
+        }
+        let mut message = u32::try_from(list.len())
+            .unwrap_or(0)
+            .to_le_bytes()
+            .to_vec();
+        message.extend(&list);
+        if let Err(e) = (&self.socket).write_all(&message) {
+            tracing::debug!("floor: the namespaces' maker cannot be asked for overlays: {e}");
+        }
+        self.asked = made
+            .filter(|_| !list.is_empty())
+            .map(|(layers, overlays, gaps)| Asked {
+                caches,
+                overlays,
+                layers: Some(layers),
+                gaps,
+            });
+    }
+
+    /// The layers and overlays made ahead for `caches` (the run's plan's), when they are the
+    /// ones asked of the maker: the run keeps them (and the agent's process joins the
+    /// mount namespace they are mounted in). `None` otherwise: the run makes its own.
+    pub fn overlays_for(
+        &mut self,
+        caches: &[std::path::PathBuf],
+    ) -> Option<(Layers, Vec<Overlay>, Vec<String>)> {
+        let asked = self.asked.as_mut().filter(|a| a.caches == caches)?;
+        Some((
+            asked.layers.take()?,
+            asked.overlays.clone(),
+            asked.gaps.clone(),
+        ))
+    }
+
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
     pub(crate) fn take(self) -> Result<NamespaceFds, String> {
@@ -160,10 +365,17 @@ impl NamespaceReceiver {
         let mut text = [0u8; 64];
         let (n, fds) = super::netns::receive_fds(self.socket.as_raw_fd(), &mut text, 0)
             .map_err(|e| format!("no namespaces made premade: {e}"))?;
-        match <[OwnedFd; 2]>::try_from(fds) {
-            Ok([user, net]) => Ok(NamespaceFds { user, net }),
-            Err(_) if n < 4 => Err("the namespaces' maker ended without a word".into()),
-            Err(_) => {
+        let overlays = self.asked.map(|a| a.overlays).unwrap_or_default();
+        let mut fds = fds.into_iter();
+        match (fds.next(), fds.next(), fds.next()) {
+            (Some(user), Some(net), mnt) => Ok(NamespaceFds {
+                user,
+                net,
+                overlays: if mnt.is_some() { overlays } else { Vec::new() },
+                mnt,
+            }),
+            _ if n < 4 => Err("the namespaces' maker ended without a word".into()),
+            _ => {
                 let code = i32::from_le_bytes([text[0], text[1], text[2], text[3]]);
                 Err(format!(
                     "the namespaces' maker failed at {}: {}",
@@ -202,7 +414,12 @@ mod tests {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
-        let why = NamespaceReceiver { socket: ours }.take().unwrap_err();
+        let why = NamespaceReceiver {
+            socket: ours,
+            asked: None,
+        }
+        .take()
+        .unwrap_err();
         assert!(why.contains("failed at uid_map"), "{why}");
         assert!(why.contains(&error.to_string()), "{why}");
     }
@@ -211,7 +428,12 @@ mod tests {
     fn a_maker_that_ends_without_a_word_is_said() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
-        let why = NamespaceReceiver { socket: ours }.take().unwrap_err();
+        let why = NamespaceReceiver {
+            socket: ours,
+            asked: None,
+        }
+        .take()
+        .unwrap_err();
         assert!(why.contains("without a word"), "{why}");
     }
 }
