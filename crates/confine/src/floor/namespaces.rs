@@ -249,14 +249,7 @@ impl Namespaces {
                 }
             }
             let none = std::ptr::null::<libc::c_char>();
-            if libc::mount(
-                none,
-                c"/".as_ptr(),
-                none,
-                libc::MS_REC | libc::MS_PRIVATE,
-                std::ptr::null(),
-            ) != 0
-            {
+            if !make_mounts_private() {
                 return fail(b"ahp-wrap: floor: cannot make the mounts private\n");
             }
             for m in &self.mounts {
@@ -266,14 +259,7 @@ impl Namespaces {
                     // missing from the agent's mount table and says so.
                     Mount::Overlay { path, options } => {
                         // Mounted ahead, or mounted now.
-                        let mounted = self.premounted
-                            || libc::mount(
-                                c"overlay".as_ptr(),
-                                path.as_ptr(),
-                                c"overlay".as_ptr(),
-                                0,
-                                options.as_ptr().cast(),
-                            ) == 0;
+                        let mounted = self.premounted || mount_overlay(path, options);
                         let ruled = landlock.is_none_or(|(ruleset, access)| {
                             writable_rule(ruleset, access, path).is_ok()
                         });
@@ -333,6 +319,25 @@ impl Namespaces {
         }
         Ok(())
     }
+}
+
+/// Makes every mount of this mount namespace private (none propagates to another).
+///
+/// # Safety
+/// For a pre-exec step: a system call, no allocation.
+pub(super) unsafe fn make_mounts_private() -> bool {
+    let none = std::ptr::null::<libc::c_char>();
+    let flags = libc::MS_REC | libc::MS_PRIVATE;
+    libc::mount(none, c"/".as_ptr(), none, flags, std::ptr::null()) == 0
+}
+
+/// Mounts an overlay over `path` with `options` ([`overlay_options`]).
+///
+/// # Safety
+/// For a pre-exec step: a system call, no allocation.
+pub(super) unsafe fn mount_overlay(path: &std::ffi::CStr, options: &std::ffi::CStr) -> bool {
+    let overlay = c"overlay".as_ptr();
+    libc::mount(overlay, path.as_ptr(), overlay, 0, options.as_ptr().cast()) == 0
 }
 
 /// The options of the overlay `o` (its layers, in a user namespace, unsynced).

@@ -29,7 +29,7 @@ use std::time::Duration;
 
 use super::caches::Layers;
 use super::kernel::fail;
-use super::namespaces::{id_map, overlay_options, write_file};
+use super::namespaces::{id_map, make_mounts_private, mount_overlay, overlay_options, write_file};
 use super::plan::Overlay;
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
@@ -251,16 +251,7 @@ unsafe fn mount_overlays(list: &[u8]) -> Option<libc::c_int> {
     if list.is_empty() {
         return None;
     }
-    let none = std::ptr::null::<libc::c_char>();
-    if libc::unshare(libc::CLONE_NEWNS) != 0
-        || libc::mount(
-            none,
-            c"/".as_ptr(),
-            none,
-            libc::MS_REC | libc::MS_PRIVATE,
-            std::ptr::null(),
-        ) != 0
-    {
+    if libc::unshare(libc::CLONE_NEWNS) != 0 || !make_mounts_private() {
         return None;
     }
     let mut rest = list;
@@ -270,13 +261,7 @@ unsafe fn mount_overlays(list: &[u8]) -> Option<libc::c_int> {
             break;
         };
         rest = &rest[options.to_bytes().len() + 1..];
-        libc::mount(
-            c"overlay".as_ptr(),
-            target.as_ptr(),
-            c"overlay".as_ptr(),
-            0,
-            options.as_ptr().cast(),
-        );
+        mount_overlay(target, options);
     }
     let mnt = libc::open(
         c"/proc/self/ns/mnt".as_ptr(),
