@@ -182,8 +182,8 @@ fn overlaid(
 }
 
 /// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
-/// agent is known, for the mount namespace made ahead ([`NamespaceReceiver::ask_overlays`]
-/// (super::NamespaceReceiver::ask_overlays)). The agent's own state directories are not
+/// agent is known, for the mount namespace made ahead
+/// ([`super::NamespaceReceiver::ask_overlays`]). The agent's own state directories are not
 /// counted among the writable roots (none holds a cache), nor is a missing cache (the plan
 /// makes it, empty): where the plan finds otherwise, its list differs and the namespace
 /// made ahead is not used.
