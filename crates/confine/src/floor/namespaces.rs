@@ -8,6 +8,8 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::kernel::fail;
+
+mod resolv;
 use super::netns;
 use super::{FloorError, Plan};
 
@@ -161,49 +163,6 @@ impl Namespaces {
             tracing::debug!("floor: the overlays made ahead are not the plan's; made again");
         }
         self.made = Some(made);
-    }
-
-    /// With the network part: the tree's `/etc/resolv.conf` names its own resolver (port 53
-    /// of its loopback, which the wrapper answers), and its `/etc/hosts` keeps only the
-    /// entries for loopback addresses (every other name is the resolver's to answer, so that
-    /// a connection to it is decided by name). Files of the run's in `scratch`, bound over
-    /// the machine's where it has them.
-    pub(super) fn resolve_inside(&mut self, scratch: &Path) -> Result<(), FloorError> {
-        let hosts = std::fs::read_to_string("/etc/hosts").ok();
-        let files = [
-            (
-                "/etc/resolv.conf",
-                "floor-resolv.conf",
-                Some(RESOLV_CONF.to_owned()),
-            ),
-            (
-                "/etc/hosts",
-                "floor-hosts",
-                hosts.map(|h| loopback_hosts(&h)),
-            ),
-        ];
-        for (path, name, text) in files {
-            let (path, Some(text)) = (Path::new(path), text) else {
-                continue;
-            };
-            // Following a link (resolv.conf often is one): a file that is not there is not
-            // read by anyone either (a resolver without one asks 127.0.0.1, ours).
-            if !path.is_file() {
-                continue;
-            }
-            let src = scratch.join(name);
-            std::fs::write(&src, text).map_err(|source| FloorError::Prepare {
-                what: "the tree's resolver settings in",
-                path: scratch.display().to_string(),
-                source,
-            })?;
-            self.mounts.push(Mount::File {
-                src: cstring(&src)?,
-                path: cstring(path)?,
-                flags: locked_flags(path),
-            });
-        }
-        Ok(())
     }
 
     /// A user namespace (the same uid and gid, mapped to themselves) and a mount namespace,
@@ -454,29 +413,6 @@ fn locked_flags(path: &Path) -> libc::c_ulong {
     out
 }
 
-/// The tree's `resolv.conf`: its own resolver, and nothing to search (a name is asked as
-/// it was written).
-const RESOLV_CONF: &str = "# ahp-wrap: names are answered by the run (docs/floor.md)\n\
-                           nameserver 127.0.0.1\noptions timeout:2 attempts:2\n";
-
-/// The lines of a hosts file that name loopback addresses (`localhost`, the machine's own
-/// name where it is on 127.0.1.1), for the tree's.
-fn loopback_hosts(hosts: &str) -> String {
-    let mut out = String::from("# ahp-wrap: the machine's loopback entries (docs/floor.md)\n");
-    for line in hosts.lines() {
-        let addr = line.split_whitespace().next().unwrap_or("");
-        let addr = addr.split('%').next().unwrap_or(addr);
-        if addr
-            .parse::<std::net::IpAddr>()
-            .is_ok_and(|a| super::hosts::canonical(a).is_loopback())
-        {
-            out.push_str(line);
-            out.push('\n');
-        }
-    }
-    out
-}
-
 fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
     use std::os::unix::fs::OpenOptionsExt;
     let path = dir.join("floor-empty");
@@ -496,25 +432,6 @@ fn make_empty_file(dir: &Path) -> Result<PathBuf, FloorError> {
 
 fn cstring(path: &Path) -> Result<CString, FloorError> {
     CString::new(path.as_os_str().as_bytes()).map_err(|_| nul(path))
-}
-
-#[cfg(test)]
-#[test]
-fn the_trees_hosts_file_keeps_only_loopback_entries() {
-    let hosts = "127.0.0.1\tlocalhost\n# a comment\n::1 localhost ip6-localhost\n\
-                 127.0.1.1 box.example box\n198.51.100.1 allowed.test\nff02::1 ip6-allnodes\n\
-                 10.0.0.5 db.internal\n";
-    let kept = loopback_hosts(hosts);
-    for line in [
-        "127.0.0.1\tlocalhost",
-        "::1 localhost",
-        "127.0.1.1 box.example",
-    ] {
-        assert!(kept.contains(line), "{line}: {kept}");
-    }
-    for name in ["allowed.test", "ip6-allnodes", "db.internal", "a comment"] {
-        assert!(!kept.contains(name), "{name}: {kept}");
-    }
 }
 
 fn nul(path: &Path) -> FloorError {
