@@ -87,11 +87,12 @@ pub(super) fn kernel(
     let mut layers_held = None;
     if support.namespaces.is_ok() && !plan.caches.is_empty() {
         // The layers made ahead, whose overlays the agent's mount namespace made ahead
-        // holds, when the plan's caches are those (and nothing is to be staged beneath one
-        // before its overlay covers it); else made now.
+        // holds, when the plan's caches are those and the agent's process will join it
+        // (it joins the namespaces made ahead with the network part; nothing is to be
+        // staged beneath a cache before its overlay covers it); else made now.
         let ahead = premade
             .as_mut()
-            .filter(|_| plan.through.is_empty())
+            .filter(|_| plan.through.is_empty() && plan.net.is_some())
             .and_then(|p| p.overlays_for(&plan.caches));
         let made = match ahead {
             Some(made) => Ok(made),

@@ -60,8 +60,8 @@ pub(super) struct Namespaces {
     /// and the overlays not mounted again.
     pub(super) premounted: bool,
     /// The working directory, entered again by its path once in the mount namespace made
-    /// ahead (joining one leaves a process at its root); `None` when it has none (removed),
-    /// and the agent's process then makes its own mount namespace.
+    /// ahead (joining one leaves a process at its root); `None` when it has none (removed
+    /// before the start: the agent then starts at the root).
     cwd: Option<CString>,
 }
 
@@ -155,10 +155,8 @@ impl Namespaces {
     /// overlays of `plan` (and nothing is staged beneath a cache, which must happen before
     /// its overlay covers it); else it is let go and the agent's process makes its own.
     pub(super) fn take_made(&mut self, mut made: super::premade::NamespaceFds, plan: &Plan) {
-        self.premounted = made.mnt.is_some()
-            && self.cwd.is_some()
-            && made.overlays == plan.overlays
-            && plan.through.is_empty();
+        self.premounted =
+            made.mnt.is_some() && made.overlays == plan.overlays && plan.through.is_empty();
         if !self.premounted && made.mnt.take().is_some() {
             tracing::debug!("floor: the overlays made ahead are not the plan's; made again");
         }
@@ -174,13 +172,18 @@ impl Namespaces {
             match &self.made {
                 Some(made) => {
                     made.join()?;
-                    match (made.mnt.as_ref(), &self.cwd) {
-                        (Some(mnt), Some(cwd)) if self.premounted => {
+                    match made.mnt.as_ref() {
+                        Some(mnt) if self.premounted => {
                             use std::os::fd::AsRawFd;
                             if libc::setns(mnt.as_raw_fd(), libc::CLONE_NEWNS) != 0 {
                                 return fail(b"ahp-wrap: floor: cannot join the mount namespace made for the agent\n");
                             }
-                            if libc::chdir(cwd.as_ptr()) != 0 {
+                            // (A working directory removed before the start: the root.)
+                            if self
+                                .cwd
+                                .as_ref()
+                                .is_some_and(|cwd| libc::chdir(cwd.as_ptr()) != 0)
+                            {
                                 return fail(b"ahp-wrap: floor: cannot enter the working directory again in the agent's mount namespace\n");
                             }
                         }

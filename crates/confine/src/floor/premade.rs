@@ -54,6 +54,8 @@ pub struct NamespaceReceiver {
     socket: UnixStream,
     /// The overlays the maker was asked to mount, and the layers made for them.
     asked: Option<Asked>,
+    /// What the maker sent, once received.
+    received: Option<Result<NamespaceFds, String>>,
 }
 
 /// The caches' overlays asked of the maker.
@@ -99,6 +101,7 @@ pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)>
         NamespaceReceiver {
             socket: ours,
             asked: None,
+            received: None,
         },
         NamespaceMaker::new(theirs.into()),
     ))
@@ -327,12 +330,15 @@ impl NamespaceReceiver {
     }
 
     /// The layers and overlays made ahead for `caches` (the run's plan's), when they are the
-    /// ones asked of the maker: the run keeps them (and the agent's process joins the
-    /// mount namespace they are mounted in). `None` otherwise: the run makes its own.
+    /// ones asked of the maker and it sent the mount namespace they are mounted in: the run
+    /// keeps them, and the agent's process joins that namespace (which it must then do:
+    /// the maker's overlays hold the layers, which no second overlay may use). `None`
+    /// otherwise: the run makes layers of its own.
     pub fn overlays_for(
         &mut self,
         caches: &[std::path::PathBuf],
     ) -> Option<(Layers, Vec<Overlay>, Vec<String>)> {
+        self.receive().as_ref().ok()?.mnt.as_ref()?;
         let asked = self.asked.as_mut().filter(|a| a.caches == caches)?;
         Some((
             asked.layers.take()?,
@@ -343,14 +349,39 @@ impl NamespaceReceiver {
 
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
-    pub(crate) fn take(self) -> Result<NamespaceFds, String> {
+    pub(crate) fn take(mut self) -> Result<NamespaceFds, String> {
+        self.receive();
+        self.received
+            .take()
+            .unwrap_or_else(|| Err("nothing received".into()))
+    }
+
+    /// Receives what the maker sends, once (waiting at most [`WAIT`]; a signal that
+    /// interrupts the wait does not end it).
+    fn receive(&mut self) -> &Result<NamespaceFds, String> {
+        if self.received.is_none() {
+            self.received = Some(self.read());
+        }
+        self.received
+            .get_or_insert_with(|| Err("nothing received".into()))
+    }
+
+    fn read(&self) -> Result<NamespaceFds, String> {
         self.socket
             .set_read_timeout(Some(WAIT))
             .map_err(|e| e.to_string())?;
         let mut text = [0u8; 64];
-        let (n, fds) = super::netns::receive_fds(self.socket.as_raw_fd(), &mut text, 0)
-            .map_err(|e| format!("no namespaces made premade: {e}"))?;
-        let overlays = self.asked.map(|a| a.overlays).unwrap_or_default();
+        let (n, fds) = loop {
+            match super::netns::receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
+                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+                r => break r.map_err(|e| format!("no namespaces made premade: {e}"))?,
+            }
+        };
+        let overlays = self
+            .asked
+            .as_ref()
+            .map(|a| a.overlays.clone())
+            .unwrap_or_default();
         let mut fds = fds.into_iter();
         match (fds.next(), fds.next(), fds.next()) {
             (Some(user), Some(net), mnt) => Ok(NamespaceFds {
@@ -402,6 +433,7 @@ mod tests {
         let why = NamespaceReceiver {
             socket: ours,
             asked: None,
+            received: None,
         }
         .take()
         .unwrap_err();
@@ -416,6 +448,7 @@ mod tests {
         let why = NamespaceReceiver {
             socket: ours,
             asked: None,
+            received: None,
         }
         .take()
         .unwrap_err();
