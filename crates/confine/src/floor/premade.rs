@@ -425,18 +425,21 @@ impl NamespaceFds {
 mod tests {
     use super::*;
 
+    /// The wrapper's end of `socket`, nothing asked or received yet.
+    fn receiver(socket: UnixStream) -> NamespaceReceiver {
+        NamespaceReceiver {
+            socket,
+            asked: None,
+            received: None,
+        }
+    }
+
     #[test]
     fn a_makers_failure_reaches_the_wrapper_with_its_step_and_error() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
-        let why = NamespaceReceiver {
-            socket: ours,
-            asked: None,
-            received: None,
-        }
-        .take()
-        .unwrap_err();
+        let why = receiver(ours).take().unwrap_err();
         assert!(why.contains("failed at uid_map"), "{why}");
         assert!(why.contains(&error.to_string()), "{why}");
     }
@@ -445,13 +448,7 @@ mod tests {
     fn a_maker_that_ends_without_a_word_is_said() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
-        let why = NamespaceReceiver {
-            socket: ours,
-            asked: None,
-            received: None,
-        }
-        .take()
-        .unwrap_err();
+        let why = receiver(ours).take().unwrap_err();
         assert!(why.contains("without a word"), "{why}");
     }
 }
