@@ -183,23 +183,69 @@ fn overlaid(
 
 /// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
 /// agent is known, for the mount namespace made ahead
-/// ([`super::NamespaceReceiver::ask_overlays`]). The agent's own state directories are not
-/// counted among the writable roots (none holds a cache), nor is a missing cache (the plan
-/// makes it, empty): where the plan finds otherwise, its list differs and the namespace
-/// made ahead is not used.
+/// ([`super::NamespaceReceiver::ask_overlays`]): found by the plan's own steps, without the
+/// agent's state directories among the writable roots (none holds a cache) and without
+/// making a missing cache (the plan makes it, empty: no overlay). Where the plan finds
+/// otherwise, its list differs and the namespace made ahead is not used.
 pub fn caches_ahead(spec: &Spec, home: &Path, ws: &Path) -> Vec<PathBuf> {
-    let mut paths = Resolver::default();
-    let ws = paths.canonical(ws);
-    let home = paths.canonical(home);
+    let cx = Context {
+        workspace: ws.to_owned(),
+        home: home.to_owned(),
+        temp: temp_dirs(),
+        caches: env_caches(),
+        ..Context::default()
+    };
+    roots(spec, &cx, &mut Resolver::default()).caches
+}
+
+/// A run's writable roots and caches, resolved: what [`Plan::new`] starts from.
+struct Roots {
+    ws: PathBuf,
+    home: PathBuf,
+    /// The workspace, the temp directories, `/dev/pts`, the agent's state and the spec's
+    /// `writable`: those that exist.
+    writable: Vec<PathBuf>,
+    /// The caches overlaid, and the empty ones (written in place).
+    caches: Vec<PathBuf>,
+    empty: Vec<PathBuf>,
+}
+
+/// The roots `spec` asks for the run `cx` describes. Creates the agent's state directories
+/// and the spec's writable ones and caches when missing and their parent exists, when `cx`
+/// says so (a rule needs a directory to hold on to).
+fn roots(spec: &Spec, cx: &Context, paths: &mut Resolver) -> Roots {
+    let ws = paths.canonical(&cx.workspace);
+    let home = paths.canonical(&cx.home);
     let mut writable = vec![ws.clone()];
-    writable.extend(temp_dirs());
+    writable.extend(cx.temp.iter().cloned());
     writable.push(PathBuf::from("/dev/pts"));
-    writable.extend(spec.writable(&home, &ws));
+    let listed = spec.writable(&home, &ws);
+    let mut caches = spec.caches(&home, &ws);
+    caches.extend(cx.caches.iter().cloned());
+    // The agent's own state is made with its missing parents beneath the home (a fresh
+    // home has no `~/.local/share` for an agent that keeps its state there; the agent
+    // would make it, and cannot on the floor); a cache only where its parent exists.
+    for dir in &cx.agent_state {
+        if cx.create_missing && !dir.exists() && dir.starts_with(&cx.home) && cx.home.is_dir() {
+            let _ = std::fs::create_dir_all(dir);
+        }
+    }
+    for dir in cx.agent_state.iter().chain(&listed).chain(&caches) {
+        if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
+            let _ = std::fs::create_dir(dir);
+        }
+    }
+    writable.extend(cx.agent_state.iter().chain(&listed).cloned());
     let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
     dedup(&mut writable);
-    let mut caches = spec.caches(&home, &ws);
-    caches.extend(env_caches());
-    overlaid(&caches, &writable, &mut paths).0
+    let (caches, empty) = overlaid(&caches, &writable, paths);
+    Roots {
+        ws,
+        home,
+        writable,
+        caches,
+        empty,
+    }
 }
 
 impl Plan {
@@ -208,31 +254,13 @@ impl Plan {
     /// rule needs a directory to hold on to).
     pub fn new(spec: &Spec, cx: &Context) -> Plan {
         let mut paths = Resolver::default();
-        let ws = paths.canonical(&cx.workspace);
-        let home = paths.canonical(&cx.home);
-        let mut writable = vec![ws.clone()];
-        writable.extend(cx.temp.iter().cloned());
-        writable.push(PathBuf::from("/dev/pts"));
-        let listed = spec.writable(&home, &ws);
-        let mut caches = spec.caches(&home, &ws);
-        caches.extend(cx.caches.iter().cloned());
-        // The agent's own state is made with its missing parents beneath the home (a fresh
-        // home has no `~/.local/share` for an agent that keeps its state there; the agent
-        // would make it, and cannot on the floor); a cache only where its parent exists.
-        for dir in &cx.agent_state {
-            if cx.create_missing && !dir.exists() && dir.starts_with(&cx.home) && cx.home.is_dir() {
-                let _ = std::fs::create_dir_all(dir);
-            }
-        }
-        for dir in cx.agent_state.iter().chain(&listed).chain(&caches) {
-            if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
-                let _ = std::fs::create_dir(dir);
-            }
-        }
-        writable.extend(cx.agent_state.iter().chain(&listed).cloned());
-        let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
-        dedup(&mut writable);
-        let (caches, empty) = overlaid(&caches, &writable, &mut paths);
+        let Roots {
+            ws,
+            home,
+            mut writable,
+            caches,
+            empty,
+        } = roots(spec, cx, &mut paths);
         let through = writable
             .iter()
             .filter(|w| caches.iter().any(|c| w.starts_with(c)))

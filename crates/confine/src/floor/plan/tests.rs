@@ -185,3 +185,39 @@ fn caches_are_the_outermost_ones_outside_other_writable_roots_and_what_lies_bene
     assert!(plan.writable.contains(&home.join(".cache")));
     assert!(plan.to_string().contains("caches (new entries kept"));
 }
+
+/// The caches told to the namespaces' maker before the agent is known are those the run's
+/// plan overlays, found by the same steps: a non-empty cache overlaid, an empty or missing
+/// one and one inside the workspace not.
+#[test]
+fn the_caches_found_ahead_are_the_plans() {
+    let t = crate::test_dir();
+    let (home, ws) = (t.path().join("home"), t.path().join("ws"));
+    std::fs::create_dir_all(home.join(".cache/pip")).unwrap();
+    std::fs::create_dir_all(home.join(".npm")).unwrap();
+    std::fs::create_dir_all(&ws).unwrap();
+    let mut spec = spec(&[], &[]);
+    spec.caches = Some(vec![
+        "~/.cache".into(),
+        "~/.npm".into(),
+        "~/.missing".into(),
+    ]);
+    let ahead = caches_ahead(&spec, &home, &ws);
+    let cx = Context {
+        workspace: ws.clone(),
+        home: home.clone(),
+        temp: temp_dirs(),
+        caches: env_caches(),
+        create_missing: true,
+        ..Context::default()
+    };
+    let plan = Plan::new(&spec, &cx);
+    // (Beside the caches the environment names, as `cargo test`'s `$CARGO_HOME`.)
+    let ours: Vec<&PathBuf> = ahead.iter().filter(|c| c.starts_with(&home)).collect();
+    assert_eq!(ours, vec![&home.join(".cache")]);
+    assert_eq!(ahead, plan.caches, "{plan}");
+    assert!(
+        home.join(".missing").is_dir(),
+        "the plan made the missing cache"
+    );
+}
