@@ -5,10 +5,13 @@
 //! while the wrapper prepares the run), the agent's process only joins them (`setns`) and
 //! makes its mount namespace.
 //!
-//! The maker sends the two namespaces back as descriptors (`/proc/self/ns/user` and
-//! `/proc/self/ns/net`, over a socket pair) and exits: the descriptors keep them alive, and
-//! no process but the agent's tree ever lives in them. The maker does what the agent's
-//! process did: the same uid and gid mapped to themselves, `setgroups` denied, loopback up.
+//! The maker sends the namespaces back as descriptors (`/proc/self/ns/user`,
+//! `/proc/self/ns/net` and, with overlays, `/proc/self/ns/mnt`, over a socket pair) and
+//! exits: the descriptors keep them alive (the wrapper's, and the guardian's, which shares
+//! the maker's table of descriptors and holds them until the wrapper has exited, so that
+//! their tear-down is off the run's path), and no process but the agent's tree ever lives
+//! in them. The maker does what the agent's process did: the same uid and gid mapped to
+//! themselves, `setgroups` denied, loopback up.
 //! When anything fails, the maker says why and the agent's process makes its namespaces
 //! itself, as before (and says so, should that fail too).
 //!
@@ -350,22 +353,17 @@ impl NamespaceReceiver {
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
     pub(crate) fn take(mut self) -> Result<NamespaceFds, String> {
-        self.receive();
-        self.received
-            .take()
-            .unwrap_or_else(|| Err("nothing received".into()))
+        self.received.take().unwrap_or_else(|| self.read())
     }
 
-    /// Receives what the maker sends, once (waiting at most [`WAIT`]; a signal that
-    /// interrupts the wait does not end it).
+    /// What the maker sent, received once.
     fn receive(&mut self) -> &Result<NamespaceFds, String> {
-        if self.received.is_none() {
-            self.received = Some(self.read());
-        }
-        self.received
-            .get_or_insert_with(|| Err("nothing received".into()))
+        let received = self.received.take().unwrap_or_else(|| self.read());
+        self.received.insert(received)
     }
 
+    /// Receives what the maker sends (waiting at most [`WAIT`]; a signal that interrupts the
+    /// wait does not end it).
     fn read(&self) -> Result<NamespaceFds, String> {
         self.socket
             .set_read_timeout(Some(WAIT))
@@ -442,6 +440,39 @@ mod tests {
         let why = receiver(ours).take().unwrap_err();
         assert!(why.contains("failed at uid_map"), "{why}");
         assert!(why.contains(&error.to_string()), "{why}");
+    }
+
+    /// A signal that comes while the wrapper waits for the maker (a child's end, a window's
+    /// size: the wrapper handles several) does not end the wait: what the maker sends next
+    /// is what the run gets. (A socket with a receive timeout answers EINTR to a signal
+    /// even under `SA_RESTART`.)
+    #[test]
+    fn a_signal_during_the_wait_for_the_maker_does_not_end_it() {
+        extern "C" fn noted(_: libc::c_int) {}
+        let sig = libc::SIGRTMIN() + 3;
+        // SAFETY: a handler that does nothing, for a signal nothing else in this process uses.
+        unsafe {
+            let mut action: libc::sigaction = std::mem::zeroed();
+            action.sa_sigaction = noted as *const () as usize;
+            action.sa_flags = libc::SA_RESTART;
+            libc::sigaction(sig, &action, std::ptr::null_mut());
+        }
+        let (ours, theirs) = UnixStream::pair().unwrap();
+        let (tx, rx) = std::sync::mpsc::channel();
+        let waiting = std::thread::spawn(move || {
+            // SAFETY: this thread's own id.
+            tx.send(unsafe { libc::pthread_self() }).unwrap();
+            receiver(ours).take()
+        });
+        let thread = rx.recv().unwrap();
+        std::thread::sleep(Duration::from_millis(200));
+        // SAFETY: a signal to a thread of ours that is still running (it waits up to 2 s).
+        unsafe { libc::pthread_kill(thread, sig) };
+        std::thread::sleep(Duration::from_millis(100));
+        let error = std::io::Error::from_raw_os_error(libc::EPERM);
+        say_failure(theirs.as_raw_fd(), b"uid_map", &error);
+        let why = waiting.join().unwrap().unwrap_err();
+        assert!(why.contains("failed at uid_map"), "{why}");
     }
 
     #[test]
