@@ -394,3 +394,69 @@ fn npm_installs_from_a_registry_and_installs_again_offline_from_what_it_cached()
     assert_eq!(printed(&w.ws().join("two.out")), "left", "{}", show(&out));
     assert!(w.kept_aside().is_empty(), "npm changed nothing it had");
 }
+
+/// The overlays are mounted ahead, at start-up: the agent's process joins the mount
+/// namespace the namespaces' maker made and mounted them in (it does not make its own), and
+/// the guardian holds that namespace, so that its mounts come down after the run. Read from
+/// `/proc`: the agent's mount namespace and the guardian's descriptors, while the agent runs.
+#[test]
+fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
+    let w = World::new();
+    let mut child = w
+        .command(
+            Some(true),
+            "readlink /proc/self/ns/mnt > ns.out && grep -c ' - overlay ' /proc/self/mountinfo \
+             > overlays.out; sleep 30",
+        )
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let ns = w.ws().join("ns.out");
+    assert!(
+        eventually(|| printed(&ns).starts_with("mnt:"), Duration::from_secs(60)),
+        "the agent did not start"
+    );
+    let agents = printed(&ns);
+    // The guardian: the wrapper's child that runs `ahp-wrap-hook guardian`.
+    let wrapper = child.id();
+    let children: Vec<u32> = std::fs::read_dir(format!("/proc/{wrapper}/task"))
+        .unwrap()
+        .flatten()
+        .flat_map(|t| {
+            std::fs::read_to_string(t.path().join("children"))
+                .unwrap_or_default()
+                .split_whitespace()
+                .map(str::to_owned)
+                .collect::<Vec<_>>()
+        })
+        .filter_map(|p| p.parse().ok())
+        .collect();
+    let guardian = children
+        .iter()
+        .find(|pid| {
+            std::fs::read(format!("/proc/{pid}/cmdline"))
+                .is_ok_and(|c| c.split(|b| *b == 0).any(|a| a == b"guardian"))
+        })
+        .expect("the wrapper's guardian");
+    let held: Vec<String> = std::fs::read_dir(format!("/proc/{guardian}/fd"))
+        .unwrap()
+        .flatten()
+        .filter_map(|fd| std::fs::read_link(fd.path()).ok())
+        .map(|l| l.display().to_string())
+        .collect();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(wrapper as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
+    assert!(
+        held.contains(&agents),
+        "the guardian holds {held:?}, not the agent's {agents}"
+    );
+    assert_eq!(
+        printed(&w.ws().join("overlays.out")),
+        "2",
+        "the two caches' overlays"
+    );
+}
