@@ -111,8 +111,8 @@ pub(crate) fn get() -> Option<&'static Telemetry> {
 }
 
 impl Telemetry {
-    /// Telemetry for `options`, not installed as the process's (tests, benches).
-    pub(crate) fn new(options: Options) -> Telemetry {
+    /// Telemetry for `options`, before [`init`] installs it as the process's.
+    fn new(options: Options) -> Telemetry {
         let metrics = Metrics::new();
         let spans = options
             .otlp
