@@ -177,7 +177,7 @@ pub fn sweep(dir: &Path) {
         });
 }
 
-/// Makes a layer (`upper` and `work`, private) for each cache in `dir`, which must not
+/// Makes a layer (`<i>-upper` and `<i>-work`, private) for each cache in `dir`, which must not
 /// exist. A cache whose path the overlay's options cannot carry (a `,`, `:` or `\`) gets
 /// none: it is written in place, which the second list says.
 pub fn make(
@@ -207,21 +207,25 @@ pub fn make(
                 .iter()
                 .any(|b| b",:\\".contains(b))
         };
-        let layer = dir.join(i.to_string());
-        if awkward(cache) || awkward(&layer) {
+        // Side by side in `dir` (two directories a cache, no third to hold them: each
+        // costs a journaled write on ext4).
+        let (upper, work) = (
+            dir.join(format!("{i}-upper")),
+            dir.join(format!("{i}-work")),
+        );
+        if awkward(cache) || awkward(&upper) {
             gaps.push(format!(
                 "the cache {} is written in place: an overlay cannot name it",
                 cache.display()
             ));
             continue;
         }
-        builder.create(&layer)?;
-        std::fs::create_dir(layer.join("upper"))?;
-        std::fs::create_dir(layer.join("work"))?;
+        std::fs::create_dir(&upper)?;
+        std::fs::create_dir(&work)?;
         made.push(Overlay {
             cache: cache.clone(),
-            upper: layer.join("upper"),
-            work: layer.join("work"),
+            upper,
+            work,
         });
     }
     Ok((layers, made, gaps))

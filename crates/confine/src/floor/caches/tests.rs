@@ -172,16 +172,16 @@ fn layers_are_removed_with_their_run_and_swept_once_no_run_holds_them() {
     sweep(&t.path().join("layers"));
     std::thread::sleep(std::time::Duration::from_millis(200));
     assert!(
-        t.path().join("layers/run-a/0/upper").is_dir(),
+        t.path().join("layers/run-a/0-upper").is_dir(),
         "a live run's layers stay"
     );
     drop(layers);
     assert!(!t.path().join("layers/run-a").exists(), "renamed at once");
     assert!(swept("layers/.done-run-a"), "then removed by a sweep");
     // A run killed before its end: its directory is left, unlocked.
-    std::fs::create_dir_all(t.path().join("layers/run-b/0/work/work")).unwrap();
+    std::fs::create_dir_all(t.path().join("layers/run-b/0-work/work")).unwrap();
     std::fs::set_permissions(
-        t.path().join("layers/run-b/0/work/work"),
+        t.path().join("layers/run-b/0-work/work"),
         std::fs::Permissions::from_mode(0o000),
     )
     .unwrap();
