@@ -8,7 +8,7 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::{PolicyError, DEFAULT_TOML};
+use crate::{PolicyError, DEFAULT_CHECKPOINTS_JSON};
 
 /// The `[checkpoints]` section as written; a field left out keeps the default policy's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -56,15 +56,9 @@ pub fn checkpoint_spec(file: Option<&Path>) -> Result<CheckpointSpec, PolicyErro
     struct Only {
         checkpoints: Option<CheckpointSpec>,
     }
-    let section = DEFAULT_TOML
-        .split_once("\n[checkpoints]\n")
-        .and_then(|(_, rest)| rest.split_once("\n[floor]\n"))
-        .map(|(body, _)| format!("[checkpoints]\n{body}"))
-        .expect("the default policy has a [checkpoints] section before [floor]");
-    let default: Only = toml::from_str(&section).map_err(|source| PolicyError::Toml {
-        origin: "(default [checkpoints])".into(),
-        source,
-    })?;
+    // Read into JSON when the crate was built (build.rs).
+    let default: Only = serde_json::from_str(DEFAULT_CHECKPOINTS_JSON)
+        .expect("the default [checkpoints] section, read when the crate was built, reads");
     let default = default.checkpoints.unwrap_or_default();
     let Some(path) = file else {
         return Ok(default);

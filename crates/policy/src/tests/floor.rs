@@ -93,3 +93,20 @@ fn a_placeholder_variable_is_not_a_secret_and_another_one_still_is() {
     assert_eq!(d.rule.as_deref(), Some("unknown-value"), "{d:?}");
     both_refused("AWS_SECRET_ACCESS_KEY", "another secret variable");
 }
+
+/// The default `[floor]` and `[checkpoints]` sections a run reads come from JSON made when
+/// the crate is built (build.rs): they are the sections the whole default policy has.
+#[test]
+fn the_default_sections_read_from_the_build_are_the_policys_own() {
+    #[derive(serde::Deserialize)]
+    struct Sections {
+        floor: ahp_wrap_confine::floor::Spec,
+        checkpoints: crate::checkpoints::CheckpointSpec,
+    }
+    let whole: Sections = toml::from_str(crate::DEFAULT_TOML).unwrap();
+    assert_eq!(crate::floor_spec(None).unwrap(), whole.floor);
+    assert_eq!(
+        crate::checkpoints::checkpoint_spec(None).unwrap(),
+        whole.checkpoints
+    );
+}
