@@ -13,6 +13,9 @@ use crate::protocol::EventType;
 /// The first checkpoint, being taken.
 pub(super) type First = Option<std::thread::JoinHandle<Result<Option<Checkpointer>, String>>>;
 
+/// The last checkpoint, being taken.
+pub(super) type Last = Option<tokio::task::JoinHandle<Option<crate::checkpoint::Summary>>>;
+
 impl Run<'_> {
     /// Starts taking the first checkpoint of the workspace on a thread of its own, the
     /// policy's `[checkpoints]` read there too (none when they cannot be read: the run says
@@ -69,14 +72,20 @@ impl Run<'_> {
         self.gate.say(EventType::Error, payload).await;
     }
 
-    /// Takes the last checkpoint, once the agent's tree has ended, and says what the run
-    /// changed in the workspace with the command that undoes it.
-    pub(super) async fn last_checkpoint(&mut self) {
-        let Some(checkpoints) = self.gate.checkpoints.get().cloned() else {
+    /// Starts taking the last checkpoint, once the agent's tree has ended and the floor's
+    /// end has put the workspace as it leaves it, on a thread of the runtime's.
+    pub(super) fn start_last_checkpoint(&self) -> Last {
+        let checkpoints = self.gate.checkpoints.get().cloned()?;
+        Some(tokio::task::spawn_blocking(move || checkpoints.end()))
+    }
+
+    /// Waits for the last checkpoint and says what the run changed in the workspace with
+    /// the command that undoes it.
+    pub(super) async fn last_checkpoint(&mut self, last: Last) {
+        let Some(last) = last else {
             return;
         };
-        let ended = tokio::task::spawn_blocking(move || checkpoints.end()).await;
-        let Ok(Some(summary)) = ended else {
+        let Ok(Some(summary)) = last.await else {
             return;
         };
         if let Some(why) = &summary.failed {

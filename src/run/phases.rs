@@ -400,8 +400,16 @@ impl Run<'_> {
     /// Finish: each interceptor reports (notes for the person; an exit code that overrides
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut RunGuard<'_>, mut exit: Exit) -> Exit {
-        self.floor_after_end(held).await;
-        self.last_checkpoint().await;
+        let unmerged = self.floor_after_end(held).await;
+        // The last checkpoint is taken while the caches merge, unless one lies in the
+        // workspace: it then waits for them.
+        let early = !unmerged.in_workspace;
+        let mut last = early.then(|| self.start_last_checkpoint()).flatten();
+        self.merge_caches(unmerged).await;
+        if !early {
+            last = self.start_last_checkpoint();
+        }
+        self.last_checkpoint(last).await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;

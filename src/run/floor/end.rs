@@ -10,11 +10,28 @@ use super::super::{Run, RunGuard};
 use crate::floor;
 use crate::protocol::EventType;
 
+/// The caches whose additions the run has still to merge once the rest of its floor has
+/// ended, and whether one lies in the workspace or holds it (the last checkpoint then waits
+/// for them).
+#[derive(Default)]
+pub(in crate::run) struct Unmerged {
+    #[cfg(target_os = "linux")]
+    overlays: Vec<floor::plan::Overlay>,
+    pub(in crate::run) in_workspace: bool,
+}
+
+/// Whether one of `caches` lies in `workspace`, or holds it.
+#[cfg(target_os = "linux")]
+fn overlap<'a>(workspace: &Path, mut caches: impl Iterator<Item = &'a Path>) -> bool {
+    caches.any(|c| c.starts_with(workspace) || workspace.starts_with(c))
+}
+
 impl Run<'_> {
     /// The kernel's refusals, counted (each kind was audited as it came); the network's
     /// count; and protected paths that did not exist when the agent started (nothing could be
     /// bound over them) and exist now: said and audited.
-    pub(in crate::run) async fn floor_after_end(&mut self, held: &mut RunGuard<'_>) {
+    /// Returns the caches whose additions are still to be merged ([`Self::merge_caches`]).
+    pub(in crate::run) async fn floor_after_end(&mut self, held: &mut RunGuard<'_>) -> Unmerged {
         #[cfg(target_os = "linux")]
         if let Some(watching) = held.denials.take() {
             let refusals = watching.finish().await;
@@ -114,7 +131,7 @@ impl Run<'_> {
             }
         }
         let Some(Ok(floor)) = &held.floor else {
-            return;
+            return Unmerged::default();
         };
         let workspace = floor.plan.writable.first().cloned().unwrap_or_default();
         let outcomes = floor.copies.finish(
@@ -124,18 +141,20 @@ impl Run<'_> {
         for outcome in outcomes {
             self.say_state_file(outcome).await;
         }
-        #[cfg(target_os = "linux")]
-        for overlay in floor.plan.overlays.clone() {
-            self.merge_cache(overlay).await;
-        }
         let appeared = floor.plan.appeared();
-        if appeared.is_empty() {
-            return;
+        if !appeared.is_empty() {
+            let quarantine = super::super::statefiles::quarantine_dir();
+            for path in appeared {
+                self.move_aside(path, quarantine.as_deref()).await;
+            }
         }
-        let quarantine = super::super::statefiles::quarantine_dir();
-        for path in appeared {
-            self.move_aside(path, quarantine.as_deref()).await;
-        }
+        #[cfg(target_os = "linux")]
+        return Unmerged {
+            in_workspace: overlap(&workspace, floor.plan.overlays.iter().map(|o| &*o.cache)),
+            overlays: floor.plan.overlays.clone(),
+        };
+        #[cfg(not(target_os = "linux"))]
+        Unmerged::default()
     }
 
     /// Moves a protected path the agent's tree created (absent at the start, so the floor
@@ -173,18 +192,44 @@ impl Run<'_> {
         self.gate.say(EventType::Error, payload).await;
     }
 
-    /// Adds what the tree added to a cache; keeps aside (said at exit, audited) what it
-    /// changed there.
+    /// Adds what the tree added to each cache, on a thread of the runtime's (while the last
+    /// checkpoint is taken on another); keeps aside (said at exit, audited) what it changed
+    /// there.
+    pub(in crate::run) async fn merge_caches(&mut self, unmerged: Unmerged) {
+        #[cfg(target_os = "linux")]
+        {
+            if unmerged.overlays.is_empty() {
+                return;
+            }
+            let quarantine = super::super::statefiles::quarantine_dir();
+            let merging = tokio::task::spawn_blocking(move || {
+                let merge = |o: floor::plan::Overlay| {
+                    let merged = floor::caches::merge(&o, quarantine.as_deref());
+                    (o.cache, merged)
+                };
+                unmerged.overlays.into_iter().map(merge).collect::<Vec<_>>()
+            });
+            match merging.await {
+                Ok(merged) => {
+                    for (cache, merged) in merged {
+                        self.say_merged(&cache, merged).await;
+                    }
+                }
+                Err(e) => {
+                    let m = format!("floor: the caches' merge failed ({e}): what the tree added to them is lost");
+                    self.notes.push(format!("warning: {m}"));
+                    let payload = json!({"source": "floor", "message": m});
+                    self.gate.say(EventType::Error, payload).await;
+                }
+            }
+        }
+        #[cfg(not(target_os = "linux"))]
+        let _ = unmerged;
+    }
+
+    /// Says what became of one cache's merge.
     #[cfg(target_os = "linux")]
-    async fn merge_cache(&mut self, overlay: floor::plan::Overlay) {
-        let quarantine = super::super::statefiles::quarantine_dir();
-        let cache = overlay.cache.clone();
-        let merged = tokio::task::spawn_blocking(move || {
-            floor::caches::merge(&overlay, quarantine.as_deref())
-        })
-        .await
-        .map_err(|e| std::io::Error::other(e.to_string()))
-        .and_then(|r| r);
+    async fn say_merged(&mut self, cache: &Path, merged: std::io::Result<floor::caches::Merged>) {
         let shown = cache.display();
         let merged = match merged {
             Ok(m) => m,
@@ -292,5 +337,32 @@ impl Run<'_> {
             "quarantine": o.quarantine,
         });
         self.gate.say(EventType::Error, payload).await;
+    }
+}
+
+#[cfg(all(test, target_os = "linux"))]
+mod tests {
+    use std::path::Path;
+
+    /// The last checkpoint is taken while the caches merge only when no cache lies in the
+    /// workspace or holds it: a merge there changes what the checkpoint reads.
+    #[test]
+    fn a_cache_in_the_workspace_or_holding_it_overlaps_it() {
+        let ws = Path::new("/home/u/project");
+        let apart = [
+            Path::new("/home/u/.cargo/registry"),
+            Path::new("/home/u/.npm"),
+        ];
+        assert!(!super::overlap(ws, apart.into_iter()));
+        let within = [
+            Path::new("/home/u/.npm"),
+            Path::new("/home/u/project/vendor"),
+        ];
+        assert!(super::overlap(ws, within.into_iter()));
+        let holding = [Path::new("/home/u")];
+        assert!(super::overlap(ws, holding.into_iter()));
+        // A sibling whose name starts the same is not inside.
+        let sibling = [Path::new("/home/u/project-cache")];
+        assert!(!super::overlap(ws, sibling.into_iter()));
     }
 }
