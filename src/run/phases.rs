@@ -401,14 +401,9 @@ impl Run<'_> {
     /// the agent's), in the order they were prepared.
     async fn finish(&mut self, held: &mut RunGuard<'_>, mut exit: Exit) -> Exit {
         let unmerged = self.floor_after_end(held).await;
-        // The last checkpoint is taken while the caches merge, unless one lies in the
-        // workspace: it then waits for them.
-        let early = !unmerged.in_workspace;
-        let mut last = early.then(|| self.start_last_checkpoint()).flatten();
+        // Taken while the caches merge (their merge writes nothing in the workspace).
+        let last = self.start_last_checkpoint();
         self.merge_caches(unmerged).await;
-        if !early {
-            last = self.start_last_checkpoint();
-        }
         self.last_checkpoint(last).await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {

@@ -11,19 +11,13 @@ use crate::floor;
 use crate::protocol::EventType;
 
 /// The caches whose additions the run has still to merge once the rest of its floor has
-/// ended, and whether one lies in the workspace or holds it (the last checkpoint then waits
-/// for them).
+/// ended. Their merge never writes in the workspace (the plan overlays no cache beneath a
+/// writable root, and binds a writable root beneath a cache through its overlay): the last
+/// checkpoint is taken while it runs.
 #[derive(Default)]
 pub(in crate::run) struct Unmerged {
     #[cfg(target_os = "linux")]
     overlays: Vec<floor::plan::Overlay>,
-    pub(in crate::run) in_workspace: bool,
-}
-
-/// Whether one of `caches` lies in `workspace`, or holds it.
-#[cfg(target_os = "linux")]
-fn overlap<'a>(workspace: &Path, mut caches: impl Iterator<Item = &'a Path>) -> bool {
-    caches.any(|c| c.starts_with(workspace) || workspace.starts_with(c))
 }
 
 impl Run<'_> {
@@ -150,7 +144,6 @@ impl Run<'_> {
         }
         #[cfg(target_os = "linux")]
         return Unmerged {
-            in_workspace: overlap(&workspace, floor.plan.overlays.iter().map(|o| &*o.cache)),
             overlays: floor.plan.overlays.clone(),
         };
         #[cfg(not(target_os = "linux"))]
@@ -337,32 +330,5 @@ impl Run<'_> {
             "quarantine": o.quarantine,
         });
         self.gate.say(EventType::Error, payload).await;
-    }
-}
-
-#[cfg(all(test, target_os = "linux"))]
-mod tests {
-    use std::path::Path;
-
-    /// The last checkpoint is taken while the caches merge only when no cache lies in the
-    /// workspace or holds it: a merge there changes what the checkpoint reads.
-    #[test]
-    fn a_cache_in_the_workspace_or_holding_it_overlaps_it() {
-        let ws = Path::new("/home/u/project");
-        let apart = [
-            Path::new("/home/u/.cargo/registry"),
-            Path::new("/home/u/.npm"),
-        ];
-        assert!(!super::overlap(ws, apart.into_iter()));
-        let within = [
-            Path::new("/home/u/.npm"),
-            Path::new("/home/u/project/vendor"),
-        ];
-        assert!(super::overlap(ws, within.into_iter()));
-        let holding = [Path::new("/home/u")];
-        assert!(super::overlap(ws, holding.into_iter()));
-        // A sibling whose name starts the same is not inside.
-        let sibling = [Path::new("/home/u/project-cache")];
-        assert!(!super::overlap(ws, sibling.into_iter()));
     }
 }

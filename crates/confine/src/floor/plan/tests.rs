@@ -195,12 +195,13 @@ fn the_caches_found_ahead_are_the_plans() {
     let (home, ws) = (t.path().join("home"), t.path().join("ws"));
     std::fs::create_dir_all(home.join(".cache/pip")).unwrap();
     std::fs::create_dir_all(home.join(".npm")).unwrap();
-    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(ws.join("vendor/crate")).unwrap();
     let mut spec = spec(&[], &[]);
     spec.caches = Some(vec![
         "~/.cache".into(),
         "~/.npm".into(),
         "~/.missing".into(),
+        "vendor".into(),
     ]);
     let ahead = caches_ahead(&spec, &home, &ws);
     let cx = Context {
@@ -216,6 +217,10 @@ fn the_caches_found_ahead_are_the_plans() {
     let ours: Vec<&PathBuf> = ahead.iter().filter(|c| c.starts_with(&home)).collect();
     assert_eq!(ours, vec![&home.join(".cache")]);
     assert_eq!(ahead, plan.caches, "{plan}");
+    // A cache in the workspace is written as the workspace is: no overlay, nothing merged
+    // there (what lets the run's last checkpoint be taken while the caches merge).
+    let ws = ws.canonicalize().unwrap();
+    assert!(!plan.caches.iter().any(|c| c.starts_with(&ws)), "{plan}");
     assert!(
         home.join(".missing").is_dir(),
         "the plan made the missing cache"
