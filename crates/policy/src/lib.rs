@@ -168,18 +168,16 @@ pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, 
     // Read once a process: a run asks at start-up (for what is made ahead) and again when it
     // prepares its floor.
     static DEFAULT: std::sync::OnceLock<ahp_wrap_confine::floor::Spec> = std::sync::OnceLock::new();
-    let default = match DEFAULT.get() {
-        Some(default) => default.clone(),
-        None => {
+    let default = DEFAULT
+        .get_or_init(|| {
             // Read into JSON when the crate was built (build.rs): a tenth of the time.
             let default: FloorOnly = serde_json::from_str(DEFAULT_FLOOR_JSON)
                 .expect("the default [floor] section, read when the crate was built, reads");
-            let default = default
+            default
                 .floor
-                .expect("the default policy has a [floor] section");
-            DEFAULT.get_or_init(|| default).clone()
-        }
-    };
+                .expect("the default policy has a [floor] section")
+        })
+        .clone();
     let Some(path) = file else {
         return Ok(default);
     };

@@ -8,10 +8,10 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
 use super::kernel::fail;
-
-mod resolv;
 use super::netns;
 use super::{FloorError, Plan};
+
+mod resolv;
 
 /// One mount the child makes in its own mount namespace.
 #[derive(Debug)]

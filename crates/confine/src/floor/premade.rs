@@ -101,11 +101,7 @@ pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)>
     }
     let (ours, theirs) = UnixStream::pair().ok()?;
     Some((
-        NamespaceReceiver {
-            socket: ours,
-            asked: None,
-            received: None,
-        },
+        NamespaceReceiver::new(ours),
         NamespaceMaker::new(theirs.into()),
     ))
 }
@@ -288,6 +284,15 @@ fn say_failure(socket: std::os::fd::RawFd, step: &[u8], e: &std::io::Error) {
 }
 
 impl NamespaceReceiver {
+    /// The wrapper's end of `socket`, nothing asked or received yet.
+    fn new(socket: UnixStream) -> NamespaceReceiver {
+        NamespaceReceiver {
+            socket,
+            asked: None,
+            received: None,
+        }
+    }
+
     /// Asks the maker to mount the overlays of `caches` (found by
     /// [`caches_ahead`](super::plan::caches_ahead)) ahead, over the layers made for them in
     /// `dir`; an empty list when there are none, which the maker waits for: call it once,
@@ -423,21 +428,12 @@ impl NamespaceFds {
 mod tests {
     use super::*;
 
-    /// The wrapper's end of `socket`, nothing asked or received yet.
-    fn receiver(socket: UnixStream) -> NamespaceReceiver {
-        NamespaceReceiver {
-            socket,
-            asked: None,
-            received: None,
-        }
-    }
-
     #[test]
     fn a_makers_failure_reaches_the_wrapper_with_its_step_and_error() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
-        let why = receiver(ours).take().unwrap_err();
+        let why = NamespaceReceiver::new(ours).take().unwrap_err();
         assert!(why.contains("failed at uid_map"), "{why}");
         assert!(why.contains(&error.to_string()), "{why}");
     }
@@ -462,7 +458,7 @@ mod tests {
         let waiting = std::thread::spawn(move || {
             // SAFETY: this thread's own id.
             tx.send(unsafe { libc::pthread_self() }).unwrap();
-            receiver(ours).take()
+            NamespaceReceiver::new(ours).take()
         });
         let thread = rx.recv().unwrap();
         std::thread::sleep(Duration::from_millis(200));
@@ -479,7 +475,7 @@ mod tests {
     fn a_maker_that_ends_without_a_word_is_said() {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
-        let why = receiver(ours).take().unwrap_err();
+        let why = NamespaceReceiver::new(ours).take().unwrap_err();
         assert!(why.contains("without a word"), "{why}");
     }
 }
