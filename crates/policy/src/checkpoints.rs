@@ -8,7 +8,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
-use crate::{PolicyError, DEFAULT_CHECKPOINTS_JSON};
+use crate::sections::DEFAULT_CHECKPOINTS_JSON;
+use crate::PolicyError;
 
 /// The `[checkpoints]` section as written; a field left out keeps the default policy's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]

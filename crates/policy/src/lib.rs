@@ -21,6 +21,8 @@
 //!   content entered a session, and the build files a write to which is then asked about.
 //! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
+//! - `sections`, `checkpoints`: the `[floor]` and `[checkpoints]` sections a run reads on
+//!   their own at start-up (the default's from JSON build.rs makes of `default.toml`).
 //!
 //! The engine only decides; enforce or observe mode is the caller's business.
 
@@ -35,6 +37,7 @@ mod inline;
 mod memory;
 mod paths;
 mod rules;
+mod sections;
 mod semantics;
 mod shell;
 mod taint;
@@ -52,6 +55,8 @@ pub use examples::{ExampleFailure, ExampleReport};
 pub use extract::contacts::contacted_hosts;
 pub use hosts::HOSTS_RULE;
 pub use rules::{Check, DecisionKind, SessionTaint, Unparseable};
+pub use sections::floor_spec;
+pub(crate) use sections::read_section;
 
 /// The id reported when a write to a build or dependency file is asked about because
 /// content from the network entered the session earlier.
@@ -75,12 +80,6 @@ pub(crate) fn pattern(re: &str) -> regex::Regex {
 }
 
 const DEFAULT_TOML: &str = include_str!("default.toml");
-
-/// The default policy's `[checkpoints]` and `[floor]` sections, as JSON (read from
-/// `default.toml` by build.rs): each run reads both at start-up.
-const DEFAULT_CHECKPOINTS_JSON: &str =
-    include_str!(concat!(env!("OUT_DIR"), "/default-checkpoints.json"));
-const DEFAULT_FLOOR_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/default-floor.json"));
 
 /// What a placeholder variable's name becomes in the code the rules read: a name no rule
 /// about secrets matches.
@@ -151,54 +150,6 @@ pub enum PolicyError {
     /// The policy's own `[[example]]`s that it does not decide as they say.
     #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
     Examples(Vec<ExampleFailure>),
-}
-
-/// The floor a policy asks for: its `[floor]` section, each list it leaves out taken from the
-/// default policy's; `None` for the default policy itself. Only that section is read (the
-/// rules are compiled when the first event comes), so that start-up stays cheap.
-#[allow(
-    clippy::expect_used,
-    reason = "the compiled-in default policy, whose [floor] section the tests read"
-)]
-pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, PolicyError> {
-    #[derive(serde::Deserialize)]
-    struct FloorOnly {
-        floor: Option<ahp_wrap_confine::floor::Spec>,
-    }
-    // Read once a process: a run asks at start-up (for what is made ahead) and again when it
-    // prepares its floor.
-    static DEFAULT: std::sync::OnceLock<ahp_wrap_confine::floor::Spec> = std::sync::OnceLock::new();
-    let default = DEFAULT
-        .get_or_init(|| {
-            // Read into JSON when the crate was built (build.rs): a tenth of the time.
-            let default: FloorOnly = serde_json::from_str(DEFAULT_FLOOR_JSON)
-                .expect("the default [floor] section, read when the crate was built, reads");
-            default
-                .floor
-                .expect("the default policy has a [floor] section")
-        })
-        .clone();
-    let Some(path) = file else {
-        return Ok(default);
-    };
-    let own: FloorOnly = read_section(path)?;
-    Ok(match own.floor {
-        Some(spec) => spec.or(&default),
-        None => default,
-    })
-}
-
-/// The policy file at `path` read as `T` (the one section a caller wants; the rest is
-/// checked when the policy is loaded).
-pub(crate) fn read_section<T: serde::de::DeserializeOwned>(path: &Path) -> Result<T, PolicyError> {
-    let text = std::fs::read_to_string(path).map_err(|source| PolicyError::Io {
-        path: path.to_path_buf(),
-        source,
-    })?;
-    toml::from_str(&text).map_err(|source| PolicyError::Toml {
-        origin: path.display().to_string(),
-        source,
-    })
 }
 
 /// The embedded policy engine.
