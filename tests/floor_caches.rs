@@ -412,9 +412,13 @@ fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    let ns = w.ws().join("ns.out");
+    let (ns, overlays) = (w.ws().join("ns.out"), w.ws().join("overlays.out"));
+    // Both written (the second a moment after the first) before the run is ended.
     assert!(
-        eventually(|| printed(&ns).starts_with("mnt:"), Duration::from_secs(60)),
+        eventually(
+            || printed(&ns).starts_with("mnt:") && !printed(&overlays).is_empty(),
+            Duration::from_secs(60)
+        ),
         "the agent did not start"
     );
     let agents = printed(&ns);
@@ -454,9 +458,5 @@ fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
         held.contains(&agents),
         "the guardian holds {held:?}, not the agent's {agents}"
     );
-    assert_eq!(
-        printed(&w.ws().join("overlays.out")),
-        "2",
-        "the two caches' overlays"
-    );
+    assert_eq!(printed(&overlays), "2", "the two caches' overlays");
 }
