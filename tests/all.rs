@@ -25,6 +25,7 @@ mod audit_trail;
 mod audit_verify;
 mod auth;
 mod child;
+mod claude_code_crossing;
 mod claude_code_default_policy;
 mod claude_code_e2e;
 mod claude_code_env;

@@ -214,15 +214,38 @@ fn cargo_keeps_its_cache_warm_and_a_changed_entry_never_lands() {
         "cargo's git cache is an overlay in the tree: {}",
         show(&out)
     );
-    let cached = w.cached_source();
+    // The repository's objects land (libgit2 checks them against their names when it reads
+    // them); its checkout, which cargo would build without a check, stays in the run's layer.
+    let db = std::fs::read_dir(w.home().join(".cargo/git/db")).map_or(0, |d| d.count());
     assert_eq!(
-        cached.len(),
+        db,
         1,
-        "the checkout was added to the cache: {}",
+        "the repository was added to the cache: {}",
         show(&out)
     );
+    assert!(
+        w.cached_source().is_empty(),
+        "the checkout was not: {}",
+        show(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not kept") && stderr.contains("checkouts (git checkouts"),
+        "the run says what it did not keep: {stderr}"
+    );
 
-    // The next run builds offline from what the first added, and rewrites the cached source.
+    // The person's own build, outside the wrapper, makes the checkout from the repository
+    // the run added, offline.
+    w.app("own");
+    let out = w.run(
+        None,
+        "cargo build -q --offline --manifest-path own/Cargo.toml && own/target/debug/own > own.out",
+    );
+    assert_eq!(printed(&w.ws().join("own.out")), "42", "{}", show(&out));
+    let cached = w.cached_source();
+    assert_eq!(cached.len(), 1, "{}", show(&out));
+
+    // The next run builds offline from the cache, and rewrites the cached source.
     w.app("second");
     let out = w.run(
         Some(true),
@@ -254,6 +277,7 @@ fn cargo_keeps_its_cache_warm_and_a_changed_entry_never_lands() {
             e["payload"]["cache"]
                 .as_str()
                 .is_some_and(|c| c.ends_with(".cargo/git"))
+                && e["payload"]["changed"].is_array()
         })
         .unwrap_or_else(|| panic!("no cache event audited: {audit}"));
     assert!(
@@ -380,18 +404,38 @@ fn npm_installs_from_a_registry_and_installs_again_offline_from_what_it_cached()
              floor-left && node -e 'console.log(require(\"floor-left\"))' > ../{dir}.out"
         )
     };
-    let out = w.run(Some(true), &install("one", ""));
+    // Beside the install, the tree puts a package where a later `npx floor-left` would run
+    // it from without fetching or checking it (npx's directory in npm's cache).
+    let npx = "python3 -c \"import os; d = os.path.expanduser('~/.npm/_np' + 'x/0a1b2c3d/node_modules/floor-left'); os.makedirs(d); open(os.path.join(d, 'index.js'), 'w').write('evil')\"";
+    let out = w.run(Some(true), &format!("{} && {npx}", install("one", "")));
     assert_eq!(printed(&w.ws().join("one.out")), "left", "{}", show(&out));
     assert!(
         w.home().join(".npm/_cacache/content-v2").is_dir(),
         "npm's cache kept what it fetched: {}",
         show(&out)
     );
+    assert!(
+        !w.home().join(".npm/_npx").exists(),
+        "what the tree put in npx's directory did not land: {}",
+        show(&out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        stderr.contains("not kept") && stderr.contains("_npx (packages npx installed"),
+        "the run says what it did not keep: {stderr}"
+    );
     drop(registry);
 
-    // The registry is gone: only the cache the first run filled can serve it.
+    // The registry is gone: only the cache the first run filled can serve it, to an install
+    // and to `npm ci` from the lock file the first one wrote.
     let out = w.run(Some(true), &install("two", "--offline"));
     assert_eq!(printed(&w.ws().join("two.out")), "left", "{}", show(&out));
+    let out = w.run(
+        Some(true),
+        "cp -r one three && cd three && rm -rf node_modules && npm ci -q --offline --no-audit \
+         --no-fund && node -e 'console.log(require(\"floor-left\"))' > ../three.out",
+    );
+    assert_eq!(printed(&w.ws().join("three.out")), "left", "{}", show(&out));
     assert!(w.kept_aside().is_empty(), "npm changed nothing it had");
 }
 
@@ -458,5 +502,24 @@ fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
         held.contains(&agents),
         "the guardian holds {held:?}, not the agent's {agents}"
     );
-    assert_eq!(printed(&overlays), "2", "the two caches' overlays");
+    // One overlay a cache of the run's plan (an empty or missing one too), as `policy
+    // floor` lists them for the same home.
+    let floor = w
+        .command(None, &format!("'{}' policy floor", wrap_bin().display()))
+        .output()
+        .unwrap();
+    let listed = String::from_utf8_lossy(&floor.stdout)
+        .split("\ncaches (")
+        .nth(1)
+        .unwrap_or("")
+        .lines()
+        .skip(1)
+        .take_while(|l| l.starts_with("  "))
+        .count();
+    assert!(listed >= 2, "{}", show(&floor));
+    assert_eq!(
+        printed(&overlays),
+        listed.to_string(),
+        "each cache's overlay"
+    );
 }

@@ -22,6 +22,9 @@ use std::path::Path;
 /// crate's; `termlog` is a leaf.
 const LAYERS: &[(&str, &[&str])] = &[
     ("termlog", &[]),
+    // Paths the wrapper acts on for the agent, resolved without following links: a leaf of
+    // the confinement crate, re-exported.
+    ("beneath", &[]),
     ("control", &["child", "jsonrpc", "random_hex"]),
     ("transport", &["child", "jsonrpc", "error_chain"]),
     ("audit", &["protocol", "jsonrpc", "termlog", "error_chain"]),
@@ -33,7 +36,7 @@ const LAYERS: &[(&str, &[&str])] = &[
     // The workspace's checkpoints: its store lies in the state directory (termlog's).
     (
         "checkpoint",
-        &["policy", "protocol", "random_hex", "termlog"],
+        &["beneath", "policy", "protocol", "random_hex", "termlog"],
     ),
     // The registry and its two built-in shims import the adapter crate alone; these three
     // are named only in strings, by the test of that rule (`frameworks/rule.rs`).
@@ -106,6 +109,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         &[
             "ask",
             "audit",
+            "beneath",
             "checkpoint",
             "child",
             "client",
@@ -132,6 +136,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "commands",
         &[
             "audit",
+            "beneath",
             "checkpoint",
             "cli",
             "error_chain",
@@ -171,13 +176,21 @@ const LAYERS: &[(&str, &[&str])] = &[
 /// The same for the confinement crate (`crates/confine/src`): the floor and the agent's
 /// process share only the leaves beneath them; `test_dir` is the crate root's helper for tests.
 const CONFINE_LAYERS: &[(&str, &[&str])] = &[
+    ("beneath", &["test_dir"]),
     ("exit", &["error_chain"]),
     ("rundir", &["random_hex"]),
     ("vfork", &[]),
-    ("statefile", &["random_hex", "test_dir"]),
+    ("statefile", &["beneath", "random_hex", "test_dir"]),
     (
         "floor",
-        &["random_hex", "rundir", "statefile", "test_dir", "vfork"],
+        &[
+            "beneath",
+            "random_hex",
+            "rundir",
+            "statefile",
+            "test_dir",
+            "vfork",
+        ],
     ),
     (
         "child",

@@ -2,6 +2,8 @@
 //! write, the run keeps what changed in the workspace since the last checkpoint, so that
 //! `ahp-wrap undo` can put it back and `ahp-wrap changes` can show what each call did.
 //!
+//! - [`gitindex`]: the files git tracks, read from the repository's index (git is never run
+//!   on the agent's files: its configuration is the agent's to write).
 //! - [`scan`]: the workspace's files and what tells a change; the manifest of a checkpoint.
 //! - [`store`]: content-addressed objects, each run's log of checkpoints, the workspace's
 //!   index (its manifest when its last run ended), retention.
@@ -12,6 +14,7 @@
 //! Owns: what is kept and when. Must not touch: decisions (a checkpoint that fails is said
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
+mod gitindex;
 pub(crate) mod scan;
 pub mod store;
 

@@ -215,11 +215,15 @@ fn look(
         } else if meta.len() > rules.max_file && !rules.tracked.contains(rel.as_str()) {
             Kind::TooLarge
         } else {
-            match store.keep(&e.path()) {
+            // Never through a link the agent's tree put on the way since the walk (the
+            // wrapper would keep, and undo would restore into the workspace, a file of the
+            // person's outside it), nor a FIFO put where a file was: gone, unreadable or no
+            // longer a file reached without a link, it is not there for this checkpoint.
+            let Ok(file) = crate::beneath::open_file(&e.path()) else {
+                continue;
+            };
+            match store.keep_file(file) {
                 Ok(hash) => Kind::File(hash),
-                // Gone or unreadable since the walk saw it: not there for this checkpoint.
-                Err(err) if err.kind() == std::io::ErrorKind::NotFound => continue,
-                Err(err) if err.kind() == std::io::ErrorKind::PermissionDenied => continue,
                 Err(err) => return Err(ScanError::Store(err)),
             }
         };
@@ -271,30 +275,10 @@ impl Rules {
     }
 }
 
-/// The files git tracks in `root` (relative to it), or none when it is not in a repository
-/// (no git started then).
+/// The files git tracks in `root` (relative to it), or none when it is not in a repository:
+/// read from the index, never by running git ([`super::gitindex`]).
 pub(crate) fn tracked(root: &Path) -> HashSet<String> {
-    if !root.ancestors().any(|d| d.join(".git").exists()) {
-        return HashSet::new();
-    }
-    // Relative to the directory it runs in, and unquoted with -z.
-    let out = std::process::Command::new("git")
-        .arg("-C")
-        .arg(root)
-        .args(["ls-files", "-z"])
-        .stdin(std::process::Stdio::null())
-        .stderr(std::process::Stdio::null())
-        .output();
-    match out {
-        Ok(out) if out.status.success() => out
-            .stdout
-            .split(|b| *b == 0)
-            .filter_map(|p| std::str::from_utf8(p).ok())
-            .filter(|p| !p.is_empty())
-            .map(str::to_owned)
-            .collect(),
-        _ => HashSet::new(),
-    }
+    super::gitindex::tracked(root)
 }
 
 /// What changed from `before` to `after`: created, changed and deleted paths (stat-only

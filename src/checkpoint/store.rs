@@ -106,8 +106,13 @@ impl Store {
 
     /// Keeps the content of the file at `path`; its hash. Read once: hashed while copied
     /// into a temporary object, named by its hash once read (dropped when already kept).
+    #[cfg(test)]
     pub(crate) fn keep(&self, path: &Path) -> std::io::Result<String> {
-        let mut src = std::fs::File::open(path)?;
+        self.keep_file(std::fs::File::open(path)?)
+    }
+
+    /// Keeps the content `src` holds (read from where it is to its end); its hash.
+    pub(crate) fn keep_file(&self, mut src: std::fs::File) -> std::io::Result<String> {
         let tmp_path = self
             .root
             .join("objects")

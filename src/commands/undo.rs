@@ -235,11 +235,22 @@ fn normalize(path: &Path) -> PathBuf {
 
 /// Puts `entry` back at `rel`, atomically: a file as the state files are written (beside
 /// it, its mode set, synced, renamed over it), a link made beside it and renamed over it.
+/// Nothing on the way is followed: a link the agent's tree left where a directory of the
+/// workspace was is refused, never written through ([`crate::beneath`]).
 fn put_back(store: &Store, ws: &Path, rel: &str, entry: &Entry) -> std::io::Result<()> {
+    use crate::beneath::{Entry as At, Refused};
     let dest = ws.join(rel);
-    let dir = dest.parent().unwrap_or(ws);
-    std::fs::create_dir_all(dir)?;
-    if std::fs::symlink_metadata(&dest).is_ok_and(|m| m.is_dir()) {
+    let mut dir = ws.to_owned();
+    for part in Path::new(rel)
+        .parent()
+        .into_iter()
+        .flat_map(Path::components)
+    {
+        dir.push(part);
+        At::of(&dir).map_err(Refused::into_io)?.make_dir(0o755)?;
+    }
+    let at = At::of(&dest).map_err(Refused::into_io)?;
+    if at.kind().map_err(Refused::into_io)? == Some(crate::beneath::FileType::Directory) {
         return Err(std::io::Error::other("a directory is there now"));
     }
     match &entry.kind {
@@ -250,21 +261,26 @@ fn put_back(store: &Store, ws: &Path, rel: &str, entry: &Entry) -> std::io::Resu
         }
         Kind::Link(target) => {
             let name = dest.file_name().unwrap_or_default().to_string_lossy();
-            let tmp = dir.join(format!(".{name}.ahp-wrap-undo-{}", crate::random_hex(4)));
-            std::os::unix::fs::symlink(target, &tmp)?;
-            std::fs::rename(&tmp, &dest).inspect_err(|_| {
-                let _ = std::fs::remove_file(&tmp);
+            let tmp = format!(".{name}.ahp-wrap-undo-{}", crate::random_hex(4));
+            let tmp = at.sibling(std::ffi::OsStr::new(&tmp))?;
+            tmp.make_link(Path::new(target))?;
+            tmp.rename_to(&at).inspect_err(|_| {
+                let _ = tmp.remove();
             })
         }
         Kind::TooLarge => Err(std::io::Error::other("not kept")),
     }
 }
 
-/// Deletes `rel`, then the directories above it it leaves empty (none that `target` has a
-/// file beneath).
+/// Deletes `rel` (a file or a link, never what a link points at), then the directories
+/// above it it leaves empty (none that `target` has a file beneath).
 fn delete(ws: &Path, rel: &str, target: &Manifest) -> std::io::Result<()> {
-    let path = ws.join(rel);
-    std::fs::remove_file(&path)?;
+    use crate::beneath::{Entry as At, Refused};
+    let at = At::of(&ws.join(rel)).map_err(Refused::into_io)?;
+    if at.kind().map_err(Refused::into_io)? == Some(crate::beneath::FileType::Directory) {
+        return Err(std::io::Error::other("a directory is there now"));
+    }
+    at.remove()?;
     let mut dir = Path::new(rel).parent();
     while let Some(d) = dir.filter(|d| !d.as_os_str().is_empty()) {
         let prefix = format!("{}/", d.display());
@@ -275,7 +291,10 @@ fn delete(ws: &Path, rel: &str, target: &Manifest) -> std::io::Result<()> {
         {
             break;
         }
-        if std::fs::remove_dir(ws.join(d)).is_err() {
+        let removed = At::of(&ws.join(d))
+            .map_err(Refused::into_io)
+            .and_then(|e| e.remove());
+        if removed.is_err() {
             break;
         }
         dir = d.parent();

@@ -52,6 +52,9 @@ pub(super) struct RunFloor {
     /// What a person should know about the declared credentials (one that cannot be read,
     /// one left real).
     pub credential_notes: Vec<String>,
+    /// The workspace's `Cargo.lock` as the run found it, when a cache is overlaid: a `.crate`
+    /// file the tree adds to cargo's cache lands only with a checksum recorded before the run.
+    pub lock_at_start: Option<String>,
 }
 
 /// Why the run has no floor, or cannot start.
@@ -145,6 +148,10 @@ pub(super) fn prepare(
     floor.map(|f| RunFloor {
         removed_env: cmd.remove_env.clone(),
         credential_notes,
+        lock_at_start: match f.plan.overlays.is_empty() {
+            true => None,
+            false => std::fs::read_to_string(cfg.workspace.join("Cargo.lock")).ok(),
+        },
         ..f
     })
 }

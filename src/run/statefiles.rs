@@ -216,13 +216,15 @@ impl Held {
         };
         // Written in place, the file may have been removed: nothing is left of any key.
         let after = match in_place {
-            true => merge::read_doc(&self.copy.copy, self.file.format),
-            false => std::fs::read(&self.copy.copy)
-                .map_err(|source| MergeError::Read {
+            // Read without following a link the tree may have put in the file's place.
+            true => merge::read_agents_doc(&self.copy.copy, self.file.format),
+            false => merge::read_agents(&self.copy.copy).and_then(|b| match b {
+                Some(b) => merge::parse(&b, self.file.format, path),
+                None => Err(MergeError::Read {
                     path: self.copy.copy.display().to_string(),
-                    source,
-                })
-                .and_then(|b| merge::parse(&b, self.file.format, path)),
+                    source: std::io::ErrorKind::NotFound.into(),
+                }),
+            }),
         };
         let after = match after {
             Ok(a) => a,
@@ -297,10 +299,12 @@ impl Held {
     /// Removes the file the run made when the agent left it as made.
     fn unmake(&self) {
         if self.made
-            && merge::read_doc(&self.copy.file, self.file.format)
+            && merge::read_agents_doc(&self.copy.file, self.file.format)
                 .is_ok_and(|v| v.as_object().is_some_and(|m| m.is_empty()))
         {
-            let _ = std::fs::remove_file(&self.copy.file);
+            if let Ok(e) = crate::beneath::Entry::of(&self.copy.file) {
+                let _ = e.remove();
+            }
         }
     }
 
@@ -317,7 +321,7 @@ impl Held {
 
     /// The agent's whole copy, when its changes could not be sorted or merged.
     fn keep_whole(&self, dir: &Path) -> Option<PathBuf> {
-        let bytes = std::fs::read(&self.copy.copy).ok()?;
+        let bytes = merge::read_agents(&self.copy.copy).ok()??;
         self.write_record(dir, "copy", &bytes)
     }
 

@@ -1,6 +1,8 @@
 //! The agent's process and what confines it: the only crate of ahp-wrap where `unsafe` code
 //! is allowed (system calls between `fork` and `exec`, Landlock, seccomp, namespaces).
 //!
+//! - [`beneath`]: paths the wrapper acts on for the agent outside its floor, resolved without
+//!   following a link the tree could have made.
 //! - [`child`]: spawning the agent, process groups, signals, the guardian, the whole process
 //!   tree (subreaper), exit codes.
 //! - [`floor`]: the kernel's confinement of the agent's whole process tree (Landlock, a user,
@@ -16,6 +18,7 @@
 // The one crate of the workspace where `unsafe` is allowed (docs/architecture.md).
 #![allow(unsafe_code)]
 
+pub mod beneath;
 pub mod child;
 pub mod exit;
 pub mod floor;

@@ -18,6 +18,9 @@ use crate::protocol::EventType;
 pub(in crate::run) struct Unmerged {
     #[cfg(target_os = "linux")]
     overlays: Vec<floor::plan::Overlay>,
+    /// What a `.crate` file's checksum is checked against.
+    #[cfg(target_os = "linux")]
+    verified: floor::caches::Verified,
 }
 
 impl Run<'_> {
@@ -138,39 +141,64 @@ impl Run<'_> {
         let appeared = floor.plan.appeared();
         if !appeared.is_empty() {
             let quarantine = super::super::statefiles::quarantine_dir();
-            for path in appeared {
-                self.move_aside(path, quarantine.as_deref()).await;
+            for found in appeared {
+                self.move_aside(&found, quarantine.as_deref()).await;
             }
         }
         #[cfg(target_os = "linux")]
         return Unmerged {
             overlays: floor.plan.overlays.clone(),
+            verified: floor
+                .lock_at_start
+                .as_deref()
+                .map(floor::caches::Verified::from_lock)
+                .unwrap_or_default(),
         };
         #[cfg(not(target_os = "linux"))]
         Unmerged::default()
     }
 
     /// Moves a protected path the agent's tree created (absent at the start, so the floor
-    /// could not bind it) into the quarantine, and says so at exit and in the audit log.
-    async fn move_aside(&mut self, path: &Path, quarantine: Option<&Path>) {
+    /// could not bind it), or a link it made on the way to one, into the quarantine, and says
+    /// so at exit and in the audit log. A link is moved as a link: what it points at (the
+    /// user's own `~/.claude`, say) is never touched.
+    async fn move_aside(&mut self, found: &floor::plan::Appeared, quarantine: Option<&Path>) {
         use crate::statefile::aside;
+        let path = found.moved();
         let shown = path.display();
+        let what = match found {
+            floor::plan::Appeared::Path(_) => format!("{shown} was created during the run"),
+            floor::plan::Appeared::Link { protected, .. } => format!(
+                "{shown} was made a symbolic link during the run, on the way to {} (its \
+                 target{} is not touched)",
+                protected.display(),
+                crate::beneath::Entry::of(path)
+                    .and_then(|e| e
+                        .link_target()
+                        .map_err(|source| crate::beneath::Refused::Io {
+                            path: path.to_owned(),
+                            source,
+                        }))
+                    .map(|t| format!(", {},", t.display()))
+                    .unwrap_or_default()
+            ),
+        };
         let moved = quarantine
             .ok_or_else(|| "no state directory for a quarantine".to_owned())
             .and_then(|q| aside::move_aside(path, q).map_err(|e| e.to_string()));
         let (m, record) = match &moved {
             Ok(record) => (
                 format!(
-                    "floor: {shown} was created during the run, where a later session would \
-                     obey it; moved aside (to put it back: ahp-wrap restore {})",
+                    "floor: {what}, where a later session would obey it; moved aside (to put \
+                     it back: ahp-wrap restore {})",
                     record.display()
                 ),
                 Some(record.display().to_string()),
             ),
             Err(why) => (
                 format!(
-                    "floor: {shown} was created during the run, where a later session would \
-                     obey it, and is left in place: it could not be moved aside ({why})"
+                    "floor: {what}, where a later session would obey it, and is left in place: \
+                     it could not be moved aside ({why})"
                 ),
                 None,
             ),
@@ -195,9 +223,10 @@ impl Run<'_> {
                 return;
             }
             let quarantine = super::super::statefiles::quarantine_dir();
+            let verified = unmerged.verified;
             let merging = tokio::task::spawn_blocking(move || {
                 let merge = |o: floor::plan::Overlay| {
-                    let merged = floor::caches::merge(&o, quarantine.as_deref());
+                    let merged = floor::caches::merge(&o, quarantine.as_deref(), &verified);
                     (o.cache, merged)
                 };
                 unmerged.overlays.into_iter().map(merge).collect::<Vec<_>>()
@@ -238,6 +267,9 @@ impl Run<'_> {
             "floor: {} new entries added to the cache {shown}",
             merged.added
         );
+        if !merged.held.is_empty() {
+            self.say_held(cache, &merged.held).await;
+        }
         if merged.kept.is_empty() && merged.lost.is_empty() {
             return;
         }
@@ -280,6 +312,53 @@ impl Run<'_> {
             "added": merged.added,
             "changed": changed,
             "record": merged.record,
+        });
+        self.gate.say(EventType::Error, payload).await;
+    }
+
+    /// Says which entries the tree added to `cache` were not added to it (a later tool would
+    /// use them without a check), and why: at exit and in the audit log.
+    #[cfg(target_os = "linux")]
+    async fn say_held(&mut self, cache: &Path, held: &[(std::path::PathBuf, &'static str)]) {
+        // Grouped by why, each group by its first two components (`_npx/0a1b…`).
+        let mut groups: Vec<(&str, Vec<String>)> = Vec::new();
+        for (path, why) in held {
+            let short: std::path::PathBuf = path.components().take(2).collect();
+            let short = short.display().to_string();
+            match groups.iter_mut().find(|(w, _)| w == why) {
+                Some((_, paths)) if !paths.contains(&short) => paths.push(short),
+                Some(_) => {}
+                None => groups.push((why, vec![short])),
+            }
+        }
+        let said: Vec<String> = groups
+            .iter()
+            .map(|(why, paths)| {
+                let more = paths.len().saturating_sub(3);
+                let mut s = paths.iter().take(3).cloned().collect::<Vec<_>>().join(", ");
+                if more > 0 {
+                    s.push_str(&format!(" and {more} more"));
+                }
+                format!("{s} ({why})")
+            })
+            .collect();
+        let m = format!(
+            "floor: {} entr{} the tree added to the cache {} not kept, since a later tool would \
+             use {} without a check: {}; its tool makes them again when it needs them (to let a \
+             directory's additions land, name it in [floor] writable: docs/floor.md, \"Caches\")",
+            held.len(),
+            if held.len() == 1 { "y" } else { "ies" },
+            cache.display(),
+            if held.len() == 1 { "it" } else { "them" },
+            said.join("; ")
+        );
+        self.notes.push(m.clone());
+        let list: Vec<String> = held.iter().map(|(p, _)| p.display().to_string()).collect();
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "cache": cache.display().to_string(),
+            "held": list,
         });
         self.gate.say(EventType::Error, payload).await;
     }

@@ -70,6 +70,7 @@ pub(super) fn kernel(
             removed_env: Vec::new(),
             placeholders: Vec::new(),
             credential_notes: Vec::new(),
+            lock_at_start: None,
         });
     }
     // A copy can be bound only in a mount namespace of the tree's own.
@@ -165,6 +166,7 @@ pub(super) fn kernel(
         removed_env: Vec::new(),
         placeholders,
         credential_notes: Vec::new(),
+        lock_at_start: None,
     })
 }
 

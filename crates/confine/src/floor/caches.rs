@@ -17,6 +17,10 @@ use serde::{Deserialize, Serialize};
 
 use super::plan::Overlay;
 
+mod kinds;
+use kinds::Kind;
+pub use kinds::Verified;
+
 /// The kernel release from which an overlay can be mounted in a user namespace (5.11).
 const OVERLAY_IN_USERNS: (u32, u32) = (5, 11);
 
@@ -242,6 +246,9 @@ pub struct Merged {
     pub record: Option<PathBuf>,
     /// Entries that could be neither added nor kept (and why).
     pub lost: Vec<String>,
+    /// Entries added that a later tool would trust without a check: not added, left in the
+    /// run's layer (relative to the cache, with why).
+    pub held: Vec<(PathBuf, &'static str)>,
 }
 
 /// One change to an entry a cache had before the run.
@@ -264,10 +271,16 @@ pub struct Record {
     pub changes: Vec<Change>,
 }
 
-/// Moves the new entries of `overlay`'s upper layer into its cache and keeps the changes
-/// to existing ones in `quarantine` (when given; else they are lost, and said so). Then
-/// removes the layer. Run only when no process sees the overlay any more.
-pub fn merge(overlay: &Overlay, quarantine: Option<&Path>) -> std::io::Result<Merged> {
+/// Moves the new entries of `overlay`'s upper layer that their tool checks before use into
+/// its cache (a `.crate` file when its checksum is one `verified` knows), holds the others in
+/// the layer ([`kinds`]), and keeps the changes to existing ones in `quarantine` (when
+/// given; else they are lost, and said so). Run only when no process sees the overlay any
+/// more.
+pub fn merge(
+    overlay: &Overlay,
+    quarantine: Option<&Path>,
+    verified: &Verified,
+) -> std::io::Result<Merged> {
     // Made canonical: a layer that is no longer the directory it was (a link put in its
     // place) is not read, let alone moved from.
     let real = overlay.upper.canonicalize()?;
@@ -277,11 +290,18 @@ pub fn merge(overlay: &Overlay, quarantine: Option<&Path>) -> std::io::Result<Me
             overlay.upper.display()
         )));
     }
-    let mut walk = Walk::default();
+    let mut walk = Walk {
+        verified,
+        added: 0,
+        kept: Vec::new(),
+        lost: Vec::new(),
+        held: Vec::new(),
+    };
     walk.dir(&overlay.cache, &overlay.upper, Path::new(""))?;
     let mut merged = Merged {
         added: walk.added,
         lost: walk.lost,
+        held: walk.held,
         ..Merged::default()
     };
     if !walk.kept.is_empty() {
@@ -325,7 +345,10 @@ pub fn apply(record_path: &Path, record: &Record) -> std::io::Result<()> {
     let before = record.held.with_extension("before");
     for change in &record.changes {
         let target = record.cache.join(&change.path);
-        if target.symlink_metadata().is_ok() {
+        if crate::beneath::kind(&target)
+            .map_err(crate::beneath::Refused::into_io)?
+            .is_some()
+        {
             let aside = before.join(&change.path);
             if let Some(parent) = aside.parent() {
                 std::fs::create_dir_all(parent)?;
@@ -342,15 +365,16 @@ pub fn apply(record_path: &Path, record: &Record) -> std::io::Result<()> {
     std::fs::remove_file(record_path)
 }
 
-#[derive(Default)]
-struct Walk {
+struct Walk<'a> {
+    verified: &'a Verified,
     added: usize,
     /// Each change, with what the tree wrote (none for a removal).
     kept: Vec<(Change, Option<PathBuf>)>,
     lost: Vec<String>,
+    held: Vec<(PathBuf, &'static str)>,
 }
 
-impl Walk {
+impl Walk<'_> {
     /// `upper` is the layer's view of the cache's directory `lower`; `rel` their path.
     fn dir(&mut self, lower: &Path, upper: &Path, rel: &Path) -> std::io::Result<()> {
         for entry in std::fs::read_dir(upper)? {
@@ -374,10 +398,7 @@ impl Walk {
             }
             match lm {
                 None if kind.is_dir() || kind.is_file() || kind.is_symlink() => {
-                    match add(&up, &low) {
-                        Ok(()) => self.added += 1,
-                        Err(e) => self.lost.push(format!("{}: {e}", low.display())),
-                    }
+                    self.new_entry(&up, &low, rel, kind)?;
                 }
                 None => {} // a socket or a FIFO: nothing a cache keeps
                 Some(lm) if kind.is_dir() && lm.is_dir() && !opaque(&up) => {
@@ -394,6 +415,90 @@ impl Walk {
             }
         }
         Ok(())
+    }
+}
+
+impl Walk<'_> {
+    /// The entry `up` the cache does not have at `low`: added, held, or (a directory above
+    /// entries of several kinds) made and walked.
+    fn new_entry(
+        &mut self,
+        up: &Path,
+        low: &Path,
+        rel: PathBuf,
+        file_type: std::fs::FileType,
+    ) -> std::io::Result<()> {
+        let merge = match kinds::kind(low) {
+            Kind::Merge => true,
+            Kind::Hold(why) => {
+                self.held.push((rel, why));
+                false
+            }
+            Kind::Crate => {
+                let known = file_type.is_file() && self.crate_known(up, low);
+                if !known {
+                    self.held.push((
+                        rel,
+                        "a .crate file whose checksum neither the registry's index nor the \
+                         workspace's Cargo.lock recorded before the run",
+                    ));
+                }
+                known
+            }
+            Kind::Descend if file_type.is_dir() => {
+                let mode = up.symlink_metadata()?.permissions().mode();
+                match std::fs::create_dir(low) {
+                    Ok(()) => {
+                        let _ =
+                            std::fs::set_permissions(low, std::fs::Permissions::from_mode(mode));
+                    }
+                    Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => {}
+                    Err(e) => {
+                        self.lost.push(format!("{}: {e}", low.display()));
+                        return Ok(());
+                    }
+                }
+                return self.dir(low, up, &rel);
+            }
+            Kind::Descend => {
+                self.held.push((rel, kinds::UNKNOWN));
+                false
+            }
+        };
+        if merge {
+            match add(up, low) {
+                Ok(()) => self.added += 1,
+                Err(e) => self.lost.push(format!("{}: {e}", low.display())),
+            }
+        }
+        Ok(())
+    }
+
+    /// Whether the `.crate` file `up` (to land at `low`) has a checksum recorded before the run.
+    fn crate_known(&self, up: &Path, low: &Path) -> bool {
+        use sha2::Digest;
+        let (Some(registry), Some(file), Some(lower)) = (
+            low.parent()
+                .and_then(Path::file_name)
+                .and_then(|n| n.to_str()),
+            low.file_name().and_then(|n| n.to_str()),
+            low.ancestors().nth(3),
+        ) else {
+            return false;
+        };
+        let Ok(mut f) = crate::beneath::open_file(up) else {
+            return false;
+        };
+        let mut hasher = sha2::Sha256::new();
+        if std::io::copy(&mut f, &mut hasher).is_err() {
+            return false;
+        }
+        let sum: String = hasher
+            .finalize()
+            .iter()
+            .map(|b| format!("{b:02x}"))
+            .collect();
+        self.verified.knows(lower, registry, file, &sum)
     }
 }
 

@@ -203,8 +203,15 @@ fn one(
 fn run(argv: &[String]) -> Result<String, String> {
     let (program, args) = argv.split_first().ok_or("from_command is empty")?;
     let shown = argv.join(" ");
+    // Run outside the workspace: a command that reads its directory's configuration (`git
+    // credential fill`) would otherwise run what the agent may have left in the repository's.
+    let dir = std::env::var_os("HOME")
+        .map(std::path::PathBuf::from)
+        .filter(|h| h.is_dir())
+        .unwrap_or_else(|| "/".into());
     let mut child = Command::new(program)
         .args(args)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())

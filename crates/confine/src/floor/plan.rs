@@ -160,15 +160,11 @@ pub struct NetPlan {
     pub publish: super::spec::Publishing,
 }
 
-/// Of `caches`, those a run overlays, and the empty ones (written in place): a cache
-/// beneath another writable root is written as that root is, one beneath another cache is
-/// part of it; an empty cache has no entry to protect (whatever the tree puts there is new:
-/// no overlay to mount, nothing to merge).
-fn overlaid(
-    caches: &[PathBuf],
-    writable: &[PathBuf],
-    paths: &mut Resolver,
-) -> (Vec<PathBuf>, Vec<PathBuf>) {
+/// Of `caches`, those a run overlays: a cache beneath another writable root is written as
+/// that root is, one beneath another cache is part of it. An empty cache is overlaid too:
+/// what the tree adds to it is decided at the end like any addition (an `_npx` package put
+/// in a fresh `~/.npm` would otherwise be trusted by every later `npx`).
+fn overlaid(caches: &[PathBuf], writable: &[PathBuf], paths: &mut Resolver) -> Vec<PathBuf> {
     let mut caches: Vec<PathBuf> = caches.iter().filter_map(|d| paths.dir(d)).collect();
     dedup(&mut caches);
     let outer = caches.clone();
@@ -176,23 +172,22 @@ fn overlaid(
         !writable.iter().any(|w| c.starts_with(w))
             && !outer.iter().any(|o| o != c && c.starts_with(o))
     });
-    let empty = |c: &PathBuf| std::fs::read_dir(c).is_ok_and(|mut d| d.next().is_none());
-    let (empty, caches) = caches.into_iter().partition(empty);
-    (caches, empty)
+    caches
 }
 
 /// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
 /// agent is known, for the mount namespace made ahead
 /// ([`super::NamespaceReceiver::ask_overlays`]): found by the plan's own steps, without the
-/// agent's state directories among the writable roots (none holds a cache) and without
-/// making a missing cache (the plan makes it, empty: no overlay). Where the plan finds
-/// otherwise, its list differs and the namespace made ahead is not used.
+/// agent's state directories among the writable roots (none holds a cache), making a
+/// missing cache where its parent exists as the plan does. Where the plan finds otherwise,
+/// its list differs and the namespace made ahead is not used.
 pub fn caches_ahead(spec: &Spec, home: &Path, ws: &Path) -> Vec<PathBuf> {
     let cx = Context {
         workspace: ws.to_owned(),
         home: home.to_owned(),
         temp: temp_dirs(),
         caches: env_caches(),
+        create_missing: true,
         ..Context::default()
     };
     roots(spec, &cx, &mut Resolver::default()).caches
@@ -205,9 +200,8 @@ struct Roots {
     /// The workspace, the temp directories, `/dev/pts`, the agent's state and the spec's
     /// `writable`: those that exist.
     writable: Vec<PathBuf>,
-    /// The caches overlaid, and the empty ones (written in place).
+    /// The caches overlaid.
     caches: Vec<PathBuf>,
-    empty: Vec<PathBuf>,
 }
 
 /// The roots `spec` asks for the run `cx` describes. Creates the agent's state directories
@@ -238,13 +232,12 @@ fn roots(spec: &Spec, cx: &Context, paths: &mut Resolver) -> Roots {
     writable.extend(cx.agent_state.iter().chain(&listed).cloned());
     let mut writable: Vec<PathBuf> = writable.iter().filter_map(|d| paths.dir(d)).collect();
     dedup(&mut writable);
-    let (caches, empty) = overlaid(&caches, &writable, paths);
+    let caches = overlaid(&caches, &writable, paths);
     Roots {
         ws,
         home,
         writable,
         caches,
-        empty,
     }
 }
 
@@ -259,7 +252,6 @@ impl Plan {
             home,
             mut writable,
             caches,
-            empty,
         } = roots(spec, cx, &mut paths);
         let through = writable
             .iter()
@@ -267,7 +259,6 @@ impl Plan {
             .cloned()
             .collect();
         writable.extend(caches.iter().cloned());
-        writable.extend(empty);
         let devices = DEVICES
             .iter()
             .map(PathBuf::from)
@@ -393,18 +384,57 @@ impl Plan {
         }
     }
 
-    /// The protected paths that were absent at the start and exist now (an empty
-    /// directory holds nothing and does not count: agents make their own on start).
-    pub fn appeared(&self) -> Vec<&Path> {
-        self.absent
-            .iter()
-            .filter(|p| match p.symlink_metadata() {
-                Ok(m) if m.is_dir() => std::fs::read_dir(p).is_ok_and(|mut d| d.next().is_some()),
-                Ok(_) => true,
-                Err(_) => false,
-            })
-            .map(PathBuf::as_path)
-            .collect()
+    /// The protected paths that were absent at the start and are there now (an empty
+    /// directory does not count: agents make their own), each reached without following a
+    /// link; where a link lies on the way instead (`proj/.claude` made a link to
+    /// `~/.claude`), that link: the tree made it (the path was resolved at the start), and a
+    /// later session would read the protected path through it.
+    pub fn appeared(&self) -> Vec<Appeared> {
+        let mut out: Vec<Appeared> = Vec::new();
+        for p in &self.absent {
+            let found = match crate::beneath::kind(p) {
+                Ok(Some(crate::beneath::FileType::Directory)) => std::fs::read_dir(p)
+                    .is_ok_and(|mut d| d.next().is_some())
+                    .then(|| Appeared::Path(p.clone())),
+                Ok(Some(_)) => Some(Appeared::Path(p.clone())),
+                Ok(None) => None,
+                Err(crate::beneath::Refused::Link(link)) => Some(Appeared::Link {
+                    link,
+                    protected: p.clone(),
+                }),
+                Err(_) => None,
+            };
+            if let Some(a) = found {
+                if !out.contains(&a) {
+                    out.push(a);
+                }
+            }
+        }
+        out
+    }
+}
+
+/// A protected path found at the end of a run where there was none at its start.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Appeared {
+    /// The path itself.
+    Path(PathBuf),
+    /// A symbolic link on the way to it, made during the run.
+    Link {
+        /// The link.
+        link: PathBuf,
+        /// The protected path it leads to.
+        protected: PathBuf,
+    },
+}
+
+impl Appeared {
+    /// What is moved aside: the path, or the link (never what it points at).
+    pub fn moved(&self) -> &Path {
+        match self {
+            Appeared::Path(p) => p,
+            Appeared::Link { link, .. } => link,
+        }
     }
 }
 

@@ -19,7 +19,9 @@ pub struct Moved {
 }
 
 /// Moves `path` into the quarantine directory `dir` (made private when missing). Returns
-/// the record written beside it.
+/// the record written beside it. `path` is reached without following a link (the agent's
+/// tree may have made one on its way: [`crate::beneath`]); its last component, a link or
+/// not, is what moves.
 pub fn move_aside(path: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     let base = new_name(dir, path)?;
     let held = dir.join(&base);
@@ -54,9 +56,14 @@ pub fn new_name(dir: &Path, path: &Path) -> std::io::Result<String> {
 }
 
 /// Puts what `record` describes back where the agent's tree created it, unless something is
-/// there now; removes the record.
+/// there now (or a link lies on the way: it is not followed); removes the record.
 pub fn put_back(record: &Path, moved: &Moved) -> std::io::Result<()> {
-    if moved.moved.symlink_metadata().is_ok() {
+    let to = crate::beneath::Entry::of(&moved.moved).map_err(crate::beneath::Refused::into_io)?;
+    if to
+        .kind()
+        .map_err(crate::beneath::Refused::into_io)?
+        .is_some()
+    {
         return Err(std::io::Error::new(
             std::io::ErrorKind::AlreadyExists,
             format!(
@@ -70,9 +77,15 @@ pub fn put_back(record: &Path, moved: &Moved) -> std::io::Result<()> {
     std::fs::remove_file(record)
 }
 
-/// Renames `from` to `to`, or copies it across file systems and removes it.
+/// Renames `from` to `to`, or copies it across file systems and removes it; both reached
+/// without following a link on the way ([`crate::beneath`]), the last component of each, a
+/// link or not, being what moves. The copy goes by path: it is made after the agent's tree has
+/// ended, once `from` was reached without a link, and copies links as links.
 pub(crate) fn relocate(from: &Path, to: &Path) -> std::io::Result<()> {
-    match std::fs::rename(from, to) {
+    let refused = crate::beneath::Refused::into_io;
+    let source = crate::beneath::Entry::of(from).map_err(refused)?;
+    let dest = crate::beneath::Entry::of(to).map_err(refused)?;
+    match source.rename_to(&dest) {
         Err(e) if e.raw_os_error() == Some(nix::libc::EXDEV) => {
             copy_all(from, to)?;
             remove_all(from)

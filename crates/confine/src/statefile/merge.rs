@@ -441,6 +441,31 @@ pub fn read_doc(path: &Path, format: Format) -> Result<Value, MergeError> {
     }
 }
 
+/// What the agent's tree left at `path` (a file it wrote in place, or its private copy),
+/// read without following a link: a link it made there would have the wrapper read, and
+/// keep or merge, whatever file of the person's it points at. `None` when nothing is there.
+pub fn read_agents(path: &Path) -> Result<Option<Vec<u8>>, MergeError> {
+    use std::io::Read;
+    let mut bytes = Vec::new();
+    match crate::beneath::open_file(path) {
+        Ok(mut f) => f.read_to_end(&mut bytes).map(|_| Some(bytes)),
+        Err(e) if e.is_not_found() => Ok(None),
+        Err(e) => Err(e.into_io()),
+    }
+    .map_err(|source| MergeError::Read {
+        path: path.display().to_string(),
+        source,
+    })
+}
+
+/// [`read_doc`] of what the agent's tree left ([`read_agents`]).
+pub fn read_agents_doc(path: &Path, format: Format) -> Result<Value, MergeError> {
+    match read_agents(path)? {
+        Some(bytes) => parse(&bytes, format, path),
+        None => Ok(Value::Object(Map::new())),
+    }
+}
+
 /// Applies `changes` (`apply`; `after` as there) to the file at `path` as it is now, under
 /// the agent's `lock`, and writes it back atomically. Returns the changes that could not be
 /// applied.
@@ -473,29 +498,30 @@ pub fn write_atomic(path: &Path, bytes: &[u8]) -> Result<(), MergeError> {
 /// [`write_atomic`] with the new file's permissions `mode`, whatever `path` had (and owned
 /// by this process's user, whoever owned it before).
 pub fn write_atomic_as(path: &Path, bytes: &[u8], mode: u32) -> Result<(), MergeError> {
-    use std::os::unix::fs::{OpenOptionsExt, PermissionsExt};
+    use std::os::unix::fs::PermissionsExt;
     let err = |source| MergeError::Write {
         path: path.display().to_string(),
         source,
     };
-    let dir = path.parent().unwrap_or(Path::new("/"));
+    // Its directory reached without following a link (one the agent's tree made would aim
+    // the write elsewhere); the file itself, a link or not, is replaced, never written through.
+    let entry = crate::beneath::Entry::of(path).map_err(|e| err(e.into_io()))?;
     let name = path.file_name().unwrap_or_default().to_string_lossy();
-    let tmp = dir.join(format!(".{name}.ahp-wrap-{}", crate::random_hex(6)));
+    let tmp_name = format!(".{name}.ahp-wrap-{}", crate::random_hex(6));
+    let tmp = entry
+        .sibling(std::ffi::OsStr::new(&tmp_name))
+        .map_err(err)?;
     let written = (|| {
-        let mut f = std::fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(mode)
-            .open(&tmp)?;
+        let mut f = tmp.create(mode)?;
         // The mode given at creation is masked by the umask; the file keeps the old one.
         f.set_permissions(std::fs::Permissions::from_mode(mode))?;
         f.write_all(bytes)?;
         f.sync_all()?;
-        std::fs::rename(&tmp, path)?;
-        std::fs::File::open(dir)?.sync_all()
+        tmp.rename_to(&entry)?;
+        entry.sync_dir()
     })();
     if written.is_err() {
-        let _ = std::fs::remove_file(&tmp);
+        let _ = tmp.remove();
     }
     written.map_err(err)
 }

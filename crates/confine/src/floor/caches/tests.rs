@@ -11,7 +11,8 @@ struct Fixture {
 
 fn fixture() -> Fixture {
     let t = crate::test_dir();
-    let cache = t.path().join("cache");
+    // Cargo's home, whose kinds of entry the merge knows (`kinds.rs`).
+    let cache = t.path().join(".cargo");
     std::fs::create_dir_all(cache.join("registry/src/dep-1.0")).unwrap();
     std::fs::write(cache.join("registry/src/dep-1.0/build.rs"), "fn main() {}").unwrap();
     std::fs::write(cache.join("registry/src/dep-1.0/lib.rs"), "// dep").unwrap();
@@ -31,7 +32,14 @@ fn fixture() -> Fixture {
 fn new_entries_are_added_and_changes_to_existing_ones_kept_aside_then_applied_on_request() {
     let f = fixture();
     let (cache, up) = (&f.overlay.cache, &f.overlay.upper);
-    // What a build adds: a new crate, beside the existing one.
+    // What a build adds: the index's entry for a new crate, which cargo checks with the
+    // registry; and its extracted source, which it would build without a check: held.
+    std::fs::create_dir_all(up.join("registry/index/reg/.cache/ne/w-")).unwrap();
+    std::fs::write(
+        up.join("registry/index/reg/.cache/ne/w-/new-crate"),
+        "index",
+    )
+    .unwrap();
     std::fs::create_dir_all(up.join("registry/src/new-2.0")).unwrap();
     std::fs::write(up.join("registry/src/new-2.0/lib.rs"), "// new").unwrap();
     // A lock file opened for writing and written the same: no change.
@@ -40,9 +48,21 @@ fn new_entries_are_added_and_changes_to_existing_ones_kept_aside_then_applied_on
     std::fs::create_dir_all(up.join("registry/src/dep-1.0")).unwrap();
     std::fs::write(up.join("registry/src/dep-1.0/build.rs"), "evil").unwrap();
 
-    let merged = merge(&f.overlay, Some(&f.quarantine)).unwrap();
+    let merged = merge(&f.overlay, Some(&f.quarantine), &Verified::default()).unwrap();
     assert_eq!(merged.added, 1);
     assert!(merged.lost.is_empty(), "{:?}", merged.lost);
+    assert_eq!(
+        merged
+            .held
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect::<Vec<_>>(),
+        vec![PathBuf::from("registry/src/new-2.0")]
+    );
+    assert!(
+        !cache.join("registry/src/new-2.0").exists(),
+        "held in the layer"
+    );
     assert_eq!(
         merged.kept,
         vec![Change {
@@ -51,7 +71,7 @@ fn new_entries_are_added_and_changes_to_existing_ones_kept_aside_then_applied_on
         }]
     );
     let read = |p: &str| std::fs::read_to_string(cache.join(p)).unwrap();
-    assert_eq!(read("registry/src/new-2.0/lib.rs"), "// new");
+    assert_eq!(read("registry/index/reg/.cache/ne/w-/new-crate"), "index");
     assert_eq!(read("registry/src/dep-1.0/build.rs"), "fn main() {}");
 
     let record_path = merged.record.unwrap();
@@ -103,7 +123,7 @@ fn removals_and_replaced_directories_are_changes_not_applied() {
         nix::sys::stat::Mode::empty(),
         0,
     );
-    let merged = merge(&f.overlay, Some(&f.quarantine)).unwrap();
+    let merged = merge(&f.overlay, Some(&f.quarantine), &Verified::default()).unwrap();
     assert_eq!(merged.added, 0);
     let mut expected = vec![Change {
         path: "registry/src/dep-1.0".into(),
@@ -134,13 +154,49 @@ fn what_appeared_in_the_cache_meanwhile_stays() {
     let (cache, up) = (&f.overlay.cache, &f.overlay.upper);
     std::fs::write(up.join("fresh"), "tree's").unwrap();
     std::fs::write(cache.join("fresh"), "another build's").unwrap();
-    let merged = merge(&f.overlay, Some(&f.quarantine)).unwrap();
+    let merged = merge(&f.overlay, Some(&f.quarantine), &Verified::default()).unwrap();
     // It is now an existing entry with other content: kept aside, not applied.
     assert_eq!(merged.kept.len(), 1);
     assert_eq!(
         std::fs::read_to_string(cache.join("fresh")).unwrap(),
         "another build's"
     );
+}
+
+/// A `.crate` file lands with a checksum the workspace's lock file recorded before the run
+/// (its directories made on the way); a forged one, and what npx installed, stay in the layer.
+#[test]
+fn a_crate_lands_with_a_known_checksum_and_what_is_trusted_unchecked_is_held() {
+    use sha2::Digest;
+    let f = fixture();
+    let (cache, up) = (&f.overlay.cache, &f.overlay.upper);
+    let dir = up.join("registry/cache/reg");
+    std::fs::create_dir_all(&dir).unwrap();
+    std::fs::write(dir.join("itoa-1.0.0.crate"), "real crate").unwrap();
+    std::fs::write(dir.join("serde-1.0.0.crate"), "forged crate").unwrap();
+    let sum = |b: &[u8]| hex(&sha2::Sha256::digest(b));
+    let lock = format!(
+        "[[package]]\nname = \"itoa\"\nversion = \"1.0.0\"\nchecksum = \"{}\"\n\n\
+         [[package]]\nname = \"serde\"\nversion = \"1.0.0\"\nchecksum = \"{}\"\n",
+        sum(b"real crate"),
+        sum(b"the real serde"),
+    );
+    let merged = merge(&f.overlay, Some(&f.quarantine), &Verified::from_lock(&lock)).unwrap();
+    assert_eq!(merged.added, 1, "{merged:?}");
+    assert!(cache.join("registry/cache/reg/itoa-1.0.0.crate").is_file());
+    assert!(!cache.join("registry/cache/reg/serde-1.0.0.crate").exists());
+    assert_eq!(
+        merged
+            .held
+            .iter()
+            .map(|(p, _)| p.clone())
+            .collect::<Vec<_>>(),
+        vec![PathBuf::from("registry/cache/reg/serde-1.0.0.crate")]
+    );
+}
+
+fn hex(b: &[u8]) -> String {
+    b.iter().map(|x| format!("{x:02x}")).collect()
 }
 
 #[test]

@@ -74,7 +74,8 @@ impl Config<'_> {
     /// system file anywhere else would have that file's `hooksPath` missed (the policy
     /// still refuses commands that set or use one).
     fn surely_default(&self) -> bool {
-        if self.moved || !self.dot_git.is_dir() {
+        // `commondir` points git at another directory's configuration and hooks.
+        if self.moved || !self.dot_git.is_dir() || self.dot_git.join("commondir").exists() {
             return false;
         }
         let beside = |git: &Path| Some(git.parent()?.parent()?.join("etc/gitconfig"));
@@ -114,10 +115,16 @@ fn silent(path: &Path) -> bool {
 
 /// Git's own answer, from `git rev-parse --git-path hooks` run in `workspace`.
 fn ask_git(git: &Path, workspace: &Path) -> Option<PathBuf> {
+    // `rev-parse` runs no command of the configuration; the switches are there should a
+    // later git start to (the repository's configuration is the agent's to write: the
+    // wrapper must never run what it names outside the floor).
     let out = std::process::Command::new(git)
+        .args(["-c", "core.fsmonitor=false"])
         .arg("-C")
         .arg(workspace)
         .args(["rev-parse", "--git-path", "hooks"])
+        .env("GIT_OPTIONAL_LOCKS", "0")
+        .env("GIT_TERMINAL_PROMPT", "0")
         .stdin(std::process::Stdio::null())
         .stderr(std::process::Stdio::null())
         .output()

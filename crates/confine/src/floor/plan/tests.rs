@@ -56,12 +56,25 @@ fn protected_paths_beneath_writable_ones_are_bound_and_their_parents_pinned() {
     assert!(plan.reopened.is_empty());
     assert!(plan.appeared().is_empty());
     std::fs::write(ws.join(".mcp.json"), "{}").unwrap();
-    assert_eq!(plan.appeared(), vec![ws.join(".mcp.json").as_path()]);
+    assert_eq!(plan.appeared(), vec![Appeared::Path(ws.join(".mcp.json"))]);
     let plan = Plan::new(&spec(&[".claude/hooks"], &[]), &cx);
     std::fs::create_dir_all(ws.join(".claude/hooks")).unwrap();
     assert!(plan.appeared().is_empty(), "an empty directory counts");
     std::fs::write(ws.join(".claude/hooks/x.sh"), "").unwrap();
     assert_eq!(plan.appeared().len(), 1);
+    // A link made on the way to it (into the home's own `.claude`) is what appeared: the
+    // link, never the file it leads to.
+    std::fs::remove_dir_all(ws.join(".claude")).unwrap();
+    std::fs::create_dir_all(home.join(".claude/hooks")).unwrap();
+    std::fs::write(home.join(".claude/hooks/user.sh"), "").unwrap();
+    std::os::unix::fs::symlink(home.join(".claude"), ws.join(".claude")).unwrap();
+    assert_eq!(
+        plan.appeared(),
+        vec![Appeared::Link {
+            link: ws.join(".claude"),
+            protected: ws.join(".claude/hooks"),
+        }]
+    );
 }
 
 #[test]
@@ -187,8 +200,8 @@ fn caches_are_the_outermost_ones_outside_other_writable_roots_and_what_lies_bene
 }
 
 /// The caches told to the namespaces' maker before the agent is known are those the run's
-/// plan overlays, found by the same steps: a non-empty cache overlaid, an empty or missing
-/// one and one inside the workspace not.
+/// plan overlays, found by the same steps: a non-empty, an empty and a missing cache (made)
+/// overlaid, one inside the workspace not.
 #[test]
 fn the_caches_found_ahead_are_the_plans() {
     let t = crate::test_dir();
@@ -215,7 +228,14 @@ fn the_caches_found_ahead_are_the_plans() {
     let plan = Plan::new(&spec, &cx);
     // (Beside the caches the environment names, as `cargo test`'s `$CARGO_HOME`.)
     let ours: Vec<&PathBuf> = ahead.iter().filter(|c| c.starts_with(&home)).collect();
-    assert_eq!(ours, vec![&home.join(".cache")]);
+    assert_eq!(
+        ours,
+        vec![
+            &home.join(".cache"),
+            &home.join(".npm"),
+            &home.join(".missing")
+        ]
+    );
     assert_eq!(ahead, plan.caches, "{plan}");
     // A cache in the workspace is written as the workspace is: no overlay, nothing merged
     // there (what lets the run's last checkpoint be taken while the caches merge).
