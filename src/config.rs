@@ -165,6 +165,9 @@ pub struct Config {
     pub keep_env: Vec<String>,
     /// `--credential NAME=HOSTS`: credentials declared for this run, besides the policy's.
     pub credentials: Vec<crate::floor::spec::CredentialSpec>,
+    /// `--loopback-port`: ports of this machine's loopback the tree reaches without a
+    /// decision, besides the policy's.
+    pub loopback_ports: Vec<u16>,
     /// The workspace: `--workspace`, else the current directory.
     pub workspace: PathBuf,
     /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
@@ -357,6 +360,7 @@ impl Config {
             floor: args.floor.into(),
             require_floor: args.require_floor,
             keep_env: args.keep_env,
+            loopback_ports: args.loopback_port,
             credentials: args
                 .credential
                 .iter()

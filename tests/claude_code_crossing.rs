@@ -194,3 +194,96 @@ print('prepared')
         Path::new(&w.home().join(".claude"))
     );
 }
+
+/// The tree's attack on a debugger of the person's: it asks Node's inspector on this
+/// machine's loopback for its targets, then tells it over its WebSocket to write a file
+/// outside the workspace (the debugger runs what it is told, with the person's rights).
+const INSPECT: &str = r#"
+const port = process.argv[2], mark = process.argv[3];
+const here = ['127', '0', '0', '1'].join('.');
+(async () => {
+  try {
+    const list = await (await fetch('http' + '://' + here + ':' + port + '/json/list')).json();
+    const ws = new WebSocket(list[0].webSocketDebuggerUrl);
+    ws.onopen = () => ws.send(JSON.stringify({id: 1, method: 'Runtime.evaluate', params: {
+      expression: "process.getBuiltinModule('f' + 's').writeFileSync(" + JSON.stringify(mark) + ", 'pwned')"}}));
+    ws.onmessage = () => { console.log('prepared: evaluated'); process.exit(0); };
+    ws.onerror = (e) => { console.log('prepared: websocket failed', e.message); process.exit(0); };
+  } catch (e) {
+    console.log('prepared: refused', e.cause ? e.cause.code : e.message);
+  }
+})();
+"#;
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn a_debugger_on_the_users_loopback_is_not_reached() {
+    for floor in ["on", "off"] {
+        let w = World::new();
+        let port = ahp_wrap_testkit::common::free_port();
+        let mark = w.other().join("debugger-ran");
+        // The person's own program, under Node's inspector, outside the wrapper.
+        let debuggee = w.dir.dir.path().join("debuggee.js");
+        std::fs::write(&debuggee, "setInterval(() => {}, 1000);\n").unwrap();
+        let mut node = Command::new("node")
+            .arg(format!("--inspect=127.0.0.1:{port}"))
+            .arg(&debuggee)
+            .stderr(std::process::Stdio::piped())
+            .spawn()
+            .unwrap();
+        let mut line = String::new();
+        std::io::BufRead::read_line(
+            &mut std::io::BufReader::new(node.stderr.as_mut().unwrap()),
+            &mut line,
+        )
+        .unwrap();
+        assert!(line.contains("Debugger listening"), "{line}");
+        std::fs::write(w.ws().join("inspect.js"), INSPECT).unwrap();
+        let script = format!(
+            "import subprocess\nsubprocess.run(['node', '--experimental-websocket', 'inspect.js', '{port}', {mark:?}])\n",
+            mark = mark.display().to_string()
+        );
+        let r = if floor == "on" {
+            w.run_script(&script)
+        } else {
+            std::fs::write(w.ws().join("prepare.py"), &script).unwrap();
+            let api = FakeApi::start(
+                w.dir.dir.path(),
+                "api",
+                json!([bash("python3 prepare.py"), {"text": "Prepared."}]),
+            );
+            let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
+            cmd.args(["--floor", "off", "--summary", "never", "--"])
+                .arg(claude_bin())
+                .args(["-p", "prepare the project", "--allowedTools", "Bash"]);
+            ahp_wrap_testkit::agents::offline(&mut cmd, &w.dir);
+            offline_env(&mut cmd, w.home().join(".claude"), api.port);
+            run(cmd)
+        };
+        let _ = node.kill();
+        let _ = node.wait();
+        if floor == "off" {
+            r.check(
+                mark.exists(),
+                "without the floor the debugger ran the tree's code",
+            );
+            continue;
+        }
+        r.check(!mark.exists(), "the debugger was never reached");
+        let audit = w.home().join(".local/state/ahp-wrap/audit");
+        let refused = std::fs::read_dir(&audit)
+            .unwrap()
+            .flatten()
+            .flat_map(|f| ahp_wrap_testkit::common::read_jsonl(&f.path()))
+            .any(|e| {
+                e["payload"]["tool_name"] == "net"
+                    && e["payload"]["arguments"]["port"] == port
+                    && e["payload"]["context"]["via"] == "loopback"
+                    && e["decision"] == "block"
+            });
+        r.check(refused, "the connection was decided, refused and audited");
+    }
+}

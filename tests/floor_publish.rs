@@ -270,6 +270,17 @@ fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
             && stderr.contains("1 connection(s) carried"),
         "{stderr}"
     );
+    // Each carried connection is audited with the process that made it: this test's.
+    let inbound: Vec<serde_json::Value> = read_jsonl(&w.audit())
+        .into_iter()
+        .filter(|r| r["payload"]["arguments"]["direction"] == "inbound")
+        .collect();
+    assert_eq!(inbound.len(), 1, "{inbound:#?}");
+    assert_eq!(
+        inbound[0]["payload"]["context"]["client"]["pid"],
+        std::process::id(),
+        "{inbound:#?}"
+    );
     let listens = w.listens();
     assert_eq!(listens.len(), 1, "{listens:#?}");
     assert_eq!(listens[0]["decision"], "allow", "{listens:#?}");
@@ -360,7 +371,7 @@ fn without_the_floor_the_server_is_reached_as_without_the_wrapper() {
 }
 
 #[test]
-fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
+fn a_port_taken_on_this_side_is_published_elsewhere_said_and_audited_and_works_inside() {
     let w = World::new("version = 1\n");
     let taken = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
     let port = taken.local_addr().unwrap().port();
@@ -375,7 +386,9 @@ fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
     );
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        stderr.contains(&format!("listener on 127.0.0.1:{port} is not published")),
+        stderr.contains(&format!(
+            "listener on 127.0.0.1:{port} is published on this machine at 127.0.0.1:"
+        )) && stderr.contains("a program of yours listened on"),
         "{stderr}"
     );
     let said = read_jsonl(&w.audit()).into_iter().any(|r| {
@@ -383,6 +396,85 @@ fn a_port_taken_on_this_side_is_said_and_audited_and_works_inside() {
     });
     assert!(said, "not audited");
     drop(taken);
+}
+
+/// The tree's server that logs what it is sent, on `$PORT`, until `stop` appears.
+const LOGGING_SERVER: &str = r#"
+python3 -u -c '
+import socket, os, sys
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", int(os.environ["PORT"]))); s.listen(); s.settimeout(0.1)
+print("listening", flush=True)
+while not os.path.exists("stop"):
+    try:
+        c, _ = s.accept()
+    except OSError:
+        continue
+    c.settimeout(2)
+    with open("received.log", "ab") as f:
+        f.write(c.recv(4096))
+    c.close()
+' > server.log 2>&1
+"#;
+
+/// A program of the person's polls its own server's port with its token: a port the wrapper
+/// saw a program of theirs listen on (in an earlier run here) is never the tree's, nor a
+/// well-known service's. The tree's listener is published on another port, said; the
+/// person's client finds its own port closed, and the tree never gets the token.
+#[test]
+fn a_port_the_persons_programs_listen_on_is_never_taken() {
+    let w = World::new("version = 1\n");
+    // The person's own server listens while an earlier run starts (on a port below the
+    // ephemeral range, as a server's port is: those are remembered between runs).
+    let theirs = (20000..30000)
+        .step_by(37)
+        .find_map(|p| std::net::TcpListener::bind(("127.0.0.1", p)).ok())
+        .unwrap();
+    let port = theirs.local_addr().unwrap().port();
+    let out = finish(w.command(&[], &["sleep", "1"]).spawn().unwrap());
+    assert!(out.status.success(), "{}", show(&out));
+    drop(theirs);
+    for port in [port, 27017] {
+        let _ = std::fs::remove_file(w.ws().join("stop"));
+        let _ = std::fs::remove_file(w.ws().join("received.log"));
+        let mut cmd = w.command(&[], &["sh", "-c", LOGGING_SERVER]);
+        cmd.env("PORT", port.to_string());
+        let child = cmd.spawn().unwrap();
+        assert!(
+            eventually(
+                || read(&w.ws(), "server.log").contains("listening"),
+                Duration::from_secs(20)
+            ),
+            "the tree's server did not start"
+        );
+        std::thread::sleep(Duration::from_millis(300));
+        // The person's client, which sends its token to its own server's port.
+        let sent = TcpStream::connect_timeout(
+            &format!("127.0.0.1:{port}").parse().unwrap(),
+            Duration::from_secs(1),
+        )
+        .and_then(|mut c| c.write_all(b"token=secret-of-theirs\n"));
+        std::thread::sleep(Duration::from_millis(300));
+        touch(&w.ws(), "stop");
+        let out = finish(child);
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            sent.is_err(),
+            "the person's port {port} reached something: {stderr}"
+        );
+        assert!(
+            !read(&w.ws(), "received.log").contains("secret"),
+            "the tree got the person's token on {port}"
+        );
+        let published = stderr
+            .split(&format!(
+                "listener on 127.0.0.1:{port} is published on this machine at "
+            ))
+            .nth(1)
+            .and_then(|r| r.split(',').next())
+            .unwrap_or_else(|| panic!("the run says where it published: {stderr}"));
+        assert!(!published.ends_with(&format!(":{port}")), "{published}");
+    }
 }
 
 #[test]

@@ -60,6 +60,7 @@ const LAYERS: &[(&str, &[&str])] = &[
         "intercept",
         &[
             "audit",
+            "beneath",
             "child",
             "control",
             "error_chain",
@@ -71,7 +72,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "policy",
             "protocol",
             "random_hex",
+            "statefile",
             "telemetry",
+            "termlog",
         ],
     ),
     ("host", &["ask", "control", "gate", "jsonrpc", "protocol"]),

@@ -165,6 +165,15 @@ pub struct RunArgs {
     #[arg(help_heading = "Floor (Linux)", long, value_name = "NAME=HOSTS")]
     pub credential: Vec<String>,
 
+    /// Let the agent's tree reach this port of this machine's loopback (repeatable).
+    ///
+    /// Any other port of this machine (a debugger, a database, an admin port) is a decision of
+    /// its own: asked of a person, refused where nobody answers. As `[floor.net]
+    /// loopback_ports` in the policy; the ports of loopback URLs in the agent's command line
+    /// and in its model API's variable (`ANTHROPIC_BASE_URL`, …) need neither.
+    #[arg(help_heading = "Floor (Linux)", long, value_name = "PORT")]
+    pub loopback_port: Vec<u16>,
+
     /// The workspace the agent may write (default: the current directory).
     #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]
     pub workspace: Option<PathBuf>,

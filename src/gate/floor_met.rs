@@ -56,6 +56,8 @@ struct Seen {
     distinct: Vec<Told>,
     /// Hosts and path sockets the network floor refused in this run, with its reason.
     refused: Vec<(String, String)>,
+    /// What the agent is to be told after its next tool call, once.
+    notices: Vec<String>,
 }
 
 /// A refusal of the floor a tool call met.
@@ -76,6 +78,24 @@ impl FloorMet {
     /// The lines this run's floor draws (once it has one).
     pub(crate) fn draw(&self, lines: Lines) {
         let _ = self.lines.set(lines);
+    }
+
+    /// Something the agent is told after its next tool call (in the context its framework
+    /// takes then), once: where a server its tree started can be reached, say.
+    pub(crate) fn notice(&self, text: String) {
+        if let Ok(mut seen) = self.seen.lock() {
+            if seen.notices.len() < 16 && !seen.notices.contains(&text) {
+                seen.notices.push(text);
+            }
+        }
+    }
+
+    /// The notices not told yet (and now taken).
+    pub(crate) fn take_notices(&self) -> Vec<String> {
+        self.seen
+            .lock()
+            .map(|mut s| std::mem::take(&mut s.notices))
+            .unwrap_or_default()
     }
 
     /// Notes a host or path socket the network floor refused, for `reason`: a tool result

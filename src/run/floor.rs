@@ -129,7 +129,8 @@ pub(super) fn prepare(
     }
     let (credentials, credential_notes) = credentials(&spec, cfg, &own_env);
     let rules = HostRules::new(&spec.net, owner.model_hosts())
-        .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?;
+        .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?
+        .with_loopback_ports(started_with_ports(cmd, owner, cfg));
     // The run directory holds the wrapper's own sockets when it cannot use abstract ones.
     let home = home_dir();
     let mut unix_allow = spec.unix.allow(&home, &cfg.workspace);
@@ -154,6 +155,46 @@ pub(super) fn prepare(
         },
         ..f
     })
+}
+
+/// The ports of this machine's loopback the run was started with, which the tree reaches
+/// without a decision of their own: those of the loopback URLs in the agent's command line
+/// (`--registry http://127.0.0.1:4873`, a model provider's `base_url`), in the variables its
+/// shim names as its model API's (`ANTHROPIC_BASE_URL`), in the configuration files it names
+/// (with the variables they refer to), and `--loopback-port`. Not the environment at large: a
+/// `DOCKER_HOST` or a proxy there is the person's, not given to the agent.
+fn started_with_ports(
+    cmd: &AgentCommand,
+    owner: &dyn crate::frameworks::adapter::Framework,
+    cfg: &Config,
+) -> Vec<u16> {
+    let mut ports = cfg.loopback_ports.clone();
+    let env = |name: &str| {
+        cmd.env
+            .iter()
+            .rev()
+            .find(|(k, _)| k == name)
+            .map(|(_, v)| v.clone())
+            .or_else(|| std::env::var_os(name))
+            .map(|v| v.to_string_lossy().into_owned())
+    };
+    let mut texts: Vec<String> = cmd
+        .args
+        .iter()
+        .map(|a| a.to_string_lossy().into_owned())
+        .chain(owner.model_url_env().iter().filter_map(|n| env(n)))
+        .collect();
+    for file in owner.model_url_files(&home_dir()) {
+        let Ok(text) = std::fs::read_to_string(&file) else {
+            continue;
+        };
+        texts.extend(floor::hosts::variables_named(&text).filter_map(|n| env(&n)));
+        texts.push(text);
+    }
+    for text in &texts {
+        ports.extend(floor::hosts::loopback_url_ports(text));
+    }
+    ports
 }
 
 impl Run<'_> {

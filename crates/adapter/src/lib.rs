@@ -194,6 +194,22 @@ pub trait Framework: Send + Sync + 'static {
         &[]
     }
 
+    /// The environment variables that point the agent at its model API by URL (a base-URL
+    /// override): a port of this machine's loopback one names (a local model server) is
+    /// reached by the agent's tree without a decision of its own.
+    fn model_url_env(&self) -> &'static [&'static str] {
+        &[]
+    }
+
+    /// The person's configuration files (`home` is the home directory) that may point the
+    /// agent at its model API by URL (a provider's base URL): the loopback ports of the URLs
+    /// in them, and in the variables they refer to (`{env:NAME}`, `${NAME}`), are reached by
+    /// the agent's tree without a decision of their own.
+    fn model_url_files(&self, home: &Path) -> Vec<std::path::PathBuf> {
+        let _ = home;
+        Vec::new()
+    }
+
     /// The credentials in the wrapper's environment the agent itself needs (its model API
     /// key, its login token; names, `*` for any run of characters), given its arguments
     /// `args`: on the floor they are left in its environment while the others are removed.

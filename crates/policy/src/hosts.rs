@@ -2,7 +2,7 @@
 //! contact answer to the policy's `[floor.net]` host rules, the ones the floor's egress proxy
 //! applies to every connection of the agent's tree, with the same reasons.
 
-use ahp_wrap_confine::floor::hosts::{HostRules, Judgement, Target};
+use ahp_wrap_confine::floor::hosts::{is_loopback, HostRules, Judgement, Target};
 use ahp_wrap_confine::floor::spec::{NetSpec, Unknown};
 use ahp_wrap_wire::protocol::{Event, Verdict};
 
@@ -65,7 +65,8 @@ pub(crate) fn answer(
         let Some(target) = url.host_str().and_then(Target::parse) else {
             continue;
         };
-        let answer = match hosts.judge(&target) {
+        let port = url.port_or_known_default();
+        let answer = match hosts.judge_at(&target, port) {
             Judgement::Allowed | Judgement::Unknown(Unknown::Allow) => continue,
             Judgement::Denied(why) => (
                 DecisionKind::Block,
@@ -76,19 +77,32 @@ pub(crate) fn answer(
             Judgement::Unknown(Unknown::Block) => (
                 DecisionKind::Block,
                 Verdict::Block {
-                    reason: format!(
-                        "this {what} would contact {target}, a host the floor does not let \
+                    reason: match is_loopback(&target) {
+                        true => format!(
+                            "this {what} would make {}, which the floor does not let through \
+                             (unknown = \"block\")",
+                            hosts.unnamed(&target, port.unwrap_or(0))
+                        ),
+                        false => format!(
+                            "this {what} would contact {target}, a host the floor does not let \
                              through ([floor.net] allow; unknown = \"block\")"
-                    ),
+                        ),
+                    },
                 },
             ),
             Judgement::Unknown(Unknown::Ask) => (
                 DecisionKind::Escalate,
                 Verdict::Escalate {
-                    reason: format!(
-                        "this {what} would contact {target}, a host [floor.net] does not \
+                    reason: match is_loopback(&target) {
+                        true => format!(
+                            "this {what} would make {}; a person must decide",
+                            hosts.unnamed(&target, port.unwrap_or(0))
+                        ),
+                        false => format!(
+                            "this {what} would contact {target}, a host [floor.net] does not \
                              name; a person must decide"
-                    ),
+                        ),
+                    },
                     target: None,
                 },
             ),
@@ -108,8 +122,11 @@ pub(crate) fn answer(
 /// floor off, none is.
 pub(crate) fn allowed(hosts: Option<&HostRules>, url: &url::Url) -> bool {
     hosts.is_some_and(|h| {
-        url.host_str()
-            .and_then(Target::parse)
-            .is_some_and(|t| matches!(h.judge(&t), Judgement::Allowed))
+        url.host_str().and_then(Target::parse).is_some_and(|t| {
+            matches!(
+                h.judge_at(&t, url.port_or_known_default()),
+                Judgement::Allowed
+            )
+        })
     })
 }

@@ -142,6 +142,14 @@ impl Framework for ClaudeCode {
         ]
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        &[
+            "ANTHROPIC_BASE_URL",
+            "ANTHROPIC_BEDROCK_BASE_URL",
+            "ANTHROPIC_VERTEX_BASE_URL",
+        ]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Sessions, projects, todos, its plugins' data; never its settings, hooks, plugins, or
         // what a later session obeys (its memory, commands, agents, skills, output styles),

@@ -102,6 +102,10 @@ impl Framework for Codex {
         &["api.openai.com", "chatgpt.com", "auth.openai.com"]
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        &["OPENAI_BASE_URL", "CODEX_OSS_BASE_URL"]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Sessions, logs and history; never its configuration or hooks.
         let dir = std::env::var_os("CODEX_HOME")

@@ -92,6 +92,10 @@ impl Framework for Copilot {
         ]
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        &["COPILOT_PROVIDER_BASE_URL"]
+    }
+
     fn agent_files(&self, user_home: &std::path::Path) -> AgentFiles {
         // Its session state, logs and config (it writes that itself); never its hooks or
         // MCP servers.

@@ -105,6 +105,10 @@ impl Framework for Gemini {
         ]
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        &["GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"]
+    }
+
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {
         // Chats, history and its temp files; never its settings or extensions.
         let dir = home.join(".gemini");

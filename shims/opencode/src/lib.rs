@@ -43,6 +43,10 @@ pub struct Flavor {
     pub model_hosts: &'static [&'static str],
     /// The variable with config content the agent layers over every config file.
     pub env_config_content: &'static str,
+    /// The variables that may point it at its model API by URL (its config content).
+    pub url_env: &'static [&'static str],
+    /// The files of its global configuration directory that may name a provider's URL.
+    pub config_files: &'static [&'static str],
     /// The variable with which the agent loads no external plugin (ours included).
     pub env_pure: &'static str,
     /// The agent's directory under the XDG data, state and cache directories.
@@ -74,6 +78,8 @@ pub const OPENCODE: Flavor = Flavor {
         "api.openai.com",
     ],
     env_config_content: "OPENCODE_CONFIG_CONTENT",
+    url_env: &["OPENCODE_CONFIG_CONTENT"],
+    config_files: &["config.json", "opencode.json", "opencode.jsonc"],
     env_pure: "OPENCODE_PURE",
     xdg_dir: "opencode",
     rewritten_config: &[],
@@ -103,6 +109,14 @@ pub const KILO: Flavor = Flavor {
         "api.openai.com",
     ],
     env_config_content: "KILO_CONFIG_CONTENT",
+    url_env: &["KILO_CONFIG_CONTENT"],
+    config_files: &[
+        "config.json",
+        "kilo.json",
+        "kilo.jsonc",
+        "opencode.json",
+        "opencode.jsonc",
+    ],
     env_pure: "KILO_PURE",
     xdg_dir: "kilo",
     // Kilo 7 adds `permission.bash = "allow"` to the last of these that exists, once, for a
@@ -161,6 +175,19 @@ impl Framework for OpenCode {
 
     fn model_hosts(&self) -> &'static [&'static str] {
         self.0.model_hosts
+    }
+
+    fn model_url_env(&self) -> &'static [&'static str] {
+        self.0.url_env
+    }
+
+    fn model_url_files(&self, home: &std::path::Path) -> Vec<std::path::PathBuf> {
+        // Its global configuration, where a provider's `baseURL` is set (opencode.ai/docs/providers).
+        let config = std::env::var_os("XDG_CONFIG_HOME")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".config"), std::path::PathBuf::from)
+            .join(self.0.xdg_dir);
+        self.0.config_files.iter().map(|f| config.join(f)).collect()
     }
 
     fn agent_files(&self, home: &std::path::Path) -> AgentFiles {

@@ -131,6 +131,16 @@ impl Framework for BuiltInShim {
         self.shim().map_or(&[], |s| s.model_hosts())
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        self.shim().map_or(&[], |s| s.model_url_env())
+    }
+
+    fn model_url_files(&self, home: &Path) -> Vec<std::path::PathBuf> {
+        self.shim()
+            .map(|s| s.model_url_files(home))
+            .unwrap_or_default()
+    }
+
     fn own_env(&self, args: &[std::ffi::OsString]) -> Vec<String> {
         self.shim().map(|s| s.own_env(args)).unwrap_or_default()
     }

@@ -67,6 +67,10 @@ struct Raw {
     #[serde(default)]
     model_hosts: Vec<String>,
     #[serde(default)]
+    model_url_env: Vec<String>,
+    #[serde(default)]
+    model_url_files: Vec<String>,
+    #[serde(default)]
     own_env: Vec<String>,
     #[serde(default)]
     files: Files,
@@ -369,6 +373,10 @@ pub(crate) struct Manifest {
     /// The hosts of its model and service (`host` or `*.domain`), which the floor's egress
     /// proxy lets through to the gate.
     pub model_hosts: &'static [&'static str],
+    /// The variables that point the agent at its model API by URL (its base-URL override).
+    pub model_url_env: &'static [&'static str],
+    /// The person's files (`~/…`) that may point it at its model API by URL.
+    pub model_url_files: &'static [&'static str],
     /// The credentials in the environment the agent needs (names, `*` for any run of
     /// characters): left in place on the floor.
     pub own_env: &'static [&'static str],
@@ -444,6 +452,8 @@ pub(crate) fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestE
         packages: leak_all(raw.packages),
         proven,
         model_hosts: leak_all(raw.model_hosts),
+        model_url_env: leak_all(raw.model_url_env),
+        model_url_files: leak_all(raw.model_url_files),
         own_env: leak_all(raw.own_env),
         files: raw.files,
         inject: raw.inject.into_inner(),

@@ -121,6 +121,21 @@ impl Framework for ManifestShim {
         self.manifest.model_hosts
     }
 
+    fn model_url_env(&self) -> &'static [&'static str] {
+        self.manifest.model_url_env
+    }
+
+    fn model_url_files(&self, home: &Path) -> Vec<std::path::PathBuf> {
+        self.manifest
+            .model_url_files
+            .iter()
+            .map(|f| match f.strip_prefix("~/") {
+                Some(rest) => home.join(rest),
+                None => std::path::PathBuf::from(f),
+            })
+            .collect()
+    }
+
     fn own_env(&self, _args: &[std::ffi::OsString]) -> Vec<String> {
         self.manifest
             .own_env

@@ -64,9 +64,13 @@ impl Egress {
             22 => "ssh",
             _ => "tcp",
         };
-        let target = Target::Name(carry.name.clone());
+        // A port of this machine's loopback no rule names is decided as its address and port.
+        let (target, via) = match carry.loopback {
+            Some(addr) => (Target::Addr(addr.ip()), "loopback"),
+            None => (Target::Name(carry.name.clone()), "name"),
+        };
         let (addrs, asker) = match self
-            .allow(&target, carry.port, (scheme, "name"), Some(carry.pid))
+            .allow(&target, carry.port, (scheme, via), Some(carry.pid))
             .await
         {
             Ok(allowed) => allowed,

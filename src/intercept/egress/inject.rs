@@ -44,6 +44,8 @@ pub(crate) struct Injection {
     /// Per host: clients that did not complete TLS with the run's CA (a program with roots
     /// of its own, or pinning), said at the end of the run.
     pub untrusted: Mutex<BTreeMap<String, u64>>,
+    /// What a request that carries a credential's value must not carry out with it.
+    pub secrets: super::leaks::Secrets,
 }
 
 /// What became of one credential in a run.
@@ -181,18 +183,25 @@ impl Egress {
         };
         let creds = &injection.credentials;
         let (mut parts, body) = req.into_parts();
-        let whole = creds.iter().any(|c| c.body && c.bound_to(target));
+        // Read whole when a credential may be put in it, or when what leaves with one is
+        // checked for the person's secrets (`leaks`).
+        let checked = !injection.secrets.is_empty() && creds.any_bound_to(target);
+        let whole = checked || creds.iter().any(|c| c.body && c.bound_to(target));
+        let limit = match checked {
+            true => super::leaks::MAX_CHECKED,
+            false => MAX_BODY,
+        };
         let mut body_bytes = None;
         let mut streamed = None;
         if !whole {
             streamed = Some(body);
         } else {
-            match Limited::new(body, MAX_BODY).collect().await {
+            match Limited::new(body, limit).collect().await {
                 Ok(b) => body_bytes = Some(b.to_bytes()),
                 Err(e) => {
                     return plain(
                         StatusCode::PAYLOAD_TOO_LARGE,
-                        &format!("ahp-wrap: a body that may carry a credential is read whole, up to {MAX_BODY} bytes: {e}\n"),
+                        &format!("ahp-wrap: a body sent with a credential is read whole to be checked, up to {limit} bytes: {e}\n"),
                     )
                 }
             }
@@ -221,6 +230,22 @@ impl Egress {
             }
             if put {
                 used.push(c);
+            }
+        }
+        // What leaves with a real credential carries none of the person's secrets.
+        if let (false, Some(b)) = (used.is_empty(), body_bytes.as_deref()) {
+            let encoding = parts
+                .headers
+                .get(hyper::header::CONTENT_ENCODING)
+                .and_then(|v| v.to_str().ok());
+            if let Some(what) = injection.secrets.found(b, encoding) {
+                let reason = self
+                    .leak_refused(&used, host, (&parts.method, &path), &what, asker)
+                    .await;
+                return plain(
+                    StatusCode::FORBIDDEN,
+                    &format!("ahp-wrap refused this request: {reason}\n"),
+                );
             }
         }
         let body = match (body_bytes, streamed) {
@@ -257,6 +282,36 @@ impl Egress {
             self.injected(c, host, (&method, &path), asker).await;
         }
         resp.map(BodyExt::boxed)
+    }
+
+    /// Refuses and audits a request to `host` that would have carried the credentials `used`
+    /// and, in its body, a secret of the person's (`what`: where it came from, never its
+    /// value); returns the reason.
+    async fn leak_refused(
+        &self,
+        used: &[&Credential],
+        host: &str,
+        (method, path): (&hyper::Method, &str),
+        what: &str,
+        asker: Option<&Asker>,
+    ) -> String {
+        let names: Vec<&str> = used.iter().map(|c| c.name.as_str()).collect();
+        let reason = format!(
+            "a {method} request to {host} with the credential {} carries a secret of the \
+             person's in its body: the value of {what} (nothing of it was sent; commit or \
+             publish without it, or leave it out of what the agent sends)",
+            names.join(", ")
+        );
+        let arguments = json!({
+            "host": host,
+            "credential": names,
+            "method": method.as_str(),
+            "path": path,
+            "leaked_from": what,
+        });
+        let (event, origin) = self.event_with(arguments, "inject", asker);
+        self.refused(&event, reason.clone(), origin).await;
+        reason
     }
 
     /// Audits and counts that `c`'s value went to `host`.

@@ -36,6 +36,7 @@ mod carry;
 mod dns;
 mod http;
 mod inject;
+pub(crate) mod leaks;
 #[cfg(target_os = "linux")]
 mod publish;
 mod socks;
@@ -336,26 +337,33 @@ impl Egress {
         // host no list names goes to the gate as before. Any other process of the tree (or
         // one the proxy cannot name) gets the `unknown` treatment.
         let own = agent > 0 && noted == Some(agent);
-        let judgement = match self.rules.judge(target) {
+        let judgement = match self.rules.judge_at(target, Some(port)) {
             Judgement::Unknown(_) if own => Judgement::Unknown(Unknown::Allow),
             other => other,
         };
         let decision = match judgement {
             Judgement::Denied(reason) => self.refused(&event, reason, origin.clone()).await,
             Judgement::Unknown(Unknown::Block) => {
-                let reason = format!(
-                    "{target} is not a host the floor lets through ([floor.net] allow; unknown = \"block\")"
-                );
+                let reason = match crate::floor::hosts::is_loopback(target) {
+                    true => format!(
+                        "{}, which the floor does not let through (unknown = \"block\")",
+                        self.rules.unnamed(target, port)
+                    ),
+                    false => format!(
+                        "{target} is not a host the floor lets through ([floor.net] allow; unknown = \"block\")"
+                    ),
+                };
                 self.refused(&event, reason, origin.clone()).await
             }
             // A person allowed a tool call of this run that contacts it (an MCP server's
             // fetch, escalated by the same host rules): not asked twice.
-            Judgement::Unknown(Unknown::Ask) if self.gate.host_approved(&target.to_string()) => {
+            Judgement::Unknown(Unknown::Ask)
+                if self.gate.host_approved(&approved_key(target, port)) =>
+            {
                 self.gate.decide(&event, false, origin.clone()).await
             }
             Judgement::Unknown(Unknown::Ask) => {
-                let reason =
-                    format!("a connection to {target}:{port}, a host [floor.net] does not name");
+                let reason = self.rules.unnamed(target, port);
                 self.gate.ask_person(&event, reason, origin.clone()).await
             }
             Judgement::Allowed | Judgement::Unknown(Unknown::Allow) => {
@@ -380,9 +388,12 @@ impl Egress {
                 .map_err(|e| Refusal::failed(format!("cannot resolve {name}: {e}")))?
                 .collect(),
         };
+        // (An address was judged as it is, its port with it.)
+        let resolved = matches!(target, Target::Name(_));
         if let Some(why) = addrs
             .iter()
-            .find_map(|a| self.rules.refuse_resolved(a.ip()))
+            .filter(|_| resolved)
+            .find_map(|a| self.rules.refuse_resolved(a.ip(), a.port()))
         {
             let decision = self.refused(&event, why, origin).await;
             let reason = match decision.verdict {
@@ -429,11 +440,18 @@ impl Egress {
         via: &str,
         asker: Option<&Asker>,
     ) -> (crate::protocol::Event, Origin) {
-        let arguments = json!({
+        let mut arguments = json!({
             "host": target.to_string(),
             "port": port,
             "url": format!("{scheme}://{target}:{port}/"),
         });
+        // On this machine's loopback, who listens there: what a person (or a policy) weighs.
+        #[cfg(target_os = "linux")]
+        if via == "loopback" {
+            if let Some((pid, argv)) = crate::child::sockets::listener_on(port) {
+                arguments["listener"] = json!({"pid": pid, "argv": argv});
+            }
+        }
         self.event_with(arguments, via, asker)
     }
 
@@ -466,6 +484,16 @@ impl Egress {
             }),
         };
         (event, origin)
+    }
+}
+
+/// What a person's answer about a connection is remembered under for the rest of the run:
+/// the host, or for this machine's loopback the address and its port (one port approved is
+/// not another).
+fn approved_key(target: &Target, port: u16) -> String {
+    match crate::floor::hosts::is_loopback(target) {
+        true => format!("loopback:{port}"),
+        false => target.to_string(),
     }
 }
 

@@ -11,6 +11,12 @@
 //! socket the porter made there, to the tree's listener. A port already taken on this side
 //! is said at the end of the run and audited; the tree's listener works inside all the same.
 //!
+//! A port a program of the person's listens on or listened on, or a well-known service's
+//! port, is never taken ([`ports`]): the tree's listener is published on a port of the
+//! kernel's choosing instead, said at once (the agent is told in its next tool call's
+//! context), at the end of the run, and audited. Each connection carried in is audited with
+//! the process that made it.
+//!
 //! A published port closes when the tree's listener does (the namespace's socket table is
 //! read every [`WATCH`] while anything is published, and a connection the listener refuses
 //! closes it at once), and with the wrapper's process, whatever ends it: the listening
@@ -31,6 +37,13 @@ use crate::floor::porter::Porter;
 use crate::floor::spec::Publishing;
 use crate::protocol::{EventType, Verdict};
 
+mod ports;
+pub(crate) use ports::UserPorts;
+
+/// How long a carried connection waits for its client's process to be found (a look at
+/// `/proc`) before it is carried all the same.
+const CLIENT_LOOKUP: Duration = Duration::from_secs(1);
+
 /// How often the tree's socket table is read while something is published.
 const WATCH: Duration = Duration::from_millis(200);
 
@@ -49,6 +62,8 @@ pub(crate) struct Published {
     live: Mutex<HashMap<SocketAddr, Vec<tokio::task::AbortHandle>>>,
     /// Whether the watch of the tree's socket table runs.
     watching: std::sync::atomic::AtomicBool,
+    /// The ports known to be the person's: never published on.
+    pub user_ports: UserPorts,
 }
 
 impl Egress {
@@ -94,10 +109,22 @@ impl Egress {
             Ok(p) => p,
             Err(why) => return self.not_published(shown, why, "refused").await,
         };
+        // Never on a port of the person's: one of the kernel's choosing instead.
+        let theirs = self.published.user_ports.theirs(l.addr.port());
         let mut tasks = Vec::new();
+        let mut port = match theirs {
+            Some(_) => 0,
+            None => l.addr.port(),
+        };
+        let mut published_on = None;
         for outside in outside_addresses(l.addr, mode) {
+            let outside = SocketAddr::new(outside.ip(), port);
             match TcpListener::bind(outside).await {
                 Ok(listener) => {
+                    let bound = listener.local_addr().unwrap_or(outside);
+                    port = bound.port();
+                    published_on.get_or_insert(bound);
+                    self.published.user_ports.ours(port);
                     let me = self.clone();
                     let porter = porter.clone();
                     let task = tokio::spawn(async move {
@@ -110,6 +137,9 @@ impl Egress {
                     self.not_published(shown, why, "taken").await;
                 }
             }
+        }
+        if let (Some(theirs), Some(on)) = (theirs, published_on) {
+            self.published_elsewhere(shown, on, theirs).await;
         }
         if tasks.is_empty() {
             return;
@@ -124,6 +154,34 @@ impl Egress {
             let me = self.clone();
             tokio::spawn(async move { me.watch(porter.pid()).await });
         }
+    }
+
+    /// Says (at once, at the end of the run, and to the agent after its next tool call) and
+    /// audits a listener published on another port than its own, because its own is the
+    /// person's.
+    async fn published_elsewhere(&self, shown: SocketAddr, on: SocketAddr, why: ports::Theirs) {
+        let m = format!(
+            "floor: the tree's listener on {shown} is published on this machine at {on}, not at \
+             its own port: {}",
+            why.phrase(shown.port())
+        );
+        tracing::warn!("{m}");
+        if let Ok(mut taken) = self.published.taken.lock() {
+            taken.push(m.clone());
+        }
+        self.gate.floor_met.notice(format!(
+            "ahp-wrap (the supervisor of this session): the server the agent's tree started on \
+             port {} is reachable from this machine at {on} (http://{on}/ for a web server), not \
+             at its own port, which is the user's: tell the user that address.",
+            shown.port()
+        ));
+        let payload = json!({
+            "source": "floor",
+            "message": m,
+            "listen": shown.to_string(),
+            "published": on.to_string(),
+        });
+        self.gate.say(EventType::Error, payload).await;
     }
 
     /// Says (in the log, at the end of the run) and audits a listener left unpublished.
@@ -151,7 +209,7 @@ impl Egress {
         porter: Arc<Porter>,
     ) {
         loop {
-            let (client, _) = match listener.accept().await {
+            let (client, from) = match listener.accept().await {
                 Ok(a) => a,
                 Err(e) => {
                     tracing::debug!("floor: accept on a published port: {e}");
@@ -171,12 +229,45 @@ impl Egress {
             crate::telemetry::published("connection");
             let _ = client.set_nodelay(true);
             let _ = stream.set_nodelay(true);
+            let on = listener.local_addr().ok();
+            let me = self.clone();
             tokio::spawn(async move {
+                // Who connected, found while the client still holds its socket (it waits for
+                // an answer): the pump starts once it is known, or after a moment at most.
+                if let Some(on) = on {
+                    me.audit_client(from, on, inside).await;
+                }
                 if let Err(e) = super::tunnel::pump_sockets(&client, &stream).await {
                     tracing::debug!("floor: a published connection: {e}");
                 }
             });
         }
+    }
+
+    /// Audits a connection carried into the tree from `from`, with the process of this
+    /// machine that made it (found in `/proc`; given up after [`CLIENT_LOOKUP`]).
+    async fn audit_client(&self, from: SocketAddr, on: SocketAddr, inside: SocketAddr) {
+        let lookup =
+            tokio::task::spawn_blocking(move || crate::child::sockets::client_of(from, on));
+        let client = tokio::time::timeout(CLIENT_LOOKUP, lookup)
+            .await
+            .ok()
+            .and_then(Result::ok)
+            .flatten();
+        let payload = json!({
+            "tool_name": "net",
+            "arguments": {
+                "direction": "inbound",
+                "published": on.to_string(),
+                "listener": inside.to_string(),
+                "from": from.to_string(),
+            },
+            "context": {
+                "interceptor": "egress",
+                "client": client.map(|(pid, argv)| json!({"pid": pid, "argv": argv})),
+            },
+        });
+        self.gate.say(EventType::PostAction, payload).await;
     }
 
     /// Closes the published ports of the tree's listener at `inside`.

@@ -103,16 +103,22 @@ impl HookService {
             let decision = self.gate.decide(&event, fw.native_ask(&cx), origin).await;
             fw.render(&cx, Some(&mapped), &Final::from(decision.verdict))
         } else {
-            let met = match mapped.event_type {
-                EventType::PostAction => self.gate.floor_met.met(&mapped.payload, &cwd),
-                _ => Vec::new(),
+            let (met, notices) = match mapped.event_type {
+                EventType::PostAction => (
+                    self.gate.floor_met.met(&mapped.payload, &cwd),
+                    self.gate.floor_met.take_notices(),
+                ),
+                _ => (Vec::new(), Vec::new()),
             };
             self.gate.notify(event, origin.clone()).await;
-            if met.is_empty() {
+            if met.is_empty() && notices.is_empty() {
                 return fw.render(&cx, Some(&mapped), &Final::no_opinion());
             }
-            let told = self.floor_refused(&met, origin).await;
-            fw.render(&cx, Some(&mapped), &told)
+            let told = match met.is_empty() {
+                true => Final::no_opinion(),
+                false => self.floor_refused(&met, origin).await,
+            };
+            fw.render(&cx, Some(&mapped), &with_notices(told, &notices))
         }
     }
 
@@ -243,5 +249,37 @@ impl HookService {
             request.peer,
         )
         .await
+    }
+}
+
+/// `told`, with `notices` for the agent added to its context after a tool call.
+fn with_notices(told: Final, notices: &[String]) -> Final {
+    if notices.is_empty() {
+        return told;
+    }
+    let (explicit, modified_payload, mut extra) = match told {
+        Final::Allow {
+            explicit,
+            modified_payload,
+            extra,
+        } => (explicit, modified_payload, extra),
+        other => return other,
+    };
+    let mut text = extra
+        .get("additional_context")
+        .and_then(Value::as_str)
+        .map(str::to_owned)
+        .unwrap_or_default();
+    for n in notices {
+        if !text.is_empty() {
+            text.push(' ');
+        }
+        text.push_str(n);
+    }
+    extra.insert("additional_context".into(), text.into());
+    Final::Allow {
+        explicit,
+        modified_payload,
+        extra,
     }
 }

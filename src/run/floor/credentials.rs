@@ -61,11 +61,26 @@ pub(super) fn credentials(
 pub(super) fn injection(
     credentials: floor::credentials::Credentials,
     cmd: &mut AgentCommand,
-    run_dir: &Path,
+    (run_dir, workspace): (&Path, &Path),
 ) -> Result<Option<crate::intercept::egress::Injection>, NoFloor> {
     if credentials.is_empty() {
         return Ok(None);
     }
+    // What must not leave with a credential: its own and the others' values, what the floor
+    // took out of the agent's environment, the workspace's `.env` secrets.
+    let mut secrets: Vec<(String, String)> = credentials
+        .iter()
+        .map(|c| (c.value().to_owned(), format!("the credential {}", c.name)))
+        .collect();
+    for name in &cmd.remove_env {
+        if let Ok(v) = std::env::var(name) {
+            secrets.push((
+                v,
+                format!("{name}, of the environment the agent was not given"),
+            ));
+        }
+    }
+    secrets.extend(crate::intercept::egress::leaks::dotenv_secrets(workspace));
     let ca = crate::intercept::egress::RunCa::new().map_err(NoFloor::Failed)?;
     let trust = ca.trust(run_dir).map_err(|e| {
         NoFloor::Failed(format!("the run's CA bundle in {}: {e}", run_dir.display()))
@@ -81,5 +96,6 @@ pub(super) fn injection(
         ca,
         counts: Default::default(),
         untrusted: Default::default(),
+        secrets: crate::intercept::egress::leaks::Secrets::new(secrets),
     }))
 }

@@ -130,7 +130,9 @@ pub(super) fn kernel(
         (Some(peer), Some(request)) => {
             cmd.env
                 .extend(proxy_env(request.proxy_port, rules.loopback()));
-            let injection = injection(credentials, cmd, run_dir)?;
+            // (The workspace is the plan's first writable root.)
+            let workspace = plan.writable.first().cloned().unwrap_or_default();
+            let injection = injection(credentials, cmd, (run_dir, &workspace))?;
             placeholders = injection
                 .iter()
                 .flat_map(|i| i.credentials.iter())

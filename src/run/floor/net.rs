@@ -55,6 +55,11 @@ impl NetSide {
         let egress = Egress::new(gate, self.rules.clone(), askers.clone());
         let egress = Arc::new(egress.injecting(self.injection));
         egress.agent_is(agent);
+        // What the person's programs listen on (and earlier runs saw), read off the start.
+        {
+            let egress = egress.clone();
+            tokio::task::spawn_blocking(move || egress.published.user_ports.load());
+        }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();
         let (carries, mut carried) = tokio::sync::mpsc::unbounded_channel();
@@ -66,6 +71,7 @@ impl NetSide {
         let porter = super::super::phases::small_executable(&exe).unwrap_or(exe);
         let bridge = floor::bridge::Bridge {
             loopback: self.rules.loopback(),
+            loopback_ports: self.rules.loopback_ports().to_vec(),
             proxy_port: self.proxy_port,
             askers,
             counts: counts.clone(),

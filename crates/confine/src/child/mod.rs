@@ -13,6 +13,7 @@ mod process;
 pub mod procfs;
 pub use process::Process;
 pub mod signals;
+pub mod sockets;
 pub mod tree;
 
 use std::ffi::{CStr, OsStr, OsString};

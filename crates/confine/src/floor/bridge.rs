@@ -93,6 +93,9 @@ pub type Askers = Arc<Mutex<HashMap<u16, i32>>>;
 pub struct Bridge {
     /// Whether loopback TCP reaches this machine's services.
     pub loopback: bool,
+    /// The ports of this machine's loopback carried at once; a connection to any other is
+    /// handed to the run to be decided (`carry`), as one to a name is.
+    pub loopback_ports: Vec<u16>,
     /// The proxy's port in the namespace, and where its callers are noted.
     pub proxy_port: u16,
     /// Where the process behind each connection to the proxy is noted, by its local port.
@@ -235,7 +238,7 @@ impl Bridge {
         let ip = crate::floor::hosts::canonical(addr.ip());
         if crate::floor::names::is_given(ip) {
             return match self.names.name_of(ip) {
-                Some(name) => self.carry(tid, fd, (name, addr.port()), (notify, req.id)),
+                Some(name) => self.carry(tid, fd, (name, addr.port(), None), (notify, req.id)),
                 None => self.refuse(
                     addr,
                     tid,
@@ -298,6 +301,12 @@ impl Bridge {
                 seen,
                 "loopback is closed ([floor.net] loopback = false)",
             );
+        }
+        // A port of this machine's no rule names (a debugger, a database, an admin port of
+        // the person's): decided by the run, as a connection to a name is.
+        if !self.loopback_ports.contains(&addr.port()) {
+            let ip = addr.ip().to_string();
+            return self.carry(tid, fd, (ip, addr.port(), Some(addr)), (notify, req.id));
         }
         match bridge(listener, req.id, tid, fd, addr, &theirs) {
             Ok(()) => {

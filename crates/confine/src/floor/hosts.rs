@@ -184,6 +184,8 @@ pub struct HostRules {
     deny: Vec<Pattern>,
     unknown: Unknown,
     loopback: bool,
+    /// The ports of this machine's loopback reached without a decision of their own.
+    loopback_ports: Vec<u16>,
     publish: crate::floor::spec::Publishing,
 }
 
@@ -203,8 +205,38 @@ impl HostRules {
             deny: compile(spec.deny.as_ref(), &[])?,
             unknown: spec.unknown.unwrap_or(Unknown::Allow),
             loopback: spec.loopback(),
+            loopback_ports: spec.loopback_ports.clone().unwrap_or_default(),
             publish: spec.publish(),
         })
+    }
+
+    /// `self`, with `ports` of this machine's loopback reached without a decision too (those
+    /// the run was started with: its agent's model API, a URL in its command line).
+    pub fn with_loopback_ports(mut self, ports: impl IntoIterator<Item = u16>) -> HostRules {
+        for p in ports {
+            if !self.loopback_ports.contains(&p) {
+                self.loopback_ports.push(p);
+            }
+        }
+        self
+    }
+
+    /// The ports of this machine's loopback reached without a decision of their own.
+    pub fn loopback_ports(&self) -> &[u16] {
+        &self.loopback_ports
+    }
+
+    /// Why a connection to `target:port` with no rule of its own is asked about or refused,
+    /// as a phrase (`unknown` treatment): a host no list names, or a loopback port.
+    pub fn unnamed(&self, target: &Target, port: u16) -> String {
+        match is_loopback(target) {
+            true => format!(
+                "a connection to port {port} of this machine's loopback ({target}), which \
+                 [floor.net] loopback_ports does not name (a program of yours listens there, \
+                 with your rights)"
+            ),
+            false => format!("a connection to {target}:{port}, a host [floor.net] does not name"),
+        }
     }
 
     /// Whether loopback may be reached.
@@ -217,14 +249,27 @@ impl HostRules {
         self.publish
     }
 
-    /// What becomes of a connection to `target` (before any name is resolved).
+    /// What becomes of a connection to `target` (before any name is resolved), at a port
+    /// not known yet: a loopback name or address is decided when the port is
+    /// ([`Self::judge_at`]).
     pub fn judge(&self, target: &Target) -> Judgement {
+        self.judge_at(target, None)
+    }
+
+    /// What becomes of a connection to `target` at `port`: on this machine's loopback, a
+    /// port [`Self::loopback_ports`] names is let through, any other gets the `unknown`
+    /// treatment (a program of the person's listens there: a debugger, a database, an
+    /// admin port).
+    pub fn judge_at(&self, target: &Target, port: Option<u16>) -> Judgement {
         if is_loopback(target) {
-            return match self.loopback {
-                true => Judgement::Allowed,
-                false => Judgement::Denied(
+            return match (self.loopback, port) {
+                (false, _) => Judgement::Denied(
                     "loopback is not reachable ([floor.net] loopback = false)".into(),
                 ),
+                (true, Some(p)) if !self.loopback_ports.contains(&p) => {
+                    Judgement::Unknown(self.unknown)
+                }
+                (true, _) => Judgement::Allowed,
             };
         }
         if let Some(p) = self.deny.iter().find(|p| p.matches(target)) {
@@ -241,12 +286,18 @@ impl HostRules {
         }
     }
 
-    /// Why an address a name resolved to may not be reached, if it may not: a denied
-    /// address, or loopback when it is off.
-    pub fn refuse_resolved(&self, addr: IpAddr) -> Option<String> {
+    /// Why an address a name resolved to may not be reached at `port`, if it may not: a
+    /// denied address, or loopback when it is off or the port is not one it names.
+    pub fn refuse_resolved(&self, addr: IpAddr, port: u16) -> Option<String> {
         let target = Target::Addr(canonical(addr));
         if is_loopback(&target) {
-            return (!self.loopback).then(|| format!("the name resolves to loopback ({target})"));
+            return match self.loopback && self.loopback_ports.contains(&port) {
+                true => None,
+                false => Some(format!(
+                    "the name resolves to this machine's loopback ({target}), port {port}, which \
+                     [floor.net] loopback_ports does not name"
+                )),
+            };
         }
         self.deny.iter().find(|p| p.matches(&target)).map(|p| {
             format!(
@@ -292,8 +343,58 @@ fn show(p: &Pattern) -> String {
     }
 }
 
+/// The ports of the URLs in `text` whose host is this machine's loopback
+/// (`http://127.0.0.1:4873/`, `ws://localhost:9000`, `http://user@[::1]:8080`): only URLs,
+/// a scheme before them, and only an explicit port.
+pub fn loopback_url_ports(text: &str) -> Vec<u16> {
+    let mut ports = Vec::new();
+    let mut rest = text;
+    while let Some(at) = rest.find("://") {
+        let scheme_ok = rest[..at]
+            .chars()
+            .next_back()
+            .is_some_and(|c| c.is_ascii_alphanumeric());
+        let after = &rest[at + 3..];
+        rest = after;
+        if !scheme_ok {
+            continue;
+        }
+        let authority = after
+            .split(|c: char| {
+                c == '/' || c == '?' || c == '#' || c.is_whitespace() || c == '"' || c == '\''
+            })
+            .next()
+            .unwrap_or("");
+        let host_port = authority.rsplit_once('@').map_or(authority, |(_, h)| h);
+        let Some((host, port)) = host_port.rsplit_once(':') else {
+            continue;
+        };
+        let host = host.trim_start_matches('[').trim_end_matches(']');
+        let (Some(target), Ok(port)) = (Target::parse(host), port.parse::<u16>()) else {
+            continue;
+        };
+        if is_loopback(&target) || matches!(target, Target::Addr(a) if a.is_unspecified()) {
+            ports.push(port);
+        }
+    }
+    ports
+}
+
+/// The variables `text` refers to as `{env:NAME}` (OpenCode's configuration) or `${NAME}`.
+pub fn variables_named(text: &str) -> impl Iterator<Item = String> + '_ {
+    let braced = text
+        .split("{env:")
+        .skip(1)
+        .filter_map(|r| r.split_once('}'));
+    let dollar = text.split("${").skip(1).filter_map(|r| r.split_once('}'));
+    braced
+        .chain(dollar)
+        .map(|(name, _)| name.trim().to_owned())
+        .filter(|n| !n.is_empty() && n.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_'))
+}
+
 /// `localhost` and its subdomains, 127.0.0.0/8 and ::1.
-pub(crate) fn is_loopback(target: &Target) -> bool {
+pub fn is_loopback(target: &Target) -> bool {
     match target {
         Target::Name(n) => n == "localhost" || n.ends_with(".localhost"),
         Target::Addr(a) => a.is_loopback(),
@@ -316,6 +417,52 @@ mod tests {
         let mut net = spec.net;
         net.unknown = Some(unknown);
         HostRules::new(&net, &["api.anthropic.com"]).unwrap()
+    }
+
+    #[test]
+    fn the_loopback_ports_of_urls_are_found_and_nothing_else() {
+        let found = loopback_url_ports(
+            "--registry http://127.0.0.1:4873/ x model_providers.f={base_url=\"http://localhost:9000/v1\"} \
+             ws://user:pw@[::1]:8080/x https://example.com:443/ 127.0.0.1:5432 http://127.0.0.2:7 \
+             http://10.0.0.1:80/",
+        );
+        assert_eq!(found, vec![4873, 9000, 8080, 7]);
+        assert!(
+            loopback_url_ports("http://127.0.0.1/").is_empty(),
+            "no port given"
+        );
+    }
+
+    #[test]
+    fn a_loopback_port_no_rule_names_gets_the_unknown_treatment() {
+        let spec = NetSpec {
+            loopback_ports: Some(vec![5432]),
+            unknown: Some(Unknown::Ask),
+            ..NetSpec::default()
+        };
+        let r = HostRules::new(&spec, &[])
+            .unwrap()
+            .with_loopback_ports([4873]);
+        let lo = Target::parse("127.0.0.1").unwrap();
+        assert!(matches!(r.judge_at(&lo, Some(5432)), Judgement::Allowed));
+        assert!(matches!(r.judge_at(&lo, Some(4873)), Judgement::Allowed));
+        assert!(matches!(
+            r.judge_at(&lo, Some(9229)),
+            Judgement::Unknown(Unknown::Ask)
+        ));
+        assert!(matches!(
+            r.judge_at(&Target::parse("localhost").unwrap(), Some(9229)),
+            Judgement::Unknown(_)
+        ));
+        assert!(r
+            .refuse_resolved("127.0.0.1".parse().unwrap(), 9229)
+            .is_some());
+        assert!(r
+            .refuse_resolved("127.0.0.1".parse().unwrap(), 5432)
+            .is_none());
+        assert!(r
+            .unnamed(&lo, 9229)
+            .contains("port 9229 of this machine's loopback"));
     }
 
     #[test]
@@ -395,15 +542,17 @@ mod tests {
             r.judge(&Target::parse("[::1]").unwrap()),
             Judgement::Denied(_)
         ));
-        assert!(r.refuse_resolved("127.0.0.1".parse().unwrap()).is_some());
         assert!(r
-            .refuse_resolved("169.254.169.254".parse().unwrap())
+            .refuse_resolved("127.0.0.1".parse().unwrap(), 80)
             .is_some());
         assert!(r
-            .refuse_resolved("::ffff:169.254.169.254".parse().unwrap())
+            .refuse_resolved("169.254.169.254".parse().unwrap(), 80)
             .is_some());
         assert!(r
-            .refuse_resolved("93.184.216.34".parse().unwrap())
+            .refuse_resolved("::ffff:169.254.169.254".parse().unwrap(), 80)
+            .is_some());
+        assert!(r
+            .refuse_resolved("93.184.216.34".parse().unwrap(), 80)
             .is_none());
         assert!(HostRules::new(
             &NetSpec {

@@ -75,7 +75,7 @@ const PREFIXES: &[&str] = &[
 ];
 
 /// Whether the variable `name`, holding `value`, carries a credential.
-pub(crate) fn is_credential(name: &str, value: &OsStr) -> bool {
+pub fn is_credential(name: &str, value: &OsStr) -> bool {
     let upper = name.to_ascii_uppercase();
     if NOT.contains(&upper.as_str()) {
         return false;

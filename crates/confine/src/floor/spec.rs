@@ -144,8 +144,14 @@ pub struct NetSpec {
     /// `false`: the tree keeps the machine's network (said as a gap before the agent starts).
     pub enabled: Option<bool>,
     /// Whether the tree may connect to this machine's loopback services (local dev servers,
-    /// a local model server) directly, over TCP. DNS on loopback is never reachable.
+    /// a local model server) directly, over TCP: each port a decision (the ports of
+    /// `loopback_ports`, and those the run was started with, without one). `false`: never.
+    /// DNS on loopback is never reachable.
     pub loopback: Option<bool>,
+    /// The TCP ports of this machine's loopback the tree reaches without a decision of its
+    /// own (any other port is a `net` decision, with the `unknown` treatment): a database or
+    /// a dev server of the person's, named here.
+    pub loopback_ports: Option<Vec<u16>>,
     /// Hosts the proxy lets through without the `unknown` treatment (besides the agent's own
     /// model API, which its shim declares): `host`, `*.domain` (its subdomains), an address
     /// or a network (`10.1.0.0/16`). The gate is still asked.
@@ -193,6 +199,9 @@ impl NetSpec {
         NetSpec {
             enabled: self.enabled.or(default.enabled),
             loopback: self.loopback.or(default.loopback),
+            loopback_ports: self
+                .loopback_ports
+                .or_else(|| default.loopback_ports.clone()),
             allow: self.allow.or_else(|| default.allow.clone()),
             deny: self.deny.or_else(|| default.deny.clone()),
             unknown: self.unknown.or(default.unknown),

@@ -20,8 +20,18 @@ pub fn contacted_hosts(event: &Event) -> Vec<String> {
     let snake = keys::has_camel_keys(args).then(|| keys::snake_keys(args));
     let mut urls = Vec::new();
     contacted_urls(snake.as_ref().unwrap_or(args), None, 0, &mut urls);
+    // On this machine's loopback a port is what is approved (one port is not another),
+    // whichever of its names the URL uses.
     urls.iter()
-        .filter_map(|u| u.host_str().map(str::to_owned))
+        .filter_map(|u| {
+            let host = u.host_str()?;
+            let loopback = ahp_wrap_confine::floor::hosts::Target::parse(host)
+                .is_some_and(|t| ahp_wrap_confine::floor::hosts::is_loopback(&t));
+            Some(match (loopback, u.port_or_known_default()) {
+                (true, Some(port)) => format!("loopback:{port}"),
+                _ => host.to_owned(),
+            })
+        })
         .collect()
 }
 

@@ -61,15 +61,32 @@ fn a_tool_that_would_contact_an_unknown_host_is_asked_about() {
 }
 
 #[test]
-fn hosts_the_floor_lets_through_or_loopback_are_not_asked_about() {
+fn hosts_the_floor_lets_through_and_loopback_ports_it_names_are_not_asked_about() {
     let p = Policy::default_policy().with_home("/home/user");
     for url in [
         "https://api.github.com/repos/a/b",
         "https://raw.githubusercontent.com/a/b/main/x",
-        "http://127.0.0.1:8080/",
-        "http://localhost:3000/api",
     ] {
         assert_no_opinion(&decide(&p, "mcp__fetch__fetch", json!({"url": url})), url);
+    }
+    // A port of this machine's loopback is the person's program's: asked about, unless
+    // `loopback_ports` names it.
+    for url in ["http://127.0.0.1:8080/", "http://localhost:3000/api"] {
+        assert_escalated(
+            &decide(&p, "mcp__fetch__fetch", json!({"url": url})),
+            "loopback_ports",
+        );
+    }
+    let named = Policy::from_toml_str(
+        "extends = \"default\"\n[floor.net]\nloopback_ports = [8080, 3000]\n",
+    )
+    .unwrap()
+    .with_home("/home/user");
+    for url in ["http://127.0.0.1:8080/", "http://localhost:3000/api"] {
+        assert_no_opinion(
+            &decide(&named, "mcp__fetch__fetch", json!({"url": url})),
+            url,
+        );
     }
     // A URL merely written into a file is no contact.
     let write = json!({"file_path": "/home/user/project/README.md",

@@ -100,6 +100,7 @@ fn an_audited_command_line_never_shows_a_value() {
         ca: RunCa::new().unwrap(),
         counts: Mutex::default(),
         untrusted: Mutex::default(),
+        secrets: Default::default(),
     };
     let argv = vec!["curl".to_owned(), format!("-HPrivate-Token: {REAL}")];
     assert_eq!(

@@ -12,8 +12,11 @@ use super::{fd_cloexec, nodelay, sockopt, their_fd, thread_group, Answer, Bridge
 /// A connection to a name, waiting for the run.
 #[derive(Debug)]
 pub struct Carry {
-    /// The name, as the tree's resolver answered it.
+    /// The name, as the tree's resolver answered it (for a loopback connection, the address).
     pub name: String,
+    /// A connection to this machine's loopback, at a port no rule names: to be decided as
+    /// one (and made to this address).
+    pub loopback: Option<std::net::SocketAddr>,
     /// The TCP port the caller connects to.
     pub port: u16,
     /// The connecting process.
@@ -62,7 +65,7 @@ impl Bridge {
         &self,
         tid: i32,
         fd: i32,
-        (name, port): (String, u16),
+        (name, port, loopback): (String, u16, Option<std::net::SocketAddr>),
         (notify, id): (&Arc<OwnedFd>, u64),
     ) -> SyscallReply {
         let theirs: OwnedFd = match their_fd(tid, fd) {
@@ -82,6 +85,7 @@ impl Bridge {
         let status = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_GETFL) };
         (self.carry)(Carry {
             name,
+            loopback,
             port,
             pid: thread_group(tid).unwrap_or(tid),
             v6: sockopt(&theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_INET6),
