@@ -31,6 +31,7 @@ mod claude_code_e2e;
 mod claude_code_env;
 mod claude_code_floor;
 mod claude_code_persistence;
+mod claude_code_run_files;
 mod claude_code_shim;
 mod claude_code_state;
 mod claude_code_terminal;

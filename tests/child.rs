@@ -14,6 +14,16 @@ fn wrap() -> Command {
     c
 }
 
+/// The wrapper without the floor, for what it does itself to end an agent's tree (the child
+/// subreaper, the guardian, the run's mark): what a run without a PID namespace of its own
+/// relies on (a machine without user namespaces, `--floor off`). On the floor the tree's PID
+/// namespace ends with it ([`nothing_of_the_tree_survives_on_the_floor`]).
+fn wrap_without_pid_namespace() -> Command {
+    let mut c = Command::new(wrap_bin());
+    c.args(["--floor", "off", "--"]);
+    c
+}
+
 #[test]
 fn exit_code_is_the_agents() {
     for code in [0, 1, 3, 42, 255] {
@@ -178,7 +188,7 @@ while [ ! -s {d}/plain ] || [ ! -s {d}/setsid ] || [ ! -s {d}/orphan ] || [ ! -s
 
 /// The wrapper running [`escaping_agent`], once its descendants are all in place.
 fn start_escaping(dir: &std::path::Path, then: &str) -> std::process::Child {
-    let wrapper = wrap()
+    let wrapper = wrap_without_pid_namespace()
         .args(escaping_agent(dir, then))
         .current_dir(dir)
         .stdin(Stdio::null())
@@ -200,6 +210,79 @@ fn kill_all(pids: &[i32]) {
             .args(["-9", &p.to_string()])
             .stderr(Stdio::null())
             .status();
+    }
+}
+
+/// The pid (as this process sees it) of the process whose command line is `argv`.
+fn pid_of(argv: &[&str]) -> Option<i32> {
+    let want: Vec<u8> = argv
+        .iter()
+        .flat_map(|a| [a.as_bytes(), b"\0"].concat())
+        .collect();
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        (std::fs::read(e.path().join("cmdline")).ok()? == want).then_some(pid)
+    })
+}
+
+/// On the floor, the agent's tree lives in a PID namespace of its own: what it started,
+/// detached or double-forked, ends with the agent, and with a killed wrapper. Its processes
+/// are found from here by their command lines (their pids inside mean nothing here).
+#[test]
+fn nothing_of_the_tree_survives_on_the_floor() {
+    for how in ["the agent exits", "the wrapper is killed"] {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().display();
+        let mark = format!(
+            "300.{}",
+            std::process::id() as u64 * 10 + u64::from(how.len() as u8 % 10)
+        );
+        let script = format!(
+            r#"sh -c 'exec sleep {mark}1' >/dev/null 2>&1 &
+setsid sh -c 'exec sleep {mark}2' >/dev/null 2>&1 &
+( setsid sh -c 'exec sleep {mark}3' >/dev/null 2>&1 & )
+( env -i PATH="$PATH" setsid sh -c 'exec sleep {mark}4' >/dev/null 2>&1 & )
+touch {d}/ready
+case "{how}" in "the agent exits") sleep 1; exit 7;; *) sleep 300;; esac"#
+        );
+        let mut wrapper = wrap()
+            .args(["sh", "-c", &script])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .spawn()
+            .unwrap();
+        assert!(eventually(
+            || dir.path().join("ready").exists(),
+            Duration::from_secs(20)
+        ));
+        let marks: Vec<String> = (1..=4).map(|i| format!("{mark}{i}")).collect();
+        let found = || {
+            marks
+                .iter()
+                .filter_map(|m| pid_of(&["sleep", m]))
+                .collect::<Vec<_>>()
+        };
+        assert!(
+            eventually(|| found().len() == 4, Duration::from_secs(10)),
+            "{how}: {:?}",
+            found()
+        );
+        let pids = found();
+        match how {
+            "the agent exits" => {
+                let status = wrapper.wait().unwrap();
+                assert_eq!(status.code(), Some(7), "{how}: the agent's code, unchanged");
+            }
+            _ => {
+                wrapper.kill().unwrap(); // SIGKILL: the wrapper runs no code of its own.
+                wrapper.wait().unwrap();
+            }
+        }
+        let gone = eventually(|| pids.iter().all(|&p| !alive(p)), Duration::from_secs(3));
+        kill_all(&pids);
+        assert!(gone, "{how}: still alive: {:?}", found());
     }
 }
 
@@ -267,7 +350,7 @@ fn an_orphan_adopted_just_before_the_wrapper_is_killed_is_ended_too() {
 fn no_escaped_descendant_survives_the_agents_exit() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
-        wrap()
+        wrap_without_pid_namespace()
             .args(escaping_agent(dir.path(), "exit 7"))
             .current_dir(dir.path()),
         Duration::from_secs(30),
@@ -296,23 +379,34 @@ fn no_escaped_descendant_survives_the_agents_exit() {
 
 #[test]
 fn the_agent_finds_the_wrapper_in_its_environment() {
-    let out = run(
-        wrap().args([
-            "sh",
-            "-c",
-            // An abstract socket (no file to replace), and the wrapper's pid to check.
-            "case $AHP_WRAP_SOCKET in @ahp-wrap-*) ;; *) exit 1;; esac; \
-             test \"$AHP_WRAP_PARENT_PID\" = \"$PPID\" && \
-             echo \"$AHP_WRAP_DEPTH ${#AHP_WRAP_TOKEN} ${AHP_WRAP_HARNESS_TOKEN:-none}\"",
-        ]),
-        Duration::from_secs(30),
-    );
-    assert_eq!(
-        String::from_utf8_lossy(&out.stdout).trim(),
-        "0 64 none",
-        "{}",
-        show(&out)
-    );
+    // An abstract socket (no file to replace), and the wrapper's pid to check: its parent's
+    // without the floor; on the floor, from the PID namespace whose init is its parent, the
+    // wrapper is outside (the hook accepts a listener it cannot see, pid 0, as no process of
+    // the tree can be one).
+    for (wrapped, parent) in [
+        (
+            wrap_without_pid_namespace(),
+            "test \"$AHP_WRAP_PARENT_PID\" = \"$PPID\"",
+        ),
+        (
+            wrap(),
+            "test \"$PPID\" = 1 && grep -q pid-init /proc/1/cmdline",
+        ),
+    ] {
+        let mut wrapped = wrapped;
+        let script = format!(
+            "case $AHP_WRAP_SOCKET in @ahp-wrap-*) ;; *) exit 1;; esac; {parent} && \
+             test \"$AHP_WRAP_PARENT_PID\" -gt 1 && \
+             echo \"$AHP_WRAP_DEPTH ${{#AHP_WRAP_TOKEN}} ${{AHP_WRAP_HARNESS_TOKEN:-none}}\""
+        );
+        let out = run(wrapped.args(["sh", "-c", &script]), Duration::from_secs(30));
+        assert_eq!(
+            String::from_utf8_lossy(&out.stdout).trim(),
+            "0 64 none",
+            "{}",
+            show(&out)
+        );
+    }
 }
 
 #[test]

@@ -287,3 +287,72 @@ fn a_debugger_on_the_users_loopback_is_not_reached() {
         r.check(refused, "the connection was decided, refused and audited");
     }
 }
+
+/// Another process of the person's holds a secret on its command line (a tunnel's token); a
+/// credential's value is read from a file (the README's GitLab recipe). The model lists the
+/// processes and reads the file: on the floor, the tree sees its own processes only and the
+/// file is hidden; with `--floor off`, both reach the model.
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn other_processes_and_a_credentials_file_are_not_readable_from_the_tree() {
+    const TOKEN: &str = "tunnel-token-0f1e2d3c4b5a";
+    const FILED: &str = "glpat-FiledValueOfTheCredential01";
+    for floor in ["on", "off"] {
+        let w = World::new();
+        let token_file = w.home().join(".config/gitlab-token");
+        std::fs::create_dir_all(token_file.parent().unwrap()).unwrap();
+        std::fs::write(&token_file, format!("{FILED}\n")).unwrap();
+        let policy = w.dir.dir.path().join("policy.toml");
+        std::fs::write(
+            &policy,
+            "extends = \"default\"\n\n[[floor.credentials]]\nenv = \"GITLAB_TOKEN\"\n\
+             from_file = \"~/.config/gitlab-token\"\nhosts = [\"gitlab.com\"]\n",
+        )
+        .unwrap();
+        let mut tunnel = Command::new("python3")
+            .args(["-c", "import time; time.sleep(120)", "--token", TOKEN])
+            .spawn()
+            .unwrap();
+        let api = FakeApi::start(
+            w.dir.dir.path(),
+            "api",
+            json!([
+                bash("ps axww -o pid,args; cat ~/.config/gitlab-token; echo listed"),
+                {"text": "Listed."}
+            ]),
+        );
+        let mut cmd = Command::new(ahp_wrap_testkit::wrap_bin());
+        cmd.args(["--floor", floor, "--summary", "never", "--policy"])
+            .arg(&policy)
+            .arg("--")
+            .arg(claude_bin())
+            .args(["-p", "list what runs", "--allowedTools", "Bash"]);
+        ahp_wrap_testkit::agents::offline(&mut cmd, &w.dir);
+        offline_env(&mut cmd, w.home().join(".claude"), api.port);
+        let r = run(cmd);
+        let _ = tunnel.kill();
+        let _ = tunnel.wait();
+        r.check(r.output.status.code() == Some(0), "the run ends normally");
+        let seen = api.tool_results()[0]["content"].to_string();
+        r.check(seen.contains("listed"), "the command ran");
+        if floor == "off" {
+            r.check(
+                seen.contains(TOKEN) && seen.contains(FILED),
+                "without the floor the model sees both",
+            );
+            continue;
+        }
+        r.check(
+            !seen.contains(TOKEN),
+            "another process's command line is not seen",
+        );
+        r.check(!seen.contains(FILED), "the credential's file is not read");
+        r.check(
+            seen.contains("claude") && seen.contains("ps axww"),
+            "the tree's own processes are listed",
+        );
+    }
+}

@@ -194,7 +194,7 @@ fn a_worker_killed_mid_task_leaves_it_to_another() {
     let agent = f.script(
         "agent.sh",
         &format!(
-            "echo $$ > {d}/agent-$TAG.pid\necho started > {d}/started-$TAG\nsleep 3\n\
+            "echo \"$(readlink /proc/self/ns/pid) $$\" > {d}/agent-$TAG.pid\necho started > {d}/started-$TAG\nsleep 3\n\
              echo \"$HCP_TASK_ID $TAG\" >> {d}/done.log\necho \"finished by $TAG\"\n"
         ),
     );
@@ -252,7 +252,7 @@ fn an_abort_stops_the_agents_whole_tree() {
     let agent = f.script(
         "agent.sh",
         &format!(
-            "trap '' TERM\necho $$ > {d}/agent.pid\nsleep 60 &\necho $! > {d}/sleep.pid\nwait\n\
+            "trap '' TERM\necho \"$(readlink /proc/self/ns/pid) $$\" > {d}/agent.pid\nsleep 60 &\necho \"$(readlink /proc/self/ns/pid) $!\" > {d}/sleep.pid\nwait\n\
              echo finished > {d}/finished\n"
         ),
     );
@@ -266,6 +266,13 @@ fn an_abort_stops_the_agents_whole_tree() {
             )
         });
         wait_file(&f.path("sleep.pid"), Duration::from_secs(60));
+        // Found from here while they run (the pids the tree wrote are its namespace's).
+        for pid_file in ["agent.pid", "sleep.pid"] {
+            assert!(
+                alive(read_pid(&f.path(pid_file))),
+                "{pid_file} not found running"
+            );
+        }
         let mut abort = f.command(&[
             "task",
             "abort",
@@ -415,7 +422,7 @@ fn a_stopping_worker_gives_its_task_back() {
     let d = f.dir.path().display();
     let agent = f.script(
         "agent.sh",
-        &format!("echo $$ > {d}/agent-$TAG.pid\nsleep 2\necho \"finished by $TAG\"\n"),
+        &format!("echo \"$(readlink /proc/self/ns/pid) $$\" > {d}/agent-$TAG.pid\nsleep 2\necho \"finished by $TAG\"\n"),
     );
     let agent = agent.to_str().unwrap();
     let mut a = f.worker(broker, &cap, "A", &[], &[agent]);

@@ -9,6 +9,7 @@ use ahp_wrap_testkit::rabbitmq;
 use std::process::Stdio;
 use std::time::Duration;
 
+use ahp_wrap_testkit::common::alive;
 use fleet::{read_pid, wait_file, wait_gone, Fleet};
 
 const LIMIT: Duration = Duration::from_secs(90);
@@ -50,7 +51,7 @@ fn ctrl_c_at_the_caller_aborts_the_task() {
     let d = f.dir.path().display();
     let agent = f.script(
         "agent.sh",
-        &format!("echo $$ > {d}/agent.pid\nsleep 60\necho finished > {d}/finished\n"),
+        &format!("echo \"$(readlink /proc/self/ns/pid) $$\" > {d}/agent.pid\nsleep 60\necho finished > {d}/finished\n"),
     );
     let _w = f.worker(broker, &cap, "A", &[], &[agent.to_str().unwrap()]);
     let url = broker.url();
@@ -70,6 +71,10 @@ fn ctrl_c_at_the_caller_aborts_the_task() {
     let child = cmd.spawn().unwrap();
     let pid = child.id() as i32;
     wait_file(&f.path("agent.pid"), Duration::from_secs(60));
+    assert!(
+        alive(read_pid(&f.path("agent.pid"))),
+        "the agent is found running"
+    );
     let _ = nix::sys::signal::kill(
         nix::unistd::Pid::from_raw(pid),
         nix::sys::signal::Signal::SIGINT,
@@ -107,7 +112,7 @@ fn a_task_past_the_capabilitys_time_limit_is_stopped() {
     let d = f.dir.path().display();
     let agent = f.script(
         "agent.sh",
-        &format!("echo $$ > {d}/agent.pid\nsleep 60\necho finished > {d}/finished\n"),
+        &format!("echo \"$(readlink /proc/self/ns/pid) $$\" > {d}/agent.pid\nsleep 60\necho finished > {d}/finished\n"),
     );
     let _w = f.worker(broker, &cap, "A", &[], &[agent.to_str().unwrap()]);
     let r = f.submit(broker, &["--capability", "limited", "--intent", "x"], LIMIT);

@@ -195,9 +195,18 @@ const CONFINE_LAYERS: &[(&str, &[&str])] = &[
             "vfork",
         ],
     ),
+    // The agent's process tells the floor's PID namespace when its `exec` fails
+    // (`floor::pidns::exec_failed`): the one call from the process into the floor.
     (
         "child",
-        &["exit", "random_hex", "rundir", "statefile", "vfork"],
+        &[
+            "exit",
+            "floor",
+            "random_hex",
+            "rundir",
+            "statefile",
+            "vfork",
+        ],
     ),
 ];
 

@@ -90,11 +90,12 @@ const ASK: &str = r#"ask() { printf '{"event_type":"pre_action","payload":{"tool
 
 #[test]
 fn a_real_run_protects_the_wrappers_own_pid_and_executables() {
-    // The run names them to the policy only when it starts: the pid of the wrapper (the
-    // agent's parent here) and the hook executable's path, as literal values.
+    // The run names them to the policy only when it starts: the pid of the wrapper (as its
+    // environment gives it: on the floor the agent's parent is its PID namespace's init) and
+    // the hook executable's path, as literal values.
     let dir = tempfile::tempdir().unwrap();
     let script = format!(
-        "cd '{}'; {ASK}; ask \"kill -9 $PPID\"; ask \"rm -f $AHP_WRAP_HOOK_BIN\"; ask \"kill -9 $$\"; ask \"rm -f /tmp/some-other-file\"",
+        "cd '{}'; {ASK}; ask \"kill -9 $AHP_WRAP_PARENT_PID\"; ask \"rm -f $AHP_WRAP_HOOK_BIN\"; ask \"kill -9 $$\"; ask \"rm -f /tmp/some-other-file\"",
         dir.path().display()
     );
     let out = run(

@@ -54,6 +54,14 @@ fn run() -> c_int {
         // `floor::porter`).
         #[cfg(target_os = "linux")]
         [cmd] if cmd == ahp_wrap::floor::porter::PORTER_ARG => ahp_wrap::floor::porter::serve(),
+        // The agent's process outside its PID namespace, and that namespace's init (see
+        // `floor::pidns`).
+        #[cfg(target_os = "linux")]
+        [cmd, init] if cmd == ahp_wrap::floor::pidns::OUTER_ARG => {
+            ahp_wrap::floor::pidns::outer_main(&init.to_string_lossy())
+        }
+        #[cfg(target_os = "linux")]
+        [cmd] if cmd == ahp_wrap::floor::pidns::INIT_ARG => ahp_wrap::floor::pidns::init_main(),
         // A run's guardian, started by the wrapper (see `child::guardian`).
         [cmd, work @ ..] if cmd == guardian::GUARDIAN_ARG => {
             // The namespaces made for the agent, held until the guardian is done.

@@ -215,6 +215,55 @@ impl Checkpointer {
     }
 }
 
+/// A file's content and permission bits at the first checkpoint.
+pub(crate) type Original = (Vec<u8>, u32);
+
+impl Checkpointer {
+    /// The workspace's files (relative paths) that the last checkpoint found created or
+    /// changed since `since` (their inode's change time: what no program of the tree can set
+    /// back), those `want` takes; with each one's content at the first checkpoint, when it had
+    /// one (content and permission bits).
+    pub(crate) fn changed_since(
+        &self,
+        since: std::time::SystemTime,
+        want: impl Fn(&str) -> bool,
+    ) -> Vec<(String, Option<Original>)> {
+        let Ok(s) = self.state.lock() else {
+            return Vec::new();
+        };
+        let since = since
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
+        s.current
+            .iter()
+            .filter(|(p, e)| e.stat.1 >= since && want(p))
+            .filter(|(p, e)| s.first.get(*p).is_none_or(|f| !f.same_as(e)))
+            .map(|(p, _)| {
+                let original = s.first.get(p).and_then(|f| match &f.kind {
+                    scan::Kind::File(hash) => s.store.read(hash).ok().map(|b| (b, f.mode)),
+                    _ => None,
+                });
+                (p.clone(), original)
+            })
+            .collect()
+    }
+
+    /// Every file of the workspace the last checkpoint saw (relative paths).
+    pub(crate) fn files(&self) -> Vec<String> {
+        self.state
+            .lock()
+            .map(|s| s.current.keys().cloned().collect())
+            .unwrap_or_default()
+    }
+
+    /// Keeps, beside the run's checkpoints, what its end kept aside (for `ahp-wrap changes`).
+    pub(crate) fn note_kept_aside(&self, kept: &serde_json::Value) {
+        if let Ok(s) = self.state.lock() {
+            let _ = s.store.note(&s.run, "kept-aside.json", kept);
+        }
+    }
+}
+
 impl State {
     fn take(&mut self, n: u64, tool: Option<Tool>, end: bool) {
         if self.failed.is_some() {

@@ -149,6 +149,22 @@ impl Store {
         std::fs::read(self.object(hash))
     }
 
+    /// Writes `doc` as `name` in the run's directory (what its end adds to its checkpoints).
+    pub(crate) fn note(
+        &self,
+        run: &str,
+        name: &str,
+        doc: &serde_json::Value,
+    ) -> std::io::Result<()> {
+        let bytes = serde_json::to_vec_pretty(doc).map_err(std::io::Error::other)?;
+        std::fs::write(self.run_dir(run).join(name), bytes)
+    }
+
+    /// What `note` wrote as `name` for the run, if anything.
+    pub(crate) fn noted(&self, run: &str, name: &str) -> Option<serde_json::Value> {
+        serde_json::from_slice(&std::fs::read(self.run_dir(run).join(name)).ok()?).ok()
+    }
+
     fn run_dir(&self, run: &str) -> PathBuf {
         self.root.join("runs").join(run)
     }

@@ -339,6 +339,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
             "started": meta.started,
             "agent": meta.agent,
             "changes": calls,
+            "kept_aside": store.noted(&meta.run, "kept-aside.json"),
         });
         crate::exit::print(&format!("{doc:#}\n"));
         return Ok(Exit::OK);
@@ -374,6 +375,20 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
         for p in &c.changed {
             out.push_str(&format!("  changed {p}\n"));
             out.push_str(&diff(&store, p, &before[p], &now[p]));
+        }
+    }
+    // What the run's end kept aside (files that make a tool run a program), or let be.
+    if let Some(serde_json::Value::Array(kept)) = store.noted(&meta.run, "kept-aside.json") {
+        out.push_str("\nfiles that make a tool run a program, created or changed by the run:\n");
+        for k in &kept {
+            let path = k["path"].as_str().unwrap_or("?");
+            match k["record"].as_str() {
+                Some(r) => out.push_str(&format!(
+                    "  kept aside {path} ({}): ahp-wrap restore {r}\n",
+                    k["what"].as_str().unwrap_or("")
+                )),
+                None => out.push_str(&format!("  left in place {path} ([floor] run_files)\n")),
+            }
         }
     }
     // Through the pager on a terminal it overflows, as `audit show` pages.

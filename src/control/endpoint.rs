@@ -133,7 +133,9 @@ pub(crate) fn check_listener(stream: &UnixStream, parent: i32) -> Result<(), Lis
         if cred.uid() != me {
             return Err(ListenerError::User(cred.uid()));
         }
-        if cred.pid() != parent {
+        // Pid 0: the listener is outside the caller's PID namespace (the floor's own, where
+        // only the agent's tree lives): the wrapper, which no process of the tree can be.
+        if cred.pid() != parent && cred.pid() != 0 {
             return Err(ListenerError::Process {
                 pid: cred.pid(),
                 parent,

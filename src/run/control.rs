@@ -9,7 +9,6 @@ use std::sync::Arc;
 
 use serde_json::json;
 
-use crate::child::ChildId;
 use crate::control::{
     AgentSlot, ControlServer, TakenOver, Watched, ENV_BUDGET, ENV_PARENT_PID, ENV_SOCKET, ENV_TOKEN,
 };
@@ -79,8 +78,8 @@ impl Control {
 
     /// Serves requests with `router` once the agent runs as `agent`; raises `alarm` if the
     /// socket is taken over.
-    pub(super) fn start(&mut self, agent: ChildId, router: Router, gate: Arc<Gate>, alarm: Alarm) {
-        self.agent.set(agent.pid());
+    pub(super) fn start(&mut self, agent: i32, router: Router, gate: Arc<Gate>, alarm: Alarm) {
+        self.agent.set(agent);
         let Some(server) = self.server.take() else {
             return;
         };

@@ -14,6 +14,7 @@ mod credentials;
 mod end;
 mod kernel;
 mod net;
+mod runfiles;
 use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
@@ -55,6 +56,14 @@ pub(super) struct RunFloor {
     /// The workspace's `Cargo.lock` as the run found it, when a cache is overlaid: a `.crate`
     /// file the tree adds to cargo's cache lands only with a checksum recorded before the run.
     pub lock_at_start: Option<String>,
+    /// The tree has a PID namespace of its own (while this switch is on): the agent's process
+    /// is its outer helper.
+    pub own_pids: Option<std::sync::Arc<std::sync::atomic::AtomicBool>>,
+    /// When the floor was prepared (before the agent started): a run file changed since is
+    /// the tree's.
+    pub started: std::time::SystemTime,
+    /// The kinds of run files the policy lets the tree create and change (`[floor] run_files`).
+    pub run_files: Vec<String>,
 }
 
 /// Why the run has no floor, or cannot start.
@@ -128,11 +137,22 @@ pub(super) fn prepare(
         cmd.remove_env = floor::secrets::of_this_environment(keep).1;
     }
     let (credentials, credential_notes) = credentials(&spec, cfg, &own_env);
+    // A credential read from a file: the file is hidden from the tree, as a secret is (the
+    // point of the placeholder is that the tree never holds the value).
+    let home = home_dir();
+    for c in spec.credentials.iter().flatten().chain(&cfg.credentials) {
+        let Some(file) = &c.from_file else { continue };
+        let path = floor::spec::resolve(file, &home, &cfg.workspace);
+        if let Ok(real) = path.canonicalize() {
+            if !plan.hidden.contains(&real) && !plan.writable.iter().any(|w| w.starts_with(&real)) {
+                plan.hidden.push(real);
+            }
+        }
+    }
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?
         .with_loopback_ports(started_with_ports(cmd, owner, cfg));
     // The run directory holds the wrapper's own sockets when it cannot use abstract ones.
-    let home = home_dir();
     let mut unix_allow = spec.unix.allow(&home, &cfg.workspace);
     unix_allow.push(run_dir.to_owned());
     #[cfg(target_os = "linux")]
@@ -146,9 +166,13 @@ pub(super) fn prepare(
     );
     #[cfg(not(target_os = "linux"))]
     let floor = kernel(cmd, plan, run_dir, (rules, unix_allow), control);
+    let started = std::time::SystemTime::now();
+    let run_files = spec.run_files.clone().unwrap_or_default();
     floor.map(|f| RunFloor {
         removed_env: cmd.remove_env.clone(),
         credential_notes,
+        started,
+        run_files,
         lock_at_start: match f.plan.overlays.is_empty() {
             true => None,
             false => std::fs::read_to_string(cfg.workspace.join("Cargo.lock")).ok(),

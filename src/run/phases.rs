@@ -269,6 +269,12 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {m}");
             self.notes.push(format!("warning: {m}"));
             held.guardian = None;
+            // The same executable is the PID namespace's helper: not this one, then.
+            if let Some(Ok(floor)) = &held.floor {
+                if let Some(on) = &floor.own_pids {
+                    on.store(false, std::sync::atomic::Ordering::Relaxed);
+                }
+            }
         }
         let cgroup = child::cgroup::Cgroup::create()
             .inspect_err(|e| tracing::debug!("no cgroup for the agent: {e}"))
@@ -284,6 +290,8 @@ impl Run<'_> {
                 Some(Ok(floor)) => floor.confine.clone(),
                 _ => None,
             },
+            own_pids: matches!(&held.floor, Some(Ok(f)) if f.own_pids.as_ref()
+                .is_some_and(|on| on.load(std::sync::atomic::Ordering::Relaxed))),
         };
         let agent = match child::spawn(cmd, opts) {
             Ok(a) => a,
@@ -317,7 +325,7 @@ impl Run<'_> {
             interceptor.serve(&mut router);
             interceptor.start(agent, alarm.clone());
         }
-        if let Err(e) = self.floor_start(held, agent.id.pid()) {
+        if let Err(e) = self.floor_start(held, agent.pid) {
             let m = format!("the network floor cannot start: {e}; the agent is stopped");
             eprintln!("ahp-wrap: {m}");
             let payload = json!({"source": "floor", "message": m});
@@ -328,11 +336,11 @@ impl Run<'_> {
             });
         }
         if let Some(control) = held.control.as_mut() {
-            control.start(agent.id, router, self.gate.clone(), alarm.clone());
+            control.start(agent.pid, router, self.gate.clone(), alarm.clone());
         }
         drop(alarm);
         self.gate
-            .say(EventType::SessionStart, self.start_payload(agent.id.pid()))
+            .say(EventType::SessionStart, self.start_payload(agent.pid))
             .await;
         if let Harness::Embedded(embedded) = &self.gate.decider.harness {
             // Unless the run is over by then (a run that ends at once never pays for it).
@@ -343,7 +351,7 @@ impl Run<'_> {
             });
         }
         let link = held.guardian.as_ref().and_then(Guardian::link);
-        let mut tree = Tracker::new(agent.id.pid(), link, held.cgroup.take());
+        let mut tree = Tracker::new(agent.process.id(), link, held.cgroup.take());
         let (status, stopped) = super::supervise::until_exit(
             &mut agent.process,
             &mut tree,
@@ -405,6 +413,8 @@ impl Run<'_> {
         let last = self.start_last_checkpoint();
         self.merge_caches(unmerged).await;
         self.last_checkpoint(last).await;
+        // After the last checkpoint, whose view of the workspace tells what the tree wrote.
+        self.keep_run_files_aside(held).await;
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;

@@ -201,6 +201,15 @@ pub trait Framework: Send + Sync + 'static {
         &[]
     }
 
+    /// The files of a project, at any depth of the workspace, that the agent's later sessions
+    /// obey (its settings, MCP lists, hooks, commands, skills, memory files): patterns as
+    /// the floor's run files take them (relative to any directory, `/` for the workspace's
+    /// top, `*` in a component, a last `**` for beneath). On the floor, one the tree creates
+    /// or changes is kept aside at the end of the run, whichever agent ran.
+    fn instruction_files(&self) -> &'static [&'static str] {
+        &[]
+    }
+
     /// The person's configuration files (`home` is the home directory) that may point the
     /// agent at its model API by URL (a provider's base URL): the loopback ports of the URLs
     /// in them, and in the variables they refer to (`{env:NAME}`, `${NAME}`), are reached by

@@ -142,6 +142,25 @@ impl Framework for ClaudeCode {
         ]
     }
 
+    // Claude reads `.claude/settings*.json` from the directory it starts in and `.mcp.json`
+    // and `CLAUDE.md` from every directory up to the repository's top (code.claude.com/docs/en/settings,
+    // /memory, /mcp): at any depth.
+    fn instruction_files(&self) -> &'static [&'static str] {
+        &[
+            ".claude/settings.json",
+            ".claude/settings.local.json",
+            ".claude/CLAUDE.md",
+            ".claude/commands/**",
+            ".claude/agents/**",
+            ".claude/skills/**",
+            ".claude/output-styles/**",
+            ".claude/hooks/**",
+            ".mcp.json",
+            "CLAUDE.md",
+            "CLAUDE.local.md",
+        ]
+    }
+
     fn model_url_env(&self) -> &'static [&'static str] {
         &[
             "ANTHROPIC_BASE_URL",

@@ -102,6 +102,12 @@ impl Framework for Codex {
         &["api.openai.com", "chatgpt.com", "auth.openai.com"]
     }
 
+    // Codex reads `AGENTS.md` from the repository's top down to its working directory, and a
+    // project's `.codex` (developers.openai.com/codex/guides/agents-md).
+    fn instruction_files(&self) -> &'static [&'static str] {
+        &[".codex/**", "AGENTS.md", "AGENTS.override.md"]
+    }
+
     fn model_url_env(&self) -> &'static [&'static str] {
         &["OPENAI_BASE_URL", "CODEX_OSS_BASE_URL"]
     }

@@ -92,6 +92,20 @@ impl Framework for Copilot {
         ]
     }
 
+    // Copilot CLI reads a repository's `.github` instructions, agents, prompts, skills and
+    // hooks, and `AGENTS.md` (docs.github.com/copilot/how-tos/use-copilot-agents/use-copilot-cli).
+    fn instruction_files(&self) -> &'static [&'static str] {
+        &[
+            ".github/copilot-instructions.md",
+            ".github/instructions/**",
+            ".github/agents/**",
+            ".github/prompts/**",
+            ".github/skills/**",
+            ".github/hooks/**",
+            "AGENTS.md",
+        ]
+    }
+
     fn model_url_env(&self) -> &'static [&'static str] {
         &["COPILOT_PROVIDER_BASE_URL"]
     }

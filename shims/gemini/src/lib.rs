@@ -105,6 +105,12 @@ impl Framework for Gemini {
         ]
     }
 
+    // Gemini CLI loads `GEMINI.md` from the directories above and below its working directory,
+    // and a project's `.gemini` (geminicli.com/docs/cli/gemini-md).
+    fn instruction_files(&self) -> &'static [&'static str] {
+        &[".gemini/**", "GEMINI.md"]
+    }
+
     fn model_url_env(&self) -> &'static [&'static str] {
         &["GOOGLE_GEMINI_BASE_URL", "GOOGLE_VERTEX_BASE_URL"]
     }

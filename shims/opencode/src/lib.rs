@@ -60,6 +60,8 @@ pub struct Flavor {
     pub more_state: &'static [&'static str],
     /// Its project configuration (relative to the workspace): never written from the tree.
     pub project: &'static [&'static str],
+    /// Its instruction files at any depth of the workspace.
+    pub instructions: &'static [&'static str],
 }
 
 /// OpenCode itself.
@@ -85,6 +87,13 @@ pub const OPENCODE: Flavor = Flavor {
     rewritten_config: &[],
     more_state: &[],
     project: &[".opencode", "opencode.json", "opencode.jsonc"],
+    // opencode.ai/docs/rules: `AGENTS.md` up to the repository's top; the project's config.
+    instructions: &[
+        ".opencode/**",
+        "opencode.json",
+        "opencode.jsonc",
+        "AGENTS.md",
+    ],
 };
 
 /// Kilo Code's CLI, a fork of OpenCode: `KILO_*` for `OPENCODE_*`, `kilo` for `opencode`.
@@ -126,6 +135,13 @@ pub const KILO: Flavor = Flavor {
     // sandbox is off unless the user turns it on).
     more_state: &["kilo-sandbox-policy"],
     project: &[".kilo", ".kilocode", "kilo.json", "kilo.jsonc"],
+    instructions: &[
+        ".kilo/**",
+        ".kilocode/**",
+        "kilo.json",
+        "kilo.jsonc",
+        "AGENTS.md",
+    ],
 };
 
 hook_events! {
@@ -179,6 +195,10 @@ impl Framework for OpenCode {
 
     fn model_url_env(&self) -> &'static [&'static str] {
         self.0.url_env
+    }
+
+    fn instruction_files(&self) -> &'static [&'static str] {
+        self.0.instructions
     }
 
     fn model_url_files(&self, home: &std::path::Path) -> Vec<std::path::PathBuf> {

@@ -135,6 +135,10 @@ impl Framework for BuiltInShim {
         self.shim().map_or(&[], |s| s.model_url_env())
     }
 
+    fn instruction_files(&self) -> &'static [&'static str] {
+        self.shim().map_or(&[], |s| s.instruction_files())
+    }
+
     fn model_url_files(&self, home: &Path) -> Vec<std::path::PathBuf> {
         self.shim()
             .map(|s| s.model_url_files(home))

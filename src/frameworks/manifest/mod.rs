@@ -71,6 +71,8 @@ struct Raw {
     #[serde(default)]
     model_url_files: Vec<String>,
     #[serde(default)]
+    instructions: Vec<String>,
+    #[serde(default)]
     own_env: Vec<String>,
     #[serde(default)]
     files: Files,
@@ -377,6 +379,8 @@ pub(crate) struct Manifest {
     pub model_url_env: &'static [&'static str],
     /// The person's files (`~/…`) that may point it at its model API by URL.
     pub model_url_files: &'static [&'static str],
+    /// Its instruction files at any depth of a workspace (run-file patterns).
+    pub instructions: &'static [&'static str],
     /// The credentials in the environment the agent needs (names, `*` for any run of
     /// characters): left in place on the floor.
     pub own_env: &'static [&'static str],
@@ -454,6 +458,7 @@ pub(crate) fn parse(text: &str, source_name: &str) -> Result<Manifest, ManifestE
         model_hosts: leak_all(raw.model_hosts),
         model_url_env: leak_all(raw.model_url_env),
         model_url_files: leak_all(raw.model_url_files),
+        instructions: leak_all(raw.instructions),
         own_env: leak_all(raw.own_env),
         files: raw.files,
         inject: raw.inject.into_inner(),

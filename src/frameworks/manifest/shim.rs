@@ -125,6 +125,10 @@ impl Framework for ManifestShim {
         self.manifest.model_url_env
     }
 
+    fn instruction_files(&self) -> &'static [&'static str] {
+        self.manifest.instructions
+    }
+
     fn model_url_files(&self, home: &Path) -> Vec<std::path::PathBuf> {
         self.manifest
             .model_url_files

@@ -122,7 +122,7 @@ impl Interceptor for PathShims {
     }
 
     fn start(&mut self, agent: &mut crate::child::Agent, _alarm: super::Alarm) {
-        self.service.agent_is(agent.id.pid());
+        self.service.agent_is(agent.pid);
     }
 }
 

@@ -71,6 +71,9 @@ pub(super) fn kernel(
             placeholders: Vec::new(),
             credential_notes: Vec::new(),
             lock_at_start: None,
+            own_pids: None,
+            started: std::time::SystemTime::now(),
+            run_files: Vec::new(),
         });
     }
     // A copy can be bound only in a mount namespace of the tree's own.
@@ -125,6 +128,28 @@ pub(super) fn kernel(
     if reader.is_ok() {
         prepared.log_denials();
     }
+    // A PID namespace and a /proc of the tree's own, the small executable its init.
+    let exe = std::env::current_exe().ok();
+    let helper = exe
+        .as_deref()
+        .and_then(super::super::phases::small_executable);
+    let own_pids = match helper {
+        Some(h) => prepared
+            .with_own_pids(&h)
+            .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?,
+        None => None,
+    };
+    if own_pids.is_some() {
+        report.enforced.push(
+            "processes: the tree sees only its own (a PID namespace and a /proc of its own)".into(),
+        );
+    } else if support.namespaces.is_ok() {
+        report.gaps.push(
+            "processes: the tree sees every process of this machine (ahp-wrap-hook, the small \
+             executable its PID namespace needs, is not beside ahp-wrap)"
+                .into(),
+        );
+    }
     cmd.env.push((floor::ENV_FLOOR.into(), "1".into()));
     let net = match (peer, request) {
         (Some(peer), Some(request)) => {
@@ -169,6 +194,9 @@ pub(super) fn kernel(
         placeholders,
         credential_notes: Vec::new(),
         lock_at_start: None,
+        own_pids,
+        started: std::time::SystemTime::now(),
+        run_files: Vec::new(),
     })
 }
 

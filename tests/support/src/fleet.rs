@@ -237,12 +237,10 @@ pub fn wait_gone(pid: i32, limit: Duration) -> bool {
 }
 
 /// The pid written in `path`.
+/// The pid a process of a run's tree wrote to `path` ([`crate::common::say_pid`]), as this
+/// process sees it; -1 (no process) once the process it names is gone.
 pub fn read_pid(path: &Path) -> i32 {
-    std::fs::read_to_string(path)
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap()
+    crate::common::pid_from(&std::fs::read_to_string(path).unwrap()).unwrap_or(-1)
 }
 
 /// Publishes `body` as a task for `capability` and returns the first reply.

@@ -128,6 +128,9 @@ pub struct SpawnOptions<'a> {
     pub cgroup: Option<&'a CStr>,
     /// The confinement the agent applies to itself last (the floor).
     pub confine: Option<Confine>,
+    /// The confinement puts the agent in a PID namespace of its own: the process started is
+    /// its outer helper, and the agent is that process's grandchild ([`crate::floor::pidns`]).
+    pub own_pids: bool,
 }
 
 /// The running agent.
@@ -136,6 +139,9 @@ pub struct Agent {
     pub process: Process,
     /// Where signals for the agent go: its pid, or its group when it leads one.
     pub id: ChildId,
+    /// The agent's own process: the one started, or in a PID namespace of its own the one
+    /// inside it that runs the agent's program (as this process's namespace numbers it).
+    pub pid: i32,
 }
 
 /// What the Rust runtime's start-up does, for an executable that starts at C's `main` (the
@@ -233,6 +239,7 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
         env.retain(|(old, _)| old != k);
         env.push((k.clone(), v.clone()));
     }
+
     let own_group = opts.group == GroupPolicy::OwnGroup;
     let (guardian_fd, procs) = (opts.guardian_fd, opts.cgroup);
     let confine = opts.confine.as_deref();
@@ -264,13 +271,36 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
         std::io::ErrorKind::NotFound => SpawnError::NotFound(shown.clone()),
         _ => SpawnError::NotExecutable(shown.clone(), e),
     })?;
-    let pid = process.id();
+    let started = process.id();
+    let pid = match opts.own_pids {
+        true => inside(started).unwrap_or(started),
+        false => started,
+    };
+    // Signals go to the agent itself (its helpers take them and let them be), or to the
+    // group all of them are in.
     let id = if own_group {
-        ChildId::Group(pid)
+        ChildId::Group(started)
     } else {
         ChildId::Process(pid)
     };
-    Ok(Agent { process, id })
+    Ok(Agent { process, id, pid })
+}
+
+/// The agent inside the PID namespace whose outer helper is `outer`: its grandchild (the
+/// namespace's init, then the agent, which the init starts first), once both are there.
+fn inside(outer: i32) -> Option<i32> {
+    let start = std::time::Instant::now();
+    while start.elapsed() < std::time::Duration::from_secs(2) {
+        let init = procfs::children(outer).and_then(|c| c.first().copied());
+        if let Some(agent) = init.and_then(|i| procfs::children(i)?.first().copied()) {
+            return Some(agent);
+        }
+        std::thread::sleep(std::time::Duration::from_micros(200));
+    }
+    tracing::warn!(
+        "the agent's process in its PID namespace was not found: signals go to its helper"
+    );
+    None
 }
 
 #[cfg(test)]

@@ -113,6 +113,10 @@ impl Process {
                 })();
                 let code = failed.raw_os_error().unwrap_or(libc::EINVAL);
                 error.store(code, Ordering::Relaxed);
+                // Inside a PID namespace of the floor's, the wrapper's child is another
+                // process: tell it.
+                #[cfg(target_os = "linux")]
+                crate::floor::pidns::exec_failed(code);
                 127
             }
         };

@@ -273,7 +273,7 @@ pub struct Record {
 
 /// Moves the new entries of `overlay`'s upper layer that their tool checks before use into
 /// its cache (a `.crate` file when its checksum is one `verified` knows), holds the others in
-/// the layer ([`kinds`]), and keeps the changes to existing ones in `quarantine` (when
+/// the layer (the `kinds` module), and keeps the changes to existing ones in `quarantine` (when
 /// given; else they are lost, and said so). Run only when no process sees the overlay any
 /// more.
 pub fn merge(

@@ -186,6 +186,13 @@ pub struct Prepared {
     /// `landlock_restrict_self`'s flags: whether denials after `exec` reach the audit log.
     restrict_flags: u32,
     namespaces: Option<Namespaces>,
+    /// A PID namespace (and `/proc`) of the tree's own, inside its user namespace, while its
+    /// switch is on (the run turns it off when its helper turns out not to be this
+    /// version's: a guardian that ended at once).
+    pid_ns: Option<(
+        super::pidns::PidNs,
+        std::sync::Arc<std::sync::atomic::AtomicBool>,
+    )>,
     net: Option<netns::NetChild>,
 }
 
@@ -241,10 +248,27 @@ impl Prepared {
                 handled,
                 restrict_flags: 0,
                 namespaces,
+                pid_ns: None,
                 net,
             },
             peer,
         ))
+    }
+
+    /// Gives the tree a PID namespace and a `/proc` of its own ([`super::pidns`]), with
+    /// `helper` (the small executable) as its init and as the agent's process outside it.
+    /// Only with the user and mount namespaces (`None` without them); the switch returned
+    /// turns it off again until the agent starts.
+    pub fn with_own_pids(
+        &mut self,
+        helper: &Path,
+    ) -> Result<Option<std::sync::Arc<std::sync::atomic::AtomicBool>>, FloorError> {
+        if self.namespaces.is_none() {
+            return Ok(None);
+        }
+        let on = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+        self.pid_ns = Some((super::pidns::PidNs::new(helper)?, on.clone()));
+        Ok(Some(on))
     }
 
     /// Asks Landlock to report each denial of the tree to the kernel's audit log (ABI 7), for
@@ -263,6 +287,25 @@ impl Prepared {
                 .map(|fd| (fd.as_raw_fd(), self.handled));
             ns.enter(self.net.is_some(), rules)?;
         }
+        // SAFETY: system calls only; in a user and mount namespace of the tree's, before
+        // Landlock. Returns in the agent's process alone, which tells the one outside when a
+        // later step fails.
+        let entered = match &self.pid_ns {
+            Some((pid, on)) if on.load(std::sync::atomic::Ordering::Relaxed) => {
+                Some(unsafe { pid.enter()? })
+            }
+            _ => None,
+        };
+        let rest = self.restrict();
+        if let (Some(entered), Err(e)) = (&entered, &rest) {
+            // SAFETY: a write(2) on the pipe it holds.
+            unsafe { entered.failed(e) };
+        }
+        rest
+    }
+
+    /// The steps after the namespaces: `no_new_privs`, Landlock, the connect filter.
+    fn restrict(&self) -> std::io::Result<()> {
         // SAFETY: plain system calls on values we own.
         unsafe {
             if libc::prctl(libc::PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) != 0 {

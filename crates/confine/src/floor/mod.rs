@@ -13,6 +13,8 @@
 //!   only beneath the writable roots; no signals to processes outside the tree).
 //! - `namespaces` (Linux): the user and mount namespaces the agent's process enters, with the
 //!   plan's binds and empty mounts.
+//! - [`pidns`] (Linux): a PID namespace and a `/proc` of the tree's own, its init and the
+//!   agent's process outside it (the small executable).
 //! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
 //!   the guardian starts, for the agent's process to join ([`NamespaceReceiver`]).
 //! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
@@ -48,6 +50,7 @@ pub mod porter;
 #[cfg(target_os = "linux")]
 mod premade;
 mod resolve;
+pub mod runfiles;
 pub mod secrets;
 pub mod spec;
 
@@ -57,6 +60,8 @@ mod kernel;
 mod namespaces;
 #[cfg(target_os = "linux")]
 mod netns;
+#[cfg(target_os = "linux")]
+pub mod pidns;
 
 #[cfg(target_os = "linux")]
 pub use kernel::{Prepared, Support};

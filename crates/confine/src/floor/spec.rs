@@ -38,6 +38,10 @@ pub struct Spec {
     pub unix: UnixSpec,
     /// Credentials the tree uses without reading them: `[[floor.credentials]]`.
     pub credentials: Option<Vec<CredentialSpec>>,
+    /// The kinds of run files ([`super::runfiles`]: `npmrc`, `envrc`, an agent's framework
+    /// name for its instruction files, `git`) the tree may create and change: left in place at
+    /// the end of the run, and still said.
+    pub run_files: Option<Vec<String>>,
 }
 
 /// One `[[floor.credentials]]` entry: a token the agent's tree gets as a placeholder, which
@@ -245,6 +249,7 @@ impl Spec {
                 allow: self.unix.allow.or_else(|| default.unix.allow.clone()),
             },
             credentials: self.credentials.or_else(|| default.credentials.clone()),
+            run_files: self.run_files.or_else(|| default.run_files.clone()),
         }
     }
 
@@ -325,6 +330,7 @@ mod tests {
                 ..NetSpec::default()
             },
             credentials: None,
+            run_files: None,
         };
         let own: Spec = toml::from_str("hidden = [\"~/.secret\"]").unwrap();
         let merged = own.or(&default);

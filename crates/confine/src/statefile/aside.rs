@@ -16,6 +16,10 @@ pub struct Moved {
     pub moved: PathBuf,
     /// Where it is now.
     pub held: PathBuf,
+    /// It replaced a file that was there before the run, which the run put back: restoring
+    /// it moves that one beside the record (`….before`) first.
+    #[serde(default)]
+    pub replaced: bool,
 }
 
 /// Moves `path` into the quarantine directory `dir` (made private when missing). Returns
@@ -23,6 +27,12 @@ pub struct Moved {
 /// tree may have made one on its way: [`crate::beneath`]); its last component, a link or
 /// not, is what moves.
 pub fn move_aside(path: &Path, dir: &Path) -> std::io::Result<PathBuf> {
+    keep_aside(path, dir, false)
+}
+
+/// [`move_aside`], saying in the record whether what moved replaced a file that was there
+/// before (which the caller puts back: restoring then moves that one aside first).
+pub fn keep_aside(path: &Path, dir: &Path, replaced: bool) -> std::io::Result<PathBuf> {
     let base = new_name(dir, path)?;
     let held = dir.join(&base);
     relocate(path, &held)?;
@@ -30,6 +40,7 @@ pub fn move_aside(path: &Path, dir: &Path) -> std::io::Result<PathBuf> {
     let text = serde_json::to_vec_pretty(&Moved {
         moved: path.to_owned(),
         held,
+        replaced,
     })
     .map_err(std::io::Error::other)?;
     std::fs::write(&record, text)?;

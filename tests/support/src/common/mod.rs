@@ -9,7 +9,7 @@ pub mod dirs;
 pub mod process;
 pub mod workspace;
 pub use dirs::{outside_temp, outside_tree};
-pub use process::{alive, eventually, free_port, run, show, without_audit_read};
+pub use process::{alive, eventually, free_port, pid_from, run, say_pid, show, without_audit_read};
 pub use workspace::{git, snapshot};
 
 pub use crate::wrap_bin;

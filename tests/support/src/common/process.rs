@@ -203,6 +203,37 @@ pub fn alive(pid: i32) -> bool {
     }
 }
 
+/// What a process of an agent's tree says of itself for a test to find it from here: its PID
+/// namespace and its pid there (on the floor the tree has a PID namespace of its own, whose
+/// pids mean nothing outside it). A shell line that writes it to FILE.
+pub fn say_pid(var: &str, file: &str) -> String {
+    format!("echo \"$(readlink /proc/self/ns/pid) {var}\" > {file}")
+}
+
+/// The pid, as this process sees it, of the process [`say_pid`]'s `text` names (a pid alone:
+/// that pid): the process in that PID namespace whose last `NSpid` is the pid written.
+pub fn pid_from(text: &str) -> Option<i32> {
+    let mut fields = text.split_whitespace();
+    let (first, second) = (fields.next()?, fields.next());
+    let Some(inner) = second else {
+        return first.parse().ok();
+    };
+    let ours = std::fs::read_link("/proc/self/ns/pid").ok()?;
+    if ours.to_string_lossy() == first {
+        return inner.parse().ok();
+    }
+    std::fs::read_dir("/proc").ok()?.flatten().find_map(|e| {
+        let pid: i32 = e.file_name().to_str()?.parse().ok()?;
+        let ns = std::fs::read_link(e.path().join("ns/pid")).ok()?;
+        if ns.to_string_lossy() != first {
+            return None;
+        }
+        let status = std::fs::read_to_string(e.path().join("status")).ok()?;
+        let nspid = status.lines().find_map(|l| l.strip_prefix("NSpid:"))?;
+        (nspid.split_whitespace().last()? == inner).then_some(pid)
+    })
+}
+
 /// Whether `what` comes true within `limit`, looked at every 10 ms.
 pub fn eventually(mut what: impl FnMut() -> bool, limit: Duration) -> bool {
     let start = Instant::now();

@@ -226,7 +226,7 @@ impl Verified {
     }
 }
 
-/// Where the registry index keeps `name` (https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files).
+/// Where the registry index keeps `name` (<https://doc.rust-lang.org/cargo/reference/registry-index.html#index-files>).
 fn index_path(name: &str) -> String {
     let n = name.to_ascii_lowercase();
     match n.len() {

@@ -12,6 +12,7 @@ fn spec(read_only: &[&str], hidden: &[&str]) -> Spec {
         unix: Default::default(),
         net: Default::default(),
         credentials: None,
+        run_files: None,
     }
 }
 
