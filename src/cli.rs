@@ -518,6 +518,18 @@ pub enum FloorArg {
     Off,
 }
 
+/// `--nested-sandboxes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, clap::ValueEnum)]
+pub enum NestedArg {
+    /// When the agent's shim says it starts a sandbox of its own (Codex by default, Claude
+    /// Code with `sandbox.enabled`).
+    Auto,
+    /// Always.
+    On,
+    /// Never.
+    Off,
+}
+
 #[cfg(test)]
 mod tests;
 

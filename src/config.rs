@@ -168,6 +168,8 @@ pub struct Config {
     /// `--loopback-port`: ports of this machine's loopback the tree reaches without a
     /// decision, besides the policy's.
     pub loopback_ports: Vec<u16>,
+    /// `--nested-sandboxes`: over the policy's `[floor] nested_sandboxes`.
+    pub nested_sandboxes: Option<crate::floor::spec::Nested>,
     /// The workspace: `--workspace`, else the current directory.
     pub workspace: PathBuf,
     /// Metrics and spans (`--metrics-listen`, `--otlp`, the `OTEL_*` variables).
@@ -361,6 +363,11 @@ impl Config {
             require_floor: args.require_floor,
             keep_env: args.keep_env,
             loopback_ports: args.loopback_port,
+            nested_sandboxes: args.nested_sandboxes.map(|n| match n {
+                crate::cli::NestedArg::Auto => crate::floor::spec::Nested::Auto,
+                crate::cli::NestedArg::On => crate::floor::spec::Nested::On,
+                crate::cli::NestedArg::Off => crate::floor::spec::Nested::Off,
+            }),
             credentials: args
                 .credential
                 .iter()

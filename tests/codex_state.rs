@@ -2,9 +2,10 @@
 //! (MCP servers, `notify`, sandbox settings) and where interactive Codex saves a folder's
 //! trust. Codex replaces the file by a rename, so it writes it in place; at the end of the
 //! run what it changed beyond its own keys is undone. Interactive, on a real pty, from a
-//! home outside the temp directories: the first run asks for trust and runs a tool call, the
-//! second asks nothing, wrapped as unwrapped. And an MCP server appended from Python does not
-//! survive the run.
+//! home outside the temp directories, in Codex's own default sandbox (workspace-write: its
+//! commands under bubblewrap, inside the floor): the first run asks for trust and runs a tool
+//! call, the second asks nothing, wrapped as unwrapped. And an MCP server appended from
+//! Python does not survive the run.
 
 use ahp_wrap_testkit::agents::{self, TestDir};
 use ahp_wrap_testkit::codex::{self as support, shell, FakeApi};
@@ -70,8 +71,7 @@ fn codex(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str]) 
         ])
         .args(["-c", "analytics.enabled=false"])
         .args(["-c", "check_for_update_on_startup=false"])
-        .args(["--disable", "plugins"])
-        .arg("--dangerously-bypass-approvals-and-sandbox");
+        .args(["--disable", "plugins"]);
     agents::offline(&mut cmd, dir);
     cmd.env("FAKE_KEY", "dummy");
     cmd
@@ -181,11 +181,18 @@ fn an_mcp_server_appended_from_python_does_not_survive_the_run() {
             "api",
             json!([shell("python3 setup.py"), {"text": "Done."}]),
         );
+        // Codex's own sandbox would refuse the script its write (workspace-write keeps it
+        // in the workspace): bypassed here, as a person who turned it off runs it, so that
+        // what is proven is the floor's.
         let mut cmd = codex(
             &dir,
             &api,
             Some(wrapper),
-            &["exec", "--skip-git-repo-check"],
+            &[
+                "exec",
+                "--skip-git-repo-check",
+                "--dangerously-bypass-approvals-and-sandbox",
+            ],
         );
         cmd.arg("set up the project");
         let r = support::run(cmd);

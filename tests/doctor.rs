@@ -200,3 +200,42 @@ fn doctor_checks_the_users_own_manifests() {
         "{report:#}"
     );
 }
+
+#[test]
+fn doctor_checks_that_a_nested_sandbox_can_start_on_the_floor() {
+    let lines = |report: &Value, key: &str| -> Vec<String> {
+        report["floor"][key]
+            .as_array()
+            .unwrap()
+            .iter()
+            .filter_map(|l| l.as_str())
+            .filter(|l| l.starts_with("nested sandboxes:"))
+            .map(str::to_owned)
+            .collect()
+    };
+    // The real unshare(1), on this machine's floor: it makes its namespaces and mounts.
+    let path = std::env::var("PATH").unwrap();
+    let (_, report) = doctor(Path::new(&path), &[]);
+    let enforced = lines(&report, "enforced");
+    assert!(
+        enforced.len() == 1 && enforced[0].contains("checked: `unshare -Urm` on this floor"),
+        "{report:#}"
+    );
+    // One that fails as it did on the floor before nested sandboxes were allowed: said, with
+    // its error, as missing.
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path();
+    std::fs::write(
+        bin.join("unshare"),
+        "#!/bin/sh\necho 'unshare: cannot open /proc/self/uid_map: Permission denied' >&2\nexit 1\n",
+    )
+    .unwrap();
+    std::fs::set_permissions(bin.join("unshare"), std::fs::Permissions::from_mode(0o755)).unwrap();
+    let (_, report) = doctor(Path::new(&format!("{}:{path}", bin.display())), &[]);
+    let missing = lines(&report, "missing");
+    assert!(
+        missing.len() == 1 && missing[0].contains("/proc/self/uid_map: Permission denied"),
+        "{report:#}"
+    );
+    assert!(lines(&report, "enforced").is_empty(), "{report:#}");
+}

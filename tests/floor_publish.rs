@@ -293,6 +293,15 @@ fn a_dev_server_in_the_tree_answers_on_the_users_loopback_until_it_stops() {
 }
 
 #[test]
+fn a_listener_of_a_tree_whose_mounts_are_sealed_is_published_too() {
+    // With sandboxes of the tree's own allowed, the tree lives in a user namespace nested in
+    // the floor's: the porter joins the one that owns the network namespace.
+    let w = World::new("version = 1\n");
+    let s = dev_server(&w, &["--nested-sandboxes", "on"], "127.0.0.1");
+    s.assert_reached();
+}
+
+#[test]
 fn a_wildcard_listener_is_published_on_loopback_only() {
     let w = World::new("version = 1\n");
     let s = dev_server(&w, &[], "0.0.0.0");

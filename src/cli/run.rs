@@ -6,7 +6,7 @@ use std::path::PathBuf;
 
 use clap::{Args, ValueEnum};
 
-use super::{AuthScheme, FailMode, FloorArg, HostArgs, Mode, SummaryArg, TelemetryArgs};
+use super::{AuthScheme, FailMode, FloorArg, HostArgs, Mode, NestedArg, SummaryArg, TelemetryArgs};
 
 /// The options of a run, as `ahp-wrap [OPTIONS] -- <AGENT>` and `ahp-wrap mcp` take them;
 /// [`crate::config::Config`] is made from them.
@@ -173,6 +173,20 @@ pub struct RunArgs {
     /// and in its model API's variable (`ANTHROPIC_BASE_URL`, …) need neither.
     #[arg(help_heading = "Floor (Linux)", long, value_name = "PORT")]
     pub loopback_port: Vec<u16>,
+
+    /// Whether a process of the agent's tree may start a sandbox of its own on the floor.
+    ///
+    /// A user and mount namespace of its own, as bubblewrap, Codex's sandbox and Claude Code's
+    /// (`sandbox.enabled`) make: the floor's writes are then refused by read-only mounts
+    /// (`Read-only file system`) instead of Landlock (`Permission denied`). `auto` (the
+    /// default): when the agent's shim says it starts one. As `[floor] nested_sandboxes`.
+    #[arg(
+        help_heading = "Floor (Linux)",
+        long,
+        value_enum,
+        value_name = "AUTO|ON|OFF"
+    )]
+    pub nested_sandboxes: Option<NestedArg>,
 
     /// The workspace the agent may write (default: the current directory).
     #[arg(help_heading = "Floor (Linux)", long, value_name = "DIR")]

@@ -77,7 +77,12 @@ pub fn doctor(as_json: bool) -> Exit {
         .iter()
         .filter_map(|&f| f.proven().map(|p| find(f, p, &hook_exe)))
         .collect();
-    let (enforced, missing) = floor();
+    let (mut enforced, mut missing) = floor();
+    #[cfg(target_os = "linux")]
+    match nested(&self_exe) {
+        Ok(said) => enforced.push(said),
+        Err(said) => missing.push(said),
+    }
     let logs = logs();
     let manifests = manifests();
     let ok = !agents.iter().any(Found::problem) && manifests.iter().all(|m| m["error"].is_null());
@@ -184,7 +189,107 @@ fn floor() -> (Vec<String>, Vec<String>) {
     };
     let generic = frameworks::generic();
     let (_, report) = super::floor_here(&spec, generic, None);
-    (report.enforced, report.gaps)
+    // Whether a run allows nested sandboxes depends on its agent: checked apart (`nested`).
+    let apart = |l: &String| !l.starts_with("nested sandboxes:");
+    (
+        report.enforced.into_iter().filter(apart).collect(),
+        report.gaps.into_iter().filter(apart).collect(),
+    )
+}
+
+/// An empty directory of the check's, removed with it.
+#[cfg(target_os = "linux")]
+struct Scratch(PathBuf);
+
+#[cfg(target_os = "linux")]
+impl Scratch {
+    fn new() -> std::io::Result<Scratch> {
+        let dir = std::env::temp_dir().join(format!("ahp-wrap-doctor-{}", std::process::id()));
+        std::fs::create_dir(&dir)?;
+        Ok(Scratch(dir))
+    }
+
+    fn path(&self) -> &Path {
+        &self.0
+    }
+}
+
+#[cfg(target_os = "linux")]
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// How long the nested-sandbox check may take.
+#[cfg(target_os = "linux")]
+const NESTED_WAIT: Duration = Duration::from_secs(20);
+
+/// Whether a process of a run's tree can make a user namespace of its own, map its ids and
+/// mount in it (what bubblewrap and the agents' own sandboxes do), checked by a real run of
+/// `unshare -Urm` on this floor (`--nested-sandboxes on`, an empty workspace, no audit log).
+#[cfg(target_os = "linux")]
+fn nested(self_exe: &Path) -> Result<String, String> {
+    const OK: &str = "nested-sandbox-ok";
+    if which::which("unshare").is_err() {
+        return Err("nested sandboxes: not checked (no unshare(1) on PATH)".into());
+    }
+    let dir = Scratch::new()
+        .map_err(|e| format!("nested sandboxes: not checked (no temp directory: {e})"))?;
+    let mut child = Command::new(self_exe)
+        .args([
+            "--no-intercept",
+            "--summary",
+            "never",
+            "--audit-log",
+            "none",
+        ])
+        .args(["--nested-sandboxes", "on", "--workspace"])
+        .arg(dir.path())
+        .args(["--", "unshare", "-Urm", "sh", "-c"])
+        .arg(format!("mount -t tmpfs none /tmp && echo {OK}"))
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("nested sandboxes: not checked (cannot run a floor: {e})"))?;
+    let start = Instant::now();
+    while child.try_wait().ok().flatten().is_none() {
+        if start.elapsed() > NESTED_WAIT {
+            let _ = child.kill();
+            let _ = child.wait();
+            return Err(format!(
+                "nested sandboxes: not checked (a run of `unshare -Urm` on the floor took over \
+                 {}s)",
+                NESTED_WAIT.as_secs()
+            ));
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    let out = child
+        .wait_with_output()
+        .map_err(|e| format!("nested sandboxes: not checked ({e})"))?;
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    if stdout.contains(OK) {
+        return Ok(
+            "nested sandboxes: a process of a run's tree can make a user namespace of \
+                   its own, map its ids and mount there (checked: `unshare -Urm` on this \
+                   floor); runs of an agent that starts a sandbox of its own allow it \
+                   (`--nested-sandboxes`)"
+                .into(),
+        );
+    }
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    let why = stderr
+        .lines()
+        .find(|l| !l.starts_with("ahp-wrap:") && !l.trim().is_empty())
+        .unwrap_or("no output");
+    Err(format!(
+        "nested sandboxes: a process of a run's tree cannot make a user namespace of its own \
+         and mount there ({why}): the agents' own sandboxes (Codex's, Claude Code's) fail inside \
+         the floor here; docs/floor.md, \"Sandboxes inside the floor\""
+    ))
 }
 
 /// Where a run's audit records go, as the environment has it.

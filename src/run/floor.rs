@@ -19,6 +19,7 @@ use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
 use crate::floor::hosts::HostRules;
+use crate::floor::spec::Nested;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;
 use crate::protocol::EventType;
@@ -149,6 +150,11 @@ pub(super) fn prepare(
             }
         }
     }
+    plan.nested = match cfg.nested_sandboxes.or(spec.nested_sandboxes) {
+        Some(Nested::On) => true,
+        Some(Nested::Off) => false,
+        None | Some(Nested::Auto) => owner.own_sandbox(&cmd.args, &home, &cfg.workspace),
+    };
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?
         .with_loopback_ports(started_with_ports(cmd, owner, cfg));

@@ -227,6 +227,16 @@ pub trait Framework: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Whether the agent, started with `args` in `workspace` (`home` the home directory),
+    /// runs its commands in a sandbox of its own that makes a user and mount namespace
+    /// (bubblewrap): on the floor the tree may then make one (`[floor] nested_sandboxes`,
+    /// `auto`). Read from its command line and settings; a shim that cannot tell says yes
+    /// when the agent's default is a sandbox.
+    fn own_sandbox(&self, args: &[std::ffi::OsString], home: &Path, workspace: &Path) -> bool {
+        let _ = (args, home, workspace);
+        false
+    }
+
     /// The agent versions this shim is proven on: those its end-to-end suite has run the
     /// real CLI at (the suite pins one in `tests/<setup>/VERSION`). `ahp-wrap doctor`
     /// compares the installed agent's version with it. `None`: no agent of its own.

@@ -133,6 +133,15 @@ impl Framework for ClaudeCode {
         own.into_iter().map(str::to_owned).collect()
     }
 
+    fn own_sandbox(
+        &self,
+        args: &[std::ffi::OsString],
+        home: &std::path::Path,
+        workspace: &std::path::Path,
+    ) -> bool {
+        settings::sandbox_enabled(args, home, workspace)
+    }
+
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.anthropic.com",

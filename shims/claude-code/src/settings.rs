@@ -163,6 +163,34 @@ fn other_settings_files() -> Vec<PathBuf> {
     files
 }
 
+/// Whether Claude Code started with `args` in `workspace` runs its Bash calls in its sandbox
+/// (`sandbox.enabled`): the settings files it reads, the later one deciding over the earlier
+/// (the user's, the project's, the project's local, `--settings`, the managed ones).
+pub(crate) fn sandbox_enabled(args: &[OsString], home: &Path, workspace: &Path) -> bool {
+    let config_dir = std::env::var_os("CLAUDE_CONFIG_DIR")
+        .filter(|v| !v.is_empty())
+        .map_or_else(|| home.join(".claude"), PathBuf::from);
+    let read = |path: &Path| -> Option<Map<String, Value>> {
+        serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
+    };
+    let mut layers = vec![
+        read(&config_dir.join("settings.json")),
+        read(&workspace.join(".claude/settings.json")),
+        read(&workspace.join(".claude/settings.local.json")),
+    ];
+    if let Some(value) = scan(args).ok().and_then(|s| s.user_settings) {
+        layers.push(load_user_settings(&value).ok());
+    }
+    layers.push(read(Path::new("/etc/claude-code/managed-settings.json")));
+    layers
+        .iter()
+        .rev()
+        .flatten()
+        .filter_map(|s| s.get("sandbox")?.get("enabled")?.as_bool())
+        .next()
+        .unwrap_or(false)
+}
+
 fn disables_hooks(settings: &Map<String, Value>) -> bool {
     settings.get("disableAllHooks") == Some(&Value::Bool(true))
 }
@@ -232,6 +260,29 @@ mod tests {
 
     fn os(args: &[&str]) -> Vec<OsString> {
         args.iter().map(OsString::from).collect()
+    }
+
+    #[test]
+    fn the_sandbox_is_on_as_the_last_settings_file_that_names_it_says() {
+        let dir = tempfile::tempdir().unwrap();
+        let (home, ws) = (dir.path().join("home"), dir.path().join("ws"));
+        std::fs::create_dir_all(home.join(".claude")).unwrap();
+        std::fs::create_dir_all(ws.join(".claude")).unwrap();
+        let on = |args: &[&str]| sandbox_enabled(&os(args), &home, &ws);
+        assert!(!on(&["-p", "x"]));
+        std::fs::write(
+            home.join(".claude/settings.json"),
+            r#"{"sandbox":{"enabled":true}}"#,
+        )
+        .unwrap();
+        assert!(on(&["-p", "x"]));
+        std::fs::write(
+            ws.join(".claude/settings.local.json"),
+            r#"{"sandbox":{"enabled":false}}"#,
+        )
+        .unwrap();
+        assert!(!on(&[]));
+        assert!(on(&["--settings", r#"{"sandbox":{"enabled":true}}"#]));
     }
 
     #[test]

@@ -102,6 +102,25 @@ impl Framework for Codex {
         &["api.openai.com", "chatgpt.com", "auth.openai.com"]
     }
 
+    // Codex runs each command in its sandbox (bubblewrap on Linux) unless told otherwise:
+    // `--dangerously-bypass-approvals-and-sandbox`, or the `danger-full-access` mode from
+    // `--sandbox`, a `-c sandbox_mode=` override or its config.toml.
+    fn own_sandbox(
+        &self,
+        args: &[std::ffi::OsString],
+        home: &std::path::Path,
+        _: &std::path::Path,
+    ) -> bool {
+        let dir = std::env::var_os("CODEX_HOME")
+            .filter(|v| !v.is_empty())
+            .map_or_else(|| home.join(".codex"), std::path::PathBuf::from);
+        let configured = std::fs::read_to_string(dir.join("config.toml"))
+            .ok()
+            .and_then(|text| text.parse::<toml::Table>().ok())
+            .and_then(|t| t.get("sandbox_mode")?.as_str().map(str::to_owned));
+        sandboxed(configured, args)
+    }
+
     // Codex reads `AGENTS.md` from the repository's top down to its working directory, and a
     // project's `.codex` (developers.openai.com/codex/guides/agents-md).
     fn instruction_files(&self) -> &'static [&'static str] {
@@ -190,6 +209,33 @@ fn config_rules() -> Vec<KeyRule> {
     .map(|key| KeyRule::new(key, Treatment::Own))
     .collect()
 }
+/// Whether Codex started with `args` runs its commands in its sandbox, its config.toml's
+/// `sandbox_mode` being `configured`: the command line decides over the file.
+fn sandboxed(configured: Option<String>, args: &[std::ffi::OsString]) -> bool {
+    let mut mode = configured;
+    let mut args = args.iter().filter_map(|a| a.to_str());
+    while let Some(arg) = args.next() {
+        match arg {
+            "--dangerously-bypass-approvals-and-sandbox" | "--yolo" => return false,
+            "-s" | "--sandbox" => mode = args.next().map(str::to_owned),
+            "-c" | "--config" => {
+                let Some((key, value)) = args.next().and_then(|o| o.split_once('=')) else {
+                    continue;
+                };
+                if key.trim() == "sandbox_mode" {
+                    mode = args::parse_value(value.trim()).as_str().map(str::to_owned);
+                }
+            }
+            _ => {
+                if let Some(v) = arg.strip_prefix("--sandbox=") {
+                    mode = Some(v.to_owned());
+                }
+            }
+        }
+    }
+    mode.as_deref() != Some("danger-full-access")
+}
+
 /// The variables the user's model providers name for their keys (`env_key = "NAME"`), in
 /// `config` (config.toml's text) or in `-c`/`--config` overrides among `args`.
 #[allow(clippy::expect_used, reason = "a literal pattern of ours")]
@@ -212,6 +258,30 @@ fn provider_env_keys(config: &str, args: &[std::ffi::OsString]) -> Vec<String> {
 mod tests {
     use super::*;
     use std::path::Path;
+
+    #[test]
+    fn codex_is_sandboxed_unless_told_otherwise() {
+        let on = |configured: Option<&str>, args: &[&str]| {
+            let args: Vec<std::ffi::OsString> = args.iter().map(Into::into).collect();
+            sandboxed(configured.map(str::to_owned), &args)
+        };
+        assert!(on(None, &["exec", "fix it"]));
+        assert!(on(None, &["--full-auto", "exec", "x"]));
+        assert!(on(None, &["exec", "--sandbox", "read-only", "x"]));
+        assert!(!on(
+            None,
+            &["exec", "--dangerously-bypass-approvals-and-sandbox", "x"]
+        ));
+        assert!(!on(None, &["-s", "danger-full-access"]));
+        assert!(!on(None, &["--sandbox=danger-full-access"]));
+        assert!(!on(None, &["-c", "sandbox_mode=\"danger-full-access\""]));
+        assert!(!on(Some("danger-full-access"), &["exec", "x"]));
+        assert!(on(
+            Some("danger-full-access"),
+            &["--sandbox", "workspace-write"]
+        ));
+        assert!(on(Some("workspace-write"), &[]));
+    }
 
     #[test]
     fn hook_names_round_trip() {

@@ -149,6 +149,11 @@ impl Framework for BuiltInShim {
         self.shim().map(|s| s.own_env(args)).unwrap_or_default()
     }
 
+    fn own_sandbox(&self, args: &[std::ffi::OsString], home: &Path, workspace: &Path) -> bool {
+        self.shim()
+            .is_ok_and(|s| s.own_sandbox(args, home, workspace))
+    }
+
     fn proven(&self) -> Option<Proven> {
         self.shim().ok()?.proven()
     }

@@ -58,6 +58,10 @@ pub(crate) struct Egress {
     rules: HostRules,
     /// The agent's pid (0 until it runs), for the asking process's ancestry.
     agent: AtomicI32,
+    /// The agent's own process listens on the tree's loopback (a proxy for the commands it
+    /// runs in a sandbox of its own, as Claude Code's is): its connections are then no
+    /// longer its own hooked fetches only, and get the treatment of any other process's.
+    pub(crate) agent_serves: std::sync::atomic::AtomicBool,
     /// The process behind each client port, as the connect bridge noted it.
     askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
     /// Connections let through and refused.
@@ -89,6 +93,7 @@ impl Egress {
             gate,
             rules,
             agent: AtomicI32::new(0),
+            agent_serves: std::sync::atomic::AtomicBool::new(false),
             askers,
             allowed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
@@ -335,8 +340,10 @@ impl Egress {
         let (event, origin) = self.event(target, port, scheme, via, asker.as_ref());
         // The agent's own process: its fetches are hooked tool calls the policy sees, so a
         // host no list names goes to the gate as before. Any other process of the tree (or
-        // one the proxy cannot name) gets the `unknown` treatment.
-        let own = agent > 0 && noted == Some(agent);
+        // one the proxy cannot name) gets the `unknown` treatment, and so does the agent's
+        // own once it serves on the tree's loopback: it may be carrying another process's
+        // connection then (Claude Code's sandbox proxy, for the commands it runs).
+        let own = agent > 0 && noted == Some(agent) && !self.agent_serves.load(Ordering::SeqCst);
         let judgement = match self.rules.judge_at(target, Some(port)) {
             Judgement::Unknown(_) if own => Judgement::Unknown(Unknown::Allow),
             other => other,

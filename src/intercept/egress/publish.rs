@@ -70,6 +70,11 @@ impl Egress {
     /// Decides whether the tree's listener `l` is published, and publishes it. `chain`: the
     /// listening process and its ancestry, read while it still waited in `listen`.
     pub(crate) async fn publish(self: Arc<Self>, l: Listening, chain: Vec<(i32, Vec<String>)>) {
+        // Before the listener is answered: no connection it carries is taken for the agent's.
+        if l.pid == self.agent.load(std::sync::atomic::Ordering::SeqCst) {
+            self.agent_serves
+                .store(true, std::sync::atomic::Ordering::SeqCst);
+        }
         let asker = Asker::from_chain(&chain);
         let inside = inside_address(l.addr);
         if self

@@ -110,9 +110,23 @@ impl World {
     }
 
     /// `codex exec … PROMPT` (with `wrapper` args before it when wrapped), in the
-    /// workspace, offline: the model is the fake API, through a `model_providers` entry.
+    /// workspace, offline: the model is the fake API, through a `model_providers` entry. In
+    /// Codex's own sandbox, as a person runs it to let it work in the workspace
+    /// (`--sandbox workspace-write`): it stacks beneath the floor (docs/floor.md).
     pub fn command(
         &self,
+        api: &FakeApi,
+        wrapper: Option<&[&str]>,
+        extra: &[&str],
+        prompt: &str,
+    ) -> Command {
+        self.command_in(Sandbox::WorkspaceWrite, api, wrapper, extra, prompt)
+    }
+
+    /// [`World::command`] with Codex's sandbox as `sandbox` says.
+    pub fn command_in(
+        &self,
+        sandbox: Sandbox,
         api: &FakeApi,
         wrapper: Option<&[&str]>,
         extra: &[&str],
@@ -141,7 +155,7 @@ impl World {
         .args(["-c", "analytics.enabled=false"])
         .args(["-c", "check_for_update_on_startup=false"])
         .args(["--disable", "plugins"])
-        .arg("--dangerously-bypass-approvals-and-sandbox")
+        .args(sandbox.args())
         .args(extra)
         .arg(prompt);
         // `codex exec` reads more prompt from stdin until EOF: `offline` closes it.
@@ -149,6 +163,31 @@ impl World {
         cmd.env("CODEX_HOME", self.codex_home())
             .env("FAKE_KEY", "dummy");
         cmd
+    }
+}
+
+/// Codex's own sandbox for a run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Sandbox {
+    /// `--sandbox read-only`.
+    ReadOnly,
+    /// `--sandbox workspace-write`: writes in the workspace, no network.
+    WorkspaceWrite,
+    /// `--approve-for-me`: the workspace-write sandbox, approvals by Codex's automatic
+    /// review (what became of `--full-auto`, which Codex 0.169 no longer takes).
+    ApproveForMe,
+    /// `--dangerously-bypass-approvals-and-sandbox`: no sandbox of Codex's own.
+    Bypassed,
+}
+
+impl Sandbox {
+    fn args(self) -> &'static [&'static str] {
+        match self {
+            Sandbox::ReadOnly => &["--sandbox", "read-only"],
+            Sandbox::WorkspaceWrite => &["--sandbox", "workspace-write"],
+            Sandbox::ApproveForMe => &["--approve-for-me"],
+            Sandbox::Bypassed => &["--dangerously-bypass-approvals-and-sandbox"],
+        }
     }
 }
 

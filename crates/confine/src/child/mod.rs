@@ -287,20 +287,16 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
 }
 
 /// The agent inside the PID namespace whose outer helper is `outer`: its grandchild (the
-/// namespace's init, then the agent, which the init starts first), once both are there.
+/// namespace's init, then the agent, which the init starts first). The outer helper's start
+/// returned once the agent had reached its `exec`: it is there, or already gone (then the
+/// helper stands for it).
 fn inside(outer: i32) -> Option<i32> {
-    let start = std::time::Instant::now();
-    while start.elapsed() < std::time::Duration::from_secs(2) {
-        let init = procfs::children(outer).and_then(|c| c.first().copied());
-        if let Some(agent) = init.and_then(|i| procfs::children(i)?.first().copied()) {
-            return Some(agent);
-        }
-        std::thread::sleep(std::time::Duration::from_micros(200));
+    let init = procfs::children(outer).and_then(|c| c.first().copied());
+    let agent = init.and_then(|i| procfs::children(i)?.first().copied());
+    if agent.is_none() {
+        tracing::debug!("the agent's process in its PID namespace is gone already");
     }
-    tracing::warn!(
-        "the agent's process in its PID namespace was not found: signals go to its helper"
-    );
-    None
+    agent
 }
 
 #[cfg(test)]

@@ -12,7 +12,7 @@ use landlock::{
     AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
-use super::namespaces::Namespaces;
+use super::namespaces::{Namespaces, Writes};
 use super::netns::{self, NetPeer, NetRequest};
 use super::{FloorError, Plan, Report, ENV_FLOOR};
 
@@ -52,6 +52,16 @@ impl Support {
         }
     }
 
+    /// How a run with `plan` refuses the writes outside its writable roots: by read-only
+    /// mounts when the plan lets the tree start sandboxes of its own and this kernel gives a
+    /// mount namespace and Landlock's signal scoping (ABI 6); else by Landlock.
+    pub(super) fn writes(&self, plan: &Plan) -> Writes {
+        match plan.nested && self.namespaces.is_ok() && self.landlock_abi >= 6 {
+            true => Writes::Mounts,
+            false => Writes::Landlock,
+        }
+    }
+
     /// What a run with `plan` gets from this kernel, and what it lacks; `denials` is the
     /// kernel's audit log as the run could open it (whether refusals are counted).
     pub fn report(&self, plan: &Plan, denials: &Result<super::denials::Reader, String>) -> Report {
@@ -66,12 +76,37 @@ impl Support {
                     .into(),
             );
         } else {
+            let by_mounts = self.writes(plan) == Writes::Mounts;
             r.enforced.push(format!(
                 "files: written only beneath {} directories (the workspace, the temp \
-                 directories, the agent's own state, the package caches) (Landlock ABI {})",
+                 directories, the agent's own state, the package caches) ({})",
                 plan.writable.len(),
-                self.landlock_abi
+                match by_mounts {
+                    true =>
+                        "read-only mounts everywhere else in the tree's mount namespace".to_owned(),
+                    false => format!("Landlock ABI {}", self.landlock_abi),
+                }
             ));
+            match (plan.nested, by_mounts) {
+                (_, true) => r.enforced.push(
+                    "nested sandboxes: a process of the tree may make a user namespace of its \
+                     own and mount there (bubblewrap, Codex's and Claude Code's sandboxes), \
+                     beneath the floor's locked mounts; a write the floor refuses fails with \
+                     `Read-only file system`"
+                        .into(),
+                ),
+                (true, false) => r.gaps.push(
+                    "nested sandboxes: none can start in the tree (bubblewrap, Codex's and \
+                     Claude Code's sandboxes need a user and mount namespace of their own, \
+                     which this floor allows with its namespaces and Landlock ABI 6)"
+                        .into(),
+                ),
+                (false, false) => r.enforced.push(
+                    "nested sandboxes: none in this run (the agent's shim says it starts none; \
+                     `--nested-sandboxes on` lets one start)"
+                        .into(),
+                ),
+            }
             if self.landlock_abi < 3 {
                 r.gaps.push(
                     "files: truncate(2) is not confined (Landlock ABI 3, Linux 6.2, is needed)"
@@ -186,6 +221,8 @@ pub struct Prepared {
     /// `landlock_restrict_self`'s flags: whether denials after `exec` reach the audit log.
     restrict_flags: u32,
     namespaces: Option<Namespaces>,
+    /// How writes outside the writable roots are refused.
+    writes: Writes,
     /// A PID namespace (and `/proc`) of the tree's own, inside its user namespace, while its
     /// switch is on (the run turns it off when its helper turns out not to be this
     /// version's: a guardian that ended at once).
@@ -213,10 +250,17 @@ impl Prepared {
         if support.landlock_abi < 1 {
             return Err(FloorError::Unsupported);
         }
-        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi))?;
+        // When the tree may start sandboxes of its own (bubblewrap, Codex's, Claude Code's),
+        // with a mount namespace and Landlock's signal scoping (ABI 6), the writes outside the
+        // writable roots are refused by read-only mounts and Landlock handles no file access:
+        // Landlock refuses every mount to a process whose files it confines. Not always: an
+        // agent's own tools tell `EACCES` from `EROFS` (Claude Code falls back to writing its
+        // state file in place on the first only), so Landlock stays the rule elsewhere.
+        let writes = support.writes(plan);
+        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi), writes)?;
         let landlock = Some(landlock);
         let mut namespaces = match support.namespaces {
-            Ok(()) => Some(Namespaces::new(plan, scratch)?),
+            Ok(()) => Some(Namespaces::new(plan, scratch, writes)?),
             Err(_) => None,
         };
         let (net, peer) = match (net, &mut namespaces) {
@@ -250,6 +294,7 @@ impl Prepared {
                 namespaces,
                 pid_ns: None,
                 net,
+                writes,
             },
             peer,
         ))
@@ -281,9 +326,11 @@ impl Prepared {
     /// what [`Prepared::new`] made, and a short static line on stderr when one fails.
     pub fn apply(&self) -> std::io::Result<()> {
         if let Some(ns) = &self.namespaces {
+            // Each overlay's root gets a Landlock rule, where Landlock handles files.
             let rules = self
                 .landlock
                 .as_ref()
+                .filter(|_| self.writes == Writes::Landlock)
                 .map(|fd| (fd.as_raw_fd(), self.handled));
             ns.enter(self.net.is_some(), rules)?;
         }
@@ -304,7 +351,8 @@ impl Prepared {
         rest
     }
 
-    /// The steps after the namespaces: `no_new_privs`, Landlock, the connect filter.
+    /// The steps after the namespaces: `no_new_privs`, Landlock, the connect filter, and the
+    /// mounts sealed (where they refuse the writes).
     fn restrict(&self) -> std::io::Result<()> {
         // SAFETY: plain system calls on values we own.
         unsafe {
@@ -325,14 +373,31 @@ impl Prepared {
         if let Some(net) = &self.net {
             net.apply()?;
         }
+        // Last: the resolver's socket is bound above in the floor's user namespace (port 53
+        // asks a capability there, which the tree no longer has once sealed).
+        if let (Writes::Mounts, Some(ns)) = (self.writes, &self.namespaces) {
+            // SAFETY: system calls on what `Prepared::new` made.
+            unsafe { ns.seal()? };
+        }
         Ok(())
     }
 }
 
 /// The Landlock ruleset: write access only beneath the plan's writable directories (and to
-/// its device files); no signals out of the domain from ABI 6.
-fn ruleset(plan: &Plan, abi: ABI) -> Result<(OwnedFd, u64), FloorError> {
+/// its device files); no signals out of the domain from ABI 6. With `Writes::Mounts`, no
+/// file access at all (the mounts refuse the writes), signals scoped: a domain all the same,
+/// so that nothing of the tree traces or signals a process outside it.
+fn ruleset(plan: &Plan, abi: ABI, writes: Writes) -> Result<(OwnedFd, u64), FloorError> {
     let lerr = |e: landlock::RulesetError| FloorError::Ruleset(e.to_string());
+    if writes == Writes::Mounts {
+        let created = Ruleset::default()
+            .scope(Scope::Signal)
+            .map_err(lerr)?
+            .create()
+            .map_err(lerr)?;
+        let fd: Option<OwnedFd> = created.into();
+        return Ok((fd.ok_or(FloorError::Unsupported)?, 0));
+    }
     // Device ioctls are left alone: terminals need them, and they write no file.
     let handled = AccessFs::from_write(abi) & !AccessFs::IoctlDev & !AccessFs::ResolveUnix;
     let mut ruleset = Ruleset::default().handle_access(handled).map_err(lerr)?;

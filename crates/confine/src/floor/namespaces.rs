@@ -47,6 +47,27 @@ enum Mount {
         path: CString,
         flags: libc::c_ulong,
     },
+    /// A writable root bound onto itself (and what is mounted beneath it), to be made
+    /// writable again once everything is read-only.
+    Root { path: CString },
+    /// Every mount of the namespace made read-only (`mount_setattr`, recursive): the writes
+    /// outside the writable roots refused by the mounts themselves, not by Landlock, so that
+    /// a sandbox of the tree's own can mount in a namespace of its own (Landlock refuses
+    /// every mount to a process it confines the files of).
+    AllReadOnly,
+    /// One mount made writable again: a writable root, a cache's overlay, `/proc` (where a
+    /// nested sandbox writes its user namespace's id maps).
+    Writable { path: CString },
+}
+
+/// How the tree's writes outside its writable roots are refused.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Writes {
+    /// By Landlock's rules (no mount of the tree's own is possible then).
+    Landlock,
+    /// By read-only mounts, the writable roots bound writable (Landlock then handles no file
+    /// access, and scopes signals only).
+    Mounts,
 }
 
 #[derive(Debug)]
@@ -66,7 +87,11 @@ pub(super) struct Namespaces {
 }
 
 impl Namespaces {
-    pub(super) fn new(plan: &Plan, scratch: &Path) -> Result<Namespaces, FloorError> {
+    pub(super) fn new(
+        plan: &Plan,
+        scratch: &Path,
+        writes: Writes,
+    ) -> Result<Namespaces, FloorError> {
         let uid = nix::unistd::geteuid().as_raw();
         let gid = nix::unistd::getegid().as_raw();
         let mut mounts = Vec::new();
@@ -96,6 +121,22 @@ impl Namespaces {
             });
         }
         mounts.extend(unstage);
+        if writes == Writes::Mounts {
+            let caches: Vec<&PathBuf> = plan.overlays.iter().map(|o| &o.cache).collect();
+            for dir in plan.writable.iter().filter(|w| !caches.contains(w)) {
+                mounts.push(Mount::Root {
+                    path: cstring(dir)?,
+                });
+            }
+            mounts.push(Mount::AllReadOnly);
+            let proc_ = Path::new("/proc").to_owned();
+            let again = plan.writable.iter().chain(std::iter::once(&proc_));
+            for dir in again.filter(|d| d.is_dir()) {
+                mounts.push(Mount::Writable {
+                    path: cstring(dir)?,
+                });
+            }
+        }
         for dir in &plan.pinned {
             mounts.push(Mount::Bind {
                 path: cstring(dir)?,
@@ -265,6 +306,17 @@ impl Namespaces {
                                 libc::mount(none, p, none, f, std::ptr::null()) == 0
                             }
                     }
+                    Mount::Root { path } => {
+                        let (p, f) = (path.as_ptr(), libc::MS_BIND | libc::MS_REC);
+                        libc::mount(p, p, none, f, std::ptr::null()) == 0
+                    }
+                    Mount::AllReadOnly => set_read_only(c"/", true, true),
+                    // Not fatal: a cache whose overlay the kernel refused is no mount to clear
+                    // (it stays read-only, and the run says its overlay is missing).
+                    Mount::Writable { path } => {
+                        set_read_only(path, false, false);
+                        true
+                    }
                     Mount::File { src, path, flags } => {
                         let p = path.as_ptr();
                         libc::mount(src.as_ptr(), p, none, libc::MS_BIND, std::ptr::null()) == 0
@@ -278,9 +330,75 @@ impl Namespaces {
                     return fail(b"ahp-wrap: floor: a protecting mount failed\n");
                 }
             }
+            // The working directory entered again by its path: a bind made over it (the
+            // workspace as a writable root) is not the directory the process was in.
+            if let Some(cwd) = &self.cwd {
+                libc::chdir(cwd.as_ptr());
+            }
         }
         Ok(())
     }
+}
+
+impl Namespaces {
+    /// With the writes refused by mounts: the calling process (the agent's, its mounts made)
+    /// moves into a user and mount namespace of its own, nested in the floor's. The floor's
+    /// mounts are copied into a less privileged namespace there, and so locked: no process of
+    /// the tree can unmount, move or remount them, even as root (which it is, inside, with
+    /// every capability, for the sandboxes it starts). Without this, a root in the floor's own
+    /// user namespace could undo them: Landlock, which refuses every mount, does not then.
+    /// The network namespace stays the floor's, owned by its user namespace: nothing of the
+    /// tree has a capability over it either.
+    ///
+    /// # Safety
+    /// For a pre-exec step: system calls only, no allocation.
+    pub(super) unsafe fn seal(&self) -> std::io::Result<()> {
+        if libc::unshare(libc::CLONE_NEWUSER | libc::CLONE_NEWNS) != 0 {
+            return fail(b"ahp-wrap: floor: cannot seal the floor's mounts in a user namespace\n");
+        }
+        write_proc(c"/proc/self/setgroups", b"deny")?;
+        write_proc(c"/proc/self/uid_map", &self.uid_map)?;
+        write_proc(c"/proc/self/gid_map", &self.gid_map)?;
+        if let Some(cwd) = &self.cwd {
+            libc::chdir(cwd.as_ptr());
+        }
+        Ok(())
+    }
+}
+
+/// `struct mount_attr` of `mount_setattr(2)`.
+#[repr(C)]
+struct MountAttr {
+    attr_set: u64,
+    attr_clr: u64,
+    propagation: u64,
+    userns_fd: u64,
+}
+
+/// `MOUNT_ATTR_RDONLY`.
+const MOUNT_ATTR_RDONLY: u64 = 1;
+
+/// Sets (`on`) or clears the read-only attribute of the mount at `path` (and, `recursive`,
+/// of every mount beneath it).
+///
+/// # Safety
+/// For a pre-exec step: a system call, no allocation.
+unsafe fn set_read_only(path: &std::ffi::CStr, on: bool, recursive: bool) -> bool {
+    let attr = MountAttr {
+        attr_set: if on { MOUNT_ATTR_RDONLY } else { 0 },
+        attr_clr: if on { 0 } else { MOUNT_ATTR_RDONLY },
+        propagation: 0,
+        userns_fd: 0,
+    };
+    let flags = if recursive { libc::AT_RECURSIVE } else { 0 };
+    libc::syscall(
+        libc::SYS_mount_setattr,
+        libc::AT_FDCWD,
+        path.as_ptr(),
+        flags as libc::c_uint,
+        std::ptr::addr_of!(attr),
+        std::mem::size_of::<MountAttr>(),
+    ) == 0
 }
 
 /// Makes every mount of this mount namespace private (none propagates to another).

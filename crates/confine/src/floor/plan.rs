@@ -5,6 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::resolve::Resolver;
+use super::spec::Nested;
 use super::Spec;
 use crate::statefile::StateFile;
 
@@ -128,6 +129,11 @@ pub struct Plan {
     /// The network part (`[floor.net]`), when asked for: whether loopback TCP reaches this
     /// machine's services.
     pub net: Option<NetPlan>,
+    /// Whether a process of the tree may make a user and mount namespace of its own (a
+    /// sandbox of its own: bubblewrap, the agent's): the writes outside the writable roots
+    /// are then refused by read-only mounts (`EROFS`) rather than by Landlock (`EACCES`),
+    /// where the kernel allows it (docs/floor.md, "Sandboxes inside the floor").
+    pub nested: bool,
 }
 
 /// A mixed state file and the run's private copy of it.
@@ -381,6 +387,7 @@ impl Plan {
                 loopback: spec.net.loopback(),
                 publish: spec.net.publish(),
             }),
+            nested: spec.nested_sandboxes == Some(Nested::On),
         }
     }
 

@@ -17,11 +17,14 @@
 
 use std::ffi::CString;
 use std::io;
-use std::os::fd::{AsRawFd, OwnedFd};
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 use std::sync::Mutex;
+
+/// `NS_GET_USERNS` (`_IO(0xb7, 0x1)`): the user namespace owning a namespace.
+const NS_GET_USERNS: libc::c_ulong = 0xb701;
 
 /// The argument that makes the small executable (or the wrapper) a porter.
 pub const PORTER_ARG: &str = "porter";
@@ -44,7 +47,17 @@ impl Porter {
         let open = |ns: &str| -> io::Result<OwnedFd> {
             Ok(std::fs::File::open(format!("/proc/{tid}/ns/{ns}"))?.into())
         };
-        let (user, net) = (open("user")?, open("net")?);
+        // The user namespace that owns the network namespace, not the process's own: a
+        // tree whose mounts are sealed lives in a user namespace nested in the floor's, which
+        // has no capability over the network namespace.
+        let net = open("net")?;
+        // SAFETY: an ioctl on a descriptor we hold; a new descriptor is returned.
+        let user = unsafe { libc::ioctl(net.as_raw_fd(), NS_GET_USERNS) };
+        let user = match user {
+            // SAFETY: the ioctl's new descriptor, owned by nothing else.
+            fd if fd >= 0 => unsafe { OwnedFd::from_raw_fd(fd) },
+            _ => open("user")?,
+        };
         let (ours, theirs) = UnixStream::pair()?;
         let path = CString::new(program.as_os_str().as_bytes())
             .map_err(|_| io::Error::new(io::ErrorKind::InvalidInput, "a NUL byte in a path"))?;

@@ -42,6 +42,34 @@ pub struct Spec {
     /// name for its instruction files, `git`) the tree may create and change: left in place at
     /// the end of the run, and still said.
     pub run_files: Option<Vec<String>>,
+    /// Whether a process of the tree may start a sandbox of its own (a user and mount
+    /// namespace: bubblewrap, Codex's and Claude Code's sandboxes): `auto` (the default) when
+    /// the agent's shim says the agent will, for its command line and settings.
+    pub nested_sandboxes: Option<Nested>,
+}
+
+/// `[floor] nested_sandboxes`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Nested {
+    /// When the agent's shim says the agent starts a sandbox of its own.
+    Auto,
+    /// Always: the floor's writes refused by read-only mounts.
+    On,
+    /// Never: by Landlock (no namespace of the tree's own can mount).
+    Off,
+}
+
+impl std::str::FromStr for Nested {
+    type Err = String;
+    fn from_str(s: &str) -> Result<Nested, String> {
+        match s {
+            "auto" => Ok(Nested::Auto),
+            "on" => Ok(Nested::On),
+            "off" => Ok(Nested::Off),
+            _ => Err(format!("`{s}`: auto, on or off")),
+        }
+    }
 }
 
 /// One `[[floor.credentials]]` entry: a token the agent's tree gets as a placeholder, which
@@ -250,6 +278,7 @@ impl Spec {
             },
             credentials: self.credentials.or_else(|| default.credentials.clone()),
             run_files: self.run_files.or_else(|| default.run_files.clone()),
+            nested_sandboxes: self.nested_sandboxes.or(default.nested_sandboxes),
         }
     }
 
@@ -331,6 +360,7 @@ mod tests {
             },
             credentials: None,
             run_files: None,
+            nested_sandboxes: None,
         };
         let own: Spec = toml::from_str("hidden = [\"~/.secret\"]").unwrap();
         let merged = own.or(&default);

@@ -108,11 +108,56 @@ pub(super) fn caller_path(tid: i32, path: &Path) -> Option<PathBuf> {
 }
 
 /// Whether the socket at `real` (where it lies, as the caller's root `root` sees it) was
-/// bound in the caller's network namespace, which only the tree's processes share: its
-/// table lists the paths bound there, as their binders named them (resolved here the same
-/// way; a relative one against nothing we know is skipped).
+/// bound by a process of the tree: in the caller's network namespace, or in one of its
+/// ancestors' up to the first in the wrapper's own (the tree's processes are the only ones
+/// in the tree's namespace and in those it made: a sandbox of the tree's own, bubblewrap's
+/// `--unshare-net`, reaches its parent's proxy through a socket bound outside its namespace).
 pub(super) fn bound_in_tree(tid: i32, root: &Path, real: &Path) -> bool {
-    let Ok(table) = std::fs::read_to_string(format!("/proc/{tid}/net/unix")) else {
+    if bound_in_table(tid, root, real) {
+        return true;
+    }
+    let net = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+    let (Some(ours), Some(mut last)) = (net(std::process::id() as i32), net(tid)) else {
+        return false;
+    };
+    let mut pid = tid;
+    // A bound on the walk: a chain of namespaces deeper than this is nobody's sandbox.
+    for _ in 0..32 {
+        let Some(parent) = parent_of(pid).filter(|&p| p > 0) else {
+            return false;
+        };
+        pid = parent;
+        let Some(ns) = net(pid) else { return false };
+        if ns == ours {
+            return false;
+        }
+        if ns != last {
+            if bound_in_table(pid, root, real) {
+                return true;
+            }
+            last = ns;
+        }
+    }
+    false
+}
+
+/// The parent of process `pid`, as `/proc` gives it.
+fn parent_of(pid: i32) -> Option<i32> {
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // pid (comm) state ppid ...: the command may hold spaces and parentheses.
+    stat.rsplit_once(')')?
+        .1
+        .split_whitespace()
+        .nth(1)?
+        .parse()
+        .ok()
+}
+
+/// Whether the socket at `real` is listed in the Unix socket table of `pid`'s network
+/// namespace, which lists the paths bound there as their binders named them (resolved here
+/// against the caller's root `root`; a relative one against nothing we know is skipped).
+fn bound_in_table(pid: i32, root: &Path, real: &Path) -> bool {
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/unix")) else {
         return false;
     };
     // Num RefCount Protocol Flags Type St Inode Path

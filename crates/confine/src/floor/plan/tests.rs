@@ -13,6 +13,7 @@ fn spec(read_only: &[&str], hidden: &[&str]) -> Spec {
         net: Default::default(),
         credentials: None,
         run_files: None,
+        nested_sandboxes: None,
     }
 }
 
