@@ -74,7 +74,7 @@
 // The layers beneath, each a crate of its own (docs/architecture.md), under the names the
 // rest of this crate has always used.
 pub use ahp_wrap_confine::{
-    at_exit, beneath, child, error_chain, exit, floor, random_hex, rundir, statefile, vfork,
+    at_exit, beneath, child, error_chain, exit, floor, random_hex, rundir, statefile, tty, vfork,
 };
 pub use ahp_wrap_policy as policy;
 pub use ahp_wrap_wire::{is_plain_name, jsonrpc, protocol};

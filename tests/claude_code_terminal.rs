@@ -15,19 +15,7 @@ use support::{FakeApi, World};
 /// Interactive `ahp-wrap -- claude "say hi"` on a pty: waits for the model's answer, types
 /// `/exit`, and returns the whole screen and the exit code.
 fn interactive_run(world: &World, api: &FakeApi) -> (String, Option<i32>) {
-    let ws = world.ws().canonicalize().unwrap();
-    // A user who has been through Claude's onboarding and trusts the workspace.
-    std::fs::write(
-        world.config_dir().join(".claude.json"),
-        json!({
-            "hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3,
-            "projects": {ws.display().to_string(): {
-                "hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
-            "customApiKeyResponses": {"approved": ["dummy"], "rejected": []}
-        })
-        .to_string(),
-    )
-    .unwrap();
+    world.onboarded();
     let inner = world.command(api, Some(&[]), &["say hi"]);
     let mut cmd = Command::new("python3");
     cmd.arg(agents::root().join("tests/support/pty_steps.py"))

@@ -56,19 +56,8 @@ fn read_toml(path: &Path) -> toml::Table {
 /// `codex ARGS` (wrapped when `wrapper` is given) offline, its state in `~/.codex`.
 fn codex(dir: &TestDir, api: &FakeApi, wrapper: Option<&[&str]>, args: &[&str]) -> Command {
     let mut cmd = agents::wrapped_or_not(&support::codex_bin(), wrapper);
-    let provider = format!(
-        "model_providers.fake={{name=\"fake\",base_url=\"http://127.0.0.1:{}/v1\",wire_api=\"responses\",env_key=\"FAKE_KEY\"}}",
-        api.port
-    );
     cmd.args(args)
-        .args([
-            "-m",
-            "gpt-fake",
-            "-c",
-            "model_provider=fake",
-            "-c",
-            &provider,
-        ])
+        .args(api.model_args())
         .args(["-c", "analytics.enabled=false"])
         .args(["-c", "check_for_update_on_startup=false"])
         .args(["--disable", "plugins"]);

@@ -30,6 +30,9 @@ struct Found {
     /// The file root installs for users who are not root, if the agent needs one: where,
     /// and what is there.
     installed: Option<(PathBuf, &'static str)>,
+    /// The hosts its shim names as the agent's own (its model and service): the floor lets
+    /// any process of the run reach them without a question.
+    hosts: &'static [&'static str],
 }
 
 impl Found {
@@ -64,6 +67,7 @@ impl Found {
                 "path": path.display().to_string(),
                 "state": state,
             })),
+            "hosts": self.hosts,
         })
     }
 }
@@ -134,6 +138,7 @@ fn find(f: &'static dyn Framework, proven: frameworks::Proven, hook_exe: &Path) 
         }),
         path,
         proven,
+        hosts: f.model_hosts(),
     }
 }
 
@@ -363,6 +368,12 @@ fn text(
                     None => String::new(),
                     Some(why) => format!("\n            hooks would be refused: {why}"),
                 };
+                if !a.hosts.is_empty() {
+                    hooks.push_str(&format!(
+                        "\n            its own hosts, reached without a question: {}",
+                        a.hosts.join(", ")
+                    ));
+                }
                 if let Some((file, state)) = &a.installed {
                     let fix = match *state {
                         CURRENT => String::new(),

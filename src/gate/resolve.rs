@@ -208,7 +208,13 @@ impl Decider {
             Approval::Deny { by, reason } => (Verdict::Block { reason }, by),
             Approval::Unanswered(cause) => return self.fail(cause, start),
         };
-        Decision::new(verdict, DecidedBy::Person(by), start.elapsed())
+        let allowed = matches!(verdict, Verdict::Allow { .. });
+        let mut decision = Decision::new(verdict, DecidedBy::Person(by), start.elapsed());
+        if allowed {
+            // The question is in the record with its answer (a refusal's reason says both).
+            decision.note = Some(format!("escalated to a person ({reason}), who allowed it"));
+        }
+        decision
     }
 
     /// The fail mode's verdict, with the cause in the reason.

@@ -149,11 +149,17 @@ struct Process {
 }
 
 async fn run_async(cfg: Config, process: Process) -> CommandResult {
+    let hold = crate::ask::Hold::new()
+        .map(Arc::new)
+        .map_err(|e| Failure::new(Exit::Wrapper, format!("cannot make a pipe: {e}")))?;
     let asker = match process.group {
-        GroupPolicy::Foreground => Asker::for_terminal(cfg.ask_timeout),
+        GroupPolicy::Foreground => Asker::for_terminal(cfg.ask_timeout, hold.clone()),
         GroupPolicy::OwnGroup => None,
     };
     let interactive = asker.is_some();
+    if interactive {
+        hold.save_terminal();
+    }
     let approver = match &cfg.host {
         // The host's clients answer escalations instead of the terminal.
         Some(options) => {
@@ -196,6 +202,7 @@ async fn run_async(cfg: Config, process: Process) -> CommandResult {
         interactive,
         shown: cfg.program.to_string_lossy().into_owned(),
         notes: Vec::new(),
+        hold,
     };
     let ended = run.agent(process, &limits).await;
     let exit = ended.as_ref().map_or_else(|f| f.exit, |exit| *exit);
@@ -223,6 +230,8 @@ struct Run<'a> {
     shown: String,
     /// What the person must read after the agent's screen is gone (see `report`).
     notes: Vec<String>,
+    /// What a question at the terminal holds still: the agent, once it runs.
+    hold: Arc<crate::ask::Hold>,
 }
 
 /// What the run holds while the agent may run; dropping it cleans up on every path: the

@@ -309,6 +309,12 @@ impl Run<'_> {
         if let Some(g) = held.guardian.as_mut() {
             g.watch(agent.id);
         }
+        let dir = cgroup
+            .as_ref()
+            .filter(|c| c.contains(agent.process.id() as i32))
+            .map(|c| c.dir().to_owned());
+        self.hold
+            .agent_started(agent.process.id() as i32, agent.pid, dir);
         held.cgroup = cgroup;
         Ok(agent)
     }
@@ -360,6 +366,8 @@ impl Run<'_> {
             alarms,
         )
         .await;
+        // A question still pending is withdrawn; none is asked now.
+        self.hold.agent_gone();
         held.forwarder.clear_target();
         let left = tree.end(tree::LEFTOVER_GRACE);
         if left > 0 {
@@ -371,6 +379,8 @@ impl Run<'_> {
             Ok(_) if stopped.as_ref().is_some_and(|s| s.failed) => Exit::Wrapper,
             Ok(status) => {
                 if let Some(sig) = std::os::unix::process::ExitStatusExt::signal(&status) {
+                    // Killed, the agent left the terminal as it had set it (raw mode, say).
+                    self.hold.restore_terminal();
                     let message = format!("the agent was killed by signal {sig}");
                     let payload = json!({"source": "agent", "message": message, "signal": sig});
                     self.gate.say(EventType::Error, payload).await;

@@ -14,6 +14,8 @@
 //! - [`statefile`]: an agent's mixed state files (its bookkeeping beside instructions in one
 //!   file), and the key-by-key merge of what it changed in its private copy on the floor.
 //! - [`exit`]: every exit code, in one type.
+//! - [`tty`]: the terminal requests the person's channel makes (input waiting, put back,
+//!   the window's size).
 
 // The one crate of the workspace where `unsafe` is allowed (docs/architecture.md).
 #![allow(unsafe_code)]
@@ -24,6 +26,7 @@ pub mod exit;
 pub mod floor;
 pub mod rundir;
 pub mod statefile;
+pub mod tty;
 pub mod vfork;
 
 /// `n` random bytes as lowercase hex.

@@ -142,11 +142,17 @@ impl Framework for ClaudeCode {
         settings::sandbox_enabled(args, home, workspace)
     }
 
+    // Its API, its feature flags, its sign-in (code.claude.com/docs/en/network-config). Not
+    // its error reports' and telemetry's intakes (sentry.io, Datadog's): any customer of
+    // theirs can post there with a key of their own, so naming them would open a way out
+    // for every process of the tree. Claude's own process reaches them all the same (the
+    // agent's own connections pass the `unknown` treatment).
     fn model_hosts(&self) -> &'static [&'static str] {
         &[
             "api.anthropic.com",
             "statsig.anthropic.com",
             "console.anthropic.com",
+            "platform.claude.com",
             "claude.ai",
         ]
     }

@@ -99,7 +99,16 @@ impl Framework for Codex {
     }
 
     fn model_hosts(&self) -> &'static [&'static str] {
-        &["api.openai.com", "chatgpt.com", "auth.openai.com"]
+        // Its model and login (api.openai.com, auth.openai.com), ChatGPT sign-in's backend
+        // (chatgpt.com) and the experiments it asks for at start (ab.chatgpt.com). Its native
+        // binary is a child of the npm package's Node launcher, so these connections are not
+        // the agent process's own: each host must be named.
+        &[
+            "api.openai.com",
+            "chatgpt.com",
+            "ab.chatgpt.com",
+            "auth.openai.com",
+        ]
     }
 
     // Codex runs each command in its sandbox (bubblewrap on Linux) unless told otherwise:

@@ -106,6 +106,23 @@ impl World {
     }
 
     /// `claude` (with `wrapper` args before it when wrapped), in the workspace, offline.
+    /// Makes this world's user one who has been through Claude's onboarding, approved the
+    /// API key and trusts the workspace (an interactive start then asks nothing).
+    pub fn onboarded(&self) {
+        let ws = self.ws().canonicalize().unwrap();
+        std::fs::write(
+            self.config_dir().join(".claude.json"),
+            json!({
+                "hasCompletedOnboarding": true, "theme": "dark", "numStartups": 3,
+                "projects": {ws.display().to_string(): {
+                    "hasTrustDialogAccepted": true, "hasCompletedProjectOnboarding": true}},
+                "customApiKeyResponses": {"approved": ["dummy"], "rejected": []}
+            })
+            .to_string(),
+        )
+        .unwrap();
+    }
+
     pub fn command(&self, api: &FakeApi, wrapper: Option<&[&str]>, claude: &[&str]) -> Command {
         let mut cmd = match wrapper {
             Some(args) => {

@@ -42,6 +42,25 @@ impl Deref for FakeApi {
 }
 
 impl FakeApi {
+    /// Codex's arguments that make this server its model (`gpt-fake` of a `fake` provider
+    /// whose key is in `FAKE_KEY`).
+    pub fn model_args(&self) -> Vec<String> {
+        let provider = format!(
+            "model_providers.fake={{name=\"fake\",base_url=\"http://127.0.0.1:{}/v1\",wire_api=\"responses\",env_key=\"FAKE_KEY\"}}",
+            self.port
+        );
+        [
+            "-m",
+            "gpt-fake",
+            "-c",
+            "model_provider=fake",
+            "-c",
+            &provider,
+        ]
+        .map(String::from)
+        .to_vec()
+    }
+
     pub fn start(dir: &Path, name: &str, turns: Value) -> FakeApi {
         FakeApi(FakeServer::start(
             "fake_responses.py",
@@ -140,24 +159,14 @@ impl World {
             }
             None => Command::new(codex_bin()),
         };
-        let provider = format!(
-            "model_providers.fake={{name=\"fake\",base_url=\"http://127.0.0.1:{}/v1\",wire_api=\"responses\",env_key=\"FAKE_KEY\"}}",
-            api.port
-        );
-        cmd.args([
-            "exec",
-            "--skip-git-repo-check",
-            "--ephemeral",
-            "-m",
-            "gpt-fake",
-        ])
-        .args(["-c", "model_provider=fake", "-c", &provider])
-        .args(["-c", "analytics.enabled=false"])
-        .args(["-c", "check_for_update_on_startup=false"])
-        .args(["--disable", "plugins"])
-        .args(sandbox.args())
-        .args(extra)
-        .arg(prompt);
+        cmd.args(["exec", "--skip-git-repo-check", "--ephemeral"])
+            .args(api.model_args())
+            .args(["-c", "analytics.enabled=false"])
+            .args(["-c", "check_for_update_on_startup=false"])
+            .args(["--disable", "plugins"])
+            .args(sandbox.args())
+            .args(extra)
+            .arg(prompt);
         // `codex exec` reads more prompt from stdin until EOF: `offline` closes it.
         agents::offline(&mut cmd, self);
         cmd.env("CODEX_HOME", self.codex_home())

@@ -68,8 +68,8 @@ impl Cgroup {
     }
 
     /// The group's directory under `/sys/fs/cgroup` (`ahp-wrap-<random>` beneath our own
-    /// cgroup), as [`members`] and [`kill_and_remove`] take it.
-    pub(crate) fn dir(&self) -> &Path {
+    /// cgroup), as `members` and `kill_and_remove` take it.
+    pub fn dir(&self) -> &Path {
         &self.dir
     }
 
@@ -79,7 +79,7 @@ impl Cgroup {
     }
 
     /// Whether process `pid` is in this group.
-    pub(crate) fn contains(&self, pid: i32) -> bool {
+    pub fn contains(&self, pid: i32) -> bool {
         members(&self.dir).contains(&pid)
     }
 }

@@ -386,3 +386,100 @@ impl<R: Fn(&HashMap<i32, Stat>) -> Vec<i32>> Sweep<R> {
 fn send(pid: i32, sig: Signal) {
     let _ = kill(Pid::from_raw(pid), sig);
 }
+
+/// The agent's tree held still (while the wrapper has the terminal): its cgroup frozen, or
+/// each of its processes stopped. Resumed when dropped.
+#[derive(Debug)]
+pub struct Paused {
+    how: Held,
+}
+
+#[derive(Debug)]
+enum Held {
+    /// `cgroup.freeze` written in this cgroup v2 directory: no process of it runs, and
+    /// none sees a signal for it.
+    Frozen(std::path::PathBuf),
+    /// These processes (pid, start time) got SIGSTOP.
+    Stopped(Vec<(i32, u64)>),
+}
+
+/// How long pausing waits for the kernel to have every process held.
+const PAUSE_WAIT: Duration = Duration::from_millis(500);
+
+/// Holds `root` and everything below it still: by freezing `cgroup` (a cgroup v2 directory
+/// holding the tree) when there is one, else by stopping each process (SIGSTOP, looking again
+/// until no new one appears). Returns once every process is held, or after half a second.
+pub fn pause(root: i32, cgroup: Option<&std::path::Path>) -> Paused {
+    if let Some(dir) = cgroup {
+        if std::fs::write(dir.join("cgroup.freeze"), "1").is_ok() {
+            let until = Instant::now() + PAUSE_WAIT;
+            while Instant::now() < until {
+                let events = std::fs::read_to_string(dir.join("cgroup.events")).unwrap_or_default();
+                if events.lines().any(|l| l == "frozen 1") {
+                    break;
+                }
+                std::thread::sleep(Duration::from_millis(2));
+            }
+            return Paused {
+                how: Held::Frozen(dir.to_owned()),
+            };
+        }
+    }
+    let mut sweep = Sweep {
+        roots: |_: &HashMap<i32, Stat>| vec![root],
+        members: HashMap::new(),
+    };
+    sweep.stop_all();
+    let members: Vec<(i32, u64)> = sweep.members.into_iter().collect();
+    // SIGSTOP takes effect when each process next runs: wait until none is left running.
+    let until = Instant::now() + PAUSE_WAIT;
+    while Instant::now() < until {
+        let running = members.iter().any(|&(pid, start)| {
+            procfs::stat(pid).is_some_and(|st| {
+                st.start == start && !matches!(st.state, b'T' | b't' | b'Z' | b'X')
+            })
+        });
+        if !running {
+            break;
+        }
+        std::thread::sleep(Duration::from_millis(2));
+    }
+    Paused {
+        how: Held::Stopped(members),
+    }
+}
+
+impl Paused {
+    /// Lets the tree run a moment (so that it reads what is waiting for it), then holds it
+    /// again: the same processes, and those it started meanwhile.
+    pub fn breathe(&mut self, root: i32, moment: Duration) {
+        let cgroup = match &self.how {
+            Held::Frozen(dir) => Some(dir.clone()),
+            Held::Stopped(_) => None,
+        };
+        self.resume();
+        std::thread::sleep(moment);
+        *self = pause(root, cgroup.as_deref());
+    }
+
+    fn resume(&mut self) {
+        match &mut self.how {
+            Held::Frozen(dir) => {
+                let _ = std::fs::write(dir.join("cgroup.freeze"), "0");
+            }
+            Held::Stopped(members) => {
+                for (pid, start) in members.drain(..) {
+                    if procfs::stat(pid).is_some_and(|st| st.start == start) {
+                        send(pid, Signal::SIGCONT);
+                    }
+                }
+            }
+        }
+    }
+}
+
+impl Drop for Paused {
+    fn drop(&mut self) {
+        self.resume();
+    }
+}
