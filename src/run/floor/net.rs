@@ -55,10 +55,17 @@ impl NetSide {
         let egress = Egress::new(gate, self.rules.clone(), askers.clone());
         let egress = Arc::new(egress.injecting(self.injection));
         egress.agent_is(agent);
-        // What the person's programs listen on (and earlier runs saw), read off the start.
+        // What the person's programs listen on (and earlier runs saw), read off the start,
+        // on a thread of its own that runs only when a processor is idle: a run that ends
+        // first does not wait for it (its file is replaced whole or not at all).
         {
             let egress = egress.clone();
-            tokio::task::spawn_blocking(move || egress.published.user_ports.load());
+            let _ = std::thread::Builder::new()
+                .name("user-ports".into())
+                .spawn(move || {
+                    crate::child::idle_priority_for_this_thread();
+                    egress.published.user_ports.load();
+                });
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
         let (listens, mut listened) = tokio::sync::mpsc::unbounded_channel();

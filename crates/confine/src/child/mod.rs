@@ -217,6 +217,14 @@ pub(crate) fn resolve(program: &OsStr, path_var: Option<&OsStr>) -> Result<PathB
     which::which_in(program, path_var, cwd).map_err(|_| SpawnError::NotFound(shown))
 }
 
+/// Makes the calling thread run only when a processor would otherwise idle
+/// (`SCHED_IDLE`): for work that may help later but must not slow the run's start.
+pub fn idle_priority_for_this_thread() {
+    let param = libc::sched_param { sched_priority: 0 };
+    // SAFETY: sched_setscheduler on the calling thread (0) with a parameter we own.
+    let _ = unsafe { libc::sched_setscheduler(0, libc::SCHED_IDLE, &param) };
+}
+
 /// Starts the agent with the extra environment, wired as `opts` says.
 pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnError> {
     let path_var = cmd

@@ -86,6 +86,35 @@ fn address(s: &str) -> Option<SocketAddr> {
     Some(SocketAddr::new(ip, port))
 }
 
+/// The sockets (inodes) held by the processes `which` picks (by pid), of those this user
+/// may read.
+pub fn socket_inodes_of(which: impl Fn(i32) -> bool) -> std::collections::HashSet<u64> {
+    let mut found = std::collections::HashSet::new();
+    let Ok(procs) = std::fs::read_dir("/proc") else {
+        return found;
+    };
+    for p in procs.flatten() {
+        let Some(pid) = p.file_name().to_str().and_then(|n| n.parse::<i32>().ok()) else {
+            continue;
+        };
+        if !which(pid) {
+            continue;
+        }
+        let Ok(fds) = std::fs::read_dir(p.path().join("fd")) else {
+            continue;
+        };
+        found.extend(fds.flatten().filter_map(|fd| {
+            let link = std::fs::read_link(fd.path()).ok()?;
+            link.to_str()?
+                .strip_prefix("socket:[")?
+                .strip_suffix(']')?
+                .parse::<u64>()
+                .ok()
+        }));
+    }
+    found
+}
+
 /// The processes (pid and command line) holding the sockets `inodes`, from every process's
 /// descriptors that this user may read: one pass over `/proc`.
 pub fn holders(inodes: &[u64]) -> HashMap<u64, (i32, Vec<String>)> {

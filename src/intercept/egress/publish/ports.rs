@@ -133,21 +133,18 @@ impl UserPorts {
 }
 
 /// The TCP ports listened on on this machine now, but `ours` and those of another run's
-/// published listeners (held by an `ahp-wrap` process).
+/// published listeners (held by an `ahp-wrap` process). Only the wrappers' descriptors are
+/// read: every process's would cost a pass over thousands of them on a busy machine.
 fn listened_now(ours: &BTreeSet<u16>) -> BTreeSet<u16> {
     use ahp_wrap_confine::child::sockets;
-    let rows: Vec<sockets::Row> = sockets::table(None)
+    let wrappers = sockets::socket_inodes_of(|pid| {
+        let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
+        exe.file_name().is_some_and(|n| n == "ahp-wrap")
+    });
+    sockets::table(None)
         .into_iter()
         .filter(|r| r.state == sockets::LISTEN && !ours.contains(&r.local.port()))
-        .collect();
-    let holders = sockets::holders(&rows.iter().map(|r| r.inode).collect::<Vec<_>>());
-    rows.iter()
-        .filter(|r| {
-            holders.get(&r.inode).is_none_or(|(pid, _)| {
-                let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
-                exe.file_name().is_none_or(|n| n != "ahp-wrap")
-            })
-        })
+        .filter(|r| !wrappers.contains(&r.inode))
         .map(|r| r.local.port())
         .collect()
 }
