@@ -174,3 +174,47 @@ fn a_refusal_of_the_floor_is_explained_to_the_agent_and_counted() {
     );
     assert!(!requests.contains(told) && !stderr.contains("met the floor"));
 }
+
+/// Headless, a host nobody names is refused (nobody can answer the question it would be);
+/// the model is told which host, that the floor refused it, and the line that would allow it,
+/// and the run's summary says so to the person.
+#[test]
+#[cfg_attr(
+    skip_e2e = "claude-code",
+    ignore = "AHP_WRAP_SKIP_AGENT_E2E skips the claude-code setup"
+)]
+fn an_unknown_host_refused_headless_is_explained_to_the_model_with_the_setting() {
+    let world = World::new();
+    let api = FakeApi::start(
+        world.dir.path(),
+        "api",
+        json!([
+            bash("curl -sS https://unknown.example/ || echo fetch-failed"),
+            {"text": "Done."}
+        ]),
+    );
+    let r = run(world.command(
+        &api,
+        Some(&["--summary", "always"]),
+        &["-p", "fetch it", "--allowedTools", "Bash"],
+    ));
+    r.check(r.output.status.code() == Some(0), "the run ends normally");
+    let results = api.tool_results();
+    r.check(
+        results.len() == 1 && results[0].to_string().contains("fetch-failed"),
+        "the fetch failed",
+    );
+    let requests: String = api.main_bodies().iter().map(|b| b.to_string()).collect();
+    let last = &requests[requests.len().saturating_sub(4000)..];
+    r.check(
+        requests.contains("the refusal above came from this run's floor")
+            && requests.contains("unknown.example")
+            && requests.contains(r#"allow = [\"unknown.example\"]"#),
+        &format!("the model is told the host and the setting: {last}"),
+    );
+    let stderr = String::from_utf8_lossy(&r.output.stderr);
+    r.check(
+        stderr.contains("unknown.example") && stderr.contains("allow = [\"unknown.example\"]"),
+        "the summary says it to the person",
+    );
+}

@@ -55,7 +55,9 @@ const LAYERS: &[(&str, &[&str])] = &[
             "telemetry",
         ],
     ),
-    ("ask", &["gate", "protocol"]),
+    // A question at the terminal holds the agent's tree still (`child::tree`) and asks the
+    // terminal what `nix` has no safe call for (`tty`).
+    ("ask", &["child", "gate", "protocol", "tty"]),
     (
         "intercept",
         &[
@@ -183,6 +185,7 @@ const CONFINE_LAYERS: &[(&str, &[&str])] = &[
     ("exit", &["error_chain"]),
     ("rundir", &["random_hex"]),
     ("vfork", &[]),
+    ("tty", &[]),
     ("statefile", &["beneath", "random_hex", "test_dir"]),
     (
         "floor",

@@ -74,6 +74,7 @@ fn resolver() -> Resolver {
         follow_symlinks: false,
         code_since: None,
         written: None,
+        placeholders: Vec::new(),
         other_homes: Vec::new(),
     }
 }

@@ -236,6 +236,7 @@ impl Policy {
                 code_since: Some(std::time::SystemTime::now()),
                 other_homes: passwd_home().into_iter().collect(),
                 written: None,
+                placeholders: Vec::new(),
             },
             workspace_root: None,
             protected: Protected::default(),
@@ -467,14 +468,17 @@ impl Policy {
         // agent's own home as well when it runs with another one than ours.
         let written = self.memory.files(&event.session_id);
         let agent_home = self.agent_home(event);
-        let for_event = (written.is_some() || agent_home.is_some()).then(|| {
-            let mut r = Resolver {
-                written,
-                ..self.resolver.clone()
-            };
-            r.other_homes.extend(agent_home);
-            r
-        });
+        let placeholders = self.placeholders.get();
+        let for_event =
+            (written.is_some() || agent_home.is_some() || placeholders.is_some()).then(|| {
+                let mut r = Resolver {
+                    written,
+                    placeholders: placeholders.cloned().unwrap_or_default(),
+                    ..self.resolver.clone()
+                };
+                r.other_homes.extend(agent_home);
+                r
+            });
         let mut facts = extract::facts(
             event,
             for_event.as_ref().unwrap_or(&self.resolver),

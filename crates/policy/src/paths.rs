@@ -24,6 +24,10 @@ pub(crate) struct Resolver {
     /// The files the event's session wrote earlier, with what it wrote in them: code run
     /// from one is read as written too (`None`: no session memory, or nothing written).
     pub written: Option<std::sync::Arc<super::memory::Files>>,
+    /// The variables that hold a declared credential's placeholder in this run: their value
+    /// is known (the run's own placeholder, the same for the whole run), not a value known
+    /// only when the command runs.
+    pub placeholders: Vec<String>,
 }
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
@@ -212,6 +216,7 @@ mod tests {
             code_since: None,
             written: None,
             other_homes: Vec::new(),
+            placeholders: Vec::new(),
         }
     }
 
@@ -257,6 +262,7 @@ mod tests {
             code_since: None,
             written: None,
             other_homes: Vec::new(),
+            placeholders: Vec::new(),
         };
         // link/.. is real/, not base/.
         let p = r.resolve("link/../missing/file", &base);

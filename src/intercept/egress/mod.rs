@@ -268,7 +268,11 @@ impl Egress {
             crate::floor::bridge::Dest::Inet(addr) => addr,
             crate::floor::bridge::Dest::Unix(path) => {
                 let shown = path.display().to_string();
-                let arguments = json!({"path": shown, "url": format!("unix:{shown}")});
+                let mut arguments = json!({"path": shown, "url": format!("unix:{shown}")});
+                let tmux = std::env::var("TMUX").ok();
+                if let Some(why) = routine_probe(&path, &chain, tmux.as_deref()) {
+                    arguments["routine"] = why.into();
+                }
                 let (event, origin) = self.event_with(arguments, "direct", asker.as_ref());
                 let reason = format!("unix:{shown}: {}", r.why);
                 self.refused(&event, reason, origin).await;
@@ -379,7 +383,14 @@ impl Egress {
         };
         match decision.verdict {
             Verdict::Allow { .. } => {}
-            Verdict::Block { reason } => return Err(self.refuse(reason)),
+            Verdict::Block { reason } => {
+                // A tool that reports the failed connection is told why (as for the floor's
+                // own refusals), in the words of the decision.
+                self.gate
+                    .floor_met
+                    .refused_target(&target.to_string(), &reason);
+                return Err(self.refuse(reason));
+            }
             other => {
                 let reason = format!(
                     "the harness answered a connection with {}, which a proxy cannot carry out",
@@ -544,4 +555,65 @@ impl Asker {
 fn asking_process(pid: i32, agent: i32) -> Option<Asker> {
     let chain = crate::child::procfs::ancestry(pid, agent, std::process::id() as i32);
     Asker::from_chain(&chain)
+}
+
+/// Why a refused path socket is one of the agent's routine probes, which the run's summary
+/// does not list as a block (the audit log keeps it): a `tmux display-message -p` (a query,
+/// as Claude Code makes at start inside tmux) to the person's own tmux server, the one named
+/// by the wrapper's `$TMUX` (`tmux`). The server runs whatever a client asks, so the
+/// connection stays refused; a client asking anything else is listed.
+fn routine_probe(
+    path: &std::path::Path,
+    chain: &[(i32, Vec<String>)],
+    tmux: Option<&str>,
+) -> Option<&'static str> {
+    let socket = tmux?.split(',').next()?;
+    if path != std::path::Path::new(socket) {
+        return None;
+    }
+    let (_, argv) = chain.first()?;
+    let program = std::path::Path::new(argv.first()?).file_name()?;
+    let words: Vec<&str> = argv.iter().skip(1).map(String::as_str).collect();
+    let query = words
+        .iter()
+        .position(|w| matches!(*w, "display-message" | "display"))
+        .is_some_and(|at| words[at..].contains(&"-p"));
+    let other = words
+        .iter()
+        .any(|w| w.contains(';') || w.contains("run-shell") || *w == "run");
+    (program == "tmux" && query && !other)
+        .then_some("the agent asked your tmux server about its pane (a query)")
+}
+
+#[cfg(test)]
+mod routine_tests {
+    use super::routine_probe;
+    use std::path::Path;
+
+    #[test]
+    fn only_a_tmux_query_to_the_persons_own_server_is_routine() {
+        let tmux = Some("/tmp/tmux-0/default,123,0");
+        let socket = Path::new("/tmp/tmux-0/default");
+        let asked = |argv: &[&str]| vec![(7, argv.iter().map(|a| a.to_string()).collect())];
+        let query = asked(&["tmux", "display-message", "-p", "#{pane_id}"]);
+        assert!(routine_probe(socket, &query, tmux).is_some());
+        assert!(routine_probe(
+            socket,
+            &asked(&["/usr/bin/tmux", "display", "-p", "x"]),
+            tmux
+        )
+        .is_some());
+        // Anything else a client asks is listed.
+        assert!(routine_probe(socket, &asked(&["tmux", "run-shell", "touch x"]), tmux).is_none());
+        assert!(routine_probe(
+            socket,
+            &asked(&["tmux", "display", "-p", "x", ";", "run", "y"]),
+            tmux
+        )
+        .is_none());
+        assert!(routine_probe(socket, &asked(&["python3", "talk.py"]), tmux).is_none());
+        // Another server's socket, or no tmux around the wrapper.
+        assert!(routine_probe(Path::new("/tmp/other.sock"), &query, tmux).is_none());
+        assert!(routine_probe(socket, &query, None).is_none());
+    }
 }

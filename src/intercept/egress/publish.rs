@@ -62,8 +62,10 @@ pub(crate) struct Published {
     live: Mutex<HashMap<SocketAddr, Vec<tokio::task::AbortHandle>>>,
     /// Whether the watch of the tree's socket table runs.
     watching: std::sync::atomic::AtomicBool,
-    /// The ports known to be the person's: never published on.
-    pub user_ports: UserPorts,
+    /// The ports known to be the person's: never published on. Shared with the thread that
+    /// reads them at the start (which holds nothing else of the run's: the audit log closes
+    /// when the run ends, whether that thread has finished or not).
+    pub user_ports: std::sync::Arc<UserPorts>,
 }
 
 impl Egress {

@@ -59,12 +59,12 @@ impl NetSide {
         // on a thread of its own that runs only when a processor is idle: a run that ends
         // first does not wait for it (its file is replaced whole or not at all).
         {
-            let egress = egress.clone();
+            let ports = egress.published.user_ports.clone();
             let _ = std::thread::Builder::new()
                 .name("user-ports".into())
                 .spawn(move || {
                     crate::child::idle_priority_for_this_thread();
-                    egress.published.user_ports.load();
+                    ports.load();
                 });
         }
         let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();

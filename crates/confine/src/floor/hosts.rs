@@ -233,9 +233,14 @@ impl HostRules {
             true => format!(
                 "a connection to port {port} of this machine's loopback ({target}), which \
                  [floor.net] loopback_ports does not name (a program of yours listens there, \
-                 with your rights)"
+                 with your rights; `--loopback-port {port}`, or `loopback_ports = [{port}]` \
+                 under [floor.net] in a policy file, lets the run reach it)"
             ),
-            false => format!("a connection to {target}:{port}, a host [floor.net] does not name"),
+            false => format!(
+                "a connection to {target}:{port}, a host [floor.net] does not name \
+                 (`allow = [\"{target}\"]` under [floor.net] in a policy file lets it \
+                 through)"
+            ),
         }
     }
 

@@ -25,6 +25,10 @@ impl Walker<'_> {
         if let Some(v) = ctx.vars.get(name) {
             return v.clone();
         }
+        if self.resolver.placeholders.iter().any(|p| p == name) {
+            // The run's own placeholder: known, and the same whenever the command runs.
+            return Some(format!("ahp-wrap-placeholder-of-{name}"));
+        }
         match name.as_str() {
             "HOME" => Some(self.resolver.home.display().to_string()),
             "PWD" => ctx.cwd_known.then(|| ctx.cwd.display().to_string()),

@@ -87,10 +87,15 @@ fn a_placeholder_variable_is_not_a_secret_and_another_one_still_is() {
         &s.bash(&inline("GITHUB_TOKEN")),
         "a placeholder sent by inline code",
     );
-    // curl is no longer refused as sending a secret; a variable in its arguments is still a
-    // value known only when it runs (a header may be `@file`): asked about, not refused.
+    // curl is no longer refused as sending a secret, and the placeholder's value is known
+    // (the run's own): nothing in the command is known only when it runs.
     let d = s.bash(&curl("GITHUB_TOKEN"));
-    assert_eq!(d.rule.as_deref(), Some("unknown-value"), "{d:?}");
+    assert_ne!(d.rule.as_deref(), Some("unknown-value"), "{d:?}");
+    assert_ne!(
+        d.rule.as_deref(),
+        Some("exfiltrate-secret-variables"),
+        "{d:?}"
+    );
     both_refused("AWS_SECRET_ACCESS_KEY", "another secret variable");
 }
 
