@@ -80,34 +80,23 @@ fn keys_before_and_after_reach_the_agent_and_the_answer_the_question(alt: bool) 
         asked.contains("a human must look") && !asked.contains("RAW-AGENT"),
         "the question is asked on a screen of its own:\n{asked}"
     );
-    let before = read(d, "keys");
-    assert!(
-        before.ends_with("ab!cd"),
-        "the keys typed before the question reached the agent: {before:?}"
-    );
     // The answer: none of it reaches the agent.
     tmux.type_keys("y");
     std::thread::sleep(Duration::from_millis(300));
     tmux.enter();
-    let after = tmux
-        .wait_until(WAIT, |s| s.contains("hook: exit 0"))
-        .unwrap_or_else(|s| panic!("the tool call was allowed by the answer:\n{s}"));
-    assert!(d.join("ran").exists(), "the allowed tool call ran");
-    assert_eq!(
-        read(d, "keys"),
-        before,
-        "no key of the answer reached the agent"
+    let expected = format!(
+        "RAW-AGENT {} screen\ntyped: ab!cd\nhook: exit 0\nEND-OF-SCREEN",
+        if alt { "alternate" } else { "main" }
     );
+    let after = tmux
+        .wait_until(WAIT, |s| agents_lines(s) == expected)
+        .unwrap_or_else(|s| panic!("the agent's screen after the question:\n{s}"));
+    assert!(d.join("ran").exists(), "the allowed tool call ran");
+    // The keys typed before the question reached the agent (read before it, or put back for
+    // it when it had not read them yet), and no key of the answer did.
+    assert_eq!(read(d, "keys"), "ab!cd", "the keys the agent read");
     // The agent's screen is whole: its own lines, nothing of the question left.
     assert!(!after.contains("Allow it?"), "{after}");
-    assert_eq!(
-        agents_lines(&after),
-        format!(
-            "RAW-AGENT {} screen\ntyped: ab!cd\nhook: exit 0\nEND-OF-SCREEN",
-            if alt { "alternate" } else { "main" }
-        ),
-        "the agent's screen after the question:\n{after}"
-    );
     // Keys typed after the question reach the agent.
     tmux.type_keys("ef");
     assert!(agent_read(d, "ab!cdef"), "{:?}", read(d, "keys"));
