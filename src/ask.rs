@@ -37,6 +37,9 @@ pub(crate) struct Hold {
     /// The terminal's modes before the agent started, put back if it is killed (a killed
     /// program cannot restore what it changed: raw mode, no echo).
     modes: Mutex<Option<(std::fs::File, nix::sys::termios::Termios)>>,
+    /// Held while a question has the terminal: the modes are put back after it has put back
+    /// its own (the agent's), never before.
+    asking: Mutex<()>,
 }
 
 impl Hold {
@@ -47,6 +50,7 @@ impl Hold {
             gone: AtomicBool::new(false),
             wake,
             modes: Mutex::new(None),
+            asking: Mutex::new(()),
         })
     }
 
@@ -64,8 +68,10 @@ impl Hold {
         }
     }
 
-    /// Puts back the terminal's modes noted before the agent started (it was killed).
+    /// Puts back the terminal's modes noted before the agent started (it was killed), once
+    /// a question that was pending has ended (it puts back the agent's modes as it ends).
     pub(crate) fn restore_terminal(&self) {
+        let _after_the_question = self.asking.lock().unwrap_or_else(|e| e.into_inner());
         if let Some((tty, modes)) = self.modes.lock().unwrap_or_else(|e| e.into_inner()).take() {
             let how = nix::sys::termios::SetArg::TCSANOW;
             if let Err(e) = nix::sys::termios::tcsetattr(tty.as_fd(), how, &modes) {
@@ -209,6 +215,7 @@ impl Approver for Asker {
 
 /// One question: the agent's tree paused (when it runs), the terminal held, the answer read.
 fn prompt(question: &str, timeout: Duration, hold: &Hold) -> Result<Answer, String> {
+    let _asking = hold.asking.lock().unwrap_or_else(|e| e.into_inner());
     if hold.gone.load(Ordering::SeqCst) {
         return Ok(Answer::Withdrawn);
     }
