@@ -246,8 +246,12 @@ fn interactive_codex_from_a_fresh_home_asks_nothing_at_start() {
     seen.push_str(&trust);
     assert!(!trust.contains("Allow it?"), "asked at start:\n{trust}");
     tmux.enter();
-    std::thread::sleep(Duration::from_secs(2));
+    // Codex's composer, once it is ready for a prompt (a busy machine takes a while).
+    let ready = tmux.wait_until(WAIT, |s| s.contains("Ask Codex") || s.contains("Allow it?"));
+    seen.push_str(&ready.unwrap_or_else(|s| panic!("Codex's composer:\n{s}")));
     tmux.type_keys("say hi");
+    tmux.wait_until(WAIT, |s| s.contains("say hi"))
+        .unwrap_or_else(|s| panic!("the prompt typed:\n{s}"));
     std::thread::sleep(Duration::from_secs(1));
     tmux.enter();
     let done = tmux.wait_until(WAIT, |s| {
