@@ -74,7 +74,7 @@ fn resolver() -> Resolver {
         follow_symlinks: false,
         code_since: None,
         written: None,
-        placeholders: Vec::new(),
+        placeholders: Default::default(),
         other_homes: Vec::new(),
     }
 }

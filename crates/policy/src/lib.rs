@@ -174,9 +174,6 @@ pub struct Policy {
     egress: std::sync::atomic::AtomicBool,
     /// What each session wrote, so that code run from those files is judged on it.
     memory: memory::Memory,
-    /// The variables that hold a declared credential's placeholder in this run (set once,
-    /// before the agent starts): not secrets, whatever their names.
-    placeholders: std::sync::OnceLock<Vec<String>>,
 }
 
 /// What of the wrapper itself the policy protects: its files (executables, run directory,
@@ -236,14 +233,13 @@ impl Policy {
                 code_since: Some(std::time::SystemTime::now()),
                 other_homes: passwd_home().into_iter().collect(),
                 written: None,
-                placeholders: Vec::new(),
+                placeholders: Default::default(),
             },
             workspace_root: None,
             protected: Protected::default(),
             hosts: None,
             egress: std::sync::atomic::AtomicBool::new(false),
             memory: memory::Memory::default(),
-            placeholders: std::sync::OnceLock::new(),
         }
     }
 
@@ -303,8 +299,8 @@ impl Policy {
     /// elsewhere): what a command or its code does with them is not sending a secret, so the
     /// rules about secret-named variables do not see them. Set once.
     pub fn placeholder_vars(&self, names: &[String]) {
-        if !names.is_empty() && self.placeholders.get().is_none() {
-            let _ = self.placeholders.set(names.to_vec());
+        if !names.is_empty() {
+            let _ = self.resolver.placeholders.set(names.to_vec());
         }
     }
 
@@ -468,24 +464,21 @@ impl Policy {
         // agent's own home as well when it runs with another one than ours.
         let written = self.memory.files(&event.session_id);
         let agent_home = self.agent_home(event);
-        let placeholders = self.placeholders.get();
-        let for_event =
-            (written.is_some() || agent_home.is_some() || placeholders.is_some()).then(|| {
-                let mut r = Resolver {
-                    written,
-                    placeholders: placeholders.cloned().unwrap_or_default(),
-                    ..self.resolver.clone()
-                };
-                r.other_homes.extend(agent_home);
-                r
-            });
+        let for_event = (written.is_some() || agent_home.is_some()).then(|| {
+            let mut r = Resolver {
+                written,
+                ..self.resolver.clone()
+            };
+            r.other_homes.extend(agent_home);
+            r
+        });
         let mut facts = extract::facts(
             event,
             for_event.as_ref().unwrap_or(&self.resolver),
             self.workspace_root.as_deref(),
             protected,
         );
-        if let Some(names) = self.placeholders.get() {
+        if let Some(names) = self.resolver.placeholders.get() {
             for cmd in &mut facts.commands {
                 cmd.cmd.vars.retain(|v| !names.contains(v));
                 if let Some(code) = cmd.cmd.code.as_mut() {
