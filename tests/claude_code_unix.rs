@@ -15,7 +15,7 @@ use ahp_wrap_testkit::agents::TestDir;
 use ahp_wrap_testkit::claude_code::{bash, claude_bin, offline_env, run, FakeApi};
 use ahp_wrap_testkit::common::dirs;
 
-use std::path::{Path, PathBuf};
+use ahp_wrap_testkit::terminal::Tmux;
 use std::process::Command;
 
 use serde_json::json;
@@ -37,38 +37,6 @@ cli.sendall(b'ping')
 print('own socket', conn.recv(4).decode())
 "#;
 
-/// The user's tmux server, killed with the test.
-struct Tmux {
-    socket: PathBuf,
-}
-
-impl Tmux {
-    fn start(socket: &Path) -> Tmux {
-        let ok = Command::new("tmux")
-            .arg("-S")
-            .arg(socket)
-            .args(["new-session", "-d", "-s", "user", "sleep 600"])
-            .env_remove("TMUX")
-            .status()
-            .expect("tmux is installed (.ci/run installs it)")
-            .success();
-        assert!(ok, "the user's tmux server starts");
-        Tmux {
-            socket: socket.to_owned(),
-        }
-    }
-}
-
-impl Drop for Tmux {
-    fn drop(&mut self) {
-        let _ = Command::new("tmux")
-            .arg("-S")
-            .arg(&self.socket)
-            .arg("kill-server")
-            .status();
-    }
-}
-
 /// Runs the script through the model; returns what it printed, whether the outside file
 /// exists, and the audit log.
 fn attack(floor: &str, allow_outside: bool) -> (String, bool, String) {
@@ -77,8 +45,11 @@ fn attack(floor: &str, allow_outside: bool) -> (String, bool, String) {
         Some(&dirs::outside_temp()),
         &["home/.claude", "outside"],
     );
+    // The user's tmux server (its socket `outside/tmux.sock`), killed with the test.
     let socket = dir.dir.path().join("outside/tmux.sock");
-    let _tmux = Tmux::start(&socket);
+    let mut idle = Command::new("sleep");
+    idle.arg("600").env("PATH", "/usr/bin:/bin");
+    let _tmux = Tmux::start(&dir.dir.path().join("outside"), &idle, 80, 24);
     let mark = dir.dir.path().join("outside/PWNED");
     std::fs::write(dir.ws().join("talk.py"), SCRIPT).unwrap();
     let audit = dir.dir.path().join("audit.jsonl");

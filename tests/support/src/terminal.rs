@@ -115,7 +115,8 @@ impl Tmux {
             t.arg("-c").arg(cwd);
         }
         t.arg("--").args(&line);
-        t.env("TERM", "xterm-256color");
+        // A server of its own, even when the test itself runs inside tmux.
+        t.env("TERM", "xterm-256color").env_remove("TMUX");
         let me = Tmux { socket };
         let ok = t
             .stdin(Stdio::null())
