@@ -24,6 +24,8 @@ pub(crate) struct Asker {
     timeout: Duration,
     lock: Arc<tokio::sync::Mutex<()>>,
     hold: Arc<Hold>,
+    /// The `tmux` to ask about the pane, found before the agent ran.
+    tmux: Option<PathBuf>,
 }
 
 /// The agent a question holds still, and whether it has ended: a question pending when it
@@ -151,6 +153,7 @@ impl Asker {
             timeout,
             lock: Arc::default(),
             hold,
+            tmux: terminal::tmux_program(),
         })
     }
 
@@ -175,10 +178,10 @@ impl Asker {
             "\n\n  {}\n\nAllow it? Type y and Enter to allow; anything else refuses [y/N] ",
             describe(event)
         ));
-        let (timeout, hold) = (self.timeout, self.hold.clone());
+        let (timeout, hold, tmux) = (self.timeout, self.hold.clone(), self.tmux.clone());
         tokio::task::spawn_blocking(move || {
             let _one_at_a_time = one_at_a_time;
-            prompt(&question, timeout, &hold)
+            prompt(&question, timeout, &hold, tmux.as_deref())
         })
         .await
         .map_err(|e| format!("the prompt task failed: {e}"))?
@@ -214,7 +217,12 @@ impl Approver for Asker {
 }
 
 /// One question: the agent's tree paused (when it runs), the terminal held, the answer read.
-fn prompt(question: &str, timeout: Duration, hold: &Hold) -> Result<Answer, String> {
+fn prompt(
+    question: &str,
+    timeout: Duration,
+    hold: &Hold,
+    tmux: Option<&std::path::Path>,
+) -> Result<Answer, String> {
     let _asking = hold.asking.lock().unwrap_or_else(|e| e.into_inner());
     if hold.gone.load(Ordering::SeqCst) {
         return Ok(Answer::Withdrawn);
@@ -231,7 +239,14 @@ fn prompt(question: &str, timeout: Duration, hold: &Hold) -> Result<Answer, Stri
             .map(|t| crate::child::tree::pause(t.root, t.cgroup.as_deref())),
         tree,
     };
-    let asked = terminal::ask(&mut tty, question, timeout, &mut pause, hold.wake.0.as_fd())?;
+    let asked = terminal::ask(
+        &mut tty,
+        question,
+        timeout,
+        &mut pause,
+        hold.wake.0.as_fd(),
+        tmux,
+    )?;
     // The tree runs again before it is made to redraw: a held process takes the two size
     // changes as one, after both, and sees no change.
     drop(pause);

@@ -82,6 +82,7 @@ pub(crate) fn ask(
     timeout: Duration,
     paused: &mut dyn Pause,
     wake: BorrowedFd<'_>,
+    tmux: Option<&std::path::Path>,
 ) -> Result<Asked, String> {
     let typed = typeahead(tty, paused);
     let ctl = tty
@@ -106,7 +107,7 @@ pub(crate) fn ask(
         // Which screen the agent is on, and whether it hid the cursor: tmux says so of its
         // pane; another terminal answers DEC private mode queries, fenced by a device
         // attributes query every terminal answers (in order).
-        match tmux_screen() {
+        match tmux_screen(tmux) {
             Some(screen) => reader.screen = screen,
             None => {
                 write(tty, b"\x1b[?1049$p\x1b[?25$p\x1b[c")?;
@@ -201,10 +202,20 @@ fn typeahead(tty: &mut std::fs::File, paused: &mut dyn Pause) -> Vec<u8> {
     taken
 }
 
-/// What tmux says of the pane the wrapper runs in (tmux answers no mode query).
-fn tmux_screen() -> Option<Screen> {
-    let pane = std::env::var_os("TMUX_PANE").filter(|_| std::env::var_os("TMUX").is_some())?;
-    let out = std::process::Command::new("tmux")
+/// The `tmux` executable the wrapper would ask about its pane, found on `PATH` before the
+/// agent runs: a `tmux` the tree puts on a directory of `PATH` later is never run by the
+/// wrapper, outside the floor. `None` outside tmux.
+pub(crate) fn tmux_program() -> Option<std::path::PathBuf> {
+    std::env::var_os("TMUX")?;
+    std::env::var_os("TMUX_PANE")?;
+    which::which("tmux").ok()
+}
+
+/// What tmux (`tmux`, from [`tmux_program`]) says of the pane the wrapper runs in (tmux
+/// answers no mode query).
+fn tmux_screen(tmux: Option<&std::path::Path>) -> Option<Screen> {
+    let pane = std::env::var_os("TMUX_PANE")?;
+    let out = std::process::Command::new(tmux?)
         .args(["display-message", "-p", "-t"])
         .arg(pane)
         .arg("#{alternate_on} #{cursor_flag}")
