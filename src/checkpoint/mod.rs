@@ -7,6 +7,8 @@
 //! - [`scan`]: the workspace's files and what tells a change; the manifest of a checkpoint.
 //! - [`store`]: content-addressed objects, each run's log of checkpoints, the workspace's
 //!   index (its manifest when its last run ended), retention.
+//! - [`watch`]: what changed between two checkpoints, as the kernel reports it, so that a
+//!   checkpoint looks only at that (a walk of the whole workspace only when it cannot know).
 //! - [`Checkpointer`]: one run's checkpoints. The first is taken before the agent starts;
 //!   each next one while the gate decides the tool call it comes before (the hook waits for
 //!   the decision anyway), the last when the run ends.
@@ -15,8 +17,10 @@
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
 mod gitindex;
+mod reach;
 pub(crate) mod scan;
 pub mod store;
+mod watch;
 
 use std::path::{Path, PathBuf};
 use std::sync::Mutex;
@@ -24,6 +28,7 @@ use std::time::{Duration, Instant};
 
 use scan::{Changes, Manifest, Rules};
 use store::{Line, Meta, Store, Tool};
+use watch::{Changed, Watch};
 
 /// Tools that only read: no checkpoint before them.
 const READ_ONLY_TOOLS: &[&str] = &[
@@ -48,6 +53,13 @@ const READ_ONLY_TOOLS: &[&str] = &[
     "net",
 ];
 
+/// Files git does not track larger than this are kept by the first checkpoint in the
+/// background, not before the agent starts (the first writing call waits for them).
+const AT_ONCE: u64 = 16 << 20;
+
+/// The first checkpoint's large files, being kept.
+type Deferred = std::thread::JoinHandle<Vec<(String, scan::Entry)>>;
+
 /// One run's checkpoints.
 pub struct Checkpointer {
     state: Mutex<State>,
@@ -67,6 +79,17 @@ struct State {
     next: u64,
     /// Why checkpoints stopped (said once at the end).
     failed: Option<String>,
+    /// What changed since the last checkpoint, as the kernel reports it.
+    watch: Watch,
+    /// The first checkpoint's large files, being kept on a thread of their own.
+    deferred: Option<Deferred>,
+    /// The left-out directories the checkpoints met (relative paths).
+    left_out: std::collections::BTreeSet<String>,
+    /// When the run started (ns since the epoch, the clock of inodes' change times).
+    since: i64,
+    /// The checkpoints that walked the whole workspace after the first, and the last
+    /// reason (said at the end).
+    walks: (u64, Option<String>),
     /// The time the checkpoints took, and how many there were.
     spent: (Duration, u64),
     /// Retention: how long runs are kept, and the most the store's objects may take.
@@ -82,6 +105,14 @@ pub struct Summary {
     pub too_large: Vec<String>,
     /// Why the checkpoints stopped, if they did.
     pub failed: Option<String>,
+    /// What the run did in the directories left out of the checkpoints.
+    pub left_out: Vec<scan::LeftOut>,
+    /// The files created or changed inside left-out directories that the checkpoints keep
+    /// anyway (a package's executables, a virtual environment's start-up files).
+    pub run_later: Vec<String>,
+    /// How many checkpoints walked the whole workspace since they could not know what
+    /// changed, and why the last did.
+    pub walks: (u64, Option<String>),
     /// The run's id.
     pub run: String,
 }
@@ -112,18 +143,45 @@ impl Checkpointer {
         let rules = Rules {
             exclude: spec.exclude.clone().unwrap_or_default(),
             tracked: scan::tracked(workspace),
-            max_file: spec.max_file_mb.unwrap_or(16) << 20,
+            max_file: spec.max_file_mb.unwrap_or(256) << 20,
+            at_once: AT_ONCE,
             max_files: spec.max_files.unwrap_or(200_000),
         };
         let started = Instant::now();
+        let since = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_nanos() as i64);
         let previous = store.index(workspace);
-        let first = scan::manifest(workspace, &rules, &previous, &store).map_err(|e| match e {
-            scan::ScanError::TooMany(n) => format!(
-                "{} holds more than {n} files ([checkpoints] max_files): no checkpoints",
-                workspace.display()
-            ),
-            scan::ScanError::Store(e) => format!("the checkpoints' store: {e}"),
-        })?;
+        let mut watch = Watch::new(None);
+        let walk = scan::scan(workspace, &rules, &previous, &store, Some(&mut watch)).map_err(
+            |e| match e {
+                scan::ScanError::TooMany(n) => format!(
+                    "{} holds more than {n} files ([checkpoints] max_files): no checkpoints",
+                    workspace.display()
+                ),
+                scan::ScanError::Store(e) => format!("the checkpoints' store: {e}"),
+            },
+        )?;
+        let mut first = previous;
+        walk.apply(&mut first);
+        let deferred = first
+            .values()
+            .any(|e| e.kind == scan::Kind::TooLarge && e.size <= rules.max_file)
+            .then(|| {
+                let (root, store, first) = (workspace.to_owned(), store.clone(), first.clone());
+                let rules = Rules {
+                    exclude: Vec::new(),
+                    tracked: Default::default(),
+                    max_file: rules.max_file,
+                    at_once: u64::MAX,
+                    max_files: rules.max_files,
+                };
+                std::thread::Builder::new()
+                    .name("checkpoint-large".into())
+                    .spawn(move || scan::keep_deferred(&root, &rules, &first, &store))
+                    .ok()
+            })
+            .flatten();
         let meta = Meta {
             run: run.to_owned(),
             workspace: workspace.to_owned(),
@@ -148,13 +206,21 @@ impl Checkpointer {
             state: Mutex::new(State {
                 store,
                 workspace: workspace.to_owned(),
-                rules,
+                rules: Rules {
+                    at_once: u64::MAX,
+                    ..rules
+                },
                 run: run.to_owned(),
                 log,
                 current: first.clone(),
                 first,
                 next: 1,
                 failed: None,
+                watch,
+                deferred,
+                left_out: walk.left_out,
+                since,
+                walks: (0, None),
                 spent: (started.elapsed(), 1),
                 retention: (keep, spec.max_store_mb.unwrap_or(2048) << 20),
             }),
@@ -200,9 +266,38 @@ impl Checkpointer {
         let n = s.next;
         s.take(n, None, true);
         let _ = s.store.set_index(&s.workspace, &s.current);
-        tracing::info!("checkpoints: {} taken in {:?}", s.spent.1, s.spent.0);
+        tracing::info!(
+            "checkpoints: {} taken in {:?}, {} directories watched, {} walks",
+            s.spent.1,
+            s.spent.0,
+            s.watch.count(),
+            s.walks.0
+        );
+        let changes = scan::diff(&s.first, &s.current);
+        let left_out = scan::left_out(&s.workspace, &s.left_out, s.since, &s.current);
+        if !left_out.is_empty() {
+            let _ = s.store.note(
+                &s.run,
+                "left-out.json",
+                &serde_json::to_value(&left_out).unwrap_or_default(),
+            );
+        }
+        let inside = |p: &String| {
+            s.left_out.iter().any(|d| {
+                p.len() > d.len() && p.starts_with(d.as_str()) && p.as_bytes()[d.len()] == b'/'
+            })
+        };
+        let run_later = changes
+            .created
+            .iter()
+            .chain(&changes.changed)
+            .filter(|p| inside(p))
+            .cloned()
+            .collect();
         Some(Summary {
-            changes: scan::diff(&s.first, &s.current),
+            left_out,
+            run_later,
+            changes,
             too_large: s
                 .current
                 .iter()
@@ -210,6 +305,7 @@ impl Checkpointer {
                 .map(|(p, _)| p.clone())
                 .collect(),
             failed: s.failed.clone(),
+            walks: s.walks.clone(),
             run: s.run.clone(),
         })
     }
@@ -248,6 +344,21 @@ impl Checkpointer {
             .collect()
     }
 
+    /// The files git does not track that no checkpoint keeps ([`scan::Rules::max_file`]),
+    /// with their sizes: said before the agent starts.
+    pub fn not_kept(&self) -> Vec<(String, u64)> {
+        self.state
+            .lock()
+            .map(|s| {
+                s.first
+                    .iter()
+                    .filter(|(_, e)| e.kind == scan::Kind::TooLarge && e.size > s.rules.max_file)
+                    .map(|(p, e)| (p.clone(), e.size))
+                    .collect()
+            })
+            .unwrap_or_default()
+    }
+
     /// Every file of the workspace the last checkpoint saw (relative paths).
     pub(crate) fn files(&self) -> Vec<String> {
         self.state
@@ -270,7 +381,25 @@ impl State {
             return;
         }
         let started = Instant::now();
-        let delta = match scan::scan(&self.workspace, &self.rules, &self.current, &self.store) {
+        if let Some(deferred) = self.deferred.take() {
+            self.finish_first(deferred);
+        }
+        // The kernel's report first, then the look at what it names: a change after the
+        // report is in the next one.
+        let (root, rules, current, store) =
+            (&self.workspace, &self.rules, &self.current, &self.store);
+        let delta = match self.watch.drain() {
+            Changed::Paths(paths) => {
+                scan::rescan(root, rules, current, store, &paths, Some(&mut self.watch))
+            }
+            Changed::All(why) => {
+                self.walks.0 += 1;
+                self.walks.1 = Some(why);
+                let watch = self.watch.lost().is_none().then_some(&mut self.watch);
+                scan::scan(root, rules, current, store, watch)
+            }
+        };
+        let delta = match delta {
             Ok(d) => d,
             Err(e) => {
                 let why = match e {
@@ -295,8 +424,48 @@ impl State {
             return;
         }
         delta.apply(&mut self.current);
+        self.left_out.extend(delta.left_out);
+        if self.current.len() as u64 > self.rules.max_files {
+            self.failed = Some(format!(
+                "the workspace grew past {} files",
+                self.rules.max_files
+            ));
+        }
         self.spent.0 += started.elapsed();
         self.spent.1 += 1;
+    }
+}
+
+impl State {
+    /// Puts the first checkpoint's large files, once kept, into it: a line of the first
+    /// checkpoint's own (number 0), read as part of it. A file that changed since is left to
+    /// this checkpoint, which keeps it as it is now.
+    fn finish_first(&mut self, deferred: Deferred) {
+        let kept: std::collections::BTreeMap<String, scan::Entry> = deferred
+            .join()
+            .unwrap_or_default()
+            .into_iter()
+            .filter(|(p, e)| self.current.get(p).is_some_and(|c| c.stat == e.stat))
+            .collect();
+        if kept.is_empty() {
+            return;
+        }
+        let line = Line {
+            n: 0,
+            at: crate::protocol::now_rfc3339(),
+            tool: None,
+            end: false,
+            set: kept.clone(),
+            del: Vec::new(),
+        };
+        if let Err(e) = write_line(&mut self.log, &line) {
+            self.failed = Some(format!("the store: {e}"));
+            return;
+        }
+        for (p, e) in kept {
+            self.first.insert(p.clone(), e.clone());
+            self.current.insert(p, e);
+        }
     }
 }
 

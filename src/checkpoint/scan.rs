@@ -3,13 +3,15 @@
 //! times, inode, mode), and its content kept in the store when that changed since the last
 //! look (a file whose stat is the same is not read again, as git's index does).
 
-use std::collections::{BTreeMap, HashSet};
+use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::os::unix::fs::MetadataExt;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
+use super::reach::{self, Take, Within};
 use super::store::Store;
+use super::watch::Watch;
 
 /// One path of the workspace.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -50,12 +52,15 @@ pub(crate) type Manifest = BTreeMap<String, Entry>;
 
 /// How a walk goes.
 pub(crate) struct Rules {
-    /// Names or relative paths not walked.
+    /// Names or relative paths not walked ([`super::reach`]).
     pub exclude: Vec<String>,
     /// Files git tracks (relative paths): kept whatever their size.
     pub tracked: HashSet<String>,
     /// Other files larger than this are not kept.
     pub max_file: u64,
+    /// Other files larger than this are left for [`keep_deferred`] (the first checkpoint's
+    /// walk: they are kept in the background), `u64::MAX` for none.
+    pub at_once: u64,
     /// More files than this and the walk stops.
     pub max_files: u64,
 }
@@ -78,6 +83,8 @@ pub(crate) struct Delta {
     pub set: Vec<(String, Entry)>,
     /// Paths of the manifest before that are gone.
     pub deleted: Vec<String>,
+    /// The left-out directories the walk met.
+    pub left_out: BTreeSet<String>,
 }
 
 impl Delta {
@@ -100,18 +107,56 @@ impl Delta {
 /// look-ups: the walk's cost on a large tree).
 const PARALLEL_FROM: usize = 2048;
 
-/// Walks `root` against `previous`: each file whose stat changed (or that is new) is kept in
-/// `store`; what changed.
-pub(crate) fn scan(
-    root: &Path,
+/// A file or link a walk found: by its directory entry (its `stat` is a look-up in the
+/// directory the walk holds open), or by its path (a path a watch named).
+pub(crate) enum Found {
+    /// From a directory's listing.
+    Entry(std::fs::DirEntry),
+    /// From a path.
+    Path(PathBuf),
+}
+
+impl Found {
+    fn metadata(&self) -> std::io::Result<std::fs::Metadata> {
+        match self {
+            Found::Entry(e) => e.metadata(),
+            Found::Path(p) => std::fs::symlink_metadata(p),
+        }
+    }
+
+    fn path(&self) -> PathBuf {
+        match self {
+            Found::Entry(e) => e.path(),
+            Found::Path(p) => p.clone(),
+        }
+    }
+}
+
+/// What a walk found: the files and links it keeps, and the left-out directories it met.
+#[derive(Default)]
+pub(crate) struct Walked {
+    /// Files and links, by relative path.
+    pub files: Vec<(String, Found)>,
+    /// Directories `exclude` leaves out (relative paths).
+    pub left_out: BTreeSet<String>,
+}
+
+/// Walks the directory `dir` (relative `base`, `""` for the workspace; the walk is there
+/// `within`) and what is under it, into `out`; each directory watched by `watch` before it
+/// is read.
+fn walk(
+    dir: &Path,
+    base: &str,
+    within: Within,
     rules: &Rules,
-    previous: &Manifest,
-    store: &Store,
-) -> Result<Delta, ScanError> {
-    // The directories first (their entries' types come with them), then each file's stat.
-    let mut files: Vec<(String, std::fs::DirEntry)> = Vec::new();
-    let mut dirs: Vec<(PathBuf, String)> = vec![(root.to_owned(), String::new())];
-    while let Some((dir, base)) = dirs.pop() {
+    out: &mut Walked,
+    mut watch: Option<&mut Watch>,
+) -> Result<(), ScanError> {
+    let mut dirs: Vec<(PathBuf, String, Within)> = vec![(dir.to_owned(), base.to_owned(), within)];
+    while let Some((dir, base, within)) = dirs.pop() {
+        if let Some(w) = watch.as_deref_mut() {
+            w.add(&dir, &base);
+        }
         let Ok(entries) = std::fs::read_dir(&dir) else {
             continue;
         };
@@ -120,30 +165,161 @@ pub(crate) fn scan(
             let Some(name) = name.to_str() else {
                 continue;
             };
+            let Ok(ft) = e.file_type() else {
+                continue;
+            };
+            let take = reach::child(&rules.exclude, &dir, &base, within, name, ft.is_dir());
+            if take == Take::Skip {
+                continue;
+            }
             let rel = if base.is_empty() {
                 name.to_owned()
             } else {
                 format!("{base}/{name}")
             };
-            if name == ".git" || rules.excluded(name, &rel) {
-                continue;
-            }
-            let Ok(ft) = e.file_type() else {
-                continue;
-            };
-            if ft.is_dir() {
-                dirs.push((e.path(), rel));
-            } else if ft.is_file() || ft.is_symlink() {
-                if files.len() as u64 >= rules.max_files {
-                    return Err(ScanError::TooMany(rules.max_files));
+            match take {
+                Take::Skip => {}
+                Take::Dir(w) => dirs.push((e.path(), rel, w)),
+                Take::LeftOut(w) => {
+                    if matches!(w, Within::Kept { mask: 1.., .. }) {
+                        dirs.push((e.path(), rel.clone(), w));
+                    }
+                    out.left_out.insert(rel);
                 }
-                files.push((rel, e));
+                Take::File if ft.is_file() || ft.is_symlink() => {
+                    if out.files.len() as u64 >= rules.max_files {
+                        return Err(ScanError::TooMany(rules.max_files));
+                    }
+                    out.files.push((rel, Found::Entry(e)));
+                }
+                Take::File => {}
             }
         }
     }
+    Ok(())
+}
+
+/// Walks `root` against `previous`: each file whose stat changed (or that is new) is kept in
+/// `store`; what changed. Each directory is watched by `watch` before it is read.
+pub(crate) fn scan(
+    root: &Path,
+    rules: &Rules,
+    previous: &Manifest,
+    store: &Store,
+    watch: Option<&mut Watch>,
+) -> Result<Delta, ScanError> {
+    // The directories first (their entries' types come with them), then each file's stat.
+    let mut walked = Walked::default();
+    walk(root, "", Within::All, rules, &mut walked, watch)?;
+    let (set, seen) = look_all(&walked.files, rules, previous, store)?;
+    let mut delta = Delta {
+        set,
+        deleted: Vec::new(),
+        left_out: walked.left_out,
+    };
+    // Every path before was seen: none is gone (the common case, decided by a count). Else
+    // the ones no longer there as a file or a link.
+    if seen < previous.len() {
+        delta.deleted = previous
+            .keys()
+            .filter(|p| {
+                let path = root.join(p);
+                !std::fs::symlink_metadata(&path)
+                    .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
+                    || reach::reach(&rules.exclude, root, p, false) != Take::File
+            })
+            .cloned()
+            .collect();
+    }
+    Ok(delta)
+}
+
+/// Looks again only at the paths `changed` names (as [`Watch::drain`] gives them) against
+/// `previous`: a file or link there now is looked at, a directory walked (and watched), and
+/// what `previous` has at or under a path no longer there is gone.
+pub(crate) fn rescan(
+    root: &Path,
+    rules: &Rules,
+    previous: &Manifest,
+    store: &Store,
+    changed: &BTreeSet<String>,
+    mut watch: Option<&mut Watch>,
+) -> Result<Delta, ScanError> {
+    let mut walked = Walked::default();
+    let mut walked_dirs: HashSet<&str> = HashSet::new();
+    let mut candidates: BTreeSet<&str> = BTreeSet::new();
+    for rel in changed {
+        // A directory walked whole already covers what is under it.
+        if ancestors(rel).any(|a| walked_dirs.contains(a)) {
+            continue;
+        }
+        let path = root.join(rel);
+        match std::fs::symlink_metadata(&path) {
+            Ok(m) if m.is_dir() => match reach::reach(&rules.exclude, root, rel, true) {
+                Take::Dir(w) => {
+                    walk(&path, rel, w, rules, &mut walked, watch.as_deref_mut())?;
+                    walked_dirs.insert(rel);
+                }
+                Take::LeftOut(w) => {
+                    if matches!(w, Within::Kept { mask: 1.., .. }) {
+                        walk(&path, rel, w, rules, &mut walked, watch.as_deref_mut())?;
+                    }
+                    walked.left_out.insert(rel.clone());
+                    walked_dirs.insert(rel);
+                }
+                Take::Skip | Take::File => {}
+            },
+            Ok(m)
+                if (m.is_file() || m.file_type().is_symlink())
+                    && reach::reach(&rules.exclude, root, rel, false) == Take::File =>
+            {
+                walked.files.push((rel.clone(), Found::Path(path)));
+            }
+            _ => {}
+        }
+        if previous.contains_key(rel.as_str()) {
+            candidates.insert(rel);
+        }
+        let under = format!("{rel}/");
+        candidates.extend(
+            previous
+                .range::<str, _>((
+                    std::ops::Bound::Excluded(under.as_str()),
+                    std::ops::Bound::Unbounded,
+                ))
+                .take_while(|(p, _)| p.starts_with(&under))
+                .map(|(p, _)| p.as_str()),
+        );
+    }
+    let (set, _) = look_all(&walked.files, rules, previous, store)?;
+    let found: HashSet<&str> = walked.files.iter().map(|(p, _)| p.as_str()).collect();
+    Ok(Delta {
+        set,
+        deleted: candidates
+            .into_iter()
+            .filter(|p| !found.contains(p))
+            .map(str::to_owned)
+            .collect(),
+        left_out: walked.left_out,
+    })
+}
+
+/// The directories `rel` lies in, nearest last (`a/b/c`: `a`, `a/b`).
+fn ancestors(rel: &str) -> impl Iterator<Item = &str> {
+    rel.match_indices('/').map(move |(i, _)| &rel[..i])
+}
+
+/// Looks at `files` (by two threads from [`PARALLEL_FROM`] on): the changed ones, and how
+/// many of them `previous` has.
+fn look_all(
+    files: &[(String, Found)],
+    rules: &Rules,
+    previous: &Manifest,
+    store: &Store,
+) -> Result<(Vec<(String, Entry)>, usize), ScanError> {
     let (mut set, mut seen) = (Vec::new(), 0usize);
     if files.len() < PARALLEL_FROM {
-        look(&files, rules, previous, store, (&mut set, &mut seen))?;
+        look(files, rules, previous, store, (&mut set, &mut seen))?;
     } else {
         let (a, b) = files.split_at(files.len() / 2);
         let mut other = (Vec::new(), 0usize);
@@ -161,31 +337,13 @@ pub(crate) fn scan(
         set.append(&mut other.0);
         seen += other.1;
     }
-    let mut delta = Delta {
-        set,
-        deleted: Vec::new(),
-    };
-    // Every path before was seen: none is gone (the common case, decided by a count). Else
-    // the ones no longer there as a file or a link.
-    if seen < previous.len() {
-        delta.deleted = previous
-            .keys()
-            .filter(|p| {
-                let path = root.join(p);
-                !std::fs::symlink_metadata(&path)
-                    .is_ok_and(|m| m.is_file() || m.file_type().is_symlink())
-                    || !walked(rules, p)
-            })
-            .cloned()
-            .collect();
-    }
-    Ok(delta)
+    Ok((set, seen))
 }
 
 /// Looks at `files` against `previous`: the changed ones into `set` (kept in `store`), the
 /// count of those `previous` has into `seen`.
 fn look(
-    files: &[(String, std::fs::DirEntry)],
+    files: &[(String, Found)],
     rules: &Rules,
     previous: &Manifest,
     store: &Store,
@@ -195,15 +353,21 @@ fn look(
         let Ok(meta) = e.metadata() else {
             continue;
         };
+        if !(meta.is_file() || meta.file_type().is_symlink()) {
+            continue;
+        }
         let stat = (
             meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
             meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
             meta.ino(),
         );
         let mode = meta.mode() & 0o7777;
+        let untracked = !rules.tracked.contains(rel.as_str());
         if let Some(p) = previous.get(rel.as_str()) {
             *seen += 1;
-            if p.stat == stat && p.size == meta.len() && p.mode == mode {
+            // A file left to be kept later by the last run, which did not: kept now.
+            let left = p.kind == Kind::TooLarge && p.size <= rules.max_file;
+            if p.stat == stat && p.size == meta.len() && p.mode == mode && !left {
                 continue;
             }
         }
@@ -212,7 +376,7 @@ fn look(
                 Ok(t) => Kind::Link(t.to_string_lossy().into_owned()),
                 Err(_) => continue,
             }
-        } else if meta.len() > rules.max_file && !rules.tracked.contains(rel.as_str()) {
+        } else if untracked && (meta.len() > rules.max_file || meta.len() > rules.at_once) {
             Kind::TooLarge
         } else {
             // Never through a link the agent's tree put on the way since the walk (the
@@ -241,38 +405,147 @@ fn look(
     Ok(())
 }
 
-/// Whether a walk would reach `rel` (no part of it excluded or `.git`).
-fn walked(rules: &Rules, rel: &str) -> bool {
-    let mut prefix = String::new();
-    for part in rel.split('/') {
-        if !prefix.is_empty() {
-            prefix.push('/');
-        }
-        prefix.push_str(part);
-        if part == ".git" || rules.excluded(part, &prefix) {
-            return false;
-        }
-    }
-    true
-}
-
 /// The manifest of what is in `root` now: `previous` with a walk's changes.
 pub(crate) fn manifest(
     root: &Path,
     rules: &Rules,
     previous: &Manifest,
     store: &Store,
+    watch: Option<&mut Watch>,
 ) -> Result<Manifest, ScanError> {
-    let delta = scan(root, rules, previous, store)?;
+    let delta = scan(root, rules, previous, store, watch)?;
     let mut now = previous.clone();
     delta.apply(&mut now);
     Ok(now)
 }
 
-impl Rules {
-    fn excluded(&self, name: &str, rel: &str) -> bool {
-        self.exclude.iter().any(|x| x == name || x == rel)
+/// Keeps the files of `manifest` a first walk left for later ([`Rules::at_once`]): each
+/// read through a descriptor that follows no link, kept only when it did not change while
+/// it was read (its status-change time and size as the walk saw them, before and after);
+/// their entries, now holding their content.
+pub(crate) fn keep_deferred(
+    root: &Path,
+    rules: &Rules,
+    manifest: &Manifest,
+    store: &Store,
+) -> Vec<(String, Entry)> {
+    let mut kept = Vec::new();
+    for (rel, e) in manifest {
+        if e.kind != Kind::TooLarge || e.size > rules.max_file {
+            continue;
+        }
+        let as_walked = |f: &std::fs::File| {
+            f.metadata().is_ok_and(|m| {
+                (m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino(), m.len())
+                    == (e.stat.1, e.stat.2, e.size)
+            })
+        };
+        let Ok(file) = crate::beneath::open_file(&root.join(rel)) else {
+            continue;
+        };
+        if !as_walked(&file) {
+            continue;
+        }
+        let Ok(again) = file.try_clone() else {
+            continue;
+        };
+        let Ok(hash) = store.keep_file(file) else {
+            continue;
+        };
+        if as_walked(&again) {
+            let mut e = e.clone();
+            e.kind = Kind::File(hash);
+            kept.push((rel.clone(), e));
+        }
     }
+    kept
+}
+
+/// What a run did in one left-out directory: how many files and links it created or
+/// changed there (not kept, so not undone), the executables and start-up files among them
+/// by name.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LeftOut {
+    /// The directory (relative to the workspace).
+    pub dir: String,
+    /// Files and links created or changed there during the run.
+    pub count: u64,
+    /// The executables and start-up files among them (at most [`NAMED`]).
+    pub named: Vec<String>,
+    /// Whether the count stopped at [`LOOK_AT_MOST`] entries.
+    pub at_least: bool,
+}
+
+/// The most files of a left-out directory [`left_out`] names.
+pub(crate) const NAMED: usize = 10;
+/// The most entries of a left-out directory [`left_out`] looks at.
+pub(crate) const LOOK_AT_MOST: u64 = 200_000;
+
+/// What the run did in each directory of `dirs` (left out of the checkpoints) since `since`
+/// (ns since the epoch: an inode's status-change time, which no program sets back): those
+/// with a file created or changed. The paths `kept` holds (kept anyway) are not counted.
+pub(crate) fn left_out(
+    root: &Path,
+    dirs: &BTreeSet<String>,
+    since: i64,
+    kept: &Manifest,
+) -> Vec<LeftOut> {
+    let mut out = Vec::new();
+    for dir in dirs {
+        // Inside another counted one: counted there.
+        if ancestors(dir).any(|a| dirs.contains(a)) {
+            continue;
+        }
+        let mut found = LeftOut {
+            dir: dir.clone(),
+            ..LeftOut::default()
+        };
+        let (mut todo, mut looked) = (vec![(root.join(dir), dir.clone())], 0u64);
+        while let Some((path, rel)) = todo.pop() {
+            let Ok(entries) = std::fs::read_dir(&path) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                looked += 1;
+                if looked > LOOK_AT_MOST {
+                    found.at_least = true;
+                    todo.clear();
+                    break;
+                }
+                let (Ok(ft), Some(name)) =
+                    (e.file_type(), e.file_name().to_str().map(str::to_owned))
+                else {
+                    continue;
+                };
+                let rel = format!("{rel}/{name}");
+                if ft.is_dir() {
+                    todo.push((e.path(), rel));
+                    continue;
+                }
+                if kept.contains_key(&rel) {
+                    continue;
+                }
+                let Ok(m) = e.metadata() else {
+                    continue;
+                };
+                if m.ctime() * 1_000_000_000 + m.ctime_nsec() < since {
+                    continue;
+                }
+                found.count += 1;
+                let starts = name.ends_with(".pth")
+                    || name == "sitecustomize.py"
+                    || name == "usercustomize.py";
+                if (starts || (ft.is_file() && m.mode() & 0o111 != 0)) && found.named.len() < NAMED
+                {
+                    found.named.push(rel);
+                }
+            }
+        }
+        if found.count > 0 {
+            out.push(found);
+        }
+    }
+    out
 }
 
 /// The files git tracks in `root` (relative to it), or none when it is not in a repository:
@@ -336,19 +609,23 @@ mod tests {
         }
         std::fs::create_dir_all(root.join("node_modules/x")).unwrap();
         std::fs::write(root.join("node_modules/x/skipped.js"), "").unwrap();
+        std::fs::write(root.join("package.json"), "{}").unwrap();
         let rules = Rules {
             exclude: vec!["node_modules".into()],
             tracked: HashSet::new(),
             max_file: 1 << 20,
+            at_once: u64::MAX,
             max_files: 1 << 20,
         };
-        let first = manifest(&root, &rules, &Manifest::new(), &store).unwrap();
-        assert_eq!(first.len(), PARALLEL_FROM + 100);
-        assert!(scan(&root, &rules, &first, &store).unwrap().is_empty());
+        let first = manifest(&root, &rules, &Manifest::new(), &store, None).unwrap();
+        assert_eq!(first.len(), PARALLEL_FROM + 101);
+        assert!(scan(&root, &rules, &first, &store, None)
+            .unwrap()
+            .is_empty());
         std::fs::write(root.join("d1/f1"), "changed\n").unwrap();
         std::fs::remove_file(root.join("d2/f2")).unwrap();
         std::fs::write(root.join("d3/new"), "new\n").unwrap();
-        let delta = scan(&root, &rules, &first, &store).unwrap();
+        let delta = scan(&root, &rules, &first, &store, None).unwrap();
         let mut set: Vec<&str> = delta.set.iter().map(|(p, _)| p.as_str()).collect();
         set.sort();
         assert_eq!(set, ["d1/f1", "d3/new"]);
@@ -358,5 +635,85 @@ mod tests {
             panic!("a file: {changed:?}");
         };
         assert_eq!(store.read(hash).unwrap(), b"changed\n");
+    }
+
+    /// Only what the watches name is looked at again, and the manifest it gives is the one a
+    /// whole walk gives: after edits, a deletion, a directory made with files in it, one
+    /// moved, one deleted, and one replaced by a file.
+    #[test]
+    fn a_rescan_of_what_the_watches_name_gives_what_a_walk_gives() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, store) = (dir.path().join("ws"), Store::at(dir.path().join("store")));
+        store.create().unwrap();
+        for d in ["a/b", "c", "gone/deep", "swap", "node_modules/x"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        for f in [
+            "a/b/1",
+            "a/2",
+            "c/3",
+            "gone/deep/4",
+            "swap/5",
+            "top",
+            "node_modules/x/y",
+            "package.json",
+        ] {
+            std::fs::write(root.join(f), f).unwrap();
+        }
+        let rules = Rules {
+            exclude: vec!["node_modules".into()],
+            tracked: HashSet::new(),
+            max_file: 1 << 20,
+            at_once: u64::MAX,
+            max_files: 1 << 20,
+        };
+        let mut watch = Watch::new(None);
+        let mut current =
+            manifest(&root, &rules, &Manifest::new(), &store, Some(&mut watch)).unwrap();
+        assert_eq!(
+            watch.count(),
+            8,
+            "every directory walked is watched, and node_modules for its .bin to come"
+        );
+        let rounds: [&dyn Fn(); 4] = [
+            &|| {
+                std::fs::write(root.join("a/b/1"), "edited").unwrap();
+                std::fs::remove_file(root.join("top")).unwrap();
+                std::fs::create_dir_all(root.join("fresh/inner")).unwrap();
+                std::fs::write(root.join("fresh/inner/6"), "6").unwrap();
+                std::fs::write(root.join("node_modules/x/z"), "skipped").unwrap();
+            },
+            &|| {
+                std::fs::rename(root.join("a"), root.join("c/a")).unwrap();
+                std::fs::remove_dir_all(root.join("gone")).unwrap();
+                std::fs::remove_dir_all(root.join("swap")).unwrap();
+                std::fs::write(root.join("swap"), "now a file").unwrap();
+            },
+            &|| {
+                // Under the moved directory's new name, reported by its watch made again.
+                std::fs::write(root.join("c/a/b/7"), "7").unwrap();
+                std::fs::write(root.join("fresh/inner/6"), "six").unwrap();
+                std::fs::create_dir_all(root.join("node_modules/.bin")).unwrap();
+                std::fs::write(root.join("node_modules/.bin/jest"), "#!/bin/sh\n").unwrap();
+            },
+            &|| {
+                std::fs::write(root.join("node_modules/.bin/jest"), "#!/bin/sh\nevil\n").unwrap();
+            },
+        ];
+        for (n, round) in rounds.iter().enumerate() {
+            round();
+            let super::super::watch::Changed::Paths(paths) = watch.drain() else {
+                panic!("round {n}: a walk was asked for");
+            };
+            let delta = rescan(&root, &rules, &current, &store, &paths, Some(&mut watch)).unwrap();
+            delta.apply(&mut current);
+            let walked = manifest(&root, &rules, &Manifest::new(), &store, None).unwrap();
+            assert_eq!(
+                current, walked,
+                "round {n}: what the watches named: {paths:?}"
+            );
+        }
+        assert!(current.contains_key("c/a/b/7") && !current.contains_key("node_modules/x/z"));
+        assert!(current.contains_key("node_modules/.bin/jest"));
     }
 }

@@ -58,9 +58,18 @@ fn pick(store: &Store, run: Option<&str>, workspace: Option<&Path>) -> Result<Me
 
 /// The run's checkpoints and their manifests.
 fn load(store: &Store, meta: &Meta) -> Result<(Vec<Line>, Vec<Manifest>), Failure> {
-    let lines = store
+    let mut lines = store
         .lines(&meta.run)
         .map_err(|e| fail(format!("the run {}'s checkpoints: {e}", meta.run)))?;
+    // The first checkpoint's own later lines (its large files, kept in the background) are
+    // part of it.
+    while lines.len() > 1 && lines[1].n == 0 && !lines[1].end {
+        let more = lines.remove(1);
+        for path in &more.del {
+            lines[0].set.remove(path);
+        }
+        lines[0].set.extend(more.set);
+    }
     if lines.is_empty() {
         return Err(fail(format!("the run {} has no checkpoint", meta.run)));
     }
@@ -100,9 +109,10 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
         exclude: spec.exclude.unwrap_or_default(),
         tracked: scan::tracked(ws),
         max_file: u64::MAX,
+        at_once: u64::MAX,
         max_files: u64::MAX,
     };
-    let now = scan::manifest(ws, &rules, end, &store)
+    let now = scan::manifest(ws, &rules, end, &store, None)
         .map_err(|e| fail(format!("cannot read the workspace {}: {e:?}", ws.display())))?;
     let same = |a: Option<&Entry>, b: Option<&Entry>| match (a, b) {
         (None, None) => true,
@@ -340,6 +350,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
             "agent": meta.agent,
             "changes": calls,
             "kept_aside": store.noted(&meta.run, "kept-aside.json"),
+            "left_out": store.noted(&meta.run, "left-out.json").unwrap_or_else(|| json!([])),
         });
         crate::exit::print(&format!("{doc:#}\n"));
         return Ok(Exit::OK);
@@ -388,6 +399,33 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
                     k["what"].as_str().unwrap_or("")
                 )),
                 None => out.push_str(&format!("  left in place {path} ([floor] run_files)\n")),
+            }
+        }
+    }
+    // What the run did where the checkpoints do not look.
+    let left_out: Vec<scan::LeftOut> = store
+        .noted(&meta.run, "left-out.json")
+        .and_then(|v| serde_json::from_value(v).ok())
+        .unwrap_or_default();
+    if !left_out.is_empty() {
+        out.push_str(
+            "
+left out of the checkpoints ([checkpoints] exclude), so not undone:
+",
+        );
+        for l in &left_out {
+            out.push_str(&format!(
+                "  {}: {}{} file(s) created or changed
+",
+                l.dir,
+                if l.at_least { "at least " } else { "" },
+                l.count
+            ));
+            for n in &l.named {
+                out.push_str(&format!(
+                    "    {n} (an executable or a start-up file)
+"
+                ));
             }
         }
     }

@@ -56,6 +56,22 @@ impl Run<'_> {
         };
         let why = match first.join() {
             Ok(Ok(Some(c))) => {
+                let not_kept = c.not_kept();
+                if !not_kept.is_empty() && !self.cfg.quiet {
+                    let mut shown: Vec<String> = not_kept
+                        .iter()
+                        .take(5)
+                        .map(|(p, size)| format!("{p} ({} MiB)", size >> 20))
+                        .collect();
+                    if not_kept.len() > 5 {
+                        shown.push(format!("and {} more", not_kept.len() - 5));
+                    }
+                    eprintln!(
+                        "ahp-wrap: checkpoints: not kept, so not undone (larger than [checkpoints] \
+                         max_file_mb, untracked): {}",
+                        shown.join(", ")
+                    );
+                }
                 let _ = self.gate.checkpoints.set(Arc::new(c));
                 return;
             }
@@ -94,6 +110,12 @@ impl Run<'_> {
                  only as far as the last one taken"
             ));
         }
+        if let (n @ 1.., Some(why)) = &summary.walks {
+            self.notes.push(format!(
+                "checkpoints: {n} of them walked the whole workspace, since what changed was not \
+                 known ({why})"
+            ));
+        }
         if !summary.too_large.is_empty() {
             let mut shown: Vec<&str> = summary
                 .too_large
@@ -111,9 +133,41 @@ impl Run<'_> {
                 shown.join(", ")
             ));
         }
+        for l in &summary.left_out {
+            let mut m = format!(
+                "checkpoints: {} left out of them: the run created or changed {}{} file(s) there, \
+                 which `ahp-wrap undo` does not take back",
+                l.dir,
+                if l.at_least { "at least " } else { "" },
+                l.count
+            );
+            if !l.named.is_empty() {
+                m.push_str(&format!(
+                    "; among them executables and start-up files: {}",
+                    l.named.join(", ")
+                ));
+            }
+            self.notes.push(m);
+        }
         let c = &summary.changes;
         if c.is_empty() {
             return;
+        }
+        if !summary.run_later.is_empty() {
+            let mut shown: Vec<&str> = summary
+                .run_later
+                .iter()
+                .map(String::as_str)
+                .take(10)
+                .collect();
+            if summary.run_later.len() > 10 {
+                shown.push("…");
+            }
+            self.notes.push(format!(
+                "workspace: files a later command runs, created or changed by this run (no \
+                 review looks there; `ahp-wrap undo` takes them back too): {}",
+                shown.join(", ")
+            ));
         }
         let m = format!(
             "workspace: this run created {}, changed {} and deleted {} file(s); `ahp-wrap undo` \
