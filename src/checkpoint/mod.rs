@@ -2,6 +2,7 @@
 //! write, the run keeps what changed in the workspace since the last checkpoint, so that
 //! `ahp-wrap undo` can put it back and `ahp-wrap changes` can show what each call did.
 //!
+//! - [`history`]: the repository's refs, reflogs and objects (`.git`), kept beside the files.
 //! - [`gitindex`]: the files git tracks, read from the repository's index (git is never run
 //!   on the agent's files: its configuration is the agent's to write).
 //! - [`scan`]: the workspace's files and what tells a change; the manifest of a checkpoint.
@@ -15,6 +16,7 @@
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
 mod gitindex;
+pub(crate) mod history;
 pub(crate) mod scan;
 pub mod store;
 
@@ -71,6 +73,8 @@ struct State {
     spent: (Duration, u64),
     /// Retention: how long runs are kept, and the most the store's objects may take.
     retention: (Duration, u64),
+    /// The repository's history (refs, reflogs, objects), when `.git` is a directory.
+    history: Option<history::History>,
 }
 
 /// What the run did to the workspace, for its summary.
@@ -133,6 +137,11 @@ impl Checkpointer {
         let mut log = store
             .begin(&meta)
             .map_err(|e| format!("the checkpoints' store: {e}"))?;
+        // The repository's history: its refs now, its objects on a thread of its own.
+        let history = history::History::start(workspace, &store).unwrap_or_else(|e| {
+            tracing::warn!("checkpoints: the repository's history not kept: {e}");
+            None
+        });
         let line = Line {
             n: 0,
             at: meta.started.clone(),
@@ -140,6 +149,7 @@ impl Checkpointer {
             end: false,
             set: first.clone(),
             del: Vec::new(),
+            git: history.as_ref().map(|h| h.snapshot().to_owned()),
         };
         write_line(&mut log, &line).map_err(|e| format!("the checkpoints' store: {e}"))?;
         let _ = store.set_index(workspace, &first);
@@ -157,6 +167,7 @@ impl Checkpointer {
                 failed: None,
                 spent: (started.elapsed(), 1),
                 retention: (keep, spec.max_store_mb.unwrap_or(2048) << 20),
+                history,
             }),
         }))
     }
@@ -289,6 +300,8 @@ impl State {
             end,
             set: delta.set.iter().cloned().collect(),
             del: delta.deleted.clone(),
+            // The refs snapshot, when they changed since the last checkpoint.
+            git: self.history.as_mut().and_then(|h| h.take(None)),
         };
         if let Err(e) = write_line(&mut self.log, &line) {
             self.failed = Some(format!("the store: {e}"));
