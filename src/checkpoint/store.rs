@@ -571,4 +571,51 @@ mod tests {
             "what a sweep cut short left is removed"
         );
     }
+
+    /// The refs snapshots a run's log names, and the contents they name, stay with the run;
+    /// a workspace's git objects go with its last run.
+    #[test]
+    fn a_runs_refs_snapshots_stay_and_git_objects_go_with_its_workspaces_last_run() {
+        let (dir, store) = fresh();
+        let old = run(&store, "old", "2026-01-01", &write(dir.path(), "a", "old"));
+        let content = store.keep_bytes(b"0123abcd\n").unwrap();
+        let snap = BTreeMap::from([("refs/heads/x".to_owned(), content.clone())]);
+        let snap = store
+            .keep_bytes(&serde_json::to_vec(&snap).unwrap())
+            .unwrap();
+        let meta = Meta {
+            run: "kept".into(),
+            workspace: "/w2".into(),
+            started: "2026-11-01".into(),
+            agent: "a".into(),
+        };
+        let mut log = store.begin(&meta).unwrap();
+        let line = Line {
+            n: 0,
+            at: "2026-11-01".into(),
+            tool: None,
+            end: false,
+            set: BTreeMap::new(),
+            del: Vec::new(),
+            git: Some(snap.clone()),
+        };
+        writeln!(log, "{}", serde_json::to_string(&line).unwrap()).unwrap();
+        for w in ["/w", "/w2"] {
+            let objects = store.git_objects(Path::new(w)).join("ab");
+            std::fs::create_dir_all(&objects).unwrap();
+            std::fs::write(objects.join("c".repeat(38)), "an object").unwrap();
+        }
+        for h in [&old, &content, &snap] {
+            age(&store.object(h), Duration::from_secs(2 * 3600));
+        }
+        age(
+            &store.run_dir("old").join("meta.json"),
+            Duration::from_secs(30 * 86_400),
+        );
+        store.prune(Duration::from_secs(14 * 86_400), u64::MAX, "none");
+        assert!(store.read(&old).is_err(), "the old run's content goes");
+        assert!(store.read(&snap).is_ok() && store.read(&content).is_ok());
+        assert!(!store.git_objects(Path::new("/w")).exists());
+        assert!(store.git_objects(Path::new("/w2")).exists());
+    }
 }
