@@ -4,7 +4,8 @@
 //! branch with `git update-ref -d`, drops the stash, resets `main` two commits back, then
 //! expires every reflog and runs a pruning `gc`, which deletes the objects none of that left
 //! reachable. After the run, `ahp-wrap undo` puts the branch, the stash and the commits back:
-//! the same ids, each object's content byte for byte, the branch's log as it was.
+//! the same ids, each object's content byte for byte, the branch's log as it was; `ahp-wrap
+//! changes` names the ref each call moved or deleted.
 
 use ahp_wrap_testkit::claude_code::{bash, run, FakeApi, World};
 use ahp_wrap_testkit::common::git;
@@ -139,6 +140,28 @@ fn a_deleted_branch_a_dropped_stash_and_a_pruned_reset_are_undone() {
             .env("HOME", world.dir.path().join("home"));
         c.output().unwrap()
     };
+    let changes = wrap(&["changes"]);
+    let shown = String::from_utf8_lossy(&changes.stdout).into_owned();
+    let after = |call: &str| {
+        shown
+            .split("\nafter tool call ")
+            .find(|s| s.contains(call))
+            .unwrap_or("")
+            .to_owned()
+    };
+    assert!(
+        after("git update-ref -d").contains("git: deleted branch feature"),
+        "{shown}"
+    );
+    assert!(
+        after("git stash drop").contains("git: deleted the stash"),
+        "{shown}"
+    );
+    assert!(
+        after("git reset --hard").contains("git: moved branch main"),
+        "{shown}"
+    );
+
     let undo = wrap(&["undo"]);
     let said = format!(
         "{}{}",

@@ -646,6 +646,35 @@ fn refs(files: &Snapshot, read: impl Fn(&str) -> Option<Vec<u8>>) -> BTreeMap<St
     out
 }
 
+/// How the refs moved from the snapshot `before` to `after`, for a person: `deleted branch
+/// feature`, `moved branch main`, `created tag v1`, `changed the stash`, `moved HEAD`.
+pub(crate) fn ref_changes(store: &Store, before: &str, after: &str) -> Vec<String> {
+    let (Ok(a), Ok(b)) = (snapshot(store, before), snapshot(store, after)) else {
+        return Vec::new();
+    };
+    let read = |s: &Snapshot, p: &str| s.get(p).and_then(|h| store.read(h).ok());
+    let (was, now) = (refs(&a, |p| read(&a, p)), refs(&b, |p| read(&b, p)));
+    let label = |name: &str| match name {
+        "refs/stash" => "the stash".to_owned(),
+        "HEAD" => "HEAD".to_owned(),
+        n if n.starts_with("refs/heads/") => format!("branch {}", short(n)),
+        n => short(n),
+    };
+    let mut out = Vec::new();
+    for (name, v) in &now {
+        match was.get(name) {
+            None => out.push(format!("created {}", label(name))),
+            Some(w) if w != v && name == "refs/stash" => out.push("changed the stash".into()),
+            Some(w) if w != v => out.push(format!("moved {}", label(name))),
+            Some(_) => {}
+        }
+    }
+    for name in was.keys().filter(|n| !now.contains_key(*n)) {
+        out.push(format!("deleted {}", label(name)));
+    }
+    out
+}
+
 /// A ref's name as a person says it: `feature`, `tag v1`, `stash`, `origin/main`.
 fn short(name: &str) -> String {
     if let Some(b) = name.strip_prefix("refs/heads/") {
@@ -1099,7 +1128,15 @@ mod tests {
         git(&r.ws, &["branch", "topic/new"]);
         git(&r.ws, &["tag", "v1"]);
         git(&r.ws, &["branch", "-f", "feature", "main"]);
-        assert!(h.take(None).is_some());
+        let taken = h.take(None).unwrap();
+        assert_eq!(
+            ref_changes(&r.store, &start, &taken),
+            [
+                "moved branch feature",
+                "created branch topic/new",
+                "created tag v1"
+            ]
+        );
         let report = restore(&r.store, &r.ws, &start).unwrap();
         assert_eq!(report.refs, ["feature"]);
         assert_eq!(report.removed, ["tag v1", "topic/new"]);

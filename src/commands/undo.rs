@@ -354,18 +354,31 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
     let store = Store::open().ok_or_else(|| fail("no state directory".into()))?;
     let meta = pick(&store, args.run.as_deref(), args.workspace.as_deref())?;
     let (lines, manifests) = load(&store, &meta)?;
+    // The refs snapshot in force at each checkpoint, and how the refs moved from one to the
+    // next.
+    let snapshots: Vec<Option<&str>> = lines
+        .iter()
+        .scan(None, |at, l| {
+            *at = l.git.as_deref().or(*at);
+            Some(*at)
+        })
+        .collect();
     let mut steps = Vec::new();
     for k in 1..lines.len() {
         let c = scan::diff(&manifests[k - 1], &manifests[k]);
-        if c.is_empty() {
+        let refs = match (snapshots[k - 1], snapshots[k]) {
+            (Some(a), Some(b)) if a != b => history::ref_changes(&store, a, b),
+            _ => Vec::new(),
+        };
+        if c.is_empty() && refs.is_empty() {
             continue;
         }
-        steps.push((k, c));
+        steps.push((k, c, refs));
     }
     if args.json {
         let calls: Vec<_> = steps
             .iter()
-            .map(|(k, c)| {
+            .map(|(k, c, refs)| {
                 let after = &lines[k - 1];
                 json!({
                     "after_tool_call": after.tool.as_ref().map(|_| after.n),
@@ -373,6 +386,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
                     "created": c.created,
                     "changed": c.changed,
                     "deleted": c.deleted,
+                    "git": refs,
                 })
             })
             .collect();
@@ -397,7 +411,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
     if steps.is_empty() {
         out.push_str("no change to the workspace\n");
     }
-    for (k, c) in &steps {
+    for (k, c, refs) in &steps {
         let after = &lines[k - 1];
         match &after.tool {
             Some(t) => out.push_str(&format!(
@@ -418,6 +432,9 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
         for p in &c.changed {
             out.push_str(&format!("  changed {p}\n"));
             out.push_str(&diff(&store, p, &before[p], &now[p]));
+        }
+        for r in refs {
+            out.push_str(&format!("  git: {r}\n"));
         }
     }
     // What the run's end kept aside (files that make a tool run a program), or let be.
