@@ -38,6 +38,7 @@ mod claude_code_shim;
 mod claude_code_state;
 mod claude_code_terminal;
 mod claude_code_undo;
+mod claude_code_undo_git;
 mod claude_code_unix;
 mod client;
 mod codex_e2e;

@@ -4,8 +4,9 @@
 //! `src/` through Python, empties the other files through a script and deletes `.env`. The
 //! run's first checkpoint suffices to put every file back byte for byte, modes included.
 //! `--to N` (the PATH shims' calls are checkpointed), `--dry-run`, path arguments and the
-//! refusal to lose what changed after the run each have a test. What is restored is read
-//! from the disk.
+//! refusal to lose what changed after the run each have a test, and so has the repository's
+//! history: a branch deleted and its commits pruned are put back, a commit made after the run
+//! is never lost without `--force`. What is restored is read from the disk.
 
 use ahp_wrap_testkit::common;
 
@@ -551,4 +552,74 @@ fn an_executable_written_into_node_modules_bin_is_named_and_undone() {
         .filter(|(p, _, _)| p != "node_modules/left-pad/index.js")
         .collect();
     assert_eq!(after, before);
+}
+/// What `rev` names in the repository at `root`, if anything.
+fn rev(root: &std::path::Path, rev: &str) -> Option<String> {
+    let out = Command::new("git")
+        .args(["rev-parse", "--verify", "-q", rev])
+        .current_dir(root)
+        .output()
+        .unwrap();
+    out.status
+        .success()
+        .then(|| String::from_utf8_lossy(&out.stdout).trim().to_owned())
+}
+
+/// An unmerged branch the agent deleted, its commits pruned by an expired reflog and a `gc`,
+/// is put back by `undo` with the same commit; a commit the person made after the run moved a
+/// ref the undo would move back, so it is refused (naming it) unless `--force`.
+#[test]
+fn a_deleted_branch_is_put_back_and_a_commit_after_the_run_is_not_lost_without_force() {
+    let ws = Ws::new();
+    git(&ws.root, &["checkout", "-qb", "feature"]);
+    std::fs::write(ws.root.join("feature.txt"), "unmerged\n").unwrap();
+    git(&ws.root, &["add", "feature.txt"]);
+    git(&ws.root, &["commit", "-qm", "feature"]);
+    git(&ws.root, &["checkout", "-q", "-"]);
+    let feature = rev(&ws.root, "feature").unwrap();
+    let out = ws.agent(
+        "git update-ref -d refs/heads/feature && git reflog expire --expire=now --all \
+         && git gc -q --prune=now && echo done",
+    );
+    assert!(text(&out).contains("done"), "{}", show(&out));
+    assert_eq!(rev(&ws.root, "feature"), None, "the agent deleted it");
+    assert_eq!(
+        rev(&ws.root, &format!("{feature}^{{commit}}")),
+        None,
+        "and gc pruned it"
+    );
+
+    // The person commits after the run.
+    git(
+        &ws.root,
+        &["commit", "-q", "--allow-empty", "-m", "after the run"],
+    );
+    let mine = rev(&ws.root, "HEAD").unwrap();
+    let refused = ws.wrap(&["undo"]);
+    assert_eq!(refused.status.code(), Some(1), "{}", show(&refused));
+    let why = String::from_utf8_lossy(&refused.stderr);
+    assert!(
+        why.contains("changed after the run ended") && why.contains(".git/refs/heads/"),
+        "{why}"
+    );
+    assert_eq!(
+        rev(&ws.root, "feature"),
+        None,
+        "the refusal changed nothing"
+    );
+
+    let forced = ws.wrap(&["undo", "--force"]);
+    assert!(forced.status.success(), "{}", show(&forced));
+    assert_eq!(rev(&ws.root, "feature").as_deref(), Some(feature.as_str()));
+    assert!(
+        text(&forced).contains("git: refs put back (")
+            && text(&forced).contains("object(s) put back"),
+        "{}",
+        show(&forced)
+    );
+    assert_ne!(
+        rev(&ws.root, "HEAD"),
+        Some(mine),
+        "--force undid the ref moved since"
+    );
 }

@@ -2,6 +2,7 @@
 //! write, the run keeps what changed in the workspace since the last checkpoint, so that
 //! `ahp-wrap undo` can put it back and `ahp-wrap changes` can show what each call did.
 //!
+//! - [`history`]: the repository's refs, reflogs and objects (`.git`), kept beside the files.
 //! - [`gitindex`]: the files git tracks, read from the repository's index (git is never run
 //!   on the agent's files: its configuration is the agent's to write).
 //! - [`scan`]: the workspace's files and what tells a change; the manifest of a checkpoint.
@@ -17,6 +18,7 @@
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
 mod gitindex;
+pub(crate) mod history;
 mod reach;
 pub(crate) mod scan;
 pub mod store;
@@ -94,6 +96,8 @@ struct State {
     spent: (Duration, u64),
     /// Retention: how long runs are kept, and the most the store's objects may take.
     retention: (Duration, u64),
+    /// The repository's history (refs, reflogs, objects), when `.git` is a directory.
+    history: Option<history::History>,
 }
 
 /// What the run did to the workspace, for its summary.
@@ -191,6 +195,13 @@ impl Checkpointer {
         let mut log = store
             .begin(&meta)
             .map_err(|e| format!("the checkpoints' store: {e}"))?;
+        // The repository's history: its refs now, its objects on a thread of its own; its
+        // directories watched first, so that what changes after the look is reported.
+        watch.add_git(workspace);
+        let history = history::History::start(workspace, &store).unwrap_or_else(|e| {
+            tracing::warn!("checkpoints: the repository's history not kept: {e}");
+            None
+        });
         let line = Line {
             n: 0,
             at: meta.started.clone(),
@@ -198,6 +209,7 @@ impl Checkpointer {
             end: false,
             set: first.clone(),
             del: Vec::new(),
+            git: history.as_ref().map(|h| h.snapshot().to_owned()),
         };
         write_line(&mut log, &line).map_err(|e| format!("the checkpoints' store: {e}"))?;
         let _ = store.set_index(workspace, &first);
@@ -223,6 +235,7 @@ impl Checkpointer {
                 walks: (0, None),
                 spent: (started.elapsed(), 1),
                 retention: (keep, spec.max_store_mb.unwrap_or(2048) << 20),
+                history,
             }),
         }))
     }
@@ -418,6 +431,13 @@ impl State {
             end,
             set: delta.set.iter().cloned().collect(),
             del: delta.deleted.clone(),
+            // The refs snapshot, when they changed since the last checkpoint.
+            git: {
+                let changed = self.watch.git_changes();
+                self.history
+                    .as_mut()
+                    .and_then(|h| h.take(changed.as_deref()))
+            },
         };
         if let Err(e) = write_line(&mut self.log, &line) {
             self.failed = Some(format!("the store: {e}"));
@@ -457,6 +477,7 @@ impl State {
             end: false,
             set: kept.clone(),
             del: Vec::new(),
+            git: None,
         };
         if let Err(e) = write_line(&mut self.log, &line) {
             self.failed = Some(format!("the store: {e}"));

@@ -5,10 +5,13 @@
 //!   and `runs/<run id>/log.jsonl`: one line per checkpoint, the first with the whole
 //!   manifest, each next one with what changed since (and the tool call it comes before);
 //! - `index/<workspace key>.json`: the workspace's manifest when its last run ended, so that
-//!   the next run's first checkpoint reads only the files that changed since.
+//!   the next run's first checkpoint reads only the files that changed since;
+//! - `git/<workspace key>/objects/`: the git objects of the workspace's repository, each file
+//!   of its `.git/objects` kept once ([`super::history`]).
 //!
 //! Retention: runs older than `keep_days`, then the oldest while the store is over
-//! `max_store_mb`, are removed, and the objects no run names with them (at most once an hour).
+//! `max_store_mb`, are removed, and the objects no run names with them (at most once an hour);
+//! a workspace's git objects go with its last run.
 
 use std::collections::{BTreeMap, HashMap, HashSet};
 use std::io::{BufRead, Read, Write};
@@ -58,6 +61,11 @@ pub(crate) struct Line {
     /// Paths gone since the checkpoint before.
     #[serde(default)]
     pub del: Vec<String>,
+    /// The repository's refs snapshot, when it changed since the checkpoint before (always
+    /// in the first, when the workspace has a `.git` directory): its hash
+    /// ([`super::history`]).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub git: Option<String>,
 }
 
 /// A tool call, as a person reads it.
@@ -113,6 +121,16 @@ impl Store {
 
     /// Keeps the content `src` holds (read from where it is to its end); its hash.
     pub(crate) fn keep_file(&self, mut src: std::fs::File) -> std::io::Result<String> {
+        self.keep_from(&mut src)
+    }
+
+    /// Keeps `bytes`; their hash.
+    pub(crate) fn keep_bytes(&self, mut bytes: &[u8]) -> std::io::Result<String> {
+        self.keep_from(&mut bytes)
+    }
+
+    /// Keeps what `src` reads to its end; its hash.
+    fn keep_from(&self, src: &mut impl Read) -> std::io::Result<String> {
         let tmp_path = self
             .root
             .join("objects")
@@ -221,8 +239,34 @@ impl Store {
     }
 
     fn index_file(&self, workspace: &Path) -> PathBuf {
-        let key = hex::encode(Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
-        self.root.join("index").join(format!("{}.json", &key[..24]))
+        self.root
+            .join("index")
+            .join(format!("{}.json", workspace_key(workspace)))
+    }
+
+    /// Where the git objects of the repository in `workspace` are kept.
+    pub(crate) fn git_objects(&self, workspace: &Path) -> PathBuf {
+        self.root
+            .join("git")
+            .join(workspace_key(workspace))
+            .join("objects")
+    }
+
+    /// Removes the git objects kept for workspaces no run of the store names any more.
+    fn forget_git(&self) {
+        let Ok(dirs) = std::fs::read_dir(self.root.join("git")) else {
+            return;
+        };
+        let named: HashSet<String> = self
+            .runs()
+            .iter()
+            .map(|m| workspace_key(&m.workspace))
+            .collect();
+        for d in dirs.flatten() {
+            if !named.contains(d.file_name().to_string_lossy().as_ref()) {
+                let _ = std::fs::remove_dir_all(d.path());
+            }
+        }
     }
 
     /// Forgets runs older than `keep`, then the oldest while the store's objects take more
@@ -278,6 +322,7 @@ impl Store {
                 }
             }
         }
+        self.forget_git();
     }
 
     /// Removes a run's record: moved out of `runs/` first (at once), then deleted.
@@ -298,6 +343,13 @@ impl Store {
                 super::scan::Kind::File(h) => Some(h),
                 _ => None,
             }));
+            // A refs snapshot, and the contents it names.
+            if let Some(git) = line.git {
+                if let Ok(snapshot) = super::history::snapshot(self, &git) {
+                    named.extend(snapshot.into_values());
+                }
+                named.insert(git);
+            }
         }
         named
     }
@@ -328,6 +380,12 @@ impl Store {
         }
         out
     }
+}
+
+/// The key a workspace's files are kept under in `index/` and `git/`: its path's hash.
+fn workspace_key(workspace: &Path) -> String {
+    let key = hex::encode(Sha256::digest(workspace.as_os_str().as_encoded_bytes()));
+    key[..24].to_owned()
 }
 
 /// An object of the store, as retention sees it.
@@ -408,6 +466,7 @@ mod tests {
             end: false,
             set: [("f".to_owned(), entry)].into(),
             del: Vec::new(),
+            git: None,
         };
         let mut bytes = serde_json::to_vec(&line).unwrap();
         bytes.push(b'\n');
@@ -511,5 +570,52 @@ mod tests {
             !cut_short.exists(),
             "what a sweep cut short left is removed"
         );
+    }
+
+    /// The refs snapshots a run's log names, and the contents they name, stay with the run;
+    /// a workspace's git objects go with its last run.
+    #[test]
+    fn a_runs_refs_snapshots_stay_and_git_objects_go_with_its_workspaces_last_run() {
+        let (dir, store) = fresh();
+        let old = run(&store, "old", "2026-01-01", &write(dir.path(), "a", "old"));
+        let content = store.keep_bytes(b"0123abcd\n").unwrap();
+        let snap = BTreeMap::from([("refs/heads/x".to_owned(), content.clone())]);
+        let snap = store
+            .keep_bytes(&serde_json::to_vec(&snap).unwrap())
+            .unwrap();
+        let meta = Meta {
+            run: "kept".into(),
+            workspace: "/w2".into(),
+            started: "2026-11-01".into(),
+            agent: "a".into(),
+        };
+        let mut log = store.begin(&meta).unwrap();
+        let line = Line {
+            n: 0,
+            at: "2026-11-01".into(),
+            tool: None,
+            end: false,
+            set: BTreeMap::new(),
+            del: Vec::new(),
+            git: Some(snap.clone()),
+        };
+        writeln!(log, "{}", serde_json::to_string(&line).unwrap()).unwrap();
+        for w in ["/w", "/w2"] {
+            let objects = store.git_objects(Path::new(w)).join("ab");
+            std::fs::create_dir_all(&objects).unwrap();
+            std::fs::write(objects.join("c".repeat(38)), "an object").unwrap();
+        }
+        for h in [&old, &content, &snap] {
+            age(&store.object(h), Duration::from_secs(2 * 3600));
+        }
+        age(
+            &store.run_dir("old").join("meta.json"),
+            Duration::from_secs(30 * 86_400),
+        );
+        store.prune(Duration::from_secs(14 * 86_400), u64::MAX, "none");
+        assert!(store.read(&old).is_err(), "the old run's content goes");
+        assert!(store.read(&snap).is_ok() && store.read(&content).is_ok());
+        assert!(!store.git_objects(Path::new("/w")).exists());
+        assert!(store.git_objects(Path::new("/w2")).exists());
     }
 }

@@ -44,6 +44,13 @@ pub(crate) struct Watch {
     /// A directory could not be watched since the last drain: walk the whole workspace
     /// once more (why).
     missed: Option<String>,
+    /// The repository's paths (relative to `.git`) reported since [`Watch::git_changes`]
+    /// was last asked, for its history ([`super::history`]).
+    git: BTreeSet<String>,
+    /// Whether a report about the repository may have been lost since.
+    git_unknown: bool,
+    /// The workspace, once [`Watch::add_git`] named it.
+    root: Option<std::path::PathBuf>,
 }
 
 /// What a directory's watch reports: every change to its entries (not reads).
@@ -82,6 +89,9 @@ impl Watch {
             lost,
             limit: limit.unwrap_or(usize::MAX),
             missed: None,
+            git: BTreeSet::new(),
+            git_unknown: false,
+            root: None,
         }
     }
 
@@ -139,7 +149,50 @@ impl Watch {
         self.dirs.clear();
         self.paths.clear();
         self.missed = Some(why.clone());
+        self.git_unknown = true;
         self.lost = Some(why);
+    }
+
+    /// Watches the repository's directories whose changes its history follows (`.git`,
+    /// and what is below its `refs`, `logs` and `objects`), in the workspace `root`.
+    pub(crate) fn add_git(&mut self, root: &Path) {
+        let git = root.join(".git");
+        if !std::fs::symlink_metadata(&git).is_ok_and(|m| m.is_dir()) {
+            return;
+        }
+        self.root = Some(root.to_owned());
+        self.add(&git, ".git");
+        for sub in ["refs", "logs", "objects"] {
+            self.add_tree(&git.join(sub), &format!(".git/{sub}"));
+        }
+    }
+
+    /// Watches `dir` (relative `rel`) and every directory below it, each before it is read.
+    fn add_tree(&mut self, dir: &Path, rel: &str) {
+        let mut todo = vec![(dir.to_owned(), rel.to_owned())];
+        while let Some((dir, rel)) = todo.pop() {
+            self.add(&dir, &rel);
+            let Ok(entries) = std::fs::read_dir(&dir) else {
+                continue;
+            };
+            for e in entries.flatten() {
+                if e.file_type().is_ok_and(|t| t.is_dir()) {
+                    if let Some(name) = e.file_name().to_str() {
+                        todo.push((e.path(), format!("{rel}/{name}")));
+                    }
+                }
+            }
+        }
+    }
+
+    /// The repository's paths (relative to `.git`) reported since the last ask; `None` when
+    /// some may have been lost (look at all of them).
+    pub(crate) fn git_changes(&mut self) -> Option<Vec<String>> {
+        let paths = std::mem::take(&mut self.git);
+        if std::mem::take(&mut self.git_unknown) || self.inotify.is_none() {
+            return None;
+        }
+        Some(paths.into_iter().collect())
     }
 
     /// Reads every change reported since the last drain: what the next checkpoint must
@@ -155,6 +208,7 @@ impl Watch {
         let mut overflow = false;
         let mut gone: Vec<WatchDescriptor> = Vec::new();
         let mut moved: Vec<String> = Vec::new();
+        let mut made_git: Vec<String> = Vec::new();
         loop {
             let events = match inotify.read_events() {
                 Ok(events) if !events.is_empty() => events,
@@ -186,6 +240,23 @@ impl Watch {
                 } else {
                     format!("{dir}/{name}")
                 };
+                if let Some(in_git) = rel.strip_prefix(".git/") {
+                    if ev.mask.contains(AddWatchFlags::IN_ISDIR)
+                        && ev
+                            .mask
+                            .intersects(AddWatchFlags::IN_CREATE | AddWatchFlags::IN_MOVED_TO)
+                    {
+                        made_git.push(rel.clone());
+                    }
+                    self.git.insert(in_git.to_owned());
+                    if !ev.mask.contains(AddWatchFlags::IN_ISDIR)
+                        || !ev
+                            .mask
+                            .intersects(AddWatchFlags::IN_MOVED_FROM | AddWatchFlags::IN_DELETE)
+                    {
+                        continue;
+                    }
+                }
                 if ev.mask.contains(AddWatchFlags::IN_ISDIR)
                     && ev
                         .mask
@@ -220,7 +291,15 @@ impl Watch {
                 }
             }
         }
+        // A directory made in the repository: watched now, and its whole content looked at
+        // by the history (what was made in it before its watch).
+        if let Some(root) = self.root.clone() {
+            for rel in made_git {
+                self.add_tree(&root.join(&rel), &rel);
+            }
+        }
         if overflow {
+            self.git_unknown = true;
             return Changed::All("the kernel's queue of changes overflowed".into());
         }
         Changed::Paths(changed)

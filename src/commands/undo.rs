@@ -6,7 +6,9 @@
 //! that changed after the run ended (or was created since) is a conflict: it would be lost,
 //! so nothing is done unless `--force`. A file is put back atomically (written beside it,
 //! its mode set, renamed over it); a symbolic link is made again; a file the run created is
-//! deleted, and the directories it leaves empty with it.
+//! deleted, and the directories it leaves empty with it. The repository's history (its refs,
+//! reflogs and objects) goes back with the files, by the same three states
+//! ([`crate::checkpoint::history`]).
 
 use std::collections::BTreeSet;
 use std::io::IsTerminal;
@@ -14,6 +16,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
+use crate::checkpoint::history;
 use crate::checkpoint::scan::{self, Entry, Kind, Manifest, Rules};
 use crate::checkpoint::store::{replay, Line, Meta, Store};
 use crate::cli::{ChangesArgs, UndoArgs};
@@ -69,6 +72,9 @@ fn load(store: &Store, meta: &Meta) -> Result<(Vec<Line>, Vec<Manifest>), Failur
             lines[0].set.remove(path);
         }
         lines[0].set.extend(more.set);
+        if more.git.is_some() {
+            lines[0].git = more.git;
+        }
     }
     if lines.is_empty() {
         return Err(fail(format!("the run {} has no checkpoint", meta.run)));
@@ -124,10 +130,7 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
     let mut conflicts = Vec::new();
     let mut lost = Vec::new();
     for path in paths {
-        if !only
-            .iter()
-            .any(|o| o.is_empty() || path == o || path.starts_with(&format!("{o}/")))
-        {
+        if !within(&only, path) {
             continue;
         }
         let (t, n) = (target.get(path), now.get(path));
@@ -143,24 +146,32 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
             None => steps.push(Step::Delete(path)),
         }
     }
+    let git = git_plan(&store, &lines[..=at], &lines, ws, &only)?;
+    let git = git.filter(|g| !g.is_empty());
+    let git_conflicts = git.as_ref().map_or(&[][..], |g| &g.conflicts[..]);
     let when = match args.to {
         None => format!("when the run {} started", short(&meta.run)),
         Some(n) => format!("before tool call {n} of the run {}", short(&meta.run)),
     };
-    if steps.is_empty() && lost.is_empty() {
+    if steps.is_empty() && lost.is_empty() && git.is_none() {
         crate::exit::print(&format!(
             "{} is as it was {when}: nothing to undo\n",
             ws.display()
         ));
         return Ok(Exit::OK);
     }
-    if !conflicts.is_empty() && !args.force {
+    let conflicted = conflicts.len() + git_conflicts.len();
+    if conflicted > 0 && !args.force {
         let mut m = format!(
             "refusing to undo: {} path(s) changed after the run ended, and undoing would lose \
              that (--force undoes them anyway; a path argument leaves them out):\n",
-            conflicts.len()
+            conflicted
         );
-        for c in &conflicts {
+        for c in conflicts
+            .iter()
+            .copied()
+            .chain(git_conflicts.iter().map(String::as_str))
+        {
             m.push_str(&format!("  {c}\n"));
         }
         return Err(fail(m.trim_end().to_owned()));
@@ -195,6 +206,14 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
             "not kept (larger than [checkpoints] max_file_mb when it was taken): {p}\n"
         ));
     }
+    if let Some(g) = &git {
+        let report = match args.dry_run {
+            true => g.report(),
+            false => g.apply(&store, ws),
+        };
+        out.push_str(&format!("{}\n", report.line(!args.dry_run)));
+        failed.extend(report.failed);
+    }
     let done = if args.dry_run { "would be" } else { "is" };
     out.push_str(&format!("{} {done} as it was {when}\n", ws.display()));
     crate::exit::print(&out);
@@ -202,6 +221,33 @@ pub fn undo(args: &UndoArgs) -> CommandResult {
         return Err(fail(format!("not undone: {}", failed.join("; "))));
     }
     Ok(Exit::OK)
+}
+
+/// Whether `path` (relative to the workspace) is one the path arguments `only` take.
+fn within(only: &[String], path: &str) -> bool {
+    only.iter()
+        .any(|o| o.is_empty() || path == o || path.starts_with(&format!("{o}/")))
+}
+
+/// Putting the repository's history back as it was at the last of `upto`'s checkpoints (the
+/// latest refs snapshot at or before it), with what changed after the run's end (the last
+/// snapshot of `lines`) as conflicts; `None` when the run kept no history.
+fn git_plan(
+    store: &Store,
+    upto: &[Line],
+    lines: &[Line],
+    ws: &Path,
+    only: &[String],
+) -> Result<Option<history::Plan>, Failure> {
+    let latest = |ls: &[Line]| ls.iter().rev().find_map(|l| l.git.clone());
+    let Some(target) = latest(upto) else {
+        return Ok(None);
+    };
+    let end = latest(lines);
+    let want = |p: &str| within(only, &format!(".git/{p}"));
+    history::plan(store, ws, &target, end.as_deref(), &want)
+        .map(Some)
+        .map_err(|e| fail(format!("the repository's history in {}: {e}", ws.display())))
 }
 
 /// The path arguments, relative to the workspace (an empty one: all of it).
@@ -321,18 +367,31 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
     let store = Store::open().ok_or_else(|| fail("no state directory".into()))?;
     let meta = pick(&store, args.run.as_deref(), args.workspace.as_deref())?;
     let (lines, manifests) = load(&store, &meta)?;
+    // The refs snapshot in force at each checkpoint, and how the refs moved from one to the
+    // next.
+    let snapshots: Vec<Option<&str>> = lines
+        .iter()
+        .scan(None, |at, l| {
+            *at = l.git.as_deref().or(*at);
+            Some(*at)
+        })
+        .collect();
     let mut steps = Vec::new();
     for k in 1..lines.len() {
         let c = scan::diff(&manifests[k - 1], &manifests[k]);
-        if c.is_empty() {
+        let refs = match (snapshots[k - 1], snapshots[k]) {
+            (Some(a), Some(b)) if a != b => history::ref_changes(&store, a, b),
+            _ => Vec::new(),
+        };
+        if c.is_empty() && refs.is_empty() {
             continue;
         }
-        steps.push((k, c));
+        steps.push((k, c, refs));
     }
     if args.json {
         let calls: Vec<_> = steps
             .iter()
-            .map(|(k, c)| {
+            .map(|(k, c, refs)| {
                 let after = &lines[k - 1];
                 json!({
                     "after_tool_call": after.tool.as_ref().map(|_| after.n),
@@ -340,6 +399,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
                     "created": c.created,
                     "changed": c.changed,
                     "deleted": c.deleted,
+                    "git": refs,
                 })
             })
             .collect();
@@ -365,7 +425,7 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
     if steps.is_empty() {
         out.push_str("no change to the workspace\n");
     }
-    for (k, c) in &steps {
+    for (k, c, refs) in &steps {
         let after = &lines[k - 1];
         match &after.tool {
             Some(t) => out.push_str(&format!(
@@ -386,6 +446,9 @@ pub fn changes(args: &ChangesArgs) -> CommandResult {
         for p in &c.changed {
             out.push_str(&format!("  changed {p}\n"));
             out.push_str(&diff(&store, p, &before[p], &now[p]));
+        }
+        for r in refs {
+            out.push_str(&format!("  git: {r}\n"));
         }
     }
     // What the run's end kept aside (files that make a tool run a program), or let be.

@@ -190,6 +190,15 @@ impl Entry {
         rustix::fs::renameat(&self.dir, &self.name, &to.dir, &to.name).map_err(Into::into)
     }
 
+    /// Makes `to` a hard link to the entry (the destination's directory opened without
+    /// following a link too). A link is linked itself, never its target: the caller looks at
+    /// [`Entry::kind`] first, or at what it made after. `EXDEV` comes back as it is: across
+    /// file systems, the caller copies.
+    pub fn hard_link_to(&self, to: &Entry) -> std::io::Result<()> {
+        rustix::fs::linkat(&self.dir, &self.name, &to.dir, &to.name, AtFlags::empty())
+            .map_err(Into::into)
+    }
+
     /// Removes the entry: a file or a link (never its target), or an empty directory.
     pub fn remove(&self) -> std::io::Result<()> {
         let dir = self.kind().map_err(Refused::into_io)? == Some(FileType::Directory);
