@@ -64,12 +64,14 @@ pub fn audit(cmd: AuditCommand) -> CommandResult {
                 .then(terminal_size::terminal_size)
                 .flatten()
                 .map(|(w, h)| (usize::from(w.0), usize::from(h.0)));
-            let text = audit::show::render(
-                &show,
-                audit::trail::default_dir().as_deref(),
-                size.map(|s| s.0),
-            )
-            .map_err(|e| Failure::new(Exit::Error, e))?;
+            let columns = std::env::var("COLUMNS").ok();
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let layout = audit::show::Layout {
+                width: audit::fit::width(columns.as_deref(), size.map(|s| s.0)),
+                home: home.as_deref(),
+            };
+            let text = audit::show::render(&show, audit::trail::default_dir().as_deref(), layout)
+                .map_err(|e| Failure::new(Exit::Error, e))?;
             audit::show::page(&text, size.map(|s| s.1));
             Ok(Exit::OK)
         }

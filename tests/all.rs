@@ -22,6 +22,7 @@ mod agents_question;
 mod aider_e2e;
 mod approvals_host;
 mod approvals_page;
+mod audit_show;
 mod audit_trail;
 mod audit_verify;
 mod auth;

@@ -123,7 +123,9 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         std::process::Command::new(ahp_wrap_testkit::wrap_bin())
             .args(["audit", "show"])
             .env_clear()
-            .env("HOME", &home),
+            .env("HOME", &home)
+            // Wide enough for each reason on one line and each command whole.
+            .env("COLUMNS", "1000"),
         std::time::Duration::from_secs(30),
     );
     let shown = String::from_utf8_lossy(&show.stdout);
