@@ -71,6 +71,7 @@ mod gemini_e2e;
 mod gemini_state;
 mod gemini_user;
 mod guardian;
+mod home_workspace;
 mod interop;
 mod kilo_e2e;
 mod layers;

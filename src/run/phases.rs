@@ -220,6 +220,10 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
+        // Once, here: the person chose where to start, and a line at exit comes too late.
+        if let Some(w) = super::floor::workspace_warning(&self.cfg.workspace) {
+            eprintln!("ahp-wrap: warning: {w}");
+        }
         if self.cfg.quiet {
             return;
         }
