@@ -244,12 +244,19 @@ impl Run<'_> {
                 list.join(", ")
             );
         }
+        // The default log file is named only once it is there (made at the start when the
+        // filter logs more than warnings; else at its first line, named at exit).
         let log = crate::termlog::sink();
-        if let (true, Some(path)) = (log.default_file, &log.path) {
-            eprintln!(
+        match (log.default_file, log.made_at_start, &log.path) {
+            (true, true, Some(path)) => eprintln!(
                 "ahp-wrap: the terminal is the agent's: ahp-wrap's log goes to {} (warnings are repeated at exit)",
                 path.display()
-            );
+            ),
+            (true, _, _) => eprintln!(
+                "ahp-wrap: the terminal is the agent's: nothing of ahp-wrap's is written on it \
+                 while the agent runs (warnings are repeated at exit)"
+            ),
+            _ => {}
         }
     }
 
