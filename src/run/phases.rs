@@ -436,6 +436,11 @@ impl Run<'_> {
         self.last_checkpoint(last).await;
         // After the last checkpoint, whose view of the workspace tells what the tree wrote.
         self.keep_run_files_aside(held).await;
+        // The directories the floor made for the agent that it left empty: the user did not
+        // have them before the run.
+        for dir in crate::floor::plan::made::remove_empty() {
+            tracing::debug!("floor: removed {}, made empty for the run", dir.display());
+        }
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;
