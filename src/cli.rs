@@ -102,7 +102,7 @@ pub enum Command {
     },
     /// Print the manual page (roff): `ahp-wrap man | man -l -`.
     Man,
-    /// Check what a run on this machine would get: agents, hooks, the floor.
+    /// Check what a run here would get: agents, hooks, the floor.
     ///
     /// Each supported agent on PATH (its version, and whether its shim is proven on it),
     /// whether its hooks could be injected, the user's shim manifests, what of the floor the
@@ -141,7 +141,7 @@ pub enum Command {
     /// After each tool call, the files it created, changed (a diff for text) and deleted.
     /// Paged on a terminal.
     Changes(ChangesArgs),
-    /// Install, as root and once, what this machine needs (gemini, apparmor).
+    /// Set this machine up, as root and once: gemini, apparmor.
     ///
     /// `gemini`: the system settings file Gemini CLI reads our hooks from for users who are
     /// not root (/etc/ahp-wrap/gemini/settings.json); `apparmor`: the profile that lets this
