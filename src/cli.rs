@@ -52,12 +52,15 @@ gemini, qwen, droid, copilot, opencode, kilo, acp (an ACP agent), path (PATH shi
 generic, and the shim manifests loaded (--shim FILE, $XDG_CONFIG_HOME/ahp-wrap/shims).
 
 Exit codes: the agent's own; 125 ahp-wrap refused or failed; 122 --require-hooks and no hook
-was called; 127 agent not found; 126 agent not executable. More: README.md.";
+was called; 127 agent not found; 126 agent not executable.
+
+Each command's options: ahp-wrap <COMMAND> --help. Every option in full: man ahp-wrap
+(installed by install.sh; else ahp-wrap man | man -l -).";
 
 /// The subcommands, `ahp-wrap <COMMAND>`; each variant's doc is its help.
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Serve the embedded policy engine as a standalone AHP 2.4 harness.
+    /// Serve the embedded policy as a standalone AHP 2.4 harness.
     Serve(ServeArgs),
     /// Run an MCP server behind a supervising proxy.
     ///
@@ -66,22 +69,22 @@ pub enum Command {
     /// before the server sees it; everything else passes through unchanged.
     #[command(override_usage = "ahp-wrap mcp [OPTIONS] -- <SERVER> [ARGS]...")]
     Mcp(Box<McpArgs>),
-    /// Print, check or try out policy files.
+    /// Print, check or try out policy files, or show the floor.
     Policy {
         /// What to do with the policy: default, check, floor, eval or explain.
         #[command(subcommand)]
         command: PolicyCommand,
     },
-    /// Check audit logs.
+    /// Show, verify or summarize audit logs.
     Audit {
         /// What to do with the audit log: verify, show or summary.
         #[command(subcommand)]
         command: AuditCommand,
     },
-    /// Be an HCP worker: run the tasks of a RabbitMQ queue under supervision.
+    /// Be an HCP worker: run a RabbitMQ queue's tasks under supervision.
     ///
-    /// Takes the tasks of one capability from a RabbitMQ queue and runs each under
-    /// supervision (see docs/fleet.md).
+    /// Takes the tasks of one capability from a RabbitMQ queue and runs each as a run of
+    /// its own.
     Worker(Box<WorkerArgs>),
     /// Submit HCP tasks to workers, or abort them.
     Task {
@@ -89,9 +92,9 @@ pub enum Command {
         #[command(subcommand)]
         command: TaskCommand,
     },
-    /// Print a shell completion script (bash, zsh, fish, elvish, powershell).
+    /// Print a shell completion script.
     ///
-    /// install.sh installs them; by hand: `ahp-wrap completions bash >
+    /// For bash, zsh, fish, elvish or powershell. install.sh installs them; by hand: `ahp-wrap completions bash >
     /// ~/.local/share/bash-completion/completions/ahp-wrap`.
     Completions {
         /// The shell.
@@ -99,11 +102,11 @@ pub enum Command {
     },
     /// Print the manual page (roff): `ahp-wrap man | man -l -`.
     Man,
-    /// Check this machine: each supported agent on PATH (its version, and whether its shim
-    /// is proven on it), whether its hooks could be injected, the user's shim manifests, the
-    /// floor, where logs go.
+    /// Check what a run here would get: agents, hooks, the floor.
     ///
-    /// Exit 0 when every agent found is on the version its shim is proven on and its hooks
+    /// Each supported agent on PATH (its version, and whether its shim is proven on it),
+    /// whether its hooks could be injected, the user's shim manifests, what of the floor the
+    /// kernel enforces, where logs go. Exit 0 when every agent found is on the version its shim is proven on and its hooks
     /// could be injected, and every shim manifest of the user's loads; 1 otherwise (agents
     /// not installed do not count).
     Doctor {
@@ -111,12 +114,12 @@ pub enum Command {
         #[arg(long)]
         json: bool,
     },
-    /// Apply what the floor kept aside: the instructions an agent wrote into one of its
-    /// mixed state files (`~/.claude.json`'s MCP servers, say), which a run did not merge; or
-    /// a protected path its tree created (`~/.claude/CLAUDE.md`), which the run moved aside.
+    /// Apply what the floor kept aside, from the record a run named.
     ///
-    /// The run names the record it kept (under $XDG_STATE_HOME/ahp-wrap/quarantine/).
-    /// Prints each change, applies them to the state file (atomically), or puts the path
+    /// The instructions an agent wrote into one of its mixed state files (`~/.claude.json`'s
+    /// MCP servers, say), which a run did not merge; or a protected path its tree created
+    /// (`~/.claude/CLAUDE.md`), which the run moved aside. The records are kept under
+    /// $XDG_STATE_HOME/ahp-wrap/quarantine/. Prints each change, applies them to the state file (atomically), or puts the path
     /// back (unless something is there now), and removes the record. `--dry-run` only
     /// prints.
     Restore {
@@ -126,22 +129,23 @@ pub enum Command {
         #[arg(long)]
         dry_run: bool,
     },
-    /// Put the workspace back as it was when the last run in it started (from the run's
-    /// checkpoints: docs/undo.md).
+    /// Put the workspace back as it was when the last run in it started.
     ///
-    /// Restores each file the run changed or deleted, byte for byte with its mode (a
+    /// From the run's checkpoints: restores each file the run changed or deleted, byte for byte with its mode (a
     /// symbolic link as it was), atomically per file, and deletes the files it created.
     /// Refuses, listing them, when a file changed after the run ended (it would be lost)
     /// unless `--force`.
     Undo(UndoArgs),
-    /// Show what a run changed in the workspace, call by call: after each tool call, the
-    /// files it created, changed (a diff for text) and deleted. Paged on a terminal.
-    Changes(ChangesArgs),
-    /// Install, as root and once, what this machine needs: `gemini`, the system settings
-    /// file Gemini CLI reads our hooks from for users who are not root
-    /// (/etc/ahp-wrap/gemini/settings.json); `apparmor`, the profile that lets this ahp-wrap
-    /// make user namespaces where Ubuntu restricts them (/etc/apparmor.d/ahp-wrap).
+    /// Show what a run changed in the workspace, call by call.
     ///
+    /// After each tool call, the files it created, changed (a diff for text) and deleted.
+    /// Paged on a terminal.
+    Changes(ChangesArgs),
+    /// Set this machine up, as root and once: gemini, apparmor.
+    ///
+    /// `gemini`: the system settings file Gemini CLI reads our hooks from for users who are
+    /// not root (/etc/ahp-wrap/gemini/settings.json); `apparmor`: the profile that lets this
+    /// ahp-wrap make user namespaces where Ubuntu restricts them (/etc/apparmor.d/ahp-wrap).
     /// Each names the executables beside this one, which must be writable by root alone
     /// (install system-wide first). Run it again after an upgrade or a move: a run says when.
     /// `--remove` removes it; without a name, everything set up for this install.
@@ -153,7 +157,7 @@ pub enum Command {
         #[arg(long)]
         remove: bool,
     },
-    /// Check shim manifests: an agent's hook system described in TOML (docs/shims.md).
+    /// Check shim manifests: an agent's hook system described in TOML.
     Shim {
         /// What to do with a manifest (only `check` so far).
         #[command(subcommand)]
@@ -171,7 +175,7 @@ pub enum Command {
     },
 }
 
-/// `ahp-wrap shim <COMMAND>`: work on shim manifests (docs/shims.md).
+/// `ahp-wrap shim <COMMAND>`: work on shim manifests (shims/README.md in the sources).
 #[derive(Debug, Subcommand)]
 pub enum ShimCommand {
     /// Load a manifest and try it on the payloads recorded from the real agent.

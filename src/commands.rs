@@ -64,12 +64,14 @@ pub fn audit(cmd: AuditCommand) -> CommandResult {
                 .then(terminal_size::terminal_size)
                 .flatten()
                 .map(|(w, h)| (usize::from(w.0), usize::from(h.0)));
-            let text = audit::show::render(
-                &show,
-                audit::trail::default_dir().as_deref(),
-                size.map(|s| s.0),
-            )
-            .map_err(|e| Failure::new(Exit::Error, e))?;
+            let columns = std::env::var("COLUMNS").ok();
+            let home = std::env::var_os("HOME").map(std::path::PathBuf::from);
+            let layout = audit::show::Layout {
+                width: audit::fit::width(columns.as_deref(), size.map(|s| s.0)),
+                home: home.as_deref(),
+            };
+            let text = audit::show::render(&show, audit::trail::default_dir().as_deref(), layout)
+                .map_err(|e| Failure::new(Exit::Error, e))?;
             audit::show::page(&text, size.map(|s| s.1));
             Ok(Exit::OK)
         }
@@ -94,15 +96,12 @@ pub(crate) fn load_policy(file: Option<&std::path::Path>) -> Result<Policy, Stri
 }
 
 /// The floor a run of `framework`'s agent would get on this machine under `spec`, in
-/// `workspace` (default: the current directory), and what of it the kernel enforces.
+/// `workspace`, and what of it the kernel enforces.
 fn floor_here(
     spec: &crate::floor::Spec,
     framework: &'static dyn crate::frameworks::Framework,
-    workspace: Option<std::path::PathBuf>,
+    workspace: std::path::PathBuf,
 ) -> (crate::floor::Plan, crate::floor::Report) {
-    let workspace = workspace
-        .or_else(|| std::env::current_dir().ok())
-        .unwrap_or_else(|| "/".into());
     let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
     let plan = crate::floor::Plan::new(spec, &cx);
     let report = crate::floor::report(&plan);
@@ -119,8 +118,14 @@ fn floor(
     let name = framework.unwrap_or("generic");
     let framework = crate::frameworks::find(name)
         .ok_or_else(|| Failure::new(Exit::Error, format!("unknown framework {name:?}")))?;
-    let (plan, report) = floor_here(&spec, framework, workspace);
+    let workspace = workspace
+        .or_else(|| std::env::current_dir().ok())
+        .unwrap_or_else(|| "/".into());
     let mut out = String::new();
+    if let Some(w) = crate::run::floor::workspace_warning(&workspace) {
+        out.push_str(&format!("warning: {w}\n"));
+    }
+    let (plan, report) = floor_here(&spec, framework, workspace);
     if !spec.enabled {
         out.push_str("the policy turns the floor off (enabled = false)\n");
     }

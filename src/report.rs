@@ -57,11 +57,15 @@ pub(crate) async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
     }
     let log = crate::termlog::sink();
     let (held, more) = log.held();
-    if let (false, Some(path)) = (held.is_empty(), &log.path) {
+    // The file is named where it is: a default one is made at its first line.
+    if !held.is_empty() {
+        let whole = match log.path.as_ref().filter(|p| p.exists()) {
+            Some(path) => format!(" (the whole log: {})", path.display()),
+            None => String::new(),
+        };
         eprintln!(
-            "ahp-wrap: {} warning(s) during the run (the whole log: {}):",
-            held.len() + more,
-            path.display()
+            "ahp-wrap: {} warning(s) during the run{whole}:",
+            held.len() + more
         );
         for line in &held {
             eprintln!("  {line}");
@@ -70,7 +74,6 @@ pub(crate) async fn report(cfg: &Config, audit: &Auditor, notes: &[String]) {
             eprintln!("  … and {more} more");
         }
     }
-    log.remove_if_empty();
 }
 
 /// The summary's line saying where the run's records are, and how to read them.

@@ -5,8 +5,10 @@
 //! person types there. A line of ours written in the middle of that lands in its interface
 //! and mixes with the person's typing. So while the agent owns a terminal (our stdin or
 //! stdout is one) nothing of ours is written to it: the log goes to `--log-file`, by default
-//! a file in the user's state directory named before the agent starts, and the warnings
-//! and errors are also kept (a bounded number) to be printed at exit, after the summary.
+//! a file in the user's state directory, and the warnings and errors are also kept (a
+//! bounded number) to be printed at exit, after the summary, with the file's name. The
+//! default file is made at the first line written to it (most runs write none); with a
+//! filter that logs more than warnings it is made at once, and the start names it.
 //!
 //! Owns: the log sink and the held warnings. Must not touch: the agent's stdio, ever.
 
@@ -97,25 +99,27 @@ pub(crate) fn make_private_dir(dir: &Path) -> std::io::Result<()> {
         .create(dir)
 }
 
-/// A fresh log file name in the state directory, created private (0700 dir, 0600 file).
-fn default_log_file() -> Result<(PathBuf, File), LogError> {
+/// A fresh log file name in the state directory, which is made private (0700) if missing;
+/// the file itself is not made here ([`open_private`]).
+fn default_log_path() -> Result<PathBuf, LogError> {
     let dir = state_dir().ok_or(LogError::NoStateDir)?;
-    let open_err = |path: &Path, source| LogError::Open {
-        path: path.display().to_string(),
+    make_private_dir(&dir).map_err(|source| LogError::Open {
+        path: dir.display().to_string(),
         source,
-    };
-    make_private_dir(&dir).map_err(|e| open_err(&dir, e))?;
+    })?;
     let stamp = humantime::format_rfc3339_seconds(std::time::SystemTime::now())
         .to_string()
         .replace(':', "");
-    let path = dir.join(format!("run-{stamp}-{}.log", std::process::id()));
-    let file = OpenOptions::new()
+    Ok(dir.join(format!("run-{stamp}-{}.log", std::process::id())))
+}
+
+/// Opens (or makes, 0600) the default log file for appending.
+fn open_private(path: &Path) -> io::Result<File> {
+    OpenOptions::new()
         .create(true)
         .append(true)
         .mode(0o600)
-        .open(&path)
-        .map_err(|e| open_err(&path, e))?;
-    Ok((path, file))
+        .open(path)
 }
 
 /// What the log set up, for the run to report at start and at exit.
@@ -123,8 +127,11 @@ fn default_log_file() -> Result<(PathBuf, File), LogError> {
 pub struct LogSink {
     /// The file the log goes to, if not stderr.
     pub path: Option<PathBuf>,
-    /// Whether the file was chosen by us (and may be removed at exit when empty).
+    /// Whether the file was chosen by us (not `--log-file`).
     pub default_file: bool,
+    /// Whether the default file was made at the start (a filter that logs more than
+    /// warnings), so that the start may name it; else it is made at its first line.
+    pub made_at_start: bool,
     /// Warnings and errors held back while the agent owned the terminal.
     held: Option<Arc<Mutex<Backlog>>>,
 }
@@ -150,15 +157,6 @@ impl LogSink {
             None => (Vec::new(), 0),
         }
     }
-
-    /// Removes our default log file if nothing was written to it.
-    pub(crate) fn remove_if_empty(&self) {
-        if let (true, Some(path)) = (self.default_file, &self.path) {
-            if std::fs::metadata(path).is_ok_and(|m| m.len() == 0) {
-                let _ = std::fs::remove_file(path);
-            }
-        }
-    }
 }
 
 /// Sets up logging. `file` is `--log-file`; `agent_run` says whether we are about to run an
@@ -173,6 +171,10 @@ pub fn init(
             filter: filter.to_owned(),
             why: e.to_string(),
         })?;
+    // More than warnings: lines will come, and the person may want to follow them.
+    let verbose = env_filter
+        .max_level_hint()
+        .is_some_and(|l| l > tracing::level_filters::LevelFilter::WARN);
     let builder = tracing_subscriber::fmt()
         .with_env_filter(env_filter)
         .with_target(false);
@@ -187,14 +189,22 @@ pub fn init(
                     path: path.display().to_string(),
                     source,
                 })?;
-            (Some(path.to_owned()), Some(f), false)
+            (Some(path.to_owned()), Some(LogFile::Open(f)), false)
         }
         None if hold => {
-            let (path, f) = default_log_file()?;
-            (Some(path), Some(f), true)
+            let path = default_log_path()?;
+            let file = match verbose {
+                true => LogFile::Open(open_private(&path).map_err(|source| LogError::Open {
+                    path: path.display().to_string(),
+                    source,
+                })?),
+                false => LogFile::Later(path.clone()),
+            };
+            (Some(path), Some(file), true)
         }
         None => (None, None, false),
     };
+    let made_at_start = default_file && verbose;
     let held = hold.then(|| Arc::new(Mutex::new(Backlog::default())));
     match handle {
         Some(f) => builder
@@ -216,13 +226,36 @@ pub fn init(
     Ok(SINK.get_or_init(|| LogSink {
         path,
         default_file,
+        made_at_start,
         held,
     }))
 }
 
+/// The log's file: open, or to be made at the first line (the default file of a run that
+/// logs only warnings, which most runs never write).
+enum LogFile {
+    /// Open for appending.
+    Open(File),
+    /// Not made yet: made (0600) when the first line comes.
+    Later(PathBuf),
+}
+
+impl LogFile {
+    /// Appends `bytes`, making the file first when it is not there yet.
+    fn append(&mut self, bytes: &[u8]) -> io::Result<()> {
+        if let LogFile::Later(path) = self {
+            *self = LogFile::Open(open_private(path)?);
+        }
+        match self {
+            LogFile::Open(f) => f.write_all(bytes),
+            LogFile::Later(_) => Ok(()),
+        }
+    }
+}
+
 /// Writes log lines to the file and keeps a copy of the warnings and errors.
 struct FileWriter {
-    file: Arc<Mutex<File>>,
+    file: Arc<Mutex<LogFile>>,
     held: Option<Arc<Mutex<Backlog>>>,
 }
 
@@ -248,7 +281,7 @@ impl<'a> MakeWriter<'a> for FileWriter {
 
 /// One event's output: written to the file as one write when the event is done.
 struct EventWriter {
-    file: Arc<Mutex<File>>,
+    file: Arc<Mutex<LogFile>>,
     hold: Option<Arc<Mutex<Backlog>>>,
     buf: Vec<u8>,
 }
@@ -270,7 +303,7 @@ impl Drop for EventWriter {
             return;
         }
         if let Ok(mut f) = self.file.lock() {
-            let _ = f.write_all(&self.buf);
+            let _ = f.append(&self.buf);
         }
         if let Some(held) = &self.hold {
             if let Ok(mut h) = held.lock() {
@@ -293,7 +326,10 @@ mod tests {
     fn event_writer_writes_once_and_holds_warnings() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("log");
-        let file = Arc::new(Mutex::new(File::create(&path).unwrap()));
+        let unused = dir.path().join("unused.log");
+        drop(LogFile::Later(unused.clone()));
+        assert!(!unused.exists(), "no line, no file");
+        let file = Arc::new(Mutex::new(LogFile::Later(path.clone())));
         let held = Arc::new(Mutex::new(Backlog::default()));
         for i in 0..MAX_HELD + 2 {
             let mut w = EventWriter {
@@ -305,7 +341,7 @@ mod tests {
             writeln!(w, "{i}").unwrap();
         }
         let text = std::fs::read_to_string(&path).unwrap();
-        assert_eq!(text.lines().count(), MAX_HELD + 2);
+        assert_eq!(text.lines().count(), MAX_HELD + 2, "made at the first line");
         let h = held.lock().unwrap();
         assert_eq!((h.lines.len(), h.dropped), (MAX_HELD, 2));
         assert_eq!(h.lines[0], "WARN line 0");

@@ -95,9 +95,11 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         &format!("audit verify: {}", String::from_utf8_lossy(&verify.stdout)),
     );
     let records = agents::read_jsonl(audit);
+    // The model's two calls (the floor may refuse more of the tree: Claude Code reaching
+    // for the sockets another Claude of a suite beside this one left in /tmp/cc-socks/).
     let blocked: Vec<_> = records
         .iter()
-        .filter(|r| r["decision"] == "block")
+        .filter(|r| r["decision"] == "block" && r["payload"]["tool_name"] == "Bash")
         .collect();
     r.check(
         blocked.len() == 2,
@@ -123,7 +125,9 @@ fn default_policy_stops_secret_reads_and_outside_deletes() {
         std::process::Command::new(ahp_wrap_testkit::wrap_bin())
             .args(["audit", "show"])
             .env_clear()
-            .env("HOME", &home),
+            .env("HOME", &home)
+            // Wide enough for each reason on one line and each command whole.
+            .env("COLUMNS", "1000"),
         std::time::Duration::from_secs(30),
     );
     let shown = String::from_utf8_lossy(&show.stdout);

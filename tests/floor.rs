@@ -686,3 +686,52 @@ fn a_datagram_to_a_socket_outside_the_tree_is_refused_and_its_own_arrive() {
         }
     }
 }
+
+/// The directories beneath `root`, each relative to it.
+fn dirs_beneath(root: &std::path::Path) -> std::collections::BTreeSet<PathBuf> {
+    let mut found = std::collections::BTreeSet::new();
+    let mut todo = vec![root.to_owned()];
+    while let Some(d) = todo.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
+                found.insert(e.path().strip_prefix(root).unwrap().to_owned());
+                todo.push(e.path());
+            }
+        }
+    }
+    found
+}
+
+/// A run in a fresh home leaves no directory the user did not have but the wrapper's own
+/// state: those the floor made for the agent's state and the caches (so that a rule has one
+/// to hold on to) go when the run left them empty; one the user had stays.
+#[test]
+fn a_run_leaves_no_empty_directory_the_user_did_not_have() {
+    let (_dir, root) = outside_tree("floor-made-", &["ws", "home/.cache"], &[]);
+    let home = root.join("home");
+    let before = dirs_beneath(&home);
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["-q", "--", "sh", "-c", "ls -a ~ ~/.cache"])
+            .current_dir(root.join("ws"))
+            .env("HOME", &home)
+            .env_remove("XDG_STATE_HOME")
+            .env_remove("XDG_CACHE_HOME"),
+        Duration::from_secs(60),
+    );
+    assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+    let seen = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        seen.lines().any(|l| l == ".npm"),
+        "the floor made a cache for the run: {}",
+        show(&out)
+    );
+    let ours = std::path::Path::new(".local/state/ahp-wrap");
+    let new: Vec<PathBuf> = dirs_beneath(&home)
+        .difference(&before)
+        .filter(|d| !d.starts_with(ours) && !ours.starts_with(d))
+        .cloned()
+        .collect();
+    assert!(new.is_empty(), "left behind: {new:?}\n{}", show(&out));
+    assert!(home.join(".cache").is_dir(), "the user's own stays");
+}

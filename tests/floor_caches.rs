@@ -493,17 +493,9 @@ fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
         .filter_map(|fd| std::fs::read_link(fd.path()).ok())
         .map(|l| l.display().to_string())
         .collect();
-    let _ = nix::sys::signal::kill(
-        nix::unistd::Pid::from_raw(wrapper as i32),
-        nix::sys::signal::Signal::SIGTERM,
-    );
-    let _ = child.wait();
-    assert!(
-        held.contains(&agents),
-        "the guardian holds {held:?}, not the agent's {agents}"
-    );
     // One overlay a cache of the run's plan (an empty or missing one too), as `policy
-    // floor` lists them for the same home.
+    // floor` lists them for the same home while the run lasts (a missing one the run made
+    // is removed at its end, left empty).
     let floor = w
         .command(None, &format!("'{}' policy floor", wrap_bin().display()))
         .output()
@@ -516,7 +508,16 @@ fn the_agent_joins_the_mount_namespace_made_ahead_and_the_guardian_holds_it() {
         .skip(1)
         .take_while(|l| l.starts_with("  "))
         .count();
+    let _ = nix::sys::signal::kill(
+        nix::unistd::Pid::from_raw(wrapper as i32),
+        nix::sys::signal::Signal::SIGTERM,
+    );
+    let _ = child.wait();
     assert!(listed >= 2, "{}", show(&floor));
+    assert!(
+        held.contains(&agents),
+        "the guardian holds {held:?}, not the agent's {agents}"
+    );
     assert_eq!(
         printed(&overlays),
         listed.to_string(),

@@ -3,9 +3,12 @@
 //! user (`useradd`), installs the file into a directory of its own
 //! (`AHP_WRAP_SYSTEM_DIR`), and runs the real Gemini CLI as that user under `ahp-wrap`,
 //! with the scripted model server. What ran is read from disk; what the model saw, from
-//! the model server.
+//! the model server. The user's runs start the wrapper, Gemini and the harness where that
+//! user reaches them (copies of root's, where the checkout lies in a home only root can
+//! pass: `ahp_wrap_testkit::reach`).
 
 use ahp_wrap_testkit::llm_agents as support;
+use ahp_wrap_testkit::reach;
 
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
@@ -51,9 +54,10 @@ fn unprivileged_user() -> (u32, u32) {
 }
 
 /// A world for `user`: its files theirs, a PATH without root's own directories, the
-/// installed files looked for in `system_dir`.
+/// installed files looked for in `system_dir`, what it runs where it reaches it.
 fn world_for(user: (u32, u32), system_dir: &Path) -> World {
     let mut world = World::new(Agent::Gemini);
+    world.for_others();
     let status = Command::new("chown")
         .args(["-R", &format!("{}:{}", user.0, user.1)])
         .arg(world.dir.path())
@@ -73,15 +77,16 @@ fn world_for(user: (u32, u32), system_dir: &Path) -> World {
 fn system_dir() -> tempfile::TempDir {
     let dir = tempfile::Builder::new()
         .prefix("ahp-wrap-system-")
-        .tempdir_in(env!("CARGO_TARGET_TMPDIR"))
+        .tempdir_in(reach::base())
         .unwrap();
     std::fs::set_permissions(dir.path(), std::fs::Permissions::from_mode(0o755)).unwrap();
     dir
 }
 
-/// `ahp-wrap setup gemini [args]` as root, into `system_dir`.
+/// `ahp-wrap setup gemini [args]` as root, into `system_dir`: the wrapper the user's runs
+/// start, whose hook the file names.
 fn setup(system_dir: &Path, args: &[&str]) -> std::process::Output {
-    Command::new(ahp_wrap_testkit::wrap_bin())
+    Command::new(reach::wrapper_for_others())
         .args(["setup", "gemini"])
         .args(args)
         .env("AHP_WRAP_SYSTEM_DIR", system_dir)
@@ -231,7 +236,7 @@ fn an_old_or_tampered_installed_file_is_refused_with_the_reason() {
     assert_ne!(old.as_bytes(), original);
     std::fs::write(&file, old).unwrap();
     refused(&world, "is not what this ahp-wrap installs");
-    let doctor = Command::new(ahp_wrap_testkit::wrap_bin())
+    let doctor = Command::new(reach::wrapper_for_others())
         .args(["doctor", "--json"])
         .env("AHP_WRAP_SYSTEM_DIR", system.path())
         .env(
@@ -298,7 +303,7 @@ fn setup_is_roots_refuses_a_hook_a_user_could_replace_and_removes_only_its_own()
     let said = |out: &std::process::Output| String::from_utf8_lossy(&out.stderr).into_owned();
 
     // Not root: refused, with the command that works.
-    let mut as_user = Command::new(ahp_wrap_testkit::wrap_bin());
+    let mut as_user = Command::new(reach::wrapper_for_others());
     as_user
         .args(["setup", "gemini"])
         .env("AHP_WRAP_SYSTEM_DIR", system.path());
@@ -336,7 +341,7 @@ fn setup_is_roots_refuses_a_hook_a_user_could_replace_and_removes_only_its_own()
         .unwrap();
     assert!(out.status.success(), "{}", said(&out));
     assert!(file.exists(), "another install's file was removed");
-    let out = Command::new(ahp_wrap_testkit::wrap_bin())
+    let out = Command::new(reach::wrapper_for_others())
         .args(["setup", "--remove"])
         .env("AHP_WRAP_SYSTEM_DIR", system.path())
         .output()

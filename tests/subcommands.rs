@@ -375,3 +375,42 @@ fn a_failure_is_said_once_with_its_cause_and_its_code() {
         "{stderr}"
     );
 }
+
+/// `ahp-wrap --help` is the summary, under 120 lines, one line a command; each command's
+/// own `--help` and the manual page say the rest.
+#[test]
+fn the_help_is_a_summary_under_120_lines_with_one_line_a_command() {
+    let help = |args: &[&str]| {
+        let out = run(Command::new(wrap_bin()).args(args), Duration::from_secs(30));
+        assert_eq!(out.status.code(), Some(0), "{}", show(&out));
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let text = help(&["--help"]);
+    assert_eq!(text, help(&["-h"]), "--help and -h are the same summary");
+    assert!(
+        text.lines().count() <= 120,
+        "{} lines:\n{text}",
+        text.lines().count()
+    );
+    let commands: Vec<&str> = text
+        .lines()
+        .skip_while(|l| *l != "Commands:")
+        .skip(1)
+        .take_while(|l| !l.is_empty())
+        .collect();
+    assert!(commands.len() > 10, "{text}");
+    for line in commands {
+        assert!(
+            line.chars().count() <= 80,
+            "a command's line past 80 columns: {line:?}"
+        );
+    }
+    assert!(text.contains("man ahp-wrap"), "{text}");
+    assert!(
+        !text.contains("README"),
+        "no document that is not installed: {text}"
+    );
+    // The details: the command's own help, the manual page.
+    assert!(help(&["audit", "show", "--help"]).contains("--runs"));
+    assert!(help(&["man"]).contains("workspace the agent may write"));
+}

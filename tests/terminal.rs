@@ -62,23 +62,66 @@ fn on_a_terminal_our_warnings_go_to_the_log_file_and_come_back_after_the_agent()
             "{ours:?} reached the terminal while the agent had it:\n{during}"
         );
     }
-    // Before the agent: where our log goes. After it: the warning, held back until now.
+    // Before the agent: no file named (none is made until a line comes). After it: the
+    // warning, held back until now, and the file it was written to, which is there.
     let before = &screen[..start];
-    let log_file = std::fs::read_dir(state.join("ahp-wrap"))
-        .unwrap()
-        .map(|e| e.unwrap().path())
-        .find(|p| p.extension().is_some_and(|e| e == "log"))
-        .expect("a log file in the state dir");
+    let logs = default_logs(&state);
+    let [log_file] = &logs[..] else {
+        panic!("one log file in the state dir: {logs:?}\n{screen}");
+    };
     assert!(
-        before.contains(&log_file.display().to_string()),
-        "the log file is named before the agent starts: {screen}"
+        !before.contains(".log"),
+        "no file named before it is made: {screen}"
     );
-    let log = std::fs::read_to_string(&log_file).unwrap();
+    let log = std::fs::read_to_string(log_file).unwrap();
     assert!(log.contains("harness"), "the log has the warning: {log}");
     let after = &screen[end..];
     assert!(
         after.contains("warning(s) during the run") && after.contains("WARN"),
         "the warnings are repeated after the agent's screen: {after}"
+    );
+    assert!(
+        after.contains(&format!("(the whole log: {})", log_file.display())),
+        "the file named at exit: {after}"
+    );
+}
+
+/// The log file a terminal run names is there: a run that logs nothing makes none and names
+/// none; one whose filter logs more than warnings makes it at the start and names it there.
+#[test]
+fn on_a_terminal_the_log_file_is_named_only_where_it_is_made() {
+    let dir = tempfile::tempdir().unwrap();
+    let state = dir.path().join("state");
+    let quiet_run = |log: &str| {
+        let out = run(
+            Command::new("python3")
+                .arg(support("pty_run.py"))
+                .args(["AGENT-END", "", "--"])
+                .arg(wrap_bin())
+                .args(["--log", log, "--", "sh", "-c", "echo AGENT-END"])
+                .current_dir(dir.path())
+                .env("XDG_STATE_HOME", &state)
+                .env_remove("AHP_WRAP_LOG"),
+            Duration::from_secs(60),
+        );
+        String::from_utf8_lossy(&out.stdout).into_owned()
+    };
+    let screen = quiet_run("warn");
+    assert!(screen.contains("AGENT-END"), "{screen}");
+    assert!(
+        default_logs(&state).is_empty(),
+        "nothing logged, no file: {screen}"
+    );
+    assert!(!screen.contains(".log"), "no file named: {screen}");
+    let screen = quiet_run("info");
+    let logs = default_logs(&state);
+    let [log_file] = &logs[..] else {
+        panic!("the file made at the start: {logs:?}\n{screen}");
+    };
+    let start = screen.find("AGENT-END").unwrap();
+    assert!(
+        screen[..start].contains(&format!("ahp-wrap's log goes to {}", log_file.display())),
+        "named before the agent starts: {screen}"
     );
 }
 

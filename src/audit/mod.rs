@@ -79,6 +79,7 @@
 
 mod auditor;
 pub(crate) mod chain;
+pub(crate) mod fit;
 pub(crate) mod head;
 mod line;
 pub(crate) mod redact;

@@ -2,8 +2,9 @@
 //! trail by default; a run by its id, every run since a time, or a log file named.
 //!
 //! Each decision is a line of columns (time, verdict, rule, what was asked), with its reason
-//! on the line below; the columns fit the terminal's width when the output is one (else
-//! nothing is cut), and a long view is paged.
+//! wrapped on the lines below, whole. Every line fits the width (`COLUMNS`, else the
+//! terminal's, else 80): the columns are cut, paths written from `~` and cut in the middle;
+//! a long view is paged on a terminal.
 
 use std::fmt::Write as _;
 use std::fs::File;
@@ -11,10 +12,15 @@ use std::io::BufReader;
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use super::fit;
 use super::line::{self, Read};
-use super::summary::{describe_full, one_line};
 use super::trail::{self, RunLog};
 use super::{AuditRecord, Summary};
+
+mod table;
+#[cfg(test)]
+pub(crate) use table::decided_by;
+use table::table;
 
 /// What to show (`ahp-wrap audit show`'s options).
 #[derive(Debug, Default, clap::Args)]
@@ -101,12 +107,11 @@ fn read(path: &Path) -> Result<Log, String> {
 }
 
 /// The logs `show` asks for, in the trail at `dir` (when there is one).
-fn select(show: &Show, dir: Option<&Path>) -> Result<Vec<PathBuf>, String> {
+fn select(show: &Show, dir: Option<&Path>, runs: &[RunLog]) -> Result<Vec<PathBuf>, String> {
     if let Some(log) = &show.log {
         return Ok(vec![log.clone()]);
     }
     let dir = dir.ok_or("no audit trail: set HOME or XDG_STATE_HOME, or name a log file")?;
-    let runs = trail::runs(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
     if let Some(id) = &show.run {
         let id = id.to_ascii_lowercase();
         let found: Vec<&RunLog> = runs.iter().filter(|r| r.session.starts_with(&id)).collect();
@@ -120,12 +125,12 @@ fn select(show: &Show, dir: Option<&Path>) -> Result<Vec<PathBuf>, String> {
         };
     }
     if let Some(since) = show.since {
-        let recent = runs.into_iter().filter(|r| {
+        let recent = runs.iter().filter(|r| {
             std::fs::metadata(&r.path)
                 .and_then(|m| m.modified())
                 .is_ok_and(|m| m >= since)
         });
-        return Ok(recent.map(|r| r.path).collect());
+        return Ok(recent.map(|r| r.path.clone()).collect());
     }
     match runs.last() {
         Some(last) => Ok(vec![last.path.clone()]),
@@ -154,26 +159,39 @@ fn missing(dir: &Path, id: &str) -> String {
     )
 }
 
-/// The view `show` asks for, as text (`width`: the terminal's columns, when it is one).
-pub(crate) fn render(
-    show: &Show,
-    dir: Option<&Path>,
-    width: Option<usize>,
-) -> Result<String, String> {
+/// How the view is laid out: the width its lines fit in, and the home directory that
+/// paths are written from `~` in.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Layout<'a> {
+    /// The columns each line fits in (laid out as [`fit::MIN_WIDTH`] when narrower).
+    pub width: usize,
+    /// The user's home directory, if known.
+    pub home: Option<&'a Path>,
+}
+
+/// The view `show` asks for, as text, each line within `layout`'s width (but `--json`'s).
+pub(crate) fn render(show: &Show, dir: Option<&Path>, layout: Layout) -> Result<String, String> {
+    let width = layout.width.max(fit::MIN_WIDTH);
     let mut out = String::new();
-    if show.runs {
-        let dir = dir.ok_or("no audit trail: set HOME or XDG_STATE_HOME")?;
-        let runs = trail::runs(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?;
-        for run in runs {
-            let log = read(&run.path)?;
-            let _ = writeln!(out, "{}", heading(&run.session, &log));
+    let trail_runs = match dir {
+        Some(dir) if show.runs || show.log.is_none() => {
+            trail::runs(dir).map_err(|e| format!("cannot read {}: {e}", dir.display()))?
         }
+        _ => Vec::new(),
+    };
+    let sessions: Vec<&str> = trail_runs.iter().map(|r| r.session.as_str()).collect();
+    let short = short_len(&sessions);
+    if show.runs {
+        if dir.is_none() {
+            return Err("no audit trail: set HOME or XDG_STATE_HOME".into());
+        }
+        runs(&mut out, &trail_runs, short, width)?;
         return Ok(out);
     }
     let since = show
         .since
         .map(|t| humantime::format_rfc3339_millis(t).to_string());
-    for path in select(show, dir)? {
+    for path in select(show, dir, &trail_runs)? {
         let log = read(&path)?;
         let shown: Vec<&(Vec<u8>, AuditRecord)> = log
             .records
@@ -189,33 +207,123 @@ pub(crate) fn render(
             }
             continue;
         }
-        let session = log
-            .records
-            .iter()
-            .map(|(_, r)| r.session.as_str())
-            .find(|s| !s.is_empty())
-            .unwrap_or("?")
-            .to_owned();
-        let head = heading(&session, &log);
-        let _ = writeln!(
-            out,
-            "{}",
-            width.map_or(head.clone(), |w| one_line(&head, w - 1))
-        );
-        // The path whole, even where it is wider than the terminal: cut, it names nothing.
-        let _ = writeln!(out, "  {}", log.path.display());
-        table(&mut out, &shown, width);
+        let run = about(&log);
+        // The whole id when the line has room for it, else as much as tells it apart.
+        let whole = heading(&run, &run.session);
+        let head = match whole.chars().count() <= width {
+            true => whole,
+            false => heading(&run, short_id(&run.session, short)),
+        };
+        let _ = writeln!(out, "{}", fit::cut(&head, width));
+        if !run.what.is_empty() {
+            let what = fit::home(&run.what, layout.home);
+            let _ = writeln!(out, "  {}", fit::cut(&what, width - 2));
+        }
+        let file = fit::home(&log.path.display().to_string(), layout.home);
+        let _ = writeln!(out, "  {}", fit::middle(&file, width - 2));
+        table(&mut out, &shown, width, layout.home);
         out.push('\n');
     }
     Ok(out)
 }
 
-/// A run in one line: its id, agent, when, and what was decided.
-fn heading(session: &str, log: &Log) -> String {
+/// `--runs`: the trail's runs, one a line, oldest first.
+fn runs(out: &mut String, runs: &[RunLog], short: usize, width: usize) -> Result<(), String> {
+    let w_id = short.max("RUN".len());
+    let _ = writeln!(
+        out,
+        "{}",
+        fit::cut(
+            &format!(
+                "{:<w_id$}  {:<19}  DECIDED  BLOCKED  AGENT",
+                "RUN", "STARTED (UTC)"
+            ),
+            width
+        )
+    );
+    for r in runs {
+        let log = read(&r.path)?;
+        let run = about(&log);
+        let what = match run.what.as_str() {
+            "" => run.agent.clone(),
+            what => what.to_owned(),
+        };
+        let line = format!(
+            "{:<w_id$}  {:<19}  {:>7}  {:>7}  {what}",
+            short_id(&r.session, short),
+            run.when,
+            run.decided,
+            run.blocked
+        );
+        let _ = writeln!(out, "{}", fit::cut(&line, width));
+    }
+    Ok(())
+}
+
+/// How many characters of a session id tell the trail's runs apart: 8 (a UUID's first
+/// group), or more where two runs share them.
+fn short_len(sessions: &[&str]) -> usize {
+    let mut unique = sessions.to_vec();
+    unique.sort_unstable();
+    unique.dedup();
+    let longest = unique.iter().map(|s| s.chars().count()).max().unwrap_or(0);
+    let distinct = |n: usize| {
+        let shorts: std::collections::HashSet<&str> =
+            unique.iter().map(|s| short_id(s, n)).collect();
+        shorts.len() == unique.len()
+    };
+    let mut n = 8;
+    while n < longest && !distinct(n) {
+        n += 1;
+    }
+    n
+}
+
+/// The first `n` characters of `session`.
+fn short_id(session: &str, n: usize) -> &str {
+    session
+        .char_indices()
+        .nth(n)
+        .map_or(session, |(at, _)| &session[..at])
+}
+
+/// What a run's heading says of it.
+struct Run {
+    /// The session id.
+    session: String,
+    /// The framework, as the session's start names it.
+    agent: String,
+    /// `agent: command`, or the agent alone.
+    what: String,
+    /// When its first record was written (UTC, to the second).
+    when: String,
+    /// Its decisions (not notifications), and how many blocked.
+    decided: u64,
+    /// Its blocks.
+    blocked: u64,
+}
+
+/// A run's heading: `run <id>  <when> UTC  <n> decided, <m> blocked`.
+fn heading(run: &Run, id: &str) -> String {
+    format!(
+        "run {id}  {} UTC  {} decided, {} blocked",
+        run.when, run.decided, run.blocked
+    )
+}
+
+/// What the run's records say of it: its id, agent, command, start and counts.
+fn about(log: &Log) -> Run {
     let mut summary = Summary::default();
     for (_, r) in &log.records {
         summary.add(r);
     }
+    let session = log
+        .records
+        .iter()
+        .map(|(_, r)| r.session.as_str())
+        .find(|s| !s.is_empty())
+        .unwrap_or("?")
+        .to_owned();
     let start = log
         .records
         .iter()
@@ -233,7 +341,8 @@ fn heading(session: &str, log: &Log) -> String {
                     .map_or(first.agent.as_str(), |(f, _)| f),
             )
         })
-        .unwrap_or("?");
+        .unwrap_or("?")
+        .to_owned();
     let command = start
         .and_then(|(_, r)| r.payload.get("command")?.as_array())
         .map(|parts| {
@@ -242,7 +351,7 @@ fn heading(session: &str, log: &Log) -> String {
             if let Some(program) = words.first_mut() {
                 *program = program.rsplit('/').next().unwrap_or(program);
             }
-            one_line(&words.join(" "), 60)
+            fit::flat(&words.join(" "))
         })
         .unwrap_or_default();
     let when = log
@@ -255,12 +364,18 @@ fn heading(session: &str, log: &Log) -> String {
         .filter(|(d, _)| *d != "notified")
         .map(|(_, n)| n)
         .sum();
-    let blocked = summary.by_decision.get("block").copied().unwrap_or(0);
     let what = match command.is_empty() {
-        true => agent.to_owned(),
+        true => String::new(),
         false => format!("{agent}: {command}"),
     };
-    format!("run {session}  {when} UTC  {what}  ({decided} decided, {blocked} blocked)")
+    Run {
+        session,
+        what,
+        when,
+        decided,
+        blocked: summary.by_decision.get("block").copied().unwrap_or(0),
+        agent,
+    }
 }
 
 /// `2026-11-28T19:41:30.123Z` as `2026-11-28 19:41:30`, or `19:41:30` without the date.
@@ -269,76 +384,6 @@ fn time(ts: &str, date: bool) -> &str {
         (true, Some(_), _) => ts.get(..19).map_or(ts, |t| t),
         (false, _, Some(t)) => t,
         _ => ts,
-    }
-}
-
-/// The decisions as columns: time, verdict, rule, what; the reason below what.
-fn table(out: &mut String, records: &[&(Vec<u8>, AuditRecord)], width: Option<usize>) {
-    struct Row {
-        time: String,
-        verdict: String,
-        rule: String,
-        what: String,
-        reason: Option<String>,
-    }
-    let rows: Vec<Row> = records
-        .iter()
-        .map(|(_, r)| Row {
-            time: time(&r.ts, false).to_owned(),
-            verdict: match (r.decision.as_str(), r.observed.as_deref()) {
-                (d, Some(o)) if d != o => format!("{d} (would {o})"),
-                (d, _) => d.to_owned(),
-            },
-            rule: r
-                .source
-                .strip_prefix("policy:")
-                .unwrap_or(&r.source)
-                .to_owned(),
-            what: match describe_full(&r.payload) {
-                w if w.is_empty() => r.event_type.clone(),
-                w => w,
-            },
-            reason: r.reason.as_deref().map(|s| one_line(s, usize::MAX)),
-        })
-        .collect();
-    if rows.is_empty() {
-        out.push_str("  (nothing to show)\n");
-        return;
-    }
-    let widest = |column: fn(&Row) -> &str, header: &str| {
-        rows.iter()
-            .map(|r| column(r).chars().count())
-            .chain([header.len()])
-            .max()
-            .unwrap_or(0)
-    };
-    let w_time = widest(|r| &r.time, "TIME");
-    let w_verdict = widest(|r| &r.verdict, "VERDICT");
-    let w_rule = widest(|r| &r.rule, "RULE").min(32);
-    let indent = 2 + w_time + 2 + w_verdict + 2 + w_rule + 2;
-    // What is left for the last column; never less than a readable strip.
-    let rest = width.map(|w| w.saturating_sub(indent).max(24));
-    let _ = writeln!(
-        out,
-        "  {:<w_time$}  {:<w_verdict$}  {:<w_rule$}  WHAT",
-        "TIME", "VERDICT", "RULE"
-    );
-    for row in rows {
-        let fit = |s: &str, n: Option<usize>| match n {
-            Some(n) => one_line(s, n.saturating_sub(1).max(1)),
-            None => s.to_owned(),
-        };
-        let _ = writeln!(
-            out,
-            "  {:<w_time$}  {:<w_verdict$}  {:<w_rule$}  {}",
-            row.time,
-            row.verdict,
-            fit(&row.rule, Some(w_rule + 1)),
-            fit(&row.what, rest)
-        );
-        if let Some(reason) = row.reason {
-            let _ = writeln!(out, "{:indent$}↳ {}", "", fit(&reason, rest.map(|n| n - 2)));
-        }
     }
 }
 

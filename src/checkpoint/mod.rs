@@ -62,6 +62,29 @@ const AT_ONCE: u64 = 16 << 20;
 /// The first checkpoint's large files, being kept.
 type Deferred = std::thread::JoinHandle<Vec<(String, scan::Entry)>>;
 
+/// What a workspace that is no project is: the home directory or the root.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum NotAProject {
+    /// The user's home directory (`$HOME`).
+    Home,
+    /// `/`, the whole file system.
+    Root,
+}
+
+/// Whether `workspace` is the home directory (`$HOME`) or `/`, which hold far more than a
+/// project: no checkpoints are kept there (copying a home at every tool call would take
+/// minutes and gigabytes).
+pub fn not_a_project(workspace: &Path) -> Option<NotAProject> {
+    let same = |a: &Path, b: &Path| {
+        a == b || matches!((a.canonicalize(), b.canonicalize()), (Ok(a), Ok(b)) if a == b)
+    };
+    if same(workspace, Path::new("/")) {
+        return Some(NotAProject::Root);
+    }
+    let home = std::env::var_os("HOME").filter(|h| !h.is_empty())?;
+    same(workspace, Path::new(&home)).then_some(NotAProject::Home)
+}
+
 /// One run's checkpoints.
 pub struct Checkpointer {
     state: Mutex<State>,
@@ -133,12 +156,9 @@ impl Checkpointer {
         if spec.enabled == Some(false) {
             return Ok(None);
         }
-        let home = std::env::var_os("HOME").map(PathBuf::from);
-        if workspace == Path::new("/") || home.as_deref() == Some(workspace) {
-            return Err(format!(
-                "{} is not a project: no checkpoints (give --workspace DIR)",
-                workspace.display()
-            ));
+        // Said at the start, once, with what it means (`run::floor::workspace_warning`).
+        if not_a_project(workspace).is_some() {
+            return Ok(None);
         }
         let store = Store::open().ok_or("no state directory for the checkpoints")?;
         store

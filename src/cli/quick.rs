@@ -17,7 +17,7 @@ impl Cli {
     fn try_parse_quick_from(args: Vec<std::ffi::OsString>) -> Result<Cli, clap::Error> {
         match Cli::run_only(&args) {
             Some(run) => Ok(Cli { command: None, run }),
-            None => Cli::try_parse_from(args),
+            None => Cli::try_parse_from(summary_help(args)),
         }
     }
 
@@ -37,6 +37,26 @@ impl Cli {
         });
         (plain && !run.agent.is_empty()).then_some(run)
     }
+}
+
+/// `args` with the top level's `--help` (before any command or the agent), or `help` alone,
+/// as `-h`: the
+/// wrapper's help is its summary, one line an option and a command; each option in full is
+/// in the manual page (`man ahp-wrap`), each command's in its own `--help`.
+fn summary_help(mut args: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    if args.len() == 2 && args[1] == "help" {
+        args[1] = "-h".into();
+    }
+    for a in args.iter_mut().skip(1) {
+        let s = a.to_str().unwrap_or_default();
+        if s == "--" || Command::has_subcommand(s) || !s.starts_with('-') {
+            break;
+        }
+        if s == "--help" {
+            *a = "-h".into();
+        }
+    }
+    args
 }
 
 #[cfg(test)]
@@ -83,5 +103,22 @@ mod tests {
         assert_eq!(agent.run.agent, ["serve"]);
         let e = Cli::try_parse_quick_from(args("ahp-wrap --bogus -- x")).unwrap_err();
         assert_eq!(e.kind(), clap::error::ErrorKind::UnknownArgument);
+    }
+
+    #[test]
+    fn the_top_levels_help_is_the_summary_and_no_one_elses_is_changed() {
+        assert_eq!(
+            summary_help(args("ahp-wrap -q --help")),
+            args("ahp-wrap -q -h")
+        );
+        assert_eq!(summary_help(args("ahp-wrap help")), args("ahp-wrap -h"));
+        for line in [
+            "ahp-wrap audit --help",
+            "ahp-wrap help audit",
+            "ahp-wrap claude --help",
+            "ahp-wrap -- claude --help",
+        ] {
+            assert_eq!(summary_help(args(line)), args(line), "{line}");
+        }
     }
 }

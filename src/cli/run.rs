@@ -272,7 +272,7 @@ pub struct Supervision {
 
     /// Load a shim manifest: an agent's hooks described in TOML (repeatable).
     ///
-    /// See docs/shims.md. Loaded beside the built-in shims and those in $XDG_CONFIG_HOME/ahp-
+    /// Loaded beside the built-in shims and those in $XDG_CONFIG_HOME/ahp-
     /// wrap/shims; one that does not load stops the run.
     #[arg(help_heading = "Interception", long = "shim", value_name = "FILE")]
     pub shim: Vec<PathBuf>,

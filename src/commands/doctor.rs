@@ -193,7 +193,8 @@ fn floor() -> (Vec<String>, Vec<String>) {
         Err(e) => return (Vec::new(), vec![crate::error_chain(&e)]),
     };
     let generic = frameworks::generic();
-    let (_, report) = super::floor_here(&spec, generic, None);
+    let here = std::env::current_dir().unwrap_or_else(|_| "/".into());
+    let (_, report) = super::floor_here(&spec, generic, here);
     // Whether a run allows nested sandboxes depends on its agent: checked apart (`nested`).
     let apart = |l: &String| !l.starts_with("nested sandboxes:");
     (

@@ -458,6 +458,22 @@ pub(crate) fn context(
     }
 }
 
+/// What a run (or `policy floor`) in `workspace` says first when the workspace is the home
+/// directory or `/`: in one line, what that means and how to start in a project instead.
+pub(crate) fn workspace_warning(workspace: &Path) -> Option<String> {
+    use crate::checkpoint::NotAProject;
+    let (what, files) = match crate::checkpoint::not_a_project(workspace)? {
+        NotAProject::Home => ("your home directory", "every file in it"),
+        NotAProject::Root => ("/, the whole file system", "every file you can"),
+    };
+    Some(format!(
+        "the workspace is {what} ({}): the agent may write {files}, and no checkpoints are \
+         kept (nothing to undo); to work on a project, `cd` into it first or give \
+         --workspace DIR",
+        workspace.display()
+    ))
+}
+
 /// `$HOME`, else the password database's home of our user, else `/`.
 pub(crate) fn home_dir() -> PathBuf {
     if let Some(h) = std::env::var_os("HOME").filter(|h| !h.is_empty()) {

@@ -220,6 +220,10 @@ impl Run<'_> {
             eprintln!("ahp-wrap: warning: {w}");
             self.notes.push(format!("warning: {w}"));
         }
+        // Once, here: the person chose where to start, and a line at exit comes too late.
+        if let Some(w) = super::floor::workspace_warning(&self.cfg.workspace) {
+            eprintln!("ahp-wrap: warning: {w}");
+        }
         if self.cfg.quiet {
             return;
         }
@@ -240,12 +244,19 @@ impl Run<'_> {
                 list.join(", ")
             );
         }
+        // The default log file is named only once it is there (made at the start when the
+        // filter logs more than warnings; else at its first line, named at exit).
         let log = crate::termlog::sink();
-        if let (true, Some(path)) = (log.default_file, &log.path) {
-            eprintln!(
+        match (log.default_file, log.made_at_start, &log.path) {
+            (true, true, Some(path)) => eprintln!(
                 "ahp-wrap: the terminal is the agent's: ahp-wrap's log goes to {} (warnings are repeated at exit)",
                 path.display()
-            );
+            ),
+            (true, _, _) => eprintln!(
+                "ahp-wrap: the terminal is the agent's: nothing of ahp-wrap's is written on it \
+                 while the agent runs (warnings are repeated at exit)"
+            ),
+            _ => {}
         }
     }
 
@@ -425,6 +436,11 @@ impl Run<'_> {
         self.last_checkpoint(last).await;
         // After the last checkpoint, whose view of the workspace tells what the tree wrote.
         self.keep_run_files_aside(held).await;
+        // The directories the floor made for the agent that it left empty: the user did not
+        // have them before the run.
+        for dir in crate::floor::plan::made::remove_empty() {
+            tracing::debug!("floor: removed {}, made empty for the run", dir.display());
+        }
         if let Some(control) = held.control.as_mut() {
             if control.finish(&self.gate).await {
                 exit = Exit::Wrapper;

@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Drives a command on a fresh pseudo-terminal through steps, as a person would.
 
-usage: pty_steps.py [--cols N] [--limit SECS] WAIT KEYS [WAIT KEYS ...] -- command...
+usage: pty_steps.py [--cols N] [--limit SECS] [--repeat-last N] WAIT KEYS [WAIT KEYS ...] -- command...
 
 Starts the command as the session leader of a new pty, then for each step waits until WAIT
 appears in the output since the previous step (an empty WAIT waits for nothing, `@SECS`
@@ -9,7 +9,9 @@ waits that many seconds after the previous step) and types
 KEYS (Python escapes: '\\r' for Enter, '\\x03' for Ctrl-C, '\\x1b[B' for the down arrow). Answers the terminal's cursor
 position queries (ESC[6n) as a terminal would. Echoes everything the command printed and
 exits with its exit code (128+N for signal N; 99 when the limit is reached, after a line
-that names the steps still waiting).
+that names the steps still waiting). With --repeat-last N, the last N steps run again, and
+again, while the command is still running once every step has run (a quit whose keys the
+command dropped, busy, is typed again rather than waited on until the limit).
 """
 import os
 import pty
@@ -21,18 +23,21 @@ import fcntl
 import termios
 
 args = sys.argv[1:]
-cols, limit = 200, 60.0
+cols, limit, repeat = 200, 60.0, 0
 while args and args[0].startswith("--") and args[0] != "--":
     if args[0] == "--cols":
         cols = int(args[1])
     elif args[0] == "--limit":
         limit = float(args[1])
+    elif args[0] == "--repeat-last":
+        repeat = int(args[1])
     args = args[2:]
 sep = args.index("--")
 pairs = args[:sep]
 cmd = args[sep + 1:]
 steps = [(pairs[i].encode(), pairs[i + 1].encode().decode("unicode_escape").encode("latin-1"))
          for i in range(0, len(pairs), 2)]
+again = steps[len(steps) - repeat:] if repeat else []
 pid, fd = pty.fork()
 if pid == 0:
     os.execvp(cmd[0], cmd)
@@ -69,6 +74,8 @@ while time.time() < deadline:
         if b"\x1b[6n" in data:
             os.write(fd, b"\x1b[1;1R")
         out += data
+    if not steps and again:
+        steps = list(again)
     if steps and ready(steps[0][0]):
         wait, keys = steps.pop(0)
         last_step = time.time()

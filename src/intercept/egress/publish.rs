@@ -8,8 +8,10 @@
 //! `[floor.net] publish` and the gate. Allowed, the wrapper listens on the same port of this
 //! machine's loopback (`127.0.0.1` for an IPv4 listener, `::1` for an IPv6 one, both for the
 //! IPv6 wildcard), and carries each connection it accepts into the tree's namespace, on a
-//! socket the porter made there, to the tree's listener. A port already taken on this side
-//! is said at the end of the run and audited; the tree's listener works inside all the same.
+//! socket the porter made there, to the tree's listener. A listener that cannot be published
+//! (its port taken on this side on every address it would have) is said once, in words, at
+//! the end of the run, audited, and told to the agent in its next tool call's context (the
+//! user cannot reach it; it works inside the tree all the same).
 //!
 //! A port a program of the person's listens on or listened on, or a well-known service's
 //! port, is never taken ([`ports`]): the tree's listener is published on a port of the
@@ -62,6 +64,9 @@ pub(crate) struct Published {
     live: Mutex<HashMap<SocketAddr, Vec<tokio::task::AbortHandle>>>,
     /// Whether the watch of the tree's socket table runs.
     watching: std::sync::atomic::AtomicBool,
+    /// The tree's listeners said to be unpublished: each is said once, however often it
+    /// listens again.
+    said: Mutex<std::collections::HashSet<SocketAddr>>,
     /// The ports known to be the person's: never published on. Shared with the thread that
     /// reads them at the start (which holds nothing else of the run's: the audit log closes
     /// when the run ends, whether that thread has finished or not).
@@ -124,6 +129,7 @@ impl Egress {
             None => l.addr.port(),
         };
         let mut published_on = None;
+        let mut failed = Vec::new();
         for outside in outside_addresses(l.addr, mode) {
             let outside = SocketAddr::new(outside.ip(), port);
             match TcpListener::bind(outside).await {
@@ -139,11 +145,20 @@ impl Egress {
                     });
                     tasks.push(task.abort_handle());
                 }
-                Err(e) => {
-                    let why = format!("{outside} cannot be listened on here: {e}");
-                    self.not_published(shown, why, "taken").await;
-                }
+                Err(e) => failed.push(format!("{outside} cannot be listened on here: {e}")),
             }
+        }
+        // Published on one of its addresses (`::1` taken, `127.0.0.1` not): the user reaches
+        // it there, nothing to say but in the log.
+        match published_on {
+            None if !failed.is_empty() => {
+                return self.not_published(shown, failed.join("; "), "taken").await
+            }
+            Some(on) if !failed.is_empty() => tracing::info!(
+                "floor: the tree's listener on {shown} is published at {on} only: {}",
+                failed.join("; ")
+            ),
+            _ => {}
         }
         if let (Some(theirs), Some(on)) = (theirs, published_on) {
             self.published_elsewhere(shown, on, theirs).await;
@@ -191,18 +206,34 @@ impl Egress {
         self.gate.say(EventType::Error, payload).await;
     }
 
-    /// Says (in the log, at the end of the run) and audits a listener left unpublished.
+    /// Says once (at the end of the run, and to the agent after its next tool call) and
+    /// audits a listener left unpublished: the user cannot reach it.
     async fn not_published(&self, shown: SocketAddr, why: String, what: &str) {
         self.published.refused.fetch_add(1, Ordering::Relaxed);
         crate::telemetry::published(what);
         let m = format!(
-            "floor: the tree's listener on {shown} is not published on this machine: {why} (it \
-             still works inside the tree)"
+            "floor: the server the agent's tree started on {shown} cannot be reached from this \
+             machine, only from inside the tree: {why}"
         );
-        tracing::warn!("{m}");
+        let first = self
+            .published
+            .said
+            .lock()
+            .is_ok_and(|mut said| said.insert(shown));
+        if !first {
+            tracing::debug!("{m}");
+            return;
+        }
+        tracing::info!("{m}");
         if let Ok(mut taken) = self.published.taken.lock() {
             taken.push(m.clone());
         }
+        self.gate.floor_met.notice(format!(
+            "ahp-wrap (the supervisor of this session): the server the agent's tree started on \
+             port {} cannot be reached by the user from this machine ({why}); it works only \
+             inside this session: tell the user, or start it on another port.",
+            shown.port()
+        ));
         let payload = json!({"source": "floor", "message": m, "listen": shown.to_string()});
         self.gate.say(EventType::Error, payload).await;
     }

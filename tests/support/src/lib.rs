@@ -12,6 +12,8 @@
 //!   approvals host and its page in a real Chromium; [`rabbitmq`], [`fleet`]: a private
 //!   broker and the fleet's workers.
 //! - [`terminal`]: an agent CLI on a real pseudo-terminal, driven through steps.
+//! - [`reach`]: the wrapper, an agent and the scripts where a run as another user reaches
+//!   them.
 
 // A test world is made with `new()`, so that each test says it starts a fresh one.
 #![allow(clippy::new_without_default)]
@@ -30,6 +32,7 @@ pub mod llm_agents;
 pub mod mcp;
 pub mod opencode_family;
 pub mod rabbitmq;
+pub mod reach;
 pub mod terminal;
 
 /// The project's root directory.

@@ -246,6 +246,21 @@ pub struct World {
     pub user: Option<(u32, u32)>,
     /// Variables every run gets, after the offline environment.
     pub env: Vec<(String, std::ffi::OsString)>,
+    /// Where a run as [`World::user`] finds the wrapper, the agent and the harness's
+    /// scripts, when not where the test finds them ([`World::for_others`]).
+    pub reach: Option<Reachable>,
+}
+
+/// The wrapper, the agent and the test kit's scripts where another user reaches them
+/// ([`crate::reach`]).
+#[derive(Debug, Clone)]
+pub struct Reachable {
+    /// `ahp-wrap`, with `ahp-wrap-hook` beside it.
+    pub wrapper: PathBuf,
+    /// The agent's executable.
+    pub agent: PathBuf,
+    /// The test kit's scripts (`tests/support/`).
+    pub support: PathBuf,
 }
 
 impl Deref for World {
@@ -263,6 +278,7 @@ impl World {
             agent,
             user: None,
             env: Vec::new(),
+            reach: None,
         };
         // Offline: telemetry, usage statistics and update checks off; API-key auth.
         world.user_settings(match agent {
@@ -308,6 +324,34 @@ impl World {
         std::fs::write(file, settings.to_string()).unwrap();
     }
 
+    /// Runs as another user find the wrapper, the agent and the harness's scripts where
+    /// that user reaches them (copies, where the checkout lies beyond its reach).
+    pub fn for_others(&mut self) {
+        let installed = self.agent.bin();
+        let install = installed.parent().expect("the agent's install directory");
+        let name = install.file_name().expect("a named install directory");
+        let copy = crate::reach::for_others(install, &name.to_string_lossy());
+        self.reach = Some(Reachable {
+            wrapper: crate::reach::wrapper_for_others(),
+            agent: copy.join(installed.file_name().expect("the agent's file name")),
+            support: crate::reach::support_for_others(),
+        });
+    }
+
+    /// `--harness stdio:…` for the scripted harness with these rules (its script where a
+    /// run as [`World::user`] reaches it).
+    pub fn harness(&self, rules: Value) -> String {
+        match &self.reach {
+            Some(r) => crate::common::script_harness_in(
+                &r.support,
+                self.dir.path(),
+                &self.events_log(),
+                rules,
+            ),
+            None => self.base.harness(rules),
+        }
+    }
+
     /// `ahp-wrap WRAPPER -- <agent> <prompt> …` in the workspace, offline, with `env` added.
     pub fn wrapped(
         &self,
@@ -316,8 +360,12 @@ impl World {
         prompt: &str,
         env: &[(&str, &Path)],
     ) -> Run {
-        let mut cmd = Command::new(crate::wrap_bin());
-        cmd.args(wrapper).arg("--").arg(self.agent.bin());
+        let (wrap, agent) = match &self.reach {
+            Some(r) => (r.wrapper.clone(), r.agent.clone()),
+            None => (crate::wrap_bin(), self.agent.bin()),
+        };
+        let mut cmd = Command::new(wrap);
+        cmd.args(wrapper).arg("--").arg(agent);
         self.run_agent(cmd, llm, prompt, env)
     }
 

@@ -11,9 +11,22 @@ use crate::agents;
 /// screen with its escape sequences and all white space taken out (agents draw words apart
 /// with cursor moves, not spaces), and the exit code (99: `limit` reached).
 pub fn on_terminal(cmd: &Command, steps: &[&str], limit: Duration) -> (String, Option<i32>) {
+    on_terminal_again(cmd, steps, 0, limit)
+}
+
+/// [`on_terminal`], the last `again` steps (pairs of a wait and keys) run again while the
+/// command still runs once every step has run: a quit the agent dropped while busy is typed
+/// again instead of waited on until `limit`.
+pub fn on_terminal_again(
+    cmd: &Command,
+    steps: &[&str],
+    again: usize,
+    limit: Duration,
+) -> (String, Option<i32>) {
     let mut pty = Command::new("python3");
     pty.arg(agents::root().join("tests/support/pty_steps.py"))
         .args(["--limit", &limit.as_secs().to_string()])
+        .args(["--repeat-last", &again.to_string()])
         .args(steps)
         .arg("--")
         .arg(cmd.get_program())

@@ -10,6 +10,7 @@ use super::Spec;
 use crate::statefile::StateFile;
 
 mod git;
+pub mod made;
 pub use git::git_hooks;
 
 /// The temp directories every run may write (and `$TMPDIR`).
@@ -225,14 +226,15 @@ fn roots(spec: &Spec, cx: &Context, paths: &mut Resolver) -> Roots {
     // The agent's own state is made with its missing parents beneath the home (a fresh
     // home has no `~/.local/share` for an agent that keeps its state there; the agent
     // would make it, and cannot on the floor); a cache only where its parent exists.
+    // Those made are removed at the run's end when still empty (`made`).
     for dir in &cx.agent_state {
         if cx.create_missing && !dir.exists() && dir.starts_with(&cx.home) && cx.home.is_dir() {
-            let _ = std::fs::create_dir_all(dir);
+            made::make_all(dir);
         }
     }
     for dir in cx.agent_state.iter().chain(&listed).chain(&caches) {
         if cx.create_missing && !dir.exists() && dir.parent().is_some_and(Path::is_dir) {
-            let _ = std::fs::create_dir(dir);
+            made::make(dir);
         }
     }
     writable.extend(cx.agent_state.iter().chain(&listed).cloned());
@@ -320,7 +322,7 @@ impl Plan {
                 && parent.is_dir()
                 && !kept(&paths.look(parent).0.join(name))
             {
-                let _ = std::fs::create_dir(dir);
+                made::make(dir);
             }
         }
         let project: Vec<PathBuf> = cx.project.iter().map(|p| ws.join(p)).collect();

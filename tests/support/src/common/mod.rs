@@ -103,13 +103,24 @@ pub fn script_harness(dir: &Path, rules: serde_json::Value) -> String {
 }
 
 /// [`script_harness`], its rules in `dir/rules.json`, logging every message to `log`.
-pub fn script_harness_logging_to(dir: &Path, log: &Path, mut rules: serde_json::Value) -> String {
+pub fn script_harness_logging_to(dir: &Path, log: &Path, rules: serde_json::Value) -> String {
+    script_harness_in(&crate::root().join("tests/support"), dir, log, rules)
+}
+
+/// [`script_harness_logging_to`], the script taken from `scripts` (a copy of
+/// `tests/support/` another user can reach, say).
+pub fn script_harness_in(
+    scripts: &Path,
+    dir: &Path,
+    log: &Path,
+    mut rules: serde_json::Value,
+) -> String {
     rules["log"] = log.display().to_string().into();
     let file = dir.join("rules.json");
     std::fs::write(&file, rules.to_string()).unwrap();
     format!(
         "stdio:python3 '{}' '{}'",
-        support("script_harness.py").display(),
+        scripts.join("script_harness.py").display(),
         file.display()
     )
 }
