@@ -78,13 +78,17 @@ if [ -n "$peer" ]; then
   if [ ! -x "$om" ]; then
     (cd /tmp && cargo install -q openmoat --version 0.12.1 --locked --root "$peer_root")
   fi
-  # OpenMoat's hook as its init installs it for Claude Code (`openmoat hook`), fed the same
-  # payload, in the same loop, in the large repository; no wrapper around it.
+  # OpenMoat's hook as its init installs it for Claude Code (`openmoat guard --host
+  # claude-code`, its default policy and audit log set up by `openmoat init --yes` in a home
+  # of its own), fed the same payload, in the same loop, in both repositories; no wrapper.
+  ph=$work/peer-home
+  mkdir -p "$ph/.claude"
+  (cd "$ph" && HOME=$ph MOAT_HOME=$ph/.moat CLAUDE_CONFIG_DIR=$ph/.claude "$om" init --yes --hosts claude-code </dev/null >/dev/null)
   for repo in "$work/small" "$work/large"; do
-    t=$(cd "$repo" && HOME="$work/peer-home" PAYLOAD=$payload sh -c \
-      "sh '$work/loop.sh' $calls /bin/true; sh '$work/loop.sh' $calls '$om' hook")
+    t=$(cd "$repo" && HOME=$ph MOAT_HOME=$ph/.moat CLAUDE_CONFIG_DIR=$ph/.claude PAYLOAD=$payload sh -c \
+      "sh '$work/loop.sh' $calls /bin/true; sh '$work/loop.sh' $calls '$om' guard --host claude-code")
     set -- $t
-    printf '| OpenMoat 0.12.1 `openmoat hook`, %s | %s ms | |\n' "$(basename "$repo")" \
+    printf '| OpenMoat 0.12.1 `openmoat guard`, %s | %s ms | |\n' "$(basename "$repo")" \
       "$(python3 -c "print(f'{($2 - $1) / $calls / 1e6:.2f}')")"
   done
 fi
