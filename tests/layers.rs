@@ -33,10 +33,18 @@ const LAYERS: &[(&str, &[&str])] = &[
         &["audit", "control", "error_chain", "protocol"],
     ),
     ("client", &["jsonrpc", "protocol", "transport"]),
-    // The workspace's checkpoints: its store lies in the state directory (termlog's).
+    // The workspace's checkpoints: its store lies in the state directory (termlog's); the
+    // refs undo puts back are written atomically as state files are.
     (
         "checkpoint",
-        &["beneath", "policy", "protocol", "random_hex", "termlog"],
+        &[
+            "beneath",
+            "policy",
+            "protocol",
+            "random_hex",
+            "statefile",
+            "termlog",
+        ],
     ),
     // The registry and its two built-in shims import the adapter crate alone; these three
     // are named only in strings, by the test of that rule (`frameworks/rule.rs`).

@@ -96,7 +96,9 @@ fn the_quick_start_runs_as_written() {
     );
     // The run's record is in the default trail, with no option given: `audit show` shows
     // the block, its rule and its reason.
-    let out = bash("~/.local/bin/ahp-wrap audit show", home.path());
+    // Wide enough that the record's command and reason are each on one line (a pipe is
+    // shown at 80 columns).
+    let out = bash("COLUMNS=200 ~/.local/bin/ahp-wrap audit show", home.path());
     let shown = String::from_utf8_lossy(&out.stdout);
     assert_eq!(out.status.code(), Some(0), "{}", show(&out));
     assert!(
@@ -271,7 +273,8 @@ fn claude_then_audit_show(wrapper: &Path) {
         Command::new(wrapper)
             .args(["audit", "show"])
             .env_clear()
-            .env("HOME", &home),
+            .env("HOME", &home)
+            .env("COLUMNS", "200"),
         Duration::from_secs(30),
     );
     let shown = String::from_utf8_lossy(&out.stdout);
