@@ -254,8 +254,14 @@ pub(crate) fn rescan(
             continue;
         }
         let path = root.join(rel);
-        match std::fs::symlink_metadata(&path) {
-            Ok(m) if m.is_dir() => match reach::reach(&rules.exclude, root, rel, true) {
+        // Reached as a walk reaches it, through directories and no link the tree made on
+        // the way (else it is not there for this checkpoint).
+        let reachable = Path::new(rel)
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty())
+            .is_none_or(|p| crate::beneath::is_dir(&root.join(p)).unwrap_or(false));
+        match std::fs::symlink_metadata(&path).ok().filter(|_| reachable) {
+            Some(m) if m.is_dir() => match reach::reach(&rules.exclude, root, rel, true) {
                 Take::Dir(w) => {
                     walk(&path, rel, w, rules, &mut walked, watch.as_deref_mut())?;
                     walked_dirs.insert(rel);
@@ -269,7 +275,7 @@ pub(crate) fn rescan(
                 }
                 Take::Skip | Take::File => {}
             },
-            Ok(m)
+            Some(m)
                 if (m.is_file() || m.file_type().is_symlink())
                     && reach::reach(&rules.exclude, root, rel, false) == Take::File =>
             {
@@ -496,6 +502,11 @@ pub(crate) fn left_out(
         if ancestors(dir).any(|a| dirs.contains(a)) {
             continue;
         }
+        // Never through a link the tree put there (a `node_modules` made a link to the
+        // home would have the wrapper list the home).
+        if !crate::beneath::is_dir(&root.join(dir)).unwrap_or(false) {
+            continue;
+        }
         let mut found = LeftOut {
             dir: dir.clone(),
             ..LeftOut::default()
@@ -715,5 +726,45 @@ mod tests {
         }
         assert!(current.contains_key("c/a/b/7") && !current.contains_key("node_modules/x/z"));
         assert!(current.contains_key("node_modules/.bin/jest"));
+    }
+
+    /// A directory the tree replaced by a link out of the workspace is followed neither by a
+    /// rescan of what the watches named under it nor by the end's count of a left-out
+    /// directory: nothing of the outside is recorded or listed.
+    #[test]
+    fn a_link_the_tree_made_is_followed_neither_by_a_rescan_nor_by_the_count() {
+        let dir = tempfile::tempdir().unwrap();
+        let (root, store) = (dir.path().join("ws"), Store::at(dir.path().join("store")));
+        let outside = dir.path().join("home");
+        store.create().unwrap();
+        std::fs::create_dir_all(root.join("a")).unwrap();
+        std::fs::create_dir_all(outside.join("sub")).unwrap();
+        std::fs::write(outside.join("sub/secret"), "theirs").unwrap();
+        std::os::unix::fs::symlink("theirs", outside.join("sub/link")).unwrap();
+        std::fs::write(outside.join("run.sh"), "#!/bin/sh\n").unwrap();
+        std::fs::set_permissions(
+            outside.join("run.sh"),
+            <std::fs::Permissions as std::os::unix::fs::PermissionsExt>::from_mode(0o755),
+        )
+        .unwrap();
+        std::fs::write(root.join("package.json"), "{}").unwrap();
+        let rules = Rules {
+            exclude: vec!["node_modules".into()],
+            tracked: HashSet::new(),
+            max_file: 1 << 20,
+            at_once: u64::MAX,
+            max_files: 1 << 20,
+        };
+        let first = manifest(&root, &rules, &Manifest::new(), &store, None).unwrap();
+        std::fs::remove_dir(root.join("a")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("a")).unwrap();
+        std::os::unix::fs::symlink(&outside, root.join("node_modules")).unwrap();
+        let named: BTreeSet<String> = ["a/sub", "a/sub/secret", "a/sub/link"]
+            .map(String::from)
+            .into();
+        let delta = rescan(&root, &rules, &first, &store, &named, None).unwrap();
+        assert!(delta.set.is_empty(), "{:?}", delta.set);
+        let dirs: BTreeSet<String> = ["node_modules".to_owned()].into();
+        assert!(left_out(&root, &dirs, 0, &Manifest::new()).is_empty());
     }
 }
