@@ -464,16 +464,10 @@ fn a_large_ignored_file_and_a_package_named_target_are_undone() {
     );
     let undo = ws.wrap(&["undo"]);
     assert!(undo.status.success(), "{}", show(&undo));
-    let after = ws.snapshot();
-    let without_target = |s: &[(String, Vec<u8>, u32)]| -> Vec<(String, Vec<u8>, u32)> {
-        s.iter()
-            .filter(|(p, _, _)| !p.starts_with("target/"))
-            .cloned()
-            .collect()
-    };
+    let build = |p: &str| p.starts_with("target/");
     assert_eq!(
-        without_target(&after),
-        without_target(&before),
+        but(ws.snapshot(), build),
+        but(before, build),
         "{}",
         text(&undo)
     );
@@ -542,17 +536,18 @@ fn an_executable_written_into_node_modules_bin_is_named_and_undone() {
         "{}",
         text(&undo)
     );
-    let after: Vec<_> = ws
-        .snapshot()
-        .into_iter()
-        .filter(|(p, _, _)| p != "node_modules/left-pad/index.js")
-        .collect();
-    let before: Vec<_> = before
-        .into_iter()
-        .filter(|(p, _, _)| p != "node_modules/left-pad/index.js")
-        .collect();
-    assert_eq!(after, before);
+    let left_out = |p: &str| p == "node_modules/left-pad/index.js";
+    assert_eq!(but(ws.snapshot(), left_out), but(before, left_out));
 }
+
+/// A snapshot without the paths `skip` names.
+fn but(
+    snapshot: Vec<(String, Vec<u8>, u32)>,
+    skip: impl Fn(&str) -> bool,
+) -> Vec<(String, Vec<u8>, u32)> {
+    snapshot.into_iter().filter(|(p, _, _)| !skip(p)).collect()
+}
+
 /// What `rev` names in the repository at `root`, if anything.
 fn rev(root: &std::path::Path, rev: &str) -> Option<String> {
     let out = Command::new("git")

@@ -250,12 +250,8 @@ fn object_dirs(paths: &[String]) -> BTreeSet<String> {
 
 /// A stat, as a change is told by it.
 fn stat_of(m: &Metadata) -> Stat {
-    (
-        m.len(),
-        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
-        m.ctime() * 1_000_000_000 + m.ctime_nsec(),
-        m.ino(),
-    )
+    let (mtime, ctime) = super::scan::times(m);
+    (m.len(), mtime, ctime, m.ino())
 }
 
 /// Calls `f` with each regular file at or below the `.git`-relative `rel` (and its stat),
@@ -402,7 +398,7 @@ fn changed(last: &mut Option<(i64, u64)>, git: &Path, rel: &str, now: i64) -> Op
         *last = None;
         return None;
     };
-    let stat = (m.mtime() * 1_000_000_000 + m.mtime_nsec(), m.ino());
+    let stat = (super::scan::times(&m).0, m.ino());
     let moved = *last != Some(stat);
     *last = (now - stat.0 >= RACY_NS).then_some(stat);
     Some(moved)

@@ -87,6 +87,15 @@ pub(crate) struct Delta {
     pub left_out: BTreeSet<String>,
 }
 
+/// A file's modification and status-change times, in ns since the epoch: what tells a change
+/// without reading it.
+pub(crate) fn times(m: &std::fs::Metadata) -> (i64, i64) {
+    (
+        m.mtime() * 1_000_000_000 + m.mtime_nsec(),
+        m.ctime() * 1_000_000_000 + m.ctime_nsec(),
+    )
+}
+
 impl Delta {
     /// Whether nothing changed.
     #[cfg(test)]
@@ -362,11 +371,8 @@ fn look(
         if !(meta.is_file() || meta.file_type().is_symlink()) {
             continue;
         }
-        let stat = (
-            meta.mtime() * 1_000_000_000 + meta.mtime_nsec(),
-            meta.ctime() * 1_000_000_000 + meta.ctime_nsec(),
-            meta.ino(),
-        );
+        let (mtime, ctime) = times(&meta);
+        let stat = (mtime, ctime, meta.ino());
         let mode = meta.mode() & 0o7777;
         let untracked = !rules.tracked.contains(rel.as_str());
         if let Some(p) = previous.get(rel.as_str()) {
@@ -441,10 +447,8 @@ pub(crate) fn keep_deferred(
             continue;
         }
         let as_walked = |f: &std::fs::File| {
-            f.metadata().is_ok_and(|m| {
-                (m.ctime() * 1_000_000_000 + m.ctime_nsec(), m.ino(), m.len())
-                    == (e.stat.1, e.stat.2, e.size)
-            })
+            f.metadata()
+                .is_ok_and(|m| (times(&m).1, m.ino(), m.len()) == (e.stat.1, e.stat.2, e.size))
         };
         let Ok(file) = crate::beneath::open_file(&root.join(rel)) else {
             continue;
@@ -539,7 +543,7 @@ pub(crate) fn left_out(
                 let Ok(m) = e.metadata() else {
                     continue;
                 };
-                if m.ctime() * 1_000_000_000 + m.ctime_nsec() < since {
+                if times(&m).1 < since {
                     continue;
                 }
                 found.count += 1;

@@ -58,18 +58,15 @@ impl Run<'_> {
             Ok(Ok(Some(c))) => {
                 let not_kept = c.not_kept();
                 if !not_kept.is_empty() && !self.cfg.quiet {
-                    let mut shown: Vec<String> = not_kept
+                    let named: Vec<String> = not_kept
                         .iter()
-                        .take(5)
                         .map(|(p, size)| format!("{p} ({} MiB)", size >> 20))
                         .collect();
-                    if not_kept.len() > 5 {
-                        shown.push(format!("and {} more", not_kept.len() - 5));
-                    }
+                    let more = format!("and {} more", named.len().saturating_sub(5));
                     eprintln!(
                         "ahp-wrap: checkpoints: not kept, so not undone (larger than [checkpoints] \
                          max_file_mb, untracked): {}",
-                        shown.join(", ")
+                        the_first(&named, 5, &more)
                     );
                 }
                 let _ = self.gate.checkpoints.set(Arc::new(c));
@@ -117,20 +114,11 @@ impl Run<'_> {
             ));
         }
         if !summary.too_large.is_empty() {
-            let mut shown: Vec<&str> = summary
-                .too_large
-                .iter()
-                .map(String::as_str)
-                .take(5)
-                .collect();
-            if summary.too_large.len() > 5 {
-                shown.push("…");
-            }
             self.notes.push(format!(
                 "checkpoints: {} file(s) git does not track were too large to keep ([checkpoints] \
                  max_file_mb): {}",
                 summary.too_large.len(),
-                shown.join(", ")
+                the_first(&summary.too_large, 5, "…")
             ));
         }
         for l in &summary.left_out {
@@ -154,19 +142,10 @@ impl Run<'_> {
             return;
         }
         if !summary.run_later.is_empty() {
-            let mut shown: Vec<&str> = summary
-                .run_later
-                .iter()
-                .map(String::as_str)
-                .take(10)
-                .collect();
-            if summary.run_later.len() > 10 {
-                shown.push("…");
-            }
             self.notes.push(format!(
                 "workspace: files a later command runs, created or changed by this run (no \
                  review looks there; `ahp-wrap undo` takes them back too): {}",
-                shown.join(", ")
+                the_first(&summary.run_later, 10, "…")
             ));
         }
         let m = format!(
@@ -178,4 +157,13 @@ impl Run<'_> {
         );
         self.notes.push(m);
     }
+}
+
+/// The first `n` of `items`, comma-separated, then `more` when there are others.
+fn the_first(items: &[String], n: usize, more: &str) -> String {
+    let mut shown: Vec<&str> = items.iter().take(n).map(String::as_str).collect();
+    if items.len() > n {
+        shown.push(more);
+    }
+    shown.join(", ")
 }
