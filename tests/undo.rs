@@ -618,3 +618,72 @@ fn a_deleted_branch_is_put_back_and_a_commit_after_the_run_is_not_lost_without_f
         "--force undid the ref moved since"
     );
 }
+
+/// A file over `max_file_mb` that git does not track is named before the agent starts (the
+/// person can stop it before anything changes), and the run goes on.
+#[test]
+fn a_file_too_large_to_keep_is_named_before_the_agent_starts() {
+    let ws = Ws::new();
+    std::fs::write(ws.root.join("big.bin"), vec![7u8; 2 << 20]).unwrap();
+    let policy = ws.state.join("policy.toml");
+    std::fs::write(
+        &policy,
+        "version = 1\nextends = \"default\"\n[checkpoints]\nmax_file_mb = 1\n",
+    )
+    .unwrap();
+    let out = run(
+        ws.wrapper()
+            .args(["--summary", "never", "--policy"])
+            .arg(&policy)
+            .args(["--", "sh", "-c", "echo AGENT-STARTED >&2; : > big.bin"])
+            .current_dir(&ws.root),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    let named = said
+        .find("not kept, so not undone")
+        .unwrap_or_else(|| panic!("not named: {said}"));
+    assert!(said[named..].contains("big.bin (2 MiB)"), "{said}");
+    let started = said.find("AGENT-STARTED").expect("the agent ran");
+    assert!(named < started, "named after the agent started:\n{said}");
+}
+
+/// At the user's limit of watches (a user namespace of the test's own, its
+/// `max_inotify_watches` set to 3: the kernel refuses the fourth, as at the machine's limit
+/// in a large tree), every checkpoint walks the workspace, the run says why, and nothing is
+/// missed.
+#[test]
+fn at_the_limit_of_watches_every_checkpoint_walks_and_says_why() {
+    let ws = Ws::new();
+    let before = ws.snapshot();
+    let script = format!(
+        "echo 3 > /proc/sys/user/max_inotify_watches && \
+         exec env XDG_STATE_HOME='{}' '{}' --summary never -- sh -c \
+         'rm run.sh; mkdir -p src/deep/new; echo new > src/deep/new/f.rs; rm lib-link; echo done'",
+        ws.state.display(),
+        wrap_bin().display()
+    );
+    let out = run(
+        Command::new("unshare")
+            .args(["--user", "--map-root-user", "sh", "-c", &script])
+            .current_dir(&ws.root),
+        Duration::from_secs(60),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        said.contains("walked the whole workspace")
+            && said.contains("more watches than the user may have")
+            && said.contains("max_user_watches = 3;"),
+        "{said}"
+    );
+    let changes = text(&ws.wrap(&["changes"]));
+    assert!(
+        changes.contains("created src/deep/new/f.rs") && changes.contains("deleted run.sh"),
+        "{changes}"
+    );
+    let undo = ws.wrap(&["undo"]);
+    assert!(undo.status.success(), "{}", show(&undo));
+    assert_eq!(ws.snapshot(), before, "{}", text(&undo));
+}

@@ -130,11 +130,18 @@ impl Watch {
                 // Gone or replaced (by a link, a file) since the walk listed it: whatever is
                 // there now is reported to its parent's watch.
                 Err(Errno::ENOENT | Errno::ENOTDIR | Errno::ELOOP | Errno::EACCES) => return,
+                // The limit of the user namespace the wrapper runs in (a container's own,
+                // or the machine's `fs.inotify.max_user_watches`).
                 Err(Errno::ENOSPC) => format!(
                     "the workspace's directories need more watches than the user may have \
                      (fs.inotify.max_user_watches = {}; {} made)",
-                    std::fs::read_to_string("/proc/sys/fs/inotify/max_user_watches")
-                        .map_or_else(|_| "?".into(), |s| s.trim().to_owned()),
+                    [
+                        "/proc/sys/user/max_inotify_watches",
+                        "/proc/sys/fs/inotify/max_user_watches"
+                    ]
+                    .iter()
+                    .find_map(|f| std::fs::read_to_string(f).ok())
+                    .map_or_else(|| "?".into(), |s| s.trim().to_owned()),
                     self.dirs.len()
                 ),
                 Err(e) => format!("a directory could not be watched ({e})"),
@@ -384,5 +391,52 @@ mod tests {
             Changed::All(why) => assert!(why.contains("overflowed"), "{why}"),
             Changed::Paths(p) => panic!("no overflow: {p:?}"),
         }
+    }
+
+    /// The repository's changes are told to its history by `.git`-relative path: a ref
+    /// written, a ref made in a directory new since the last drain (watched from then on),
+    /// and a new objects directory; a walk asked for (an overflow) makes the history look at
+    /// everything.
+    #[test]
+    fn the_repositorys_changes_are_told_by_path_and_new_directories_watched() {
+        let dir = tempfile::tempdir().unwrap();
+        let root = dir.path();
+        for d in [".git/refs/heads", ".git/logs/refs/heads", ".git/objects/ab"] {
+            std::fs::create_dir_all(root.join(d)).unwrap();
+        }
+        let mut w = Watch::new(None);
+        w.add(root, "");
+        w.add_git(root);
+        assert_eq!(
+            w.count(),
+            9,
+            "the workspace, .git, refs, logs, objects and each directory below"
+        );
+        assert!(paths(w.drain()).is_empty());
+        assert_eq!(w.git_changes(), Some(vec![]));
+        std::fs::write(root.join(".git/refs/heads/main"), "1").unwrap();
+        std::fs::create_dir_all(root.join(".git/refs/heads/topic")).unwrap();
+        std::fs::create_dir_all(root.join(".git/objects/cd")).unwrap();
+        assert!(
+            paths(w.drain()).is_empty(),
+            "nothing of the workspace's files"
+        );
+        assert_eq!(
+            w.git_changes(),
+            Some(vec![
+                "objects/cd".to_owned(),
+                "refs/heads/main".to_owned(),
+                "refs/heads/topic".to_owned()
+            ])
+        );
+        std::fs::write(root.join(".git/refs/heads/topic/x"), "2").unwrap();
+        let _ = w.drain();
+        assert_eq!(w.git_changes(), Some(vec!["refs/heads/topic/x".to_owned()]));
+        w.git_unknown = true;
+        assert_eq!(
+            w.git_changes(),
+            None,
+            "after a lost report: look at everything"
+        );
     }
 }
