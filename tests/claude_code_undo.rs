@@ -56,6 +56,9 @@ fn what_claude_code_deleted_and_emptied_is_undone_byte_for_byte() {
             {"text": "Tidied."}
         ]),
     );
+    // Claude Code's own permissions at their default, but for Bash and Write, allowed as a
+    // person running it headless allows them (`-p` cannot ask; without it every call is
+    // refused and nothing is there to undo). Its sandbox is left as it ships (off).
     let r = run(world.command(
         &api,
         Some(&["--summary", "never"]),

@@ -112,6 +112,9 @@ fn a_deleted_branch_a_dropped_stash_and_a_pruned_reset_are_undone() {
         ]),
     );
     let policy = policy.display().to_string();
+    // Claude Code's own permissions at their default, but for Bash, allowed as a person
+    // running it headless allows it (`-p` cannot ask; without it every call is refused and
+    // nothing is there to undo). Its sandbox is left as it ships (off).
     let r = run(world.command(
         &api,
         Some(&["--summary", "never", "--policy", &policy]),
