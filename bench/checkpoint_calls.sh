@@ -67,7 +67,14 @@ row() { # repo, label
   done
   printf '| %s | %s ms | %s ms |\n' "$2" "$best_on" "$best_off"
 }
+# How many watches the checkpoints make in each repository: from a run's own log.
+watches() {
+  (cd "$1" && XDG_STATE_HOME="$work/state" "$wrap" -q --summary never --log info \
+    --log-file "$work/watches.log" -- true 2>/dev/null)
+  grep -o '[0-9]* directories watched' "$work/watches.log" | tail -1
+}
 n_small=$(git -C "$work/small" ls-files | wc -l)
+echo "watches: this project's files: $(watches "$work/small"); $files files: $(watches "$work/large")"
 echo "| workspace | added per call, checkpoints on | checkpoints off |"
 echo "|---|---|---|"
 row "$work/small" "this project's tracked files ($n_small)"
