@@ -10,7 +10,6 @@ use ahp_wrap_testkit::claude_code::{bash, run, write, FakeApi, World};
 use ahp_wrap_testkit::common::{git, snapshot};
 
 use std::os::unix::fs::PermissionsExt;
-use std::process::Command;
 
 use serde_json::json;
 
@@ -77,15 +76,7 @@ fn what_claude_code_deleted_and_emptied_is_undone_byte_for_byte() {
         "the run's summary names the command that undoes it",
     );
 
-    let wrap = |args: &[&str]| {
-        // The run's state directory: the world's home (the run's environment was cleared).
-        let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-        c.args(args)
-            .current_dir(&ws)
-            .env_remove("XDG_STATE_HOME")
-            .env("HOME", world.dir.path().join("home"));
-        c.output().unwrap()
-    };
+    let wrap = |args: &[&str]| world.wrap(args);
     let changes = wrap(&["changes"]);
     let shown = String::from_utf8_lossy(&changes.stdout).into_owned();
     let after = |call: &str| {

@@ -134,15 +134,7 @@ fn a_deleted_branch_a_dropped_stash_and_a_pruned_reset_are_undone() {
         "the gc pruned the branch's commits",
     );
 
-    let wrap = |args: &[&str]| {
-        // The run's state directory: the world's home (the run's environment was cleared).
-        let mut c = Command::new(ahp_wrap_testkit::wrap_bin());
-        c.args(args)
-            .current_dir(&ws)
-            .env_remove("XDG_STATE_HOME")
-            .env("HOME", world.dir.path().join("home"));
-        c.output().unwrap()
-    };
+    let wrap = |args: &[&str]| world.wrap(args);
     let changes = wrap(&["changes"]);
     let shown = String::from_utf8_lossy(&changes.stdout).into_owned();
     let after = |call: &str| {

@@ -123,6 +123,18 @@ impl World {
         .unwrap();
     }
 
+    /// `ahp-wrap ARGS` (`undo`, `changes`) in the workspace, after a run: its state
+    /// directory the world's home, as the run's was (its environment was cleared).
+    pub fn wrap(&self, args: &[&str]) -> std::process::Output {
+        Command::new(crate::wrap_bin())
+            .args(args)
+            .current_dir(self.ws())
+            .env_remove("XDG_STATE_HOME")
+            .env("HOME", self.dir.path().join("home"))
+            .output()
+            .unwrap()
+    }
+
     pub fn command(&self, api: &FakeApi, wrapper: Option<&[&str]>, claude: &[&str]) -> Command {
         let mut cmd = match wrapper {
             Some(args) => {
