@@ -130,7 +130,7 @@ fn a_question_pending_when_the_agent_ends_is_withdrawn_and_the_shell_gets_the_te
     let d = dir.path();
     // After the wrapper, the window's shell reads a line, as the person's shell would.
     let then = format!(
-        "echo WRAPPER-EXIT $rc; read line; echo \"$line\" > '{}'; echo SHELL-READ",
+        "echo WRAPPER-EXIT $rc; read line; echo \"$line\" > '{}'; echo SHELL-READ; sleep 2",
         d.join("shell").display()
     );
     let tmux = Tmux::start(d, &wrapped_agent(d, false, &then), 100, 30);
@@ -150,8 +150,18 @@ fn a_question_pending_when_the_agent_ends_is_withdrawn_and_the_shell_gets_the_te
     // What is typed now is the shell's.
     tmux.type_keys("echo typed for the shell");
     tmux.enter();
-    tmux.wait_for("SHELL-READ", WAIT);
-    assert_eq!(read(d, "shell").trim(), "echo typed for the shell");
+    // The shell's line is read from the file it wrote (the screen is only a witness: tmux
+    // may not have drawn a pane's last line when the pane ends).
+    let until = std::time::Instant::now() + WAIT;
+    while !read(d, "shell").ends_with('\n') && std::time::Instant::now() < until {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    assert_eq!(
+        read(d, "shell").trim(),
+        "echo typed for the shell",
+        "the screen:\n{}",
+        tmux.screen()
+    );
     assert!(!d.join("ran").exists(), "the tool call never ran");
     let records = json_lines(d, "audit.jsonl");
     assert!(
