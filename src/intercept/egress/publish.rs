@@ -174,7 +174,7 @@ impl Egress {
         }
         if !self.published.watching.swap(true, Ordering::SeqCst) {
             let me = self.clone();
-            tokio::spawn(async move { me.watch(porter.pid()).await });
+            tokio::spawn(async move { me.watch(&porter).await });
         }
     }
 
@@ -321,12 +321,28 @@ impl Egress {
         }
     }
 
-    /// Reads the tree's socket table (through the porter's `/proc`, which lives in the
-    /// tree's namespace) every [`WATCH`], and closes what the tree no longer listens on.
-    async fn watch(self: Arc<Self>, porter: i32) {
+    /// Reads what the tree listens on every [`WATCH`] (through a socket-diagnostics socket
+    /// the porter made in the tree's namespace, else the porter's `/proc`), and closes what
+    /// the tree no longer listens on.
+    async fn watch(self: Arc<Self>, porter: &Porter) {
+        let diagnostics = porter.diagnostics();
+        if let Err(e) = &diagnostics {
+            tracing::debug!("floor: the tree's socket diagnostics: {e}; reading its /proc");
+        }
         loop {
             tokio::time::sleep(WATCH).await;
-            let Some(listening) = listening_ports(porter) else {
+            let listening = match &diagnostics {
+                // While the porter lives (the socket would keep the namespace).
+                Ok(fd) if std::path::Path::new(&format!("/proc/{}", porter.pid())).exists() => {
+                    use std::os::fd::AsFd;
+                    crate::child::sockets::listeners_through(fd.as_fd())
+                        .ok()
+                        .map(|rows| rows.iter().map(|r| r.local.port()).collect())
+                }
+                Ok(_) => None,
+                Err(_) => listening_ports(porter.pid()),
+            };
+            let Some(listening) = listening else {
                 return;
             };
             let gone: Vec<SocketAddr> = match self.published.live.lock() {

@@ -10,7 +10,7 @@
 //! small executable, `porter` its argument, joins the namespaces of that process (their
 //! descriptors on 3 and 4) before its `exec`, and serves on its standard input, a Unix socket
 //! pair whose other end the wrapper holds. One byte asks (`4` or `6`: the address family),
-//! one descriptor answers. When the wrapper's end closes (the run ended, or the wrapper was
+//! one descriptor answers (`d`: a socket-diagnostics socket, to read what the tree listens on). When the wrapper's end closes (the run ended, or the wrapper was
 //! killed), the porter reads the end of the stream and exits. It is not in the tree's
 //! Landlock domain, so no process of the tree may trace or (with Landlock's signal scope)
 //! signal it; it holds nothing but its socket.
@@ -109,12 +109,17 @@ impl Porter {
 
     /// A new TCP socket of the tree's network namespace (IPv6 when `v6`), close-on-exec.
     pub fn socket(&self, v6: bool) -> io::Result<OwnedFd> {
+        self.ask(if v6 { b'6' } else { b'4' })
+    }
+
+    /// The socket that `kind` asks for.
+    fn ask(&self, kind: u8) -> io::Result<OwnedFd> {
         use std::io::Write;
         let mut channel = self
             .channel
             .lock()
             .map_err(|_| io::Error::other("the porter's channel is poisoned"))?;
-        channel.write_all(if v6 { b"6" } else { b"4" })?;
+        channel.write_all(&[kind])?;
         let mut byte = [0u8; 1];
         let (n, fds) = super::netns::receive_fds(channel.as_raw_fd(), &mut byte, 0)?;
         match (n, fds.into_iter().next()) {
@@ -125,6 +130,12 @@ impl Porter {
                 byte[0]
             ))),
         }
+    }
+
+    /// A socket-diagnostics socket of the tree's network namespace
+    /// ([`crate::child::sockets::listeners_through`] reads what the tree listens on with it).
+    pub fn diagnostics(&self) -> io::Result<OwnedFd> {
+        self.ask(b'd')
     }
 
     /// The porter's process id (its `/proc/<pid>/net` is the tree's network namespace's).
@@ -162,13 +173,14 @@ pub fn serve() -> i32 {
             }
             return 1;
         }
-        let family = match byte[0] {
-            b'6' => libc::AF_INET6,
-            _ => libc::AF_INET,
+        let (family, kind, protocol) = match byte[0] {
+            b'6' => (libc::AF_INET6, libc::SOCK_STREAM, 0),
+            b'd' => (libc::AF_NETLINK, libc::SOCK_DGRAM, libc::NETLINK_SOCK_DIAG),
+            _ => (libc::AF_INET, libc::SOCK_STREAM, 0),
         };
         // SAFETY: plain system calls; the socket is closed once sent.
         unsafe {
-            let fd = libc::socket(family, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
+            let fd = libc::socket(family, kind | libc::SOCK_CLOEXEC, protocol);
             if fd < 0 {
                 let code = io::Error::last_os_error().raw_os_error().unwrap_or(1);
                 let why = [u8::try_from(code).unwrap_or(1)];

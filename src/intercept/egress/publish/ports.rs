@@ -4,7 +4,7 @@
 //! token, a session); so would a client of a well-known service's port.
 //!
 //! What the wrapper sees: the ports listened on when the run starts and whenever the tree asks
-//! to publish (this machine's `/proc/net/tcp` and `tcp6`, the wrapper's own published ports
+//! to publish (this machine's listening sockets, the wrapper's own published ports
 //! and other runs' left out), and those earlier runs saw, kept in the state directory
 //! (`listened-ports`, below the ephemeral range, the most recent 1024).
 
@@ -141,9 +141,9 @@ fn listened_now(ours: &BTreeSet<u16>) -> BTreeSet<u16> {
         let exe = std::fs::read_link(format!("/proc/{pid}/exe")).unwrap_or_default();
         exe.file_name().is_some_and(|n| n == "ahp-wrap")
     });
-    sockets::table(None)
+    sockets::listeners()
         .into_iter()
-        .filter(|r| r.state == sockets::LISTEN && !ours.contains(&r.local.port()))
+        .filter(|r| !ours.contains(&r.local.port()))
         .filter(|r| !wrappers.contains(&r.inode))
         .map(|r| r.local.port())
         .collect()

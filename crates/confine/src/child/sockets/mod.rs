@@ -5,6 +5,8 @@
 
 #![forbid(unsafe_code)]
 
+mod diag;
+
 use std::collections::HashMap;
 use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 
@@ -35,6 +37,34 @@ pub fn table(pid: Option<i32>) -> Vec<Row> {
         .filter_map(|f| std::fs::read_to_string(format!("{base}/{f}")).ok())
         .flat_map(|t| parse(&t))
         .collect()
+}
+
+/// The listening TCP sockets of this process's network namespace: from the kernel's socket
+/// diagnostics, which walk only its table of listeners, or (where those are not to be had)
+/// from `/proc/net/tcp` and `tcp6`.
+pub fn listeners() -> Vec<Row> {
+    match diag::dump(1 << LISTEN) {
+        Ok(rows) => rows,
+        Err(e) => {
+            tracing::debug!("socket diagnostics: {e}; reading /proc/net/tcp");
+            table(None)
+                .into_iter()
+                .filter(|r| r.state == LISTEN)
+                .collect()
+        }
+    }
+}
+
+/// A socket of this process's network namespace to ask [`listeners_through`] with, made
+/// here and used from any namespace (a socket belongs to the namespace that made it).
+pub fn diagnostics_socket() -> std::io::Result<std::os::fd::OwnedFd> {
+    diag::open()
+}
+
+/// The listening TCP sockets of the network namespace of `diagnostics`, a socket
+/// [`diagnostics_socket`] made there.
+pub fn listeners_through(diagnostics: std::os::fd::BorrowedFd<'_>) -> std::io::Result<Vec<Row>> {
+    diag::dump_on(diagnostics, 1 << LISTEN)
 }
 
 /// The ports listened on in `rows`.
@@ -156,7 +186,7 @@ pub fn holders(inodes: &[u64]) -> HashMap<u64, (i32, Vec<String>)> {
 /// The process listening on `port` of this machine's loopback (or every address), if this
 /// user may see it.
 pub fn listener_on(port: u16) -> Option<(i32, Vec<String>)> {
-    let rows = table(None);
+    let rows = listeners();
     let inodes: Vec<u64> = rows
         .iter()
         .filter(|r| {
@@ -175,10 +205,16 @@ pub fn client_of(client: SocketAddr, server: SocketAddr) -> Option<(i32, Vec<Str
     let same = |a: SocketAddr, b: SocketAddr| {
         a.port() == b.port() && canonical(a.ip()) == canonical(b.ip())
     };
-    let inode = table(None)
-        .into_iter()
-        .find(|r| same(r.local, client) && same(r.remote, server))?
-        .inode;
+    let found = match diag::one(client, server) {
+        Ok(row) => row,
+        Err(e) => {
+            tracing::debug!("socket diagnostics: {e}; reading /proc/net/tcp");
+            table(None)
+                .into_iter()
+                .find(|r| same(r.local, client) && same(r.remote, server))
+        }
+    };
+    let inode = found?.inode;
     holders(&[inode]).remove(&inode)
 }
 
@@ -226,5 +262,41 @@ mod tests {
             Some(me)
         );
         assert!(listening(&table(None)).contains(&port));
+        assert!(listening(&listeners()).contains(&port));
+    }
+
+    /// The kernel's socket diagnostics and `/proc/net/tcp` name the same listeners, with
+    /// their inodes; a connection is found by its two addresses, either family.
+    #[test]
+    fn the_diagnostics_agree_with_proc() {
+        let v4 = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let v6 = std::net::TcpListener::bind("[::1]:0").unwrap();
+        let from_proc: Vec<Row> = table(None)
+            .into_iter()
+            .filter(|r| r.state == LISTEN)
+            .collect();
+        let from_diag = diag::dump(1 << LISTEN).unwrap();
+        for l in [&v4, &v6] {
+            let a = l.local_addr().unwrap();
+            let p = from_proc.iter().find(|r| r.local == a).expect("in /proc");
+            let d = from_diag
+                .iter()
+                .find(|r| r.local == a)
+                .expect("in the diagnostics");
+            assert_eq!(p, d);
+        }
+        let c = std::net::TcpStream::connect(v6.local_addr().unwrap()).unwrap();
+        let (accepted, from) = v6.accept().unwrap();
+        let row = diag::one(c.local_addr().unwrap(), v6.local_addr().unwrap())
+            .unwrap()
+            .expect("the client's socket");
+        assert_eq!((row.local, row.remote), (from, v6.local_addr().unwrap()));
+        assert_eq!(row.state, 1, "established");
+        drop(accepted);
+        let none = diag::one(
+            "127.0.0.1:1".parse().unwrap(),
+            "127.0.0.1:2".parse().unwrap(),
+        );
+        assert!(none.unwrap().is_none());
     }
 }
