@@ -116,12 +116,16 @@ impl Store {
     /// into a temporary object, named by its hash once read (dropped when already kept).
     #[cfg(test)]
     pub(crate) fn keep(&self, path: &Path) -> std::io::Result<String> {
-        self.keep_file(std::fs::File::open(path)?)
+        let file = std::fs::File::open(path)?;
+        let len = file.metadata()?.len();
+        self.keep_file(file, len)
     }
 
-    /// Keeps the content `src` holds (read from where it is to its end); its hash.
-    pub(crate) fn keep_file(&self, mut src: std::fs::File) -> std::io::Result<String> {
-        self.keep_from(&mut src)
+    /// Keeps the first `len` bytes `src` holds (its length when the walk saw it); its hash.
+    /// A file the tree keeps appending to (a log written as fast as it is read) is kept as
+    /// it was then, not read for as long as it grows: the next checkpoint sees it changed.
+    pub(crate) fn keep_file(&self, src: std::fs::File, len: u64) -> std::io::Result<String> {
+        self.keep_from(&mut src.take(len))
     }
 
     /// Keeps `bytes`; their hash.
@@ -491,6 +495,25 @@ mod tests {
     fn age(path: &Path, by: Duration) {
         let f = std::fs::File::options().write(true).open(path).unwrap();
         f.set_modified(SystemTime::now() - by).unwrap();
+    }
+
+    /// A file appended to after the walk saw it is kept as the walk saw it: a log the tree
+    /// writes as fast as it is read would otherwise be read for as long as it grows.
+    #[test]
+    fn a_file_that_grows_while_it_is_kept_is_kept_as_it_was() {
+        use std::io::Write;
+        let (dir, store) = fresh();
+        let path = write(dir.path(), "log", "first line\n");
+        let file = std::fs::File::open(&path).unwrap();
+        let len = file.metadata().unwrap().len();
+        std::fs::OpenOptions::new()
+            .append(true)
+            .open(&path)
+            .unwrap()
+            .write_all(b"written after\n")
+            .unwrap();
+        let hash = store.keep_file(file, len).unwrap();
+        assert_eq!(store.read(&hash).unwrap(), b"first line\n");
     }
 
     /// Runs older than `keep` go, then the oldest while over the size, with the contents no

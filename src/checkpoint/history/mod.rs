@@ -309,7 +309,7 @@ fn look(
         return Ok(None);
     };
     let hash = store
-        .keep_file(file)
+        .keep_file(file, meta.len())
         .map_err(|e| format!("the store: {e}"))?;
     let trusted = (now - stat.1 >= RACY_NS && now - stat.2 >= RACY_NS).then_some(stat);
     Ok(Some(Look {

@@ -398,7 +398,7 @@ fn look(
             let Ok(file) = crate::beneath::open_file(&e.path()) else {
                 continue;
             };
-            match store.keep_file(file) {
+            match store.keep_file(file, meta.len()) {
                 Ok(hash) => Kind::File(hash),
                 Err(err) => return Err(ScanError::Store(err)),
             }
@@ -459,7 +459,7 @@ pub(crate) fn keep_deferred(
         let Ok(again) = file.try_clone() else {
             continue;
         };
-        let Ok(hash) = store.keep_file(file) else {
+        let Ok(hash) = store.keep_file(file, e.size) else {
             continue;
         };
         if as_walked(&again) {
