@@ -322,7 +322,9 @@ fn other_processes_and_a_credentials_file_are_not_readable_from_the_tree() {
             json!([
                 // The lines that matter, each cut short: beside a busy suite the whole list
                 // is longer than Claude keeps of a command's output.
-                bash("ps axww -o pid,args | grep -e token -e claude | cut -c1-200; cat ~/.config/gitlab-token; echo listed"),
+                // Listed to a file first: in a pipe, `grep` may not have started when `ps`
+                // reads the processes, and its own line would come and go.
+                bash("ps axww -o pid,args | cut -c1-200 > ps.txt; grep -e token -e claude -e 'ps axww' ps.txt; cat ~/.config/gitlab-token; echo listed"),
                 {"text": "Listed."}
             ]),
         );
@@ -353,7 +355,7 @@ fn other_processes_and_a_credentials_file_are_not_readable_from_the_tree() {
         );
         r.check(!seen.contains(FILED), "the credential's file is not read");
         r.check(
-            seen.contains("claude") && seen.contains("-e token -e claude"),
+            seen.contains("claude") && seen.contains("ps axww"),
             &format!("the tree's own processes are listed: {seen}"),
         );
     }
