@@ -13,6 +13,10 @@
 //!
 //! An exception (an import against the layers, to be taken out) must be named with its
 //! reason; there is none today.
+//!
+//! Beside the layers, the dependencies: each crate's `Cargo.toml` declares only crates its
+//! code names (`every_declared_dependency_is_used`), so that what Cargo builds is what the
+//! code uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -345,4 +349,121 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// Dependencies a crate declares without naming them in its code, each with why it stays
+/// (a dependency held only to turn on a feature of another's, say); none today.
+const UNNAMED_DEPENDENCIES: &[(&str, &str, &str)] = &[];
+
+/// Every dependency a crate of the workspace declares is named by its code: `name::`,
+/// `use name` or `extern crate name` (with `-` read as `_`), in `src/` for `[dependencies]`,
+/// in `build.rs` for `[build-dependencies]`, and in `src/`, `tests/`, `benches/` and
+/// `examples/` for `[dev-dependencies]` (their `target.…` forms alike). A dependency nothing
+/// names costs every clean build its compile time and hides what a crate really uses.
+#[test]
+fn every_declared_dependency_is_used() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest(&root.join("Cargo.toml"));
+    let members = workspace["workspace"]["members"]
+        .as_array()
+        .expect("the workspace lists its members");
+    let crates = std::iter::once(".").chain(members.iter().filter_map(toml::Value::as_str));
+    let mut wrong = Vec::new();
+    let mut used = BTreeSet::new();
+    for dir in crates {
+        let manifest = manifest(&root.join(dir).join("Cargo.toml"));
+        let sections = [
+            ("dependencies", &["src"][..]),
+            ("build-dependencies", &["build.rs"][..]),
+            (
+                "dev-dependencies",
+                &["src", "tests", "benches", "examples"][..],
+            ),
+        ];
+        for (section, places) in sections {
+            let named = named_crates(&code_in(&root.join(dir), places));
+            for name in dependencies(&manifest, section) {
+                if named.contains(&name.replace('-', "_")) {
+                    continue;
+                }
+                match UNNAMED_DEPENDENCIES
+                    .iter()
+                    .find(|(c, d, _)| *c == dir && *d == name)
+                {
+                    Some(e) => {
+                        used.insert((e.0, e.1));
+                    }
+                    None => wrong.push(format!(
+                        "{dir}/Cargo.toml: [{section}] {name} is named nowhere in {}",
+                        places.join(", ")
+                    )),
+                }
+            }
+        }
+    }
+    for (c, d, why) in UNNAMED_DEPENDENCIES {
+        if !used.contains(&(*c, *d)) {
+            wrong.push(format!(
+                "the exception {c}: {d} ({why}) is gone: take it off the list"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn manifest(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The names a manifest's `section` declares, its `[target.….section]` tables included.
+fn dependencies(manifest: &toml::Table, section: &str) -> BTreeSet<String> {
+    let targets = manifest
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values());
+    std::iter::once(manifest.get(section))
+        .chain(targets.map(|t| t.get(section)))
+        .flatten()
+        .filter_map(toml::Value::as_table)
+        .flat_map(|t| t.keys().cloned())
+        .collect()
+}
+
+/// The code of the Rust files in `places` (files or directories under `dir`), comments out;
+/// the testkit's directory is a crate of its own, not the root crate's tests.
+fn code_in(dir: &Path, places: &[&str]) -> String {
+    let mut files = Vec::new();
+    for place in places {
+        let path = dir.join(place);
+        if path.is_file() {
+            files.push(path);
+        } else {
+            collect(&path, &mut files);
+        }
+    }
+    let own_crates = [dir.join("tests/support"), dir.join("tests/.cache")];
+    files
+        .iter()
+        .filter(|f| !own_crates.iter().any(|c| f.starts_with(c)))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines()
+                .map(|l| l.split("//").next().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names `code` uses as a path's first segment (`name::`, not `x::name::`), after `use`
+/// and after `extern crate`: where a crate's name can stand.
+fn named_crates(code: &str) -> BTreeSet<String> {
+    let re = regex::Regex::new(r"(?:^|[^\w:])(\w+)::|\buse (\w+)|\bextern crate (\w+)").unwrap();
+    re.captures_iter(code)
+        .filter_map(|c| c.iter().skip(1).flatten().next())
+        .map(|m| m.as_str().to_owned())
+        .collect()
 }
