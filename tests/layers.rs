@@ -13,6 +13,10 @@
 //!
 //! An exception (an import against the layers, to be taken out) must be named with its
 //! reason; there is none today.
+//!
+//! Beside the layers, the dependencies: each crate's `Cargo.toml` declares only crates its
+//! code names (`every_declared_dependency_is_used`), so that what Cargo builds is what the
+//! code uses.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
@@ -229,6 +233,60 @@ const WIRE_LAYERS: &[(&str, &[&str])] = &[
     ("control", &["is_plain_name", "jsonrpc"]),
 ];
 
+/// The same for the policy crate (`crates/policy/src`), the diagram of its `lib.rs` from the
+/// bottom up: the simple command as data, under the readers of commands and code, under the
+/// walker of shell commands, under an event's facts, under the rules and what checks them.
+/// A session's memory of written files sits beneath the paths, whose resolver carries it.
+/// `pattern` is the crate root's helper (a regular expression of this crate's own); the
+/// engine itself (`Policy`, in the root) uses them all and none of them uses it.
+const POLICY_LAYERS: &[(&str, &[&str])] = &[
+    ("command", &[]),
+    ("error", &[]),
+    ("sections", &["error"]),
+    ("checkpoints", &["error", "sections"]),
+    ("memory", &["command"]),
+    ("paths", &["memory"]),
+    ("protected", &["paths"]),
+    ("inline", &["command", "pattern"]),
+    ("semantics", &["command"]),
+    (
+        "shell",
+        &["command", "inline", "paths", "pattern", "semantics"],
+    ),
+    (
+        "extract",
+        &[
+            "command",
+            "memory",
+            "paths",
+            "pattern",
+            "protected",
+            "semantics",
+            "shell",
+        ],
+    ),
+    ("taint", &["extract"]),
+    ("rules", &["checkpoints", "error", "extract", "paths"]),
+    ("hosts", &["error", "extract", "rules", "sections"]),
+    (
+        "examples",
+        &["error", "extract", "paths", "protected", "rules"],
+    ),
+    ("checked", &["error", "examples", "hosts", "rules"]),
+    // The crate's tests of the whole engine, above the root (`use super::*`) and what it
+    // keeps private there.
+    (
+        "tests",
+        &[
+            "DEFAULT_TOML",
+            "TAINT_RULE",
+            "checkpoints",
+            "floor_spec",
+            "memory",
+        ],
+    ),
+];
+
 /// Imports against the layers, to be taken out (issue: "put types where they belong").
 /// None left: the five the review named (child -> frameworks, audit -> gate, frameworks -> run,
 /// cli <-> config, host -> cli) were taken out by moving each type below its users.
@@ -244,6 +302,7 @@ fn every_import_follows_the_layers() {
         &[],
     );
     check(imports(&root.join("crates/wire/src")), WIRE_LAYERS, &[]);
+    check(imports(&root.join("crates/policy/src")), POLICY_LAYERS, &[]);
 }
 
 /// Fails with every import of `actual` that `layers` (and `exceptions`) do not allow.
@@ -253,11 +312,23 @@ fn check(
     exceptions: &[(&str, &str, &str)],
 ) {
     assert!(!actual.is_empty(), "no module found: the crate moved?");
+    let mut wrong = Vec::new();
+    // Bottom up: a module may name only modules listed before it, so that no two modules
+    // can import each other, however the lists grow.
+    for (i, (module, deps)) in layers.iter().enumerate() {
+        for dep in deps.iter() {
+            let position = layers.iter().position(|(m, _)| m == dep);
+            if position.is_some_and(|p| p >= i) {
+                wrong.push(format!(
+                    "{module} may import {dep}, which its table lists above it: the table goes bottom up"
+                ));
+            }
+        }
+    }
     let layers: BTreeMap<&str, BTreeSet<&str>> = layers
         .iter()
         .map(|(m, deps)| (*m, deps.iter().copied().collect()))
         .collect();
-    let mut wrong = Vec::new();
     let mut used = BTreeSet::new();
     for (module, deps) in &actual {
         let Some(allowed) = layers.get(module.as_str()) else {
@@ -290,47 +361,107 @@ fn check(
     assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
-/// Each top-level module's imports of the others under `src`: `crate::x` paths and
-/// `use crate::{x, ..}`.
+/// Each top-level module's imports of the others under `src`: `crate::x` paths, `super::`
+/// paths that climb to the crate root (`super::super::x` two files down), and the names of
+/// their `{..}` groups. A file's depth is its path's (`a/b.rs` and `a/b/mod.rs` are two
+/// down), plus the inline modules (`mod tests {`) it is inside, which rustfmt's indentation
+/// shows: such a module ends at the `}` of its own indentation.
 fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let path = regex::Regex::new(r"crate::(\w+)").unwrap();
-    let group = regex::Regex::new(r"use crate::\{([^}]*)\}").unwrap();
+    let path = regex::Regex::new(r"\b(crate|super)((?:::super)*)::(\{|\w+)").unwrap();
+    let inline = regex::Regex::new(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{").unwrap();
+    let char_literal = regex::Regex::new(r"'(?:\\.|[^\\'])'").unwrap();
+    let string_literal = regex::Regex::new(r#""(?:\\.|[^"\\])*""#).unwrap();
     let mut out: BTreeMap<String, BTreeSet<String>> = BTreeMap::new();
     let mut files = Vec::new();
     collect(src, &mut files);
-    let tagged = files.into_iter().filter_map(|f| {
-        let rel = f.strip_prefix(src).ok()?;
-        let first = rel
+    for file in files {
+        let rel = file.strip_prefix(src).unwrap();
+        let mut parts: Vec<String> = rel
+            .with_extension("")
             .components()
-            .next()?
-            .as_os_str()
-            .to_string_lossy()
-            .into_owned();
-        let module = first.trim_end_matches(".rs").to_owned();
-        (!matches!(module.as_str(), "lib" | "main" | "bin")).then_some((module, f))
-    });
-    for (module, file) in tagged {
-        let text = std::fs::read_to_string(&file).unwrap();
-        let code: String = text
-            .lines()
-            .map(|l| l.split("//").next().unwrap_or(""))
-            .collect::<Vec<_>>()
-            .join("\n");
-        let deps = out.entry(module.clone()).or_default();
-        for c in path.captures_iter(&code) {
-            deps.insert(c[1].to_owned());
+            .map(|c| c.as_os_str().to_string_lossy().into_owned())
+            .collect();
+        if parts.last().is_some_and(|p| p == "mod") {
+            parts.pop();
         }
-        for c in group.captures_iter(&code) {
-            for name in c[1].split(',') {
-                let name = name.trim().split("::").next().unwrap_or("").trim();
-                if !name.is_empty() {
-                    deps.insert(name.to_owned());
+        if matches!(parts[0].as_str(), "lib" | "main" | "bin") {
+            continue;
+        }
+        let module = parts[0].clone();
+        let text = std::fs::read_to_string(&file).unwrap();
+        // Comments out, then the text of literals (`'"'` first, so that its quote opens none).
+        let code: Vec<String> = text
+            .lines()
+            .map(|l| {
+                let l = l.split("//").next().unwrap_or("");
+                let l = char_literal.replace_all(l, "' '");
+                string_literal.replace_all(&l, "\"\"").into_owned()
+            })
+            .collect();
+        let deps = out.entry(module.clone()).or_default();
+        // The indentation of each inline module the line is inside.
+        let mut open: Vec<String> = Vec::new();
+        for (i, line) in code.iter().enumerate() {
+            while open
+                .last()
+                .is_some_and(|indent| line.strip_prefix(indent.as_str()) == Some("}"))
+            {
+                open.pop();
+            }
+            let depth = parts.len() + open.len();
+            for c in path.captures_iter(line) {
+                let climbs = c[2].matches("super").count();
+                // The length of the module path the first named segment is beneath: 0 is
+                // the crate root.
+                let level = match &c[1] {
+                    "crate" => 0,
+                    _ => depth.checked_sub(1 + climbs).unwrap_or_else(|| {
+                        panic!("{}:{}: climbs above the crate root", file.display(), i + 1)
+                    }),
+                };
+                if level > 0 {
+                    continue;
                 }
+                if &c[3] == "{" {
+                    let rest = code[i..].join("\n");
+                    let start = c.get(3).unwrap().end();
+                    deps.extend(group_heads(&rest[start..]));
+                } else {
+                    deps.insert(c[3].to_owned());
+                }
+            }
+            if let Some(c) = inline.captures(line) {
+                open.push(c[1].to_owned());
             }
         }
         deps.remove(&module);
+        deps.remove("self");
     }
     out
+}
+
+/// The first segment of each path of a `{..}` group, `text` starting after its `{`:
+/// `a::{b, c}, d}` gives `a` and `d`.
+fn group_heads(text: &str) -> Vec<String> {
+    let mut heads = Vec::new();
+    let (mut depth, mut item) = (0, String::new());
+    for ch in text.chars() {
+        match ch {
+            '{' => depth += 1,
+            '}' if depth == 0 => break,
+            '}' => depth -= 1,
+            ',' if depth == 0 => heads.push(std::mem::take(&mut item)),
+            _ if depth == 0 => item.push(ch),
+            _ => {}
+        }
+    }
+    heads.push(item);
+    heads
+        .iter()
+        .filter_map(|i| i.trim().split("::").next())
+        .map(|h| h.trim().to_owned())
+        .filter(|h| !h.is_empty())
+        .collect()
 }
 
 fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
@@ -345,4 +476,121 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// Dependencies a crate declares without naming them in its code, each with why it stays
+/// (a dependency held only to turn on a feature of another's, say); none today.
+const UNNAMED_DEPENDENCIES: &[(&str, &str, &str)] = &[];
+
+/// Every dependency a crate of the workspace declares is named by its code: `name::`,
+/// `use name` or `extern crate name` (with `-` read as `_`), in `src/` for `[dependencies]`,
+/// in `build.rs` for `[build-dependencies]`, and in `src/`, `tests/`, `benches/` and
+/// `examples/` for `[dev-dependencies]` (their `target.…` forms alike). A dependency nothing
+/// names costs every clean build its compile time and hides what a crate really uses.
+#[test]
+fn every_declared_dependency_is_used() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest(&root.join("Cargo.toml"));
+    let members = workspace["workspace"]["members"]
+        .as_array()
+        .expect("the workspace lists its members");
+    let crates = std::iter::once(".").chain(members.iter().filter_map(toml::Value::as_str));
+    let mut wrong = Vec::new();
+    let mut used = BTreeSet::new();
+    for dir in crates {
+        let manifest = manifest(&root.join(dir).join("Cargo.toml"));
+        let sections = [
+            ("dependencies", &["src"][..]),
+            ("build-dependencies", &["build.rs"][..]),
+            (
+                "dev-dependencies",
+                &["src", "tests", "benches", "examples"][..],
+            ),
+        ];
+        for (section, places) in sections {
+            let named = named_crates(&code_in(&root.join(dir), places));
+            for name in dependencies(&manifest, section) {
+                if named.contains(&name.replace('-', "_")) {
+                    continue;
+                }
+                match UNNAMED_DEPENDENCIES
+                    .iter()
+                    .find(|(c, d, _)| *c == dir && *d == name)
+                {
+                    Some(e) => {
+                        used.insert((e.0, e.1));
+                    }
+                    None => wrong.push(format!(
+                        "{dir}/Cargo.toml: [{section}] {name} is named nowhere in {}",
+                        places.join(", ")
+                    )),
+                }
+            }
+        }
+    }
+    for (c, d, why) in UNNAMED_DEPENDENCIES {
+        if !used.contains(&(*c, *d)) {
+            wrong.push(format!(
+                "the exception {c}: {d} ({why}) is gone: take it off the list"
+            ));
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+fn manifest(path: &Path) -> toml::Table {
+    let text = std::fs::read_to_string(path).unwrap();
+    text.parse()
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+}
+
+/// The names a manifest's `section` declares, its `[target.….section]` tables included.
+fn dependencies(manifest: &toml::Table, section: &str) -> BTreeSet<String> {
+    let targets = manifest
+        .get("target")
+        .and_then(toml::Value::as_table)
+        .into_iter()
+        .flat_map(|t| t.values());
+    std::iter::once(manifest.get(section))
+        .chain(targets.map(|t| t.get(section)))
+        .flatten()
+        .filter_map(toml::Value::as_table)
+        .flat_map(|t| t.keys().cloned())
+        .collect()
+}
+
+/// The code of the Rust files in `places` (files or directories under `dir`), comments out;
+/// the testkit's directory is a crate of its own, not the root crate's tests.
+fn code_in(dir: &Path, places: &[&str]) -> String {
+    let mut files = Vec::new();
+    for place in places {
+        let path = dir.join(place);
+        if path.is_file() {
+            files.push(path);
+        } else {
+            collect(&path, &mut files);
+        }
+    }
+    let own_crates = [dir.join("tests/support"), dir.join("tests/.cache")];
+    files
+        .iter()
+        .filter(|f| !own_crates.iter().any(|c| f.starts_with(c)))
+        .flat_map(|f| {
+            let text = std::fs::read_to_string(f).unwrap();
+            text.lines()
+                .map(|l| l.split("//").next().unwrap_or("").to_owned())
+                .collect::<Vec<_>>()
+        })
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+/// The names `code` uses as a path's first segment (`name::`, not `x::name::`), after `use`
+/// and after `extern crate`: where a crate's name can stand.
+fn named_crates(code: &str) -> BTreeSet<String> {
+    let re = regex::Regex::new(r"(?:^|[^\w:])(\w+)::|\buse (\w+)|\bextern crate (\w+)").unwrap();
+    re.captures_iter(code)
+        .filter_map(|c| c.iter().skip(1).flatten().next())
+        .map(|m| m.as_str().to_owned())
+        .collect()
 }

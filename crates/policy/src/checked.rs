@@ -4,21 +4,26 @@
 
 use ahp_wrap_confine::floor::hosts::HostRules;
 
+use crate::error::PolicyError;
 use crate::rules::{RawPolicy, Rule, Settings};
-use crate::{examples, hosts, Policy, PolicyError, DEFAULT_TOML};
+use crate::{examples, hosts};
+
+/// The default policy, compiled in.
+pub(crate) const DEFAULT_TOML: &str = include_str!("default.toml");
 
 /// A policy file read and checked, the default policy it extends not built yet (see
-/// [`Policy::check_file`]).
+/// [`Policy::check_file`](crate::Policy::check_file); [`Checked::build`], beside the engine in
+/// the crate root, builds it).
 #[derive(Debug)]
 pub struct Checked {
     /// Its own rules, compiled.
-    own: Vec<Rule>,
+    pub(crate) own: Vec<Rule>,
     /// It extends the default policy.
-    extends: bool,
+    pub(crate) extends: bool,
     /// The default rules it leaves out (each one the default has).
-    disable: Vec<String>,
-    settings: Option<Settings>,
-    hosts: Option<HostRules>,
+    pub(crate) disable: Vec<String>,
+    pub(crate) settings: Option<Settings>,
+    pub(crate) hosts: Option<HostRules>,
 }
 
 impl Checked {
@@ -78,30 +83,6 @@ impl Checked {
             settings: raw.settings,
             hosts,
         })
-    }
-
-    /// The policy: the default's rules first when it extends the default (less those it
-    /// disables or replaces with a rule of the same id), then its own.
-    pub fn build(self) -> Policy {
-        let (mut rules, inherited, settings) = if self.extends {
-            let base = Policy::default_policy();
-            let mut rules = base.rules;
-            rules.retain(|r| !self.disable.contains(&r.id));
-            // A rule of this file with a default rule's id takes its place.
-            rules.retain(|r| !self.own.iter().any(|own| own.id == r.id));
-            let inherited = rules.len();
-            (rules, inherited, self.settings.unwrap_or(base.settings))
-        } else {
-            (Vec::new(), 0, self.settings.unwrap_or_default())
-        };
-        rules.extend(self.own);
-        Policy {
-            rules,
-            inherited,
-            settings,
-            hosts: self.hosts,
-            ..Policy::allow_all()
-        }
     }
 }
 

@@ -8,8 +8,8 @@ use std::path::Path;
 
 use serde::Deserialize;
 
+use crate::error::PolicyError;
 use crate::sections::DEFAULT_CHECKPOINTS_JSON;
-use crate::PolicyError;
 
 /// The `[checkpoints]` section as written; a field left out keeps the default policy's.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
@@ -64,7 +64,7 @@ pub fn checkpoint_spec(file: Option<&Path>) -> Result<CheckpointSpec, PolicyErro
     let Some(path) = file else {
         return Ok(default);
     };
-    let own: Only = crate::read_section(path)?;
+    let own: Only = crate::sections::read_section(path)?;
     Ok(own.checkpoints.map_or(default.clone(), |c| c.or(&default)))
 }
 

@@ -4,9 +4,11 @@ use std::path::PathBuf;
 
 use serde_json::{json, Value};
 
-use super::extract;
-use super::paths::Resolver;
-use super::rules::{Example, Rule};
+use crate::error::ExampleFailure;
+use crate::extract;
+use crate::paths::Resolver;
+use crate::protected::Protected;
+use crate::rules::{Example, Rule};
 use ahp_wrap_wire::protocol::{Event, EventType};
 
 /// The home directory examples run with.
@@ -23,32 +25,6 @@ pub struct ExampleReport {
     pub examples: usize,
 }
 
-/// One example that did not behave as its rule says.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct ExampleFailure {
-    /// The id of the rule whose example it is.
-    pub rule: String,
-    /// The example's text (a command, a path, a URL), as the policy file gives it.
-    pub example: String,
-    /// True for a `match` example that did not match.
-    pub should_match: bool,
-}
-
-impl std::fmt::Display for ExampleFailure {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        let (list, does) = if self.should_match {
-            ("match", "does not match")
-        } else {
-            ("no_match", "matches")
-        };
-        write!(
-            f,
-            "rule {:?}: {list} example {} {does}",
-            self.rule, self.example
-        )
-    }
-}
-
 /// Examples run without touching the file system, in a fixed home and workspace, so that
 /// they give the same answer on every machine.
 /// Where examples pretend the wrapper is installed and runs.
@@ -61,8 +37,8 @@ pub(crate) const EXAMPLE_WRAPPER: [&str; 3] = [
 /// The pids examples pretend the wrapper and its guardian have.
 pub(crate) const EXAMPLE_WRAPPER_PIDS: [u32; 2] = [4242, 4243];
 
-fn example_protected() -> super::Protected {
-    super::Protected {
+fn example_protected() -> Protected {
+    Protected {
         paths: EXAMPLE_WRAPPER.iter().map(PathBuf::from).collect(),
         pids: EXAMPLE_WRAPPER_PIDS.to_vec(),
     }

@@ -7,7 +7,9 @@ use ahp_wrap_confine::floor::spec::{NetSpec, Unknown};
 use ahp_wrap_wire::protocol::{Event, Verdict};
 
 use super::extract::Facts;
-use super::{floor_spec, DecisionKind, PolicyError};
+use crate::error::PolicyError;
+use crate::rules::DecisionKind;
+use crate::sections::floor_spec;
 
 /// The rule name of a decision the `[floor.net]` host rules made.
 pub const HOSTS_RULE: &str = "floor-net-hosts";

@@ -7,22 +7,46 @@
 //! # Layout
 //!
 //! ```text
-//!  Event ─▶ extract (normaliser) ─▶ Facts ─▶ every Rule ─▶ strictest decision wins
+//!  Event ─▶ extract (an event's facts) ─▶ Facts ─▶ every Rule ─▶ strictest decision wins
 //!             │  shell commands ── shell (brush-parser AST) ── semantics (wrappers, reads, writes)
+//!             │                      └─ inline (the code given to interpreters)
 //!             │  file paths ────── paths (~, cwd, .., symlinks, workspace predicates)
+//!             │  what it writes ── memory (what each session wrote, read back by the walker)
 //!             └  URLs ─────────── hosts (the `[floor.net]` host rules, for what a call contacts)
 //! ```
 //!
-//! - `rules`: the file format (see `docs/policy.md`) and compiled matchers.
+//! The modules in layers, each importing only from the rows beneath it (tests/layers.rs
+//! keeps the table of what each may import, and fails on an import that climbs):
+//!
+//! ```text
+//!  checked ───────────── a policy file read and checked (the root's `Policy` is built from it)
+//!  examples   hosts ──── `match` / `no_match` examples; the host rules a call's URLs answer to
+//!  rules ─────────────── the file format (see `docs/policy.md`) and compiled matchers
+//!  taint ─────────────── where untrusted content entered a session, and what is then asked
+//!  extract ───────────── an event's facts: what it runs, reads, writes and contacts
+//!  shell ─────────────── the walker: a command line into the simple commands it runs
+//!  semantics   inline ── programs as data (wrappers, reads, writes); interpreter code
+//!  protected ─────────── the wrapper's own files and processes
+//!  paths ─────────────── the resolver: ~, cwd, .., symlinks, workspace predicates
+//!  memory ────────────── what each session wrote, by file
+//!  checkpoints ───────── the `[checkpoints]` section
+//!  sections ──────────── the `[floor]` section, and reading one section of a file
+//!  command   error ───── the simple command as data; why a policy cannot be loaded
+//! ```
+//!
+//! - `command`: one simple command as `shell` hands it on, read by every module above it
+//!   (so that the readers of commands do not import the walker, nor the walker them).
+//! - `memory`: what each session wrote, so that code run later from those files is judged
+//!   on what was written as well as on what the disk holds (the writes of an event are
+//!   `extract`'s to read); `taint`: where untrusted content entered a session, and the build
+//!   files a write to which is then asked about.
 //! - `hosts`: one host policy: the hosts a tool call (or, without the network floor, a
 //!   command) will contact, judged by the floor's host rules.
-//! - `memory`: what each session wrote, so that code run later from those files is judged
-//!   on what was written as well as on what the disk holds; `taint`: where untrusted
-//!   content entered a session, and the build files a write to which is then asked about.
-//! - `examples`: `match` / `no_match` examples, checked at load.
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //! - `sections`, `checkpoints`: the `[floor]` and `[checkpoints]` sections a run reads on
 //!   their own at start-up (the default's from JSON build.rs makes of `default.toml`).
+//! - The root: the engine ([`Policy`]) over all of them, and `pattern`, the one helper
+//!   they share from it.
 //!
 //! The engine only decides; enforce or observe mode is the caller's business.
 
@@ -30,12 +54,15 @@
 
 mod checked;
 mod checkpoints;
+mod command;
+mod error;
 mod examples;
 mod extract;
 mod hosts;
 mod inline;
 mod memory;
 mod paths;
+mod protected;
 mod rules;
 mod sections;
 mod semantics;
@@ -50,13 +77,15 @@ use std::path::{Path, PathBuf};
 use serde_json::{Map, Value};
 
 pub use checked::Checked;
+use checked::DEFAULT_TOML;
 pub use checkpoints::{checkpoint_spec, CheckpointSpec};
-pub use examples::{ExampleFailure, ExampleReport};
+pub use error::{ExampleFailure, PolicyError};
+pub use examples::ExampleReport;
 pub use extract::contacts::contacted_hosts;
 pub use hosts::HOSTS_RULE;
+pub use protected::Protected;
 pub use rules::{Check, DecisionKind, SessionTaint, Unparseable};
 pub use sections::floor_spec;
-pub(crate) use sections::read_section;
 
 /// The id reported when a write to a build or dependency file is asked about because
 /// content from the network entered the session earlier.
@@ -68,7 +97,6 @@ use extract::Facts;
 use paths::Resolver;
 use rules::{Rule, Settings};
 
-/// The default policy, compiled in.
 /// A regular expression of this crate's own code: a pattern that does not compile is a bug in
 /// this crate, never an input, so it ends the process with the pattern's error.
 #[allow(
@@ -78,8 +106,6 @@ use rules::{Rule, Settings};
 pub(crate) fn pattern(re: &str) -> regex::Regex {
     regex::Regex::new(re).expect("a pattern of ours compiles")
 }
-
-const DEFAULT_TOML: &str = include_str!("default.toml");
 
 /// What a placeholder variable's name becomes in the code the rules read: a name no rule
 /// about secrets matches.
@@ -112,46 +138,6 @@ impl PolicyDecision {
     }
 }
 
-/// Why a policy could not be loaded.
-#[derive(Debug, thiserror::Error)]
-pub enum PolicyError {
-    /// A policy file (the one named, or one it `extends`) could not be read.
-    #[error("read policy file {path}")]
-    Io {
-        /// The file as named.
-        path: PathBuf,
-        /// Why reading it failed.
-        #[source]
-        source: std::io::Error,
-    },
-    /// A policy is not valid TOML, or not the shape a policy has.
-    #[error("parse policy {origin}")]
-    Toml {
-        /// Where the text came from: a file's path, or the embedded default.
-        origin: String,
-        /// The parser's error, with its line and column.
-        #[source]
-        source: toml::de::Error,
-    },
-    /// The policy's `version` is not one this build reads.
-    #[error("unsupported policy version {0} (this build reads version 1)")]
-    Version(u32),
-    /// An `extends` chain that cannot be followed (a cycle, a name that is no policy).
-    #[error("{0}")]
-    Extends(String),
-    /// A rule that parsed but cannot be compiled (a bad pattern, an unknown condition).
-    #[error("rule {rule:?}: {message}")]
-    InvalidRule {
-        /// The rule's id.
-        rule: String,
-        /// What is wrong with it.
-        message: String,
-    },
-    /// The policy's own `[[example]]`s that it does not decide as they say.
-    #[error("{}", .0.iter().map(ToString::to_string).collect::<Vec<_>>().join("; "))]
-    Examples(Vec<ExampleFailure>),
-}
-
 /// The embedded policy engine.
 #[derive(Debug)]
 pub struct Policy {
@@ -176,37 +162,29 @@ pub struct Policy {
     memory: memory::Memory,
 }
 
-/// What of the wrapper itself the policy protects: its files (executables, run directory,
-/// control socket: rules with `where = ["wrapper"]`) and its processes (itself, its
-/// guardian: rules with `wrapper_pid = true`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct Protected {
-    /// The wrapper's executables, run directory and control socket, as absolute paths.
-    pub paths: Vec<PathBuf>,
-    /// The wrapper's own process and its guardian's.
-    pub pids: Vec<u32>,
-}
-
-impl Protected {
-    /// `paths` (canonicalised where they exist) and `pids`.
-    pub fn new(
-        paths: impl IntoIterator<Item = PathBuf>,
-        pids: impl IntoIterator<Item = u32>,
-    ) -> Protected {
-        Protected {
-            paths: paths
-                .into_iter()
-                .map(|p| std::fs::canonicalize(&p).unwrap_or_else(|_| paths::normalise(&p)))
-                .collect(),
-            pids: pids.into_iter().collect(),
-        }
-    }
-
-    /// Both together.
-    fn and(&self, other: &Protected) -> Protected {
-        Protected {
-            paths: self.paths.iter().chain(&other.paths).cloned().collect(),
-            pids: self.pids.iter().chain(&other.pids).copied().collect(),
+// Beside what it builds: `checked` reads and checks a file, and does not see the engine.
+impl Checked {
+    /// The policy: the default's rules first when it extends the default (less those it
+    /// disables or replaces with a rule of the same id), then its own.
+    pub fn build(self) -> Policy {
+        let (mut rules, inherited, settings) = if self.extends {
+            let base = Policy::default_policy();
+            let mut rules = base.rules;
+            rules.retain(|r| !self.disable.contains(&r.id));
+            // A rule of this file with a default rule's id takes its place.
+            rules.retain(|r| !self.own.iter().any(|own| own.id == r.id));
+            let inherited = rules.len();
+            (rules, inherited, self.settings.unwrap_or(base.settings))
+        } else {
+            (Vec::new(), 0, self.settings.unwrap_or_default())
+        };
+        rules.extend(self.own);
+        Policy {
+            rules,
+            inherited,
+            settings,
+            hosts: self.hosts,
+            ..Policy::allow_all()
         }
     }
 }

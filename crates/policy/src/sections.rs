@@ -5,7 +5,7 @@
 
 use std::path::Path;
 
-use crate::PolicyError;
+use crate::error::PolicyError;
 
 /// The default policy's `[checkpoints]` and `[floor]` sections, as JSON (read from
 /// `default.toml` by build.rs): each run reads both at start-up.

@@ -1,5 +1,6 @@
-//! What the integration suites (`tests/*.rs`) and the benches share, in one crate: each
-//! suite is its own test binary and uses the part it needs, by name
+//! What the integration suites and the benches share, in one crate: the suites are the
+//! modules of one test binary (`tests/all.rs`: each file in `tests/`, or directory with its
+//! `mod.rs`, one suite), and each uses the part it needs, by name
 //! (`use ahp_wrap_testkit::claude_code as support;`). The scripts the suites run (fake model
 //! servers, scripted harnesses, terminal drivers) sit beside this crate in `tests/support/`.
 //!

@@ -15,8 +15,11 @@
 //!   plan's binds and empty mounts.
 //! - [`pidns`] (Linux): a PID namespace and a `/proc` of the tree's own, its init and the
 //!   agent's process outside it (the small executable).
-//! - `ahead` (Linux): the agent's user and network namespaces, made at start-up by a process
+//! - `premade` (Linux): the agent's user and network namespaces, made at start-up by a process
 //!   the guardian starts, for the agent's process to join ([`NamespaceReceiver`]).
+//! - `netns` (Linux): the network namespace's part on both sides: loopback alone, the proxy
+//!   and control sockets bound in it, the filter that hands each `connect(2)` to the
+//!   wrapper's [`bridge`] ([`NetRequest`], [`NetReceived`]).
 //! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
 //!   back to its name.
 //! - [`credentials`]: the credentials the tree uses without reading them (placeholders in its

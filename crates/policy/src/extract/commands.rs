@@ -5,8 +5,8 @@ use std::path::{Path, PathBuf};
 
 use super::super::paths::{ResolvedPath, Resolver};
 use super::super::semantics::{self, spec_of};
-use super::super::shell::{is_unknown, Command};
 use super::CommandFacts;
+use crate::command::{is_unknown, Command};
 
 /// Secrets that live at fixed places under the home directory: a command that reads a whole
 /// tree containing one of them (`grep -r x ~`, `tar c ~`) reads it.

@@ -8,6 +8,7 @@ mod configs;
 pub(crate) mod contacts;
 mod keys;
 mod tools;
+mod writes;
 
 use std::collections::HashSet;
 use std::panic::AssertUnwindSafe;
@@ -20,8 +21,9 @@ use serde_json::Value;
 use super::memory;
 use super::paths::{ResolvedPath, Resolver};
 use super::semantics;
-use super::shell::{self, Command};
-use super::Protected;
+use crate::command::{program_name, Command, UNKNOWN};
+use crate::protected::Protected;
+use crate::shell;
 use ahp_wrap_wire::protocol::{Event, EventType};
 
 /// Argument keys that hold a shell command line (string) or argv (array).
@@ -216,7 +218,7 @@ pub(crate) fn facts(
         .collect();
     f.reads.extend(files);
     if f.event_type == EventType::PreAction {
-        f.written = memory::writes(args, &f, resolver, &cwd);
+        f.written = writes::writes(args, &f, resolver, &cwd);
     }
     f
 }
@@ -249,7 +251,7 @@ fn shell_sources(args_key: &str, args: &Value) -> Found {
                     .map(|v| v.as_str().map_or_else(|| v.to_string(), str::to_owned))
                     .collect();
                 let refs: Vec<&str> = argv.iter().map(String::as_str).collect();
-                if argv.first().map(|p| shell::program_name(p)).as_deref() == Some("apply_patch") {
+                if argv.first().map(|p| program_name(p)).as_deref() == Some("apply_patch") {
                     found.patches.extend(argv.iter().skip(1).cloned());
                 } else if !argv.is_empty() {
                     let (pointer, text, argv_form) = match shell_script_of_argv(&argv) {
@@ -283,11 +285,7 @@ fn shell_sources(args_key: &str, args: &Value) -> Found {
                 .map(|s| (*s).to_owned())
                 .chain([code.to_owned()])
                 .collect(),
-            None => vec![
-                "bash".to_owned(),
-                "-c".to_owned(),
-                shell::UNKNOWN.to_string(),
-            ],
+            None => vec!["bash".to_owned(), "-c".to_owned(), UNKNOWN.to_string()],
         };
         found.sources.push(ShellSource {
             text: code.to_owned(),
@@ -488,7 +486,7 @@ fn written_then_run(cmds: &mut [CommandFacts], resolver: &Resolver) {
 
 /// `["bash", "-lc", "script"]` → the index of the script, parsed as bash parses its options.
 fn shell_script_of_argv(argv: &[String]) -> Option<usize> {
-    let program = shell::program_name(argv.first()?);
+    let program = program_name(argv.first()?);
     if !semantics::SHELLS.contains(&program.as_str()) {
         return None;
     }

@@ -15,7 +15,7 @@ use std::sync::LazyLock;
 
 use regex::Regex;
 
-use super::shell::UNKNOWN;
+use crate::command::UNKNOWN;
 use calls::{compiled, Compiled};
 pub(crate) use fold::fold_constants;
 

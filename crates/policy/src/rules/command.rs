@@ -3,9 +3,9 @@
 
 use super::patterns::{PathCond, Patterns};
 use super::{path_cond, patterns, ArgsAny, RawCommand};
+use crate::error::PolicyError;
 use crate::extract::{CommandFacts, Facts};
 use crate::paths::ResolvedPath;
-use crate::PolicyError;
 
 #[derive(Debug)]
 pub(super) struct CommandCond {

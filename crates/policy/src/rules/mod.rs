@@ -9,7 +9,7 @@ mod patterns;
 
 use super::extract::Facts;
 use super::paths::{ResolvedPath, Where};
-use super::PolicyError;
+use crate::error::PolicyError;
 use ahp_wrap_wire::protocol::EventType;
 use command::CommandCond;
 use patterns::{PathCond, Patterns};
@@ -43,7 +43,7 @@ pub(crate) struct RawPolicy {
     /// checked, so that a policy with a bad `[checkpoints]` does not load.
     #[serde(default)]
     #[allow(dead_code, reason = "checked here, read on its own by checkpoint_spec")]
-    pub checkpoints: Option<crate::CheckpointSpec>,
+    pub checkpoints: Option<crate::checkpoints::CheckpointSpec>,
 }
 
 /// Policy-wide settings.

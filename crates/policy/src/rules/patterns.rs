@@ -5,8 +5,8 @@ use regex_automata::meta;
 
 use super::super::extract::Facts;
 use super::super::paths::{ResolvedPath, Where};
-use super::super::PolicyError;
 use super::RawPathCond;
+use crate::error::PolicyError;
 
 /// Globs (one set) and `re:` regexes, any of which may match.
 #[derive(Debug)]

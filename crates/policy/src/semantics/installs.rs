@@ -4,7 +4,7 @@
 //! The lists are the most downloaded packages of each registry, bundled; a name on the list
 //! is never a typosquat of another (`boto` and `boto3` are both real).
 
-use super::super::shell::{is_unknown, Command};
+use crate::command::{is_unknown, Command};
 
 /// Popular PyPI projects (normalised: lower case, `-` for `_` and `.`).
 #[rustfmt::skip]

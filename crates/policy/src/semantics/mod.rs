@@ -24,7 +24,7 @@ use table::value_options;
 pub(crate) use table::{spec_of, SHELLS};
 pub(crate) use wrappers::unwrap;
 
-use super::shell::{program_name, Command};
+use crate::command::{program_name, Command};
 use network::{served_trees, socat_files};
 pub(crate) use option_files::value_follows;
 use option_files::{option_inputs, option_outputs};
@@ -165,7 +165,7 @@ pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
         .filter(|r| r.reads)
         .map(|r| r.target.as_str())
         .collect();
-    if let super::shell::Stdin::File(f) = &cmd.stdin {
+    if let crate::command::Stdin::File(f) = &cmd.stdin {
         if !out.contains(&f.as_str()) {
             out.push(f);
         }
@@ -175,7 +175,7 @@ pub(crate) fn reads(cmd: &Command) -> Vec<&str> {
         // `xargs -a FILE`: FILE's words become the command's arguments (`xargs -a key echo`).
         out.extend(wrappers::xargs_arg_files(&cmd.args));
     }
-    if cmd.wrapper || program.is_empty() || super::shell::is_unknown(program) {
+    if cmd.wrapper || program.is_empty() || crate::command::is_unknown(program) {
         return out;
     }
     if SHELLS.contains(&program) {

@@ -7,7 +7,7 @@
 //! on or contact (the host rules), or socat's `EXEC:` and `SYSTEM:` commands (the shell's
 //! option readers).
 
-use super::super::shell::Command;
+use crate::command::Command;
 
 /// The directories a static file server hands to whoever connects (each read whole): its
 /// working directory unless told another. `python3 -m http.server [-d DIR]` (and

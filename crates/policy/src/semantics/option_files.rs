@@ -7,7 +7,7 @@
 //! Owns: reading those options. Must not touch: operands (`semantics` reads those with the
 //! program table), or wrappers' own outputs (`wrappers`).
 
-use super::super::shell::Command;
+use crate::command::Command;
 
 /// Values of options that name an input file: `--file=PATH`, curl's `@PATH`, `<PATH`, `-T`.
 pub(super) fn option_inputs(cmd: &Command) -> Vec<&str> {

@@ -19,12 +19,12 @@ use std::path::{Path, PathBuf};
 use std::sync::{Arc, LazyLock, Mutex};
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use super::super::inline::Lang;
-use super::super::semantics::SHELLS;
-use super::program_name;
+use crate::command::{program_name, MAX_CODE_FILE};
+use crate::inline::Lang;
+use crate::semantics::SHELLS;
 
-/// Largest file read as code (an interpreter's file is scanned in some 17 ms at this size).
-pub(crate) const MAX_FILE: u64 = 512 * 1024;
+/// Largest file read as code.
+const MAX_FILE: u64 = MAX_CODE_FILE;
 
 /// Largest shell script walked: parsing is the slow part (some 26 ms at this size).
 pub(super) const MAX_SHELL_SCRIPT: usize = 128 * 1024;

@@ -21,7 +21,7 @@ mod tools;
 use std::path::{Path, PathBuf};
 
 use super::super::semantics::positionals;
-use super::super::shell::Command;
+use crate::command::Command;
 use git::git_config;
 use outputs::{compiler_output, in_place};
 use tools::{

@@ -4,7 +4,7 @@
 //! Owns: these readers, shared by every wrapper's parser. Must not touch: any one wrapper's
 //! options (the table and the parsers say which take a value).
 
-use crate::shell::UNKNOWN;
+use crate::command::UNKNOWN;
 
 /// Words as a shell command line would spell them (a word known only at run time stays so).
 pub(super) fn quoted(words: &[String]) -> String {

@@ -7,7 +7,7 @@
 use super::args::{command_start, option_values, quoted};
 use super::table::wrapper_options;
 use super::{after_options, Unwrapped};
-use crate::shell::Command;
+use crate::command::Command;
 
 /// `start-stop-daemon --start --exec PROG [--startas PROG] -- ARGS…`: the program it starts.
 pub(super) fn unwrap_start_stop_daemon(args: &[String]) -> Option<Unwrapped> {

@@ -19,7 +19,7 @@ mod shells;
 mod table;
 mod xargs;
 
-use super::super::shell::Command;
+use crate::command::Command;
 use args::command_start;
 use daemons::{unwrap_start_stop_daemon, unwrap_systemd_run};
 use env::{exec_clears_env, is_dynamic_loader, unwrap_env, unwrap_exec_clean, unwrap_loader};

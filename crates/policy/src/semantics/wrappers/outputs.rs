@@ -7,7 +7,7 @@
 use super::args::{command_start, option_values, quoted};
 use super::table::wrapper_options;
 use super::{after_options, Unwrapped};
-use crate::shell::Command;
+use crate::command::Command;
 
 /// `strace -o FILE CMD`, `ltrace -o FILE CMD`: CMD; with `-o '|PIPE'` (or `'!PIPE'`) its
 /// trace is piped to PIPE, a command line a shell runs.

@@ -6,7 +6,7 @@
 
 use super::args::{command_start, option_values};
 use super::Unwrapped;
-use crate::shell::UNKNOWN;
+use crate::command::UNKNOWN;
 
 /// `parallel CMD ::: A B`: the command with its inputs (unknown when read from a file).
 pub(super) fn unwrap_parallel(args: &[String]) -> Unwrapped {
