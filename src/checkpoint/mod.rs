@@ -293,6 +293,12 @@ impl Checkpointer {
         Some(n)
     }
 
+    /// The descriptor of the checkpoints' watches, once the last checkpoint is taken, for a
+    /// process that outlives the wrapper to close (see `Watch::take_descriptor`).
+    pub fn take_watch(&self) -> Option<std::os::fd::OwnedFd> {
+        self.state.lock().ok()?.watch.take_descriptor()
+    }
+
     /// Takes the run's last checkpoint and says what the run changed.
     pub fn end(&self) -> Option<Summary> {
         let mut s = self.state.lock().ok()?;

@@ -434,6 +434,12 @@ impl Run<'_> {
         let last = self.start_last_checkpoint();
         self.merge_caches(unmerged).await;
         self.last_checkpoint(last).await;
+        // The watches' descriptor to the guardian: its last close waits for the kernel.
+        if let (Some(g), Some(c)) = (held.guardian.as_mut(), self.gate.checkpoints.get()) {
+            if let Some(fd) = c.take_watch() {
+                g.hold(fd);
+            }
+        }
         // After the last checkpoint, whose view of the workspace tells what the tree wrote.
         self.keep_run_files_aside(held).await;
         // The directories the floor made for the agent that it left empty: the user did not

@@ -4,27 +4,28 @@
 //!
 //! A wrapper killed with SIGKILL runs no code, so the agent would be orphaned (and
 //! `PR_SET_PDEATHSIG` reaches only the direct child, not the agent's own children). The
-//! guardian holds the read end of a pipe whose write end only the wrapper has: when the
+//! guardian holds one end of a socket pair whose other end only the wrapper has (a pipe
+//! but for the descriptors it can carry): when the
 //! wrapper dies, however it dies, the guardian reads EOF and ends the agent's whole tree
 //! (see `tree::take_down`: the agent, its group when it has one, every descendant,
 //! and every orphan the wrapper adopted and told it about), SIGTERM first and SIGKILL after
 //! a grace period, then removes the wrapper's private run directory. A wrapper that ends
 //! normally ends the tree itself and tells the guardian to stand down.
 
-use std::io::{Read, Write};
+use std::io::Write;
 use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::PathBuf;
 use std::time::Duration;
 
-use nix::fcntl::OFlag;
-use nix::unistd::{fork, pipe2, ForkResult};
+use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
+use nix::unistd::{fork, ForkResult};
 
 use super::{cgroup, procfs, tree};
 
 /// How long the agent gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
 
-/// The wrapper's end of the guardian pipe.
+/// The wrapper's end of the guardian's socket pair.
 pub struct Guardian {
     pipe: std::fs::File,
     pid: i32,
@@ -44,7 +45,15 @@ impl Guardian {
         args: &[&str],
         stdout: Option<OwnedFd>,
     ) -> std::io::Result<Guardian> {
-        let (read, write) = pipe2(OFlag::O_CLOEXEC)?;
+        // A socket pair rather than a pipe, so that descriptors can travel with the orders
+        // ([`Guardian::hold`]); it ends for the reader as a pipe does, when the last writer
+        // is gone.
+        let (read, write) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )?;
         if let Some(program) = program {
             use std::process::Stdio;
             let child = std::process::Command::new(program)
@@ -135,6 +144,25 @@ impl Guardian {
         if !entry.contains('\n') {
             let _ = writeln!(self.pipe, "mark {entry}");
         }
+    }
+
+    /// Gives the guardian `fd` to hold until it exits: a descriptor whose last close would
+    /// make the wrapper wait (the checkpoints' inotify instance, whose watches the kernel
+    /// retires after a grace period) is then closed after the wrapper has exited. `false`
+    /// (and `fd` closed here) when the guardian could not take it.
+    pub fn hold(&mut self, fd: OwnedFd) -> bool {
+        use nix::sys::socket::{sendmsg, ControlMessage, MsgFlags};
+        let fds = [fd.as_raw_fd()];
+        let sent = sendmsg::<()>(
+            self.pipe.as_raw_fd(),
+            &[std::io::IoSlice::new(b"hold\n")],
+            &[ControlMessage::ScmRights(&fds)],
+            MsgFlags::MSG_NOSIGNAL,
+            None,
+        );
+        // In flight, the descriptor is the socket's too: this close is not its last.
+        drop(fd);
+        sent.is_ok()
     }
 
     /// The run ended normally (the agent's tree has ended): the guardian removes the run
@@ -287,25 +315,36 @@ struct Orders {
 }
 
 impl Orders {
-    /// Reads orders, one a line, until the pipe ends (the wrapper is gone); exits at once on
-    /// `release`.
-    fn read(mut pipe: std::fs::File) -> Orders {
+    /// Reads orders, one a line, until the socket ends (the wrapper is gone); exits at once
+    /// on `release`. A descriptor sent with an order ([`Guardian::hold`]) is kept open, never
+    /// closed before the guardian exits.
+    fn read(pipe: std::fs::File) -> Orders {
+        use nix::sys::socket::{recvmsg, MsgFlags};
         let mut orders = Orders::default();
         let mut buf = Vec::new();
         let mut chunk = [0u8; 256];
         let mut first = true;
+        let mut space = nix::cmsg_space!([std::os::fd::RawFd; 4]);
         loop {
-            match pipe.read(&mut chunk) {
-                Ok(0) => break,
-                Ok(n) => {
-                    if std::mem::take(&mut first) {
-                        take_the_parents_processors();
-                    }
-                    buf.extend_from_slice(&chunk[..n]);
-                }
-                Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            let mut iov = [std::io::IoSliceMut::new(&mut chunk)];
+            let n = match recvmsg::<()>(
+                pipe.as_raw_fd(),
+                &mut iov,
+                Some(&mut space),
+                MsgFlags::MSG_CMSG_CLOEXEC,
+            ) {
+                // The descriptors received are now this process's, held as they are.
+                Ok(msg) => msg.bytes,
+                Err(nix::errno::Errno::EINTR) => continue,
                 Err(_) => break,
+            };
+            if n == 0 {
+                break;
             }
+            if std::mem::take(&mut first) {
+                take_the_parents_processors();
+            }
+            buf.extend_from_slice(&chunk[..n]);
             while let Some(i) = buf.iter().position(|&b| b == b'\n') {
                 let line: Vec<u8> = buf.drain(..=i).collect();
                 orders.take(String::from_utf8_lossy(&line).trim());
@@ -315,7 +354,7 @@ impl Orders {
     }
 
     /// Takes one order: `release`, `watch <target>`, `root <pid> <start>`, `mark <entry>`,
-    /// `cgroup <dir>`, `rundir <dir>`.
+    /// `cgroup <dir>`, `rundir <dir>`, `hold` (a descriptor came with it: nothing to do).
     fn take(&mut self, line: &str) {
         if line == "release" {
             for dir in &self.clean_up {
@@ -422,5 +461,57 @@ pub(crate) fn announce(fd: std::os::fd::RawFd, group: bool) {
     // SAFETY: `line[..n]` is initialised; a failed write only loses the registration.
     unsafe {
         libc::write(fd, line.as_ptr().cast(), n);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The write end of a new pipe, and whether a read of its read end sees every writer
+    /// gone (end of file) rather than one still open.
+    fn pipe_probe() -> (OwnedFd, impl Fn() -> bool) {
+        let (read, write) =
+            nix::unistd::pipe2(nix::fcntl::OFlag::O_NONBLOCK | nix::fcntl::OFlag::O_CLOEXEC)
+                .unwrap();
+        let ended = move || {
+            let mut byte = [0u8; 1];
+            match nix::unistd::read(read.as_raw_fd(), &mut byte) {
+                Ok(0) => true,
+                Err(nix::errno::Errno::EAGAIN) => false,
+                other => panic!("{other:?}"),
+            }
+        };
+        (write, ended)
+    }
+
+    #[test]
+    fn a_descriptor_given_to_hold_outlives_the_wrappers_close_of_it() {
+        let (ours, theirs) = socketpair(
+            AddressFamily::Unix,
+            SockType::Stream,
+            None,
+            SockFlag::SOCK_CLOEXEC,
+        )
+        .unwrap();
+        let mut guardian = Guardian {
+            pipe: std::fs::File::from(ours),
+            pid: 0,
+            cleans: false,
+        };
+        let (write, ended) = pipe_probe();
+        assert!(guardian.hold(write));
+        // The orders are read as the guardian reads them, to the socket's end (the wrapper
+        // gone); the descriptor that came with `hold` is open on this side still.
+        let reader = std::thread::spawn(move || Orders::read(std::fs::File::from(theirs)));
+        drop(guardian);
+        let orders = reader.join().unwrap();
+        assert!(orders.clean_up.is_empty() && orders.roots.is_empty());
+        assert!(!ended(), "the descriptor held was closed");
+
+        // Without `hold`, the same close is the last.
+        let (write, ended) = pipe_probe();
+        drop(write);
+        assert!(ended());
     }
 }
