@@ -27,6 +27,7 @@ fn record(ts: &str, decision: &str, source: &str, payload: serde_json::Value) ->
         latency_us: 200,
         observed: None,
         peer: None,
+        reversible: None,
     }
 }
 
