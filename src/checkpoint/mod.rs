@@ -169,6 +169,17 @@ impl Checkpointer {
             return Ok(None);
         }
         let store = Store::open().ok_or("no state directory for the checkpoints")?;
+        Checkpointer::start_in(store, spec, workspace, run, agent)
+    }
+
+    /// [`Checkpointer::start`] with its store at `store`.
+    fn start_in(
+        store: Store,
+        spec: &crate::policy::CheckpointSpec,
+        workspace: &Path,
+        run: &str,
+        agent: &str,
+    ) -> Result<Option<Checkpointer>, String> {
         store
             .create()
             .map_err(|e| format!("the checkpoints' store {}: {e}", store.root().display()))?;

@@ -291,3 +291,6 @@ impl State {
         }
     }
 }
+
+#[cfg(test)]
+mod tests;
