@@ -76,7 +76,12 @@ impl Decider {
     /// Resolves one blocking event. `native_ask` says whether the interceptor can ask the
     /// user itself, in which case `escalate` is returned for it to render. An escalation
     /// `judge` finds reversible is allowed instead ([`super::reversible`]).
-    pub(crate) async fn resolve(&self, event: &Event, native_ask: bool, judge: &Judge) -> Decision {
+    pub(crate) async fn resolve(
+        &self,
+        event: &Event,
+        native_ask: bool,
+        judge: &Judge<'_>,
+    ) -> Decision {
         let start = Instant::now();
         let deadline = start + self.timeout;
         loop {

@@ -19,15 +19,15 @@ use crate::protocol::{Event, Verdict};
 
 /// The checkpoint before one call, and the judgement of whether what the call discards is in
 /// it.
-pub(crate) struct Judge {
+pub(crate) struct Judge<'a> {
     /// The run's checkpoints, when it keeps them.
     checkpoints: Option<Arc<Checkpointer>>,
     /// The checkpoint before the call: being taken, or taken (its number).
     before: tokio::sync::Mutex<Before>,
     /// The run's id, which `undo --run` takes.
-    run: String,
-    /// What the call was asked, for the summary.
-    what: String,
+    run: &'a str,
+    /// The call.
+    event: &'a Event,
     /// What made the call reversible, once it was judged so.
     reversal: Mutex<Option<Reversible>>,
 }
@@ -37,23 +37,23 @@ enum Before {
     Taken(Option<u64>),
 }
 
-impl Judge {
+impl<'a> Judge<'a> {
     /// The judge of `event`, whose checkpoint `before` is being taken (none: no checkpoint
     /// before it).
     pub(crate) fn new(
         checkpoints: Option<Arc<Checkpointer>>,
         before: Option<JoinHandle<Option<u64>>>,
-        run: &str,
-        event: &Event,
-    ) -> Judge {
+        run: &'a str,
+        event: &'a Event,
+    ) -> Judge<'a> {
         Judge {
             checkpoints,
             before: tokio::sync::Mutex::new(match before {
                 Some(taking) => Before::Taking(taking),
                 None => Before::Taken(None),
             }),
-            run: run.to_owned(),
-            what: crate::checkpoint::summary(event.payload.get("arguments")),
+            run,
+            event,
             reversal: Mutex::new(None),
         }
     }
@@ -96,7 +96,8 @@ impl Judge {
         }
         let undo = format!("ahp-wrap undo --run {} --to {n}", self.run);
         if let Some(checkpoints) = &self.checkpoints {
-            checkpoints.note_reversed(n, self.what.clone(), undo.clone());
+            let what = crate::checkpoint::summary(self.event.payload.get("arguments"));
+            checkpoints.note_reversed(n, what, undo.clone());
         }
         let note = format!(
             "reversible: checkpoint {n} keeps everything it discards; `{undo}` brings it back"
