@@ -58,13 +58,24 @@ fn undos(stderr: &str) -> Vec<Vec<String>> {
         .collect()
 }
 
-/// The run's one audit log in `home`'s trail, as records.
+/// The run's one audit log in `home`'s trail, as records, once `audit verify` holds it whole.
 fn audit_records(home: &Path) -> Vec<serde_json::Value> {
     let trail: Vec<_> = std::fs::read_dir(home.join(".local/state/ahp-wrap/audit"))
         .unwrap()
         .map(|e| e.unwrap().path())
         .collect();
     assert_eq!(trail.len(), 1, "{trail:?}");
+    let verify = agents::run_captured(
+        Command::new(wrap_bin())
+            .args(["audit", "verify"])
+            .arg(&trail[0]),
+        std::time::Duration::from_secs(30),
+    );
+    assert!(
+        verify.status.success(),
+        "audit verify: {}",
+        String::from_utf8_lossy(&verify.stdout)
+    );
     agents::read_jsonl(&trail[0])
 }
 
