@@ -181,6 +181,7 @@ fn audit_record() -> AuditRecord {
         latency_us: 12,
         observed: None,
         peer: None,
+        reversible: None,
     }
 }
 

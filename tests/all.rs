@@ -33,6 +33,7 @@ mod claude_code_e2e;
 mod claude_code_env;
 mod claude_code_floor;
 mod claude_code_persistence;
+mod claude_code_reversible;
 mod claude_code_run_files;
 mod claude_code_sandbox;
 mod claude_code_shim;

@@ -266,6 +266,7 @@ const POLICY_LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("taint", &["extract"]),
+    ("reversible", &["command", "extract", "paths"]),
     ("rules", &["checkpoints", "error", "extract", "paths"]),
     ("hosts", &["error", "extract", "rules", "sections"]),
     (

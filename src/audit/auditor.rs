@@ -194,6 +194,8 @@ pub struct Ruling<'a> {
     pub observed: Option<&'a str>,
     /// From the event's arrival to its decision; recorded as `latency_us`.
     pub latency: std::time::Duration,
+    /// An escalation allowed because the checkpoints keep what the call discards.
+    pub reversible: Option<&'a super::Reversible>,
 }
 
 /// The record of a decided event. The decision's note is the reason when the verdict has
@@ -222,6 +224,7 @@ pub fn decision_record(
         latency_us: decision.latency.as_micros() as u64,
         observed: decision.observed.map(str::to_owned),
         peer,
+        reversible: decision.reversible.cloned(),
     }
 }
 
@@ -238,6 +241,7 @@ pub fn notified(
         note: None,
         observed: None,
         latency: std::time::Duration::ZERO,
+        reversible: None,
     };
     AuditRecord {
         decision: "notified".to_owned(),

@@ -158,6 +158,20 @@ pub struct AuditRecord {
     /// The process that sent a hook's event over the control socket.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub peer: Option<AuditPeer>,
+    /// An escalation allowed because the run's checkpoints keep everything the call
+    /// discards: the checkpoint before it, and the command that brings it back.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reversible: Option<Reversible>,
+}
+
+/// What makes an allowed call reversible: the checkpoint taken before it, and the `undo`
+/// that goes back to it.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Reversible {
+    /// The checkpoint before the call (`ahp-wrap undo --to` it).
+    pub checkpoint: u64,
+    /// The command that brings back what the call discarded.
+    pub undo: String,
 }
 
 /// Who sent a hook call, as the kernel vouches for it.

@@ -28,6 +28,7 @@ pub(super) fn record(decision: &str) -> AuditRecord {
         latency_us: 250,
         observed: None,
         peer: None,
+        reversible: None,
     }
 }
 

@@ -27,6 +27,7 @@ fn record(ts: &str, decision: &str, source: &str, payload: serde_json::Value) ->
         latency_us: 200,
         observed: None,
         peer: None,
+        reversible: None,
     }
 }
 
@@ -315,4 +316,48 @@ fn since_reads_an_age_or_a_utc_time() {
     assert!(parse_since("yesterday", now)
         .unwrap_err()
         .contains("give an age"));
+}
+
+#[test]
+fn a_call_allowed_as_reversible_shows_as_such_with_its_undo() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("20261128T194130.000Z-cbfc8c6a-e0eb.jsonl");
+    let mut log = AuditLog::open(&path, None).unwrap();
+    let undo = "ahp-wrap undo --run cbfc8c6a-e0eb --to 3";
+    let call = json!({"tool_name": "Bash", "arguments": {"command": "git clean -fd"}});
+    log.append(&AuditRecord {
+        reason: Some(format!(
+            "reversible: checkpoint 3 keeps everything it discards; `{undo}` brings it back"
+        )),
+        reversible: Some(crate::audit::Reversible {
+            checkpoint: 3,
+            undo: undo.into(),
+        }),
+        ..record(
+            "2026-11-28T19:41:31.000Z",
+            "allow",
+            "policy:git-discard-work",
+            call,
+        )
+    })
+    .unwrap();
+    // Wide enough for the reason on one line.
+    let text = render(&Show::default(), Some(dir.path()), at(200)).unwrap();
+    assert!(
+        text.contains("allow (reversible)  git-discard-work  Bash: git clean -fd\n"),
+        "{text}"
+    );
+    assert!(text.contains(&format!("`{undo}` brings it back")), "{text}");
+    // The record reads back with its field, as `--json` prints it.
+    let json = render(
+        &Show {
+            json: true,
+            ..Show::default()
+        },
+        Some(dir.path()),
+        at(100),
+    )
+    .unwrap();
+    let line: serde_json::Value = serde_json::from_str(json.trim()).unwrap();
+    assert_eq!(line["reversible"], json!({"checkpoint": 3, "undo": undo}));
 }

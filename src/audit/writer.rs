@@ -391,6 +391,7 @@ impl Sink {
             latency_us: 0,
             observed: None,
             peer: None,
+            reversible: None,
         };
         let (line, hash) = line::encode(&marker, self.next_seq, &self.prev, &self.signer);
         // The newline that ends the partial line goes in the same write as the record.

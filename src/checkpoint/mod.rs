@@ -10,6 +10,8 @@
 //!   index (its manifest when its last run ended), retention.
 //! - [`watch`]: what changed between two checkpoints, as the kernel reports it, so that a
 //!   checkpoint looks only at that (a walk of the whole workspace only when it cannot know).
+//! - [`cover`]: whether the checkpoints keep everything a command may discard (the calls a
+//!   `reversible` rule escalates are allowed when they do).
 //! - [`Checkpointer`]: one run's checkpoints. The first is taken before the agent starts;
 //!   each next one while the gate decides the tool call it comes before (the hook waits for
 //!   the decision anyway), the last when the run ends.
@@ -17,8 +19,10 @@
 //! Owns: what is kept and when. Must not touch: decisions (a checkpoint that fails is said
 //! and the run goes on without them), the floor (which hides the store from the tree).
 
+mod cover;
 mod gitindex;
 pub(crate) mod history;
+pub use cover::Reversed;
 mod reach;
 pub(crate) mod scan;
 pub mod store;
@@ -121,6 +125,8 @@ struct State {
     retention: (Duration, u64),
     /// The repository's history (refs, reflogs, objects), when `.git` is a directory.
     history: Option<history::History>,
+    /// The calls allowed as reversible, for the summary.
+    reversed: Vec<cover::Reversed>,
 }
 
 /// What the run did to the workspace, for its summary.
@@ -142,6 +148,8 @@ pub struct Summary {
     pub walks: (u64, Option<String>),
     /// The run's id.
     pub run: String,
+    /// The calls allowed because the checkpoints keep what they discard.
+    pub reversed: Vec<cover::Reversed>,
 }
 
 impl Checkpointer {
@@ -161,6 +169,17 @@ impl Checkpointer {
             return Ok(None);
         }
         let store = Store::open().ok_or("no state directory for the checkpoints")?;
+        Checkpointer::start_in(store, spec, workspace, run, agent)
+    }
+
+    /// [`Checkpointer::start`] with its store at `store`.
+    fn start_in(
+        store: Store,
+        spec: &crate::policy::CheckpointSpec,
+        workspace: &Path,
+        run: &str,
+        agent: &str,
+    ) -> Result<Option<Checkpointer>, String> {
         store
             .create()
             .map_err(|e| format!("the checkpoints' store {}: {e}", store.root().display()))?;
@@ -256,6 +275,7 @@ impl Checkpointer {
                 spent: (started.elapsed(), 1),
                 retention: (keep, spec.max_store_mb.unwrap_or(2048) << 20),
                 history,
+                reversed: Vec::new(),
             }),
         }))
     }
@@ -346,6 +366,7 @@ impl Checkpointer {
             failed: s.failed.clone(),
             walks: s.walks.clone(),
             run: s.run.clone(),
+            reversed: s.reversed.clone(),
         })
     }
 }
@@ -469,6 +490,7 @@ impl State {
             self.failed = Some(format!("the store: {e}"));
             return;
         }
+        self.account_reversed(n, &delta);
         delta.apply(&mut self.current);
         self.left_out.extend(delta.left_out);
         if self.current.len() as u64 > self.rules.max_files {

@@ -70,6 +70,7 @@ impl Decision {
             note: self.note.as_deref(),
             observed: self.observed,
             latency: self.latency,
+            reversible: None,
         }
     }
 

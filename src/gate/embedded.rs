@@ -158,7 +158,9 @@ impl Embedded {
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
     /// becomes no opinion, and the note says what would have happened.
-    pub(crate) fn decide(&self, event: &Event) -> Decision {
+    /// With the decision, what the command discards when `reversible` rules alone escalated
+    /// it (never in observe mode, which enforces nothing).
+    pub(crate) fn decide(&self, event: &Event) -> (Decision, Option<crate::policy::Reach>) {
         let start = Instant::now();
         let policy = self.policy();
         policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));
@@ -167,6 +169,7 @@ impl Embedded {
         }
         let d = policy.evaluate_with(event, self.protected.get());
         let by = DecidedBy::Policy(d.rule);
+        let reach = d.reversible;
         let acts = !matches!(
             &d.verdict,
             Verdict::Allow {
@@ -180,7 +183,7 @@ impl Embedded {
                 .reason()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            return Decision {
+            let decision = Decision {
                 verdict: Verdict::no_opinion(),
                 by,
                 note: Some(format!(
@@ -191,8 +194,9 @@ impl Embedded {
                 observed: Some(d.verdict.name()),
                 latency: start.elapsed(),
             };
+            return (decision, None);
         }
-        Decision::new(d.verdict, by, start.elapsed())
+        (Decision::new(d.verdict, by, start.elapsed()), reach)
     }
 }
 
@@ -259,7 +263,7 @@ mod tests {
             context: None,
             metadata: None,
         };
-        let d = gate.decide(&event);
+        let (d, _) = gate.decide(&event);
         assert!(
             matches!(d.verdict, Verdict::Escalate { .. }),
             "the agent's run.py runs a command built at run time: {d:?}"

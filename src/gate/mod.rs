@@ -1,7 +1,8 @@
 //! The gate: the one place that turns an AHP event into an enforced verdict.
 //!
 //! Owns: who answers ([`Harness`]: the embedded policy or a harness over a transport), the
-//! re-asks on `defer`, `escalate` to a person, the fail mode, and the rule that a decision
+//! re-asks on `defer`, `escalate` to a person (or, for what the run's checkpoints keep whole,
+//! an allow that names its `undo`: [`reversible`]), the fail mode, and the rule that a decision
 //! is durable in the audit log before it is enforced. Every interceptor (hooks, the MCP and ACP
 //! stream proxies, PATH shims, the floor's egress proxy) builds its events here and gets one
 //! [`Decision`] back.
@@ -16,6 +17,7 @@ mod embedded;
 mod floor_met;
 mod parent;
 mod resolve;
+mod reversible;
 
 pub(crate) use approve::{Answerer, Approval, Approver, BoxFuture, Escalation};
 pub(crate) use decision::{DecidedBy, Decision};
@@ -167,20 +169,26 @@ impl Gate {
         // The workspace as it is before the call, kept while the call is decided (its
         // sender waits for the decision anyway); the call runs after both.
         let checkpoint = self.checkpoint_before(event);
+        let judge = reversible::Judge::new(
+            self.checkpoints.get().cloned(),
+            checkpoint,
+            &self.session_id,
+            event,
+        );
         let decision = match within {
             Some(timeout) if timeout < self.decider.timeout => {
                 let decider = Decider {
                     timeout,
                     ..self.decider.clone()
                 };
-                decider.resolve(event, native_ask).await
+                decider.resolve(event, native_ask, &judge).await
             }
-            _ => self.decider.resolve(event, native_ask).await,
+            _ => self.decider.resolve(event, native_ask, &judge).await,
         };
-        let decision = self.conclude(event, decision, origin).await;
-        if let Some(taken) = checkpoint {
-            let _ = taken.await;
-        }
+        let decision = self
+            .conclude(event, decision, origin, judge.reversal().as_ref())
+            .await;
+        judge.taken().await;
         if matches!(decision.by, DecidedBy::Person(_))
             && matches!(decision.verdict, crate::protocol::Verdict::Allow { .. })
         {
@@ -211,8 +219,18 @@ impl Gate {
 
     /// Makes `decision` on `event` durable in the audit log and shows it to the approver;
     /// one that cannot be recorded is not enforced as given: the fail mode's is, recorded.
-    async fn conclude(&self, event: &Event, decision: Decision, origin: Origin) -> Decision {
-        let Err(e) = self.record(event, &decision, origin.clone()).await else {
+    /// `reversible`: what made it an allow, when the checkpoints keep what the call discards.
+    async fn conclude(
+        &self,
+        event: &Event,
+        decision: Decision,
+        origin: Origin,
+        reversible: Option<&crate::audit::Reversible>,
+    ) -> Decision {
+        let Err(e) = self
+            .record(event, &decision, origin.clone(), reversible)
+            .await
+        else {
             return decision;
         };
         let why = crate::error_chain(&e);
@@ -237,14 +255,14 @@ impl Gate {
         event: &Event,
         decision: &Decision,
         origin: Origin,
+        reversible: Option<&crate::audit::Reversible>,
     ) -> Result<(), crate::audit::AuditError> {
+        let ruling = crate::audit::Ruling {
+            reversible,
+            ..decision.ruling()
+        };
         self.audit
-            .decided(
-                event,
-                origin.framework_session,
-                &decision.ruling(),
-                origin.peer,
-            )
+            .decided(event, origin.framework_session, &ruling, origin.peer)
             .await?;
         if let Some(approver) = &self.decider.approver {
             approver.observe(event, Some(decision));
@@ -288,7 +306,7 @@ impl Gate {
             DecidedBy::Floor,
             std::time::Duration::ZERO,
         );
-        if let Err(e) = self.record(event, &decision, origin).await {
+        if let Err(e) = self.record(event, &decision, origin, None).await {
             tracing::error!("audit log: {}", crate::error_chain(&e));
         }
         decision
@@ -304,7 +322,7 @@ impl Gate {
     ) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = self.decider.escalate_for(event, &reason).await;
-        self.conclude(event, decision, origin).await
+        self.conclude(event, decision, origin, None).await
     }
 
     /// The fail mode's decision, with `cause` in the reason.

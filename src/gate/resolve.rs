@@ -9,6 +9,7 @@ use tokio::time::Instant;
 use super::approve::{Approval, Approver, Escalation};
 use super::decision::{DecidedBy, Decision};
 use super::embedded::Embedded;
+use super::reversible::Judge;
 use crate::client::{Client, Fault};
 use crate::protocol::{parse_decision, Event, Verdict};
 
@@ -66,19 +67,37 @@ struct HarnessAnswer {
     by: DecidedBy,
     note: Option<String>,
     observed: Option<&'static str>,
+    /// What the command discards, when the embedded policy's `reversible` rules alone
+    /// escalated it.
+    reach: Option<crate::policy::Reach>,
 }
 
 impl Decider {
     /// Resolves one blocking event. `native_ask` says whether the interceptor can ask the
-    /// user itself, in which case `escalate` is returned for it to render.
-    pub(crate) async fn resolve(&self, event: &Event, native_ask: bool) -> Decision {
+    /// user itself, in which case `escalate` is returned for it to render. An escalation
+    /// `judge` finds reversible is allowed instead ([`super::reversible`]).
+    pub(crate) async fn resolve(
+        &self,
+        event: &Event,
+        native_ask: bool,
+        judge: &Judge<'_>,
+    ) -> Decision {
         let start = Instant::now();
         let deadline = start + self.timeout;
         loop {
-            let answer = match self.ask(event, deadline).await {
+            let mut answer = match self.ask(event, deadline).await {
                 Ok(a) => a,
                 Err(fault) => return self.fail(fault.to_string(), start),
             };
+            if let (Verdict::Escalate { reason, .. }, Some(reach)) =
+                (&mut answer.verdict, answer.reach.take())
+            {
+                match judge.allow(&reach, &answer.by, start).await {
+                    Ok(allowed) => return allowed,
+                    Err(Some(why)) => reason.push_str(&format!(" (not reversible: {why})")),
+                    Err(None) => {}
+                }
+            }
             match answer.verdict {
                 Verdict::Defer {
                     retry_after_ms,
@@ -126,12 +145,13 @@ impl Decider {
     async fn ask(&self, event: &Event, deadline: Instant) -> Result<HarnessAnswer, Fault> {
         match &self.harness {
             Harness::Embedded(embedded) => {
-                let d = embedded.decide(event);
+                let (d, reach) = embedded.decide(event);
                 Ok(HarnessAnswer {
                     verdict: d.verdict,
                     by: d.by,
                     note: d.note,
                     observed: d.observed,
+                    reach,
                 })
             }
             Harness::Parent(run) => {
@@ -146,6 +166,7 @@ impl Decider {
                     by: DecidedBy::Harness,
                     note: Some("decided by the wrapping run".into()),
                     observed: None,
+                    reach: None,
                 })
             }
             Harness::Remote(client) => {
@@ -158,6 +179,7 @@ impl Decider {
                     by: DecidedBy::Harness,
                     note: None,
                     observed: None,
+                    reach: None,
                 })
             }
         }

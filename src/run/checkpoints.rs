@@ -137,6 +137,9 @@ impl Run<'_> {
             }
             self.notes.push(m);
         }
+        for r in &summary.reversed {
+            self.notes.push(reversed(r));
+        }
         let c = &summary.changes;
         if c.is_empty() {
             return;
@@ -157,6 +160,33 @@ impl Run<'_> {
         );
         self.notes.push(m);
     }
+}
+
+/// The summary's line for a call allowed because the checkpoints keep what it discards:
+/// what it was asked, what it discarded (as the next checkpoint found it), the undo.
+fn reversed(r: &crate::checkpoint::Reversed) -> String {
+    let what = match &r.discarded {
+        Some(c) if !c.is_empty() => {
+            let mut parts = Vec::new();
+            for (n, verb, paths) in [
+                (c.deleted.len(), "deleted", &c.deleted),
+                (c.changed.len(), "changed", &c.changed),
+                (c.created.len(), "created", &c.created),
+            ] {
+                if n > 0 {
+                    parts.push(format!("{verb} {n} ({})", the_first(paths, 3, "…")));
+                }
+            }
+            format!("it {}", parts.join(", "))
+        }
+        Some(_) => "it changed no file the checkpoints keep".to_owned(),
+        None => "what it changed is not known".to_owned(),
+    };
+    format!(
+        "reversible: tool call {} ({}) was allowed since the checkpoints keep what it discards; \
+         {what}; `{}` brings it back",
+        r.checkpoint, r.what, r.undo
+    )
 }
 
 /// The first `n` of `items`, comma-separated, then `more` when there are others.

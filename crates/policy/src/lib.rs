@@ -22,6 +22,7 @@
 //!  checked ───────────── a policy file read and checked (the root's `Policy` is built from it)
 //!  examples   hosts ──── `match` / `no_match` examples; the host rules a call's URLs answer to
 //!  rules ─────────────── the file format (see `docs/policy.md`) and compiled matchers
+//!  reversible ────────── what a command a `reversible` rule matched discards, for the run
 //!  taint ─────────────── where untrusted content entered a session, and what is then asked
 //!  extract ───────────── an event's facts: what it runs, reads, writes and contacts
 //!  shell ─────────────── the walker: a command line into the simple commands it runs
@@ -42,6 +43,8 @@
 //!   files a write to which is then asked about.
 //! - `hosts`: one host policy: the hosts a tool call (or, without the network floor, a
 //!   command) will contact, judged by the floor's host rules.
+//! - `reversible`: what a command a `reversible = true` rule escalates discards ([`Reach`]),
+//!   for the run to allow it when its checkpoints keep all of it (the policy cannot see them).
 //! - `default.toml`: the compiled-in default policy ([`Policy::default_toml`]).
 //! - `sections`, `checkpoints`: the `[floor]` and `[checkpoints]` sections a run reads on
 //!   their own at start-up (the default's from JSON build.rs makes of `default.toml`).
@@ -63,6 +66,7 @@ mod inline;
 mod memory;
 mod paths;
 mod protected;
+mod reversible;
 mod rules;
 mod sections;
 mod semantics;
@@ -84,6 +88,7 @@ pub use examples::ExampleReport;
 pub use extract::contacts::contacted_hosts;
 pub use hosts::HOSTS_RULE;
 pub use protected::Protected;
+pub use reversible::{Effect, Reach};
 pub use rules::{Check, DecisionKind, SessionTaint, Unparseable};
 pub use sections::floor_spec;
 
@@ -121,6 +126,9 @@ pub struct PolicyDecision {
     pub verdict: Verdict,
     /// The id of the rule that decided, `None` for "no rule matched".
     pub rule: Option<String>,
+    /// An escalation by `reversible` rules alone: what the command discards, for the run to
+    /// allow it when its checkpoints keep all of that (`None`: the decision stands).
+    pub reversible: Option<Reach>,
 }
 
 impl PolicyDecision {
@@ -129,6 +137,7 @@ impl PolicyDecision {
         PolicyDecision {
             verdict: Verdict::no_opinion(),
             rule: None,
+            reversible: None,
         }
     }
 
@@ -344,7 +353,10 @@ impl Policy {
         }
         let facts = self.facts(event, run);
         let mut best: Option<(u8, PolicyDecision)> = None;
-        let mut propose = |rank: u8, decision: PolicyDecision| {
+        // Whether every proposal that acts comes from a `reversible` rule.
+        let mut all_reversible = true;
+        let mut propose = |rank: u8, decision: PolicyDecision, reversible: bool| {
+            all_reversible &= reversible || rank <= DecisionKind::Allow.rank();
             if best.as_ref().is_none_or(|(r, _)| rank > *r) {
                 best = Some((rank, decision));
             }
@@ -362,6 +374,7 @@ impl Policy {
                         },
                         UNPARSEABLE_RULE,
                     ),
+                    false,
                 ),
                 Unparseable::Block => propose(
                     DecisionKind::Block.rank(),
@@ -371,6 +384,7 @@ impl Policy {
                         },
                         UNPARSEABLE_RULE,
                     ),
+                    false,
                 ),
                 Unparseable::NoOpinion => {}
             }
@@ -380,6 +394,7 @@ impl Policy {
                 propose(
                     rule.decision.rank(),
                     by_rule(verdict(rule, event, &facts), &rule.id),
+                    rule.reversible,
                 );
             }
         }
@@ -387,7 +402,7 @@ impl Policy {
         let hosts = self.hosts.as_ref();
         if let Some((kind, verdict)) = hosts.and_then(|h| hosts::answer(h, event, &facts, commands))
         {
-            propose(kind.rank(), by_rule(verdict, HOSTS_RULE));
+            propose(kind.rank(), by_rule(verdict, HOSTS_RULE), false);
         }
         if self.settings.session_taint == SessionTaint::Escalate {
             if let Some((origin, file)) = taint::build_files_written(&facts)
@@ -407,10 +422,17 @@ impl Policy {
                         },
                         TAINT_RULE,
                     ),
+                    false,
                 );
             }
         }
-        let decision = best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d);
+        let mut decision = best.map_or_else(PolicyDecision::no_opinion, |(_, d)| d);
+        if all_reversible
+            && facts.parse_errors.is_empty()
+            && matches!(decision.verdict, Verdict::Escalate { .. })
+        {
+            decision.reversible = self.reach(&facts);
+        }
         // What the call writes is remembered unless it is refused (a person may allow an
         // escalated one: the stricter reading keeps it). Content from the network has entered
         // once a call that reads it is allowed outright, or has run (its `post_action`): an
@@ -432,6 +454,27 @@ impl Policy {
 }
 
 impl Policy {
+    /// What the simple commands the matching `reversible` rules match discard.
+    fn reach(&self, facts: &Facts) -> Option<Reach> {
+        let mut matched: Vec<&extract::CommandFacts> = Vec::new();
+        for rule in self
+            .rules
+            .iter()
+            .filter(|r| r.reversible && r.is_match(facts))
+        {
+            let commands = rule.matching_commands(facts);
+            if commands.is_empty() {
+                return None;
+            }
+            for cf in commands {
+                if !matched.iter().any(|m| std::ptr::eq(*m, cf)) {
+                    matched.push(cf);
+                }
+            }
+        }
+        reversible::reach(facts, &matched)
+    }
+
     /// What the engine knows of `event`, the wrapper's files and processes protected.
     fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
         let protected = match run {
@@ -551,6 +594,7 @@ fn by_rule(verdict: Verdict, rule: &str) -> PolicyDecision {
     PolicyDecision {
         verdict,
         rule: Some(rule.to_owned()),
+        reversible: None,
     }
 }
 

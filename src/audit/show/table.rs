@@ -65,6 +65,7 @@ pub(super) fn table(
             time: time(&r.ts, false).to_owned(),
             verdict: match (r.decision.as_str(), r.observed.as_deref()) {
                 (d, Some(o)) if d != o => format!("{d} (would {o})"),
+                (d, _) if r.reversible.is_some() => format!("{d} (reversible)"),
                 (d, _) => d.to_owned(),
             },
             rule: decided_by(&r.source),

@@ -7,7 +7,7 @@ use serde::Deserialize;
 mod command;
 mod patterns;
 
-use super::extract::Facts;
+use super::extract::{CommandFacts, Facts};
 use super::paths::{ResolvedPath, Where};
 use crate::error::PolicyError;
 use ahp_wrap_wire::protocol::EventType;
@@ -141,6 +141,10 @@ pub(crate) struct RawRule {
     pub rewrite: Option<Rewrite>,
     pub retry_after_ms: Option<u64>,
     pub target: Option<String>,
+    /// Escalate only: the call is allowed when the run's checkpoints keep everything the
+    /// command discards (the run judges; the policy says what it reaches).
+    #[serde(default)]
+    pub reversible: bool,
     #[serde(default, rename = "match")]
     pub matches: Vec<Example>,
     #[serde(default)]
@@ -253,6 +257,8 @@ pub(crate) struct Rule {
     pub target: Option<String>,
     pub retry_after_ms: u64,
     pub rewrite: Rewrite,
+    /// `reversible = true`: allowed when the checkpoints keep what the command discards.
+    pub reversible: bool,
     events: Vec<EventType>,
     tools: Option<Patterns>,
     tools_not: Option<Patterns>,
@@ -313,6 +319,9 @@ impl Rule {
         let events = compile_events(&id, &raw.events)?;
         let reason = checked_reason(&id, &raw)?;
         let rewrite = checked_rewrite(&id, &raw)?;
+        if raw.reversible && raw.decision != DecisionKind::Escalate {
+            return Err(invalid(&id, "only an escalate rule may be reversible"));
+        }
         let command = raw
             .command
             .as_ref()
@@ -337,6 +346,7 @@ impl Rule {
             target: raw.target,
             retry_after_ms: raw.retry_after_ms.unwrap_or(1000),
             rewrite,
+            reversible: raw.reversible,
             events,
             command,
             file,
@@ -374,6 +384,15 @@ impl Rule {
             (Some(why), None) => Some(why.to_owned()),
             (None, Some(o)) => Some(format!("in {}, which this command runs", o.label)),
             (None, None) => None,
+        }
+    }
+
+    /// The simple commands of the event that its `[rule.command]` matches (none for a rule
+    /// without one): what a `reversible` rule's judgement reads.
+    pub(crate) fn matching_commands<'f>(&self, f: &'f Facts) -> Vec<&'f CommandFacts> {
+        match &self.command {
+            Some(c) => f.commands.iter().filter(|cf| c.is_match(cf, f)).collect(),
+            None => Vec::new(),
         }
     }
 

@@ -6,6 +6,7 @@ mod engine;
 mod floor;
 mod hosts;
 mod memory;
+mod reversible;
 
 use std::path::{Path, PathBuf};
 
