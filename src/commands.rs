@@ -104,6 +104,9 @@ fn floor_here(
 ) -> (crate::floor::Plan, crate::floor::Report) {
     let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
     let plan = crate::floor::Plan::new(spec, &cx);
+    #[cfg(target_os = "linux")]
+    let report = crate::run::floor::container::report(&plan);
+    #[cfg(not(target_os = "linux"))]
     let report = crate::floor::report(&plan);
     (plan, report)
 }
