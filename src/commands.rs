@@ -9,10 +9,12 @@ mod restore;
 mod setup;
 #[cfg(target_os = "linux")]
 mod setup_apparmor;
+mod setup_container;
 mod undo;
 pub use doctor::doctor;
 pub use restore::restore;
 pub use setup::setup;
+pub use setup_container::{container_profile, CONTAINER_PROFILE};
 pub use undo::{changes, undo};
 
 use std::sync::Arc;
