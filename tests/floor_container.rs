@@ -360,3 +360,171 @@ fn policy_floor_in_the_default_container_says_what_is_missing_and_why() {
         assert!(stdout.contains(said), "not said: {said}\n{}", show(&out));
     }
 }
+
+/// `line` run by `sh` as a container's process under `profile`, with this build's `ahp-wrap`
+/// first on PATH (as the image has it installed).
+fn sh_in_container(w: &World, profile: &Path, line: &str) -> Output {
+    let bin = wrap_bin();
+    let path = format!(
+        "{}:{}",
+        bin.parent().unwrap().display(),
+        std::env::var("PATH").unwrap_or_default()
+    );
+    let launch = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/container/launch.py");
+    let mut cmd = Command::new(PYTHON);
+    cmd.arg(launch)
+        .arg(profile)
+        .arg(engine_source())
+        .arg(w.root.join("outside.log"))
+        .args(["--", "sh", "-c", line])
+        .current_dir(w.ws())
+        .env("PATH", path)
+        .env("HOME", w.root.join("home"))
+        .env("CI_PROJECT_DIR", w.ws())
+        .env_remove("AHP_WRAP_FLOOR");
+    run(&mut cmd, Duration::from_secs(60))
+}
+
+/// The `ahp-wrap setup container-profile …` command an example's comment gives, run as
+/// written, with `default.json` the engine's own and `place` the directory its `--output`
+/// names standing for `scratch`; the profile written.
+fn run_the_examples_setup(text: &str, place: &str, scratch: &Path) -> PathBuf {
+    let line = text
+        .lines()
+        .find_map(|l| l.split_once("ahp-wrap setup container-profile"))
+        .map(|(_, rest)| rest.trim())
+        .expect("the example says how to write the profile");
+    let default = engine_source().join("profiles/seccomp/default.json");
+    let mut args = vec!["setup".to_owned(), "container-profile".to_owned()];
+    let mut written = None;
+    for word in line.split_whitespace() {
+        let word = match word {
+            "default.json" => default.display().to_string(),
+            w if w.starts_with(place) => {
+                let file = scratch.join(w.strip_prefix(place).unwrap().trim_start_matches('/'));
+                std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+                written = Some(file.clone());
+                file.display().to_string()
+            }
+            w => w.to_owned(),
+        };
+        args.push(word);
+    }
+    let out = run(
+        Command::new(wrap_bin()).args(&args),
+        Duration::from_secs(30),
+    );
+    assert!(out.status.success(), "{}", show(&out));
+    written.expect("the command writes the profile where the example reads it")
+}
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "container",
+    ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
+)]
+fn the_devcontainer_example_gives_the_whole_floor() {
+    let file =
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/devcontainer/devcontainer.json");
+    let text = std::fs::read_to_string(file).unwrap();
+    // JSON with comments, as devcontainer.json is: the comment lines out.
+    let json: String = text
+        .lines()
+        .filter(|l| !l.trim_start().starts_with("//"))
+        .collect::<Vec<_>>()
+        .join("\n");
+    let config: serde_json::Value = serde_json::from_str(&json).unwrap();
+    let run_args: Vec<&str> = config["runArgs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| a.as_str().unwrap())
+        .collect();
+    let at = run_args
+        .iter()
+        .position(|a| *a == "--security-opt")
+        .unwrap();
+    let seccomp = run_args[at + 1].strip_prefix("seccomp=").unwrap();
+    // The folder the devcontainer is opened in, on the machine Docker runs on.
+    let w = World::new();
+    let folder = w.root.join("folder");
+    let written = run_the_examples_setup(&text, ".devcontainer", &folder.join(".devcontainer"));
+    let profile =
+        PathBuf::from(seccomp.replace("${localWorkspaceFolder}", &folder.display().to_string()));
+    assert_eq!(
+        profile, written,
+        "runArgs names another file than the one the comment writes"
+    );
+    let post_create = config["postCreateCommand"].as_str().unwrap();
+    let out = sh_in_container(&w, &profile, post_create);
+    assert!(out.status.success(), "{}", show(&out));
+    // Under Docker's own default the same command fails, saying why.
+    let out = sh_in_container(
+        &w,
+        &engine_source().join("profiles/seccomp/default.json"),
+        post_create,
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+}
+
+#[test]
+#[cfg_attr(
+    skip_e2e = "container",
+    ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
+)]
+fn the_gitlab_ci_example_runs_its_floor_checks_under_the_runners_profile() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/gitlab-ci");
+    let runner = std::fs::read_to_string(dir.join("runner-config.toml")).unwrap();
+    let config: toml::Value = toml::from_str(&runner).unwrap();
+    let docker = &config["runners"][0]["docker"];
+    let opts: Vec<&str> = docker["security_opt"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|o| o.as_str().unwrap())
+        .collect();
+    let seccomp = opts
+        .iter()
+        .find_map(|o| o.strip_prefix("seccomp="))
+        .unwrap();
+    let w = World::new();
+    let etc = w.root.join("etc-gitlab-runner");
+    let written = run_the_examples_setup(&runner, "/etc/gitlab-runner", &etc);
+    let profile = etc.join(seccomp.strip_prefix("/etc/gitlab-runner/").unwrap());
+    assert_eq!(profile, written);
+    let job: serde_norway::Value =
+        serde_norway::from_str(&std::fs::read_to_string(dir.join(".gitlab-ci.yml")).unwrap())
+            .unwrap();
+    let script: Vec<&str> = job["agent"]["script"]
+        .as_sequence()
+        .unwrap()
+        .iter()
+        .map(|l| l.as_str().unwrap())
+        .collect();
+    // The agent's own step needs the model; the steps before it run as the job runs them.
+    let (agent, checks): (Vec<&str>, Vec<&str>) =
+        script.iter().partition(|l| l.contains(" -- claude "));
+    assert!(
+        agent.len() == 1 && agent[0].contains("--require-floor"),
+        "{script:?}"
+    );
+    for line in &checks {
+        let out = sh_in_container(&w, &profile, line);
+        assert!(out.status.success(), "{line}: {}", show(&out));
+        assert!(
+            !String::from_utf8_lossy(&out.stdout).contains("missing:"),
+            "{line}: {}",
+            show(&out)
+        );
+    }
+    let check = checks
+        .iter()
+        .find(|l| l.contains("--require-floor"))
+        .unwrap();
+    let out = sh_in_container(
+        &w,
+        &engine_source().join("profiles/seccomp/default.json"),
+        check,
+    );
+    assert_eq!(out.status.code(), Some(125), "{}", show(&out));
+}
