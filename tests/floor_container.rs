@@ -7,7 +7,9 @@
 //! part of the floor, and each result is read from the disk or from what reached the outside
 //! server: with `--floor off`, under the default profile, and under the profile
 //! `ahp-wrap setup container-profile` writes from the engine's own. The table of what holds is
-//! printed (on the test's stderr, past libtest's capture, so that CI's log shows it).
+//! printed (on the test's stderr, past libtest's capture, so that CI's log shows it). The
+//! devcontainer and GitLab CI examples' floor steps run there too, under the profile their
+//! comments write.
 //!
 //! The run's world lives under the target directory, not under /tmp: the temp directories are
 //! writable on the floor, so a victim there would prove nothing.
