@@ -108,6 +108,11 @@ fn command(cli: Cli) -> CommandResult {
             from,
             output,
         }) => match framework.as_deref() {
+            Some(commands::CONTAINER_PROFILE) if remove => Err(Failure::new(
+                Exit::Error,
+                "container-profile installs nothing to remove: it writes the profile to --output \
+                 (or standard output)",
+            )),
             Some(commands::CONTAINER_PROFILE) => {
                 commands::container_profile(from.as_deref(), output.as_deref())
             }

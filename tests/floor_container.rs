@@ -530,3 +530,34 @@ fn the_gitlab_ci_example_runs_its_floor_checks_under_the_runners_profile() {
     );
     assert_eq!(out.status.code(), Some(125), "{}", show(&out));
 }
+
+#[test]
+fn setup_container_profile_refuses_a_file_that_is_no_profile_and_has_nothing_to_remove() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.json");
+    std::fs::write(&bad, "{\"defaultAction\": \"SCMP_ACT_ALLOW\"}").unwrap();
+    let out = dir.path().join("out.json");
+    let said = run(
+        Command::new(wrap_bin())
+            .args(["setup", "container-profile", "--from"])
+            .arg(&bad)
+            .arg("--output")
+            .arg(&out),
+        Duration::from_secs(30),
+    );
+    assert_eq!(said.status.code(), Some(1), "{}", show(&said));
+    assert!(
+        String::from_utf8_lossy(&said.stderr).contains("not a container engine's seccomp profile"),
+        "{}",
+        show(&said)
+    );
+    assert!(
+        !out.exists(),
+        "a profile was written from a file that is none"
+    );
+    let said = run(
+        Command::new(wrap_bin()).args(["setup", "container-profile", "--remove"]),
+        Duration::from_secs(30),
+    );
+    assert_eq!(said.status.code(), Some(2), "{}", show(&said));
+}
