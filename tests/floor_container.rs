@@ -348,7 +348,7 @@ fn require_floor_refuses_the_default_container_and_runs_in_the_documented_one() 
     skip_e2e = "container",
     ignore = "tests/container/setup.sh skipped (AHP_WRAP_SKIP_AGENT_E2E)"
 )]
-fn policy_floor_in_the_default_container_says_what_is_missing_and_why() {
+fn policy_floor_and_doctor_in_the_default_container_say_what_is_missing_and_why() {
     let w = World::new();
     let default = engine_source().join("profiles/seccomp/default.json");
     let out = w.in_container(&default, &["policy", "floor"]);
@@ -360,6 +360,17 @@ fn policy_floor_in_the_default_container_says_what_is_missing_and_why() {
         "secrets: readable by the agent's tree, since no mount can hide them here: ~/.ssh",
     ] {
         assert!(stdout.contains(said), "not said: {said}\n{}", show(&out));
+    }
+    // doctor says the same, in its JSON's list of what is missing.
+    let out = w.in_container(&default, &["doctor", "--json"]);
+    let report: serde_json::Value =
+        serde_json::from_slice(&out.stdout).unwrap_or_else(|e| panic!("{e}: {}", show(&out)));
+    let missing = report["floor"]["missing"].to_string();
+    for said in [
+        "seccomp profile refuses unshare(2)",
+        "no mount can hide them here: ~/.ssh",
+    ] {
+        assert!(missing.contains(said), "not said: {said}\n{}", show(&out));
     }
 }
 
