@@ -1,7 +1,7 @@
 #!/usr/bin/python3
 """Runs a command as a container engine runs a container's process, for tests/floor_container.rs.
 
-    launch.py PROFILE.json ENGINE_SOURCE_DIR OUTSIDE_LOG -- COMMAND...
+    launch.py [--caps CONTAINERS_CONF] PROFILE.json ENGINE_SOURCE_DIR OUTSIDE_LOG -- COMMAND...
 
 What Docker (moby 20.10, Debian's docker.io) applies to a container by default, each part read
 from the engine's own source (Debian's golang-github-docker-docker-dev, unpacked by
@@ -20,6 +20,11 @@ tests/container/setup.sh into ENGINE_SOURCE_DIR), none of it written here by han
   compiled into a filter by libseccomp as the engine does (runc's libseccomp-golang): an entry
   is kept when its `includes` hold for this architecture, kernel and capability set and its
   `excludes` do not; a name libseccomp does not know is skipped, as runc skips it.
+
+With `--caps`, the capability set is Podman's instead (`default_capabilities` of
+containers-common's containers.conf, the package that also ships Podman's seccomp.json); the
+masked and read-only paths stay Docker's (Podman's own lists are in its Go source, not in
+that package, and hold the same /proc paths).
 
 The engine's other parts (cgroups, a PID, UTS and IPC namespace, the image's root file system)
 change nothing the floor uses: they are not made here. Nor is AppArmor, which this kernel
@@ -234,11 +239,26 @@ def seccomp_filter(profile, caps):
     return f
 
 
+def podman_caps(conf):
+    """The `default_capabilities` list of a containers.conf."""
+    text = open(conf).read()
+    start = text.index("\ndefault_capabilities = [")
+    end = text.index("]", start)
+    return ["CAP_" + c for c in re.findall(r'"([A-Z_]+)"', text[start:end])]
+
+
 def main():
-    profile_path, source, log = sys.argv[1:4]
-    command = sys.argv[5:] if sys.argv[4] == "--" else sys.exit("launch.py: -- COMMAND expected")
+    args = sys.argv[1:]
+    caps_conf = None
+    if args[0] == "--caps":
+        caps_conf, args = args[1], args[2:]
+    profile_path, source, log = args[0:3]
+    command = args[4:] if args[3] == "--" else sys.exit("launch.py: -- COMMAND expected")
     profile = json.load(open(profile_path))
-    caps = go_strings(os.path.join(source, "oci/caps/defaults.go"), "return []string{")
+    if caps_conf:
+        caps = podman_caps(caps_conf)
+    else:
+        caps = go_strings(os.path.join(source, "oci/caps/defaults.go"), "return []string{")
     container_mounts(source)
     outside_server(log)
     filt = seccomp_filter(profile, caps)
