@@ -141,7 +141,7 @@ pub enum Command {
     /// After each tool call, the files it created, changed (a diff for text) and deleted.
     /// Paged on a terminal.
     Changes(ChangesArgs),
-    /// Set this machine up, as root and once: gemini, apparmor.
+    /// Set up gemini, apparmor (as root, once) or a container-profile.
     ///
     /// `gemini`: the system settings file Gemini CLI reads our hooks from for users who are
     /// not root (/etc/ahp-wrap/gemini/settings.json); `apparmor`: the profile that lets this
@@ -149,13 +149,23 @@ pub enum Command {
     /// Each names the executables beside this one, which must be writable by root alone
     /// (install system-wide first). Run it again after an upgrade or a move: a run says when.
     /// `--remove` removes it; without a name, everything set up for this install.
+    /// `container-profile` (any user; it changes nothing here): the container engine's own
+    /// default seccomp profile (`--from FILE`, else the one found here) with the system calls
+    /// the floor's namespaces need allowed, for `--security-opt seccomp=FILE`
+    /// (docs/floor.md, "In a container").
     Setup {
-        /// What to set up: gemini or apparmor.
+        /// What to set up: gemini, apparmor or container-profile.
         #[arg(required_unless_present = "remove", value_name = "NAME")]
         framework: Option<String>,
         /// Remove the file instead.
-        #[arg(long)]
+        #[arg(long, conflicts_with_all = ["from", "output"])]
         remove: bool,
+        /// container-profile: the engine's default profile to start from.
+        #[arg(long, value_name = "FILE")]
+        from: Option<std::path::PathBuf>,
+        /// container-profile: where to write it (else standard output).
+        #[arg(long, short, value_name = "FILE")]
+        output: Option<std::path::PathBuf>,
     },
     /// Check shim manifests: an agent's hook system described in TOML.
     Shim {

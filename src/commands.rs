@@ -9,10 +9,12 @@ mod restore;
 mod setup;
 #[cfg(target_os = "linux")]
 mod setup_apparmor;
+mod setup_container;
 mod undo;
 pub use doctor::doctor;
 pub use restore::restore;
 pub use setup::setup;
+pub use setup_container::{container_profile, CONTAINER_PROFILE};
 pub use undo::{changes, undo};
 
 use std::sync::Arc;
@@ -104,6 +106,9 @@ fn floor_here(
 ) -> (crate::floor::Plan, crate::floor::Report) {
     let cx = crate::run::floor::context(framework, std::path::Path::new(""), workspace);
     let plan = crate::floor::Plan::new(spec, &cx);
+    #[cfg(target_os = "linux")]
+    let report = crate::run::floor::container::report(&plan);
+    #[cfg(not(target_os = "linux"))]
     let report = crate::floor::report(&plan);
     (plan, report)
 }

@@ -102,7 +102,26 @@ fn command(cli: Cli) -> CommandResult {
         Some(Command::Restore { file, dry_run }) => commands::restore(&file, dry_run),
         Some(Command::Undo(args)) => commands::undo(&args),
         Some(Command::Changes(args)) => commands::changes(&args),
-        Some(Command::Setup { framework, remove }) => commands::setup(framework.as_deref(), remove),
+        Some(Command::Setup {
+            framework,
+            remove,
+            from,
+            output,
+        }) => match framework.as_deref() {
+            Some(commands::CONTAINER_PROFILE) if remove => Err(Failure::new(
+                Exit::Error,
+                "container-profile installs nothing to remove: it writes the profile to --output \
+                 (or standard output)",
+            )),
+            Some(commands::CONTAINER_PROFILE) => {
+                commands::container_profile(from.as_deref(), output.as_deref())
+            }
+            _ if from.is_some() || output.is_some() => Err(Failure::new(
+                Exit::Error,
+                "--from and --output are container-profile's",
+            )),
+            name => commands::setup(name, remove),
+        },
         Some(Command::Shim { command }) => Ok(commands::shim(command)),
         Some(Command::Policy { command }) => commands::policy(command),
         Some(Command::Worker(args)) => {

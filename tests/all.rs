@@ -65,6 +65,7 @@ mod fleet_restart;
 mod floor;
 mod floor_apparmor;
 mod floor_caches;
+mod floor_container;
 mod floor_nested;
 mod floor_net;
 mod floor_publish;

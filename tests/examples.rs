@@ -44,6 +44,18 @@ const COVERED: &[(&str, &str)] = &[
         "examples.rs::the_example_policies",
     ),
     (
+        "devcontainer/devcontainer.json",
+        "floor_container.rs::the_devcontainer_example_gives_the_whole_floor",
+    ),
+    (
+        "gitlab-ci/.gitlab-ci.yml",
+        "floor_container.rs::the_gitlab_ci_example_runs_its_floor_checks_under_the_runners_profile",
+    ),
+    (
+        "gitlab-ci/runner-config.toml",
+        "floor_container.rs::the_gitlab_ci_example_runs_its_floor_checks_under_the_runners_profile",
+    ),
+    (
         "fleet/fix-tests.toml",
         "examples.rs::the_fleet_capability_takes_the_task_it_documents",
     ),

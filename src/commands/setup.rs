@@ -47,7 +47,7 @@ pub fn setup(framework: Option<&str>, remove: bool) -> CommandResult {
                 Failure::new(
                     Exit::Error,
                     format!(
-                        "nothing to set up by the name {name:?}: apparmor, or a framework (gemini)"
+                        "nothing to set up by the name {name:?}: apparmor, container-profile, or a framework (gemini)"
                     ),
                 )
             })?;

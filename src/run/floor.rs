@@ -10,6 +10,8 @@ use serde_json::json;
 use super::statefiles::Copies;
 use super::{Run, RunGuard};
 
+#[cfg(target_os = "linux")]
+pub(crate) mod container;
 mod credentials;
 mod end;
 mod kernel;

@@ -61,7 +61,10 @@ impl Helpers {
     ) -> Helpers {
         let small = phases::small_executable(&std::env::current_exe().unwrap_or_default());
         #[cfg(target_os = "linux")]
-        let (premade, maker) = match crate::floor::premade_namespaces(floor) {
+        // (None where the container refuses them: the agent's process would not join them.)
+        let premade = crate::floor::premade_namespaces(floor)
+            .filter(|_| floor::container::decide(floor::container::here()).is_ok());
+        let (premade, maker) = match premade {
             Some((premade, maker)) if small.is_some() => (Some(premade), Some(maker.into_socket())),
             _ => (None, None),
         };

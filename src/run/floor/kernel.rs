@@ -54,10 +54,13 @@ pub(super) fn kernel(
 ) -> Result<RunFloor, NoFloor> {
     use std::os::unix::ffi::OsStrExt;
     let (mut support, reader) = probing.and_then(|p| p.join().ok()).unwrap_or_else(probe);
+    // A container's seccomp or AppArmor profile refuses what the kernel's settings allow.
+    super::container::amend(&mut support);
     if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
         support.namespaces = Err(why.clone());
     }
     let mut report = support.report(&plan, &reader);
+    super::container::name_secrets(&plan, &support, &mut report);
     if support.landlock_abi < 1 {
         return Ok(RunFloor {
             plan,
