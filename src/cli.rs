@@ -141,7 +141,7 @@ pub enum Command {
     /// After each tool call, the files it created, changed (a diff for text) and deleted.
     /// Paged on a terminal.
     Changes(ChangesArgs),
-    /// Set up gemini, apparmor (as root, once) or a container-profile.
+    /// Prepare the machine (or a container) once for what runs need.
     ///
     /// `gemini`: the system settings file Gemini CLI reads our hooks from for users who are
     /// not root (/etc/ahp-wrap/gemini/settings.json); `apparmor`: the profile that lets this
