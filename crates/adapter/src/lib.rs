@@ -33,7 +33,9 @@ pub use ahp_wrap_confine::statefile::{Format as StateFormat, KeyRule, StateFile,
 /// What the hook process prints and how it exits: the control protocol's reply, rendered
 /// by the shim.
 pub use ahp_wrap_wire::control::CallerReply;
-pub use ahp_wrap_wire::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
+pub use ahp_wrap_wire::protocol::{
+    unapplicable_modify, updated_input, EventType, Final, ModifyError, ToolCall,
+};
 pub use shared::system_file::{Installed, SystemFile};
 pub use shared::Shim;
 

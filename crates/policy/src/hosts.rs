@@ -27,7 +27,7 @@ pub(crate) fn host_rules(own: Option<&NetSpec>) -> Result<Option<HostRules>, Pol
         .map(Some)
         .map_err(|message| PolicyError::InvalidRule {
             rule: "[floor.net]".into(),
-            message,
+            message: message.to_string(),
         })
 }
 

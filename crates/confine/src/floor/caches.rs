@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Overlay;
+use super::Unavailable;
 
 mod kinds;
 use kinds::Kind;
@@ -25,7 +26,7 @@ pub use kinds::Verified;
 const OVERLAY_IN_USERNS: (u32, u32) = (5, 11);
 
 /// Whether this kernel mounts overlays in a user namespace, or why not.
-pub fn possible() -> Result<(), String> {
+pub fn possible() -> Result<(), Unavailable> {
     let (major, minor) = kernel();
     if (major, minor) >= OVERLAY_IN_USERNS {
         Ok(())
@@ -33,14 +34,15 @@ pub fn possible() -> Result<(), String> {
         Err(format!(
             "Linux {major}.{minor} cannot mount an overlay in a user namespace (5.11 can): the \
              caches are written in place"
-        ))
+        )
+        .into())
     }
 }
 
 /// Whether the file system of `dir` can hold an overlay's upper layer (extended attributes
 /// in the `user.` namespace, whiteouts, `O_TMPFILE`), or why not: another overlay (a
 /// container's root file system), a network or FUSE file system, a tmpfs before Linux 6.6.
-pub(crate) fn upper_possible(dir: &Path) -> Result<(), String> {
+pub(crate) fn upper_possible(dir: &Path) -> Result<(), Unavailable> {
     use nix::sys::statfs::{
         FsType, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
     };
@@ -58,7 +60,8 @@ pub(crate) fn upper_possible(dir: &Path) -> Result<(), String> {
     Err(format!(
         "{} lies on {name}, which cannot hold an overlay's upper layer",
         dir.display()
-    ))
+    )
+    .into())
 }
 
 /// This kernel's release, as (major, minor).

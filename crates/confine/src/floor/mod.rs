@@ -135,6 +135,26 @@ pub fn report(plan: &Plan) -> Report {
     }
 }
 
+/// Why a mechanism of the floor is not available on this machine or for this run (user
+/// namespaces, the caches' overlays, the kernel's audit log, the namespaces made at
+/// start-up), in words for the person: a gap of the run's [`Report`], a line of
+/// `--log debug`.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct Unavailable(String);
+
+impl From<String> for Unavailable {
+    fn from(why: String) -> Unavailable {
+        Unavailable(why)
+    }
+}
+
+impl From<&str> for Unavailable {
+    fn from(why: &str) -> Unavailable {
+        Unavailable(why.to_owned())
+    }
+}
+
 /// A floor that cannot be set up for this run.
 #[derive(Debug, thiserror::Error)]
 pub enum FloorError {

@@ -34,6 +34,7 @@ use super::caches::Layers;
 use super::kernel::fail;
 use super::namespaces::{id_map, make_mounts_private, mount_overlay, overlay_options, write_file};
 use super::plan::Overlay;
+use super::Unavailable;
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
 /// is then the maker's socket).
@@ -58,7 +59,7 @@ pub struct NamespaceReceiver {
     /// The overlays the maker was asked to mount, and the layers made for them.
     asked: Option<Asked>,
     /// What the maker sent, once received.
-    received: Option<Result<NamespaceFds, String>>,
+    received: Option<Result<NamespaceFds, Unavailable>>,
 }
 
 /// The caches' overlays asked of the maker.
@@ -357,19 +358,19 @@ impl NamespaceReceiver {
 
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
-    pub(crate) fn take(mut self) -> Result<NamespaceFds, String> {
+    pub(crate) fn take(mut self) -> Result<NamespaceFds, Unavailable> {
         self.received.take().unwrap_or_else(|| self.read())
     }
 
     /// What the maker sent, received once.
-    fn receive(&mut self) -> &Result<NamespaceFds, String> {
+    fn receive(&mut self) -> &Result<NamespaceFds, Unavailable> {
         let received = self.received.take().unwrap_or_else(|| self.read());
         self.received.insert(received)
     }
 
     /// Receives what the maker sends (waiting at most [`WAIT`]; a signal that interrupts the
     /// wait does not end it).
-    fn read(&self) -> Result<NamespaceFds, String> {
+    fn read(&self) -> Result<NamespaceFds, Unavailable> {
         self.socket
             .set_read_timeout(Some(WAIT))
             .map_err(|e| e.to_string())?;
@@ -400,7 +401,8 @@ impl NamespaceReceiver {
                     "the namespaces' maker failed at {}: {}",
                     String::from_utf8_lossy(&text[4..n]),
                     std::io::Error::from_raw_os_error(code)
-                ))
+                )
+                .into())
             }
         }
     }
@@ -434,8 +436,8 @@ mod tests {
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
         let why = NamespaceReceiver::new(ours).take().unwrap_err();
-        assert!(why.contains("failed at uid_map"), "{why}");
-        assert!(why.contains(&error.to_string()), "{why}");
+        assert!(why.to_string().contains("failed at uid_map"), "{why}");
+        assert!(why.to_string().contains(&error.to_string()), "{why}");
     }
 
     /// A signal that comes while the wrapper waits for the maker (a child's end, a window's
@@ -468,7 +470,7 @@ mod tests {
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
         let why = waiting.join().unwrap().unwrap_err();
-        assert!(why.contains("failed at uid_map"), "{why}");
+        assert!(why.to_string().contains("failed at uid_map"), "{why}");
     }
 
     #[test]
@@ -476,6 +478,6 @@ mod tests {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
         let why = NamespaceReceiver::new(ours).take().unwrap_err();
-        assert!(why.contains("without a word"), "{why}");
+        assert!(why.to_string().contains("without a word"), "{why}");
     }
 }
