@@ -14,6 +14,7 @@ use landlock::{
 
 use super::namespaces::{Namespaces, Writes};
 use super::netns::{self, NetPeer, NetRequest};
+use super::sys::fail;
 use super::{FloorError, Plan, Report, Unavailable, ENV_FLOOR};
 
 /// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
@@ -208,12 +209,6 @@ impl Support {
         }
         r
     }
-}
-
-/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying (see
-/// [`super::apparmor`] for Ubuntu's restriction).
-pub(super) fn namespaces_possible() -> Result<(), Unavailable> {
-    super::apparmor::decide(&super::apparmor::Readings::read())
 }
 
 /// The confinement, ready to apply in the agent's process.
@@ -431,14 +426,6 @@ fn ruleset(plan: &Plan, abi: ABI, writes: Writes) -> Result<(OwnedFd, u64), Floo
     }
     let fd: Option<OwnedFd> = created.into();
     Ok((fd.ok_or(FloorError::Unsupported)?, handled.bits()))
-}
-
-/// Says `what` on stderr and returns the error in `errno`.
-pub(super) fn fail(what: &[u8]) -> std::io::Result<()> {
-    let e = std::io::Error::last_os_error();
-    // SAFETY: write(2) of a static buffer.
-    unsafe { libc::write(2, what.as_ptr().cast(), what.len()) };
-    Err(e)
 }
 
 #[cfg(test)]

@@ -31,9 +31,11 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::caches::Layers;
-use super::kernel::fail;
-use super::namespaces::{id_map, make_mounts_private, mount_overlay, overlay_options, write_file};
+use super::namespaces::{
+    id_map, make_mounts_private, mount_overlay, overlay_options, write_file, NamespaceFds,
+};
 use super::plan::Overlay;
+use super::sys::{receive_fds, send_fds};
 use super::Unavailable;
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
@@ -83,21 +85,10 @@ pub struct NamespaceMaker {
     gid_map: Vec<u8>,
 }
 
-/// A user namespace and a network namespace (with loopback up) made for the agent to join,
-/// and the mount namespace with the caches' overlays, when some were asked.
-#[derive(Debug)]
-pub(crate) struct NamespaceFds {
-    pub user: OwnedFd,
-    pub net: OwnedFd,
-    pub mnt: Option<OwnedFd>,
-    /// The overlays mounted (or tried) in `mnt`.
-    pub overlays: Vec<Overlay>,
-}
-
 /// The two ends, when the run may use namespaces (the floor on, and this system allowing
 /// unprivileged user namespaces); `None` otherwise.
 pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)> {
-    if floor == super::Mode::Off || super::kernel::namespaces_possible().is_err() {
+    if floor == super::Mode::Off || super::apparmor::namespaces_possible().is_err() {
         return None;
     }
     let (ours, theirs) = UnixStream::pair().ok()?;
@@ -197,9 +188,9 @@ impl NamespaceMaker {
             match mount_overlays(&list[..n]) {
                 Some(mnt) => {
                     held[2] = mnt;
-                    super::netns::send_fds(socket, &[user, net, mnt])
+                    send_fds(socket, &[user, net, mnt])
                 }
-                None => super::netns::send_fds(socket, &[user, net]),
+                None => send_fds(socket, &[user, net]),
             }
             .map_err(step(b"send"))
         }
@@ -376,7 +367,7 @@ impl NamespaceReceiver {
             .map_err(|e| e.to_string())?;
         let mut text = [0u8; 64];
         let (n, fds) = loop {
-            match super::netns::receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
+            match receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 r => break r.map_err(|e| format!("no namespaces made premade: {e}"))?,
             }
@@ -405,24 +396,6 @@ impl NamespaceReceiver {
                 .into())
             }
         }
-    }
-}
-
-impl NamespaceFds {
-    /// In the agent's process: joins the user namespace, then the network namespace.
-    ///
-    /// # Safety
-    /// For a pre-exec step: no allocation.
-    pub(super) unsafe fn join(&self) -> std::io::Result<()> {
-        if libc::setns(self.user.as_raw_fd(), libc::CLONE_NEWUSER) != 0 {
-            return fail(b"ahp-wrap: floor: cannot join the user namespace made for the agent\n");
-        }
-        if libc::setns(self.net.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
-            return fail(
-                b"ahp-wrap: floor: cannot join the network namespace made for the agent\n",
-            );
-        }
-        Ok(())
     }
 }
 

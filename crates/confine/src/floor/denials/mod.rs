@@ -19,9 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::Unavailable;
 
-mod records;
-
-pub use records::{keep, Collector, Denial};
+pub use ahp_wrap_floor::denials::{keep, Collector, Denial};
 
 const NETLINK_AUDIT: libc::c_int = 9;
 /// The read-only multicast group (`AUDIT_NLGRP_READLOG`).

@@ -204,7 +204,7 @@ pub struct HostRules {
     loopback: bool,
     /// The ports of this machine's loopback reached without a decision of their own.
     loopback_ports: Vec<u16>,
-    publish: crate::floor::spec::Publishing,
+    publish: crate::spec::Publishing,
 }
 
 impl HostRules {
@@ -268,7 +268,7 @@ impl HostRules {
     }
 
     /// Where the tree's listeners are published.
-    pub fn publish(&self) -> crate::floor::spec::Publishing {
+    pub fn publish(&self) -> crate::spec::Publishing {
         self.publish
     }
 
@@ -429,7 +429,7 @@ mod tests {
     use super::*;
 
     fn rules(unknown: Unknown) -> HostRules {
-        let spec: crate::floor::Spec = toml::from_str(
+        let spec: crate::spec::Spec = toml::from_str(
             r#"
             [net]
             allow = ["registry.npmjs.org", "*.crates.io", "10.1.0.0/16"]

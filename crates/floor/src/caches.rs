@@ -510,23 +510,9 @@ impl Walk<'_> {
 /// is made writable for the move.
 fn add(up: &Path, low: &Path) -> std::io::Result<()> {
     use nix::libc;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes());
-    let (from, to) = (c(up)?, c(low)?);
     let rename = || {
-        // SAFETY: two paths we own.
-        let r = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        match r {
-            0 => Ok(()),
-            _ => Err(std::io::Error::last_os_error()),
-        }
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        renameat_with(CWD, up, CWD, low, RenameFlags::NOREPLACE).map_err(std::io::Error::from)
     };
     match rename() {
         Ok(()) => Ok(()),
@@ -550,18 +536,9 @@ fn opaque(up: &Path) -> bool {
 }
 
 fn xattr(path: &Path, name: &std::ffi::CStr) -> Option<Vec<u8>> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     let mut buf = [0u8; 16];
-    // SAFETY: a path and a name we own, into a buffer of the length given.
-    let n = unsafe {
-        nix::libc::lgetxattr(
-            c.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    let n = rustix::fs::lgetxattr(path, name, &mut buf[..]).ok()?;
+    Some(buf[..n].to_vec())
 }
 
 /// Whether the two files hold the same bytes.

@@ -5,8 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::resolve::Resolver;
-use super::spec::Nested;
-use super::Spec;
+use super::spec::{Nested, Spec};
 use crate::statefile::StateFile;
 
 mod git;
@@ -183,10 +182,10 @@ fn overlaid(caches: &[PathBuf], writable: &[PathBuf], paths: &mut Resolver) -> V
 }
 
 /// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
-/// agent is known, for the mount namespace made ahead
-/// ([`super::NamespaceReceiver::ask_overlays`]): found by the plan's own steps, without the
-/// agent's state directories among the writable roots (none holds a cache), making a
-/// missing cache where its parent exists as the plan does. Where the plan finds otherwise,
+/// agent is known, for the mount namespace made ahead (`NamespaceReceiver::ask_overlays` in
+/// `crates/confine`): found by the plan's own steps, without the agent's state directories
+/// among the writable roots (none holds a cache), making a missing cache where its parent
+/// exists as the plan does. Where the plan finds otherwise,
 /// its list differs and the namespace made ahead is not used.
 pub fn caches_ahead(spec: &Spec, home: &Path, ws: &Path) -> Vec<PathBuf> {
     let cx = Context {

@@ -92,7 +92,7 @@ pub fn profiled_wrapper(text: &str) -> Option<PathBuf> {
 
 /// What the decision reads from the machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Readings {
+pub struct Readings {
     /// Whether this process runs inside another run's floor.
     pub inherited: bool,
     /// Whether this process's effective uid is 0: root may make user namespaces whatever
@@ -116,7 +116,7 @@ pub(crate) struct Readings {
 impl Readings {
     /// Reads the machine: a few small files; the label and the profile only when the
     /// restriction is on for this user.
-    pub(crate) fn read() -> Readings {
+    pub fn read() -> Readings {
         let number = |p: &str| {
             std::fs::read_to_string(p)
                 .ok()
@@ -150,7 +150,7 @@ impl Readings {
 impl Readings {
     /// Whether this process runs under our profile, restricted: its label is the profile's
     /// name with the mode after it (`ahp-wrap (unconfined)`).
-    pub(crate) fn runs_under_ours(&self) -> bool {
+    pub fn runs_under_ours(&self) -> bool {
         self.apparmor_restrict == Some(1)
             && self
                 .label
@@ -160,9 +160,15 @@ impl Readings {
     }
 }
 
+/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying (see
+/// the module's documentation for Ubuntu's restriction).
+pub fn namespaces_possible() -> Result<(), Unavailable> {
+    decide(&Readings::read())
+}
+
 /// Whether `unshare(CLONE_NEWUSER | CLONE_NEWNS)` can work, judged from `r`; else why not,
 /// with what fixes it.
-pub(crate) fn decide(r: &Readings) -> Result<(), Unavailable> {
+pub fn decide(r: &Readings) -> Result<(), Unavailable> {
     if r.inherited {
         return Err(
             "inherited: this run is inside another run's floor, whose namespace and \
