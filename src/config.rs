@@ -429,7 +429,7 @@ fn credential_arg(arg: &str) -> Result<crate::floor::spec::CredentialSpec, Confi
     if name.is_empty() || hosts.is_empty() {
         return Err(bad("give NAME=HOST[,HOST...]"));
     }
-    crate::floor::hosts::HostList::parse(&hosts).map_err(|e| bad(&e))?;
+    crate::floor::hosts::HostList::parse(&hosts).map_err(|e| bad(&e.to_string()))?;
     if std::env::var_os(name).is_none() {
         return Err(bad(&format!("the variable {name} is not set")));
     }

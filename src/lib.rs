@@ -14,8 +14,10 @@
 //!
 //! The workspace's layers beneath this crate are crates of their own, re-exported here under
 //! the module names the rest of the code uses: `ahp-wrap-wire` ([`jsonrpc`], [`protocol`]),
-//! `ahp-wrap-confine` ([`child`], [`floor`], [`vfork`], [`rundir`], [`statefile`], [`exit`];
-//! the only crate allowed `unsafe`) and `ahp-wrap-policy` ([`policy`]). See
+//! `ahp-wrap-floor` (the floor's data, re-exported in [`floor`]; [`rundir`], [`statefile`],
+//! [`exit`], [`beneath`]), `ahp-wrap-confine` ([`child`], [`floor`], [`vfork`], [`tty`];
+//! the only crate allowed `unsafe`, which sees the process tree of `ahp-wrap-process` as
+//! `child::tree`, `child::procfs`…) and `ahp-wrap-policy` ([`policy`]). See
 //! docs/architecture.md.
 //!
 //! - [`cli`], [`config`]: the command line, then a validated configuration.
@@ -73,9 +75,8 @@
 
 // The layers beneath, each a crate of its own (docs/architecture.md), under the names the
 // rest of this crate has always used.
-pub use ahp_wrap_confine::{
-    at_exit, beneath, child, error_chain, exit, floor, random_hex, rundir, statefile, tty, vfork,
-};
+pub use ahp_wrap_confine::{at_exit, child, floor, tty, vfork};
+pub use ahp_wrap_floor::{beneath, error_chain, exit, random_hex, rundir, statefile};
 pub use ahp_wrap_policy as policy;
 pub use ahp_wrap_wire::{is_plain_name, jsonrpc, protocol};
 

@@ -1,15 +1,21 @@
-//! The layers inside each crate, kept by a test: each top-level module (a folder or file under
-//! the crate's `src/`) lists what it may import from the others (`crate::x`), from the bottom
-//! up.
+//! The layers of the workspace, kept by tests: the crates' (`CRATES`, each crate's
+//! `Cargo.toml` naming only crates beneath it), and inside each crate its top-level modules
+//! (a folder or file under the crate's `src/`), each listing what it may import from the
+//! others (`crate::x`), from the bottom up.
 //! An import that is not listed fails the test, and so does a listed exception that is no
 //! longer needed (so the list only shrinks).
 //!
-//! The layers between crates are Cargo's to keep: `crates/wire` (jsonrpc, protocol, control),
-//! `crates/confine` (vfork, rundir, statefile, exit, floor, child), `crates/policy` and
-//! `crates/adapter` cannot import the application, nor wire or confine the policy, and a
-//! shim (`shims/<name>/`) sees the adapter alone. The application sees the layers beneath
-//! under their old names (`crate::floor`, re-exported), so its list still names them. The
-//! adapter's two modules (`shared`, and `testing` for the shims' tests) need no list.
+//! The crates, from the bottom up: `crates/wire` (jsonrpc, protocol, control) and
+//! `crates/floor` (the floor's data model and the agent's command, state files, run
+//! directory and exit codes) see nothing of ours; `crates/process` (the process tree, seen
+//! with safe calls) sees the floor's data; `crates/confine`, the one crate with `unsafe`
+//! code (vfork, the agent's process and its guardian, the kernel's part of the floor), sees
+//! both; `crates/policy` and `crates/adapter` see the wire and the floor's data, not
+//! confine; a shim (`shims/<name>/`) sees the adapter alone; the application sees them
+//! all, under their old names (`crate::floor`, re-exported), so its list still names them.
+//! The adapter's two modules (`shared`, and `testing` for the shims' tests) need no list.
+//! `only_confine_has_unsafe_code` keeps `unsafe` in `crates/confine` (and the hook's C
+//! `main`), and that crate under [`CONFINE_MAX_LINES`] lines.
 //!
 //! An exception (an import against the layers, to be taken out) must be named with its
 //! reason; there is none today.
@@ -190,39 +196,117 @@ const LAYERS: &[(&str, &[&str])] = &[
     ),
 ];
 
-/// The same for the confinement crate (`crates/confine/src`): the floor and the agent's
-/// process share only the leaves beneath them; `test_dir` is the crate root's helper for tests.
+/// The same for the confinement crate (`crates/confine/src`): the kernel's part of the floor
+/// above the process that shares our memory, the agent's process above both (it tells the
+/// floor's PID namespace when its `exec` fails: `floor::pidns::exec_failed`); `test_dir` is
+/// the crate root's helper for tests.
 const CONFINE_LAYERS: &[(&str, &[&str])] = &[
-    ("beneath", &["test_dir"]),
-    ("exit", &["error_chain"]),
-    ("rundir", &["random_hex"]),
     ("vfork", &[]),
     ("tty", &[]),
-    ("statefile", &["beneath", "random_hex", "test_dir"]),
+    ("floor", &["test_dir", "vfork"]),
+    ("child", &["floor", "vfork"]),
+];
+
+/// The same for the kernel's part of the floor (`crates/confine/src/floor`), whose modules
+/// import each other as `super::x` (or `crate::floor::x`): the system calls every step
+/// shares (`sys`: a failure said between `fork` and `exec`, descriptors passed over a
+/// socket) at the bottom, then the audit socket, the PID namespace, the porter, the connect
+/// filter's bridge, the network namespace, the user and mount namespaces, the namespaces
+/// made at start-up, and on top the kernel's probe and the confinement applied (`kernel`).
+/// `FloorError`, `Mode`, `NamespaceReceiver` and the floor's data (`plan`, `spec`,
+/// `caches`…, re-exported from `crates/floor`) are the module root's.
+const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
+    ("sys", &[]),
+    ("denials", &["Unavailable"]),
+    ("pidns", &["FloorError", "decimal", "sys"]),
+    ("porter", &["sys"]),
+    ("bridge", &["Unavailable", "hosts", "names", "porter"]),
+    ("netns", &["FloorError", "bridge", "sys"]),
     (
-        "floor",
+        "namespaces",
+        &["FloorError", "Plan", "hosts", "netns", "plan", "sys"],
+    ),
+    (
+        "premade",
         &[
+            "Mode",
+            "Unavailable",
+            "apparmor",
+            "caches",
+            "namespaces",
+            "netns",
+            "plan",
+            "sys",
+        ],
+    ),
+    (
+        "kernel",
+        &[
+            "ENV_FLOOR",
+            "FloorError",
+            "Mode",
+            "NamespaceReceiver",
+            "Plan",
+            "Report",
+            "Unavailable",
+            "apparmor",
+            "caches",
+            "denials",
+            "namespaces",
+            "netns",
+            "pidns",
+            "plan",
+            "premade",
+            "spec",
+            "sys",
+        ],
+    ),
+];
+
+/// The same for the floor's data (`crates/floor/src`): the leaves (secrets, paths, exit
+/// codes), the agent's state files and command above the paths, the spec above the
+/// ecosystems' files, the network's rules and credentials above the spec, the plan above
+/// them, the caches and the explanations above the plan. `random_hex`, `error_chain`,
+/// `test_dir`, `Unavailable` and `ENV_FLOOR` are the crate root's.
+const FLOOR_LAYERS: &[(&str, &[&str])] = &[
+    ("secrets", &[]),
+    ("resolve", &[]),
+    ("denials", &[]),
+    ("exit", &["error_chain"]),
+    ("beneath", &["test_dir"]),
+    ("rundir", &["random_hex"]),
+    ("statefile", &["beneath", "random_hex", "test_dir"]),
+    ("agent", &["statefile"]),
+    ("runfiles", &["secrets"]),
+    ("spec", &[]),
+    ("hosts", &["spec"]),
+    ("names", &["hosts"]),
+    ("credentials", &["hosts", "random_hex", "secrets", "spec"]),
+    ("apparmor", &["ENV_FLOOR", "Unavailable"]),
+    (
+        "plan",
+        &["beneath", "resolve", "spec", "statefile", "test_dir"],
+    ),
+    (
+        "caches",
+        &[
+            "Unavailable",
             "beneath",
-            "random_hex",
+            "plan",
             "rundir",
             "statefile",
             "test_dir",
-            "vfork",
         ],
     ),
-    // The agent's process tells the floor's PID namespace when its `exec` fails
-    // (`floor::pidns::exec_failed`): the one call from the process into the floor.
-    (
-        "child",
-        &[
-            "exit",
-            "floor",
-            "random_hex",
-            "rundir",
-            "statefile",
-            "vfork",
-        ],
-    ),
+    ("explain", &["plan"]),
+];
+
+/// The same for the process tree (`crates/process/src`).
+const PROCESS_LAYERS: &[(&str, &[&str])] = &[
+    ("procfs", &[]),
+    ("sockets", &["procfs"]),
+    ("cgroup", &[]),
+    ("tree", &["cgroup", "procfs"]),
 ];
 
 /// The same for the wire crate (`crates/wire/src`).
@@ -302,6 +386,17 @@ fn every_import_follows_the_layers() {
         CONFINE_LAYERS,
         &[],
     );
+    check(
+        imports_below(&root.join("crates/confine/src/floor"), 1),
+        CONFINE_FLOOR_LAYERS,
+        &[],
+    );
+    check(imports(&root.join("crates/floor/src")), FLOOR_LAYERS, &[]);
+    check(
+        imports(&root.join("crates/process/src")),
+        PROCESS_LAYERS,
+        &[],
+    );
     check(imports(&root.join("crates/wire/src")), WIRE_LAYERS, &[]);
     check(imports(&root.join("crates/policy/src")), POLICY_LAYERS, &[]);
 }
@@ -368,7 +463,17 @@ fn check(
 /// down), plus the inline modules (`mod tests {`) it is inside, which rustfmt's indentation
 /// shows: such a module ends at the `}` of its own indentation.
 fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
-    let path = regex::Regex::new(r"\b(crate|super)((?:::super)*)::(\{|\w+)").unwrap();
+    imports_below(src, 0)
+}
+
+/// [`imports`] for the modules of a folder `offset` modules beneath the crate root (`src`
+/// is then that folder, `crates/confine/src/floor` for `offset` 1): their imports of each
+/// other, as `super::x` or as `crate::<folder>::x`; what they import from outside the folder
+/// is the crate's table's to check.
+fn imports_below(src: &Path, offset: usize) -> BTreeMap<String, BTreeSet<String>> {
+    let path =
+        regex::Regex::new(r"\b(crate|super)((?:::super)*)::(\{|\w+)(?:::(\{|\w+))?").unwrap();
+    let folder = src.file_name().unwrap().to_string_lossy().into_owned();
     let inline = regex::Regex::new(r"^(\s*)(?:pub(?:\([^)]*\))?\s+)?mod\s+\w+\s*\{").unwrap();
     let char_literal = regex::Regex::new(r"'(?:\\.|[^\\'])'").unwrap();
     let string_literal = regex::Regex::new(r#""(?:\\.|[^"\\])*""#).unwrap();
@@ -385,7 +490,8 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
         if parts.last().is_some_and(|p| p == "mod") {
             parts.pop();
         }
-        if matches!(parts[0].as_str(), "lib" | "main" | "bin") {
+        // The root of the crate (or of the folder) is the one every module sits beneath.
+        if parts.is_empty() || matches!(parts[0].as_str(), "lib" | "main" | "bin") {
             continue;
         }
         let module = parts[0].clone();
@@ -409,7 +515,7 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
             {
                 open.pop();
             }
-            let depth = parts.len() + open.len();
+            let depth = offset + parts.len() + open.len();
             for c in path.captures_iter(line) {
                 let climbs = c[2].matches("super").count();
                 // The length of the module path the first named segment is beneath: 0 is
@@ -420,15 +526,21 @@ fn imports(src: &Path) -> BTreeMap<String, BTreeSet<String>> {
                         panic!("{}:{}: climbs above the crate root", file.display(), i + 1)
                     }),
                 };
-                if level > 0 {
+                // The segment that names a module of the folder: the first one of a path
+                // from the folder itself, the second of `crate::<folder>::x`.
+                let group = match level {
+                    l if l == offset => 3,
+                    0 if offset == 1 && &c[3] == folder.as_str() => 4,
+                    _ => continue,
+                };
+                let Some(segment) = c.get(group) else {
                     continue;
-                }
-                if &c[3] == "{" {
+                };
+                if segment.as_str() == "{" {
                     let rest = code[i..].join("\n");
-                    let start = c.get(3).unwrap().end();
-                    deps.extend(group_heads(&rest[start..]));
+                    deps.extend(group_heads(&rest[segment.end()..]));
                 } else {
-                    deps.insert(c[3].to_owned());
+                    deps.insert(segment.as_str().to_owned());
                 }
             }
             if let Some(c) = inline.captures(line) {
@@ -477,6 +589,171 @@ fn collect(dir: &Path, out: &mut Vec<std::path::PathBuf>) {
             out.push(p);
         }
     }
+}
+
+/// The workspace's crates from the bottom up, each with its folder and the crates of ours
+/// it may depend on (`[dependencies]` and `[dev-dependencies]`), each listed before it.
+const CRATES: &[(&str, &str, &[&str])] = &[
+    ("ahp-wrap-wire", "crates/wire", &[]),
+    ("ahp-wrap-floor", "crates/floor", &[]),
+    ("ahp-wrap-process", "crates/process", &["ahp-wrap-floor"]),
+    (
+        "ahp-wrap-confine",
+        "crates/confine",
+        &["ahp-wrap-floor", "ahp-wrap-process"],
+    ),
+    (
+        "ahp-wrap-policy",
+        "crates/policy",
+        &["ahp-wrap-floor", "ahp-wrap-wire"],
+    ),
+    (
+        "ahp-wrap-adapter",
+        "crates/adapter",
+        &["ahp-wrap-floor", "ahp-wrap-wire"],
+    ),
+    (
+        "ahp-wrap-shim-claude-code",
+        "shims/claude-code",
+        &["ahp-wrap-adapter"],
+    ),
+    ("ahp-wrap-shim-codex", "shims/codex", &["ahp-wrap-adapter"]),
+    (
+        "ahp-wrap-shim-copilot",
+        "shims/copilot",
+        &["ahp-wrap-adapter"],
+    ),
+    (
+        "ahp-wrap-shim-gemini",
+        "shims/gemini",
+        &["ahp-wrap-adapter"],
+    ),
+    (
+        "ahp-wrap-shim-opencode",
+        "shims/opencode",
+        &["ahp-wrap-adapter"],
+    ),
+    (
+        "ahp-wrap",
+        ".",
+        &[
+            "ahp-wrap-adapter",
+            "ahp-wrap-confine",
+            "ahp-wrap-floor",
+            "ahp-wrap-policy",
+            "ahp-wrap-shim-claude-code",
+            "ahp-wrap-shim-codex",
+            "ahp-wrap-shim-copilot",
+            "ahp-wrap-shim-gemini",
+            "ahp-wrap-shim-opencode",
+            "ahp-wrap-testkit",
+            "ahp-wrap-wire",
+        ],
+    ),
+    ("ahp-wrap-testkit", "tests/support", &["ahp-wrap"]),
+];
+
+/// Each crate depends only on the crates of ours beneath it in [`CRATES`], and every member
+/// of the workspace is in the table: a crate that reached up (the policy to the kernel's
+/// part of the floor, a shim past the adapter) fails here before it fails a review.
+#[test]
+fn every_crate_depends_only_on_crates_beneath_it() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let workspace = manifest(&root.join("Cargo.toml"));
+    let members: BTreeSet<&str> = workspace["workspace"]["members"]
+        .as_array()
+        .expect("the workspace lists its members")
+        .iter()
+        .filter_map(toml::Value::as_str)
+        .chain(["."])
+        .collect();
+    let listed: BTreeSet<&str> = CRATES.iter().map(|(_, dir, _)| *dir).collect();
+    let mut wrong = Vec::new();
+    for dir in members.difference(&listed) {
+        wrong.push(format!("{dir}: a member the crates' table does not list"));
+    }
+    for (i, (name, dir, allowed)) in CRATES.iter().enumerate() {
+        for dep in allowed.iter() {
+            let position = CRATES.iter().position(|(n, _, _)| n == dep);
+            // The testkit runs the application it tests, from above it: a dev-dependency
+            // of the application's suites, not a layer.
+            if position.is_none_or(|p| p >= i) && *dep != "ahp-wrap-testkit" {
+                wrong.push(format!(
+                    "{name} may depend on {dep}, which the table does not list beneath it"
+                ));
+            }
+        }
+        let manifest = manifest(&root.join(dir).join("Cargo.toml"));
+        let ours = ["dependencies", "dev-dependencies"]
+            .iter()
+            .flat_map(|section| dependencies(&manifest, section))
+            .filter(|d| d.starts_with("ahp-wrap"));
+        for dep in ours {
+            if !allowed.contains(&dep.as_str()) {
+                wrong.push(format!(
+                    "{dir}/Cargo.toml: {name} depends on {dep}, which its layer does not allow"
+                ));
+            }
+        }
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
+}
+
+/// The most lines `crates/confine`, the one crate with `unsafe` code, may have: what a
+/// reviewer of its `unsafe` blocks reads whole.
+const CONFINE_MAX_LINES: usize = 6000;
+
+/// `unsafe` code (a block, a function, an `impl`, an `extern` block, an attribute such as
+/// `#[unsafe(no_mangle)]`, or `allow(unsafe_code)`) is in `crates/confine` alone, and in the
+/// hook's C `main` (`src/bin/ahp-wrap-hook.rs`); the integration tests and benches allow
+/// it at their roots for their own system calls. `crates/confine` stays under
+/// [`CONFINE_MAX_LINES`] lines.
+#[test]
+fn only_confine_has_unsafe_code() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let code = regex::Regex::new(
+        r"\bunsafe\s*(\{|fn\b|impl\b|extern\b|trait\b|\()|allow\(unsafe_code\)|no_mangle",
+    )
+    .unwrap();
+    let mut files = Vec::new();
+    for dir in ["crates", "shims", "src"] {
+        collect(&root.join(dir), &mut files);
+    }
+    let confine = root.join("crates/confine");
+    let hook = root.join("src/bin/ahp-wrap-hook.rs");
+    let mut wrong = Vec::new();
+    let mut confine_lines = 0;
+    for file in &files {
+        let text = std::fs::read_to_string(file).unwrap();
+        if file.starts_with(&confine) {
+            confine_lines += text.lines().count();
+            continue;
+        }
+        if *file == hook {
+            continue;
+        }
+        for (i, line) in text.lines().enumerate() {
+            let line = line.split("//").next().unwrap_or("");
+            if code.is_match(line) {
+                wrong.push(format!(
+                    "{}:{}: unsafe code outside crates/confine",
+                    file.strip_prefix(root).unwrap().display(),
+                    i + 1
+                ));
+            }
+        }
+    }
+    assert!(
+        confine_lines > 1000,
+        "crates/confine has {confine_lines} lines: moved?"
+    );
+    if confine_lines >= CONFINE_MAX_LINES {
+        wrong.push(format!(
+            "crates/confine has {confine_lines} lines, {CONFINE_MAX_LINES} at most: what needs \
+             no unsafe code belongs in crates/floor or crates/process"
+        ));
+    }
+    assert!(wrong.is_empty(), "{}", wrong.join("\n"));
 }
 
 /// Dependencies a crate declares without naming them in its code, each with why it stays

@@ -411,5 +411,5 @@ pub(crate) fn page(text: &str, height: Option<usize>) {
             }
         }
     }
-    ahp_wrap_confine::exit::print(text);
+    ahp_wrap_floor::exit::print(text);
 }

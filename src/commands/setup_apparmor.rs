@@ -48,7 +48,7 @@ pub(super) fn apply(
             super::setup::roots_alone(&exe, "the profile would let it make user namespaces")?;
         }
     }
-    let text = apparmor::profile(wrapper)?;
+    let text = apparmor::profile(wrapper).map_err(|e| e.to_string())?;
     crate::statefile::merge::write_atomic_as(&path, text.as_bytes(), 0o644)
         .map_err(|e| crate::error_chain(&e))?;
     parser(&["-r"], &path).map_err(|why| {

@@ -80,13 +80,6 @@ pub(crate) enum CallError {
     Header(#[from] wire::HeaderError),
 }
 
-/// Where a call's failure becomes text: the reason a hook or shim denies with.
-impl From<CallError> for String {
-    fn from(e: CallError) -> String {
-        e.to_string()
-    }
-}
-
 /// The wrapper as the environment names it, and how long a call may take.
 pub(crate) struct Caller {
     socket: std::ffi::OsString,

@@ -27,7 +27,7 @@ pub struct ParentRun {
 impl ParentRun {
     /// The run named in the environment; an error when there is none.
     pub(crate) fn from_env() -> Result<ParentRun, String> {
-        Caller::from_env()?;
+        Caller::from_env().map_err(|e| e.to_string())?;
         Ok(ParentRun {
             cwd: std::env::current_dir().unwrap_or_else(|_| PathBuf::from("/")),
         })
@@ -56,8 +56,10 @@ impl ParentRun {
         let cwd = self.cwd.clone();
         let call = move || -> Result<Vec<u8>, String> {
             // A caller per request: its time budget counts from here.
-            let caller = Caller::from_env()?;
-            let answer = caller.call(Kind::Event, SCOPE, &name, &cwd, &payload)?;
+            let caller = Caller::from_env().map_err(|e| e.to_string())?;
+            let answer = caller
+                .call(Kind::Event, SCOPE, &name, &cwd, &payload)
+                .map_err(|e| e.to_string())?;
             if answer.exit_code != 0 {
                 return Err(String::from_utf8_lossy(&answer.stderr).trim().to_owned());
             }

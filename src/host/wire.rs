@@ -70,7 +70,7 @@ impl Connection {
     pub(crate) fn handle(&mut self, text: &str) -> Option<String> {
         let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
             Ok(m) => m,
-            Err(answer) => return Some(answer),
+            Err(e) => return Some(e.answer()),
         };
         let result = match method.as_str() {
             "initialize" => self.initialize(params),

@@ -21,7 +21,6 @@ use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
 use crate::floor::hosts::HostRules;
-use crate::floor::spec::Nested;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;
 use crate::protocol::EventType;
@@ -111,27 +110,24 @@ pub(super) fn prepare(
     cx.mixed.extend(cmd.floor.mixed.iter().cloned());
     cx.protected.extend(protected);
     cx.create_missing = true;
-    let mut plan = Plan::new(&spec, &cx);
-    // The checkpoints' store holds copies of other workspaces' files (their `.env`s): never
-    // read by the tree.
-    let store = crate::checkpoint::store::Store::open().map(|s| s.root().to_owned());
-    if let Some(store) = store.and_then(|s| s.canonicalize().ok()) {
-        plan.hidden.push(store);
-    }
-    // The caches' layers lie in the user's state directory, out of the tree's reach (bound
-    // read-only where the state directory lies beneath a writable root). Made only when a
-    // cache needs one.
-    let layers = match plan.caches.is_empty() {
-        true => None,
-        false => caches_dir().filter(|d| crate::termlog::make_private_dir(d).is_ok()),
-    };
-    if let Some(dir) = &layers {
-        if plan.writable.iter().any(|w| dir.starts_with(w)) {
-            plan.read_only.push(dir.clone());
-        }
-    }
-    let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
+    let home = home_dir();
     let owner = crate::frameworks::floor_owner(cfg.framework, Path::new(&cfg.program));
+    // The checkpoints' store holds copies of other workspaces' files (their `.env`s): never
+    // read by the tree. The caches' layers lie in the user's state directory, out of the
+    // tree's reach.
+    let store = crate::checkpoint::store::Store::open().map(|s| s.root().to_owned());
+    let run = floor::plan::RunInputs {
+        hidden: store
+            .and_then(|s| s.canonicalize().ok())
+            .into_iter()
+            .collect(),
+        credentials: &cfg.credentials,
+        layers: &|| caches_dir().filter(|d| crate::termlog::make_private_dir(d).is_ok()),
+        nested: cfg.nested_sandboxes,
+        own_sandbox: &|| owner.own_sandbox(&cmd.args, &home, &cfg.workspace),
+    };
+    let (plan, layers) = Plan::for_run(&spec, &cx, &run);
+    let layers = layers.and_then(|d| Some(d.join(run_dir.file_name()?)));
     let own_env = owner.own_env(&cmd.args);
     if spec.env.removes() {
         let keep = own_env.iter().cloned();
@@ -140,23 +136,6 @@ pub(super) fn prepare(
         cmd.remove_env = floor::secrets::of_this_environment(keep).1;
     }
     let (credentials, credential_notes) = credentials(&spec, cfg, &own_env);
-    // A credential read from a file: the file is hidden from the tree, as a secret is (the
-    // point of the placeholder is that the tree never holds the value).
-    let home = home_dir();
-    for c in spec.credentials.iter().flatten().chain(&cfg.credentials) {
-        let Some(file) = &c.from_file else { continue };
-        let path = floor::spec::resolve(file, &home, &cfg.workspace);
-        if let Ok(real) = path.canonicalize() {
-            if !plan.hidden.contains(&real) && !plan.writable.iter().any(|w| w.starts_with(&real)) {
-                plan.hidden.push(real);
-            }
-        }
-    }
-    plan.nested = match cfg.nested_sandboxes.or(spec.nested_sandboxes) {
-        Some(Nested::On) => true,
-        Some(Nested::Off) => false,
-        None | Some(Nested::Auto) => owner.own_sandbox(&cmd.args, &home, &cfg.workspace),
-    };
     let rules = HostRules::new(&spec.net, owner.model_hosts())
         .map_err(|e| NoFloor::Failed(format!("the policy's [floor.net]: {e}")))?
         .with_loopback_ports(started_with_ports(cmd, owner, cfg));

@@ -65,7 +65,7 @@ impl Engine {
     pub(crate) async fn handle(&self, text: &str) -> Option<String> {
         let jsonrpc::Incoming { id, method, params } = match jsonrpc::incoming(text) {
             Ok(m) => m,
-            Err(answer) => return Some(answer),
+            Err(e) => return Some(e.answer()),
         };
         let result = match method.as_str() {
             "ahp/handshake" => self.handshake(&params),

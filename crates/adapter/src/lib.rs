@@ -27,13 +27,15 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-pub use ahp_wrap_confine::child::{AgentCommand, AgentFiles};
+pub use ahp_wrap_floor::agent::{AgentCommand, AgentFiles};
 /// An agent's mixed state files: the declaration in [`AgentFiles::mixed`].
-pub use ahp_wrap_confine::statefile::{Format as StateFormat, KeyRule, StateFile, Treatment};
+pub use ahp_wrap_floor::statefile::{Format as StateFormat, KeyRule, StateFile, Treatment};
 /// What the hook process prints and how it exits: the control protocol's reply, rendered
 /// by the shim.
 pub use ahp_wrap_wire::control::CallerReply;
-pub use ahp_wrap_wire::protocol::{unapplicable_modify, updated_input, EventType, Final, ToolCall};
+pub use ahp_wrap_wire::protocol::{
+    unapplicable_modify, updated_input, EventType, Final, ModifyError, ToolCall,
+};
 pub use shared::system_file::{Installed, SystemFile};
 pub use shared::Shim;
 
@@ -43,11 +45,11 @@ pub use ahp_wrap_wire::control::is_word;
 
 /// Whether `path` and every directory above it are owned by root and writable by no one
 /// else: where some agents (Gemini) trust a system settings file.
-pub use ahp_wrap_confine::rundir::only_root_can_write;
+pub use ahp_wrap_floor::rundir::only_root_can_write;
 
 /// A fresh per-run nonce for hook commands and file names (16 hex digits).
 pub fn run_nonce() -> String {
-    ahp_wrap_confine::random_hex(8)
+    ahp_wrap_floor::random_hex(8)
 }
 
 /// What a framework can rely on when it prepares the agent's command line.

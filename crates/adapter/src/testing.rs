@@ -12,7 +12,7 @@ use serde_json::Value;
 
 use crate::{CallerReply, Final, HookContext, Mapped, RunContext};
 
-pub use ahp_wrap_confine::rundir::RunDir;
+pub use ahp_wrap_floor::rundir::RunDir;
 
 /// A shim's `render`.
 pub(crate) type Render = fn(&HookContext<'_>, Option<&Mapped>, &Final) -> CallerReply;

@@ -2,7 +2,7 @@
 //! when [`Checked::build`] is called: a run checks its `--policy` file before the agent starts
 //! and builds it once the agent has started.
 
-use ahp_wrap_confine::floor::hosts::HostRules;
+use ahp_wrap_floor::hosts::HostRules;
 
 use crate::error::PolicyError;
 use crate::rules::{RawPolicy, Rule, Settings};

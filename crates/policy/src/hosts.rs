@@ -2,8 +2,8 @@
 //! contact answer to the policy's `[floor.net]` host rules, the ones the floor's egress proxy
 //! applies to every connection of the agent's tree, with the same reasons.
 
-use ahp_wrap_confine::floor::hosts::{is_loopback, HostRules, Judgement, Target};
-use ahp_wrap_confine::floor::spec::{NetSpec, Unknown};
+use ahp_wrap_floor::hosts::{is_loopback, HostRules, Judgement, Target};
+use ahp_wrap_floor::spec::{NetSpec, Unknown};
 use ahp_wrap_wire::protocol::{Event, Verdict};
 
 use super::extract::Facts;
@@ -27,7 +27,7 @@ pub(crate) fn host_rules(own: Option<&NetSpec>) -> Result<Option<HostRules>, Pol
         .map(Some)
         .map_err(|message| PolicyError::InvalidRule {
             rule: "[floor.net]".into(),
-            message,
+            message: message.to_string(),
         })
 }
 

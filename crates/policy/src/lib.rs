@@ -96,7 +96,7 @@ pub use sections::floor_spec;
 /// content from the network entered the session earlier.
 pub const TAINT_RULE: &str = "session-taint";
 
-use ahp_wrap_confine::floor::hosts::HostRules;
+use ahp_wrap_floor::hosts::HostRules;
 use ahp_wrap_wire::protocol::{Event, EventType, Verdict};
 use extract::Facts;
 use paths::Resolver;

@@ -20,14 +20,14 @@ const DEFAULT_FLOOR_JSON: &str = include_str!(concat!(env!("OUT_DIR"), "/default
     clippy::expect_used,
     reason = "the compiled-in default policy, whose [floor] section the tests read"
 )]
-pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_confine::floor::Spec, PolicyError> {
+pub fn floor_spec(file: Option<&Path>) -> Result<ahp_wrap_floor::Spec, PolicyError> {
     #[derive(serde::Deserialize)]
     struct FloorOnly {
-        floor: Option<ahp_wrap_confine::floor::Spec>,
+        floor: Option<ahp_wrap_floor::Spec>,
     }
     // Read once a process: a run asks at start-up (for what is made ahead) and again when it
     // prepares its floor.
-    static DEFAULT: std::sync::OnceLock<ahp_wrap_confine::floor::Spec> = std::sync::OnceLock::new();
+    static DEFAULT: std::sync::OnceLock<ahp_wrap_floor::Spec> = std::sync::OnceLock::new();
     let default = DEFAULT
         .get_or_init(|| {
             // Read into JSON when the crate was built (build.rs): a tenth of the time.

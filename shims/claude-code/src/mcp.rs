@@ -180,15 +180,36 @@ fn read_json(path: &Path) -> Option<Value> {
     serde_json::from_str(&std::fs::read_to_string(path).ok()?).ok()
 }
 
+/// Why an MCP server's definition is not wrapped.
+#[derive(Debug, PartialEq, Eq)]
+enum Unwrapped {
+    /// A server of another transport (`http`, `sse`).
+    NotStdio(String),
+    /// A stdio server without a `command`.
+    NoCommand,
+    /// A name `ahp-wrap mcp --name` would refuse.
+    NotAPlainWord,
+}
+
+impl std::fmt::Display for Unwrapped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unwrapped::NotStdio(kind) => write!(f, "a {kind} server: only stdio servers can be"),
+            Unwrapped::NoCommand => f.write_str("it names no command"),
+            Unwrapped::NotAPlainWord => f.write_str("its name is not a plain word"),
+        }
+    }
+}
+
 /// A stdio server's definition, behind `wrapper mcp --via-run`.
-fn wrap_one(name: &str, server: &Value, wrapper: &Path) -> Result<Value, String> {
+fn wrap_one(name: &str, server: &Value, wrapper: &Path) -> Result<Value, Unwrapped> {
     let kind = server["type"].as_str().unwrap_or("stdio");
     if kind != "stdio" {
-        return Err(format!("a {kind} server: only stdio servers can be"));
+        return Err(Unwrapped::NotStdio(kind.to_owned()));
     }
-    let command = server["command"].as_str().ok_or("it names no command")?;
+    let command = server["command"].as_str().ok_or(Unwrapped::NoCommand)?;
     if !ahp_wrap_adapter::is_word(name) {
-        return Err("its name is not a plain word".into());
+        return Err(Unwrapped::NotAPlainWord);
     }
     let mut args = vec![
         json!("mcp"),

@@ -30,19 +30,17 @@ pub(crate) const HOOKS_DIR: &str = "hooks";
 pub(crate) fn real_home(
     copilot_home: Option<&str>,
     home: Option<&Path>,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, HomeError> {
     let path = match copilot_home.filter(|h| !h.is_empty()) {
         Some(h) => PathBuf::from(h),
-        None => home
-            .ok_or("neither COPILOT_HOME nor HOME is set")?
-            .join(".copilot"),
+        None => home.ok_or(HomeError::NoHome)?.join(".copilot"),
     };
     if path.is_absolute() {
         Ok(path)
     } else {
         std::env::current_dir()
             .map(|d| d.join(path))
-            .map_err(|e| format!("cannot resolve the Copilot home: {e}"))
+            .map_err(HomeError::Resolve)
     }
 }
 
@@ -66,24 +64,24 @@ pub(crate) fn build_overlay(
     overlay: &Path,
     ours: &Value,
     nonce: &str,
-) -> Result<(), String> {
+) -> Result<(), HomeError> {
     let mkdir = |d: &Path| {
         std::fs::DirBuilder::new()
             .mode(0o700)
             .create(d)
-            .map_err(|e| format!("cannot create {}: {e}", d.display()))
+            .map_err(|e| HomeError::Io("create", d.to_owned(), e))
     };
     let link = |target: &Path, at: &Path| {
-        symlink(target, at).map_err(|e| format!("cannot link {}: {e}", at.display()))
+        symlink(target, at).map_err(|e| HomeError::Io("link", at.to_owned(), e))
     };
-    let entries = |dir: &Path| -> Result<Vec<std::ffi::OsString>, String> {
+    let entries = |dir: &Path| -> Result<Vec<std::ffi::OsString>, HomeError> {
         match std::fs::read_dir(dir) {
             Ok(rd) => rd
                 .map(|e| e.map(|e| e.file_name()))
                 .collect::<Result<_, _>>()
-                .map_err(|e| format!("cannot list {}: {e}", dir.display())),
+                .map_err(|e| HomeError::Io("list", dir.to_owned(), e)),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(Vec::new()),
-            Err(e) => Err(format!("cannot list {}: {e}", dir.display())),
+            Err(e) => Err(HomeError::Io("list", dir.to_owned(), e)),
         }
     };
     mkdir(overlay)?;
@@ -101,14 +99,31 @@ pub(crate) fn build_overlay(
         }
     }
     let file = hooks.join(format!("ahp-wrap-{nonce}.json"));
-    let text = serde_json::to_vec_pretty(ours).map_err(|e| e.to_string())?;
+    let text = serde_json::to_vec_pretty(ours).map_err(HomeError::Encode)?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&file)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
-        .map_err(|e| format!("cannot write {}: {e}", file.display()))
+        .map_err(|e| HomeError::Io("write", file, e))
+}
+
+/// Why the Copilot home or its overlay cannot be had.
+#[derive(Debug, thiserror::Error)]
+pub(crate) enum HomeError {
+    /// No variable names a home.
+    #[error("neither COPILOT_HOME nor HOME is set")]
+    NoHome,
+    /// A relative Copilot home, with no current directory to resolve it against.
+    #[error("cannot resolve the Copilot home: {0}")]
+    Resolve(#[source] std::io::Error),
+    /// The hook file cannot be encoded.
+    #[error("{0}")]
+    Encode(#[source] serde_json::Error),
+    /// A step on a path (`create`, `link`, `list`, `write`) failed.
+    #[error("cannot {} {}: {}", .0, .1.display(), .2)]
+    Io(&'static str, PathBuf, #[source] std::io::Error),
 }
 
 /// Copilot's `config.json`, written through the overlay: its own bookkeeping (first launch,

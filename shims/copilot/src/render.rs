@@ -17,7 +17,7 @@ use ahp_wrap_adapter::shared::output::{
     json_stdout, notification, stderr_exit, unapplicable_modify,
 };
 use ahp_wrap_adapter::shared::updated_input;
-use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped, ModifyError};
 /// Exit code with which Copilot denies (and, for us, the fail-closed answer).
 pub(crate) const EXIT_DENY: i32 = 2;
 /// Exit code of a non-blocking hook error on a notification hook.
@@ -55,18 +55,18 @@ fn handled(reason: &str) -> CallerReply {
 }
 
 /// The prompt a harness asked for: a whole pre_prompt payload's `prompt`, or a string.
-fn new_prompt(modified: &Value) -> Result<&str, String> {
+fn new_prompt(modified: &Value) -> Result<&str, ModifyError> {
     let p = match modified {
         Value::String(s) => s.as_str(),
         Value::Object(o) => match o.get("prompt") {
             Some(Value::String(s)) => s.as_str(),
-            _ => return Err("it has no \"prompt\" string".into()),
+            _ => return Err(ModifyError::NoPrompt),
         },
-        _ => return Err("it is neither a prompt nor a pre_prompt payload".into()),
+        _ => return Err(ModifyError::NotAPrompt),
     };
     // Copilot rejects an empty replacement and would send the original prompt.
     if p.is_empty() {
-        return Err("the new prompt is empty".into());
+        return Err(ModifyError::EmptyPrompt);
     }
     Ok(p)
 }

@@ -47,20 +47,40 @@ pub(crate) fn system_file(hook_exe: &Path) -> Result<SystemFile, FrameworkError>
 
 /// The installed file, when a run of this user can use it; else why not, with the command
 /// that fixes it.
-fn current(hook_exe: &Path) -> Result<SystemFile, String> {
-    let file = system_file(hook_exe).map_err(|e| e.to_string())?;
+fn current(hook_exe: &Path) -> Result<SystemFile, Unusable> {
+    let file = system_file(hook_exe).map_err(Unusable::NotBuilt)?;
     match file.refusal(&setup_command(hook_exe, NAME)) {
         None => Ok(file),
-        Some(why) => Err(format!(
-            "Gemini CLI reads injected hooks only from a system settings file that root owns, so a \
-             run of a user who is not root uses the one root installs: {why}"
-        )),
+        Some(why) => Err(Unusable::Refused(why)),
+    }
+}
+
+/// Why a run of this user cannot use the installed file.
+#[derive(Debug)]
+enum Unusable {
+    /// The file a run would need cannot be built.
+    NotBuilt(FrameworkError),
+    /// The installed file is missing, not root's, or not current: why, with the command
+    /// that fixes it.
+    Refused(String),
+}
+
+impl std::fmt::Display for Unusable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Unusable::NotBuilt(e) => e.fmt(f),
+            Unusable::Refused(why) => write!(
+                f,
+                "Gemini CLI reads injected hooks only from a system settings file that root owns, \
+                 so a run of a user who is not root uses the one root installs: {why}"
+            ),
+        }
     }
 }
 
 /// Why a run of this user cannot use the installed file, with the command that fixes it.
 pub(crate) fn refusal(hook_exe: &Path) -> Option<String> {
-    current(hook_exe).err()
+    current(hook_exe).err().map(|e| e.to_string())
 }
 
 /// Points Gemini at the installed file for this run, when it is current.

@@ -21,7 +21,7 @@ use ahp_wrap_adapter::shared::output::{
 };
 use ahp_wrap_adapter::shared::updated_input;
 use ahp_wrap_adapter::Shim;
-use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped};
+use ahp_wrap_adapter::{CallerReply, Final, HookContext, Mapped, ModifyError};
 
 /// Exit code with which the plugin blocks on the stderr text: only for hooks we do not know.
 const EXIT_BLOCK: i32 = 2;
@@ -70,14 +70,14 @@ fn tool_execute_before(shim: Shim, verdict: &Final) -> CallerReply {
 }
 
 /// The prompt a harness asked for: a whole pre_prompt payload's `prompt`, or a string.
-fn new_prompt(modified: &Value) -> Result<&str, String> {
+fn new_prompt(modified: &Value) -> Result<&str, ModifyError> {
     match modified {
         Value::String(s) => Ok(s),
         Value::Object(o) => match o.get("prompt") {
             Some(Value::String(s)) => Ok(s),
-            _ => Err("it has no \"prompt\" string".into()),
+            _ => Err(ModifyError::NoPrompt),
         },
-        _ => Err("it is neither a prompt nor a pre_prompt payload".into()),
+        _ => Err(ModifyError::NotAPrompt),
     }
 }
 

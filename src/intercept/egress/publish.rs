@@ -119,7 +119,7 @@ impl Egress {
         }
         let porter = match l.porter {
             Ok(p) => p,
-            Err(why) => return self.not_published(shown, why, "refused").await,
+            Err(why) => return self.not_published(shown, why.to_string(), "refused").await,
         };
         // Never on a port of the person's: one of the kernel's choosing instead.
         let theirs = self.published.user_ports.theirs(l.addr.port());

@@ -53,9 +53,11 @@ fn emit(r: &CallerReply) -> i32 {
 }
 
 fn relay(framework: &str, hook: &str, cwd: &Path) -> Result<CallerReply, String> {
-    let caller = Caller::from_env()?;
+    let caller = Caller::from_env().map_err(|e| e.to_string())?;
     let payload = read_stdin(&caller)?;
-    let answer = caller.call(Kind::Hook, framework, hook, cwd, &payload)?;
+    let answer = caller
+        .call(Kind::Hook, framework, hook, cwd, &payload)
+        .map_err(|e| e.to_string())?;
     Ok(CallerReply {
         stdout: answer.stdout,
         stderr: answer.stderr,

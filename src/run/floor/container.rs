@@ -101,7 +101,7 @@ pub(crate) fn decide(r: &Readings) -> Result<(), String> {
 pub(crate) fn amend(support: &mut Support) {
     if support.namespaces.is_ok() {
         if let Err(why) = decide(here()) {
-            support.namespaces = Err(why);
+            support.namespaces = Err(why.into());
         }
     }
 }

@@ -17,7 +17,10 @@ use crate::frameworks::AgentCommand;
 /// What the kernel offers the floor, and its audit socket for Landlock's denials (opened
 /// now: it reads only what comes after).
 #[cfg(target_os = "linux")]
-type Probed = (floor::Support, Result<floor::denials::Reader, String>);
+type Probed = (
+    floor::Support,
+    Result<floor::denials::Reader, floor::Unavailable>,
+);
 
 /// The kernel being asked, on a thread of its own while the run prepares (0.25 ms, most of
 /// it the audit socket, off the way to the agent's start).
@@ -57,7 +60,7 @@ pub(super) fn kernel(
     // A container's seccomp or AppArmor profile refuses what the kernel's settings allow.
     super::container::amend(&mut support);
     if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
-        support.namespaces = Err(why.clone());
+        support.namespaces = Err(why.as_str().into());
     }
     let mut report = support.report(&plan, &reader);
     super::container::name_secrets(&plan, &support, &mut report);
@@ -106,7 +109,7 @@ pub(super) fn kernel(
             None => floor::caches::possible().and_then(|()| {
                 let dir = layers.ok_or("no state directory for the caches' layers")?;
                 floor::caches::make(&plan.caches, dir)
-                    .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()))
+                    .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()).into())
             }),
         };
         match made {

@@ -79,7 +79,7 @@ pub fn notification(verdict: &Final, exit_code: i32) -> CallerReply {
 }
 
 /// The block a modify becomes when its payload cannot be applied (`why`).
-pub fn unapplicable(why: &str) -> Final {
+pub fn unapplicable(why: impl std::fmt::Display) -> Final {
     Final::Block {
         reason: unapplicable_modify(why),
     }

@@ -74,18 +74,18 @@ pub fn append_hook_groups(
     settings: &mut Map<String, Value>,
     source: &str,
     groups: impl IntoIterator<Item = (&'static str, Value)>,
-) -> Result<(), String> {
+) -> Result<(), SettingsError> {
     let hooks = settings
         .entry("hooks")
         .or_insert_with(|| Value::Object(Map::new()))
         .as_object_mut()
-        .ok_or_else(|| format!("\"hooks\" in {source} is not an object"))?;
+        .ok_or_else(|| SettingsError::NotAnObject(format!("\"hooks\" in {source}")))?;
     for (event, group) in groups {
         hooks
             .entry(event)
             .or_insert_with(|| Value::Array(Vec::new()))
             .as_array_mut()
-            .ok_or_else(|| format!("\"hooks.{event}\" in {source} is not a list"))?
+            .ok_or_else(|| SettingsError::NotAList(format!("\"hooks.{event}\" in {source}")))?
             .push(group);
     }
     Ok(())
@@ -112,10 +112,10 @@ pub struct SystemSettings<'a> {
 }
 
 impl SystemSettings<'_> {
-    fn err(&self, why: impl Into<String>) -> FrameworkError {
+    fn err(&self, why: impl std::fmt::Display) -> FrameworkError {
         FrameworkError::Prepare {
             framework: self.framework,
-            why: why.into(),
+            why: why.to_string(),
         }
     }
 
@@ -185,18 +185,34 @@ pub fn write_private(
     run: &RunContext,
     file_name: &str,
     settings: &Value,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, SettingsError> {
     let path = run.run_dir.join(file_name);
-    let text = serde_json::to_vec_pretty(settings)
-        .map_err(|e| format!("cannot encode the settings: {e}"))?;
+    let text = serde_json::to_vec_pretty(settings).map_err(SettingsError::Encode)?;
     std::fs::OpenOptions::new()
         .write(true)
         .create_new(true)
         .mode(0o600)
         .open(&path)
         .and_then(|mut f| std::io::Write::write_all(&mut f, &text))
-        .map_err(|e| format!("cannot write {}: {e}", path.display()))?;
+        .map_err(|e| SettingsError::Write(path.clone(), e))?;
     Ok(path)
+}
+
+/// Why settings cannot be merged or written.
+#[derive(Debug, thiserror::Error)]
+pub enum SettingsError {
+    /// A member that must be an object is not (named with where it is).
+    #[error("{0} is not an object")]
+    NotAnObject(String),
+    /// A member that must be a list is not (named with where it is).
+    #[error("{0} is not a list")]
+    NotAList(String),
+    /// The settings cannot be encoded as JSON.
+    #[error("cannot encode the settings: {0}")]
+    Encode(#[source] serde_json::Error),
+    /// The file cannot be written.
+    #[error("cannot write {}: {}", .0.display(), .1)]
+    Write(PathBuf, #[source] std::io::Error),
 }
 
 #[cfg(test)]
@@ -244,7 +260,7 @@ mod tests {
         let mut bad: Map<String, Value> =
             serde_json::from_value(json!({"hooks": {"A": {}}})).unwrap();
         let e = append_hook_groups(&mut bad, "the settings", [("A", json!({}))]).unwrap_err();
-        assert_eq!(e, "\"hooks.A\" in the settings is not a list");
+        assert_eq!(e.to_string(), "\"hooks.A\" in the settings is not a list");
     }
 
     #[test]

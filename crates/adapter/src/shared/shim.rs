@@ -17,10 +17,10 @@ pub struct Shim {
 
 impl Shim {
     /// The shim cannot prepare the agent's command line: `why`.
-    pub fn prepare_error(self, why: impl Into<String>) -> FrameworkError {
+    pub fn prepare_error(self, why: impl std::fmt::Display) -> FrameworkError {
         FrameworkError::Prepare {
             framework: self.framework,
-            why: why.into(),
+            why: why.to_string(),
         }
     }
 

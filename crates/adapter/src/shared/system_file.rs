@@ -126,7 +126,7 @@ mod tests {
     #[test]
     fn a_safe_file_is_current_when_the_same_and_stale_when_not() {
         // As root, a run directory lies where only root can write.
-        let dir = ahp_wrap_confine::rundir::RunDir::create().unwrap();
+        let dir = ahp_wrap_floor::rundir::RunDir::create().unwrap();
         if !only_root_can_write(dir.path()) {
             return;
         }

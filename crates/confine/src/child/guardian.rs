@@ -358,7 +358,7 @@ impl Orders {
     fn take(&mut self, line: &str) {
         if line == "release" {
             for dir in &self.clean_up {
-                let _ = crate::rundir::remove_all(dir);
+                let _ = ahp_wrap_floor::rundir::remove_all(dir);
             }
             exit_now()
         }
@@ -419,7 +419,7 @@ impl Orders {
         // The run directory (control socket, generated settings) of a wrapper that could not
         // remove it itself; the caches' layers, never merged.
         for dir in &self.clean_up {
-            let _ = crate::rundir::remove_all(dir);
+            let _ = ahp_wrap_floor::rundir::remove_all(dir);
         }
     }
 }

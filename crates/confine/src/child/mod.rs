@@ -5,22 +5,19 @@
 //! the guardian, the whole process tree and /proc. Must not touch: events or decisions (it
 //! knows nothing of AHP), or what an interceptor does with the agent's stdio.
 
-mod command;
-pub use command::{AgentCommand, AgentFiles};
-pub mod cgroup;
+pub use ahp_wrap_floor::agent::{AgentCommand, AgentFiles};
 pub mod guardian;
 mod process;
-pub mod procfs;
 pub use process::Process;
 pub mod signals;
-pub mod sockets;
-pub mod tree;
+// The process tree, followed with safe calls (`crates/process`), under the names it had here.
+pub use ahp_wrap_process::{cgroup, procfs, sockets, tree};
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 
-use crate::exit::Exit;
+use ahp_wrap_floor::exit::Exit;
 
 /// Where the agent lives among process groups. This is the one place that decides it.
 ///
@@ -183,6 +180,20 @@ pub fn executed_file() -> Option<&'static std::ffi::CStr> {
     Some(unsafe { std::ffi::CStr::from_ptr(execfn) })
 }
 
+/// Moves the calling process into the group whose `cgroup.procs` is `procs` ("0" means
+/// the writer). Async-signal-safe (open, write, close), for a pre-exec hook; a failure
+/// leaves the process where it was, which [`cgroup::Cgroup::contains`] then shows.
+fn join_cgroup(procs: &std::ffi::CStr) {
+    // SAFETY: plain syscalls on a NUL-terminated path and a static buffer.
+    unsafe {
+        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
+        if fd >= 0 {
+            libc::write(fd, b"0".as_ptr().cast(), 1);
+            libc::close(fd);
+        }
+    }
+}
+
 /// Makes the process `cmd` starts end with this one: it is killed (`SIGKILL`) when this
 /// process exits, and never starts if this process is already gone by then. For a helper
 /// run that must not outlive the process that started it (a fleet worker's runs).
@@ -254,7 +265,7 @@ pub fn spawn(cmd: &AgentCommand, opts: SpawnOptions<'_>) -> Result<Agent, SpawnE
     let before_exec = || {
         // Into the cgroup first: whatever the agent starts is born inside it.
         if let Some(procs) = procs {
-            cgroup::join(procs);
+            join_cgroup(procs);
         }
         if let Some(fd) = guardian_fd {
             guardian::announce(fd, own_group);

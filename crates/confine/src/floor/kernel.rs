@@ -14,7 +14,8 @@ use landlock::{
 
 use super::namespaces::{Namespaces, Writes};
 use super::netns::{self, NetPeer, NetRequest};
-use super::{FloorError, Plan, Report, ENV_FLOOR};
+use super::sys::fail;
+use super::{FloorError, Plan, Report, Unavailable, ENV_FLOOR};
 
 /// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
 const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
@@ -25,7 +26,7 @@ pub struct Support {
     /// The Landlock ABI version (0: none).
     pub landlock_abi: i32,
     /// Whether the agent can be given a user and mount namespace of its own; else why not.
-    pub namespaces: Result<(), String>,
+    pub namespaces: Result<(), Unavailable>,
     /// Whether namespaces are allowed only by our AppArmor profile (Ubuntu's restriction is
     /// on, and this process runs under the profile `ahp-wrap setup apparmor` loaded).
     pub by_apparmor_profile: bool,
@@ -64,7 +65,11 @@ impl Support {
 
     /// What a run with `plan` gets from this kernel, and what it lacks; `denials` is the
     /// kernel's audit log as the run could open it (whether refusals are counted).
-    pub fn report(&self, plan: &Plan, denials: &Result<super::denials::Reader, String>) -> Report {
+    pub fn report(
+        &self,
+        plan: &Plan,
+        denials: &Result<super::denials::Reader, Unavailable>,
+    ) -> Report {
         let mut r = Report {
             refusals: super::denials::said(denials),
             ..Report::default()
@@ -204,12 +209,6 @@ impl Support {
         }
         r
     }
-}
-
-/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying (see
-/// [`super::apparmor`] for Ubuntu's restriction).
-pub(super) fn namespaces_possible() -> Result<(), String> {
-    super::apparmor::decide(&super::apparmor::Readings::read())
 }
 
 /// The confinement, ready to apply in the agent's process.
@@ -427,14 +426,6 @@ fn ruleset(plan: &Plan, abi: ABI, writes: Writes) -> Result<(OwnedFd, u64), Floo
     }
     let fd: Option<OwnedFd> = created.into();
     Ok((fd.ok_or(FloorError::Unsupported)?, handled.bits()))
-}
-
-/// Says `what` on stderr and returns the error in `errno`.
-pub(super) fn fail(what: &[u8]) -> std::io::Result<()> {
-    let e = std::io::Error::last_os_error();
-    // SAFETY: write(2) of a static buffer.
-    unsafe { libc::write(2, what.as_ptr().cast(), what.len()) };
-    Err(e)
 }
 
 #[cfg(test)]

@@ -36,26 +36,13 @@
 //! docs/floor.md says why these mechanisms, what each covers, and what is not covered yet.
 
 #[cfg(target_os = "linux")]
-pub mod apparmor;
-#[cfg(target_os = "linux")]
 pub mod bridge;
 #[cfg(target_os = "linux")]
-pub mod caches;
-pub mod credentials;
-#[cfg(target_os = "linux")]
 pub mod denials;
-pub mod explain;
-pub mod hosts;
-pub mod names;
-pub mod plan;
 #[cfg(target_os = "linux")]
 pub mod porter;
 #[cfg(target_os = "linux")]
 mod premade;
-mod resolve;
-pub mod runfiles;
-pub mod secrets;
-pub mod spec;
 
 #[cfg(target_os = "linux")]
 mod kernel;
@@ -65,53 +52,25 @@ mod namespaces;
 mod netns;
 #[cfg(target_os = "linux")]
 pub mod pidns;
+#[cfg(target_os = "linux")]
+mod sys;
+
+// The floor's data (`crates/floor`), under the names it had here.
+#[cfg(target_os = "linux")]
+pub use ahp_wrap_floor::{apparmor, caches};
+pub use ahp_wrap_floor::{
+    credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Mode, Plan, Report,
+    Spec, Unavailable, ENV_FLOOR,
+};
 
 #[cfg(target_os = "linux")]
 pub use kernel::{Prepared, Support};
 #[cfg(target_os = "linux")]
 pub use netns::{NetPeer, NetReceived, NetRequest};
-pub use plan::{Context, Plan};
 #[cfg(target_os = "linux")]
 pub use premade::{
     wanted as premade_namespaces, NamespaceMaker, NamespaceReceiver, MAKE_NAMESPACES_ARG,
 };
-pub use spec::Spec;
-
-/// Set in the agent's environment when its tree runs on a floor: a wrapper started inside
-/// (a sub-agent, `ahp-wrap mcp`) stacks its own Landlock rules on the inherited ones and
-/// skips the namespaces (mounts are refused inside a Landlock domain).
-pub const ENV_FLOOR: &str = "AHP_WRAP_FLOOR";
-
-/// Whether a run asks for the floor.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Mode {
-    /// Wherever the kernel supports it (the default); what it lacks is said before the
-    /// agent starts.
-    #[default]
-    On,
-    /// No floor: the run says so and audits it.
-    Off,
-}
-
-/// What one run's floor enforces and what it cannot, in words for the person and the
-/// audit log.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Report {
-    /// What the kernel enforces for this run.
-    pub enforced: Vec<String>,
-    /// What this kernel or this setting cannot enforce (said before the agent starts).
-    pub gaps: Vec<String>,
-    /// Whether the refusals the kernel makes are counted (said, not a gap: the floor holds
-    /// either way).
-    pub refusals: String,
-}
-
-impl Report {
-    /// Whether every part of the floor is in force.
-    pub fn complete(&self) -> bool {
-        self.gaps.is_empty()
-    }
-}
 
 /// What this machine enforces of `plan`, and what it lacks.
 pub fn report(plan: &Plan) -> Report {

@@ -4,11 +4,12 @@
 //! the user and network namespaces [made ahead](super::premade) when they were).
 
 use std::ffi::CString;
+use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::ffi::OsStrExt;
 use std::path::{Path, PathBuf};
 
-use super::kernel::fail;
 use super::netns;
+use super::sys::fail;
 use super::{FloorError, Plan};
 
 mod resolv;
@@ -76,7 +77,7 @@ pub(super) struct Namespaces {
     gid_map: Vec<u8>,
     mounts: Vec<Mount>,
     /// The user and network namespaces made ahead, to join instead of making them.
-    pub(super) made: Option<super::premade::NamespaceFds>,
+    pub(super) made: Option<NamespaceFds>,
     /// The mount namespace made ahead holds the plan's overlays: joined instead of made,
     /// and the overlays not mounted again.
     pub(super) premounted: bool,
@@ -195,7 +196,7 @@ impl Namespaces {
     /// Takes the namespaces made ahead; their mount namespace is joined when it holds the
     /// overlays of `plan` (and nothing is staged beneath a cache, which must happen before
     /// its overlay covers it); else it is let go and the agent's process makes its own.
-    pub(super) fn take_made(&mut self, mut made: super::premade::NamespaceFds, plan: &Plan) {
+    pub(super) fn take_made(&mut self, mut made: NamespaceFds, plan: &Plan) {
         self.premounted =
             made.mnt.is_some() && made.overlays == plan.overlays && plan.through.is_empty();
         if !self.premounted && made.mnt.take().is_some() {
@@ -560,5 +561,33 @@ fn nul(path: &Path) -> FloorError {
         what: "a path with a NUL byte:",
         path: path.display().to_string(),
         source: std::io::Error::from(std::io::ErrorKind::InvalidInput),
+    }
+}
+/// A user namespace and a network namespace (with loopback up) made for the agent to join,
+/// and the mount namespace with the caches' overlays, when some were asked.
+#[derive(Debug)]
+pub(crate) struct NamespaceFds {
+    pub user: OwnedFd,
+    pub net: OwnedFd,
+    pub mnt: Option<OwnedFd>,
+    /// The overlays mounted (or tried) in `mnt`.
+    pub overlays: Vec<super::plan::Overlay>,
+}
+
+impl NamespaceFds {
+    /// In the agent's process: joins the user namespace, then the network namespace.
+    ///
+    /// # Safety
+    /// For a pre-exec step: no allocation.
+    pub(super) unsafe fn join(&self) -> std::io::Result<()> {
+        if libc::setns(self.user.as_raw_fd(), libc::CLONE_NEWUSER) != 0 {
+            return fail(b"ahp-wrap: floor: cannot join the user namespace made for the agent\n");
+        }
+        if libc::setns(self.net.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
+            return fail(
+                b"ahp-wrap: floor: cannot join the network namespace made for the agent\n",
+            );
+        }
+        Ok(())
     }
 }

@@ -26,7 +26,7 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::sync::atomic::{AtomicI32, Ordering};
 
-use super::kernel::fail;
+use super::sys::fail;
 use super::FloorError;
 
 /// `ahp-wrap-hook pid-outer PID`: the agent's process, outside the namespace.

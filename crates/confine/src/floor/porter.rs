@@ -121,7 +121,7 @@ impl Porter {
             .map_err(|_| io::Error::other("the porter's channel is poisoned"))?;
         channel.write_all(&[kind])?;
         let mut byte = [0u8; 1];
-        let (n, fds) = super::netns::receive_fds(channel.as_raw_fd(), &mut byte, 0)?;
+        let (n, fds) = super::sys::receive_fds(channel.as_raw_fd(), &mut byte, 0)?;
         match (n, fds.into_iter().next()) {
             (1, Some(fd)) => Ok(fd),
             (0, _) => Err(io::Error::other("the porter has ended")),
@@ -133,7 +133,7 @@ impl Porter {
     }
 
     /// A socket-diagnostics socket of the tree's network namespace
-    /// ([`crate::child::sockets::listeners_through`] reads what the tree listens on with it).
+    /// ([`ahp_wrap_process::sockets::listeners_through`] reads what the tree listens on with it).
     pub fn diagnostics(&self) -> io::Result<OwnedFd> {
         self.ask(b'd')
     }
@@ -189,7 +189,7 @@ pub fn serve() -> i32 {
                 }
                 continue;
             }
-            let sent = super::netns::send_fds(channel, &[fd]);
+            let sent = super::sys::send_fds(channel, &[fd]);
             libc::close(fd);
             if sent.is_err() {
                 return 1;

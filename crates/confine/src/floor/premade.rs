@@ -31,9 +31,12 @@ use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
 use super::caches::Layers;
-use super::kernel::fail;
-use super::namespaces::{id_map, make_mounts_private, mount_overlay, overlay_options, write_file};
+use super::namespaces::{
+    id_map, make_mounts_private, mount_overlay, overlay_options, write_file, NamespaceFds,
+};
 use super::plan::Overlay;
+use super::sys::{receive_fds, send_fds};
+use super::Unavailable;
 
 /// The argument that tells the guardian to make the namespaces first (its standard output
 /// is then the maker's socket).
@@ -58,7 +61,7 @@ pub struct NamespaceReceiver {
     /// The overlays the maker was asked to mount, and the layers made for them.
     asked: Option<Asked>,
     /// What the maker sent, once received.
-    received: Option<Result<NamespaceFds, String>>,
+    received: Option<Result<NamespaceFds, Unavailable>>,
 }
 
 /// The caches' overlays asked of the maker.
@@ -82,21 +85,10 @@ pub struct NamespaceMaker {
     gid_map: Vec<u8>,
 }
 
-/// A user namespace and a network namespace (with loopback up) made for the agent to join,
-/// and the mount namespace with the caches' overlays, when some were asked.
-#[derive(Debug)]
-pub(crate) struct NamespaceFds {
-    pub user: OwnedFd,
-    pub net: OwnedFd,
-    pub mnt: Option<OwnedFd>,
-    /// The overlays mounted (or tried) in `mnt`.
-    pub overlays: Vec<Overlay>,
-}
-
 /// The two ends, when the run may use namespaces (the floor on, and this system allowing
 /// unprivileged user namespaces); `None` otherwise.
 pub fn wanted(floor: super::Mode) -> Option<(NamespaceReceiver, NamespaceMaker)> {
-    if floor == super::Mode::Off || super::kernel::namespaces_possible().is_err() {
+    if floor == super::Mode::Off || super::apparmor::namespaces_possible().is_err() {
         return None;
     }
     let (ours, theirs) = UnixStream::pair().ok()?;
@@ -196,9 +188,9 @@ impl NamespaceMaker {
             match mount_overlays(&list[..n]) {
                 Some(mnt) => {
                     held[2] = mnt;
-                    super::netns::send_fds(socket, &[user, net, mnt])
+                    send_fds(socket, &[user, net, mnt])
                 }
-                None => super::netns::send_fds(socket, &[user, net]),
+                None => send_fds(socket, &[user, net]),
             }
             .map_err(step(b"send"))
         }
@@ -357,25 +349,25 @@ impl NamespaceReceiver {
 
     /// The namespaces, once made; or why there are none (the agent's process then makes its
     /// own).
-    pub(crate) fn take(mut self) -> Result<NamespaceFds, String> {
+    pub(crate) fn take(mut self) -> Result<NamespaceFds, Unavailable> {
         self.received.take().unwrap_or_else(|| self.read())
     }
 
     /// What the maker sent, received once.
-    fn receive(&mut self) -> &Result<NamespaceFds, String> {
+    fn receive(&mut self) -> &Result<NamespaceFds, Unavailable> {
         let received = self.received.take().unwrap_or_else(|| self.read());
         self.received.insert(received)
     }
 
     /// Receives what the maker sends (waiting at most [`WAIT`]; a signal that interrupts the
     /// wait does not end it).
-    fn read(&self) -> Result<NamespaceFds, String> {
+    fn read(&self) -> Result<NamespaceFds, Unavailable> {
         self.socket
             .set_read_timeout(Some(WAIT))
             .map_err(|e| e.to_string())?;
         let mut text = [0u8; 64];
         let (n, fds) = loop {
-            match super::netns::receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
+            match receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
                 r => break r.map_err(|e| format!("no namespaces made premade: {e}"))?,
             }
@@ -400,27 +392,10 @@ impl NamespaceReceiver {
                     "the namespaces' maker failed at {}: {}",
                     String::from_utf8_lossy(&text[4..n]),
                     std::io::Error::from_raw_os_error(code)
-                ))
+                )
+                .into())
             }
         }
-    }
-}
-
-impl NamespaceFds {
-    /// In the agent's process: joins the user namespace, then the network namespace.
-    ///
-    /// # Safety
-    /// For a pre-exec step: no allocation.
-    pub(super) unsafe fn join(&self) -> std::io::Result<()> {
-        if libc::setns(self.user.as_raw_fd(), libc::CLONE_NEWUSER) != 0 {
-            return fail(b"ahp-wrap: floor: cannot join the user namespace made for the agent\n");
-        }
-        if libc::setns(self.net.as_raw_fd(), libc::CLONE_NEWNET) != 0 {
-            return fail(
-                b"ahp-wrap: floor: cannot join the network namespace made for the agent\n",
-            );
-        }
-        Ok(())
     }
 }
 
@@ -434,8 +409,8 @@ mod tests {
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
         let why = NamespaceReceiver::new(ours).take().unwrap_err();
-        assert!(why.contains("failed at uid_map"), "{why}");
-        assert!(why.contains(&error.to_string()), "{why}");
+        assert!(why.to_string().contains("failed at uid_map"), "{why}");
+        assert!(why.to_string().contains(&error.to_string()), "{why}");
     }
 
     /// A signal that comes while the wrapper waits for the maker (a child's end, a window's
@@ -468,7 +443,7 @@ mod tests {
         let error = std::io::Error::from_raw_os_error(libc::EPERM);
         say_failure(theirs.as_raw_fd(), b"uid_map", &error);
         let why = waiting.join().unwrap().unwrap_err();
-        assert!(why.contains("failed at uid_map"), "{why}");
+        assert!(why.to_string().contains("failed at uid_map"), "{why}");
     }
 
     #[test]
@@ -476,6 +451,6 @@ mod tests {
         let (ours, theirs) = UnixStream::pair().unwrap();
         drop(theirs);
         let why = NamespaceReceiver::new(ours).take().unwrap_err();
-        assert!(why.contains("without a word"), "{why}");
+        assert!(why.to_string().contains("without a word"), "{why}");
     }
 }

@@ -25,8 +25,8 @@ pub fn contacted_hosts(event: &Event) -> Vec<String> {
     urls.iter()
         .filter_map(|u| {
             let host = u.host_str()?;
-            let loopback = ahp_wrap_confine::floor::hosts::Target::parse(host)
-                .is_some_and(|t| ahp_wrap_confine::floor::hosts::is_loopback(&t));
+            let loopback = ahp_wrap_floor::hosts::Target::parse(host)
+                .is_some_and(|t| ahp_wrap_floor::hosts::is_loopback(&t));
             Some(match (loopback, u.port_or_known_default()) {
                 (true, Some(port)) => format!("loopback:{port}"),
                 _ => host.to_owned(),

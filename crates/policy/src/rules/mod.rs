@@ -38,7 +38,7 @@ pub(crate) struct RawPolicy {
     /// policy with a bad `[floor]` does not load, and its `[floor.net]` host rules taken for
     /// the URLs tools contact.
     #[serde(default)]
-    pub floor: Option<ahp_wrap_confine::floor::Spec>,
+    pub floor: Option<ahp_wrap_floor::Spec>,
     /// The workspace's checkpoints: read on its own by [`crate::checkpoint_spec`]; here
     /// checked, so that a policy with a bad `[checkpoints]` does not load.
     #[serde(default)]

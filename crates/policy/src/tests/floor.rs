@@ -5,7 +5,7 @@
 use serde_json::json;
 
 use super::*;
-use ahp_wrap_confine::floor::spec::resolve;
+use ahp_wrap_floor::spec::resolve;
 
 /// The entries of one `[floor]` list for which `refused` holds neither for the path nor for
 /// a file inside it (an entry may name a file or a directory).
@@ -105,7 +105,7 @@ fn a_placeholder_variable_is_not_a_secret_and_another_one_still_is() {
 fn the_default_sections_read_from_the_build_are_the_policys_own() {
     #[derive(serde::Deserialize)]
     struct Sections {
-        floor: ahp_wrap_confine::floor::Spec,
+        floor: ahp_wrap_floor::Spec,
         checkpoints: crate::checkpoints::CheckpointSpec,
     }
     let whole: Sections = toml::from_str(crate::DEFAULT_TOML).unwrap();

@@ -348,11 +348,22 @@ pub struct Incoming {
     pub params: Value,
 }
 
-/// Reads one message a server received. Text that is not JSON gets the error answer to
-/// send back (code -32700, null id).
-pub fn incoming(text: &str) -> Result<Incoming, String> {
-    let mut msg: Value = serde_json::from_str(text)
-        .map_err(|e| error_response(&Value::Null, -32700, &format!("Parse error: {e}")))?;
+/// A message a server received that is not JSON.
+#[derive(Debug, thiserror::Error)]
+#[error("Parse error: {0}")]
+pub struct NotJson(#[source] pub serde_json::Error);
+
+impl NotJson {
+    /// The error answer to send back (code -32700, null id).
+    pub fn answer(&self) -> String {
+        error_response(&Value::Null, -32700, &self.to_string())
+    }
+}
+
+/// Reads one message a server received. Text that is not JSON is a [`NotJson`], which
+/// gives the error answer to send back.
+pub fn incoming(text: &str) -> Result<Incoming, NotJson> {
+    let mut msg: Value = serde_json::from_str(text).map_err(NotJson)?;
     let method = msg.get("method").and_then(Value::as_str).unwrap_or("");
     Ok(Incoming {
         method: method.to_owned(),

@@ -18,5 +18,5 @@ pub use codec::{Frame, LineCodec};
 pub use framing::LineError;
 pub use message::{
     classify, error_response, incoming, notification, request, response, Id, IdRef, Incoming,
-    Message, MessageError, RpcError,
+    Message, MessageError, NotJson, RpcError,
 };

@@ -14,7 +14,7 @@ mod strict;
 
 pub use decision::{parse_decision, DecisionError, Verdict};
 pub use final_decision::Final;
-pub use modify::{unapplicable_modify, updated_input};
+pub use modify::{unapplicable_modify, updated_input, ModifyError};
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};

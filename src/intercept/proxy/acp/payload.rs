@@ -242,7 +242,7 @@ pub(super) fn rewritten_op(
     params: Option<&Value>,
     modified: &Value,
 ) -> Result<Value, String> {
-    let args = updated_input(modified)?;
+    let args = updated_input(modified).map_err(|e| e.to_string())?;
     let mut p = params
         .and_then(Value::as_object)
         .cloned()

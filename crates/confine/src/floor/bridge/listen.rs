@@ -9,6 +9,7 @@ use std::sync::Arc;
 
 use super::{sockopt, their_fd, thread_group, Answer, Bridge, SyscallReply};
 use crate::floor::porter::Porter;
+use crate::floor::Unavailable;
 
 /// A listener of the tree, as the bridge saw it made.
 #[derive(Debug)]
@@ -18,7 +19,7 @@ pub struct Listening {
     /// The listening process.
     pub pid: i32,
     /// The porter that makes sockets in the tree's namespace, or why there is none.
-    pub porter: Result<Arc<Porter>, String>,
+    pub porter: Result<Arc<Porter>, Unavailable>,
     /// The listening process's `listen(2)`, answered (success) when this is dropped: once
     /// the listener is published, or not. Held for that drop only: never read.
     _answer: Answer,
@@ -33,7 +34,7 @@ pub struct Publish {
     /// Told of each listener, on the bridge's thread.
     tell: Box<dyn Fn(Listening) + Send>,
     /// The run's porter, started at the first listener.
-    porter: Option<Result<Arc<Porter>, String>>,
+    porter: Option<Result<Arc<Porter>, Unavailable>>,
     /// The tree's network namespace (its cookie): a listener in a namespace nested in it
     /// (a wrapper started inside the tree) is that wrapper's to publish.
     tree: Option<u64>,
@@ -77,17 +78,17 @@ impl Publish {
         }
     }
 
-    fn porter(&mut self, tid: i32) -> Result<Arc<Porter>, String> {
+    fn porter(&mut self, tid: i32) -> Result<Arc<Porter>, Unavailable> {
         let (program, register) = (&self.program, self.register);
         self.porter
             .get_or_insert_with(|| {
                 Porter::start(program, tid, register)
                     .map(Arc::new)
                     .map_err(|e| {
-                        format!(
+                        Unavailable::from(format!(
                             "cannot start a process in the tree's network namespace ({}): {e}",
                             program.display()
-                        )
+                        ))
                     })
             })
             .clone()

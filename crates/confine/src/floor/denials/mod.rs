@@ -17,9 +17,9 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-mod records;
+use super::Unavailable;
 
-pub use records::{keep, Collector, Denial};
+pub use ahp_wrap_floor::denials::{keep, Collector, Denial};
 
 const NETLINK_AUDIT: libc::c_int = 9;
 /// The read-only multicast group (`AUDIT_NLGRP_READLOG`).
@@ -36,12 +36,13 @@ pub struct Reader {
 impl Reader {
     /// Opens the audit log's read-only group where this kernel and this process allow it;
     /// else says why file refusals cannot be counted here.
-    pub fn open(landlock_abi: i32) -> Result<Reader, String> {
+    pub fn open(landlock_abi: i32) -> Result<Reader, Unavailable> {
         if landlock_abi < 7 {
             return Err(format!(
                 "the kernel reports Landlock denials from ABI 7 (Linux 6.15) on; this one has \
                  ABI {landlock_abi}"
-            ));
+            )
+            .into());
         }
         let fd = netlink()?;
         let addr = sockaddr(READLOG_GROUP);
@@ -57,7 +58,8 @@ impl Reader {
             let e = std::io::Error::last_os_error();
             return Err(format!(
                 "the kernel's audit log cannot be read ({e}): it needs CAP_AUDIT_READ"
-            ));
+            )
+            .into());
         }
         if audit_enabled() == Some(false) {
             return Err("the kernel's audit subsystem is off (`auditctl -e 1` turns it on)".into());
@@ -113,7 +115,7 @@ impl AsRawFd for Reader {
 }
 
 /// What a run says of counting the floor's refusals, given the reader it opened.
-pub(crate) fn said(reader: &Result<Reader, String>) -> String {
+pub(crate) fn said(reader: &Result<Reader, Unavailable>) -> String {
     match reader {
         Ok(_) => "refusals: each one the kernel makes is counted and audited (read from the \
                   kernel's audit log)"
@@ -125,7 +127,7 @@ pub(crate) fn said(reader: &Result<Reader, String>) -> String {
     }
 }
 
-fn netlink() -> Result<OwnedFd, String> {
+fn netlink() -> Result<OwnedFd, Unavailable> {
     // SAFETY: socket(2); the descriptor is owned at once.
     let fd = unsafe {
         libc::socket(
@@ -136,7 +138,7 @@ fn netlink() -> Result<OwnedFd, String> {
     };
     if fd < 0 {
         let e = std::io::Error::last_os_error();
-        return Err(format!("the kernel's audit socket cannot be opened ({e})"));
+        return Err(format!("the kernel's audit socket cannot be opened ({e})").into());
     }
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })

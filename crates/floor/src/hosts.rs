@@ -111,32 +111,50 @@ enum Pattern {
     Net(IpAddr, u8),
 }
 
+/// A host pattern (`[floor.net]`'s `allow`, `deny`, a credential's `hosts`) that is not
+/// one, with the pattern as written.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum PatternError {
+    /// `*.` before something that is not a domain name.
+    #[error("`{0}`: `*.` goes before a domain name")]
+    BelowNotAName(String),
+    /// An address with a `/` that does not parse.
+    #[error("`{0}`: not an address network")]
+    NotANetwork(String),
+    /// A network's prefix length beyond its address's bits (the maximum).
+    #[error("`{0}`: the prefix length is not 0 to {1}")]
+    PrefixLength(String, u8),
+    /// Neither a name nor an address.
+    #[error("`{0}` is not a host")]
+    NotAHost(String),
+}
+
 impl Pattern {
-    fn parse(s: &str) -> Result<Pattern, String> {
+    fn parse(s: &str) -> Result<Pattern, PatternError> {
         let s = s.trim();
         if let Some(domain) = s.strip_prefix("*.") {
             return match Target::parse(domain) {
                 Some(Target::Name(n)) => Ok(Pattern::Below(n)),
-                _ => Err(format!("`{s}`: `*.` goes before a domain name")),
+                _ => Err(PatternError::BelowNotAName(s.to_owned())),
             };
         }
         if let Some((addr, len)) = s.split_once('/') {
             let addr = addr.trim_start_matches('[').trim_end_matches(']');
             let addr: IpAddr = addr
                 .parse()
-                .map_err(|_| format!("`{s}`: not an address network"))?;
+                .map_err(|_| PatternError::NotANetwork(s.to_owned()))?;
             let max = if addr.is_ipv4() { 32 } else { 128 };
             let len: u8 = len
                 .parse()
                 .ok()
                 .filter(|l| *l <= max)
-                .ok_or_else(|| format!("`{s}`: the prefix length is not 0 to {max}"))?;
+                .ok_or_else(|| PatternError::PrefixLength(s.to_owned(), max))?;
             return Ok(Pattern::Net(canonical(addr), len));
         }
         match Target::parse(s) {
             Some(Target::Name(n)) => Ok(Pattern::Name(n)),
             Some(Target::Addr(a)) => Ok(Pattern::Net(a, if a.is_ipv4() { 32 } else { 128 })),
-            None => Err(format!("`{s}` is not a host")),
+            None => Err(PatternError::NotAHost(s.to_owned())),
         }
     }
 
@@ -186,12 +204,12 @@ pub struct HostRules {
     loopback: bool,
     /// The ports of this machine's loopback reached without a decision of their own.
     loopback_ports: Vec<u16>,
-    publish: crate::floor::spec::Publishing,
+    publish: crate::spec::Publishing,
 }
 
 impl HostRules {
     /// The rules of `spec`, with the agent's own `model_hosts` allowed.
-    pub fn new(spec: &NetSpec, model_hosts: &[&str]) -> Result<HostRules, String> {
+    pub fn new(spec: &NetSpec, model_hosts: &[&str]) -> Result<HostRules, PatternError> {
         let compile = |list: Option<&Vec<String>>, extra: &[&str]| {
             list.into_iter()
                 .flatten()
@@ -250,7 +268,7 @@ impl HostRules {
     }
 
     /// Where the tree's listeners are published.
-    pub fn publish(&self) -> crate::floor::spec::Publishing {
+    pub fn publish(&self) -> crate::spec::Publishing {
         self.publish
     }
 
@@ -320,7 +338,7 @@ pub struct HostList(Vec<Pattern>);
 
 impl HostList {
     /// The list of `patterns`, or what is wrong with one.
-    pub fn parse(patterns: &[String]) -> Result<HostList, String> {
+    pub fn parse(patterns: &[String]) -> Result<HostList, PatternError> {
         patterns
             .iter()
             .map(|p| Pattern::parse(p))
@@ -411,7 +429,7 @@ mod tests {
     use super::*;
 
     fn rules(unknown: Unknown) -> HostRules {
-        let spec: crate::floor::Spec = toml::from_str(
+        let spec: crate::spec::Spec = toml::from_str(
             r#"
             [net]
             allow = ["registry.npmjs.org", "*.crates.io", "10.1.0.0/16"]

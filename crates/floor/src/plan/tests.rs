@@ -248,3 +248,59 @@ fn the_caches_found_ahead_are_the_plans() {
         "the plan made the missing cache"
     );
 }
+
+#[test]
+fn a_runs_plan_hides_its_store_and_credential_files_and_binds_the_layers_read_only() {
+    let t = crate::test_dir();
+    let (home, ws) = (t.path().join("home"), t.path().join("home/ws"));
+    std::fs::create_dir_all(&ws).unwrap();
+    std::fs::create_dir_all(home.join(".cache")).unwrap();
+    std::fs::write(home.join("token"), "secret").unwrap();
+    let store = t.path().join("store");
+    let cx = Context {
+        workspace: ws.clone(),
+        home: home.clone(),
+        ..Context::default()
+    };
+    let credential = CredentialSpec {
+        from_file: Some("~/token".into()),
+        ..CredentialSpec::new("TOKEN", vec!["example.com".into()])
+    };
+    let layers = home.join(".cache/layers");
+    let asked = std::cell::Cell::new(0);
+    let run = RunInputs {
+        hidden: vec![store.clone()],
+        credentials: std::slice::from_ref(&credential),
+        layers: &|| Some(layers.clone()),
+        nested: None,
+        own_sandbox: &|| {
+            asked.set(asked.get() + 1);
+            true
+        },
+    };
+    let (plan, made) = Plan::for_run(&spec(&[], &[]), &cx, &run);
+    assert_eq!(made.as_ref(), Some(&layers), "a cache needs the layers");
+    assert!(
+        plan.read_only.contains(&layers),
+        "beneath a writable root: {plan}"
+    );
+    assert!(plan.hidden.contains(&store), "{plan}");
+    let token = home.join("token").canonicalize().unwrap();
+    assert!(
+        plan.hidden.contains(&token),
+        "the credential's file: {plan}"
+    );
+    assert!(
+        plan.nested && asked.get() == 1,
+        "auto asks the agent's shim"
+    );
+    let run = RunInputs {
+        nested: Some(Nested::Off),
+        ..run
+    };
+    let (plan, _) = Plan::for_run(&spec(&[], &[]), &cx, &run);
+    assert!(
+        !plan.nested && asked.get() == 1,
+        "off is off, without asking"
+    );
+}

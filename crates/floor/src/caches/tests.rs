@@ -99,23 +99,13 @@ fn removals_and_replaced_directories_are_changes_not_applied() {
     // The tree removed the existing crate's directory and made one of the same name.
     std::fs::create_dir_all(up.join("registry/src/dep-1.0")).unwrap();
     std::fs::write(up.join("registry/src/dep-1.0/lib.rs"), "evil").unwrap();
-    let c = std::ffi::CString::new(
-        up.join("registry/src/dep-1.0")
-            .into_os_string()
-            .into_encoded_bytes(),
-    )
-    .unwrap();
-    // SAFETY: a path and a value we own.
-    let set = unsafe {
-        nix::libc::setxattr(
-            c.as_ptr(),
-            c"user.overlay.opaque".as_ptr(),
-            b"y".as_ptr().cast(),
-            1,
-            0,
-        )
-    };
-    assert_eq!(set, 0, "user extended attributes on this file system");
+    let set = rustix::fs::setxattr(
+        up.join("registry/src/dep-1.0"),
+        c"user.overlay.opaque",
+        b"y",
+        rustix::fs::XattrFlags::empty(),
+    );
+    assert!(set.is_ok(), "user extended attributes on this file system");
     // And removed the lock file: a whiteout (a process that may make device files makes it).
     let whiteout = nix::sys::stat::mknod(
         &up.join(".package-cache"),

@@ -61,16 +61,21 @@ pub enum Nested {
 }
 
 impl std::str::FromStr for Nested {
-    type Err = String;
-    fn from_str(s: &str) -> Result<Nested, String> {
+    type Err = NotNested;
+    fn from_str(s: &str) -> Result<Nested, NotNested> {
         match s {
             "auto" => Ok(Nested::Auto),
             "on" => Ok(Nested::On),
             "off" => Ok(Nested::Off),
-            _ => Err(format!("`{s}`: auto, on or off")),
+            _ => Err(NotNested(s.to_owned())),
         }
     }
 }
+
+/// A `nested` setting that is none of auto, on and off (as written).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("`{0}`: auto, on or off")]
+pub struct NotNested(pub String);
 
 /// One `[[floor.credentials]]` entry: a token the agent's tree gets as a placeholder, which
 /// the egress proxy replaces with the real value on requests to the credential's hosts

@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 /// Removes `dir` and everything beneath, opening up the directories it may not enter first
 /// (an overlay's work directory is made with no permissions at all).
-pub(crate) fn remove_all(dir: &Path) -> io::Result<()> {
+pub fn remove_all(dir: &Path) -> io::Result<()> {
     use std::os::unix::fs::PermissionsExt;
     fn open_up(dir: &Path) {
         let _ = std::fs::set_permissions(dir, std::fs::Permissions::from_mode(0o700));

@@ -74,7 +74,7 @@ impl Names {
 }
 
 /// Whether `addr` lies in the ranges names are given addresses from (given or not).
-pub(crate) fn is_given(addr: IpAddr) -> bool {
+pub fn is_given(addr: IpAddr) -> bool {
     match addr {
         IpAddr::V4(v4) => u32::from(v4) & V4_MASK == V4_BASE,
         IpAddr::V6(v6) => match v6.to_ipv4_mapped() {

@@ -18,7 +18,7 @@ use std::path::Path;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
-use super::hosts::{HostList, Target};
+use super::hosts::{HostList, PatternError, Target};
 use super::spec::{resolve, CredentialSpec};
 
 /// The request headers a credential may appear in when its entry does not say (lowercase):
@@ -150,23 +150,23 @@ fn one(
     env: &dyn Fn(&str) -> Option<String>,
     home: &Path,
     workspace: &Path,
-) -> Result<Option<Credential>, String> {
+) -> Result<Option<Credential>, CredentialError> {
     let sources = [
         spec.from_env.is_some(),
         spec.from_file.is_some(),
         spec.from_command.is_some(),
     ];
     if sources.iter().filter(|s| **s).count() > 1 {
-        return Err("give one of from_env, from_file and from_command".into());
+        return Err(CredentialError::Sources);
     }
     let hosts = HostList::parse(&spec.hosts)?;
     if spec.hosts.is_empty() {
-        return Err("`hosts` names no host it may be sent to".into());
+        return Err(CredentialError::NoHosts);
     }
     let (value, source) = if let Some(file) = &spec.from_file {
         let path = resolve(file, home, workspace);
-        let text = std::fs::read_to_string(&path)
-            .map_err(|e| format!("cannot read {}: {e}", path.display()))?;
+        let text =
+            std::fs::read_to_string(&path).map_err(|e| CredentialError::Read(path.clone(), e))?;
         (text, format!("the file {}", path.display()))
     } else if let Some(argv) = &spec.from_command {
         (run(argv)?, format!("`{}`", argv.join(" ")))
@@ -175,12 +175,12 @@ fn one(
         match env(var) {
             Some(v) => (v, format!("the wrapper's {var}")),
             None if spec.from_env.is_none() => return Ok(None),
-            None => return Err(format!("the wrapper's {var} is not set")),
+            None => return Err(CredentialError::Unset(var.to_owned())),
         }
     };
     let value = value.trim().to_owned();
     if value.is_empty() {
-        return Err(format!("{source} is empty"));
+        return Err(CredentialError::Empty(source));
     }
     let lower = |list: &Option<Vec<String>>, default: &[&str]| match list {
         Some(l) => l.iter().map(|h| h.to_ascii_lowercase()).collect(),
@@ -200,8 +200,8 @@ fn one(
 }
 
 /// Runs `argv` (no shell), its standard output the value; within [`COMMAND_TIMEOUT`].
-fn run(argv: &[String]) -> Result<String, String> {
-    let (program, args) = argv.split_first().ok_or("from_command is empty")?;
+fn run(argv: &[String]) -> Result<String, CredentialError> {
+    let (program, args) = argv.split_first().ok_or(CredentialError::NoCommand)?;
     let shown = argv.join(" ");
     // Run outside the workspace: a command that reads its directory's configuration (`git
     // credential fill`) would otherwise run what the agent may have left in the repository's.
@@ -216,7 +216,7 @@ fn run(argv: &[String]) -> Result<String, String> {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("cannot run `{shown}`: {e}"))?;
+        .map_err(|e| CredentialError::Spawn(shown.clone(), e))?;
     let started = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -224,25 +224,67 @@ fn run(argv: &[String]) -> Result<String, String> {
             Ok(None) if started.elapsed() > COMMAND_TIMEOUT => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("`{shown}` ran for more than {COMMAND_TIMEOUT:?}"));
+                return Err(CredentialError::Timeout(shown));
             }
             Ok(None) => std::thread::sleep(Duration::from_millis(5)),
-            Err(e) => return Err(format!("`{shown}`: {e}")),
+            Err(e) => return Err(CredentialError::Command(shown, e)),
         }
     };
     let mut out = String::new();
     if let Some(mut o) = child.stdout.take() {
         o.read_to_string(&mut out)
-            .map_err(|e| format!("`{shown}`: {e}"))?;
+            .map_err(|e| CredentialError::Command(shown.clone(), e))?;
     }
     if !status.success() {
         let mut err = String::new();
         if let Some(mut e) = child.stderr.take() {
             let _ = e.read_to_string(&mut err);
         }
-        return Err(format!("`{shown}` failed ({status}): {}", err.trim()));
+        return Err(CredentialError::Failed(
+            shown,
+            status,
+            err.trim().to_owned(),
+        ));
     }
     Ok(out)
+}
+
+/// Why a declared credential cannot be had.
+#[derive(Debug, thiserror::Error)]
+enum CredentialError {
+    /// More than one of its sources is given.
+    #[error("give one of from_env, from_file and from_command")]
+    Sources,
+    /// A host pattern is not one.
+    #[error(transparent)]
+    Hosts(#[from] PatternError),
+    /// No host is named.
+    #[error("`hosts` names no host it may be sent to")]
+    NoHosts,
+    /// Its file cannot be read.
+    #[error("cannot read {}: {}", .0.display(), .1)]
+    Read(std::path::PathBuf, #[source] std::io::Error),
+    /// Its variable (`from_env`) is not set.
+    #[error("the wrapper's {0} is not set")]
+    Unset(String),
+    /// Its source (as said) gives an empty value.
+    #[error("{0} is empty")]
+    Empty(String),
+    /// `from_command` is an empty list.
+    #[error("from_command is empty")]
+    NoCommand,
+    /// The command (as shown) cannot be started.
+    #[error("cannot run `{0}`: {1}")]
+    Spawn(String, #[source] std::io::Error),
+    /// The command ran past [`COMMAND_TIMEOUT`].
+    #[error("`{0}` ran for more than {COMMAND_TIMEOUT:?}")]
+    Timeout(String),
+    /// Waiting for the command or reading its output failed.
+    #[error("`{0}`: {1}")]
+    Command(String, #[source] std::io::Error),
+    /// The command failed: its status and standard error.
+    #[error("`{0}` failed ({1}): {2}")]
+    Failed(String, std::process::ExitStatus, String),
 }
 
 /// A placeholder for `real`: its known prefix (`ghp_`, `glpat-`, `npm_`…) kept, each other

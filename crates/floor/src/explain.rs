@@ -13,7 +13,7 @@ use std::path::{Component, Path, PathBuf};
 
 use nix::unistd::AccessFlags;
 
-use super::Plan;
+use super::plan::Plan;
 
 /// How many lines of one tool result are looked at, and how many bytes: a result is
 /// looked at on every tool call, so a huge one is not read to its end.

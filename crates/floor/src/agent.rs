@@ -1,5 +1,5 @@
 //! The agent's command as the interceptors and the frameworks amend it before launch, and
-//! the files an agent keeps of its own: what [`spawn`](super::spawn) starts. At the bottom of
+//! the files an agent keeps of its own: what `child::spawn` of `crates/confine` starts. At the bottom of
 //! the layers, so that the process code needs nothing above it.
 
 use std::ffi::OsString;

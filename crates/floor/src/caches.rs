@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Overlay;
+use super::Unavailable;
 
 mod kinds;
 use kinds::Kind;
@@ -25,7 +26,7 @@ pub use kinds::Verified;
 const OVERLAY_IN_USERNS: (u32, u32) = (5, 11);
 
 /// Whether this kernel mounts overlays in a user namespace, or why not.
-pub fn possible() -> Result<(), String> {
+pub fn possible() -> Result<(), Unavailable> {
     let (major, minor) = kernel();
     if (major, minor) >= OVERLAY_IN_USERNS {
         Ok(())
@@ -33,14 +34,15 @@ pub fn possible() -> Result<(), String> {
         Err(format!(
             "Linux {major}.{minor} cannot mount an overlay in a user namespace (5.11 can): the \
              caches are written in place"
-        ))
+        )
+        .into())
     }
 }
 
 /// Whether the file system of `dir` can hold an overlay's upper layer (extended attributes
 /// in the `user.` namespace, whiteouts, `O_TMPFILE`), or why not: another overlay (a
 /// container's root file system), a network or FUSE file system, a tmpfs before Linux 6.6.
-pub(crate) fn upper_possible(dir: &Path) -> Result<(), String> {
+pub(crate) fn upper_possible(dir: &Path) -> Result<(), Unavailable> {
     use nix::sys::statfs::{
         FsType, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
     };
@@ -58,7 +60,8 @@ pub(crate) fn upper_possible(dir: &Path) -> Result<(), String> {
     Err(format!(
         "{} lies on {name}, which cannot hold an overlay's upper layer",
         dir.display()
-    ))
+    )
+    .into())
 }
 
 /// This kernel's release, as (major, minor).
@@ -507,23 +510,9 @@ impl Walk<'_> {
 /// is made writable for the move.
 fn add(up: &Path, low: &Path) -> std::io::Result<()> {
     use nix::libc;
-    let c = |p: &Path| std::ffi::CString::new(p.as_os_str().as_encoded_bytes());
-    let (from, to) = (c(up)?, c(low)?);
     let rename = || {
-        // SAFETY: two paths we own.
-        let r = unsafe {
-            libc::renameat2(
-                libc::AT_FDCWD,
-                from.as_ptr(),
-                libc::AT_FDCWD,
-                to.as_ptr(),
-                libc::RENAME_NOREPLACE,
-            )
-        };
-        match r {
-            0 => Ok(()),
-            _ => Err(std::io::Error::last_os_error()),
-        }
+        use rustix::fs::{renameat_with, RenameFlags, CWD};
+        renameat_with(CWD, up, CWD, low, RenameFlags::NOREPLACE).map_err(std::io::Error::from)
     };
     match rename() {
         Ok(()) => Ok(()),
@@ -547,18 +536,9 @@ fn opaque(up: &Path) -> bool {
 }
 
 fn xattr(path: &Path, name: &std::ffi::CStr) -> Option<Vec<u8>> {
-    let c = std::ffi::CString::new(path.as_os_str().as_encoded_bytes()).ok()?;
     let mut buf = [0u8; 16];
-    // SAFETY: a path and a name we own, into a buffer of the length given.
-    let n = unsafe {
-        nix::libc::lgetxattr(
-            c.as_ptr(),
-            name.as_ptr(),
-            buf.as_mut_ptr().cast(),
-            buf.len(),
-        )
-    };
-    (n >= 0).then(|| buf[..n as usize].to_vec())
+    let n = rustix::fs::lgetxattr(path, name, &mut buf[..]).ok()?;
+    Some(buf[..n].to_vec())
 }
 
 /// Whether the two files hold the same bytes.

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::ENV_FLOOR;
+use super::{Unavailable, ENV_FLOOR};
 
 /// The profile's name, and its file's under `/etc/apparmor.d`.
 pub const PROFILE_NAME: &str = "ahp-wrap";
@@ -27,6 +27,23 @@ pub const PROFILE_NAME: &str = "ahp-wrap";
 pub(crate) const PROFILE_DIR: &str = "/etc/apparmor.d";
 /// The sysctl of Ubuntu's restriction.
 pub const RESTRICT_SYSCTL: &str = "/proc/sys/kernel/apparmor_restrict_unprivileged_userns";
+
+/// Why no profile can be written for a wrapper's path.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProfileError {
+    /// The path is not UTF-8.
+    #[error("{} is not UTF-8", .0.display())]
+    NotUtf8(PathBuf),
+    /// The path is relative.
+    #[error("{0} is not an absolute path")]
+    NotAbsolute(String),
+    /// The path holds a character AppArmor reads as a pattern or cannot quote.
+    #[error(
+        "the path {0} holds {1:?}, which an AppArmor profile would read as a pattern or \
+         cannot quote: install ahp-wrap under a plain path"
+    )]
+    Pattern(String, char),
+}
 
 /// The profile file's path.
 pub fn profile_path() -> PathBuf {
@@ -36,21 +53,18 @@ pub fn profile_path() -> PathBuf {
 /// The profile that lets the `ahp-wrap` at `wrapper` (absolute), and the `ahp-wrap-hook`
 /// beside it, make user namespaces, and changes nothing else; refused for a path AppArmor
 /// would read as a pattern or could not quote.
-pub fn profile(wrapper: &Path) -> Result<String, String> {
+pub fn profile(wrapper: &Path) -> Result<String, ProfileError> {
     let text = wrapper
         .to_str()
-        .ok_or_else(|| format!("{} is not UTF-8", wrapper.display()))?;
+        .ok_or_else(|| ProfileError::NotUtf8(wrapper.to_owned()))?;
     if !wrapper.is_absolute() {
-        return Err(format!("{text} is not an absolute path"));
+        return Err(ProfileError::NotAbsolute(text.to_owned()));
     }
     if let Some(c) = text
         .chars()
         .find(|c| "*?[]{}^\"\\,#@".contains(*c) || c.is_control())
     {
-        return Err(format!(
-            "the path {text} holds {c:?}, which an AppArmor profile would read as a pattern or \
-             cannot quote: install ahp-wrap under a plain path"
-        ));
+        return Err(ProfileError::Pattern(text.to_owned(), c));
     }
     Ok(format!(
         "# Lets the ahp-wrap installed at {text} (and the ahp-wrap-hook beside it) make user\n\
@@ -78,7 +92,7 @@ pub fn profiled_wrapper(text: &str) -> Option<PathBuf> {
 
 /// What the decision reads from the machine.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub(crate) struct Readings {
+pub struct Readings {
     /// Whether this process runs inside another run's floor.
     pub inherited: bool,
     /// Whether this process's effective uid is 0: root may make user namespaces whatever
@@ -102,7 +116,7 @@ pub(crate) struct Readings {
 impl Readings {
     /// Reads the machine: a few small files; the label and the profile only when the
     /// restriction is on for this user.
-    pub(crate) fn read() -> Readings {
+    pub fn read() -> Readings {
         let number = |p: &str| {
             std::fs::read_to_string(p)
                 .ok()
@@ -136,7 +150,7 @@ impl Readings {
 impl Readings {
     /// Whether this process runs under our profile, restricted: its label is the profile's
     /// name with the mode after it (`ahp-wrap (unconfined)`).
-    pub(crate) fn runs_under_ours(&self) -> bool {
+    pub fn runs_under_ours(&self) -> bool {
         self.apparmor_restrict == Some(1)
             && self
                 .label
@@ -146,9 +160,15 @@ impl Readings {
     }
 }
 
+/// Whether unshare(CLONE_NEWUSER | CLONE_NEWNS) can work here, judged without trying (see
+/// the module's documentation for Ubuntu's restriction).
+pub fn namespaces_possible() -> Result<(), Unavailable> {
+    decide(&Readings::read())
+}
+
 /// Whether `unshare(CLONE_NEWUSER | CLONE_NEWNS)` can work, judged from `r`; else why not,
 /// with what fixes it.
-pub(crate) fn decide(r: &Readings) -> Result<(), String> {
+pub fn decide(r: &Readings) -> Result<(), Unavailable> {
     if r.inherited {
         return Err(
             "inherited: this run is inside another run's floor, whose namespace and \
@@ -177,27 +197,31 @@ pub(crate) fn decide(r: &Readings) -> Result<(), String> {
                       (kernel.apparmor_restrict_unprivileged_userns = 1)";
     let setup = format!("sudo {} setup apparmor", r.wrapper.display());
     let path = profile_path();
-    Err(match r.profile.as_deref().map(profiled_wrapper) {
-        Some(Some(other)) if other != r.wrapper => format!(
-            "{restricted}, and the profile {} is for {}, not this ahp-wrap ({}): installed \
+    Err(Unavailable::from(
+        match r.profile.as_deref().map(profiled_wrapper) {
+            Some(Some(other)) if other != r.wrapper => format!(
+                "{restricted}, and the profile {} is for {}, not this ahp-wrap ({}): installed \
              elsewhere since? Run `{setup}`",
-            path.display(),
-            other.display(),
-            r.wrapper.display()
-        ),
-        Some(Some(_)) => format!(
-            "{restricted}; the profile {} is installed for this ahp-wrap but does not confine \
+                path.display(),
+                other.display(),
+                r.wrapper.display()
+            ),
+            Some(Some(_)) => format!(
+                "{restricted}; the profile {} is installed for this ahp-wrap but does not confine \
              this process (not loaded?): run `{setup}`",
-            path.display()
-        ),
-        Some(None) => format!(
+                path.display()
+            ),
+            Some(None) => format!(
             "{restricted}, and {} is not a profile `ahp-wrap setup apparmor` wrote: run `{setup}`",
             path.display()
         ),
-        None => {
-            format!("{restricted}, and no profile lets this ahp-wrap make them: run `{setup}` once")
-        }
-    })
+            None => {
+                format!(
+                    "{restricted}, and no profile lets this ahp-wrap make them: run `{setup}` once"
+                )
+            }
+        },
+    ))
 }
 
 #[cfg(test)]
@@ -269,11 +293,13 @@ mod tests {
         // Restricted, no profile: the one command.
         let none = decide(&restricted()).unwrap_err();
         assert!(
-            none.contains("no profile lets this ahp-wrap make them"),
+            none.to_string()
+                .contains("no profile lets this ahp-wrap make them"),
             "{none}"
         );
         assert!(
-            none.contains("`sudo /usr/local/bin/ahp-wrap setup apparmor`"),
+            none.to_string()
+                .contains("`sudo /usr/local/bin/ahp-wrap setup apparmor`"),
             "{none}"
         );
         // A profile for another path: reinstalled elsewhere.
@@ -283,7 +309,8 @@ mod tests {
         };
         let why = decide(&elsewhere).unwrap_err();
         assert!(
-            why.contains("is for /home/u/.local/bin/ahp-wrap, not this ahp-wrap"),
+            why.to_string()
+                .contains("is for /home/u/.local/bin/ahp-wrap, not this ahp-wrap"),
             "{why}"
         );
         // Ours, for this path, but this process is not under it.
@@ -292,13 +319,16 @@ mod tests {
             ..restricted()
         };
         let why = decide(&unloaded).unwrap_err();
-        assert!(why.contains("not loaded?"), "{why}");
+        assert!(why.to_string().contains("not loaded?"), "{why}");
         // Someone else's file by that name.
         let foreign = Readings {
             profile: Some("profile other /x {}\n".into()),
             ..restricted()
         };
-        assert!(decide(&foreign).unwrap_err().contains("is not a profile"));
+        assert!(decide(&foreign)
+            .unwrap_err()
+            .to_string()
+            .contains("is not a profile"));
         // Another label (a profile of someone else's confines us): not ours.
         let theirs = Readings {
             label: Some("ahp-wrapper (enforce)".into()),
@@ -311,12 +341,14 @@ mod tests {
             ..restricted()
         })
         .unwrap_err()
+        .to_string()
         .starts_with("inherited"));
         assert!(decide(&Readings {
             max_user_namespaces: Some(0),
             ..restricted()
         })
         .unwrap_err()
+        .to_string()
         .contains("max_user_namespaces"));
     }
 }

@@ -5,8 +5,7 @@ use std::fmt;
 use std::path::{Path, PathBuf};
 
 use super::resolve::Resolver;
-use super::spec::Nested;
-use super::Spec;
+use super::spec::{CredentialSpec, Nested, Spec};
 use crate::statefile::StateFile;
 
 mod git;
@@ -183,10 +182,10 @@ fn overlaid(caches: &[PathBuf], writable: &[PathBuf], paths: &mut Resolver) -> V
 }
 
 /// The caches [`Plan::new`] will overlay for a run in `ws` under `spec`, told before the
-/// agent is known, for the mount namespace made ahead
-/// ([`super::NamespaceReceiver::ask_overlays`]): found by the plan's own steps, without the
-/// agent's state directories among the writable roots (none holds a cache), making a
-/// missing cache where its parent exists as the plan does. Where the plan finds otherwise,
+/// agent is known, for the mount namespace made ahead (`NamespaceReceiver::ask_overlays` in
+/// `crates/confine`): found by the plan's own steps, without the agent's state directories
+/// among the writable roots (none holds a cache), making a missing cache where its parent
+/// exists as the plan does. Where the plan finds otherwise,
 /// its list differs and the namespace made ahead is not used.
 pub fn caches_ahead(spec: &Spec, home: &Path, ws: &Path) -> Vec<PathBuf> {
     let cx = Context {
@@ -249,7 +248,64 @@ fn roots(spec: &Spec, cx: &Context, paths: &mut Resolver) -> Roots {
     }
 }
 
+/// What only the run knows of its floor, beside its spec and [`Context`]: what
+/// [`Plan::for_run`] adds to [`Plan::new`]'s plan.
+pub struct RunInputs<'a> {
+    /// Directories the tree never reads besides the spec's `hidden`, canonical (the
+    /// checkpoints' store, which holds copies of other workspaces' files).
+    pub hidden: Vec<PathBuf>,
+    /// The credentials declared for this run besides the spec's (`--credential`): a file one
+    /// is read from is hidden from the tree, as a secret is.
+    pub credentials: &'a [CredentialSpec],
+    /// Makes the private directory the caches' layers lie in, called only when the plan has
+    /// a cache (`None` when it cannot be made).
+    pub layers: &'a dyn Fn() -> Option<PathBuf>,
+    /// `--nested-sandboxes`, over the spec's `nested_sandboxes`.
+    pub nested: Option<Nested>,
+    /// Whether the agent starts a sandbox of its own (its shim's answer, for `auto`), asked
+    /// only when the setting is `auto`.
+    pub own_sandbox: &'a dyn Fn() -> bool,
+}
+
 impl Plan {
+    /// The whole floor of one run: [`Plan::new`]'s, with what only the run knows
+    /// ([`RunInputs`]): its hidden directories, the files its credentials are read from
+    /// (hidden unless a writable root lies beneath them), the caches' layers (bound
+    /// read-only where they lie beneath a writable root), and whether the tree may start
+    /// sandboxes of its own. Also the layers' directory, when the plan made one.
+    pub fn for_run(spec: &Spec, cx: &Context, run: &RunInputs<'_>) -> (Plan, Option<PathBuf>) {
+        let mut plan = Plan::new(spec, cx);
+        plan.hidden.extend(run.hidden.iter().cloned());
+        // The caches' layers lie out of the tree's reach; made only when a cache needs one.
+        let layers = match plan.caches.is_empty() {
+            true => None,
+            false => (run.layers)(),
+        };
+        if let Some(dir) = &layers {
+            if plan.writable.iter().any(|w| dir.starts_with(w)) {
+                plan.read_only.push(dir.clone());
+            }
+        }
+        // The point of a placeholder is that the tree never holds the value.
+        for c in spec.credentials.iter().flatten().chain(run.credentials) {
+            let Some(file) = &c.from_file else { continue };
+            let path = crate::spec::resolve(file, &cx.home, &cx.workspace);
+            if let Ok(real) = path.canonicalize() {
+                if !plan.hidden.contains(&real)
+                    && !plan.writable.iter().any(|w| w.starts_with(&real))
+                {
+                    plan.hidden.push(real);
+                }
+            }
+        }
+        plan.nested = match run.nested.or(spec.nested_sandboxes) {
+            Some(Nested::On) => true,
+            Some(Nested::Off) => false,
+            None | Some(Nested::Auto) => (run.own_sandbox)(),
+        };
+        (plan, layers)
+    }
+
     /// The floor `spec` asks for, for the run `cx` describes. Creates the agent's state
     /// directories and the spec's writable ones when missing and their parent exists (a
     /// rule needs a directory to hold on to).

@@ -253,7 +253,7 @@ fn reap(pid: i32) {
 /// not. Returns how many processes were signalled.
 ///
 /// Runs in the wrapper at the end of a run and in the guardian when the wrapper died.
-pub(crate) fn take_down(
+pub fn take_down(
     roots: impl Fn(&HashMap<i32, Stat>) -> Vec<i32>,
     group: Option<i32>,
     grace: Duration,

@@ -57,7 +57,7 @@ impl Cgroup {
             .ok_or(CgroupError::NoPath)?;
         let dir = root
             .join(rel.trim_start_matches('/'))
-            .join(format!("ahp-wrap-{}", crate::random_hex(8)));
+            .join(format!("ahp-wrap-{}", ahp_wrap_floor::random_hex(8)));
         std::fs::create_dir(&dir).map_err(|source| CgroupError::Create {
             path: dir.display().to_string(),
             source,
@@ -90,22 +90,8 @@ impl Drop for Cgroup {
     }
 }
 
-/// Moves the calling process into the group whose `cgroup.procs` is `procs` ("0" means
-/// the writer). Async-signal-safe (open, write, close), for a pre-exec hook; a failure
-/// leaves the process where it was, which [`Cgroup::contains`] then shows.
-pub(crate) fn join(procs: &CStr) {
-    // SAFETY: plain syscalls on a NUL-terminated path and a static buffer.
-    unsafe {
-        let fd = libc::open(procs.as_ptr(), libc::O_WRONLY | libc::O_CLOEXEC);
-        if fd >= 0 {
-            libc::write(fd, b"0".as_ptr().cast(), 1);
-            libc::close(fd);
-        }
-    }
-}
-
 /// The pids in the group at `dir`.
-pub(crate) fn members(dir: &Path) -> Vec<i32> {
+pub fn members(dir: &Path) -> Vec<i32> {
     std::fs::read_to_string(dir.join("cgroup.procs"))
         .map(|t| t.lines().filter_map(|l| l.trim().parse().ok()).collect())
         .unwrap_or_default()
@@ -118,7 +104,7 @@ pub(crate) fn is_empty(dir: &Path) -> bool {
 
 /// Kills every process in the group at `dir` (`cgroup.kill`, or SIGKILL one by one where
 /// the kernel has no `cgroup.kill`), then removes the group once it is empty.
-pub(crate) fn kill_and_remove(dir: &Path) {
+pub fn kill_and_remove(dir: &Path) {
     if std::fs::write(dir.join("cgroup.kill"), "1").is_err() {
         for pid in members(dir) {
             let _ = nix::sys::signal::kill(

@@ -44,7 +44,7 @@ pub struct Stat {
 }
 
 /// Every process visible in /proc, by pid; `None` when /proc cannot be read.
-pub(crate) fn processes() -> Option<HashMap<i32, Stat>> {
+pub fn processes() -> Option<HashMap<i32, Stat>> {
     read_all()
 }
 
@@ -56,7 +56,7 @@ pub(crate) fn processes() -> Option<HashMap<i32, Stat>> {
 /// The first thread is read last: a thread that ends hands its children to the first thread
 /// still alive (that one, in a process whose main thread has not returned), so none is missed
 /// by a thread ending while the others are read (one gone before its read is skipped).
-pub(crate) fn children(pid: i32) -> Option<Vec<i32>> {
+pub fn children(pid: i32) -> Option<Vec<i32>> {
     let list = |tid: &OsStr| {
         std::fs::read_to_string(format!(
             "/proc/{pid}/task/{}/children",
@@ -196,7 +196,7 @@ pub fn env_value<'a>(environ: &'a [u8], name: &str) -> Option<&'a [u8]> {
 
 /// The processes in `table` whose environment holds the entry `needle` (`NAME=value`), as
 /// far as we may read it (only our own user's processes).
-pub(crate) fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
+pub fn with_env(table: &HashMap<i32, Stat>, needle: &[u8]) -> Vec<i32> {
     table
         .keys()
         .copied()
