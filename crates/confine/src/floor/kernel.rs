@@ -195,14 +195,18 @@ impl Support {
             }
         }
         if !plan.caches.is_empty() {
-            match self.namespaces.clone().and_then(|()| super::caches::possible()) {
+            match self
+                .namespaces
+                .clone()
+                .and_then(|()| super::caches::possible())
+            {
                 Ok(()) => r.enforced.push(format!(
                     "caches ({}): new entries kept at the end, an entry that was there never \
                      changed or removed (an overlay each; changes kept aside)",
                     plan.caches.len()
                 )),
                 Err(why) => r.gaps.push(format!(
-                    "caches ({}): written in place, an entry that was there can be changed:                      {why}",
+                    "caches ({}): written in place, an entry that was there can be changed: {why}",
                     plan.caches.len()
                 )),
             }
