@@ -4,7 +4,7 @@ use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::decision::{DecidedBy, Decision};
+use super::decision::{Answer, DecidedBy};
 use crate::policy::{Policy, Protected};
 use crate::protocol::{Event, EventType, Verdict};
 
@@ -158,10 +158,9 @@ impl Embedded {
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
     /// becomes no opinion, and the note says what would have happened.
-    /// With the decision, what the command discards when `reversible` rules alone escalated
+    /// With the answer, what the command discards when `reversible` rules alone escalated
     /// it (never in observe mode, which enforces nothing).
-    pub(crate) fn decide(&self, event: &Event) -> (Decision, Option<crate::policy::Reach>) {
-        let start = Instant::now();
+    pub(crate) fn decide(&self, event: &Event) -> Answer {
         let policy = self.policy();
         policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));
         if let Some(names) = self.placeholders.get() {
@@ -169,7 +168,6 @@ impl Embedded {
         }
         let d = policy.evaluate_with(event, self.protected.get());
         let by = DecidedBy::Policy(d.rule);
-        let reach = d.reversible;
         let acts = !matches!(
             &d.verdict,
             Verdict::Allow {
@@ -183,20 +181,20 @@ impl Embedded {
                 .reason()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            let decision = Decision {
-                verdict: Verdict::no_opinion(),
-                by,
+            return Answer {
                 note: Some(format!(
                     "{}{}{why}",
                     crate::audit::OBSERVE_PREFIX,
                     d.verdict.name()
                 )),
                 observed: Some(d.verdict.name()),
-                latency: start.elapsed(),
+                ..Answer::new(Verdict::no_opinion(), by)
             };
-            return (decision, None);
         }
-        (Decision::new(d.verdict, by, start.elapsed()), reach)
+        Answer {
+            reach: d.reversible,
+            ..Answer::new(d.verdict, by)
+        }
     }
 }
 
@@ -263,7 +261,7 @@ mod tests {
             context: None,
             metadata: None,
         };
-        let (d, _) = gate.decide(&event);
+        let d = gate.decide(&event);
         assert!(
             matches!(d.verdict, Verdict::Escalate { .. }),
             "the agent's run.py runs a command built at run time: {d:?}"

@@ -34,7 +34,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::audit::{AuditPeer, Auditor};
-use crate::protocol::{now_rfc3339, Event, EventType};
+use crate::protocol::{now_rfc3339, Event, EventType, Final};
 
 /// Where an event came from, for the audit record.
 #[derive(Debug, Clone, Default)]
@@ -190,7 +190,7 @@ impl Gate {
             .await;
         judge.taken().await;
         if matches!(decision.by, DecidedBy::Person(_))
-            && matches!(decision.verdict, crate::protocol::Verdict::Allow { .. })
+            && matches!(decision.verdict, Final::Allow { .. })
         {
             let hosts = crate::policy::contacted_hosts(event);
             if let Ok(mut approved) = self.approved_hosts.lock() {
@@ -281,7 +281,7 @@ impl Gate {
         origin: Origin,
     ) {
         let decision = Decision {
-            verdict: crate::protocol::Verdict::Block { reason: why },
+            verdict: Final::Block { reason: why },
             by: DecidedBy::Cancelled,
             note: None,
             observed: None,
@@ -302,7 +302,7 @@ impl Gate {
     pub(crate) async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = Decision::new(
-            crate::protocol::Verdict::Block { reason },
+            Final::Block { reason },
             DecidedBy::Floor,
             std::time::Duration::ZERO,
         );
