@@ -3,9 +3,17 @@
 //! Owns: who answers ([`Harness`]: the embedded policy or a harness over a transport), the
 //! re-asks on `defer`, `escalate` to a person (or, for what the run's checkpoints keep whole,
 //! an allow that names its `undo`: [`reversible`]), the fail mode, and the rule that a decision
-//! is durable in the audit log before it is enforced. Every interceptor (hooks, the MCP and ACP
-//! stream proxies, PATH shims, the floor's egress proxy) builds its events here and gets one
-//! [`Decision`] back.
+//! is durable in the audit log before it is enforced. Also the run's state that its decisions
+//! make and read: the events counted, the hosts a person allowed (which the floor's egress
+//! proxy does not ask about again), the floor's refusals the agent's tools met
+//! ([`FloorMet`]), and the run's checkpoints once it takes them (one before each call that
+//! may write). The embedded policy's own state (what each session wrote, what the run said
+//! of itself) is its [`Embedded`] harness's session, beside a policy no decision changes.
+//!
+//! An answer takes two shapes here: what whoever answers said ([`decision::Answer`], which
+//! may still be a `defer` or an `escalate`), then, once, the [`Decision`] every interceptor
+//! (hooks, the MCP and ACP stream proxies, PATH shims, the floor's egress proxy) gets back
+//! for an event it built here, whose verdict is the [`Final`] it carries out as it is.
 //!
 //! Must not touch: how an event reaches us or how a verdict is rendered to the agent (that
 //! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
