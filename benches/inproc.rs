@@ -329,7 +329,12 @@ fn bash_event(cmd: &str, cwd: &std::path::Path) -> Event {
 /// One policy decision for the longest command of the corpus: p50 and p99 of single calls
 /// (the target is < 200 µs), then criterion's figure for it and for a typical command.
 fn policy_benches(c: &mut Criterion) {
-    let policy = Policy::default_policy().with_workspace("/tmp");
+    // One session for every call, as a run's gate holds it.
+    let (policy, session) = (
+        Policy::default_policy().with_workspace("/tmp"),
+        ahp_wrap::policy::Session::default(),
+    );
+    let evaluate = |event: &Event| policy.evaluate_in(&session, event, None);
     let commands = corpus_commands();
     let event = |cmd: &str| bash_event(cmd, std::path::Path::new("/tmp"));
     let longest = event(&commands[0]);
@@ -337,12 +342,12 @@ fn policy_benches(c: &mut Criterion) {
     const CALLS: usize = 20_000;
     let timed = |what: &str, event: &Event| {
         for _ in 0..1_000 {
-            black_box(policy.evaluate(event));
+            black_box(evaluate(event));
         }
         let mut times: Vec<Duration> = (0..CALLS)
             .map(|_| {
                 let t = std::time::Instant::now();
-                black_box(policy.evaluate(black_box(event)));
+                black_box(evaluate(black_box(event)));
                 t.elapsed()
             })
             .collect();
@@ -371,7 +376,7 @@ fn policy_benches(c: &mut Criterion) {
         ..bash_event("", std::path::Path::new("/tmp"))
     };
     for i in 0..1_000 {
-        policy.evaluate(&write("busy", i));
+        evaluate(&write("busy", i));
     }
     timed(
         "longest_command, in a session that wrote 1,000 files",
@@ -384,10 +389,10 @@ fn policy_benches(c: &mut Criterion) {
     code_on_disk();
     let mut g = c.benchmark_group("policy");
     g.bench_function("longest_command", |b| {
-        b.iter(|| policy.evaluate(black_box(&longest)))
+        b.iter(|| evaluate(black_box(&longest)))
     });
     g.bench_function("typical_command", |b| {
-        b.iter(|| policy.evaluate(black_box(&typical)))
+        b.iter(|| evaluate(black_box(&typical)))
     });
     g.finish();
 }
@@ -413,6 +418,8 @@ fn percentiles(calls: usize, mut f: impl FnMut()) -> (f64, f64) {
 /// on every call after the first; and the bound, a 512 KiB script read and parsed afresh.
 fn code_on_disk() {
     let policy = Policy::default_policy();
+    let session = ahp_wrap::policy::Session::default();
+    let evaluate = |event: &Event| policy.evaluate_in(&session, event, None);
     let dir = tempfile::tempdir().expect("temp dir");
     let ws = std::fs::canonicalize(dir.path()).expect("canonical");
     fn copy(from: &std::path::Path, to: &std::path::Path) {
@@ -442,10 +449,10 @@ fn code_on_disk() {
     ] {
         let e = event(cmd);
         let first = std::time::Instant::now();
-        black_box(policy.evaluate(&e));
+        black_box(evaluate(&e));
         let first = first.elapsed().as_secs_f64() * 1e6;
         let (p50, p99) = percentiles(5_000, || {
-            black_box(policy.evaluate(black_box(&e)));
+            black_box(evaluate(black_box(&e)));
         });
         eprintln!(
             "policy/code_on_disk `{cmd}`: first {first:.1} µs, then p50 {p50:.1} µs, p99 {p99:.1} µs over 5000 calls"
@@ -474,7 +481,7 @@ fn code_on_disk() {
         }
         let mut i = 0;
         let (p50, p99) = percentiles(FILES, || {
-            black_box(policy.evaluate(&event(&format!("{run} big{i}.{name}"))));
+            black_box(evaluate(&event(&format!("{run} big{i}.{name}"))));
             i += 1;
         });
         eprintln!(

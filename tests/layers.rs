@@ -321,6 +321,8 @@ const WIRE_LAYERS: &[(&str, &[&str])] = &[
 /// bottom up: the simple command as data, under the readers of commands and code, under the
 /// walker of shell commands, under an event's facts, under the rules and what checks them.
 /// A session's memory of written files sits beneath the paths, whose resolver carries it.
+/// What a run's decisions change and read (`session`: that memory, egress, placeholders) sits
+/// on the memory, beside the paths.
 /// `pattern` is the crate root's helper (a regular expression of this crate's own); the
 /// engine itself (`Policy`, in the root) uses them all and none of them uses it.
 const POLICY_LAYERS: &[(&str, &[&str])] = &[
@@ -329,6 +331,7 @@ const POLICY_LAYERS: &[(&str, &[&str])] = &[
     ("sections", &["error"]),
     ("checkpoints", &["error", "sections"]),
     ("memory", &["command"]),
+    ("session", &["memory"]),
     ("paths", &["memory"]),
     ("protected", &["paths"]),
     ("inline", &["command", "pattern"]),

@@ -25,7 +25,7 @@ use std::os::unix::net::UnixListener;
 use std::path::{Path, PathBuf};
 
 use ahp_wrap::frameworks::{self, HookContext};
-use ahp_wrap::policy::{Policy, Protected};
+use ahp_wrap::policy::{Policy, Protected, Session};
 use ahp_wrap::protocol::{now_rfc3339, Event};
 use serde_json::{json, Value};
 
@@ -392,8 +392,9 @@ fn write(path: &Path, text: &str) {
 /// The policy under test. The one place that says how the embedded default is configured:
 /// as in a run on the network floor, whose egress proxy asks about each connection the
 /// commands make (so the hosts they contact are left to it; without the floor the policy
-/// judges them too, which `crates/policy/src/tests/hosts.rs` covers).
-fn policy(sb: &Sandbox) -> Policy {
+/// judges them too, which `crates/policy/src/tests/hosts.rs` covers), with the one session
+/// every case is decided in, as a run's gate holds it.
+fn policy(sb: &Sandbox) -> (Policy, Session) {
     let policy = Policy::default_policy()
         .trusting_code_changed_before(sb.made)
         .with_home(&sb.home)
@@ -408,8 +409,9 @@ fn policy(sb: &Sandbox) -> Policy {
             ],
             [4242, 4243],
         ));
-    policy.leave_commands_to_egress(true);
-    policy
+    let session = Session::default();
+    session.leave_commands_to_egress(true);
+    (policy, session)
 }
 
 // --- Cases -------------------------------------------------------------------------------
@@ -571,12 +573,17 @@ impl Outcome {
     }
 }
 
-fn run_corpus(sb: &Sandbox, policy: &Policy, file: &str, cases: &[Case]) -> Vec<Outcome> {
+fn run_corpus(
+    sb: &Sandbox,
+    (policy, session): &(Policy, Session),
+    file: &str,
+    cases: &[Case],
+) -> Vec<Outcome> {
     cases
         .iter()
         .map(|case| match event(sb, case) {
             Ok(ev) => {
-                let d = policy.evaluate(&ev);
+                let d = policy.evaluate_in(session, &ev, None);
                 Outcome {
                     case: case.clone(),
                     got: d.verdict.name().to_owned(),

@@ -4,7 +4,7 @@
 use std::sync::{Arc, Mutex};
 
 use super::{AuditError, AuditLog, AuditPeer, AuditRecord, Summary};
-use crate::protocol::{Event, Verdict};
+use crate::protocol::{Event, Final};
 
 /// Told of each record once it is durable, and of each that could not be written (the
 /// process's telemetry: metrics and spans agree with the log because they come from it).
@@ -183,7 +183,7 @@ impl Auditor {
 pub struct Ruling<'a> {
     /// The verdict applied: its name becomes the record's `decision`, its reason the
     /// record's `reason`.
-    pub verdict: &'a Verdict,
+    pub verdict: &'a Final,
     /// Who decided, as the record's `source` says it (`policy:<rule>`, `harness`,
     /// `fail-mode`, …).
     pub source: String,
@@ -234,7 +234,7 @@ pub fn notified(
     framework_session: Option<String>,
     peer: Option<AuditPeer>,
 ) -> AuditRecord {
-    let no_opinion = Verdict::no_opinion();
+    let no_opinion = Final::no_opinion();
     let none = Ruling {
         verdict: &no_opinion,
         source: "harness".to_owned(),

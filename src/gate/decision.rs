@@ -1,10 +1,12 @@
-//! The one decision type that flows out of the gate.
+//! The gate's two shapes of an answer: what one harness said ([`Answer`], which may still
+//! be a `defer` or an `escalate`), and the one decision that flows out of the gate
+//! ([`Decision`], whose verdict is [`Final`]: what the interceptors carry out as it is).
 
 use std::fmt;
 use std::time::Duration;
 
 use super::approve::Answerer;
-use crate::protocol::Verdict;
+use crate::protocol::{Final, Verdict};
 
 /// Who gave a verdict.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -42,12 +44,45 @@ impl fmt::Display for DecidedBy {
     }
 }
 
+/// One answer of whoever decides (the embedded policy, a harness, the wrapping run), before
+/// `defer` and `escalate` are dealt with: the gate turns it into its [`Decision`] once.
+#[derive(Debug)]
+pub(crate) struct Answer {
+    /// What it answered (observe mode's no opinion where that stepped in).
+    pub verdict: Verdict,
+    /// Who answered.
+    pub by: DecidedBy,
+    /// Why the verdict differs from what the policy said (observe mode), or who decided
+    /// behind the harness (the wrapping run).
+    pub note: Option<String>,
+    /// What observe mode would have enforced, where it let the event through.
+    pub observed: Option<&'static str>,
+    /// What the command discards, when the embedded policy's `reversible` rules alone
+    /// escalated it.
+    pub reach: Option<crate::policy::Reach>,
+}
+
+impl Answer {
+    /// The answer `verdict` of `by`, with no note.
+    pub(crate) fn new(verdict: Verdict, by: DecidedBy) -> Answer {
+        Answer {
+            verdict,
+            by,
+            note: None,
+            observed: None,
+            reach: None,
+        }
+    }
+}
+
 /// The gate's final answer for one event: what to enforce, who decided it, and why it is
 /// not the decider's own verdict when it is not.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Decision {
-    /// The verdict to enforce (the fail mode's or observe mode's where they stepped in).
-    pub verdict: Verdict,
+    /// The verdict to enforce (the fail mode's or observe mode's where they stepped in), as
+    /// the interceptors carry it out: no `defer`, and an `escalate` only as [`Final::Ask`]
+    /// for an interceptor that asks the person itself.
+    pub verdict: Final,
     /// Who gave it; the audit log's `source`.
     pub by: DecidedBy,
     /// Why the verdict differs from what the decider said: the fail mode's cause, or what
@@ -75,7 +110,7 @@ impl Decision {
     }
 
     /// A decision with no note, taken in `latency`.
-    pub(crate) fn new(verdict: Verdict, by: DecidedBy, latency: Duration) -> Decision {
+    pub(crate) fn new(verdict: Final, by: DecidedBy, latency: Duration) -> Decision {
         Decision {
             verdict,
             by,

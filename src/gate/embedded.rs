@@ -1,11 +1,13 @@
-//! The embedded harness: the policy engine, in the mode it runs in.
+//! The embedded harness: the policy engine, in the mode it runs in, and the run's
+//! [`Session`] of it (what its decisions remember, what the run said of itself): the policy,
+//! built once, is never changed by a decision.
 
 use std::path::PathBuf;
 use std::sync::OnceLock;
 use std::time::Instant;
 
-use super::decision::{DecidedBy, Decision};
-use crate::policy::{Policy, Protected};
+use super::decision::{Answer, DecidedBy};
+use crate::policy::{Policy, Protected, Session};
 use crate::protocol::{Event, EventType, Verdict};
 
 /// How the embedded policy is applied.
@@ -17,7 +19,7 @@ pub enum Mode {
     Observe,
 }
 
-/// The embedded harness: a policy and the mode it runs in.
+/// The embedded harness: a policy, the mode it runs in, and the run's session of it.
 pub struct Embedded {
     policy: OnceLock<Policy>,
     /// A policy file checked before the agent started, built on the first event (or ahead,
@@ -32,11 +34,9 @@ pub struct Embedded {
     /// When the run started: code on disk changed since is the agent's (the policy itself is
     /// built later, on the first event).
     started: std::time::SystemTime,
-    /// Whether the floor's egress proxy decides the tree's connections (set before the agent
-    /// starts, on the network floor).
-    egress: std::sync::atomic::AtomicBool,
-    /// The variables holding a declared credential's placeholder in this run.
-    placeholders: OnceLock<Vec<String>>,
+    /// What the run's decisions remember, and what the run says of itself before the agent
+    /// starts (the egress proxy, the placeholders).
+    session: Session,
 }
 
 impl Embedded {
@@ -49,8 +49,7 @@ impl Embedded {
             protected: OnceLock::new(),
             mode,
             started: std::time::SystemTime::now(),
-            egress: std::sync::atomic::AtomicBool::new(false),
-            placeholders: OnceLock::new(),
+            session: Session::default(),
         }
     }
 
@@ -75,8 +74,7 @@ impl Embedded {
             protected: OnceLock::new(),
             mode,
             started: std::time::SystemTime::now(),
-            egress: std::sync::atomic::AtomicBool::new(false),
-            placeholders: OnceLock::new(),
+            session: Session::default(),
         }
     }
 
@@ -89,14 +87,13 @@ impl Embedded {
     /// Names the variables that hold a declared credential's placeholder in this run: the
     /// policy does not take them for secrets. Set once, before the agent starts.
     pub(crate) fn placeholder_vars(&self, names: Vec<String>) {
-        let _ = self.placeholders.set(names);
+        self.session.placeholder_vars(names);
     }
 
     /// Says that the floor's egress proxy decides the connections of the agent's tree: the
     /// policy leaves the hosts shell commands contact to it.
     pub(crate) fn egress_in_force(&self) {
-        self.egress
-            .store(true, std::sync::atomic::Ordering::Relaxed);
+        self.session.leave_commands_to_egress(true);
     }
 
     /// Builds the policy on a thread of its own, so that the agent's first event
@@ -152,24 +149,19 @@ impl Embedded {
             return;
         }
         if let Some(policy) = self.policy.get() {
-            policy.observe(event);
+            policy.observe_in(&self.session, event);
         }
     }
 
     /// Evaluates one event under the mode. In observe mode a verdict that would act
     /// becomes no opinion, and the note says what would have happened.
-    /// With the decision, what the command discards when `reversible` rules alone escalated
+    /// With the answer, what the command discards when `reversible` rules alone escalated
     /// it (never in observe mode, which enforces nothing).
-    pub(crate) fn decide(&self, event: &Event) -> (Decision, Option<crate::policy::Reach>) {
-        let start = Instant::now();
-        let policy = self.policy();
-        policy.leave_commands_to_egress(self.egress.load(std::sync::atomic::Ordering::Relaxed));
-        if let Some(names) = self.placeholders.get() {
-            policy.placeholder_vars(names);
-        }
-        let d = policy.evaluate_with(event, self.protected.get());
+    pub(crate) fn decide(&self, event: &Event) -> Answer {
+        let d = self
+            .policy()
+            .evaluate_in(&self.session, event, self.protected.get());
         let by = DecidedBy::Policy(d.rule);
-        let reach = d.reversible;
         let acts = !matches!(
             &d.verdict,
             Verdict::Allow {
@@ -183,20 +175,20 @@ impl Embedded {
                 .reason()
                 .map(|r| format!(": {r}"))
                 .unwrap_or_default();
-            let decision = Decision {
-                verdict: Verdict::no_opinion(),
-                by,
+            return Answer {
                 note: Some(format!(
                     "{}{}{why}",
                     crate::audit::OBSERVE_PREFIX,
                     d.verdict.name()
                 )),
                 observed: Some(d.verdict.name()),
-                latency: start.elapsed(),
+                ..Answer::new(Verdict::no_opinion(), by)
             };
-            return (decision, None);
         }
-        (Decision::new(d.verdict, by, start.elapsed()), reach)
+        Answer {
+            reach: d.reversible,
+            ..Answer::new(d.verdict, by)
+        }
     }
 }
 
@@ -263,7 +255,7 @@ mod tests {
             context: None,
             metadata: None,
         };
-        let (d, _) = gate.decide(&event);
+        let d = gate.decide(&event);
         assert!(
             matches!(d.verdict, Verdict::Escalate { .. }),
             "the agent's run.py runs a command built at run time: {d:?}"

@@ -3,9 +3,17 @@
 //! Owns: who answers ([`Harness`]: the embedded policy or a harness over a transport), the
 //! re-asks on `defer`, `escalate` to a person (or, for what the run's checkpoints keep whole,
 //! an allow that names its `undo`: [`reversible`]), the fail mode, and the rule that a decision
-//! is durable in the audit log before it is enforced. Every interceptor (hooks, the MCP and ACP
-//! stream proxies, PATH shims, the floor's egress proxy) builds its events here and gets one
-//! [`Decision`] back.
+//! is durable in the audit log before it is enforced. Also the run's state that its decisions
+//! make and read: the events counted, the hosts a person allowed (which the floor's egress
+//! proxy does not ask about again), the floor's refusals the agent's tools met
+//! ([`FloorMet`]), and the run's checkpoints once it takes them (one before each call that
+//! may write). The embedded policy's own state (what each session wrote, what the run said
+//! of itself) is its [`Embedded`] harness's session, beside a policy no decision changes.
+//!
+//! An answer takes two shapes here: what whoever answers said ([`decision::Answer`], which
+//! may still be a `defer` or an `escalate`), then, once, the [`Decision`] every interceptor
+//! (hooks, the MCP and ACP stream proxies, PATH shims, the floor's egress proxy) gets back
+//! for an event it built here, whose verdict is the [`Final`] it carries out as it is.
 //!
 //! Must not touch: how an event reaches us or how a verdict is rendered to the agent (that
 //! is each interceptor's), the policy's rules (`policy/`), or the audit file's format
@@ -34,7 +42,7 @@ use serde_json::{Map, Value};
 use tokio::time::Instant;
 
 use crate::audit::{AuditPeer, Auditor};
-use crate::protocol::{now_rfc3339, Event, EventType};
+use crate::protocol::{now_rfc3339, Event, EventType, Final};
 
 /// Where an event came from, for the audit record.
 #[derive(Debug, Clone, Default)]
@@ -190,7 +198,7 @@ impl Gate {
             .await;
         judge.taken().await;
         if matches!(decision.by, DecidedBy::Person(_))
-            && matches!(decision.verdict, crate::protocol::Verdict::Allow { .. })
+            && matches!(decision.verdict, Final::Allow { .. })
         {
             let hosts = crate::policy::contacted_hosts(event);
             if let Ok(mut approved) = self.approved_hosts.lock() {
@@ -281,7 +289,7 @@ impl Gate {
         origin: Origin,
     ) {
         let decision = Decision {
-            verdict: crate::protocol::Verdict::Block { reason: why },
+            verdict: Final::Block { reason: why },
             by: DecidedBy::Cancelled,
             note: None,
             observed: None,
@@ -302,7 +310,7 @@ impl Gate {
     pub(crate) async fn refused(&self, event: &Event, reason: String, origin: Origin) -> Decision {
         self.events.fetch_add(1, Ordering::Relaxed);
         let decision = Decision::new(
-            crate::protocol::Verdict::Block { reason },
+            Final::Block { reason },
             DecidedBy::Floor,
             std::time::Duration::ZERO,
         );

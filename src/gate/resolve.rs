@@ -7,11 +7,11 @@ use std::time::Duration;
 use tokio::time::Instant;
 
 use super::approve::{Approval, Approver, Escalation};
-use super::decision::{DecidedBy, Decision};
+use super::decision::{Answer, DecidedBy, Decision};
 use super::embedded::Embedded;
 use super::reversible::Judge;
 use crate::client::{Client, Fault};
-use crate::protocol::{parse_decision, Event, Verdict};
+use crate::protocol::{parse_decision, Event, Final, Verdict};
 
 /// What happens when no valid decision arrives in time.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -59,17 +59,6 @@ pub struct Decider {
     /// Who answers an escalation: a person at the terminal, or the clients of the Agent
     /// Host Protocol host; `None`: nobody (escalations fall to the fail mode).
     pub approver: Option<Arc<dyn Approver>>,
-}
-
-/// One answer of the harness, before `defer` and `escalate` are dealt with.
-struct HarnessAnswer {
-    verdict: Verdict,
-    by: DecidedBy,
-    note: Option<String>,
-    observed: Option<&'static str>,
-    /// What the command discards, when the embedded policy's `reversible` rules alone
-    /// escalated it.
-    reach: Option<crate::policy::Reach>,
 }
 
 impl Decider {
@@ -128,9 +117,10 @@ impl Decider {
                     };
                     return self.escalate(escalation, start).await;
                 }
+                // The one place a verdict becomes what the interceptors carry out.
                 verdict => {
                     return Decision {
-                        verdict,
+                        verdict: Final::from(verdict),
                         by: answer.by,
                         note: answer.note,
                         observed: answer.observed,
@@ -142,18 +132,9 @@ impl Decider {
     }
 
     /// One ask of whoever answers.
-    async fn ask(&self, event: &Event, deadline: Instant) -> Result<HarnessAnswer, Fault> {
+    async fn ask(&self, event: &Event, deadline: Instant) -> Result<Answer, Fault> {
         match &self.harness {
-            Harness::Embedded(embedded) => {
-                let (d, reach) = embedded.decide(event);
-                Ok(HarnessAnswer {
-                    verdict: d.verdict,
-                    by: d.by,
-                    note: d.note,
-                    observed: d.observed,
-                    reach,
-                })
-            }
+            Harness::Embedded(embedded) => Ok(embedded.decide(event)),
             Harness::Parent(run) => {
                 let sent = Instant::now();
                 let result = tokio::time::timeout_at(deadline, run.decide(event))
@@ -161,12 +142,9 @@ impl Decider {
                     .map_err(|_| Fault::Timeout(self.timeout.as_millis() as u64))??;
                 crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
-                Ok(HarnessAnswer {
-                    verdict,
-                    by: DecidedBy::Harness,
+                Ok(Answer {
                     note: Some("decided by the wrapping run".into()),
-                    observed: None,
-                    reach: None,
+                    ..Answer::new(verdict, DecidedBy::Harness)
                 })
             }
             Harness::Remote(client) => {
@@ -174,13 +152,7 @@ impl Decider {
                 let result = client.event(event, deadline).await?;
                 crate::telemetry::harness_round_trip(sent.elapsed());
                 let verdict = parse_decision(event.event_type, &result)?;
-                Ok(HarnessAnswer {
-                    verdict,
-                    by: DecidedBy::Harness,
-                    note: None,
-                    observed: None,
-                    reach: None,
-                })
+                Ok(Answer::new(verdict, DecidedBy::Harness))
             }
         }
     }
@@ -220,17 +192,17 @@ impl Decider {
         }
         let (verdict, by) = match said {
             Approval::Allow { by } => (
-                Verdict::Allow {
+                Final::Allow {
                     explicit: true,
                     modified_payload: None,
                     extra: Default::default(),
                 },
                 by,
             ),
-            Approval::Deny { by, reason } => (Verdict::Block { reason }, by),
+            Approval::Deny { by, reason } => (Final::Block { reason }, by),
             Approval::Unanswered(cause) => return self.fail(cause, start),
         };
-        let allowed = matches!(verdict, Verdict::Allow { .. });
+        let allowed = matches!(verdict, Final::Allow { .. });
         let mut decision = Decision::new(verdict, DecidedBy::Person(by), start.elapsed());
         if allowed {
             // The question is in the record with its answer (a refusal's reason says both).
@@ -243,12 +215,12 @@ impl Decider {
     pub(crate) fn fail(&self, cause: String, start: Instant) -> Decision {
         crate::telemetry::fail_mode(self.fail_mode.name());
         let verdict = match self.fail_mode {
-            FailMode::Closed => Verdict::Block {
+            FailMode::Closed => Final::Block {
                 reason: format!("ahp-wrap blocked this because {cause} (fail mode: closed)"),
             },
             FailMode::Open => {
                 tracing::warn!("allowing because {cause} (fail mode: open)");
-                Verdict::no_opinion()
+                Final::no_opinion()
             }
         };
         Decision {

@@ -15,7 +15,7 @@ use super::decision::{DecidedBy, Decision};
 use crate::audit::Reversible;
 use crate::checkpoint::Checkpointer;
 use crate::policy::Reach;
-use crate::protocol::{Event, Verdict};
+use crate::protocol::{Event, Final};
 
 /// The checkpoint before one call, and the judgement of whether what the call discards is in
 /// it.
@@ -109,7 +109,7 @@ impl<'a> Judge<'a> {
             });
         }
         let mut decision = Decision::new(
-            Verdict::Allow {
+            Final::Allow {
                 explicit: true,
                 modified_payload: None,
                 extra: Default::default(),

@@ -6,7 +6,7 @@ use serde_json::{json, Value};
 use super::state::{chat_uri, session_uri, CallStatus, ROOT, TURN};
 use super::{event_key, Host, Waiting};
 use crate::gate::{Approval, Approver, BoxFuture, DecidedBy, Decision, Escalation};
-use crate::protocol::{Event, EventType, Verdict};
+use crate::protocol::{Event, EventType, Final};
 
 /// How long a session may stay silent before it is taken for ended.
 const QUIET: std::time::Duration = std::time::Duration::from_secs(300);
@@ -191,10 +191,10 @@ impl Host {
                     return; // a person's answer, already shown
                 }
                 let status = match &d.verdict {
-                    Verdict::Block { reason } => CallStatus::Denied {
+                    Final::Block { reason } => CallStatus::Denied {
                         reason: reason.clone(),
                     },
-                    Verdict::Allow { .. } | Verdict::Modify { .. } => CallStatus::Running {
+                    Final::Allow { .. } | Final::Modify { .. } => CallStatus::Running {
                         confirmed: if matches!(d.by, DecidedBy::Person(_)) {
                             "user-action"
                         } else {

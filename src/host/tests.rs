@@ -13,7 +13,7 @@ use serde_json::{json, Value};
 
 use super::*;
 use crate::gate::{Approver, DecidedBy, Decision, Escalation};
-use crate::protocol::{Event, EventType, Verdict};
+use crate::protocol::{Event, EventType, Final, Verdict};
 
 const ALICE: &str = "alice=0123456789abcdef";
 const BOB: &str = "bob=fedcba9876543210:view";
@@ -37,7 +37,7 @@ fn bash(id: &str, command: &str) -> Event {
 }
 
 fn decision(verdict: Verdict, by: DecidedBy) -> Decision {
-    Decision::new(verdict, by, Duration::ZERO)
+    Decision::new(Final::from(verdict), by, Duration::ZERO)
 }
 
 fn token(host: &Host, secret: &str) -> Token {

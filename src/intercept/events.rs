@@ -51,7 +51,7 @@ impl EventService {
         }
         self.answered.fetch_add(1, Ordering::Relaxed);
         let decision = self.gate.decide(&event, false, origin).await;
-        answered(decision.verdict.to_json().to_string().into_bytes())
+        answered(decision.verdict.into_json().to_string().into_bytes())
     }
 }
 

@@ -177,7 +177,7 @@ impl Engine {
             .gate
             .decide_within(event, escalate_back, Origin::default(), within)
             .await;
-        d.verdict.to_json()
+        d.verdict.into_json()
     }
 
     /// How long `event` may wait for a person here, when its sender waits less than

@@ -50,7 +50,6 @@ fn resolver() -> Resolver {
         follow_symlinks: false,
         code_since: None,
         written: None,
-        placeholders: Default::default(),
         other_homes: Vec::new(),
     }
 }
@@ -69,7 +68,7 @@ pub(crate) fn check(rules: &[Rule]) -> (ExampleReport, Vec<ExampleFailure>) {
         for (example, should_match) in cases {
             count += 1;
             let (event, shown) = event_of(example);
-            let facts = extract::facts(&event, &resolver, None, example_protected());
+            let facts = extract::facts(&event, &resolver, None, example_protected(), &[]);
             if rule.is_match(&facts) != should_match {
                 failures.push(ExampleFailure {
                     rule: rule.id.clone(),

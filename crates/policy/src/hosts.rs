@@ -36,7 +36,7 @@ pub(crate) fn host_rules(own: Option<&NetSpec>) -> Result<Option<HostRules>, Pol
 /// list names gets the `unknown` treatment, with the reason a connection to it would get. So
 /// are the hosts shell commands contact (a network program's, an interpreter's) when
 /// `commands` says so: not while the floor's egress proxy decides the tree's connections
-/// ([`crate::Policy::leave_commands_to_egress`]), since it asks about each connection they
+/// ([`crate::Session::leave_commands_to_egress`]), since it asks about each connection they
 /// make. Not the egress's own `net` events (metadata `interceptor = "egress"`), which it
 /// decided by these rules, with the agent's model hosts added, before it asked.
 pub(crate) fn answer(

@@ -29,6 +29,7 @@
 //!  semantics   inline ── programs as data (wrappers, reads, writes); interpreter code
 //!  protected ─────────── the wrapper's own files and processes
 //!  paths ─────────────── the resolver: ~, cwd, .., symlinks, workspace predicates
+//!  session ───────────── what a run's decisions change and read: memory, egress, placeholders
 //!  memory ────────────── what each session wrote, by file
 //!  checkpoints ───────── the `[checkpoints]` section
 //!  sections ──────────── the `[floor]` section, and reading one section of a file
@@ -37,6 +38,8 @@
 //!
 //! - `command`: one simple command as `shell` hands it on, read by every module above it
 //!   (so that the readers of commands do not import the walker, nor the walker them).
+//! - `session`: what a run's decisions change and read ([`Session`]): the memory, and what
+//!   the run says of itself before its agent starts; the engine itself is immutable.
 //! - `memory`: what each session wrote, so that code run later from those files is judged
 //!   on what was written as well as on what the disk holds (the writes of an event are
 //!   `extract`'s to read); `taint`: where untrusted content entered a session, and the build
@@ -70,6 +73,7 @@ mod reversible;
 mod rules;
 mod sections;
 mod semantics;
+mod session;
 mod shell;
 mod taint;
 
@@ -91,6 +95,7 @@ pub use protected::Protected;
 pub use reversible::{Effect, Reach};
 pub use rules::{Check, DecisionKind, SessionTaint, Unparseable};
 pub use sections::floor_spec;
+pub use session::Session;
 
 /// The id reported when a write to a build or dependency file is asked about because
 /// content from the network entered the session earlier.
@@ -147,7 +152,8 @@ impl PolicyDecision {
     }
 }
 
-/// The embedded policy engine.
+/// The embedded policy engine: immutable once built; what a decision changes is its
+/// [`Session`]'s.
 #[derive(Debug)]
 pub struct Policy {
     rules: Vec<Rule>,
@@ -163,12 +169,6 @@ pub struct Policy {
     /// The `[floor.net]` host rules, which the URLs a tool will contact answer to as a
     /// connection of the agent's tree does; `None` when the policy's network floor is off.
     hosts: Option<HostRules>,
-    /// Whether the floor's egress proxy decides the connections of the agent's tree (a run
-    /// on the network floor says so): then the hosts shell commands contact are left to it,
-    /// which asks about each connection they make, instead of being asked about twice.
-    egress: std::sync::atomic::AtomicBool,
-    /// What each session wrote, so that code run from those files is judged on it.
-    memory: memory::Memory,
 }
 
 // Beside what it builds: `checked` reads and checks a file, and does not see the engine.
@@ -220,13 +220,10 @@ impl Policy {
                 code_since: Some(std::time::SystemTime::now()),
                 other_homes: passwd_home().into_iter().collect(),
                 written: None,
-                placeholders: Default::default(),
             },
             workspace_root: None,
             protected: Protected::default(),
             hosts: None,
-            egress: std::sync::atomic::AtomicBool::new(false),
-            memory: memory::Memory::default(),
         }
     }
 
@@ -272,23 +269,6 @@ impl Policy {
 
     fn parse(text: &str, origin: &str) -> Result<Policy, PolicyError> {
         Ok(Checked::read(text, origin, false)?.build())
-    }
-
-    /// Says whether the floor's egress proxy decides the connections of the agent's tree;
-    /// while it does, the hosts shell commands contact are left to it.
-    pub fn leave_commands_to_egress(&self, egress: bool) {
-        self.egress
-            .store(egress, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// Names the variables that hold a declared credential's placeholder in this run (the
-    /// egress proxy puts the real value on requests to the credential's hosts, and refuses it
-    /// elsewhere): what a command or its code does with them is not sending a secret, so the
-    /// rules about secret-named variables do not see them. Set once.
-    pub fn placeholder_vars(&self, names: &[String]) {
-        if !names.is_empty() {
-            let _ = self.resolver.placeholders.set(names.to_vec());
-        }
     }
 
     /// Uses `home` for `~` and for `~/…` patterns instead of `$HOME`.
@@ -338,20 +318,27 @@ impl Policy {
         }
     }
 
-    /// Evaluates one event: every matching rule proposes its decision, the strictest wins
-    /// (block > escalate > defer > modify > explicit allow > no opinion; ties go to the
-    /// rule written first).
+    /// Evaluates one event on its own, in a session of its own that nothing else reads
+    /// (see [`Policy::evaluate_in`]).
     pub fn evaluate(&self, event: &Event) -> PolicyDecision {
-        self.evaluate_with(event, None)
+        self.evaluate_in(&Session::default(), event, None)
     }
 
-    /// [`Policy::evaluate`], also protecting `run`'s files and processes (a run knows
-    /// them only after the policy is built).
-    pub fn evaluate_with(&self, event: &Event, run: Option<&Protected>) -> PolicyDecision {
+    /// Evaluates one event of `session`: every matching rule proposes its decision, the
+    /// strictest wins (block > escalate > defer > modify > explicit allow > no opinion; ties
+    /// go to the rule written first). What the event writes and brings into its session is
+    /// remembered in `session`, for the decisions that follow; `run`'s files and processes
+    /// are protected too (a run knows them only after the policy is built).
+    pub fn evaluate_in(
+        &self,
+        session: &Session,
+        event: &Event,
+        run: Option<&Protected>,
+    ) -> PolicyDecision {
         if self.rules.is_empty() && self.settings.unparseable == Unparseable::NoOpinion {
             return PolicyDecision::no_opinion();
         }
-        let facts = self.facts(event, run);
+        let facts = self.facts(session, event, run);
         let mut best: Option<(u8, PolicyDecision)> = None;
         // Whether every proposal that acts comes from a `reversible` rule.
         let mut all_reversible = true;
@@ -398,7 +385,7 @@ impl Policy {
                 );
             }
         }
-        let commands = !self.egress.load(std::sync::atomic::Ordering::Relaxed);
+        let commands = !session.egress();
         let hosts = self.hosts.as_ref();
         if let Some((kind, verdict)) = hosts.and_then(|h| hosts::answer(h, event, &facts, commands))
         {
@@ -406,7 +393,7 @@ impl Policy {
         }
         if self.settings.session_taint == SessionTaint::Escalate {
             if let Some((origin, file)) = taint::build_files_written(&facts)
-                .and_then(|file| Some((self.memory.taint(&event.session_id)?, file)))
+                .and_then(|file| Some((session.memory.taint(&event.session_id)?, file)))
             {
                 propose(
                     DecisionKind::Escalate.rank(),
@@ -448,7 +435,7 @@ impl Policy {
             .then(|| taint::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u)))
             .flatten();
         let written = if blocked { Vec::new() } else { facts.written };
-        self.memory.record(&event.session_id, written, taint);
+        session.memory.record(&event.session_id, written, taint);
         decision
     }
 }
@@ -475,15 +462,16 @@ impl Policy {
         reversible::reach(facts, &matched)
     }
 
-    /// What the engine knows of `event`, the wrapper's files and processes protected.
-    fn facts(&self, event: &Event, run: Option<&Protected>) -> Facts {
+    /// What the engine knows of `event` of `session`, the wrapper's files and processes
+    /// protected.
+    fn facts(&self, session: &Session, event: &Event, run: Option<&Protected>) -> Facts {
         let protected = match run {
             Some(run) => self.protected.and(run),
             None => self.protected.clone(),
         };
         // Code run from a file the session wrote is read as it wrote it too; `~` covers the
         // agent's own home as well when it runs with another one than ours.
-        let written = self.memory.files(&event.session_id);
+        let written = session.memory.files(&event.session_id);
         let agent_home = self.agent_home(event);
         let for_event = (written.is_some() || agent_home.is_some()).then(|| {
             let mut r = Resolver {
@@ -493,13 +481,15 @@ impl Policy {
             r.other_homes.extend(agent_home);
             r
         });
+        let names = session.placeholders();
         let mut facts = extract::facts(
             event,
             for_event.as_ref().unwrap_or(&self.resolver),
             self.workspace_root.as_deref(),
             protected,
+            names,
         );
-        if let Some(names) = self.resolver.placeholders.get() {
+        if !names.is_empty() {
             for cmd in &mut facts.commands {
                 cmd.cmd.vars.retain(|v| !names.contains(v));
                 if let Some(code) = cmd.cmd.code.as_mut() {
@@ -527,26 +517,27 @@ impl Policy {
         (!known(&home)).then_some(home)
     }
 
-    /// Takes note of an event the agent only reports: a call that ran (`post_action`)
-    /// brought what it read from the network into the session, which counts from then on
-    /// (`session-taint`). Decides nothing; for the events nobody answers.
-    pub fn observe(&self, event: &Event) {
+    /// Takes note of an event of `session` the agent only reports: a call that ran
+    /// (`post_action`) brought what it read from the network into the session, which counts
+    /// from then on (`session-taint`). Decides nothing; for the events nobody answers.
+    pub fn observe_in(&self, session: &Session, event: &Event) {
         if event.event_type != EventType::PostAction
             || self.settings.session_taint == SessionTaint::NoOpinion
         {
             return;
         }
-        let facts = self.facts(event, None);
+        let facts = self.facts(session, event, None);
         let taint = taint::taint_of(&facts, |u| hosts::allowed(self.hosts.as_ref(), u));
-        self.memory.record(&event.session_id, Vec::new(), taint);
+        session.memory.record(&event.session_id, Vec::new(), taint);
     }
 
     /// Why `event` gets its decision (`policy explain`): the decision, then each rule whose
     /// event type and tools apply, with each of its conditions and whether it held, rules
     /// that matched first, then those that came closest.
     pub fn explain(&self, event: &Event) -> (PolicyDecision, Vec<RuleExplained>) {
-        let decision = self.evaluate(event);
-        let facts = self.facts(event, None);
+        let session = Session::default();
+        let decision = self.evaluate_in(&session, event, None);
+        let facts = self.facts(&session, event, None);
         let mut rules: Vec<RuleExplained> = self
             .rules
             .iter()

@@ -24,11 +24,6 @@ pub(crate) struct Resolver {
     /// The files the event's session wrote earlier, with what it wrote in them: code run
     /// from one is read as written too (`None`: no session memory, or nothing written).
     pub written: Option<std::sync::Arc<super::memory::Files>>,
-    /// The variables that hold a declared credential's placeholder in this run, once the run
-    /// names them (shared by every copy of the policy's resolver: set once, never cloned):
-    /// their value is known (the run's own placeholder, the same for the whole run), not a
-    /// value known only when the command runs.
-    pub placeholders: std::sync::Arc<std::sync::OnceLock<Vec<String>>>,
 }
 
 /// An absolute, normalised path, plus its `~/…` spelling when it lies under the home directory.
@@ -217,7 +212,6 @@ mod tests {
             code_since: None,
             written: None,
             other_homes: Vec::new(),
-            placeholders: Default::default(),
         }
     }
 
@@ -263,7 +257,6 @@ mod tests {
             code_since: None,
             written: None,
             other_homes: Vec::new(),
-            placeholders: Default::default(),
         };
         // link/.. is real/, not base/.
         let p = r.resolve("link/../missing/file", &base);

@@ -44,7 +44,7 @@ mod tunnel;
 use crate::floor::hosts::{HostRules, Judgement, Target};
 use crate::floor::spec::Unknown;
 use crate::gate::{Gate, Origin};
-use crate::protocol::{EventType, ToolCall, Verdict};
+use crate::protocol::{EventType, Final, ToolCall};
 
 /// How long the proxy waits for an upstream connection.
 const CONNECT_TIMEOUT: Duration = Duration::from_secs(15);
@@ -382,8 +382,8 @@ impl Egress {
             }
         };
         match decision.verdict {
-            Verdict::Allow { .. } => {}
-            Verdict::Block { reason } => {
+            Final::Allow { .. } => {}
+            Final::Block { reason } => {
                 // A tool that reports the failed connection is told why (as for the floor's
                 // own refusals), in the words of the decision.
                 self.gate
@@ -415,7 +415,7 @@ impl Egress {
         {
             let decision = self.refused(&event, why, origin).await;
             let reason = match decision.verdict {
-                Verdict::Block { reason } => reason,
+                Final::Block { reason } => reason,
                 _ => unreachable!("refused() blocks"),
             };
             return Err(self.refuse(reason));

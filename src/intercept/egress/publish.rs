@@ -37,7 +37,7 @@ use super::{Asker, Egress};
 use crate::floor::bridge::Listening;
 use crate::floor::porter::Porter;
 use crate::floor::spec::Publishing;
-use crate::protocol::{EventType, Verdict};
+use crate::protocol::{EventType, Final};
 
 mod ports;
 pub(crate) use ports::UserPorts;
@@ -112,7 +112,7 @@ impl Egress {
             }
             Publishing::Loopback | Publishing::All => self.gate.decide(&event, false, origin).await,
         };
-        if !matches!(decision.verdict, Verdict::Allow { .. }) {
+        if !matches!(decision.verdict, Final::Allow { .. }) {
             self.published.refused.fetch_add(1, Ordering::Relaxed);
             crate::telemetry::published("refused");
             return;

@@ -55,14 +55,9 @@ fn emit(r: &CallerReply) -> i32 {
 fn relay(framework: &str, hook: &str, cwd: &Path) -> Result<CallerReply, String> {
     let caller = Caller::from_env().map_err(|e| e.to_string())?;
     let payload = read_stdin(&caller)?;
-    let answer = caller
+    caller
         .call(Kind::Hook, framework, hook, cwd, &payload)
-        .map_err(|e| e.to_string())?;
-    Ok(CallerReply {
-        stdout: answer.stdout,
-        stderr: answer.stderr,
-        exit_code: answer.exit_code,
-    })
+        .map_err(|e| e.to_string())
 }
 
 /// Reads the whole hook payload from stdin, bounded in size and time.

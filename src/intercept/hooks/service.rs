@@ -101,7 +101,7 @@ impl HookService {
         let origin = origin(mapped.framework_session.clone());
         if mapped.event_type.is_blocking() {
             let decision = self.gate.decide(&event, fw.native_ask(&cx), origin).await;
-            fw.render(&cx, Some(&mapped), &Final::from(decision.verdict))
+            fw.render(&cx, Some(&mapped), &decision.verdict)
         } else {
             let (met, notices) = match mapped.event_type {
                 EventType::PostAction => (
@@ -189,8 +189,7 @@ impl HookService {
             Map::new(),
         );
         self.gate.notify(error, origin).await;
-        let decision = self.gate.fail(message);
-        fw.render(cx, None, &Final::from(decision.verdict))
+        fw.render(cx, None, &self.gate.fail(message).verdict)
     }
 }
 

@@ -70,7 +70,7 @@ impl ExecService {
             Ok(e) => e,
             Err(why) => {
                 let cause = format!("the PATH shim for {} sent {why}", request.name);
-                return refused(&request.name, &Final::from(self.gate.fail(cause).verdict));
+                return refused(&request.name, &self.gate.fail(cause).verdict);
             }
         };
         let payload = self.payload(&exec, &request);
@@ -78,7 +78,7 @@ impl ExecService {
         metadata.insert("interceptor".into(), "pathshim".into());
         let event = self.gate.event(EventType::PreAction, payload, metadata);
         let decision = self.gate.decide(&event, false, origin).await;
-        answer(&request.name, &exec.argv, &Final::from(decision.verdict))
+        answer(&request.name, &exec.argv, &decision.verdict)
     }
 
     /// Decodes the payload: the argv count, the argv, then the watched environment.

@@ -174,6 +174,7 @@ impl Decide for crate::gate::Gate {
 async fn gate_decide(gate: &crate::gate::Gate, ev: GateEvent, native_ask: bool) -> Final {
     let event = gate.event(ev.event_type, ev.payload, ev.metadata);
     let origin = crate::gate::Origin::default();
-    let decision = crate::gate::Gate::decide(gate, &event, native_ask, origin).await;
-    Final::from(decision.verdict)
+    crate::gate::Gate::decide(gate, &event, native_ask, origin)
+        .await
+        .verdict
 }

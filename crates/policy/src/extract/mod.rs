@@ -132,12 +132,15 @@ fn event_cwd(event: &Event) -> Option<PathBuf> {
     .map(PathBuf::from)
 }
 
-/// Extracts the facts of `event`. `workspace_root` overrides the event's cwd as the workspace.
+/// Extracts the facts of `event`. `workspace_root` overrides the event's cwd as the workspace;
+/// `placeholders`: the variables that hold the run's own placeholder, a value known when the
+/// command is read.
 pub(crate) fn facts(
     event: &Event,
     resolver: &Resolver,
     workspace_root: Option<&Path>,
     protected: Protected,
+    placeholders: &[String],
 ) -> Facts {
     let payload = &event.payload;
     let cwd_raw = event_cwd(event)
@@ -187,7 +190,8 @@ pub(crate) fn facts(
             shell_cwd = resolver.resolve(dir, &cwd).abs;
         }
     }
-    analyse_shell(&mut f, &found.argvs, &shell_cwd, resolver, &mut patches);
+    let shell = (shell_cwd.as_path(), resolver, placeholders);
+    analyse_shell(&mut f, &found.argvs, shell, &mut patches);
 
     // Every tool's paths, a shell tool's too (its command and working directory aside): an
     // editor tool may call its action `command` (`str_replace_editor`).
@@ -297,12 +301,13 @@ fn shell_sources(args_key: &str, args: &Value) -> Found {
     found
 }
 
-/// Parses every shell source into resolved commands (argv forms as exec takes them).
+/// Parses every shell source into resolved commands (argv forms as exec takes them), run in
+/// `shell_cwd`, paths read by `resolver`, `placeholders` the variables holding the run's
+/// placeholder.
 fn analyse_shell(
     f: &mut Facts,
     argvs: &[Vec<String>],
-    shell_cwd: &Path,
-    resolver: &Resolver,
+    (shell_cwd, resolver, placeholders): (&Path, &Resolver, &[String]),
     patches: &mut Vec<String>,
 ) {
     let mut argv_iter = argvs.iter();
@@ -321,8 +326,8 @@ fn analyse_shell(
         // The parser is third-party code on untrusted input: a panic in it is a command we
         // could not parse, not a crash of the wrapper.
         let analysed = std::panic::catch_unwind(AssertUnwindSafe(|| match argv {
-            Some(argv) => shell::analyse_argv(argv, shell_cwd, resolver),
-            None => shell::analyse(&src.text, shell_cwd, resolver),
+            Some(argv) => shell::analyse_argv(argv, shell_cwd, resolver, placeholders),
+            None => shell::analyse(&src.text, shell_cwd, resolver, placeholders),
         }));
         match analysed {
             Ok(Ok(cmds)) => f.commands.extend(

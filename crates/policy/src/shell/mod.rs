@@ -60,12 +60,14 @@ const MAX_COMMANDS: usize = 2_000;
 pub(crate) struct ShellError(pub String);
 
 /// Parses `script` and returns every simple command it may run, in order.
+/// `placeholders`: the variables holding the run's own placeholder, whose value is known.
 pub(crate) fn analyse(
     script: &str,
     cwd: &Path,
     resolver: &Resolver,
+    placeholders: &[String],
 ) -> Result<Vec<Command>, ShellError> {
-    let mut walker = Walker::new(resolver);
+    let mut walker = Walker::new(resolver, placeholders);
     let mut ctx = Ctx::new(cwd);
     walker.script(script, &mut ctx)?;
     let mut out = walker.out;
@@ -83,8 +85,9 @@ pub(crate) fn analyse_argv(
     argv: &[String],
     cwd: &Path,
     resolver: &Resolver,
+    placeholders: &[String],
 ) -> Result<Vec<Command>, ShellError> {
-    let mut walker = Walker::new(resolver);
+    let mut walker = Walker::new(resolver, placeholders);
     let mut ctx = Ctx::new(cwd);
     let cmd = walker.new_command(&ctx);
     walker.argv(cmd, argv.to_vec(), &mut ctx)?;
@@ -153,6 +156,8 @@ impl Ctx {
 
 struct Walker<'a> {
     resolver: &'a Resolver,
+    /// The variables holding the run's own placeholder: their value is known.
+    placeholders: &'a [String],
     out: Vec<Command>,
     depth: usize,
     /// The file whose code is being walked, if any.
@@ -188,9 +193,10 @@ fn options() -> ParserOptions {
 }
 
 impl<'a> Walker<'a> {
-    fn new(resolver: &'a Resolver) -> Walker<'a> {
+    fn new(resolver: &'a Resolver, placeholders: &'a [String]) -> Walker<'a> {
         Walker {
             resolver,
+            placeholders,
             out: Vec::new(),
             depth: 0,
             origin: None,

@@ -25,12 +25,7 @@ impl Walker<'_> {
         if let Some(v) = ctx.vars.get(name) {
             return v.clone();
         }
-        if self
-            .resolver
-            .placeholders
-            .get()
-            .is_some_and(|v| v.contains(name))
-        {
+        if self.placeholders.contains(name) {
             // The run's own placeholder: known, and the same whenever the command runs.
             return Some(format!("ahp-wrap-placeholder-of-{name}"));
         }

@@ -248,7 +248,7 @@ fn modify_rewrites_the_command_wherever_the_framework_put_it() {
 
 #[test]
 fn url_rules_see_fetch_tools_and_shell_commands() {
-    let p = policy(
+    let p = InSession::new(policy(
         r#"
         [[rule]]
         id = "no-paste-sites"
@@ -259,7 +259,7 @@ fn url_rules_see_fetch_tools_and_shell_commands() {
         url.hosts = ["*.evil.example"]
         url.schemes = ["http", "https"]
         "#,
-    );
+    ));
     let d = p.evaluate(&pre_action(json!({
         "tool_name": "web_fetch",
         "arguments": { "prompt": "summarise https://x.evil.example/page please" },

@@ -187,7 +187,7 @@ fn the_egress_proxys_own_events_are_not_judged_twice() {
 
 #[test]
 fn the_hosts_commands_contact_are_judged_unless_the_egress_proxy_asks() {
-    let p = Policy::default_policy().with_home("/home/user");
+    let p = InSession::new(Policy::default_policy().with_home("/home/user"));
     let bash = |command: &str| tool("Bash", json!({"command": command}));
     for command in [
         "curl -s https://collect.example/x",

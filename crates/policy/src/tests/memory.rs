@@ -159,7 +159,7 @@ fn a_refused_write_is_not_remembered() {
         json!({ "file_path": s.home.join(".ssh/run.sh"), "content": "echo x" }),
     );
     assert!(matches!(d.verdict, Verdict::Block { .. }), "{d:?}");
-    let files = s.policy.memory.files("s");
+    let files = s.policy.session.memory.files("s");
     assert!(
         files.is_none_or(|f| !f.contains_key(&s.home.join(".ssh/run.sh"))),
         "a refused write was remembered"
@@ -271,11 +271,13 @@ fn after_content_from_the_network_a_build_file_write_is_asked_about() {
     });
     assert_no_opinion(&other, "another session's edit");
     // A policy can leave it to the other rules.
-    let quiet = Policy::from_toml_str(
-        "version = 1\nextends = \"default\"\n[settings]\nsession_taint = \"no_opinion\"\n",
-    )
-    .unwrap()
-    .with_home(&s.home);
+    let quiet = InSession::new(
+        Policy::from_toml_str(
+            "version = 1\nextends = \"default\"\n[settings]\nsession_taint = \"no_opinion\"\n",
+        )
+        .unwrap()
+        .with_home(&s.home),
+    );
     quiet.leave_commands_to_egress(true);
     let ev = |args: Value, tool: &str| {
         pre_action(json!({
@@ -339,7 +341,7 @@ fn a_fetch_tool_taints_the_session_and_the_reason_names_it() {
 fn an_asked_fetch_taints_only_once_it_ran() {
     // Off the network floor the policy judges a command's hosts itself: an unknown host is
     // asked about, and a person may still refuse it (headless: the fail mode does).
-    let policy = Policy::default_policy();
+    let policy = InSession::new(Policy::default_policy());
     let ws = tempfile::tempdir().unwrap();
     let ev = |event_type: EventType, tool: &str, args: Value| {
         event(

@@ -22,7 +22,48 @@ struct Sandbox {
     _dirs: (TempDir, TempDir),
     home: PathBuf,
     ws: PathBuf,
+    policy: InSession,
+}
+
+/// A policy with the one session its test's events share, as a run's gate holds them: what
+/// an event writes or brings into the session counts for those that follow. Read as the
+/// policy otherwise.
+struct InSession {
     policy: Policy,
+    session: Session,
+}
+
+impl InSession {
+    fn new(policy: Policy) -> InSession {
+        InSession {
+            policy,
+            session: Session::default(),
+        }
+    }
+
+    fn evaluate(&self, event: &Event) -> PolicyDecision {
+        self.policy.evaluate_in(&self.session, event, None)
+    }
+
+    fn observe(&self, event: &Event) {
+        self.policy.observe_in(&self.session, event);
+    }
+
+    fn leave_commands_to_egress(&self, egress: bool) {
+        self.session.leave_commands_to_egress(egress);
+    }
+
+    fn placeholder_vars(&self, names: &[String]) {
+        self.session.placeholder_vars(names.to_vec());
+    }
+}
+
+impl std::ops::Deref for InSession {
+    type Target = Policy;
+
+    fn deref(&self) -> &Policy {
+        &self.policy
+    }
 }
 
 impl Sandbox {
@@ -34,7 +75,7 @@ impl Sandbox {
         std::fs::create_dir_all(home.join(".ssh")).unwrap();
         std::fs::write(home.join(".ssh/id_rsa"), "fake key").unwrap();
         std::fs::create_dir_all(ws.join("src/deep")).unwrap();
-        let policy = Policy::default_policy().with_home(&home);
+        let policy = InSession::new(Policy::default_policy().with_home(&home));
         // As in a run on the network floor, whose proxy asks about the hosts commands
         // contact (tests/hosts.rs covers the policy judging them without it).
         policy.leave_commands_to_egress(true);

@@ -126,7 +126,12 @@ impl Final {
 
     /// The decision as an AHP decision object.
     pub fn to_json(&self) -> Value {
-        Verdict::from(self.clone()).to_json()
+        self.clone().into_json()
+    }
+
+    /// [`Final::to_json`], for a decision no longer needed: nothing of it is copied first.
+    pub fn into_json(self) -> Value {
+        Verdict::from(self).to_json()
     }
 }
 
