@@ -409,29 +409,14 @@ async fn connect_inside(
 }
 
 /// The TCP ports listened on in the network namespace of `pid`, from its `/proc/<pid>/net/tcp`
-/// and `tcp6`; `None` once that process is gone.
+/// and `tcp6` (the latter absent where IPv6 is off); `None` once that process is gone.
 fn listening_ports(pid: i32) -> Option<Vec<u16>> {
-    let mut ports = Vec::new();
-    for file in ["tcp", "tcp6"] {
-        let text = std::fs::read_to_string(format!("/proc/{pid}/net/{file}")).ok()?;
-        ports.extend(parse_listening(&text));
+    use crate::child::sockets;
+    let mut rows = sockets::parse(&std::fs::read_to_string(format!("/proc/{pid}/net/tcp")).ok()?);
+    if let Ok(tcp6) = std::fs::read_to_string(format!("/proc/{pid}/net/tcp6")) {
+        rows.extend(sockets::parse(&tcp6));
     }
-    Some(ports)
-}
-
-/// The local ports of the sockets in state LISTEN (`0A`) of a `/proc/net/tcp` table.
-fn parse_listening(table: &str) -> Vec<u16> {
-    table
-        .lines()
-        .skip(1)
-        .filter_map(|line| {
-            let mut fields = line.split_whitespace();
-            let local = fields.nth(1)?;
-            let state = fields.nth(1)?;
-            let port = local.rsplit_once(':')?.1;
-            (state == "0A").then(|| u16::from_str_radix(port, 16).ok())?
-        })
-        .collect()
+    Some(sockets::listening(&rows))
 }
 
 #[cfg(test)]
@@ -443,7 +428,8 @@ mod tests {
         let table = "  sl  local_address rem_address   st tx_queue rx_queue tr tm->when retrnsmt   uid  timeout inode\n\
    0: 0100007F:4965 00000000:0000 0A 00000000:00000000 00:00000000 00000000     0        0 1 1 0000000000000000 100 0 0 10 0\n\
    1: 0100007F:A3D2 0100007F:4965 01 00000000:00000000 00:00000000 00000000     0        0 2 1 0000000000000000 20 4 30 10 -1\n";
-        assert_eq!(parse_listening(table), vec![0x4965]);
+        let rows = crate::child::sockets::parse(table);
+        assert_eq!(crate::child::sockets::listening(&rows), vec![0x4965]);
     }
 
     #[test]
