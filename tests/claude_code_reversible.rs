@@ -16,6 +16,11 @@ use std::process::Command;
 
 use serde_json::json;
 
+/// Claude Code's own permissions stay at their default but for Bash, which headless Claude
+/// (`-p`, no one to ask) would otherwise refuse before the wrapper sees the call: allowed as a
+/// person running it headless allows it. Its sandbox is as it ships (off).
+const BASH_ALLOWED: [&str; 2] = ["--allowedTools", "Bash"];
+
 /// `git ARGS` in `ws`: what it printed.
 fn git_out(ws: &Path, args: &[&str]) -> String {
     let out = Command::new("git")
@@ -99,12 +104,16 @@ fn discarding_changes_and_cleaning_run_and_undo_brings_them_back() {
             {"text": "Back to the last commit."}
         ]),
     );
-    // Claude Code's own permissions at their default, but for Bash, allowed as a person
-    // running it headless allows it; the wrapper's policy is the default one.
+    // The wrapper's policy is the default one; Claude's permissions as BASH_ALLOWED says.
     let r = run(world.command(
         &api,
         Some(&["--summary", "never"]),
-        &["-p", "throw my changes away", "--allowedTools", "Bash"],
+        &[
+            "-p",
+            "throw my changes away",
+            BASH_ALLOWED[0],
+            BASH_ALLOWED[1],
+        ],
     ));
     r.check(r.output.status.code() == Some(0), "the run ends normally");
     let results = api.tool_results();
@@ -223,7 +232,12 @@ fn a_deleted_branch_and_a_dropped_stash_run_and_undo_puts_them_back() {
     let r = run(world.command(
         &api,
         Some(&["--summary", "never"]),
-        &["-p", "prune branches and stashes", "--allowedTools", "Bash"],
+        &[
+            "-p",
+            "prune branches and stashes",
+            BASH_ALLOWED[0],
+            BASH_ALLOWED[1],
+        ],
     ));
     r.check(r.output.status.code() == Some(0), "the run ends normally");
     r.check(
@@ -290,7 +304,7 @@ fn what_the_checkpoints_do_not_keep_is_still_refused() {
     let r = run(world.command(
         &api,
         Some(&["--summary", "never"]),
-        &["-p", "clean everything", "--allowedTools", "Bash"],
+        &["-p", "clean everything", BASH_ALLOWED[0], BASH_ALLOWED[1]],
     ));
     r.check(r.output.status.code() == Some(0), "the run ends normally");
     let results = api.tool_results();
@@ -343,7 +357,7 @@ fn without_checkpoints_discarding_work_is_refused_as_before() {
     let r = run(world.command(
         &api,
         Some(&["--summary", "never", "--policy", &policy]),
-        &["-p", "clean up", "--allowedTools", "Bash"],
+        &["-p", "clean up", BASH_ALLOWED[0], BASH_ALLOWED[1]],
     ));
     r.check(r.output.status.code() == Some(0), "the run ends normally");
     let results = api.tool_results();
