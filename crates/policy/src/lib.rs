@@ -15,7 +15,7 @@
 //!             └  URLs ─────────── hosts (the `[floor.net]` host rules, for what a call contacts)
 //! ```
 //!
-//! The modules in layers, each importing only from the rows beneath it (tests/layers.rs
+//! The modules in layers, each importing only from the rows beneath it (tests/layers/
 //! keeps the table of what each may import, and fails on an import that climbs):
 //!
 //! ```text
