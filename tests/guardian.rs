@@ -295,3 +295,44 @@ fn a_run_that_ends_normally_leaves_no_run_directory_with_either_guardian() {
         run_dir_goes(&std::fs::read_to_string(&socket).unwrap(), what);
     }
 }
+
+#[test]
+fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper() {
+    // Closing the last descriptor of an inotify instance with watches waits for the kernel
+    // to retire them (15–22 ms at the end of most runs, BENCHMARKS.md): the wrapper sends
+    // it to its guardian instead, with the order that carries it. Seen in the system calls.
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let trace = ws.path().join("..").join(format!(
+        "trace-{}",
+        ws.path().file_name().unwrap().to_string_lossy()
+    ));
+    let status = Command::new("strace")
+        .args(["-f", "-y", "-qq", "-e", "trace=sendmsg", "-o"])
+        .arg(&trace)
+        .arg(wrap_bin())
+        .args([
+            "-q",
+            "--summary",
+            "never",
+            "--",
+            "sh",
+            "-c",
+            "echo kept > f",
+        ])
+        .current_dir(ws.path())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("strace runs (.ci/run installs it)");
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    assert!(status.success(), "{status}\n{text}");
+    assert!(
+        text.lines()
+            .any(|l| l.contains("SCM_RIGHTS") && l.contains("anon_inode:inotify")),
+        "no inotify instance sent with an order:\n{text}"
+    );
+}
