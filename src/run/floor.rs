@@ -307,19 +307,26 @@ impl Run<'_> {
                 self.gate.say(EventType::Error, payload).await;
                 return Err(Failure::new(Exit::Wrapper, m));
             }
-            Some(Ok(floor)) if floor.report.complete() => {
+            Some(Ok(floor)) if floor.report.complete() && floor.report.withheld.is_empty() => {
                 tracing::debug!("floor: {}", floor.report.enforced.join("; "));
                 return Ok(());
             }
             Some(Ok(floor)) => {
-                let gaps = floor.report.gaps.join("; ");
-                if self.cfg.require_floor {
+                let r = &floor.report;
+                if self.cfg.require_floor && !r.complete() {
+                    let gaps = r.gaps.join("; ");
                     let m = format!("refusing to start (--require-floor): the floor is not complete here: {gaps}");
                     let payload = json!({"source": "floor", "message": m});
                     self.gate.say(EventType::Error, payload).await;
                     return Err(Failure::new(Exit::Wrapper, m));
                 }
-                let m = format!("floor: not enforced here: {gaps}");
+                let said: Vec<&str> = r
+                    .gaps
+                    .iter()
+                    .chain(&r.withheld)
+                    .map(String::as_str)
+                    .collect();
+                let m = format!("floor: not enforced here: {}", said.join("; "));
                 eprintln!("ahp-wrap: warning: {m}");
                 self.notes.push(format!("warning: {m}"));
                 m

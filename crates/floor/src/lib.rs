@@ -81,6 +81,11 @@ pub struct Report {
     pub enforced: Vec<String>,
     /// What this kernel or this setting cannot enforce (said before the agent starts).
     pub gaps: Vec<String>,
+    /// What the place the run is in withholds, where what gives it back would cost that
+    /// place more than the floor gains (a container's masked `/proc`, which refuses the
+    /// tree one of its own): said before the agent starts with the gaps, but the floor is
+    /// complete without it (`--require-floor` lets the run start).
+    pub withheld: Vec<String>,
     /// Whether the refusals the kernel makes are counted (said, not a gap: the floor holds
     /// either way).
     pub refusals: String,

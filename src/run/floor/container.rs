@@ -10,6 +10,10 @@
 //! containerd's for Kubernetes; Podman's allows them), and on an Ubuntu host its AppArmor
 //! profile refuses `mount(2)`. Without this the agent's process would fail at its first
 //! `unshare` and the run would end before the agent starts.
+//!
+//! An engine also covers parts of `/proc` (its masked and read-only paths), over which the
+//! kernel refuses the tree a `/proc` of its own: read here from the mounts, so that the run
+//! says what the tree sees instead of claiming what it does not get.
 
 use std::path::Path;
 use std::sync::OnceLock;
@@ -29,6 +33,10 @@ pub(crate) struct Readings {
     /// The engine, when the container says which (`/.dockerenv`, `/run/.containerenv`, a
     /// Kubernetes service variable).
     pub engine: Option<&'static str>,
+    /// Where the kernel would refuse the tree a `/proc` of its own ([`proc_refused`]): the
+    /// mount points that cover this process's (none when its flags alone refuse it).
+    /// `None` where a new one is given.
+    pub proc_refused: Option<Vec<String>>,
 }
 
 /// The engines' default AppArmor profiles (Docker's, Podman's, containerd's), each with
@@ -58,10 +66,203 @@ impl Readings {
         } else {
             None
         };
+        // Unreadable, there is no /proc to judge: the tree's mount then says what it gets.
+        let proc_refused = std::fs::read_to_string("/proc/self/mountinfo")
+            .ok()
+            .and_then(|m| proc_refused(&m));
         Readings {
             unshare_refused,
             apparmor,
             engine,
+            proc_refused,
+        }
+    }
+}
+
+/// The one directory of procfs that is permanently empty (a sysctl mount point): a mount on
+/// it does not keep the kernel from giving a new `/proc` (systemd's binfmt_misc on a host).
+const PROC_EMPTY_DIR: &str = "sys/fs/binfmt_misc";
+
+/// Whether the kernel would refuse a process in a user namespace of its own a new `/proc`,
+/// from `mountinfo` (`/proc/self/mountinfo`'s text); when it would, the mount points that
+/// cover the old one. `None` where it would give one.
+///
+/// The kernel's own test (`mount_too_revealing`, `mnt_already_visible` in fs/namespace.c):
+/// a new procfs mount is given only when one already in the mount namespace is fully
+/// visible: mounted from procfs's root, not read-only (the tree's is not), with the same
+/// atime flags as the new one (`relatime`, the default: they are locked once the namespace
+/// is copied into a user namespace), and with no mount directly on it but on a permanently
+/// empty directory. Copied into the tree's user namespace every mount is locked, so each
+/// mount on the old `/proc` counts, an engine's masked paths (a tmpfs, `/dev/null`) and
+/// read-only binds (`/proc/sys`) alike.
+pub(crate) fn proc_refused(mountinfo: &str) -> Option<Vec<String>> {
+    let mounts: Vec<Mounted> = mountinfo.lines().filter_map(Mounted::parse).collect();
+    let mut covered = Vec::new();
+    for m in mounts
+        .iter()
+        .filter(|m| m.fstype == "proc" && m.root == "/")
+    {
+        let locked_out = m.options.contains(&"ro")
+            || m.super_options.contains(&"ro")
+            || !m.options.contains(&"relatime")
+            || m.options.contains(&"noatime")
+            || m.options.contains(&"nodiratime");
+        let on: Vec<&Mounted> = mounts
+            .iter()
+            .filter(|c| c.parent == m.id && c.id != m.id)
+            .filter(|c| {
+                Path::new(&c.point)
+                    .strip_prefix(&m.point)
+                    .map_or(true, |rest| rest != Path::new(PROC_EMPTY_DIR))
+            })
+            .collect();
+        if !locked_out && on.is_empty() {
+            return None;
+        }
+        covered.extend(on.iter().map(|c| c.point.clone()));
+    }
+    covered.sort();
+    covered.dedup();
+    Some(covered)
+}
+
+/// One line of `/proc/self/mountinfo`: what [`proc_refused`] reads of a mount.
+struct Mounted<'a> {
+    id: u64,
+    parent: u64,
+    /// The directory of its file system it shows (`/` for the whole of it).
+    root: String,
+    point: String,
+    options: Vec<&'a str>,
+    fstype: &'a str,
+    super_options: Vec<&'a str>,
+}
+
+impl Mounted<'_> {
+    /// `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPER_OPTIONS`.
+    fn parse(line: &str) -> Option<Mounted<'_>> {
+        let (left, right) = line.split_once(" - ")?;
+        let mut l = left.split(' ');
+        let id = l.next()?.parse().ok()?;
+        let parent = l.next()?.parse().ok()?;
+        let (root, point) = (unescape(l.nth(1)?), unescape(l.next()?));
+        let options = l.next()?.split(',').collect();
+        let mut r = right.split(' ');
+        let fstype = r.next()?;
+        let super_options = r.nth(1).unwrap_or_default().split(',').collect();
+        Some(Mounted {
+            id,
+            parent,
+            root,
+            point,
+            options,
+            fstype,
+            super_options,
+        })
+    }
+}
+
+/// A path of mountinfo's, whose space, tab, newline and backslash the kernel writes in
+/// octal (`\040`).
+fn unescape(field: &str) -> String {
+    let b = field.as_bytes();
+    let mut out = Vec::with_capacity(b.len());
+    let mut i = 0;
+    while i < b.len() {
+        let octal = b
+            .get(i + 1..i + 4)
+            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
+        match octal {
+            Some(d) => {
+                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
+                i += 4;
+            }
+            None => {
+                out.push(b[i]);
+                i += 1;
+            }
+        }
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+/// The paths the engines mask or bind read-only under `/proc` (moby's `oci/defaults.go`;
+/// Podman's and containerd's hold the same): one among the mounts on `/proc` says whose
+/// they are.
+const ENGINE_PATHS: &[&str] = &[
+    "/proc/acpi",
+    "/proc/asound",
+    "/proc/bus",
+    "/proc/fs",
+    "/proc/irq",
+    "/proc/kcore",
+    "/proc/keys",
+    "/proc/latency_stats",
+    "/proc/sched_debug",
+    "/proc/scsi",
+    "/proc/sys",
+    "/proc/sysrq-trigger",
+    "/proc/timer_list",
+    "/proc/timer_stats",
+];
+
+/// What the run says of the tree's processes where the kernel refuses it a `/proc` of its
+/// own ([`Readings::proc_refused`]), and whether it still makes its PID namespace.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct ProcRefused {
+    /// The line, as the report says it.
+    pub line: String,
+    /// An engine's masked `/proc`: what uncovers it gives the container's root the host
+    /// kernel's settings under `/proc/sys`, a far larger cost than the tree's view of the
+    /// container's own processes (the engine's PID namespace bounds them). So the line is
+    /// said, but does not make `--require-floor` refuse the documented container. On a host
+    /// the tree sees the person's processes: a gap like any other.
+    pub container: bool,
+}
+
+impl ProcRefused {
+    /// What `r` says, when the kernel refuses the tree's `/proc` here.
+    pub(crate) fn of(r: &Readings) -> Option<ProcRefused> {
+        let covered = r.proc_refused.as_ref()?;
+        let container =
+            r.engine.is_some() || covered.iter().any(|p| ENGINE_PATHS.contains(&p.as_str()));
+        let why = if container {
+            "over this container's partly covered one (Docker: --security-opt \
+             systempaths=unconfined, Podman: --security-opt unmask=ALL, Kubernetes: procMount: \
+             Unmasked)"
+                .to_owned()
+        } else if covered.is_empty() {
+            "over this machine's, mounted read-only or with atime flags other than relatime"
+                .to_owned()
+        } else {
+            format!(
+                "over this machine's partly covered one (mounted on: {})",
+                covered.join(", ")
+            )
+        };
+        Some(ProcRefused {
+            line: format!(
+                "processes: the tree sees every process of this machine: the kernel refuses a \
+                 /proc of its own {why}"
+            ),
+            container,
+        })
+    }
+
+    /// Whether the tree still gets its PID namespace, with the old `/proc`: only where
+    /// Landlock cannot keep its signals in (`landlock_abi` below 6), which the namespace
+    /// still does. Elsewhere it would hide nothing and cost the tree its own processes: the
+    /// old `/proc` numbers them as the container does, not as the namespace, so `pkill`,
+    /// `kill $(pgrep …)` and `/proc/$$` would miss them.
+    pub(crate) fn pid_namespace(landlock_abi: i32) -> bool {
+        landlock_abi < 6
+    }
+
+    /// Says it in `report`: withheld in a container, a gap elsewhere.
+    pub(crate) fn say(self, report: &mut Report) {
+        match self.container {
+            true => report.withheld.push(self.line),
+            false => report.gaps.push(self.line),
         }
     }
 }
@@ -143,57 +344,4 @@ pub(crate) fn report(plan: &Plan) -> Report {
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_refused_unshare_names_the_engine_and_the_profile_that_gives_it() {
-        let docker = Readings {
-            unshare_refused: Some(libc::EPERM),
-            engine: Some("Docker"),
-            ..Readings::default()
-        };
-        let why = decide(&docker).unwrap_err();
-        assert!(why.starts_with("this Docker container's seccomp profile refuses unshare(2) (Operation not permitted)"), "{why}");
-        assert!(why.contains("ahp-wrap setup container-profile"), "{why}");
-        let unknown = Readings {
-            unshare_refused: Some(libc::ENOSYS),
-            ..Readings::default()
-        };
-        assert!(decide(&unknown).unwrap_err().starts_with(
-            "this process's seccomp profile refuses unshare(2) (Function not implemented"
-        ));
-    }
-
-    #[test]
-    fn an_engines_apparmor_profile_is_named_and_a_plain_process_passes() {
-        let ubuntu = Readings {
-            apparmor: Some("docker-default (enforce)".into()),
-            engine: Some("Docker"),
-            ..Readings::default()
-        };
-        let why = decide(&ubuntu).unwrap_err();
-        assert!(
-            why.contains("AppArmor profile docker-default (enforce) refuses mount(2)"),
-            "{why}"
-        );
-        assert!(why.contains("--security-opt apparmor=unconfined"), "{why}");
-        assert_eq!(decide(&Readings::default()), Ok(()));
-        // A container that refuses nothing the floor needs (Podman's default profile).
-        let podman = Readings {
-            engine: Some("Podman"),
-            ..Readings::default()
-        };
-        assert_eq!(decide(&podman), Ok(()));
-    }
-
-    #[test]
-    fn this_process_reads_as_unfiltered_outside_a_container() {
-        // The unit tests run on the host, where unshare(0) changes nothing and succeeds.
-        if std::fs::read_to_string("/proc/self/status")
-            .is_ok_and(|s| s.lines().any(|l| l == "Seccomp:\t0"))
-        {
-            assert_eq!(Readings::read().unshare_refused, None);
-        }
-    }
-}
+mod tests;

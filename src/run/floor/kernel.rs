@@ -8,6 +8,8 @@ use std::sync::Arc;
 
 use super::super::statefiles::Copies;
 #[cfg(target_os = "linux")]
+use super::container::ProcRefused;
+#[cfg(target_os = "linux")]
 use super::{credentials::injection, NetSide};
 use super::{NoFloor, RunFloor};
 use crate::floor::hosts::HostRules;
@@ -134,10 +136,14 @@ pub(super) fn kernel(
     if reader.is_ok() {
         prepared.log_denials();
     }
-    // A PID namespace and a /proc of the tree's own, the small executable its init.
+    // A PID namespace and a /proc of the tree's own, the small executable its init; where
+    // the kernel refuses the /proc, the namespace alone, and only where it still keeps the
+    // tree's signals in (container.rs).
+    let refused = ProcRefused::of(super::container::here());
     let exe = std::env::current_exe().ok();
     let helper = exe
         .as_deref()
+        .filter(|_| refused.is_none() || ProcRefused::pid_namespace(support.landlock_abi))
         .and_then(super::super::phases::small_executable);
     let own_pids = match helper {
         Some(h) => prepared
@@ -145,7 +151,9 @@ pub(super) fn kernel(
             .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?,
         None => None,
     };
-    if own_pids.is_some() {
+    if let (Some(refused), Ok(())) = (refused, &support.namespaces) {
+        refused.say(&mut report);
+    } else if own_pids.is_some() {
         report.enforced.push(
             "processes: the tree sees only its own (a PID namespace and a /proc of its own)".into(),
         );

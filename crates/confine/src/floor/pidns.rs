@@ -203,8 +203,10 @@ unsafe fn fork() -> i32 {
 }
 
 /// Mounts a `/proc` of the namespace the caller is the first process of. Where the kernel
-/// refuses it (a `/proc` partly covered, as in some containers), the old one stays: the
-/// agent's own entries are still there, only the other processes are not hidden.
+/// refuses it (a `/proc` partly covered, as in a container), the old one stays: the agent's
+/// own entries are still there, only the other processes are not hidden. The run reads
+/// ahead from its mounts whether it will be refused, and says so (the wrapper's
+/// `run/floor/container.rs`).
 ///
 /// # Safety
 /// A system call; no allocation.
