@@ -191,7 +191,7 @@ pub(super) const CONFINE_LAYERS: &[(&str, &[&str])] = &[
 /// `caches`…, re-exported from `crates/floor`) are the module root's.
 pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("sys", &[]),
-    ("denials", &["Unavailable"]),
+    ("denials", &["Feature", "Unavailable"]),
     ("pidns", &["FloorError", "decimal", "sys"]),
     ("porter", &["sys"]),
     ("bridge", &["Unavailable", "hosts", "names", "porter"]),
@@ -241,8 +241,10 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
 /// codes), the agent's state files and command above the paths, the spec above the
 /// ecosystems' files, the network's rules and credentials above the spec, the plan above
 /// them, the caches and the explanations above the plan. `random_hex`, `error_chain`,
-/// `test_dir`, `Unavailable` and `ENV_FLOOR` are the crate root's.
+/// `test_dir`, `Unavailable` (with its causes' `Feature`, `Sysctl` and `ProfileFound`, from
+/// `unavailable`) and `ENV_FLOOR` are the crate root's.
 pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
+    ("unavailable", &[]),
     ("secrets", &[]),
     ("resolve", &[]),
     ("denials", &[]),
@@ -256,7 +258,10 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("hosts", &["spec"]),
     ("names", &["hosts"]),
     ("credentials", &["hosts", "random_hex", "secrets", "spec"]),
-    ("apparmor", &["ENV_FLOOR", "Unavailable"]),
+    (
+        "apparmor",
+        &["ENV_FLOOR", "ProfileFound", "Sysctl", "Unavailable"],
+    ),
     (
         "plan",
         &["beneath", "resolve", "spec", "statefile", "test_dir"],
@@ -264,6 +269,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
     (
         "caches",
         &[
+            "Feature",
             "Unavailable",
             "beneath",
             "plan",

@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use super::{Unavailable, ENV_FLOOR};
+use super::{ProfileFound, Sysctl, Unavailable, ENV_FLOOR};
 
 /// The profile's name, and its file's under `/etc/apparmor.d`.
 pub const PROFILE_NAME: &str = "ahp-wrap";
@@ -170,22 +170,16 @@ pub fn namespaces_possible() -> Result<(), Unavailable> {
 /// with what fixes it.
 pub fn decide(r: &Readings) -> Result<(), Unavailable> {
     if r.inherited {
-        return Err(
-            "inherited: this run is inside another run's floor, whose namespace and \
-                    binds hold here too"
-                .into(),
-        );
+        return Err(Unavailable::InsideAnotherFloor);
     }
     if r.max_user_namespaces == Some(0) {
-        return Err("user namespaces are disabled (user.max_user_namespaces = 0)".into());
+        return Err(Unavailable::Sysctl(Sysctl::MaxUserNamespaces));
     }
     if r.root {
         return Ok(());
     }
     if r.unprivileged_userns_clone == Some(0) {
-        return Err("unprivileged user namespaces are disabled \
-                    (kernel.unprivileged_userns_clone = 0)"
-            .into());
+        return Err(Unavailable::Sysctl(Sysctl::UnprivilegedUsernsClone));
     }
     if r.apparmor_restrict != Some(1) {
         return Ok(());
@@ -193,35 +187,17 @@ pub fn decide(r: &Readings) -> Result<(), Unavailable> {
     if r.runs_under_ours() {
         return Ok(());
     }
-    let restricted = "AppArmor restricts unprivileged user namespaces \
-                      (kernel.apparmor_restrict_unprivileged_userns = 1)";
-    let setup = format!("sudo {} setup apparmor", r.wrapper.display());
-    let path = profile_path();
-    Err(Unavailable::from(
-        match r.profile.as_deref().map(profiled_wrapper) {
-            Some(Some(other)) if other != r.wrapper => format!(
-                "{restricted}, and the profile {} is for {}, not this ahp-wrap ({}): installed \
-             elsewhere since? Run `{setup}`",
-                path.display(),
-                other.display(),
-                r.wrapper.display()
-            ),
-            Some(Some(_)) => format!(
-                "{restricted}; the profile {} is installed for this ahp-wrap but does not confine \
-             this process (not loaded?): run `{setup}`",
-                path.display()
-            ),
-            Some(None) => format!(
-            "{restricted}, and {} is not a profile `ahp-wrap setup apparmor` wrote: run `{setup}`",
-            path.display()
-        ),
-            None => {
-                format!(
-                    "{restricted}, and no profile lets this ahp-wrap make them: run `{setup}` once"
-                )
-            }
-        },
-    ))
+    let found = match r.profile.as_deref().map(profiled_wrapper) {
+        Some(Some(other)) if other != r.wrapper => ProfileFound::ForOther(other),
+        Some(Some(_)) => ProfileFound::NotLoaded,
+        Some(None) => ProfileFound::NotOurs,
+        None => ProfileFound::None,
+    };
+    Err(Unavailable::AppArmorRestricts {
+        wrapper: r.wrapper.clone(),
+        profile: profile_path(),
+        found,
+    })
 }
 
 #[cfg(test)]
@@ -263,33 +239,27 @@ mod tests {
     #[test]
     fn each_case_gives_its_decision_and_its_message() {
         // Root, or no restriction: tried.
-        assert_eq!(
-            decide(&Readings {
-                root: true,
-                ..restricted()
-            }),
-            Ok(())
-        );
-        assert_eq!(
-            decide(&Readings {
-                apparmor_restrict: Some(0),
-                ..restricted()
-            }),
-            Ok(())
-        );
-        assert_eq!(
-            decide(&Readings {
-                apparmor_restrict: None,
-                ..restricted()
-            }),
-            Ok(())
-        );
+        assert!(decide(&Readings {
+            root: true,
+            ..restricted()
+        })
+        .is_ok());
+        assert!(decide(&Readings {
+            apparmor_restrict: Some(0),
+            ..restricted()
+        })
+        .is_ok());
+        assert!(decide(&Readings {
+            apparmor_restrict: None,
+            ..restricted()
+        })
+        .is_ok());
         // Restricted, and this process runs under our profile: tried.
         let loaded = Readings {
             label: Some("ahp-wrap (unconfined)".into()),
             ..restricted()
         };
-        assert_eq!(decide(&loaded), Ok(()));
+        assert!(decide(&loaded).is_ok());
         // Restricted, no profile: the one command.
         let none = decide(&restricted()).unwrap_err();
         assert!(
@@ -320,6 +290,16 @@ mod tests {
         };
         let why = decide(&unloaded).unwrap_err();
         assert!(why.to_string().contains("not loaded?"), "{why}");
+        assert!(
+            matches!(
+                why,
+                Unavailable::AppArmorRestricts {
+                    found: ProfileFound::NotLoaded,
+                    ..
+                }
+            ),
+            "{why:?}"
+        );
         // Someone else's file by that name.
         let foreign = Readings {
             profile: Some("profile other /x {}\n".into()),
@@ -350,5 +330,14 @@ mod tests {
         .unwrap_err()
         .to_string()
         .contains("max_user_namespaces"));
+        assert_eq!(
+            decide(&Readings {
+                unprivileged_userns_clone: Some(0),
+                ..restricted()
+            })
+            .unwrap_err()
+            .to_string(),
+            "unprivileged user namespaces are disabled (kernel.unprivileged_userns_clone = 0)"
+        );
     }
 }

@@ -16,7 +16,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use super::plan::Overlay;
-use super::Unavailable;
+use super::{Feature, Unavailable};
 
 mod kinds;
 use kinds::Kind;
@@ -31,11 +31,9 @@ pub fn possible() -> Result<(), Unavailable> {
     if (major, minor) >= OVERLAY_IN_USERNS {
         Ok(())
     } else {
-        Err(format!(
-            "Linux {major}.{minor} cannot mount an overlay in a user namespace (5.11 can): the \
-             caches are written in place"
-        )
-        .into())
+        Err(Unavailable::KernelTooOld(Feature::OverlayInUserNamespace {
+            release: (major, minor),
+        }))
     }
 }
 
@@ -46,10 +44,13 @@ pub(crate) fn upper_possible(dir: &Path) -> Result<(), Unavailable> {
     use nix::sys::statfs::{
         FsType, FUSE_SUPER_MAGIC, NFS_SUPER_MAGIC, OVERLAYFS_SUPER_MAGIC, TMPFS_MAGIC,
     };
-    let st = nix::sys::statfs::statfs(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+    let st = nix::sys::statfs::statfs(dir).map_err(|errno| Unavailable::Statfs {
+        dir: dir.to_owned(),
+        errno,
+    })?;
     // SMB's (CIFS and SMB2) are in neither nix nor libc.
     let smb = |magic: u32| st.filesystem_type() == FsType(magic.into());
-    let name = match st.filesystem_type() {
+    let kind = match st.filesystem_type() {
         OVERLAYFS_SUPER_MAGIC => "an overlay (a container's root file system?)",
         NFS_SUPER_MAGIC => "NFS",
         FUSE_SUPER_MAGIC => "a FUSE file system",
@@ -57,11 +58,10 @@ pub(crate) fn upper_possible(dir: &Path) -> Result<(), Unavailable> {
         TMPFS_MAGIC if kernel() < (6, 6) => "a tmpfs before Linux 6.6",
         _ => return Ok(()),
     };
-    Err(format!(
-        "{} lies on {name}, which cannot hold an overlay's upper layer",
-        dir.display()
-    )
-    .into())
+    Err(Unavailable::UpperLayerOn {
+        dir: dir.to_owned(),
+        kind,
+    })
 }
 
 /// This kernel's release, as (major, minor).

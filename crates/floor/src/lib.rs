@@ -28,6 +28,7 @@
 //!   following a link the tree could have made.
 //! - [`rundir`]: the private run directory for one run's generated files.
 //! - [`exit`]: every exit code, in one type.
+//! - [`Unavailable`]: why a mechanism of the floor is not available here, by cause.
 //!
 //! Owns: what the floor is told and what it says. Must not touch: a system call that needs
 //! `unsafe` (those are `crates/confine`'s), events or decisions.
@@ -53,9 +54,11 @@ pub mod runfiles;
 pub mod secrets;
 pub mod spec;
 pub mod statefile;
+mod unavailable;
 
 pub use plan::{Context, Plan};
 pub use spec::Spec;
+pub use unavailable::{Feature, ProfileFound, Sysctl, Unavailable};
 
 /// Set in the agent's environment when its tree runs on a floor: a wrapper started inside
 /// (a sub-agent, `ahp-wrap mcp`) stacks its own Landlock rules on the inherited ones and
@@ -95,26 +98,6 @@ impl Report {
     /// Whether every part of the floor is in force.
     pub fn complete(&self) -> bool {
         self.gaps.is_empty()
-    }
-}
-
-/// Why a mechanism of the floor is not available on this machine or for this run (user
-/// namespaces, the caches' overlays, the kernel's audit log, the namespaces made at
-/// start-up), in words for the person: a gap of the run's [`Report`], a line of
-/// `--log debug`.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{0}")]
-pub struct Unavailable(String);
-
-impl From<String> for Unavailable {
-    fn from(why: String) -> Unavailable {
-        Unavailable(why)
-    }
-}
-
-impl From<&str> for Unavailable {
-    fn from(why: &str) -> Unavailable {
-        Unavailable(why.to_owned())
     }
 }
 

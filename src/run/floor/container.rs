@@ -18,7 +18,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
-use crate::floor::{Plan, Report, Support};
+use crate::floor::{Plan, Report, Support, Unavailable};
 
 /// What this process was started with, as a container engine sets it.
 #[derive(Debug, Default, Clone, PartialEq, Eq)]
@@ -276,23 +276,18 @@ pub(crate) fn here() -> &'static Readings {
 
 /// Whether the floor's namespaces can be made here, as far as a container's settings go;
 /// else why not, with what gives them.
-pub(crate) fn decide(r: &Readings) -> Result<(), String> {
-    let whose = match r.engine {
-        Some(engine) => format!("this {engine} container's"),
-        None => "this process's".to_owned(),
-    };
+pub(crate) fn decide(r: &Readings) -> Result<(), Unavailable> {
     if let Some(errno) = r.unshare_refused {
-        return Err(format!(
-            "{whose} seccomp profile refuses unshare(2) ({}): `ahp-wrap setup \
-             container-profile` writes one that allows it (docs/floor.md, \"In a container\")",
-            nix::errno::Errno::from_raw(errno).desc()
-        ));
+        return Err(Unavailable::EngineSeccomp {
+            engine: r.engine,
+            errno: nix::errno::Errno::from_raw(errno),
+        });
     }
     if let Some(label) = &r.apparmor {
-        return Err(format!(
-            "{whose} AppArmor profile {label} refuses mount(2): run it with \
-             `--security-opt apparmor=unconfined` (docs/floor.md, \"In a container\")"
-        ));
+        return Err(Unavailable::EngineAppArmor {
+            engine: r.engine,
+            label: label.clone(),
+        });
     }
     Ok(())
 }
@@ -301,9 +296,7 @@ pub(crate) fn decide(r: &Readings) -> Result<(), String> {
 /// reading did not already).
 pub(crate) fn amend(support: &mut Support) {
     if support.namespaces.is_ok() {
-        if let Err(why) = decide(here()) {
-            support.namespaces = Err(why.into());
-        }
+        support.namespaces = decide(here());
     }
 }
 

@@ -62,7 +62,7 @@ pub(super) fn kernel(
     // A container's seccomp or AppArmor profile refuses what the kernel's settings allow.
     super::container::amend(&mut support);
     if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
-        support.namespaces = Err(why.as_str().into());
+        support.namespaces = Err(floor::Unavailable::ForTheAgent(why.clone()));
     }
     let mut report = support.report(&plan, &reader);
     super::container::name_secrets(&plan, &support, &mut report);
@@ -109,9 +109,13 @@ pub(super) fn kernel(
         let made = match ahead {
             Some(made) => Ok(made),
             None => floor::caches::possible().and_then(|()| {
-                let dir = layers.ok_or("no state directory for the caches' layers")?;
-                floor::caches::make(&plan.caches, dir)
-                    .map_err(|e| format!("the caches' layers in {}: {e}", dir.display()).into())
+                let dir = layers.ok_or(floor::Unavailable::NoStateDirectory)?;
+                floor::caches::make(&plan.caches, dir).map_err(|e| {
+                    floor::Unavailable::CacheLayers {
+                        dir: dir.to_owned(),
+                        source: e,
+                    }
+                })
             }),
         };
         match made {

@@ -21,7 +21,7 @@ use super::{FloorError, Plan, Report, Unavailable, ENV_FLOOR};
 const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
 
 /// What this kernel offers the floor.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone)]
 pub struct Support {
     /// The Landlock ABI version (0: none).
     pub landlock_abi: i32,

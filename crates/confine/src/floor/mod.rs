@@ -59,8 +59,8 @@ mod sys;
 #[cfg(target_os = "linux")]
 pub use ahp_wrap_floor::{apparmor, caches};
 pub use ahp_wrap_floor::{
-    credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Mode, Plan, Report,
-    Spec, Unavailable, ENV_FLOOR,
+    credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Feature, Mode,
+    Plan, Report, Spec, Unavailable, ENV_FLOOR,
 };
 
 #[cfg(target_os = "linux")]

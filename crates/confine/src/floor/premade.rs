@@ -362,14 +362,15 @@ impl NamespaceReceiver {
     /// Receives what the maker sends (waiting at most [`WAIT`]; a signal that interrupts the
     /// wait does not end it).
     fn read(&self) -> Result<NamespaceFds, Unavailable> {
+        let not_received = |source| Unavailable::NotReceived { source };
         self.socket
             .set_read_timeout(Some(WAIT))
-            .map_err(|e| e.to_string())?;
+            .map_err(not_received)?;
         let mut text = [0u8; 64];
         let (n, fds) = loop {
             match receive_fds(self.socket.as_raw_fd(), &mut text, 0) {
                 Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
-                r => break r.map_err(|e| format!("no namespaces made premade: {e}"))?,
+                r => break r.map_err(not_received)?,
             }
         };
         let overlays = self
@@ -385,15 +386,13 @@ impl NamespaceReceiver {
                 overlays: if mnt.is_some() { overlays } else { Vec::new() },
                 mnt,
             }),
-            _ if n < 4 => Err("the namespaces' maker ended without a word".into()),
+            _ if n < 4 => Err(Unavailable::MakerSilent),
             _ => {
                 let code = i32::from_le_bytes([text[0], text[1], text[2], text[3]]);
-                Err(format!(
-                    "the namespaces' maker failed at {}: {}",
-                    String::from_utf8_lossy(&text[4..n]),
-                    std::io::Error::from_raw_os_error(code)
-                )
-                .into())
+                Err(Unavailable::MakerFailed {
+                    step: String::from_utf8_lossy(&text[4..n]).into_owned(),
+                    source: std::io::Error::from_raw_os_error(code),
+                })
             }
         }
     }

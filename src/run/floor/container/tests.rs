@@ -11,6 +11,17 @@ fn a_refused_unshare_names_the_engine_and_the_profile_that_gives_it() {
     };
     let why = decide(&docker).unwrap_err();
     assert!(
+        matches!(
+            why,
+            Unavailable::EngineSeccomp {
+                engine: Some("Docker"),
+                errno: nix::errno::Errno::EPERM
+            }
+        ),
+        "{why:?}"
+    );
+    let why = why.to_string();
+    assert!(
         why.starts_with(
             "this Docker container's seccomp profile refuses unshare(2) (Operation not permitted)"
         ),
@@ -21,7 +32,7 @@ fn a_refused_unshare_names_the_engine_and_the_profile_that_gives_it() {
         unshare_refused: Some(libc::ENOSYS),
         ..Readings::default()
     };
-    assert!(decide(&unknown).unwrap_err().starts_with(
+    assert!(decide(&unknown).unwrap_err().to_string().starts_with(
         "this process's seccomp profile refuses unshare(2) (Function not implemented"
     ));
 }
@@ -33,19 +44,19 @@ fn an_engines_apparmor_profile_is_named_and_a_plain_process_passes() {
         engine: Some("Docker"),
         ..Readings::default()
     };
-    let why = decide(&ubuntu).unwrap_err();
+    let why = decide(&ubuntu).unwrap_err().to_string();
     assert!(
         why.contains("AppArmor profile docker-default (enforce) refuses mount(2)"),
         "{why}"
     );
     assert!(why.contains("--security-opt apparmor=unconfined"), "{why}");
-    assert_eq!(decide(&Readings::default()), Ok(()));
+    assert!(decide(&Readings::default()).is_ok());
     // A container that refuses nothing the floor needs (Podman's default profile).
     let podman = Readings {
         engine: Some("Podman"),
         ..Readings::default()
     };
-    assert_eq!(decide(&podman), Ok(()));
+    assert!(decide(&podman).is_ok());
 }
 
 /// A container's mounts as Docker makes them (`docker run debian`): its masked paths

@@ -84,11 +84,9 @@ impl Publish {
             .get_or_insert_with(|| {
                 Porter::start(program, tid, register)
                     .map(Arc::new)
-                    .map_err(|e| {
-                        Unavailable::from(format!(
-                            "cannot start a process in the tree's network namespace ({}): {e}",
-                            program.display()
-                        ))
+                    .map_err(|e| Unavailable::Porter {
+                        program: program.to_owned(),
+                        source: e,
                     })
             })
             .clone()

@@ -17,7 +17,7 @@
 
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
-use super::Unavailable;
+use super::{Feature, Unavailable};
 
 pub use ahp_wrap_floor::denials::{keep, Collector, Denial};
 
@@ -38,11 +38,9 @@ impl Reader {
     /// else says why file refusals cannot be counted here.
     pub fn open(landlock_abi: i32) -> Result<Reader, Unavailable> {
         if landlock_abi < 7 {
-            return Err(format!(
-                "the kernel reports Landlock denials from ABI 7 (Linux 6.15) on; this one has \
-                 ABI {landlock_abi}"
-            )
-            .into());
+            return Err(Unavailable::KernelTooOld(Feature::LandlockDenials {
+                abi: landlock_abi,
+            }));
         }
         let fd = netlink()?;
         let addr = sockaddr(READLOG_GROUP);
@@ -55,14 +53,11 @@ impl Reader {
             )
         };
         if r != 0 {
-            let e = std::io::Error::last_os_error();
-            return Err(format!(
-                "the kernel's audit log cannot be read ({e}): it needs CAP_AUDIT_READ"
-            )
-            .into());
+            let source = std::io::Error::last_os_error();
+            return Err(Unavailable::AuditRead { source });
         }
         if audit_enabled() == Some(false) {
-            return Err("the kernel's audit subsystem is off (`auditctl -e 1` turns it on)".into());
+            return Err(Unavailable::AuditOff);
         }
         Ok(Reader { fd })
     }
@@ -137,8 +132,8 @@ fn netlink() -> Result<OwnedFd, Unavailable> {
         )
     };
     if fd < 0 {
-        let e = std::io::Error::last_os_error();
-        return Err(format!("the kernel's audit socket cannot be opened ({e})").into());
+        let source = std::io::Error::last_os_error();
+        return Err(Unavailable::AuditSocket { source });
     }
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
