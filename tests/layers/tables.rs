@@ -238,7 +238,7 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
 ];
 
 /// The same for the floor's data (`crates/floor/src`): the leaves (secrets, paths, exit
-/// codes), the agent's state files and command above the paths, the spec above the
+/// codes, mount tables), the agent's state files and command above the paths, the spec above the
 /// ecosystems' files, the network's rules and credentials above the spec, the plan above
 /// them, the caches and the explanations above the plan. `random_hex`, `error_chain`,
 /// `test_dir`, `Unavailable` (with its causes' `Feature`, `Sysctl` and `ProfileFound`, from
@@ -248,6 +248,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("secrets", &[]),
     ("resolve", &[]),
     ("denials", &[]),
+    ("mountinfo", &[]),
     ("exit", &["error_chain"]),
     ("beneath", &["test_dir"]),
     ("rundir", &["random_hex"]),
@@ -272,6 +273,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
             "Feature",
             "Unavailable",
             "beneath",
+            "mountinfo",
             "plan",
             "rundir",
             "statefile",

@@ -81,38 +81,15 @@ pub fn unmounted(pid: i32, overlays: &[Overlay]) -> Vec<PathBuf> {
     let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/mountinfo")) else {
         return Vec::new(); // gone already: nothing to tell
     };
-    // ID PARENT MAJ:MIN ROOT MOUNTPOINT OPTIONS [OPTIONAL...] - FSTYPE SOURCE SUPER
-    let overlaid: Vec<PathBuf> = table
-        .lines()
-        .filter_map(|l| {
-            let (left, right) = l.split_once(" - ")?;
-            let point = left.split(' ').nth(4)?;
-            (right.split(' ').next()? == "overlay").then(|| PathBuf::from(unescape(point)))
-        })
+    let overlaid: Vec<PathBuf> = super::mountinfo::parse(&table)
+        .filter(|m| m.fstype == "overlay")
+        .map(|m| PathBuf::from(m.point))
         .collect();
     overlays
         .iter()
         .filter(|o| !overlaid.contains(&o.cache))
         .map(|o| o.cache.clone())
         .collect()
-}
-
-/// A mount table's path, its `\NNN` octal escapes (space, tab, newline, backslash) undone.
-fn unescape(s: &str) -> String {
-    let b = s.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        if b[i] == b'\\' && i + 3 < b.len() && b[i + 1..i + 4].iter().all(u8::is_ascii_digit) {
-            let digit = |k: usize| u32::from(b[i + k] - b'0');
-            out.push(u8::try_from(digit(1) * 64 + digit(2) * 8 + digit(3)).unwrap_or(b'?'));
-            i += 4;
-        } else {
-            out.push(b[i]);
-            i += 1;
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// One run's directory of layers, locked while the run lasts and removed with what is left

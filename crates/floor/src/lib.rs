@@ -46,6 +46,7 @@ pub mod denials;
 pub mod exit;
 pub mod explain;
 pub mod hosts;
+pub mod mountinfo;
 pub mod names;
 pub mod plan;
 mod resolve;

@@ -18,6 +18,7 @@
 use std::path::Path;
 use std::sync::OnceLock;
 
+use crate::floor::mountinfo::Mount;
 use crate::floor::{Plan, Report, Support, Unavailable};
 
 /// What this process was started with, as a container engine sets it.
@@ -96,7 +97,7 @@ const PROC_EMPTY_DIR: &str = "sys/fs/binfmt_misc";
 /// mount on the old `/proc` counts, an engine's masked paths (a tmpfs, `/dev/null`) and
 /// read-only binds (`/proc/sys`) alike.
 pub(crate) fn proc_refused(mountinfo: &str) -> Option<Vec<String>> {
-    let mounts: Vec<Mounted> = mountinfo.lines().filter_map(Mounted::parse).collect();
+    let mounts: Vec<Mount> = crate::floor::mountinfo::parse(mountinfo).collect();
     let mut covered = Vec::new();
     for m in mounts
         .iter()
@@ -107,7 +108,7 @@ pub(crate) fn proc_refused(mountinfo: &str) -> Option<Vec<String>> {
             || !m.options.contains(&"relatime")
             || m.options.contains(&"noatime")
             || m.options.contains(&"nodiratime");
-        let on: Vec<&Mounted> = mounts
+        let on: Vec<&Mount> = mounts
             .iter()
             .filter(|c| c.parent == m.id && c.id != m.id)
             .filter(|c| {
@@ -124,66 +125,6 @@ pub(crate) fn proc_refused(mountinfo: &str) -> Option<Vec<String>> {
     covered.sort();
     covered.dedup();
     Some(covered)
-}
-
-/// One line of `/proc/self/mountinfo`: what [`proc_refused`] reads of a mount.
-struct Mounted<'a> {
-    id: u64,
-    parent: u64,
-    /// The directory of its file system it shows (`/` for the whole of it).
-    root: String,
-    point: String,
-    options: Vec<&'a str>,
-    fstype: &'a str,
-    super_options: Vec<&'a str>,
-}
-
-impl Mounted<'_> {
-    /// `ID PARENT MAJ:MIN ROOT POINT OPTIONS [OPTIONAL…] - FSTYPE SOURCE SUPER_OPTIONS`.
-    fn parse(line: &str) -> Option<Mounted<'_>> {
-        let (left, right) = line.split_once(" - ")?;
-        let mut l = left.split(' ');
-        let id = l.next()?.parse().ok()?;
-        let parent = l.next()?.parse().ok()?;
-        let (root, point) = (unescape(l.nth(1)?), unescape(l.next()?));
-        let options = l.next()?.split(',').collect();
-        let mut r = right.split(' ');
-        let fstype = r.next()?;
-        let super_options = r.nth(1).unwrap_or_default().split(',').collect();
-        Some(Mounted {
-            id,
-            parent,
-            root,
-            point,
-            options,
-            fstype,
-            super_options,
-        })
-    }
-}
-
-/// A path of mountinfo's, whose space, tab, newline and backslash the kernel writes in
-/// octal (`\040`).
-fn unescape(field: &str) -> String {
-    let b = field.as_bytes();
-    let mut out = Vec::with_capacity(b.len());
-    let mut i = 0;
-    while i < b.len() {
-        let octal = b
-            .get(i + 1..i + 4)
-            .filter(|d| b[i] == b'\\' && d.iter().all(|c| (b'0'..=b'7').contains(c)));
-        match octal {
-            Some(d) => {
-                out.push(d.iter().fold(0u8, |n, c| n.wrapping_mul(8) + (c - b'0')));
-                i += 4;
-            }
-            None => {
-                out.push(b[i]);
-                i += 1;
-            }
-        }
-    }
-    String::from_utf8_lossy(&out).into_owned()
 }
 
 /// The paths the engines mask or bind read-only under `/proc` (moby's `oci/defaults.go`;

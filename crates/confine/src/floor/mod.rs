@@ -57,7 +57,7 @@ mod sys;
 
 // The floor's data (`crates/floor`), under the names it had here.
 #[cfg(target_os = "linux")]
-pub use ahp_wrap_floor::{apparmor, caches};
+pub use ahp_wrap_floor::{apparmor, caches, mountinfo};
 pub use ahp_wrap_floor::{
     credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Feature, Mode,
     Plan, Report, Spec, Unavailable, ENV_FLOOR,

@@ -236,9 +236,12 @@ fn layers_are_removed_with_their_run_and_swept_once_no_run_holds_them() {
 
 #[test]
 fn the_mount_table_says_which_overlays_are_missing_and_which_file_systems_cannot_hold_one() {
-    assert_eq!(unescape(r"/home/a\040b/.cache"), "/home/a b/.cache");
-    assert_eq!(unescape(r"/x\134y"), "/x\\y");
-    assert_eq!(unescape(r"/odd\9"), r"/odd\9");
+    assert_eq!(
+        crate::mountinfo::unescape(r"/home/a\040b/.cache"),
+        "/home/a b/.cache"
+    );
+    assert_eq!(crate::mountinfo::unescape(r"/x\134y"), "/x\\y");
+    assert_eq!(crate::mountinfo::unescape(r"/odd\9"), r"/odd\9");
     let t = crate::test_dir();
     let o = Overlay {
         cache: t.path().to_owned(),
