@@ -19,6 +19,7 @@
 //! - [`apparmor`] (Linux): Ubuntu's restriction of user namespaces, and the profile that lifts
 //!   it for ahp-wrap.
 //! - [`caches`] (Linux): the package caches' overlays (their layers, what changed beneath).
+//! - [`mountinfo`]: the kernel's mount table (`/proc/self/mountinfo`), read into its fields.
 //! - [`denials`]: the kernel's audit records of the floor's refusals, sorted into the run's own.
 //! - [`agent`]: the agent's command as the interceptors and the frameworks amend it, and the
 //!   files it keeps of its own.
