@@ -198,7 +198,15 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("netns", &["FloorError", "bridge", "sys"]),
     (
         "namespaces",
-        &["FloorError", "Plan", "hosts", "netns", "plan", "sys"],
+        &[
+            "FloorError",
+            "Plan",
+            "Writes",
+            "hosts",
+            "netns",
+            "plan",
+            "sys",
+        ],
     ),
     (
         "premade",
@@ -222,7 +230,9 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
             "NamespaceReceiver",
             "Plan",
             "Report",
+            "Support",
             "Unavailable",
+            "Writes",
             "apparmor",
             "caches",
             "denials",
@@ -240,7 +250,7 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
 /// The same for the floor's data (`crates/floor/src`): the leaves (secrets, paths, exit
 /// codes, mount tables), the agent's state files and command above the paths, the spec above the
 /// ecosystems' files, the network's rules and credentials above the spec, the plan above
-/// them, the caches and the explanations above the plan. `random_hex`, `error_chain`,
+/// them, the caches and the explanations above the plan; the seccomp programs, and what the kernel offers with the report of a run (`support`), on top. `random_hex`, `error_chain`,
 /// `test_dir`, `Unavailable` (with its causes' `Feature`, `Sysctl` and `ProfileFound`, from
 /// `unavailable`) and `ENV_FLOOR` are the crate root's.
 pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
@@ -281,11 +291,25 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
         ],
     ),
     ("explain", &["plan"]),
+    ("seccomp", &[]),
+    (
+        "support",
+        &[
+            "ENV_FLOOR",
+            "Plan",
+            "Report",
+            "Unavailable",
+            "apparmor",
+            "caches",
+            "spec",
+        ],
+    ),
 ];
 
 /// The same for the process tree (`crates/process/src`).
 pub(super) const PROCESS_LAYERS: &[(&str, &[&str])] = &[
     ("procfs", &[]),
+    ("fds", &[]),
     ("sockets", &["procfs"]),
     ("cgroup", &[]),
     ("tree", &["cgroup", "procfs"]),

@@ -12,6 +12,7 @@
 //!   back to its name.
 //! - [`credentials`]: the credentials the tree uses without reading them (placeholders in its
 //!   environment, the real values for the egress proxy).
+//! - [`seccomp`] (Linux): the seccomp programs the floor's network part installs, as data.
 //! - [`secrets`]: which of the wrapper's variables carry credentials the agent's tree must
 //!   not inherit.
 //! - [`runfiles`]: the files of each ecosystem that make a tool run a program.
@@ -29,6 +30,7 @@
 //!   following a link the tree could have made.
 //! - [`rundir`]: the private run directory for one run's generated files.
 //! - [`exit`]: every exit code, in one type.
+//! - [`Support`] (Linux): what this kernel offers the floor, and the report of what a run gets.
 //! - [`Unavailable`]: why a mechanism of the floor is not available here, by cause.
 //!
 //! Owns: what the floor is told and what it says. Must not touch: a system call that needs
@@ -53,13 +55,19 @@ pub mod plan;
 mod resolve;
 pub mod rundir;
 pub mod runfiles;
+#[cfg(target_os = "linux")]
+pub mod seccomp;
 pub mod secrets;
 pub mod spec;
 pub mod statefile;
+#[cfg(target_os = "linux")]
+mod support;
 mod unavailable;
 
 pub use plan::{Context, Plan};
 pub use spec::Spec;
+#[cfg(target_os = "linux")]
+pub use support::{Support, Writes};
 pub use unavailable::{Feature, ProfileFound, Sysctl, Unavailable};
 
 /// Set in the agent's environment when its tree runs on a floor: a wrapper started inside

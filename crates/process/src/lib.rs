@@ -6,6 +6,7 @@
 //! - [`tree`]: the whole tree, including what tried to leave it (the wrapper is a child
 //!   subreaper), and its end.
 //! - [`cgroup`]: a cgroup v2 sub-group for the agent, where the machine lets us make one.
+//! - [`fds`]: a process's descriptors (flags, sockets) and Unix sockets, as `/proc` shows them.
 //! - [`sockets`]: TCP sockets as `/proc` and the kernel's socket diagnostics show them.
 //!
 //! Owns: reading and signalling processes. Must not touch: spawning them (`crates/confine`),
@@ -14,6 +15,7 @@
 #![forbid(unsafe_code)]
 
 pub mod cgroup;
+pub mod fds;
 pub mod procfs;
 pub mod sockets;
 pub mod tree;

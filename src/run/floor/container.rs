@@ -269,10 +269,10 @@ pub(crate) fn name_secrets(plan: &Plan, support: &Support, report: &mut Report) 
 /// What this machine enforces of `plan`, as a run here would say it: the kernel's reading,
 /// the container's, and the secrets left readable (`policy floor`, `doctor`).
 pub(crate) fn report(plan: &Plan) -> Report {
-    let mut support = Support::probe();
+    let mut support = crate::floor::probe();
     amend(&mut support);
     let denials = crate::floor::denials::Reader::open(support.landlock_abi);
-    let mut report = support.report(plan, &denials);
+    let mut report = support.report(plan, crate::floor::denials::said(&denials));
     name_secrets(plan, &support, &mut report);
     report
 }

@@ -31,7 +31,7 @@ pub(in crate::run) type Probing = std::thread::JoinHandle<Probed>;
 
 #[cfg(target_os = "linux")]
 fn probe() -> Probed {
-    let support = floor::Support::probe();
+    let support = floor::probe();
     let reader = floor::denials::Reader::open(support.landlock_abi);
     (support, reader)
 }
@@ -64,7 +64,7 @@ pub(super) fn kernel(
     if let (Ok(()), Some(why)) = (&support.namespaces, &cmd.no_namespaces) {
         support.namespaces = Err(floor::Unavailable::ForTheAgent(why.clone()));
     }
-    let mut report = support.report(&plan, &reader);
+    let mut report = support.report(&plan, floor::denials::said(&reader));
     super::container::name_secrets(&plan, &support, &mut report);
     if support.landlock_abi < 1 {
         return Ok(RunFloor {

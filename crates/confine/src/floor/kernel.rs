@@ -12,206 +12,31 @@ use landlock::{
     AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
-use super::namespaces::{Namespaces, Writes};
+use super::namespaces::Namespaces;
 use super::netns::{self, NetPeer, NetRequest};
 use super::sys::fail;
-use super::{FloorError, Plan, Report, Unavailable, ENV_FLOOR};
+use super::{FloorError, Plan, Support, Writes};
 
 /// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
 const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
 
-/// What this kernel offers the floor.
-#[derive(Debug, Clone)]
-pub struct Support {
-    /// The Landlock ABI version (0: none).
-    pub landlock_abi: i32,
-    /// Whether the agent can be given a user and mount namespace of its own; else why not.
-    pub namespaces: Result<(), Unavailable>,
-    /// Whether namespaces are allowed only by our AppArmor profile (Ubuntu's restriction is
-    /// on, and this process runs under the profile `ahp-wrap setup apparmor` loaded).
-    pub by_apparmor_profile: bool,
-}
-
-impl Support {
-    /// Asks the kernel (one system call and a few sysctl reads; no process is started).
-    pub fn probe() -> Support {
-        // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
-        // returns the ABI version (or an error).
-        let abi = unsafe {
-            libc::syscall(
-                libc::SYS_landlock_create_ruleset,
-                std::ptr::null::<libc::c_void>(),
-                0usize,
-                1u32,
-            )
-        };
-        let readings = super::apparmor::Readings::read();
-        Support {
-            landlock_abi: abi.max(0) as i32,
-            namespaces: super::apparmor::decide(&readings),
-            by_apparmor_profile: readings.runs_under_ours(),
-        }
-    }
-
-    /// How a run with `plan` refuses the writes outside its writable roots: by read-only
-    /// mounts when the plan lets the tree start sandboxes of its own and this kernel gives a
-    /// mount namespace and Landlock's signal scoping (ABI 6); else by Landlock.
-    pub(super) fn writes(&self, plan: &Plan) -> Writes {
-        match plan.nested && self.namespaces.is_ok() && self.landlock_abi >= 6 {
-            true => Writes::Mounts,
-            false => Writes::Landlock,
-        }
-    }
-
-    /// What a run with `plan` gets from this kernel, and what it lacks; `denials` is the
-    /// kernel's audit log as the run could open it (whether refusals are counted).
-    pub fn report(
-        &self,
-        plan: &Plan,
-        denials: &Result<super::denials::Reader, Unavailable>,
-    ) -> Report {
-        let mut r = Report {
-            refusals: super::denials::said(denials),
-            ..Report::default()
-        };
-        if self.landlock_abi < 1 {
-            r.gaps.push(
-                "files: not confined (the kernel offers no Landlock: Linux 5.13 or later with \
-                 Landlock enabled is needed)"
-                    .into(),
-            );
-        } else {
-            let by_mounts = self.writes(plan) == Writes::Mounts;
-            r.enforced.push(format!(
-                "files: written only beneath {} directories (the workspace, the temp \
-                 directories, the agent's own state, the package caches) ({})",
-                plan.writable.len(),
-                match by_mounts {
-                    true =>
-                        "read-only mounts everywhere else in the tree's mount namespace".to_owned(),
-                    false => format!("Landlock ABI {}", self.landlock_abi),
-                }
-            ));
-            match (plan.nested, by_mounts) {
-                (_, true) => r.enforced.push(
-                    "nested sandboxes: a process of the tree may make a user namespace of its \
-                     own and mount there (bubblewrap, Codex's and Claude Code's sandboxes), \
-                     beneath the floor's locked mounts; a write the floor refuses fails with \
-                     `Read-only file system`"
-                        .into(),
-                ),
-                (true, false) => r.gaps.push(
-                    "nested sandboxes: none can start in the tree (bubblewrap, Codex's and \
-                     Claude Code's sandboxes need a user and mount namespace of their own, \
-                     which this floor allows with its namespaces and Landlock ABI 6)"
-                        .into(),
-                ),
-                (false, false) => r.enforced.push(
-                    "nested sandboxes: none in this run (the agent's shim says it starts none; \
-                     `--nested-sandboxes on` lets one start)"
-                        .into(),
-                ),
-            }
-            if self.landlock_abi < 3 {
-                r.gaps.push(
-                    "files: truncate(2) is not confined (Landlock ABI 3, Linux 6.2, is needed)"
-                        .into(),
-                );
-            }
-            if self.landlock_abi >= 6 {
-                r.enforced.push(
-                    "signals: the agent's tree cannot signal the wrapper or anything outside \
-                     the tree (ptrace neither)"
-                        .into(),
-                );
-            } else {
-                r.gaps.push(
-                    "signals: the agent's tree can signal the wrapper (Landlock ABI 6, Linux \
-                     6.12, is needed; ptrace is still refused)"
-                        .into(),
-                );
-            }
-        }
-        match (&plan.net, &self.namespaces) {
-            (None, _) => r.gaps.push(
-                "network: not confined ([floor.net] enabled = false), nor path Unix sockets".into(),
-            ),
-            (Some(net), Ok(())) => r.enforced.push(format!(
-                "network: a namespace of its own with only loopback; out only through the \
-                 egress proxy or by name (its resolver answered inside, each connection \
-                 decided by the gate); connections by address, datagrams and DNS to the \
-                 outside refused; path Unix sockets the tree did not bind refused unless \
-                 [floor.unix] allows them; its TCP listeners {}",
-                match net.publish {
-                    crate::floor::spec::Publishing::Loopback => {
-                        "published on this machine's loopback"
-                    }
-                    crate::floor::spec::Publishing::All => "published as they listen",
-                    crate::floor::spec::Publishing::None => "kept inside",
-                }
-            )),
-            (Some(_), Err(why)) if std::env::var_os(ENV_FLOOR).is_some() => {
-                r.enforced.push(format!("network: {why}"))
-            }
-            (Some(_), Err(why)) => r.gaps.push(format!("network: not confined: {why}")),
-        }
-        if self.by_apparmor_profile && self.namespaces.is_ok() {
-            r.enforced.push(format!(
-                "user namespaces: allowed under Ubuntu's restriction by the AppArmor profile \
-                 {} (ahp-wrap setup apparmor)",
-                super::apparmor::profile_path().display()
-            ));
-        }
-        match &self.namespaces {
-            Ok(()) => r.enforced.push(format!(
-                "protected paths: {} bound read-only, {} secret location(s) hidden (user and \
-                 mount namespace)",
-                plan.read_only.len(),
-                plan.hidden.len()
-            )),
-            Err(why) => r.gaps.push(format!(
-                "protected paths beneath writable directories ({}) and secrets ({}) are not \
-                 enforced by the kernel: {why}",
-                plan.read_only.len(),
-                plan.hidden.len()
-            )),
-        }
-        if !plan.mixed.is_empty() {
-            match &self.namespaces {
-                Ok(()) => r.enforced.push(format!(
-                    "the agent's mixed state files ({}): its own keys merged at the end, \
-                     instructions kept aside",
-                    plan.mixed.len()
-                )),
-                Err(_) => r.gaps.push(format!(
-                    "the agent cannot save its own state in {}: no private copy can be bound \
-                     here (it gets EACCES)",
-                    plan.mixed
-                        .iter()
-                        .map(|m| m.path.display().to_string())
-                        .collect::<Vec<_>>()
-                        .join(", ")
-                )),
-            }
-        }
-        if !plan.caches.is_empty() {
-            match self
-                .namespaces
-                .clone()
-                .and_then(|()| super::caches::possible())
-            {
-                Ok(()) => r.enforced.push(format!(
-                    "caches ({}): new entries kept at the end, an entry that was there never \
-                     changed or removed (an overlay each; changes kept aside)",
-                    plan.caches.len()
-                )),
-                Err(why) => r.gaps.push(format!(
-                    "caches ({}): written in place, an entry that was there can be changed: {why}",
-                    plan.caches.len()
-                )),
-            }
-        }
-        r
+/// What this kernel offers the floor: asks it (one system call and a few sysctl reads; no process is started).
+pub fn probe() -> Support {
+    // SAFETY: landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) only
+    // returns the ABI version (or an error).
+    let abi = unsafe {
+        libc::syscall(
+            libc::SYS_landlock_create_ruleset,
+            std::ptr::null::<libc::c_void>(),
+            0usize,
+            1u32,
+        )
+    };
+    let readings = super::apparmor::Readings::read();
+    Support {
+        landlock_abi: abi.max(0) as i32,
+        namespaces: super::apparmor::decide(&readings),
+        by_apparmor_profile: readings.runs_under_ours(),
     }
 }
 

@@ -60,11 +60,11 @@ mod sys;
 pub use ahp_wrap_floor::{apparmor, caches, mountinfo};
 pub use ahp_wrap_floor::{
     credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Feature, Mode,
-    Plan, Report, Spec, Unavailable, ENV_FLOOR,
+    Plan, Report, Spec, Support, Unavailable, Writes, ENV_FLOOR,
 };
 
 #[cfg(target_os = "linux")]
-pub use kernel::{Prepared, Support};
+pub use kernel::{probe, Prepared};
 #[cfg(target_os = "linux")]
 pub use netns::{NetPeer, NetReceived, NetRequest};
 #[cfg(target_os = "linux")]
@@ -76,8 +76,11 @@ pub use premade::{
 pub fn report(plan: &Plan) -> Report {
     #[cfg(target_os = "linux")]
     {
-        let support = Support::probe();
-        support.report(plan, &denials::Reader::open(support.landlock_abi))
+        let support = probe();
+        support.report(
+            plan,
+            denials::said(&denials::Reader::open(support.landlock_abi)),
+        )
     }
     #[cfg(not(target_os = "linux"))]
     {

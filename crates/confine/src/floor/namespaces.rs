@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 
 use super::netns;
 use super::sys::fail;
-use super::{FloorError, Plan};
+use super::{FloorError, Plan, Writes};
 
 mod resolv;
 
@@ -59,16 +59,6 @@ enum Mount {
     /// One mount made writable again: a writable root, a cache's overlay, `/proc` (where a
     /// nested sandbox writes its user namespace's id maps).
     Writable { path: CString },
-}
-
-/// How the tree's writes outside its writable roots are refused.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(super) enum Writes {
-    /// By Landlock's rules (no mount of the tree's own is possible then).
-    Landlock,
-    /// By read-only mounts, the writable roots bound writable (Landlock then handles no file
-    /// access, and scopes signals only).
-    Mounts,
 }
 
 #[derive(Debug)]

@@ -59,46 +59,6 @@ pub struct NetReceived {
     pub notify: OwnedFd,
 }
 
-/// `BPF_LD | BPF_W | BPF_ABS`, `BPF_JMP | BPF_JEQ | BPF_K`, `BPF_RET | BPF_K`.
-const BPF_LD_ABS: u16 = 0x20;
-const BPF_JEQ: u16 = 0x15;
-const BPF_RET: u16 = 0x06;
-
-#[cfg(target_arch = "x86_64")]
-const AUDIT_ARCH: u32 = 0xC000_003E;
-#[cfg(target_arch = "aarch64")]
-const AUDIT_ARCH: u32 = 0xC000_00B7;
-#[cfg(not(any(target_arch = "x86_64", target_arch = "aarch64")))]
-const AUDIT_ARCH: u32 = 0;
-
-/// The filter: `connect(2)` and `listen(2)` of this architecture, and `sendto(2)` with an
-/// address, wait for the wrapper; everything else (including other architectures' calls,
-/// which then stay inside the namespace) goes on.
-fn connect_filter() -> Vec<libc::sock_filter> {
-    let op = |code, k, jt, jf| libc::sock_filter { code, jt, jf, k };
-    // seccomp_data: nr at offset 0, arch at 4, args from 16 (8 bytes each).
-    let (notify, allow) = (libc::SECCOMP_RET_USER_NOTIF, libc::SECCOMP_RET_ALLOW);
-    vec![
-        /* 0 */ op(BPF_LD_ABS, 4, 0, 0),
-        /* 1 */ op(BPF_JEQ, AUDIT_ARCH, 1, 0),
-        /* 2 */ op(BPF_RET, allow, 0, 0),
-        /* 3 */ op(BPF_LD_ABS, 0, 0, 0),
-        /* 4 */ op(BPF_JEQ, libc::SYS_connect as u32, 6, 0),
-        /* 5 */ op(BPF_JEQ, libc::SYS_listen as u32, 5, 0),
-        /* 6 */ op(BPF_JEQ, libc::SYS_sendto as u32, 0, 5),
-        /* 7 */ op(BPF_LD_ABS, ADDR, 0, 0),
-        /* 8 */ op(BPF_JEQ, 0, 0, 2),
-        /* 9 */ op(BPF_LD_ABS, ADDR + 4, 0, 0),
-        /* 10 */ op(BPF_JEQ, 0, 1, 0),
-        /* 11 */ op(BPF_RET, notify, 0, 0),
-        /* 12 */ op(BPF_RET, allow, 0, 0),
-    ]
-}
-
-/// Where `sendto(2)`'s address argument (its fifth) lies in `seccomp_data`: both its halves
-/// are looked at, whatever the byte order.
-const ADDR: u32 = 16 + 4 * 8;
-
 impl NetChild {
     pub(super) fn new(request: &NetRequest) -> Result<(NetChild, NetPeer), FloorError> {
         let prepare = |source| FloorError::Prepare {
@@ -138,7 +98,7 @@ impl NetChild {
                 proxy,
                 dns,
                 control,
-                filter: connect_filter(),
+                filter: ahp_wrap_floor::seccomp::connect_filter(),
             },
             NetPeer {
                 channel: ours.into(),

@@ -6,6 +6,7 @@ use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 
 use super::{raw_sockaddr, Askers};
+pub(super) use ahp_wrap_process::fds::{cloexec as fd_cloexec, thread_group};
 
 /// Binds a socket about to reach the proxy or the resolver (at `addr`) to a port of its own
 /// first, if it has none, and notes in `askers` which process it is, for their events.
@@ -75,15 +76,6 @@ pub(super) fn connect_inside(sock: &OwnedFd, addr: SocketAddr) -> io::Result<()>
     connect_blocking(sock, (&raw const raw).cast(), len)
 }
 
-/// `tid`'s thread group id.
-pub(super) fn thread_group(tid: i32) -> Option<i32> {
-    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
-    status
-        .lines()
-        .find_map(|l| l.strip_prefix("Tgid:"))
-        .and_then(|v| v.trim().parse().ok())
-}
-
 /// A copy of `tid`'s descriptor `fd` (pidfd_getfd).
 pub(super) fn their_fd(tid: i32, fd: i32) -> io::Result<OwnedFd> {
     // SAFETY: pidfd_open and pidfd_getfd return new descriptors we then own.
@@ -121,16 +113,4 @@ pub(super) fn sockopt(
     let r =
         unsafe { libc::getsockopt(sock.as_raw_fd(), level, name, (&raw mut v).cast(), &mut len) };
     (r == 0).then_some(v)
-}
-
-/// Whether `tid`'s `fd` is close-on-exec (its fdinfo's flags).
-pub(super) fn fd_cloexec(tid: i32, fd: i32) -> bool {
-    std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}"))
-        .ok()
-        .and_then(|t| {
-            t.lines()
-                .find_map(|l| l.strip_prefix("flags:"))
-                .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
-        })
-        .is_some_and(|flags| flags & i64::from(libc::O_CLOEXEC) != 0)
 }

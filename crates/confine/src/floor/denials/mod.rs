@@ -110,7 +110,7 @@ impl AsRawFd for Reader {
 }
 
 /// What a run says of counting the floor's refusals, given the reader it opened.
-pub(crate) fn said(reader: &Result<Reader, Unavailable>) -> String {
+pub fn said(reader: &Result<Reader, Unavailable>) -> String {
     match reader {
         Ok(_) => "refusals: each one the kernel makes is counted and audited (read from the \
                   kernel's audit log)"

@@ -1,4 +1,5 @@
 use super::*;
+use crate::floor::Unavailable;
 
 /// Forks a child that runs `f` and exits with what it returns; returns that code.
 fn in_child(f: impl FnOnce() -> i32) -> i32 {
@@ -21,7 +22,7 @@ fn in_child(f: impl FnOnce() -> i32) -> i32 {
 /// the maker failed).
 #[test]
 fn the_agents_process_gets_its_namespaces_made_ahead_or_by_itself() {
-    let support = Support::probe();
+    let support = probe();
     if support.landlock_abi < 1 || support.namespaces.is_err() {
         eprintln!("skipped: no Landlock or no user namespaces here");
         return;
@@ -96,7 +97,7 @@ fn the_agents_process_gets_its_namespaces_made_ahead_or_by_itself() {
 /// others, its process mounts them itself, with the same outcome.
 #[test]
 fn the_caches_overlays_made_ahead_are_the_agents_when_they_are_its_plans() {
-    let support = Support::probe();
+    let support = probe();
     if support.landlock_abi < 1
         || support.namespaces.is_err()
         || super::super::caches::possible().is_err()
@@ -194,7 +195,7 @@ fn the_caches_overlays_made_ahead_are_the_agents_when_they_are_its_plans() {
 
 #[test]
 fn this_kernel_reports_what_it_offers() {
-    let s = Support::probe();
+    let s = probe();
     let plan = Plan {
         net: Some(super::super::plan::NetPlan {
             loopback: true,
@@ -202,7 +203,10 @@ fn this_kernel_reports_what_it_offers() {
         }),
         ..Plan::default()
     };
-    let r = s.report(&plan, &Err(Unavailable::AuditOff));
+    let r = s.report(
+        &plan,
+        crate::floor::denials::said(&Err(Unavailable::AuditOff)),
+    );
     assert_eq!(r.enforced.is_empty(), s.landlock_abi < 1);
     assert!(r.refusals.contains("audit subsystem is off"), "{r:?}");
     if s.landlock_abi >= 6 && s.namespaces.is_ok() {

@@ -1,0 +1,104 @@
+//! A process's descriptors as `/proc` shows them, for the floor's connect bridge when it may
+//! not take the descriptor itself (a container's seccomp profile refuses `pidfd_getfd`): a
+//! descriptor's flags and socket, a socket's kind and state, a thread's process.
+
+use std::collections::HashMap;
+
+/// `tid`'s thread group id (its process).
+pub fn thread_group(tid: i32) -> Option<i32> {
+    let status = std::fs::read_to_string(format!("/proc/{tid}/status")).ok()?;
+    status
+        .lines()
+        .find_map(|l| l.strip_prefix("Tgid:"))
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// The flags of `tid`'s descriptor `fd` (`O_NONBLOCK`, `O_CLOEXEC`, …, as its fdinfo gives
+/// them).
+pub fn flags(tid: i32, fd: i32) -> Option<i64> {
+    let info = std::fs::read_to_string(format!("/proc/{tid}/fdinfo/{fd}")).ok()?;
+    info.lines()
+        .find_map(|l| l.strip_prefix("flags:"))
+        .and_then(|v| i64::from_str_radix(v.trim(), 8).ok())
+}
+
+/// Whether `tid`'s `fd` is close-on-exec.
+pub fn cloexec(tid: i32, fd: i32) -> bool {
+    flags(tid, fd).is_some_and(|f| f & i64::from(nix::libc::O_CLOEXEC) != 0)
+}
+
+/// Whether `tid`'s `fd` is non-blocking.
+pub fn nonblocking(tid: i32, fd: i32) -> bool {
+    flags(tid, fd).is_some_and(|f| f & i64::from(nix::libc::O_NONBLOCK) != 0)
+}
+
+/// The inode of the socket `tid`'s `fd` is (`socket:[N]`), if it is one.
+pub fn socket_inode(tid: i32, fd: i32) -> Option<u64> {
+    let link = std::fs::read_link(format!("/proc/{tid}/fd/{fd}")).ok()?;
+    link.to_str()?
+        .strip_prefix("socket:[")?
+        .strip_suffix(']')?
+        .parse()
+        .ok()
+}
+
+/// The Unix sockets of `pid`'s network namespace by inode: each one's type
+/// (`SOCK_STREAM`, `SOCK_DGRAM`, `SOCK_SEQPACKET`) and the path it is bound to, if any.
+pub fn unix_sockets(pid: i32) -> HashMap<u64, (i32, Option<String>)> {
+    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/unix")) else {
+        return HashMap::new();
+    };
+    parse_unix(&table)
+}
+
+/// The rows of a `/proc/net/unix` table (Num RefCount Protocol Flags Type St Inode Path).
+fn parse_unix(table: &str) -> HashMap<u64, (i32, Option<String>)> {
+    table
+        .lines()
+        .skip(1)
+        .filter_map(|line| {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let kind = i32::from_str_radix(f.get(4)?, 16).ok()?;
+            let inode = f.get(6)?.parse().ok()?;
+            Some((inode, (kind, f.get(7).map(|p| (*p).to_owned()))))
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_unix_table_gives_each_socket_its_type_and_path() {
+        let table = "Num       RefCount Protocol Flags    Type St Inode Path\n\
+                     0000000000000000: 00000002 00000000 00010000 0001 01 4412 /run/x.sock\n\
+                     0000000000000000: 00000002 00000000 00000000 0002 01 4413\n\
+                     0000000000000000: 00000003 00000000 00000000 0005 03 4414 @abs\n";
+        let rows = parse_unix(table);
+        assert_eq!(
+            rows[&4412],
+            (nix::libc::SOCK_STREAM, Some("/run/x.sock".into()))
+        );
+        assert_eq!(rows[&4413], (nix::libc::SOCK_DGRAM, None));
+        assert_eq!(
+            rows[&4414],
+            (nix::libc::SOCK_SEQPACKET, Some("@abs".into()))
+        );
+    }
+
+    #[test]
+    fn our_own_descriptors_are_read_from_proc() {
+        let me = std::process::id() as i32;
+        let socket = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_nonblocking(true).unwrap();
+        use std::os::fd::AsRawFd;
+        let fd = socket.as_raw_fd();
+        assert!(nonblocking(me, fd));
+        assert!(cloexec(me, fd));
+        assert!(socket_inode(me, fd).is_some());
+        let (pipe, _other) = nix::unistd::pipe().unwrap();
+        assert_eq!(socket_inode(me, pipe.as_raw_fd()), None);
+        assert_eq!(thread_group(me), Some(me));
+    }
+}
