@@ -66,6 +66,7 @@ mod floor;
 mod floor_apparmor;
 mod floor_caches;
 mod floor_container;
+mod floor_container_net;
 mod floor_nested;
 mod floor_net;
 mod floor_publish;

@@ -139,7 +139,9 @@ impl World {
 
     /// The attacks, as a hookless agent of a run with `flags`.
     fn attack(&self, profile: &Path, flags: &[&str]) -> (Output, Damage) {
-        let mut args = vec!["--no-intercept", "--summary", "never"];
+        let audit = self.root.join("audit.jsonl");
+        let audit = audit.to_str().unwrap();
+        let mut args = vec!["--no-intercept", "--summary", "never", "--audit-log", audit];
         args.extend(flags);
         args.extend(["--", "sh", "-c", ATTACKS]);
         let out = self.in_container(profile, &args);
@@ -215,11 +217,12 @@ fn the_floor_in_a_container_under_the_engines_default_profiles_and_under_ours() 
         ),
         ("documented profile", ours.clone(), vec![]),
     ];
-    let mut seen = Vec::new();
+    let (mut seen, mut audits) = (Vec::new(), Vec::new());
     for (name, profile, flags) in &columns {
         let w = World::new();
         let (out, damage) = w.attack(profile, flags);
         assert!(out.status.success() && damage.ran, "{name}: {}", show(&out));
+        audits.push(std::fs::read_to_string(w.root.join("audit.jsonl")).unwrap_or_default());
         seen.push((out, damage));
     }
     let d: Vec<Damage> = seen.iter().map(|(_, d)| *d).collect();
@@ -288,26 +291,35 @@ fn the_floor_in_a_container_under_the_engines_default_profiles_and_under_ours() 
         show(&seen[0].0)
     );
 
-    // Docker's default profile: no namespaces, so nothing hidden, nothing bound and no
-    // network namespace; Landlock still refuses the writes and the signal, and the run
-    // says what it lacks before the agent starts, the secrets by name.
+    // Docker's default profile: no namespaces, so nothing hidden and nothing bound;
+    // Landlock still refuses the writes and the signal, the connection to a host the policy
+    // does not name is refused without a network namespace (and audited, with its
+    // process), and the run says what it lacks before the agent starts, the secrets by name.
     let (out, dflt) = (&seen[1].0, d[1]);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert!(
-        !dflt.deleted_outside && !dflt.rc_written && !dflt.signalled,
+        !dflt.deleted_outside && !dflt.rc_written && !dflt.signalled && !dflt.egress,
         "{dflt:?}\n{}",
         show(out)
     );
     assert!(
-        dflt.key_read && dflt.hook_planted && dflt.egress,
+        dflt.key_read && dflt.hook_planted,
         "{dflt:?}\n{}",
+        show(out)
+    );
+    let audit = &audits[1];
+    assert!(
+        audit
+            .lines()
+            .any(|l| l.contains("198.51.100.1") && l.contains("python3")),
+        "the refused connection is not in the audit log:\n{audit}\n{}",
         show(out)
     );
     for said in [
         "seccomp profile refuses unshare(2) (Operation not permitted)",
         "ahp-wrap setup container-profile",
         "secrets: readable by the agent's tree, since no mount can hide them here: ~/.ssh",
-        "network: not confined",
+        "network: without a namespace of its own the tree has no resolver",
     ] {
         assert!(stderr.contains(said), "not said: {said}\n{}", show(out));
     }
@@ -404,6 +416,7 @@ fn policy_floor_and_doctor_in_the_default_container_say_what_is_missing_and_why(
     for said in [
         "files: written only beneath",
         "signals: the agent's tree cannot signal the wrapper",
+        "network: decided per connection without a namespace of its own",
         "seccomp profile refuses unshare(2)",
         "secrets: readable by the agent's tree, since no mount can hide them here: ~/.ssh",
     ] {

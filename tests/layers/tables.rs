@@ -257,7 +257,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("unavailable", &[]),
     ("secrets", &[]),
     ("resolve", &[]),
-    ("denials", &[]),
+    ("denials", &["Unavailable"]),
     ("mountinfo", &[]),
     ("exit", &["error_chain"]),
     ("beneath", &["test_dir"]),
@@ -309,7 +309,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
 /// The same for the process tree (`crates/process/src`).
 pub(super) const PROCESS_LAYERS: &[(&str, &[&str])] = &[
     ("procfs", &[]),
-    ("fds", &[]),
+    ("fds", &["procfs"]),
     ("sockets", &["procfs"]),
     ("cgroup", &[]),
     ("tree", &["cgroup", "procfs"]),

@@ -364,3 +364,64 @@ mod tests {
         assert_eq!(field("xpid=1 pid=2", "pid").as_deref(), Some("2"));
     }
 }
+
+/// A netlink message's header: length, type, flags, sequence, port.
+const NLMSG_HDRLEN: usize = 16;
+
+/// What a run says of counting the floor's refusals, given the reader it opened.
+pub fn said<R>(reader: &Result<R, crate::Unavailable>) -> String {
+    match reader {
+        Ok(_) => "refusals: each one the kernel makes is counted and audited (read from the \
+                  kernel's audit log)"
+            .into(),
+        Err(why) => format!(
+            "refusals: the kernel's file and signal refusals are not counted: {why} (refused \
+             connections are)"
+        ),
+    }
+}
+
+/// The netlink messages in one datagram: type and text (the record, trailing NULs cut).
+pub fn messages(mut buf: &[u8]) -> impl Iterator<Item = (u16, &str)> {
+    std::iter::from_fn(move || {
+        if buf.len() < NLMSG_HDRLEN {
+            return None;
+        }
+        let len = u32::from_ne_bytes(buf[0..4].try_into().ok()?) as usize;
+        let ty = u16::from_ne_bytes([buf[4], buf[5]]);
+        if len < NLMSG_HDRLEN || len > buf.len() {
+            return None;
+        }
+        let body = &buf[NLMSG_HDRLEN..len];
+        let next = ((len + 3) & !3).min(buf.len());
+        buf = &buf[next..];
+        let body = match body.iter().position(|&b| b == 0) {
+            Some(end) => &body[..end],
+            None => body,
+        };
+        Some((ty, std::str::from_utf8(body).unwrap_or("")))
+    })
+}
+
+#[cfg(test)]
+mod netlink_tests {
+    use super::*;
+
+    #[test]
+    fn netlink_messages_are_split() {
+        let mut buf = Vec::new();
+        for (ty, text) in [(1423u16, "abc"), (1320u16, "de")] {
+            let len = NLMSG_HDRLEN + text.len() + 1;
+            buf.extend_from_slice(&(len as u32).to_ne_bytes());
+            buf.extend_from_slice(&ty.to_ne_bytes());
+            buf.extend_from_slice(&[0; 10]);
+            buf.extend_from_slice(text.as_bytes());
+            buf.push(0);
+            while buf.len() % 4 != 0 {
+                buf.push(0);
+            }
+        }
+        let got: Vec<(u16, &str)> = messages(&buf).collect();
+        assert_eq!(got, vec![(1423, "abc"), (1320, "de")]);
+    }
+}

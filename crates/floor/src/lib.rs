@@ -31,7 +31,8 @@
 //! - [`rundir`]: the private run directory for one run's generated files.
 //! - [`exit`]: every exit code, in one type.
 //! - [`Support`] (Linux): what this kernel offers the floor, and the report of what a run gets.
-//! - [`Unavailable`]: why a mechanism of the floor is not available here, by cause.
+//! - [`Unavailable`]: why a mechanism of the floor is not available here, by cause; and
+//!   [`FloorError`], why a floor could not be set up for a run.
 //!
 //! Owns: what the floor is told and what it says. Must not touch: a system call that needs
 //! `unsafe` (those are `crates/confine`'s), events or decisions.
@@ -68,7 +69,7 @@ pub use plan::{Context, Plan};
 pub use spec::Spec;
 #[cfg(target_os = "linux")]
 pub use support::{Support, Writes};
-pub use unavailable::{Feature, ProfileFound, Sysctl, Unavailable};
+pub use unavailable::{Feature, FloorError, ProfileFound, Sysctl, Unavailable};
 
 /// Set in the agent's environment when its tree runs on a floor: a wrapper started inside
 /// (a sub-agent, `ahp-wrap mcp`) stacks its own Landlock rules on the inherited ones and

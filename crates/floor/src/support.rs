@@ -26,6 +26,15 @@ pub struct Support {
 }
 
 impl Support {
+    /// Whether a run's network part is decided per connection without a network namespace
+    /// of the tree's own: none is to be had here, the run is not inside another's floor
+    /// (whose filter already stops each connection, and which a second listener could not
+    /// join), and the floor is on (Landlock: a kernel with it has the seccomp notifications
+    /// the wrapper answers, and their `ADDFD`).
+    pub fn net_without_namespace(&self) -> bool {
+        self.namespaces.is_err() && self.landlock_abi >= 1 && std::env::var_os(ENV_FLOOR).is_none()
+    }
+
     /// How a run with `plan` refuses the writes outside its writable roots: by read-only
     /// mounts when the plan lets the tree start sandboxes of its own and this kernel gives a
     /// mount namespace and Landlock's signal scoping (ABI 6); else by Landlock.
@@ -121,6 +130,28 @@ impl Support {
             )),
             (Some(_), Err(why)) if std::env::var_os(ENV_FLOOR).is_some() => {
                 r.enforced.push(format!("network: {why}"))
+            }
+            (Some(_), Err(why)) if self.net_without_namespace() => {
+                r.enforced.push(format!(
+                    "network: decided per connection without a namespace of its own ({why}): \
+                     out only through the egress proxy (on this machine's loopback, serving \
+                     the tree alone), each connect(2) stopped by a seccomp filter for the \
+                     wrapper, which makes what it allows on a socket of its own; connections \
+                     by address, UDP, raw and packet sockets, TCP Fast Open and io_uring \
+                     refused; path Unix sockets the tree did not bind refused unless \
+                     [floor.unix] allows them{}",
+                    match self.landlock_abi >= 4 {
+                        true => "; the tree's own TCP connections refused by Landlock too",
+                        false => "",
+                    }
+                ));
+                r.gaps.push(
+                    "network: without a namespace of its own the tree has no resolver (a name \
+                     is reached through the proxy only), its listeners are on this machine's \
+                     addresses as they listen, and it reaches the abstract Unix sockets of this \
+                     machine's other processes"
+                        .into(),
+                );
             }
             (Some(_), Err(why)) => r.gaps.push(format!("network: not confined: {why}")),
         }

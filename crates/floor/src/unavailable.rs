@@ -426,3 +426,34 @@ mod tests {
         assert!(Unavailable::AuditOff.source().is_none());
     }
 }
+
+/// A floor that cannot be set up for this run.
+#[derive(Debug, thiserror::Error)]
+pub enum FloorError {
+    /// No Landlock ABI on this kernel, or no ruleset descriptor came of the rules.
+    #[error("the kernel offers no Landlock (needs Linux 5.13 or later with Landlock enabled)")]
+    Unsupported,
+    /// A path the plan grants could not be opened for its Landlock rule.
+    #[error("landlock ruleset for {path}")]
+    Rule {
+        /// The path, for display.
+        path: String,
+        /// Why it could not be opened.
+        #[source]
+        source: std::io::Error,
+    },
+    /// Building the Landlock ruleset failed; the `landlock` crate's error, as text.
+    #[error("landlock ruleset: {0}")]
+    Ruleset(String),
+    /// A step before confinement failed: a staging directory, a file to bind, a channel.
+    #[error("prepare {what} {path}")]
+    Prepare {
+        /// What was being made, worded to precede `path` in the message.
+        what: &'static str,
+        /// The path involved, for display (empty when there is none).
+        path: String,
+        /// The OS error (`InvalidInput` for a path with a NUL byte).
+        #[source]
+        source: std::io::Error,
+    },
+}

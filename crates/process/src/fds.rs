@@ -3,6 +3,7 @@
 //! descriptor's flags and socket, a socket's kind and state, a thread's process.
 
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 
 /// `tid`'s thread group id (its process).
 pub fn thread_group(tid: i32) -> Option<i32> {
@@ -63,6 +64,96 @@ fn parse_unix(table: &str) -> HashMap<u64, (i32, Option<String>)> {
             Some((inode, (kind, f.get(7).map(|p| (*p).to_owned()))))
         })
         .collect()
+}
+
+/// `path` as `tid` names it, made absolute against its working directory.
+pub fn caller_path(tid: i32, path: &Path) -> Option<PathBuf> {
+    if path.is_absolute() {
+        return Some(path.to_owned());
+    }
+    let cwd = std::fs::read_link(format!("/proc/{tid}/cwd")).ok()?;
+    Some(cwd.join(path))
+}
+
+/// Whether the socket at `real` (where it lies, as the caller's root `root` sees it) was
+/// bound by a process of the tree: in the caller's network namespace, or in one of its
+/// ancestors' up to the first in the wrapper's own (the tree's processes are the only ones
+/// in the tree's namespace and in those it made: a sandbox of the tree's own, bubblewrap's
+/// `--unshare-net`, reaches its parent's proxy through a socket bound outside its namespace).
+pub fn bound_in_tree(tid: i32, root: &Path, real: &Path) -> bool {
+    if !bound_in_table(tid, root, real).is_empty() {
+        return true;
+    }
+    let net = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
+    let (Some(ours), Some(mut last)) = (net(std::process::id() as i32), net(tid)) else {
+        return false;
+    };
+    let mut pid = tid;
+    // A bound on the walk: a chain of namespaces deeper than this is nobody's sandbox.
+    for _ in 0..32 {
+        let Some(parent) = crate::procfs::stat(pid).map(|s| s.ppid).filter(|&p| p > 0) else {
+            return false;
+        };
+        pid = parent;
+        let Some(ns) = net(pid) else { return false };
+        if ns == ours {
+            return false;
+        }
+        if ns != last {
+            if !bound_in_table(pid, root, real).is_empty() {
+                return true;
+            }
+            last = ns;
+        }
+    }
+    false
+}
+
+/// The sockets (inodes) listed at `real` in the Unix socket table of `pid`'s network
+/// namespace, which lists the paths bound there as their binders named them (resolved here
+/// against the caller's root `root`; a relative one against nothing we know is skipped).
+pub fn bound_in_table(pid: i32, root: &Path, real: &Path) -> Vec<u64> {
+    let table = unix_sockets(pid);
+    let bound = || {
+        table
+            .iter()
+            .filter_map(|(inode, (_, path))| Some((*inode, Path::new(path.as_deref()?))))
+    };
+    let mut found: Vec<u64> = bound()
+        .filter(|(_, b)| *b == real)
+        .map(|(i, _)| i)
+        .collect();
+    if !found.is_empty() {
+        return found;
+    }
+    // Bound under another name for the same place (a link on the way).
+    let inside = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
+    if let Ok(real) = std::fs::canonicalize(inside(real)) {
+        found.extend(
+            bound()
+                .filter(|(_, b)| {
+                    b.is_absolute() && std::fs::canonicalize(inside(b)).is_ok_and(|c| c == real)
+                })
+                .map(|(i, _)| i),
+        );
+    }
+    found
+}
+
+/// A socket's family and type as a person reads them.
+pub fn socket_kind(family: i32, kind: i32) -> String {
+    let family = match family {
+        nix::libc::AF_INET => "IPv4",
+        nix::libc::AF_INET6 => "IPv6",
+        nix::libc::AF_PACKET => "packet",
+        _ => return format!("family {family}"),
+    };
+    match kind & 0xf {
+        nix::libc::SOCK_DGRAM => format!("{family} datagram (UDP, ICMP)"),
+        nix::libc::SOCK_RAW => format!("{family} raw"),
+        nix::libc::SOCK_STREAM => format!("{family} stream of a protocol other than TCP"),
+        other => format!("{family} type {other}"),
+    }
 }
 
 #[cfg(test)]

@@ -64,6 +64,9 @@ pub(crate) struct Egress {
     pub(crate) agent_serves: std::sync::atomic::AtomicBool,
     /// The process behind each client port, as the connect bridge noted it.
     askers: Arc<std::sync::Mutex<std::collections::HashMap<u16, i32>>>,
+    /// The proxy listens on this machine's loopback (the tree has no network namespace of
+    /// its own): it serves only the connections the bridge made for the tree, by their port.
+    pub(crate) only_the_tree: std::sync::atomic::AtomicBool,
     /// Connections let through and refused.
     pub allowed: AtomicU64,
     /// Connections and name look-ups refused (the published listeners' are counted in
@@ -95,6 +98,7 @@ impl Egress {
             agent: AtomicI32::new(0),
             agent_serves: std::sync::atomic::AtomicBool::new(false),
             askers,
+            only_the_tree: std::sync::atomic::AtomicBool::new(false),
             allowed: AtomicU64::new(0),
             refused: AtomicU64::new(0),
             #[cfg(target_os = "linux")]
@@ -156,6 +160,18 @@ impl Egress {
         peer: SocketAddr,
     ) -> Result<(), String> {
         let _ = stream.set_nodelay(true);
+        if self.only_the_tree.load(Ordering::Relaxed)
+            && !self
+                .askers
+                .lock()
+                .is_ok_and(|a| a.contains_key(&peer.port()))
+        {
+            tracing::warn!(
+                "egress proxy: refused a connection from {peer}, which the agent's tree did \
+                 not make (this proxy serves the tree alone)"
+            );
+            return Ok(());
+        }
         let mut first = [0u8; 1];
         let n = tokio::time::timeout(REQUEST_TIMEOUT, stream.peek(&mut first))
             .await
@@ -275,6 +291,13 @@ impl Egress {
                 }
                 let (event, origin) = self.event_with(arguments, "direct", asker.as_ref());
                 let reason = format!("unix:{shown}: {}", r.why);
+                self.refused(&event, reason, origin).await;
+                return;
+            }
+            crate::floor::bridge::Dest::Socket(kind) => {
+                let arguments = json!({"socket": kind, "url": format!("socket:{kind}")});
+                let (event, origin) = self.event_with(arguments, "direct", asker.as_ref());
+                let reason = format!("a {kind} socket: {}", r.why);
                 self.refused(&event, reason, origin).await;
                 return;
             }

@@ -130,8 +130,22 @@ pub(super) fn kernel(
         }
     }
     let mut placeholders = Vec::new();
+    // Without a network namespace of the tree's own, the proxy listens on this machine's
+    // loopback, on a port the kernel picks.
+    let own_proxy = match plan.net.is_some() && support.net_without_namespace() {
+        true => Some(
+            std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| {
+                NoFloor::Failed(format!("the egress proxy's socket on loopback: {e}"))
+            })?,
+        ),
+        false => None,
+    };
+    let own_port = own_proxy
+        .as_ref()
+        .and_then(|l| l.local_addr().ok())
+        .map(|a| a.port());
     let request = plan.net.as_ref().map(|_| floor::NetRequest {
-        proxy_port: proxy_port(),
+        proxy_port: own_port.unwrap_or_else(proxy_port),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
     });
     let (mut prepared, peer) =
@@ -185,6 +199,7 @@ pub(super) fn kernel(
                 peer,
                 rules,
                 proxy_port: request.proxy_port,
+                own_proxy,
                 unix_allow,
                 injection,
             })

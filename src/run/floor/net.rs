@@ -16,6 +16,9 @@ pub(in crate::run) struct NetSide {
     pub(super) peer: floor::NetPeer,
     pub(super) rules: HostRules,
     pub(super) proxy_port: u16,
+    /// The proxy's listener on this machine's loopback, made by the wrapper when the tree
+    /// has no network namespace of its own (else the agent's process makes it there).
+    pub(super) own_proxy: Option<std::net::TcpListener>,
     /// Path sockets the tree may reach although it did not bind them.
     pub(super) unix_allow: Vec<PathBuf>,
     /// The declared credentials and the run's CA, when there are any.
@@ -49,12 +52,20 @@ impl NetSide {
         agent: i32,
     ) -> std::io::Result<(NetRunning, Option<std::os::unix::net::UnixListener>)> {
         let received = self.peer.receive()?;
-        received.proxy.set_nonblocking(true)?;
-        let listener = tokio::net::TcpListener::from_std(received.proxy)?;
+        let host = self.own_proxy.is_some();
+        let proxy = received
+            .proxy
+            .or(self.own_proxy)
+            .ok_or_else(|| std::io::Error::other("no socket for the egress proxy"))?;
+        proxy.set_nonblocking(true)?;
+        let listener = tokio::net::TcpListener::from_std(proxy)?;
         let askers = floor::bridge::Askers::default();
         let egress = Egress::new(gate, self.rules.clone(), askers.clone());
         let egress = Arc::new(egress.injecting(self.injection));
         egress.agent_is(agent);
+        egress
+            .only_the_tree
+            .store(host, std::sync::atomic::Ordering::Relaxed);
         // What the person's programs listen on (and earlier runs saw), read off the start,
         // on a thread of its own that runs only when a processor is idle: a run that ends
         // first does not wait for it (its file is replaced whole or not at all).
@@ -90,24 +101,30 @@ impl NetSide {
                 let chain = crate::child::procfs::ancestry(r.pid, agent, me);
                 let _ = tx.send((r, chain));
             }),
-            publish: Some(floor::bridge::Publish::new(
-                porter,
-                crate::child::tree::register_own,
-                &listener,
-                Box::new(move |l: floor::bridge::Listening| {
-                    let me = std::process::id() as i32;
-                    let chain = crate::child::procfs::ancestry(l.pid, agent, me);
-                    let _ = listens.send((l, chain));
-                }),
-            )),
+            // Without a namespace the tree's listeners are on this machine's addresses.
+            publish: (!host).then(|| {
+                floor::bridge::Publish::new(
+                    porter,
+                    crate::child::tree::register_own,
+                    &listener,
+                    Box::new(move |l: floor::bridge::Listening| {
+                        let me = std::process::id() as i32;
+                        let chain = crate::child::procfs::ancestry(l.pid, agent, me);
+                        let _ = listens.send((l, chain));
+                    }),
+                )
+            }),
             names: names.clone(),
             carry: Box::new(move |c| {
                 let _ = carries.send(c);
             }),
             dns_askers: dns_askers.clone(),
+            host: host.then(|| floor::bridge::HostNet::new(tree_listens(agent), tree_holds(agent))),
         };
         bridge.spawn(received.notify)?;
-        egress.answer_names(received.dns, names, dns_askers)?;
+        if let Some(dns) = received.dns {
+            egress.answer_names(dns, names, dns_askers)?;
+        }
         let carry = {
             let egress = egress.clone();
             tokio::spawn(async move {
@@ -142,4 +159,26 @@ impl NetSide {
             received.control,
         ))
     }
+}
+
+/// Whether a process of the agent's tree (`agent`) listens on a TCP port of this machine's
+/// loopback, for the bridge without a network namespace.
+#[cfg(target_os = "linux")]
+fn tree_listens(agent: i32) -> Box<dyn Fn(u16) -> bool + Send> {
+    let me = std::process::id() as i32;
+    Box::new(move |port| {
+        crate::child::sockets::listener_on(port)
+            .is_some_and(|(pid, _)| crate::child::tree::descends_from(pid, agent, me).0)
+    })
+}
+
+/// Whether a process of the agent's tree (`agent`) holds a socket, by its inode.
+#[cfg(target_os = "linux")]
+fn tree_holds(agent: i32) -> Box<dyn Fn(u64) -> bool + Send> {
+    let me = std::process::id() as i32;
+    Box::new(move |inode| {
+        crate::child::sockets::holders(&[inode])
+            .get(&inode)
+            .is_some_and(|(pid, _)| crate::child::tree::descends_from(*pid, agent, me).0)
+    })
 }

@@ -41,6 +41,7 @@ use std::sync::{Arc, Mutex};
 mod addr;
 mod answer;
 mod carry;
+mod host;
 mod listen;
 mod socket;
 mod unix;
@@ -54,6 +55,7 @@ use socket::{
 
 pub(crate) use answer::Answer;
 pub use carry::{start_connect, Carry};
+pub use host::HostNet;
 pub use listen::{Listening, Publish};
 
 /// Where a refused connection was going.
@@ -63,6 +65,9 @@ pub enum Dest {
     Inet(SocketAddr),
     /// A Unix socket's path, as the caller named it.
     Unix(PathBuf),
+    /// No destination yet: a socket of a kind refused without a network namespace (its
+    /// family and type, as a person reads them).
+    Socket(String),
 }
 
 /// A direct connection the floor refused.
@@ -118,6 +123,9 @@ pub struct Bridge {
     pub carry: Box<dyn Fn(Carry) + Send>,
     /// Which process asks the tree's resolver, by the UDP port it asks from.
     pub dns_askers: Askers,
+    /// The tree has no network namespace of its own: what the bridge asks of the run then
+    /// (see `host`); `None` with one.
+    pub host: Option<HostNet>,
 }
 
 impl Bridge {
@@ -170,6 +178,9 @@ impl Bridge {
         req: &libc::seccomp_notif,
         seen: &mut HashSet<Dest>,
     ) -> SyscallReply {
+        if self.host.is_some() {
+            return self.answer_host(notify, req, seen);
+        }
         let listener = notify.as_raw_fd();
         let tid = req.pid as i32;
         if i64::from(req.data.nr) == libc::SYS_sendto {
@@ -230,10 +241,10 @@ impl Bridge {
         let (fd, ptr, len) = (req.data.args[0] as i32, req.data.args[1], req.data.args[2]);
         let addr = match read_sockaddr(tid, ptr, len as usize) {
             Some(Sockaddr::Inet(addr)) => addr,
-            Some(Sockaddr::Unix(path)) => return self.unix(fd, tid, path, seen),
+            Some(Sockaddr::Unix(path)) => return self.unix(fd, tid, path, seen, (notify, req.id)),
             // An abstract Unix socket (the namespace's own), netlink, …, or unreadable: the
             // kernel does it, inside the namespace.
-            None => return SyscallReply::Continue,
+            Some(Sockaddr::Other) | None => return SyscallReply::Continue,
         };
         let ip = crate::floor::hosts::canonical(addr.ip());
         if crate::floor::names::is_given(ip) {
@@ -247,16 +258,7 @@ impl Bridge {
                 ),
             };
         }
-        // Connecting to 0.0.0.0 or :: reaches loopback.
-        let addr = match ip {
-            IpAddr::V4(v4) if v4.is_unspecified() => {
-                SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
-            }
-            IpAddr::V6(v6) if v6.is_unspecified() => {
-                SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
-            }
-            _ => addr,
-        };
+        let addr = reached(addr);
         if !addr.ip().is_loopback() && !ip.is_loopback() {
             return self.refuse(
                 addr,
@@ -286,27 +288,13 @@ impl Bridge {
             Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
         }
-        if addr.port() == 53 {
-            return self.refuse(
-                addr,
-                tid,
-                seen,
-                "DNS on loopback (names are resolved by the proxy)",
-            );
-        }
-        if !self.loopback {
-            return self.refuse(
-                addr,
-                tid,
-                seen,
-                "loopback is closed ([floor.net] loopback = false)",
-            );
-        }
-        // A port of this machine's no rule names (a debugger, a database, an admin port of
-        // the person's): decided by the run, as a connection to a name is.
-        if !self.loopback_ports.contains(&addr.port()) {
-            let ip = addr.ip().to_string();
-            return self.carry(tid, fd, (ip, addr.port(), Some(addr)), (notify, req.id));
+        match self.loopback_rule(addr.port()) {
+            Loopback::Refused(why) => return self.refuse(addr, tid, seen, why),
+            Loopback::Decided => {
+                let ip = addr.ip().to_string();
+                return self.carry(tid, fd, (ip, addr.port(), Some(addr)), (notify, req.id));
+            }
+            Loopback::Named => {}
         }
         match bridge(listener, req.id, tid, fd, addr, &theirs) {
             Ok(()) => {
@@ -341,6 +329,46 @@ impl Bridge {
             });
         }
         SyscallReply::Error(libc::EACCES)
+    }
+}
+
+/// What the rules of loopback say of a TCP connection to a port of this machine's loopback
+/// that neither the proxy nor the tree serves.
+enum Loopback {
+    /// Refused, and why.
+    Refused(&'static str),
+    /// A port no rule names (a debugger, a database, an admin port of the person's):
+    /// decided by the run, as a connection to a name is.
+    Decided,
+    /// A port the rules name: carried at once.
+    Named,
+}
+
+impl Bridge {
+    fn loopback_rule(&self, port: u16) -> Loopback {
+        if port == 53 {
+            return Loopback::Refused("DNS on loopback (names are resolved by the proxy)");
+        }
+        if !self.loopback {
+            return Loopback::Refused("loopback is closed ([floor.net] loopback = false)");
+        }
+        match self.loopback_ports.contains(&port) {
+            true => Loopback::Named,
+            false => Loopback::Decided,
+        }
+    }
+}
+
+/// Where a connection to `addr` goes: to `0.0.0.0` or `::`, loopback.
+fn reached(addr: SocketAddr) -> SocketAddr {
+    match crate::floor::hosts::canonical(addr.ip()) {
+        IpAddr::V4(v4) if v4.is_unspecified() => {
+            SocketAddr::new(Ipv4Addr::LOCALHOST.into(), addr.port())
+        }
+        IpAddr::V6(v6) if v6.is_unspecified() => {
+            SocketAddr::new(Ipv6Addr::LOCALHOST.into(), addr.port())
+        }
+        _ => addr,
     }
 }
 

@@ -9,7 +9,7 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::path::Path;
 
 use landlock::{
-    AccessFs, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
+    AccessFs, AccessNet, PathBeneath, PathFd, Ruleset, RulesetAttr, RulesetCreatedAttr, Scope, ABI,
 };
 
 use super::namespaces::Namespaces;
@@ -85,7 +85,8 @@ impl Prepared {
         // agent's own tools tell `EACCES` from `EROFS` (Claude Code falls back to writing its
         // state file in place on the first only), so Landlock stays the rule elsewhere.
         let writes = support.writes(plan);
-        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi), writes)?;
+        let host = net.is_some() && support.net_without_namespace();
+        let (landlock, handled) = ruleset(plan, ABI::from(support.landlock_abi), writes, host)?;
         let landlock = Some(landlock);
         let mut namespaces = match support.namespaces {
             Ok(()) => Some(Namespaces::new(plan, scratch, writes)?),
@@ -93,7 +94,7 @@ impl Prepared {
         };
         let (net, peer) = match (net, &mut namespaces) {
             (Some(request), Some(ns)) => {
-                let (child, peer) = netns::NetChild::new(request)?;
+                let (child, peer) = netns::NetChild::new(request, false)?;
                 ns.resolve_inside(scratch)?;
                 let made = premade.and_then(|a| {
                     a.take()
@@ -110,6 +111,10 @@ impl Prepared {
                 if let Some(made) = made {
                     ns.take_made(made, plan);
                 }
+                (Some(child), Some(peer))
+            }
+            (Some(request), None) if host => {
+                let (child, peer) = netns::NetChild::new(request, true)?;
                 (Some(child), Some(peer))
             }
             _ => (None, None),
@@ -214,8 +219,15 @@ impl Prepared {
 /// The Landlock ruleset: write access only beneath the plan's writable directories (and to
 /// its device files); no signals out of the domain from ABI 6. With `Writes::Mounts`, no
 /// file access at all (the mounts refuse the writes), signals scoped: a domain all the same,
-/// so that nothing of the tree traces or signals a process outside it.
-fn ruleset(plan: &Plan, abi: ABI, writes: Writes) -> Result<(OwnedFd, u64), FloorError> {
+/// so that nothing of the tree traces or signals a process outside it. `host_net`: the tree
+/// has no network namespace of its own, and its own TCP connections are refused (ABI 4; the
+/// wrapper makes those it allows, on sockets of its own).
+fn ruleset(
+    plan: &Plan,
+    abi: ABI,
+    writes: Writes,
+    host_net: bool,
+) -> Result<(OwnedFd, u64), FloorError> {
     let lerr = |e: landlock::RulesetError| FloorError::Ruleset(e.to_string());
     if writes == Writes::Mounts {
         let created = Ruleset::default()
@@ -231,6 +243,9 @@ fn ruleset(plan: &Plan, abi: ABI, writes: Writes) -> Result<(OwnedFd, u64), Floo
     let mut ruleset = Ruleset::default().handle_access(handled).map_err(lerr)?;
     if abi >= ABI::V6 {
         ruleset = ruleset.scope(Scope::Signal).map_err(lerr)?;
+    }
+    if host_net && abi >= ABI::V4 {
+        ruleset = ruleset.handle_access(AccessNet::ConnectTcp).map_err(lerr)?;
     }
     let mut created = ruleset.create().map_err(lerr)?;
     let rule = |path: &Path, access| {

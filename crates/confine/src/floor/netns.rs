@@ -34,6 +34,8 @@ pub(super) struct NetChild {
     dns: libc::sockaddr_in,
     control: Option<(libc::sockaddr_un, libc::socklen_t)>,
     filter: Vec<libc::sock_filter>,
+    /// No namespace of the tree's own: the filter alone, and no socket bound for it.
+    host: bool,
 }
 
 /// The wrapper's side of the channel: what the agent's process sends before `exec`.
@@ -41,17 +43,18 @@ pub(super) struct NetChild {
 pub struct NetPeer {
     channel: OwnedFd,
     has_control: bool,
+    host: bool,
 }
 
 /// The descriptors the agent's process made in its namespace, listening.
 #[derive(Debug)]
 pub struct NetReceived {
     /// The egress proxy's socket: TCP, on [`NetRequest::proxy_port`] of the namespace's
-    /// 127.0.0.1.
-    pub proxy: std::net::TcpListener,
+    /// 127.0.0.1 (`None` without a namespace: the wrapper listens on its own loopback).
+    pub proxy: Option<std::net::TcpListener>,
     /// The tree's resolver's socket: UDP, on port 53 of its loopback (its `resolv.conf`
-    /// names it).
-    pub dns: std::net::UdpSocket,
+    /// names it); `None` without a namespace (the tree then has no resolver).
+    pub dns: Option<std::net::UdpSocket>,
     /// The control socket, bound under its abstract name in the namespace, for the agent's
     /// hooks; `None` when [`NetRequest::control`] was.
     pub control: Option<std::os::unix::net::UnixListener>,
@@ -60,7 +63,9 @@ pub struct NetReceived {
 }
 
 impl NetChild {
-    pub(super) fn new(request: &NetRequest) -> Result<(NetChild, NetPeer), FloorError> {
+    /// `host`: the tree has no network namespace of its own (see [`super::Support`]'s
+    /// `net_without_namespace`), and gets the filter that decides each connection without.
+    pub(super) fn new(request: &NetRequest, host: bool) -> Result<(NetChild, NetPeer), FloorError> {
         let prepare = |source| FloorError::Prepare {
             what: "the network namespace's channel",
             path: String::new(),
@@ -98,11 +103,16 @@ impl NetChild {
                 proxy,
                 dns,
                 control,
-                filter: ahp_wrap_floor::seccomp::connect_filter(),
+                filter: match host {
+                    true => ahp_wrap_floor::seccomp::host_filter(),
+                    false => ahp_wrap_floor::seccomp::connect_filter(),
+                },
+                host,
             },
             NetPeer {
                 channel: ours.into(),
-                has_control: request.control.is_some(),
+                has_control: request.control.is_some() && !host,
+                host,
             },
         ))
     }
@@ -110,6 +120,10 @@ impl NetChild {
     /// In the agent's process, inside its new namespaces: binds the sockets, installs the
     /// filter and sends the descriptors to the wrapper.
     pub(super) fn apply(&self) -> std::io::Result<()> {
+        if self.host {
+            // SAFETY: plain system calls on values we own; nothing allocates.
+            return unsafe { self.install(&mut [-1, -1, -1, -1], 0) };
+        }
         // SAFETY: plain system calls on values we own; nothing allocates.
         unsafe {
             let proxy = libc::socket(libc::AF_INET, libc::SOCK_STREAM | libc::SOCK_CLOEXEC, 0);
@@ -155,6 +169,17 @@ impl NetChild {
                 fds[count] = control;
                 count += 1;
             }
+            self.install(&mut fds, count)
+        }
+    }
+
+    /// Installs the filter and sends the first `count` of `fds` with its listener to the
+    /// wrapper, then closes them.
+    ///
+    /// # Safety
+    /// For a pre-exec step: no allocation.
+    unsafe fn install(&self, fds: &mut [libc::c_int; 4], mut count: usize) -> std::io::Result<()> {
+        unsafe {
             let prog = libc::sock_fprog {
                 len: self.filter.len() as libc::c_ushort,
                 filter: self.filter.as_ptr().cast_mut(),
@@ -212,7 +237,11 @@ impl NetPeer {
                 ))
             }
         };
-        let want = if self.has_control { 4 } else { 3 };
+        let want = match (self.host, self.has_control) {
+            (true, _) => 1,
+            (false, true) => 4,
+            (false, false) => 3,
+        };
         if fds.len() != want {
             return Err(std::io::Error::other(format!(
                 "the agent's process sent {} descriptors instead of {want}",
@@ -228,9 +257,17 @@ impl NetPeer {
             }
             Ok(())
         };
+        if self.host {
+            return Ok(NetReceived {
+                proxy: None,
+                dns: None,
+                control: None,
+                notify: fds.next().expect("counted"),
+            });
+        }
         let proxy = fds.next().expect("counted");
         listen(&proxy)?;
-        let dns = std::net::UdpSocket::from(fds.next().expect("counted"));
+        let dns = Some(std::net::UdpSocket::from(fds.next().expect("counted")));
         let control = match self.has_control {
             true => {
                 let c = fds.next().expect("counted");
@@ -240,7 +277,7 @@ impl NetPeer {
             false => None,
         };
         Ok(NetReceived {
-            proxy: std::net::TcpListener::from(proxy),
+            proxy: Some(std::net::TcpListener::from(proxy)),
             dns,
             control,
             notify: fds.next().expect("counted"),

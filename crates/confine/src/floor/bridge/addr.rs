@@ -9,15 +9,18 @@ pub(super) enum Sockaddr {
     Inet(SocketAddr),
     /// A path Unix socket (not an abstract one).
     Unix(PathBuf),
+    /// Anything else (an abstract Unix socket, netlink, `AF_UNSPEC`, too short to be one):
+    /// the kernel's to answer.
+    Other,
 }
 
-/// The Internet address or socket path at `ptr` in `tid`'s memory, if the call names one.
+/// The address at `ptr` in `tid`'s memory; `None` when it cannot be read.
 pub(super) fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> {
     use std::os::unix::ffi::OsStrExt;
     let mut buf = [0u8; 110];
     let len = len.min(buf.len());
     if len < 2 {
-        return None;
+        return Some(Sockaddr::Other);
     }
     let n = read_memory(tid, ptr, &mut buf[..len]);
     if n < 2 {
@@ -45,13 +48,26 @@ pub(super) fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> 
                 &name[..end],
             ))))
         }
-        _ => None,
+        _ => Some(Sockaddr::Other),
     }
 }
 
 /// Reads `buf.len()` bytes at `ptr` in `tid`'s memory into `buf`; returns how many were
-/// read (negative: none, `process_vm_readv`'s error).
+/// read (negative: none). Through `/proc/PID/mem` where `process_vm_readv` is refused (a
+/// container engine's seccomp profile refuses it without `CAP_SYS_PTRACE`).
 pub(super) fn read_memory(tid: i32, ptr: u64, buf: &mut [u8]) -> isize {
+    match vm_read(tid, ptr, buf) {
+        n if n < 0 && std::io::Error::last_os_error().raw_os_error() == Some(libc::EPERM) => {
+            use std::os::unix::fs::FileExt;
+            std::fs::File::open(format!("/proc/{tid}/mem"))
+                .and_then(|mem| mem.read_at(buf, ptr))
+                .map_or(-1, |n| n as isize)
+        }
+        n => n,
+    }
+}
+
+fn vm_read(tid: i32, ptr: u64, buf: &mut [u8]) -> isize {
     let local = libc::iovec {
         iov_base: buf.as_mut_ptr().cast(),
         iov_len: buf.len(),

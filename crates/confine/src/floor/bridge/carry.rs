@@ -34,6 +34,8 @@ pub struct Carry {
     fd: i32,
     cloexec: bool,
     answer: Answer,
+    /// Without a network namespace: where the socket put in place is noted (see `host`).
+    placed: Option<super::host::Placed>,
 }
 
 impl Carry {
@@ -49,6 +51,9 @@ impl Carry {
             self.answer
                 .fail(e.raw_os_error().unwrap_or(libc::ECONNREFUSED));
             return Err(e);
+        }
+        if let Some(placed) = &self.placed {
+            super::host::note_placed(placed, socket);
         }
         if result != 0 {
             self.answer.fail(result);
@@ -83,22 +88,55 @@ impl Bridge {
         }
         // SAFETY: fcntl on a descriptor we own (its file description is the caller's).
         let status = unsafe { libc::fcntl(theirs.as_raw_fd(), libc::F_GETFL) };
-        (self.carry)(Carry {
-            name,
-            loopback,
-            port,
-            pid: thread_group(tid).unwrap_or(tid),
+        let caller = Caller {
             v6: sockopt(&theirs, libc::SOL_SOCKET, libc::SO_DOMAIN) == Some(libc::AF_INET6),
             nonblocking: status >= 0 && status & libc::O_NONBLOCK != 0,
             nodelay: nodelay(&theirs),
             keepalive: sockopt(&theirs, libc::SOL_SOCKET, libc::SO_KEEPALIVE)
                 .is_some_and(|v| v != 0),
+        };
+        self.hand_over(
+            tid,
+            fd,
+            (name, port, loopback),
+            Answer::new(notify, id),
+            caller,
+        )
+    }
+
+    /// Hands `tid`'s connection of its socket `fd` to the run, to decide and answer.
+    pub(super) fn hand_over(
+        &self,
+        tid: i32,
+        fd: i32,
+        (name, port, loopback): (String, u16, Option<std::net::SocketAddr>),
+        answer: Answer,
+        caller: Caller,
+    ) -> SyscallReply {
+        (self.carry)(Carry {
+            name,
+            loopback,
+            port,
+            pid: thread_group(tid).unwrap_or(tid),
+            v6: caller.v6,
+            nonblocking: caller.nonblocking,
+            nodelay: caller.nodelay,
+            keepalive: caller.keepalive,
             fd,
             cloexec: fd_cloexec(tid, fd),
-            answer: Answer::new(notify, id),
+            answer,
+            placed: self.host.as_ref().map(|h| h.placed.clone()),
         });
         SyscallReply::Later
     }
+}
+
+/// What of the caller's socket a socket put in its place keeps.
+pub(super) struct Caller {
+    pub(super) v6: bool,
+    pub(super) nonblocking: bool,
+    pub(super) nodelay: bool,
+    pub(super) keepalive: bool,
 }
 
 /// `TCP_CLOSE`: a TCP socket neither connected nor connecting (nor listening).

@@ -7,6 +7,8 @@ use std::io;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 use std::path::{Path, PathBuf};
 
+use ahp_wrap_process::fds::{bound_in_table, bound_in_tree, caller_path};
+
 use super::{their_fd, Bridge, Datagram, Dest, SyscallReply};
 
 impl Bridge {
@@ -21,11 +23,15 @@ impl Bridge {
         tid: i32,
         path: PathBuf,
         seen: &mut HashSet<Dest>,
+        notify: (&std::sync::Arc<OwnedFd>, u64),
     ) -> SyscallReply {
         let target = match self.decide_unix(tid, path, seen) {
             Ok(target) => target,
             Err(reply) => return reply,
         };
+        if self.host.is_some() {
+            return self.unix_host(tid, fd, &target, notify);
+        }
         let theirs = match their_fd(tid, fd) {
             Ok(t) => t,
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
@@ -49,7 +55,12 @@ impl Bridge {
             Ok(target) => target,
             Err(reply) => return reply,
         };
-        let theirs = match their_fd(tid, data.fd) {
+        // Without a namespace, from a socket of ours (the caller's cannot be taken).
+        let theirs = match self.host {
+            Some(_) => super::host::own_socket(libc::AF_UNIX, libc::SOCK_DGRAM),
+            None => their_fd(tid, data.fd),
+        };
+        let theirs = match theirs {
             Ok(t) => t,
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EBADF)),
         };
@@ -83,8 +94,13 @@ impl Bridge {
                 _ => r,
             })
             .unwrap_or_else(|_| full.clone());
-        let allowed =
-            self.unix_allow.iter().any(|a| real.starts_with(a)) || bound_in_tree(tid, &root, &real);
+        let bound = match &self.host {
+            Some(host) => bound_in_table(tid, &root, &real)
+                .into_iter()
+                .any(|inode| (host.tree_holds)(inode)),
+            None => bound_in_tree(tid, &root, &real),
+        };
+        let allowed = self.unix_allow.iter().any(|a| real.starts_with(a)) || bound;
         if !allowed {
             return Err(self.refuse(
                 Dest::Unix(real),
@@ -96,86 +112,6 @@ impl Bridge {
         }
         Ok(target)
     }
-}
-
-/// `path` as `tid` names it, made absolute against its working directory.
-pub(super) fn caller_path(tid: i32, path: &Path) -> Option<PathBuf> {
-    if path.is_absolute() {
-        return Some(path.to_owned());
-    }
-    let cwd = std::fs::read_link(format!("/proc/{tid}/cwd")).ok()?;
-    Some(cwd.join(path))
-}
-
-/// Whether the socket at `real` (where it lies, as the caller's root `root` sees it) was
-/// bound by a process of the tree: in the caller's network namespace, or in one of its
-/// ancestors' up to the first in the wrapper's own (the tree's processes are the only ones
-/// in the tree's namespace and in those it made: a sandbox of the tree's own, bubblewrap's
-/// `--unshare-net`, reaches its parent's proxy through a socket bound outside its namespace).
-pub(super) fn bound_in_tree(tid: i32, root: &Path, real: &Path) -> bool {
-    if bound_in_table(tid, root, real) {
-        return true;
-    }
-    let net = |pid: i32| std::fs::read_link(format!("/proc/{pid}/ns/net")).ok();
-    let (Some(ours), Some(mut last)) = (net(std::process::id() as i32), net(tid)) else {
-        return false;
-    };
-    let mut pid = tid;
-    // A bound on the walk: a chain of namespaces deeper than this is nobody's sandbox.
-    for _ in 0..32 {
-        let Some(parent) = parent_of(pid).filter(|&p| p > 0) else {
-            return false;
-        };
-        pid = parent;
-        let Some(ns) = net(pid) else { return false };
-        if ns == ours {
-            return false;
-        }
-        if ns != last {
-            if bound_in_table(pid, root, real) {
-                return true;
-            }
-            last = ns;
-        }
-    }
-    false
-}
-
-/// The parent of process `pid`, as `/proc` gives it.
-fn parent_of(pid: i32) -> Option<i32> {
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    // pid (comm) state ppid ...: the command may hold spaces and parentheses.
-    stat.rsplit_once(')')?
-        .1
-        .split_whitespace()
-        .nth(1)?
-        .parse()
-        .ok()
-}
-
-/// Whether the socket at `real` is listed in the Unix socket table of `pid`'s network
-/// namespace, which lists the paths bound there as their binders named them (resolved here
-/// against the caller's root `root`; a relative one against nothing we know is skipped).
-fn bound_in_table(pid: i32, root: &Path, real: &Path) -> bool {
-    let Ok(table) = std::fs::read_to_string(format!("/proc/{pid}/net/unix")) else {
-        return false;
-    };
-    // Num RefCount Protocol Flags Type St Inode Path
-    let bound = || {
-        table
-            .lines()
-            .skip(1)
-            .filter_map(|line| line.split_whitespace().nth(7).map(Path::new))
-    };
-    if bound().any(|b| b == real) {
-        return true;
-    }
-    // Bound under another name for the same place (a link on the way).
-    let inside = |p: &Path| root.join(p.strip_prefix("/").unwrap_or(p));
-    let Ok(real) = std::fs::canonicalize(inside(real)) else {
-        return false;
-    };
-    bound().any(|b| b.is_absolute() && std::fs::canonicalize(inside(b)).is_ok_and(|c| c == real))
 }
 
 /// `path`, opened to name it only (`O_PATH`), its links followed.

@@ -19,7 +19,7 @@ use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
 
 use super::{Feature, Unavailable};
 
-pub use ahp_wrap_floor::denials::{keep, Collector, Denial};
+pub use ahp_wrap_floor::denials::{keep, messages, said, Collector, Denial};
 
 const NETLINK_AUDIT: libc::c_int = 9;
 /// The read-only multicast group (`AUDIT_NLGRP_READLOG`).
@@ -109,19 +109,6 @@ impl AsRawFd for Reader {
     }
 }
 
-/// What a run says of counting the floor's refusals, given the reader it opened.
-pub fn said(reader: &Result<Reader, Unavailable>) -> String {
-    match reader {
-        Ok(_) => "refusals: each one the kernel makes is counted and audited (read from the \
-                  kernel's audit log)"
-            .into(),
-        Err(why) => format!(
-            "refusals: the kernel's file and signal refusals are not counted: {why} (refused \
-             connections are)"
-        ),
-    }
-}
-
 fn netlink() -> Result<OwnedFd, Unavailable> {
     // SAFETY: socket(2); the descriptor is owned at once.
     let fd = unsafe {
@@ -189,49 +176,4 @@ fn audit_enabled() -> Option<bool> {
     // struct audit_status { u32 mask; u32 enabled; ... }
     let enabled = u32::from_ne_bytes(buf[20..24].try_into().ok()?);
     Some(enabled != 0)
-}
-
-/// The netlink messages in one datagram: type and text (the record, trailing NULs cut).
-fn messages(mut buf: &[u8]) -> impl Iterator<Item = (u16, &str)> {
-    std::iter::from_fn(move || {
-        if buf.len() < NLMSG_HDRLEN {
-            return None;
-        }
-        let len = u32::from_ne_bytes(buf[0..4].try_into().ok()?) as usize;
-        let ty = u16::from_ne_bytes([buf[4], buf[5]]);
-        if len < NLMSG_HDRLEN || len > buf.len() {
-            return None;
-        }
-        let body = &buf[NLMSG_HDRLEN..len];
-        let next = ((len + 3) & !3).min(buf.len());
-        buf = &buf[next..];
-        let body = match body.iter().position(|&b| b == 0) {
-            Some(end) => &body[..end],
-            None => body,
-        };
-        Some((ty, std::str::from_utf8(body).unwrap_or("")))
-    })
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn netlink_messages_are_split() {
-        let mut buf = Vec::new();
-        for (ty, text) in [(1423u16, "abc"), (1320u16, "de")] {
-            let len = NLMSG_HDRLEN + text.len() + 1;
-            buf.extend_from_slice(&(len as u32).to_ne_bytes());
-            buf.extend_from_slice(&ty.to_ne_bytes());
-            buf.extend_from_slice(&[0; 10]);
-            buf.extend_from_slice(text.as_bytes());
-            buf.push(0);
-            while buf.len() % 4 != 0 {
-                buf.push(0);
-            }
-        }
-        let got: Vec<(u16, &str)> = messages(&buf).collect();
-        assert_eq!(got, vec![(1423, "abc"), (1320, "de")]);
-    }
 }

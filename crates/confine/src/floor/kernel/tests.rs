@@ -205,7 +205,7 @@ fn this_kernel_reports_what_it_offers() {
     };
     let r = s.report(
         &plan,
-        crate::floor::denials::said(&Err(Unavailable::AuditOff)),
+        crate::floor::denials::said::<()>(&Err(Unavailable::AuditOff)),
     );
     assert_eq!(r.enforced.is_empty(), s.landlock_abi < 1);
     assert!(r.refusals.contains("audit subsystem is off"), "{r:?}");
