@@ -94,13 +94,13 @@ impl Bridge {
                 _ => r,
             })
             .unwrap_or_else(|_| full.clone());
-        let bound = match &self.host {
+        let bound = || match &self.host {
             Some(host) => bound_in_table(tid, &root, &real)
                 .into_iter()
                 .any(|inode| (host.tree_holds)(inode)),
             None => bound_in_tree(tid, &root, &real),
         };
-        let allowed = self.unix_allow.iter().any(|a| real.starts_with(a)) || bound;
+        let allowed = self.unix_allow.iter().any(|a| real.starts_with(a)) || bound();
         if !allowed {
             return Err(self.refuse(
                 Dest::Unix(real),
