@@ -182,6 +182,48 @@ fn a_user_who_is_not_root_is_supervised_through_the_installed_file() {
     });
     r.check(new.exists(), "the modified command did not run");
 
+    // Without a network namespace each connection is decided (docs/floor.md, "In a
+    // container"): Gemini reaches its model server on loopback, and a connection of its
+    // shell to an address the policy does not name is refused and audited, with its process.
+    let world = world_for(user, system.path());
+    let (probe, outcome) = (world.ws().join("probe.py"), world.ws().join("outcome"));
+    std::fs::write(
+        &probe,
+        "import socket\ntry:\n    socket.create_connection(('192.0.2.7', 80), timeout=5)\n    \
+         print('connected')\nexcept OSError as e:\n    print(e.errno)\n",
+    )
+    .unwrap();
+    let llm = FakeLlm::start(
+        world.dir.path(),
+        json!([
+            shell(&format!("python3 {} > {}", probe.display(), outcome.display())),
+            {"text": "All done."}
+        ]),
+    );
+    let harness = world.harness(json!({"rules": []}));
+    let audit = world.dir.path().join("audit.jsonl");
+    let audit_arg = audit.to_str().unwrap();
+    let r = world.wrapped(
+        &llm,
+        &["--harness", &harness, "--audit-log", audit_arg],
+        PROMPT,
+        &[],
+    );
+    let said = std::fs::read_to_string(&outcome).unwrap_or_default();
+    r.check(
+        said.trim() == libc::EACCES.to_string(),
+        &format!("the connection was not refused: {said:?}"),
+    );
+    let audit = std::fs::read_to_string(&audit).unwrap_or_default();
+    r.check(
+        audit.lines().any(|l| {
+            l.contains("\"decision\":\"block\"")
+                && l.contains("192.0.2.7:80")
+                && l.contains("probe.py")
+        }),
+        &format!("the refusal is not in the audit log:\n{audit}"),
+    );
+
     // The harness gone: blocked.
     let world = world_for(user, system.path());
     let (r, llm) = support::harness_goes_down(&world, shell, PROMPT);
