@@ -39,6 +39,16 @@ try:
 except OSError as e:
     outcome("own-server", f"failed: {e}")
 
+# An abstract socket of the tree's own: the kernel's to connect.
+try:
+    own = socket.socket(socket.AF_UNIX)
+    own.bind("\0ahp-wrap-floor-test-%d" % os.getpid())
+    own.listen(1)
+    socket.socket(socket.AF_UNIX).connect("\0ahp-wrap-floor-test-%d" % os.getpid())
+    outcome("abstract", "connected")
+except OSError as e:
+    outcome("abstract", f"failed: {e}")
+
 # A direct connection to the outside.
 try:
     socket.create_connection(("198.51.100.1", 80), timeout=3).sendall(b"direct-exfiltrated")
@@ -176,6 +186,7 @@ fn without_a_network_namespace_each_connection_is_decided_and_audited() {
 
     // Ordinary work holds: the tree reaches its own server.
     assert_eq!(said("own-server"), "PING", "{context}");
+    assert_eq!(said("abstract"), "connected", "{context}");
     // Nothing the tree or the outside process sent reached the outside server.
     let reached = std::fs::read_to_string(&log).unwrap_or_default();
     assert!(!reached.contains("exfiltrated"), "{reached}\n{context}");

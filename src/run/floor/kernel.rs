@@ -200,6 +200,7 @@ pub(super) fn kernel(
                 rules,
                 proxy_port: request.proxy_port,
                 own_proxy,
+                kernel_refuses_tcp: support.landlock_abi >= 4,
                 unix_allow,
                 injection,
             })

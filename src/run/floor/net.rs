@@ -19,6 +19,8 @@ pub(in crate::run) struct NetSide {
     /// The proxy's listener on this machine's loopback, made by the wrapper when the tree
     /// has no network namespace of its own (else the agent's process makes it there).
     pub(super) own_proxy: Option<std::net::TcpListener>,
+    /// Whether Landlock refuses the tree's own TCP connections (ABI 4).
+    pub(super) kernel_refuses_tcp: bool,
     /// Path sockets the tree may reach although it did not bind them.
     pub(super) unix_allow: Vec<PathBuf>,
     /// The declared credentials and the run's CA, when there are any.
@@ -119,7 +121,10 @@ impl NetSide {
                 let _ = carries.send(c);
             }),
             dns_askers: dns_askers.clone(),
-            host: host.then(|| floor::bridge::HostNet::new(tree_listens(agent), tree_holds(agent))),
+            host: host.then(|| {
+                let tcp = self.kernel_refuses_tcp;
+                floor::bridge::HostNet::new(tree_listens(agent), tree_holds(agent), tcp)
+            }),
         };
         bridge.spawn(received.notify)?;
         if let Some(dns) = received.dns {

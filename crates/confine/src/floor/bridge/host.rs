@@ -35,18 +35,25 @@ pub struct HostNet {
     pub tree_listens: Box<dyn Fn(u16) -> bool + Send>,
     /// Whether a process of the tree holds the socket with this inode.
     pub tree_holds: Box<dyn Fn(u64) -> bool + Send>,
+    /// Whether Landlock refuses the tree's own TCP connections (ABI 4): else a `connect`
+    /// let go on to the kernel must be on a Unix socket, so that an address rewritten after
+    /// it was read reaches nothing outside.
+    kernel_refuses_tcp: bool,
     pub(super) placed: Placed,
 }
 
 impl HostNet {
-    /// With the run's two readings of the tree.
+    /// With the run's two readings of the tree, and whether this kernel's Landlock refuses
+    /// the tree's own TCP connections (ABI 4).
     pub fn new(
         tree_listens: Box<dyn Fn(u16) -> bool + Send>,
         tree_holds: Box<dyn Fn(u64) -> bool + Send>,
+        kernel_refuses_tcp: bool,
     ) -> HostNet {
         HostNet {
             tree_listens,
             tree_holds,
+            kernel_refuses_tcp,
             placed: Placed::default(),
         }
     }
@@ -90,7 +97,7 @@ impl Bridge {
             },
             libc::SYS_connect => {
                 let (fd, ptr, len) = (a[0] as i32, a[1], a[2] as usize);
-                match read_sockaddr(tid, ptr, len) {
+                let reply = match read_sockaddr(tid, ptr, len) {
                     Some(Sockaddr::Inet(addr)) => {
                         self.inet_host(tid, fd, addr, (notify, req.id), seen)
                     }
@@ -98,6 +105,13 @@ impl Bridge {
                     Some(Sockaddr::Other) => SyscallReply::Continue,
                     // Unreadable: nothing is let through that was not read.
                     None => SyscallReply::Error(libc::EACCES),
+                };
+                let refuses_tcp = self.host.as_ref().is_some_and(|h| h.kernel_refuses_tcp);
+                match reply {
+                    SyscallReply::Continue if !refuses_tcp && !is_unix(tid, fd) => {
+                        SyscallReply::Error(libc::EACCES)
+                    }
+                    reply => reply,
                 }
             }
             _ => SyscallReply::Continue,
@@ -253,4 +267,9 @@ pub(super) fn own_socket(family: i32, kind: i32) -> std::io::Result<OwnedFd> {
     }
     // SAFETY: a fresh descriptor nothing else owns.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+/// Whether `tid`'s `fd` is a Unix socket.
+fn is_unix(tid: i32, fd: i32) -> bool {
+    fds::socket_inode(tid, fd).is_some_and(|inode| fds::unix_sockets(tid).contains_key(&inode))
 }
