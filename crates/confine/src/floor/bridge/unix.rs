@@ -71,7 +71,8 @@ impl Bridge {
     }
 
     /// The socket file a caller names at `path`, opened, when the tree may reach it; else
-    /// the answer: refused (and reported), or the kernel's own (nothing there).
+    /// the answer: refused (and reported), or what opening it met (nothing there: `ENOENT`).
+    /// Never the kernel's to carry out: the caller could name another path by then.
     fn decide_unix(
         &self,
         tid: i32,
@@ -79,12 +80,11 @@ impl Bridge {
         seen: &mut HashSet<Dest>,
     ) -> Result<OwnedFd, SyscallReply> {
         let Some(full) = caller_path(tid, &path) else {
-            return Err(SyscallReply::Continue);
+            return Err(SyscallReply::Error(libc::EACCES));
         };
         let root = PathBuf::from(format!("/proc/{tid}/root"));
-        let Ok(target) = open_path(&root.join(full.strip_prefix("/").unwrap_or(&full))) else {
-            return Err(SyscallReply::Continue);
-        };
+        let target = open_path(&root.join(full.strip_prefix("/").unwrap_or(&full)))
+            .map_err(|e| SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ENOENT)))?;
         // Where it lies, as the caller's root sees it.
         let real = std::fs::read_link(format!("/proc/self/fd/{}", target.as_raw_fd()))
             .map(|r| match std::fs::read_link(&root) {
