@@ -223,6 +223,20 @@ fn a_user_who_is_not_root_is_supervised_through_the_installed_file() {
         }),
         &format!("the refusal is not in the audit log:\n{audit}"),
     );
+    // Each hook call's process is the one the kernel vouched for to the bridge, which made
+    // its connection to the control socket: one of the agent's tree.
+    let hooks: Vec<serde_json::Value> = audit
+        .lines()
+        .filter_map(|l| serde_json::from_str::<serde_json::Value>(l).ok())
+        .filter(|e| e["source"] == "harness" && e["peer"].is_object())
+        .collect();
+    r.check(
+        hooks.len() >= 4
+            && hooks
+                .iter()
+                .all(|e| e["peer"]["descends_from_agent"] == true),
+        &format!("a hook call is not the tree's: {hooks:?}"),
+    );
 
     // The harness gone: blocked.
     let world = world_for(user, system.path());

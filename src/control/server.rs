@@ -155,6 +155,17 @@ impl ControlServer {
             let peer = match stream.peer_cred() {
                 Ok(cred) if cred.uid() == uid => {
                     let pid = cred.pid().unwrap_or(0);
+                    // A connection the floor's bridge made for a process of the tree (the kernel
+                    // vouches for the wrapper, which connected): the caller, by the name the
+                    // bridge bound it to.
+                    #[cfg(target_os = "linux")]
+                    let pid = match (pid == me, stream.peer_addr()) {
+                        (true, Ok(from)) => from
+                            .as_abstract_name()
+                            .and_then(crate::child::fds::caller_named)
+                            .unwrap_or(pid),
+                        _ => pid,
+                    };
                     let agent = self.agent.0.load(Ordering::SeqCst);
                     let (descends_from_agent, parent) = match pid > 0 {
                         true => tree::descends_from(pid, agent, me),

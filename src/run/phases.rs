@@ -316,7 +316,7 @@ impl Run<'_> {
                 return Err(Failure::new(exit, e));
             }
         };
-        held.forwarder.set_target(agent.id);
+        held.forwarder.set_target(agent.id.kill_target());
         if let Some(g) = held.guardian.as_mut() {
             g.watch(agent.id);
         }

@@ -309,6 +309,7 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
 /// The same for the process tree (`crates/process/src`).
 pub(super) const PROCESS_LAYERS: &[(&str, &[&str])] = &[
     ("procfs", &[]),
+    ("signals", &[]),
     ("fds", &["procfs"]),
     ("sockets", &["procfs"]),
     ("cgroup", &[]),

@@ -156,6 +156,19 @@ pub fn socket_kind(family: i32, kind: i32) -> String {
     }
 }
 
+/// The abstract name a Unix socket the floor's bridge connects for a caller is bound to: this, its pid, the
+/// wrapper's and a count.
+pub const CALLER_PREFIX: &str = "ahp-wrap-for-";
+
+/// The caller a connection made by the floor's bridge stands for, from the abstract name it is bound
+/// to; for a server that checked the connection is the wrapper's own (`SO_PEERCRED`).
+pub fn caller_named(name: &[u8]) -> Option<i32> {
+    let rest = std::str::from_utf8(name)
+        .ok()?
+        .strip_prefix(CALLER_PREFIX)?;
+    rest.split('-').next()?.parse().ok()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -176,6 +189,13 @@ mod tests {
             rows[&4414],
             (nix::libc::SOCK_SEQPACKET, Some("@abs".into()))
         );
+    }
+
+    #[test]
+    fn a_name_the_bridge_binds_says_whom_it_stands_for() {
+        assert_eq!(caller_named(b"ahp-wrap-for-4242-17-0"), Some(4242));
+        assert_eq!(caller_named(b"ahp-wrap-1f7f"), None);
+        assert_eq!(caller_named(b"ahp-wrap-for-x-17-0"), None);
     }
 
     #[test]

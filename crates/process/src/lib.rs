@@ -7,6 +7,8 @@
 //!   subreaper), and its end.
 //! - [`cgroup`]: a cgroup v2 sub-group for the agent, where the machine lets us make one.
 //! - [`fds`]: a process's descriptors (flags, sockets) and Unix sockets, as `/proc` shows them.
+//! - [`signals`]: where the agent lives among process groups, and the signals we receive
+//!   forwarded to it.
 //! - [`sockets`]: TCP sockets as `/proc` and the kernel's socket diagnostics show them.
 //!
 //! Owns: reading and signalling processes. Must not touch: spawning them (`crates/confine`),
@@ -17,5 +19,6 @@
 pub mod cgroup;
 pub mod fds;
 pub mod procfs;
+pub mod signals;
 pub mod sockets;
 pub mod tree;

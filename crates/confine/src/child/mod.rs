@@ -9,44 +9,15 @@ pub use ahp_wrap_floor::agent::{AgentCommand, AgentFiles};
 pub mod guardian;
 mod process;
 pub use process::Process;
-pub mod signals;
 // The process tree, followed with safe calls (`crates/process`), under the names it had here.
-pub use ahp_wrap_process::{cgroup, procfs, sockets, tree};
+pub use ahp_wrap_process::signals::GroupPolicy;
+pub use ahp_wrap_process::{cgroup, fds, procfs, signals, sockets, tree};
 
 use std::ffi::{CStr, OsStr, OsString};
 use std::os::fd::RawFd;
 use std::path::PathBuf;
 
 use ahp_wrap_floor::exit::Exit;
-
-/// Where the agent lives among process groups. This is the one place that decides it.
-///
-/// - On a terminal, in its foreground group: the agent stays in *our* group, so it keeps
-///   the terminal (reads, raw mode, resize) and the terminal delivers Ctrl-C, Ctrl-Z and
-///   SIGWINCH to it directly. We must not deliver those a second time.
-/// - Otherwise (pipes, CI, a background job): the agent gets its own group, and every
-///   signal we receive is forwarded to that whole group.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum GroupPolicy {
-    /// We are the terminal's foreground group: the agent stays in our group and the
-    /// terminal signals it directly.
-    Foreground,
-    /// The agent leads a process group of its own, and we forward signals to that group.
-    OwnGroup,
-}
-
-impl GroupPolicy {
-    /// Decides from the state of this process.
-    pub fn detect() -> GroupPolicy {
-        let Ok(tty) = std::fs::File::open("/dev/tty") else {
-            return GroupPolicy::OwnGroup;
-        };
-        match nix::unistd::tcgetpgrp(&tty) {
-            Ok(fg) if fg == nix::unistd::getpgrp() => GroupPolicy::Foreground,
-            _ => GroupPolicy::OwnGroup,
-        }
-    }
-}
 
 /// Why the agent could not be started.
 #[derive(Debug, thiserror::Error)]
@@ -88,7 +59,7 @@ impl ChildId {
     }
 
     /// As `kill(2)` takes it: a pid, or minus a process group id.
-    pub(crate) fn kill_target(self) -> i32 {
+    pub fn kill_target(self) -> i32 {
         match self {
             ChildId::Process(pid) => pid,
             ChildId::Group(pgid) => -pgid,

@@ -19,7 +19,10 @@
 //!   limits: it is connected only when a process of the tree bound it (it is listed in the
 //!   tree's own network namespace) or the policy allows its path; anything else is answered
 //!   `EACCES` and reported. Abstract sockets belong to the network namespace: the tree
-//!   reaches only its own;
+//!   reaches only its own, connected here on the caller's socket with the address as read
+//!   (handed back to the kernel, it would be read again, and another thread could have made
+//!   it a path by then); a socket connected here is bound to a name that says whom it
+//!   stands for, since the kernel vouches for the wrapper (`ahp_wrap_process::fds::caller_named`);
 //! - a datagram sent to an address outside (`sendto(2)`: a DNS query to the machine's
 //!   resolver, a UDP exfiltration, a TCP Fast Open) is answered `EACCES` and reported like a
 //!   direct connection, where the namespace would only have found no route;
@@ -187,12 +190,7 @@ impl Bridge {
             let a = &req.data.args;
             return match read_sockaddr(tid, a[4], a[5] as usize) {
                 Some(Sockaddr::Unix(path)) => {
-                    let data = Datagram {
-                        fd: a[0] as i32,
-                        buf: a[1],
-                        len: a[2] as usize,
-                        flags: a[3] as i32,
-                    };
+                    let data = Datagram::of(a);
                     self.unix_send(tid, path, data, seen)
                 }
                 Some(Sockaddr::Inet(addr))
@@ -227,7 +225,14 @@ impl Bridge {
                          through the proxy)",
                     )
                 }
-                // Anything else stays inside the namespace.
+                // An abstract socket (the namespace's own), netlink: sent here as read.
+                Some(Sockaddr::Other(raw)) => {
+                    let data = Datagram::of(a);
+                    self.as_read(tid, a[0] as i32, &raw, Some(data))
+                }
+                None => SyscallReply::Error(libc::EFAULT),
+                // Anything else stays inside the namespace (an Internet socket cannot be
+                // made to send to a path).
                 _ => SyscallReply::Continue,
             };
         }
@@ -242,9 +247,10 @@ impl Bridge {
         let addr = match read_sockaddr(tid, ptr, len as usize) {
             Some(Sockaddr::Inet(addr)) => addr,
             Some(Sockaddr::Unix(path)) => return self.unix(fd, tid, path, seen, (notify, req.id)),
-            // An abstract Unix socket (the namespace's own), netlink, …, or unreadable: the
-            // kernel does it, inside the namespace.
-            Some(Sockaddr::Other) | None => return SyscallReply::Continue,
+            // An abstract Unix socket (the namespace's own), netlink, …: made here, inside
+            // the namespace (the caller's socket is of it), as read.
+            Some(Sockaddr::Other(raw)) => return self.as_read(tid, fd, &raw, None),
+            None => return SyscallReply::Error(libc::EFAULT),
         };
         let ip = crate::floor::hosts::canonical(addr.ip());
         if crate::floor::names::is_given(ip) {
@@ -385,6 +391,18 @@ struct Datagram {
     buf: u64,
     len: usize,
     flags: i32,
+}
+
+impl Datagram {
+    /// Of a stopped `sendto(2)`'s arguments.
+    fn of(a: &[u64; 6]) -> Datagram {
+        Datagram {
+            fd: a[0] as i32,
+            buf: a[1],
+            len: a[2] as usize,
+            flags: a[3] as i32,
+        }
+    }
 }
 
 /// Connects to `addr` from the wrapper's namespace and puts the socket in place of `tid`'s

@@ -9,9 +9,10 @@ pub(super) enum Sockaddr {
     Inet(SocketAddr),
     /// A path Unix socket (not an abstract one).
     Unix(PathBuf),
-    /// Anything else (an abstract Unix socket, netlink, `AF_UNSPEC`, too short to be one):
-    /// the kernel's to answer.
-    Other,
+    /// Anything else (an abstract Unix socket, netlink, `AF_UNSPEC`, too short to be one),
+    /// its bytes as they were read: what the bridge hands the kernel itself, from its own
+    /// copy (the caller could have changed its own by then).
+    Other(Vec<u8>),
 }
 
 /// The address at `ptr` in `tid`'s memory; `None` when it cannot be read.
@@ -20,7 +21,7 @@ pub(super) fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> 
     let mut buf = [0u8; 110];
     let len = len.min(buf.len());
     if len < 2 {
-        return Some(Sockaddr::Other);
+        return Some(Sockaddr::Other(Vec::new()));
     }
     let n = read_memory(tid, ptr, &mut buf[..len]);
     if n < 2 {
@@ -48,7 +49,7 @@ pub(super) fn read_sockaddr(tid: i32, ptr: u64, len: usize) -> Option<Sockaddr> 
                 &name[..end],
             ))))
         }
-        _ => Some(Sockaddr::Other),
+        _ => Some(Sockaddr::Other(buf[..n].to_vec())),
     }
 }
 

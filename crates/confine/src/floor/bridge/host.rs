@@ -25,6 +25,9 @@ use super::answer::{add_fd, SyscallReply};
 use super::carry::Caller;
 use super::{Answer, Bridge, Dest};
 
+/// The connections named so far.
+static NAMED: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
+
 /// The sockets (inodes) put in callers' places, to answer a `connect` asked again on one.
 pub(super) type Placed = Arc<Mutex<HashSet<u64>>>;
 
@@ -82,16 +85,17 @@ impl Bridge {
             }
             libc::SYS_sendto => match read_sockaddr(tid, a[4], a[5] as usize) {
                 Some(Sockaddr::Unix(path)) => {
-                    let data = super::Datagram {
-                        fd: a[0] as i32,
-                        buf: a[1],
-                        len: a[2] as usize,
-                        flags: a[3] as i32,
-                    };
+                    let data = super::Datagram::of(a);
                     self.unix_send(tid, path, data, seen)
                 }
-                // On a TCP socket the address is not looked at (a Fast Open never gets here);
-                // an abstract name is the kernel's.
+                // A Unix socket's datagram to an abstract name: sent from one of ours, as
+                // read.
+                Some(Sockaddr::Other(raw)) if is_unix(tid, a[0] as i32) => {
+                    let data = super::Datagram::of(a);
+                    self.as_read(tid, a[0] as i32, &raw, Some(data))
+                }
+                // On a TCP or netlink socket the address cannot be made a path socket's (a
+                // Fast Open never gets here).
                 Some(_) => SyscallReply::Continue,
                 None => SyscallReply::Error(libc::EFAULT),
             },
@@ -102,7 +106,10 @@ impl Bridge {
                         self.inet_host(tid, fd, addr, (notify, req.id), seen)
                     }
                     Some(Sockaddr::Unix(path)) => self.unix(fd, tid, path, seen, (notify, req.id)),
-                    Some(Sockaddr::Other) => SyscallReply::Continue,
+                    Some(Sockaddr::Other(raw)) if is_unix(tid, fd) => {
+                        self.other_host(tid, fd, &raw, (notify, req.id))
+                    }
+                    Some(Sockaddr::Other(_)) => SyscallReply::Continue,
                     // Unreadable: nothing is let through that was not read.
                     None => SyscallReply::Error(libc::EACCES),
                 };
@@ -200,11 +207,27 @@ impl Bridge {
         target: &OwnedFd,
         (notify, id): (&Arc<OwnedFd>, u64),
     ) -> SyscallReply {
-        let kind = fds::socket_inode(tid, fd)
-            .and_then(|inode| fds::unix_sockets(tid).remove(&inode))
-            .map_or(libc::SOCK_STREAM, |(kind, _)| kind);
-        let made = own_socket(libc::AF_UNIX, kind)
+        let made = named_for(tid, unix_type(tid, fd))
             .and_then(|own| super::unix::connect_unix(&own, target).map(|()| own));
+        match made {
+            Ok(own) => self.place(notify.as_raw_fd(), id, tid, fd, own),
+            Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+        }
+    }
+
+    /// A connection of `tid`'s Unix socket `fd` to an address read as `raw` (an abstract
+    /// name): made on a socket of ours of the caller's type, put in its place.
+    fn other_host(
+        &self,
+        tid: i32,
+        fd: i32,
+        raw: &[u8],
+        (notify, id): (&Arc<OwnedFd>, u64),
+    ) -> SyscallReply {
+        let made = named_for(tid, unix_type(tid, fd)).and_then(|own| {
+            let to = (raw.as_ptr().cast(), raw.len() as libc::socklen_t);
+            super::connect_blocking(&own, to.0, to.1).map(|()| own)
+        });
         match made {
             Ok(own) => self.place(notify.as_raw_fd(), id, tid, fd, own),
             Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
@@ -272,4 +295,30 @@ pub(super) fn own_socket(family: i32, kind: i32) -> std::io::Result<OwnedFd> {
 /// Whether `tid`'s `fd` is a Unix socket.
 fn is_unix(tid: i32, fd: i32) -> bool {
     fds::socket_inode(tid, fd).is_some_and(|inode| fds::unix_sockets(tid).contains_key(&inode))
+}
+
+/// A Unix socket of ours of type `kind`, to connect for `tid`: bound to a name that says
+/// whom it stands for, so that a server of the wrapper's (the control socket) reads the
+/// caller where the kernel vouches only for the wrapper (`SO_PEERCRED`).
+fn named_for(tid: i32, kind: i32) -> std::io::Result<OwnedFd> {
+    let own = own_socket(libc::AF_UNIX, kind)?;
+    name_for(&own, tid)?;
+    Ok(own)
+}
+
+/// Binds the Unix socket `sock`, which the bridge connects for `tid`, to the name that says
+/// whom it stands for (see `fds::caller_named`).
+pub(super) fn name_for(sock: &OwnedFd, tid: i32) -> std::io::Result<()> {
+    let pid = fds::thread_group(tid).unwrap_or(tid);
+    let n = NAMED.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let name = format!("{}{pid}-{}-{n}", fds::CALLER_PREFIX, std::process::id());
+    let addr = nix::sys::socket::UnixAddr::new_abstract(name.as_bytes())?;
+    Ok(nix::sys::socket::bind(sock.as_raw_fd(), &addr)?)
+}
+
+/// The type of `tid`'s Unix socket `fd` (a stream one when it cannot be read).
+fn unix_type(tid: i32, fd: i32) -> i32 {
+    fds::socket_inode(tid, fd)
+        .and_then(|inode| fds::unix_sockets(tid).remove(&inode))
+        .map_or(libc::SOCK_STREAM, |(kind, _)| kind)
 }

@@ -36,6 +36,8 @@ impl Bridge {
             Ok(t) => t,
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EACCES)),
         };
+        // Named for the caller, unless it has a name already (see `as_read`).
+        let _ = super::host::name_for(&theirs, tid);
         match connect_unix(&theirs, &target) {
             Ok(()) => SyscallReply::Done,
             Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
@@ -64,7 +66,9 @@ impl Bridge {
             Ok(t) => t,
             Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EBADF)),
         };
-        match send_unix(tid, &theirs, &target, data.buf, data.len, data.flags) {
+        let (un, alen) = via(&target);
+        let to = ((&raw const un).cast(), alen);
+        match send_unix(tid, &theirs, to, data.buf, data.len, data.flags) {
             Ok(n) => SyscallReply::Value(n as i64),
             Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EIO)),
         }
@@ -139,13 +143,14 @@ pub(super) fn connect_unix(sock: &OwnedFd, target: &OwnedFd) -> io::Result<()> {
 /// 208 KiB; larger is `EMSGSIZE`, as the kernel would say past its own).
 const MAX_DATAGRAM: usize = 256 * 1024;
 
-/// Sends the `len` bytes at `buf` in `tid`'s memory on its socket `sock` (shared with us) to
-/// the socket file `target` names, with `flags`. Never blocks the bridge for long: a full
+/// Sends the `len` bytes at `buf` in `tid`'s memory on its socket `sock` (shared with us, or
+/// ours in its place) to the address `to` (the socket file decided on, through
+/// `/proc/self/fd`, or the bytes of another address as the bridge read them), with `flags`. Never blocks the bridge for long: a full
 /// receiver is waited for a second at most, then `EAGAIN`.
 pub(super) fn send_unix(
     tid: i32,
     sock: &OwnedFd,
-    target: &OwnedFd,
+    (to, alen): (*const libc::sockaddr, libc::socklen_t),
     buf: u64,
     len: usize,
     flags: i32,
@@ -157,7 +162,6 @@ pub(super) fn send_unix(
     if len > 0 && super::read_memory(tid, buf, &mut data) != len as isize {
         return Err(io::Error::from_raw_os_error(libc::EFAULT));
     }
-    let (un, alen) = via(target);
     let send = || {
         // SAFETY: sendto from our buffer to an address we built.
         let n = unsafe {
@@ -166,7 +170,7 @@ pub(super) fn send_unix(
                 data.as_ptr().cast(),
                 data.len(),
                 flags | libc::MSG_DONTWAIT | libc::MSG_NOSIGNAL,
-                (&raw const un).cast(),
+                to,
                 alen,
             )
         };
@@ -207,4 +211,47 @@ fn via(target: &OwnedFd) -> (libc::sockaddr_un, libc::socklen_t) {
     }
     let len = std::mem::size_of::<libc::sa_family_t>() + via.len() + 1;
     (un, len as libc::socklen_t)
+}
+
+impl Bridge {
+    /// A `connect(2)` or addressed `sendto(2)` of `tid`'s socket `fd` to an address the
+    /// bridge does not decide on (an abstract socket, `AF_UNSPEC`, netlink): made here, on
+    /// the caller's socket, with the bytes as they were read, never handed back to the
+    /// kernel to read again (another thread could have made them a path socket's by then).
+    pub(super) fn as_read(
+        &self,
+        tid: i32,
+        fd: i32,
+        raw: &[u8],
+        send: Option<Datagram>,
+    ) -> SyscallReply {
+        let sock = match self.host {
+            // Without a namespace the caller's socket cannot be taken: a datagram is sent
+            // from one of ours (a connection is `host`'s).
+            Some(_) => super::host::own_socket(libc::AF_UNIX, libc::SOCK_DGRAM),
+            None => their_fd(tid, fd),
+        };
+        let sock = match sock {
+            Ok(s) => s,
+            Err(e) => return SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EBADF)),
+        };
+        let to = (raw.as_ptr().cast(), raw.len() as libc::socklen_t);
+        match send {
+            Some(d) => match send_unix(tid, &sock, to, d.buf, d.len, d.flags) {
+                Ok(n) => SyscallReply::Value(n as i64),
+                Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::EIO)),
+            },
+            None => {
+                // The caller's socket named for it, unless it has a name already (for a
+                // server of the wrapper's: the kernel vouches for the wrapper, which connects).
+                if raw.get(..2) == Some(&(libc::AF_UNIX as u16).to_ne_bytes()[..]) {
+                    let _ = super::host::name_for(&sock, tid);
+                }
+                match super::connect_blocking(&sock, to.0, to.1) {
+                    Ok(()) => SyscallReply::Done,
+                    Err(e) => SyscallReply::Error(e.raw_os_error().unwrap_or(libc::ECONNREFUSED)),
+                }
+            }
+        }
+    }
 }

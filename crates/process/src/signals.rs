@@ -10,7 +10,34 @@ use signal_hook::iterator::exfiltrator::WithOrigin;
 use signal_hook::iterator::SignalsInfo;
 use signal_hook::low_level::siginfo::Cause;
 
-use super::GroupPolicy;
+/// Where the agent lives among process groups. This is the one place that decides it.
+///
+/// - On a terminal, in its foreground group: the agent stays in *our* group, so it keeps
+///   the terminal (reads, raw mode, resize) and the terminal delivers Ctrl-C, Ctrl-Z and
+///   SIGWINCH to it directly. We must not deliver those a second time.
+/// - Otherwise (pipes, CI, a background job): the agent gets its own group, and every
+///   signal we receive is forwarded to that whole group.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum GroupPolicy {
+    /// We are the terminal's foreground group: the agent stays in our group and the
+    /// terminal signals it directly.
+    Foreground,
+    /// The agent leads a process group of its own, and we forward signals to that group.
+    OwnGroup,
+}
+
+impl GroupPolicy {
+    /// Decides from the state of this process.
+    pub fn detect() -> GroupPolicy {
+        let Ok(tty) = std::fs::File::open("/dev/tty") else {
+            return GroupPolicy::OwnGroup;
+        };
+        match nix::unistd::tcgetpgrp(&tty) {
+            Ok(fg) if fg == nix::unistd::getpgrp() => GroupPolicy::Foreground,
+            _ => GroupPolicy::OwnGroup,
+        }
+    }
+}
 
 /// The signals we take over from their default action and pass on.
 pub(crate) const FORWARDED: [i32; 7] =
@@ -58,16 +85,15 @@ impl Forwarder {
     }
 
     /// A terminating signal received before the agent started, if any.
-    pub(crate) fn early_signal(&self) -> Option<i32> {
+    pub fn early_signal(&self) -> Option<i32> {
         match self.early.load(Ordering::SeqCst) {
             0 => None,
             s => Some(s),
         }
     }
 
-    /// From now on, signals go to `target`.
-    pub fn set_target(&self, target: super::ChildId) {
-        let target = target.kill_target();
+    /// From now on, signals go to `target`: a pid, or a process group's id negated.
+    pub fn set_target(&self, target: i32) {
         self.target.store(target, Ordering::SeqCst);
         if let Some(sig) = self.early_signal() {
             if let Ok(sig) = Signal::try_from(sig) {
