@@ -692,7 +692,14 @@ fn dirs_beneath(root: &std::path::Path) -> std::collections::BTreeSet<PathBuf> {
     let mut found = std::collections::BTreeSet::new();
     let mut todo = vec![root.to_owned()];
     while let Some(d) = todo.pop() {
-        for e in std::fs::read_dir(&d).unwrap().flatten() {
+        // A directory gone while this walks (the run's own, which its guardian removes once
+        // the wrapper has exited) is not left behind.
+        let entries = match std::fs::read_dir(&d) {
+            Ok(entries) => entries,
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => continue,
+            Err(e) => panic!("{}: {e}", d.display()),
+        };
+        for e in entries.flatten() {
             if e.file_type().is_ok_and(|t| t.is_dir()) {
                 found.insert(e.path().strip_prefix(root).unwrap().to_owned());
                 todo.push(e.path());
