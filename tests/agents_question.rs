@@ -245,9 +245,23 @@ fn interactive_codex_from_a_fresh_home_asks_nothing_at_start() {
     let trust = trust.unwrap_or_else(|s| panic!("Codex's first screen:\n{s}"));
     seen.push_str(&trust);
     assert!(!trust.contains("Allow it?"), "asked at start:\n{trust}");
-    tmux.enter();
-    // Codex's composer, once it is ready for a prompt (a busy machine takes a while).
-    let ready = tmux.wait_until(WAIT, |s| s.contains("Ask Codex") || s.contains("Allow it?"));
+    // Codex's composer, once it is ready for a prompt (a busy machine takes a while). A key
+    // pressed while Codex still draws its first screen can be lost: pressed again, as a
+    // person would, while the trust question is still what it shows.
+    let mut ready = Err(String::new());
+    for _ in 0..3 {
+        tmux.enter();
+        ready = tmux.wait_until(WAIT / 3, |s| {
+            s.contains("Ask Codex") || s.contains("Allow it?")
+        });
+        if ready.is_ok()
+            || ready
+                .as_ref()
+                .is_err_and(|s| !s.contains("Trust this folder"))
+        {
+            break;
+        }
+    }
     seen.push_str(&ready.unwrap_or_else(|s| panic!("Codex's composer:\n{s}")));
     tmux.type_keys("say hi");
     tmux.wait_until(WAIT, |s| s.contains("say hi"))
