@@ -90,7 +90,7 @@ impl Bridge {
                 }
                 // A Unix socket's datagram to an abstract name: sent from one of ours, as
                 // read.
-                Some(Sockaddr::Other(raw)) if is_unix(tid, a[0] as i32) => {
+                Some(Sockaddr::Other(raw)) if unix_kind(tid, a[0] as i32).is_some() => {
                     let data = super::Datagram::of(a);
                     self.as_read(tid, a[0] as i32, &raw, Some(data))
                 }
@@ -101,24 +101,23 @@ impl Bridge {
             },
             libc::SYS_connect => {
                 let (fd, ptr, len) = (a[0] as i32, a[1], a[2] as usize);
-                let reply = match read_sockaddr(tid, ptr, len) {
+                match read_sockaddr(tid, ptr, len) {
                     Some(Sockaddr::Inet(addr)) => {
                         self.inet_host(tid, fd, addr, (notify, req.id), seen)
                     }
                     Some(Sockaddr::Unix(path)) => self.unix(fd, tid, path, seen, (notify, req.id)),
-                    Some(Sockaddr::Other(raw)) if is_unix(tid, fd) => {
-                        self.other_host(tid, fd, &raw, (notify, req.id))
-                    }
-                    Some(Sockaddr::Other(_)) => SyscallReply::Continue,
+                    Some(Sockaddr::Other(raw)) => match unix_kind(tid, fd) {
+                        Some(kind) => self.other_host(tid, fd, kind, &raw, (notify, req.id)),
+                        // The one call let go on to the kernel (netlink, a TCP socket's
+                        // `AF_UNSPEC`): only where Landlock refuses the tree's own TCP
+                        // connections, should another thread rewrite the address meanwhile.
+                        None if self.host.as_ref().is_some_and(|h| h.kernel_refuses_tcp) => {
+                            SyscallReply::Continue
+                        }
+                        None => SyscallReply::Error(libc::EACCES),
+                    },
                     // Unreadable: nothing is let through that was not read.
                     None => SyscallReply::Error(libc::EACCES),
-                };
-                let refuses_tcp = self.host.as_ref().is_some_and(|h| h.kernel_refuses_tcp);
-                match reply {
-                    SyscallReply::Continue if !refuses_tcp && !is_unix(tid, fd) => {
-                        SyscallReply::Error(libc::EACCES)
-                    }
-                    reply => reply,
                 }
             }
             _ => SyscallReply::Continue,
@@ -207,7 +206,8 @@ impl Bridge {
         target: &OwnedFd,
         (notify, id): (&Arc<OwnedFd>, u64),
     ) -> SyscallReply {
-        let made = named_for(tid, unix_type(tid, fd))
+        let kind = unix_kind(tid, fd).unwrap_or(libc::SOCK_STREAM);
+        let made = named_for(tid, kind)
             .and_then(|own| super::unix::connect_unix(&own, target).map(|()| own));
         match made {
             Ok(own) => self.place(notify.as_raw_fd(), id, tid, fd, own),
@@ -221,10 +221,11 @@ impl Bridge {
         &self,
         tid: i32,
         fd: i32,
+        kind: i32,
         raw: &[u8],
         (notify, id): (&Arc<OwnedFd>, u64),
     ) -> SyscallReply {
-        let made = named_for(tid, unix_type(tid, fd)).and_then(|own| {
+        let made = named_for(tid, kind).and_then(|own| {
             let to = (raw.as_ptr().cast(), raw.len() as libc::socklen_t);
             super::connect_blocking(&own, to.0, to.1).map(|()| own)
         });
@@ -237,14 +238,17 @@ impl Bridge {
     /// Puts our connected `socket` in place of `tid`'s `fd`, non-blocking and close-on-exec
     /// as the caller's was, and answers its `connect` done.
     fn place(&self, notify: i32, id: u64, tid: i32, fd: i32, socket: OwnedFd) -> SyscallReply {
-        if fds::nonblocking(tid, fd) {
+        // The caller's descriptor's flags, read once.
+        let flags = fds::flags(tid, fd).unwrap_or(0);
+        if flags & i64::from(libc::O_NONBLOCK) != 0 {
             // SAFETY: fcntl on a descriptor we own.
             unsafe {
                 let flags = libc::fcntl(socket.as_raw_fd(), libc::F_GETFL);
                 libc::fcntl(socket.as_raw_fd(), libc::F_SETFL, flags | libc::O_NONBLOCK);
             }
         }
-        match add_fd(notify, id, &socket, fd, fds::cloexec(tid, fd)) {
+        let cloexec = flags & i64::from(libc::O_CLOEXEC) != 0;
+        match add_fd(notify, id, &socket, fd, cloexec) {
             Ok(()) => {
                 if let Some(host) = &self.host {
                     note_placed(&host.placed, &socket);
@@ -292,9 +296,10 @@ pub(super) fn own_socket(family: i32, kind: i32) -> std::io::Result<OwnedFd> {
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
-/// Whether `tid`'s `fd` is a Unix socket.
-fn is_unix(tid: i32, fd: i32) -> bool {
-    fds::socket_inode(tid, fd).is_some_and(|inode| fds::unix_sockets(tid).contains_key(&inode))
+/// The type of `tid`'s `fd` when it is a Unix socket (one read of the Unix socket table).
+fn unix_kind(tid: i32, fd: i32) -> Option<i32> {
+    let inode = fds::socket_inode(tid, fd)?;
+    fds::unix_sockets(tid).remove(&inode).map(|(kind, _)| kind)
 }
 
 /// A Unix socket of ours of type `kind`, to connect for `tid`: bound to a name that says
@@ -314,11 +319,4 @@ pub(super) fn name_for(sock: &OwnedFd, tid: i32) -> std::io::Result<()> {
     let name = format!("{}{pid}-{}-{n}", fds::CALLER_PREFIX, std::process::id());
     let addr = nix::sys::socket::UnixAddr::new_abstract(name.as_bytes())?;
     Ok(nix::sys::socket::bind(sock.as_raw_fd(), &addr)?)
-}
-
-/// The type of `tid`'s Unix socket `fd` (a stream one when it cannot be read).
-fn unix_type(tid: i32, fd: i32) -> i32 {
-    fds::socket_inode(tid, fd)
-        .and_then(|inode| fds::unix_sockets(tid).remove(&inode))
-        .map_or(libc::SOCK_STREAM, |(kind, _)| kind)
 }
