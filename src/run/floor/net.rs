@@ -171,9 +171,23 @@ impl NetSide {
 #[cfg(target_os = "linux")]
 fn tree_listens(agent: i32) -> Box<dyn Fn(u16) -> bool + Send> {
     let me = std::process::id() as i32;
+    // Every listener on the port must be the tree's: a port it shares with a program of the
+    // person's (`SO_REUSEPORT`, the same user) would let the kernel hand the connection to
+    // that one.
     Box::new(move |port| {
-        crate::child::sockets::listener_on(port)
-            .is_some_and(|(pid, _)| crate::child::tree::descends_from(pid, agent, me).0)
+        let inodes: Vec<u64> = crate::child::sockets::listeners()
+            .iter()
+            .filter(|r| r.local.port() == port)
+            .filter(|r| r.local.ip().is_loopback() || r.local.ip().is_unspecified())
+            .map(|r| r.inode)
+            .collect();
+        let holders = crate::child::sockets::holders(&inodes);
+        !inodes.is_empty()
+            && inodes.iter().all(|i| {
+                holders
+                    .get(i)
+                    .is_some_and(|(pid, _)| crate::child::tree::descends_from(*pid, agent, me).0)
+            })
     })
 }
 
