@@ -336,3 +336,51 @@ fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper()
         "no inotify instance sent with an order:\n{text}"
     );
 }
+
+#[test]
+fn the_guardian_removes_the_run_directory_only_once_the_wrapper_has_exited() {
+    // Removing the run directory and the caches' layers is 1–2 ms of a disk journal's work:
+    // done while the wrapper's last steps ran, it took their processor. Seen in the system
+    // calls, in the order they were made.
+    let ws = tempfile::tempdir().unwrap();
+    let home = tempfile::tempdir().unwrap();
+    let trace = ws.path().join("..").join(format!(
+        "trace-{}",
+        ws.path().file_name().unwrap().to_string_lossy()
+    ));
+    let status = Command::new("strace")
+        .args(["-f", "-qq", "-e", "trace=execve,unlinkat,exit_group", "-o"])
+        .arg(&trace)
+        .arg(wrap_bin())
+        .args(["-q", "--summary", "never", "--", "true"])
+        .current_dir(ws.path())
+        .env("HOME", home.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .expect("strace runs (.ci/run installs it)");
+    let text = std::fs::read_to_string(&trace).unwrap_or_default();
+    let _ = std::fs::remove_file(&trace);
+    assert!(status.success(), "{status}\n{text}");
+    let pid = |l: &str| l.split_whitespace().next().unwrap_or_default().to_owned();
+    let lines: Vec<&str> = text.lines().collect();
+    let wrapper = pid(lines.first().copied().unwrap_or_default());
+    let guardian = lines
+        .iter()
+        .find(|l| l.contains("execve(") && l.contains("\"guardian\""))
+        .map(|l| pid(l))
+        .unwrap_or_else(|| panic!("no guardian started:\n{text}"));
+    let exited = lines
+        .iter()
+        .position(|l| pid(l) == wrapper && l.contains("exit_group("))
+        .unwrap_or_else(|| panic!("the wrapper's exit is not in the trace:\n{text}"));
+    let removed = lines
+        .iter()
+        .position(|l| pid(l) == guardian && l.contains("AT_REMOVEDIR"))
+        .unwrap_or_else(|| panic!("the guardian removed no directory:\n{text}"));
+    assert!(
+        removed > exited,
+        "the guardian removed a directory before the wrapper exited:\n{text}"
+    );
+}

@@ -21,6 +21,7 @@ use nix::sys::socket::{socketpair, AddressFamily, SockFlag, SockType};
 use nix::unistd::{fork, ForkResult};
 
 use super::{cgroup, procfs, tree};
+use ahp_wrap_floor::rundir;
 
 /// How long the agent gets between SIGTERM and SIGKILL.
 const GRACE: Duration = Duration::from_secs(2);
@@ -165,13 +166,17 @@ impl Guardian {
         sent.is_ok()
     }
 
-    /// The run ended normally (the agent's tree has ended): the guardian removes the run
-    /// directory it was told about ([`Guardian::clean_up`]) and exits, touching nothing
-    /// else; the wrapper exits meanwhile (a directory's removal costs 0.1–0.2 ms where it
-    /// is not in memory, as `/run` on a disk). Whether the guardian removes it: else the
-    /// caller does.
+    /// The run ended normally (the agent's tree has ended): once the wrapper is gone, the
+    /// guardian removes the directories it was told about ([`Guardian::clean_up`]) and
+    /// exits, touching nothing else. Not before: removing the caches' layers and the run
+    /// directory takes a disk's journal 1–2 ms of processor time, which would be taken from
+    /// the wrapper's last steps (its audit log made durable among them). Whether the
+    /// guardian removes them: else the caller does.
     pub fn release(mut self) -> bool {
-        writeln!(self.pipe, "release").is_ok() && self.cleans
+        let told = writeln!(self.pipe, "release").is_ok() && self.cleans;
+        // Our end stays open until this process exits: its close is the guardian's sign.
+        std::mem::forget(self);
+        told
     }
 }
 
@@ -221,7 +226,13 @@ fn guard(read: OwnedFd, held: Vec<OwnedFd>) -> ! {
     keep.push(read.as_raw_fd());
     detach(&keep);
     let orders = Orders::read(std::fs::File::from(read));
-    orders.carry_out();
+    match orders.released {
+        true => orders
+            .clean_up
+            .iter()
+            .for_each(|d| drop(rundir::remove_all(d))),
+        false => orders.carry_out(),
+    }
     drop(held);
     exit_now()
 }
@@ -312,11 +323,13 @@ struct Orders {
     group_dir: Option<PathBuf>,
     /// The environment entry that marks the agent's tree.
     mark: Option<String>,
+    /// The run ended normally: nothing to end, only the directories to remove.
+    released: bool,
 }
 
 impl Orders {
-    /// Reads orders, one a line, until the socket ends (the wrapper is gone); exits at once
-    /// on `release`. A descriptor sent with an order ([`Guardian::hold`]) is kept open, never
+    /// Reads orders, one a line, until the socket ends (the wrapper is gone), `release`
+    /// among them. A descriptor sent with an order ([`Guardian::hold`]) is kept open, never
     /// closed before the guardian exits.
     fn read(pipe: std::fs::File) -> Orders {
         use nix::sys::socket::{recvmsg, MsgFlags};
@@ -357,10 +370,7 @@ impl Orders {
     /// `cgroup <dir>`, `rundir <dir>`, `hold` (a descriptor came with it: nothing to do).
     fn take(&mut self, line: &str) {
         if line == "release" {
-            for dir in &self.clean_up {
-                let _ = ahp_wrap_floor::rundir::remove_all(dir);
-            }
-            exit_now()
+            self.released = true;
         }
         if let Some(t) = line
             .strip_prefix("watch ")
@@ -419,7 +429,7 @@ impl Orders {
         // The run directory (control socket, generated settings) of a wrapper that could not
         // remove it itself; the caches' layers, never merged.
         for dir in &self.clean_up {
-            let _ = ahp_wrap_floor::rundir::remove_all(dir);
+            let _ = rundir::remove_all(dir);
         }
     }
 }
