@@ -7,7 +7,6 @@ use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
-use super::statefiles::Copies;
 use super::{Run, RunGuard};
 
 #[cfg(target_os = "linux")]
@@ -20,6 +19,7 @@ mod runfiles;
 use crate::child::Confine;
 use crate::config::Config;
 use crate::exit::{Exit, Failure};
+use crate::floor::finished::Copies;
 use crate::floor::hosts::HostRules;
 use crate::floor::{self, Context, Plan, Report};
 use crate::frameworks::AgentCommand;

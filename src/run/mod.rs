@@ -14,7 +14,6 @@ mod denials;
 pub(crate) mod floor;
 mod phases;
 mod prepare;
-mod statefiles;
 mod supervise;
 
 pub(crate) use crate::rundir::{only_root_can_write, RunDir};

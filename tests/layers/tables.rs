@@ -225,6 +225,7 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
         "kernel",
         &[
             "ENV_FLOOR",
+            "Finished",
             "FloorError",
             "Mode",
             "NamespaceReceiver",
@@ -236,6 +237,7 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
             "apparmor",
             "caches",
             "denials",
+            "finished",
             "namespaces",
             "netns",
             "pidns",
@@ -250,8 +252,9 @@ pub(super) const CONFINE_FLOOR_LAYERS: &[(&str, &[&str])] = &[
 /// The same for the floor's data (`crates/floor/src`): the leaves (secrets, paths, exit
 /// codes, mount tables), the agent's state files and command above the paths, the spec above the
 /// ecosystems' files, the network's rules and credentials above the spec, the plan above
-/// them, the caches and the explanations above the plan; the seccomp programs, and what the kernel offers with the report of a run (`support`), on top. `random_hex`, `error_chain`,
-/// `test_dir`, `Unavailable` (with its causes' `Feature`, `Sysctl` and `ProfileFound`, from
+/// them, the caches and the explanations above the plan; the seccomp programs, and what the kernel offers with the report of a run (`support`), then the plan completed for the kernel
+/// (`finished`: the mixed state files' copies, the caches' overlays) on top. `random_hex`,
+/// `error_chain`, `test_dir`, `Unavailable` (with its causes' `Feature`, `Sysctl` and `ProfileFound`, from
 /// `unavailable`) and `ENV_FLOOR` are the crate root's.
 pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
     ("unavailable", &[]),
@@ -302,6 +305,21 @@ pub(super) const FLOOR_LAYERS: &[(&str, &[&str])] = &[
             "apparmor",
             "caches",
             "spec",
+        ],
+    ),
+    (
+        "finished",
+        &[
+            "Plan",
+            "Report",
+            "Support",
+            "Unavailable",
+            "beneath",
+            "caches",
+            "error_chain",
+            "plan",
+            "statefile",
+            "test_dir",
         ],
     ),
 ];

@@ -92,6 +92,10 @@ pub fn unmounted(pid: i32, overlays: &[Overlay]) -> Vec<PathBuf> {
         .collect()
 }
 
+/// The layers made for a run's caches ([`make`]), their overlays, and the caches an overlay
+/// cannot name (written in place, said in the run's report).
+pub type Laid = (Layers, Vec<Overlay>, Vec<String>);
+
 /// One run's directory of layers, locked while the run lasts and removed with what is left
 /// in it when dropped (a run that never reached its end merges nothing: a file half
 /// written when it was killed must not land in a cache).
@@ -164,10 +168,7 @@ pub fn sweep(dir: &Path) {
 /// Makes a layer (`<i>-upper` and `<i>-work`, private) for each cache in `dir`, which must not
 /// exist. A cache whose path the overlay's options cannot carry (a `,`, `:` or `\`) gets
 /// none: it is written in place, which the second list says.
-pub fn make(
-    caches: &[PathBuf],
-    dir: &Path,
-) -> std::io::Result<(Layers, Vec<Overlay>, Vec<String>)> {
+pub fn make(caches: &[PathBuf], dir: &Path) -> std::io::Result<Laid> {
     use std::os::unix::fs::DirBuilderExt;
     let mut builder = std::fs::DirBuilder::new();
     builder.recursive(true).mode(0o700);

@@ -7,6 +7,9 @@
 //! - [`plan`]: the spec made concrete for one run ([`Plan`]): the workspace, the temp
 //!   directories, the agent's own state (declared by its shim), the package caches, and the
 //!   wrapper's own files.
+//! - [`finished`]: the plan completed for the kernel ([`Finished`], Linux): the private
+//!   copies of the mixed state files made ([`Copies`](finished::Copies), sorted and merged
+//!   at the run's end) and the caches' overlays laid, the one form `crates/confine` takes.
 //! - [`hosts`]: the network's rules (`[floor.net]`): which host a connection may reach.
 //! - [`names`]: the addresses the tree's resolver gives each name, which lead a connection
 //!   back to its name.
@@ -49,6 +52,7 @@ pub mod credentials;
 pub mod denials;
 pub mod exit;
 pub mod explain;
+pub mod finished;
 pub mod hosts;
 pub mod mountinfo;
 pub mod names;
@@ -65,6 +69,8 @@ pub mod statefile;
 mod support;
 mod unavailable;
 
+#[cfg(target_os = "linux")]
+pub use finished::Finished;
 pub use plan::{Context, Plan};
 pub use spec::Spec;
 #[cfg(target_os = "linux")]

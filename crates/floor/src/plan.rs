@@ -156,6 +156,22 @@ pub struct Overlay {
     pub work: PathBuf,
 }
 
+impl Overlay {
+    /// The options of this overlay's mount (its layers, in a user namespace, unsynced).
+    pub fn options(&self) -> Vec<u8> {
+        let mut options = b"lowerdir=".to_vec();
+        options.extend(self.cache.as_os_str().as_encoded_bytes());
+        options.extend(b",upperdir=");
+        options.extend(self.upper.as_os_str().as_encoded_bytes());
+        options.extend(b",workdir=");
+        options.extend(self.work.as_os_str().as_encoded_bytes());
+        // volatile: no sync of the upper layer's file system (its unmount would wait for one);
+        // a run that did not end cleanly never merges its layer anyway.
+        options.extend(b",userxattr,volatile");
+        options
+    }
+}
+
 /// The network part of a plan.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct NetPlan {

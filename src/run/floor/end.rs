@@ -2,7 +2,7 @@
 //! mixed state files sorted, what the tree added to the caches merged (and what it changed
 //! there kept aside), and protected paths it created moved aside; each said and audited.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
 use serde_json::json;
 
@@ -21,6 +21,11 @@ pub(in crate::run) struct Unmerged {
     /// What a `.crate` file's checksum is checked against.
     #[cfg(target_os = "linux")]
     verified: floor::caches::Verified,
+}
+
+/// Where kept-aside changes go: `quarantine/` in the user's state directory for ahp-wrap.
+pub(super) fn quarantine_dir() -> Option<PathBuf> {
+    crate::termlog::state_dir().map(|d| d.join("quarantine"))
 }
 
 impl Run<'_> {
@@ -132,15 +137,15 @@ impl Run<'_> {
         };
         let workspace = floor.plan.writable.first().cloned().unwrap_or_default();
         let outcomes = floor.copies.finish(
-            &super::super::statefiles::project_names(&workspace),
-            super::super::statefiles::quarantine_dir().as_deref(),
+            &crate::floor::finished::project_names(&workspace),
+            quarantine_dir().as_deref(),
         );
         for outcome in outcomes {
             self.say_state_file(outcome).await;
         }
         let appeared = floor.plan.appeared();
         if !appeared.is_empty() {
-            let quarantine = super::super::statefiles::quarantine_dir();
+            let quarantine = quarantine_dir();
             for found in appeared {
                 self.move_aside(&found, quarantine.as_deref()).await;
             }
@@ -222,7 +227,7 @@ impl Run<'_> {
             if unmerged.overlays.is_empty() {
                 return;
             }
-            let quarantine = super::super::statefiles::quarantine_dir();
+            let quarantine = quarantine_dir();
             let verified = unmerged.verified;
             let merging = tokio::task::spawn_blocking(move || {
                 let merge = |o: floor::plan::Overlay| {
@@ -366,7 +371,7 @@ impl Run<'_> {
     /// Says what became of the agent's changes to one mixed state file: in the log when all
     /// were merged; at exit and in the audit log when some were kept aside or could not be
     /// merged (the person's choices must not vanish without a word).
-    async fn say_state_file(&mut self, o: super::super::statefiles::Outcome) {
+    async fn say_state_file(&mut self, o: crate::floor::finished::Outcome) {
         let file = o.file.display().to_string();
         if !o.merged.is_empty() {
             tracing::info!(

@@ -1,17 +1,18 @@
 //! The kernel's part of a run's floor: what this kernel offers (asked ahead, on a thread),
-//! the Landlock ruleset, namespaces, caches' overlays and network side prepared for the
-//! agent's process to apply to itself, and the proxy's variables.
+//! the plan completed (`Plan::complete` in `crates/floor`: the mixed state files' copies,
+//! the caches' overlays), the Landlock ruleset, namespaces and network side prepared from it
+//! for the agent's process to apply to itself, and the proxy's variables.
 
 use std::ffi::{OsStr, OsString};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use super::super::statefiles::Copies;
 #[cfg(target_os = "linux")]
 use super::container::ProcRefused;
 #[cfg(target_os = "linux")]
 use super::{credentials::injection, NetSide};
 use super::{NoFloor, RunFloor};
+use crate::floor::finished::Copies;
 use crate::floor::hosts::HostRules;
 use crate::floor::{self, Plan};
 use crate::frameworks::AgentCommand;
@@ -51,7 +52,7 @@ pub(in crate::run) fn probe_ahead(mode: floor::Mode) -> Option<Probing> {
 #[cfg(target_os = "linux")]
 pub(super) fn kernel(
     cmd: &mut AgentCommand,
-    mut plan: Plan,
+    plan: Plan,
     (run_dir, layers): (&Path, Option<&Path>),
     (mut premade, probing): (Option<floor::NamespaceReceiver>, Option<Probing>),
     (rules, unix_allow, credentials): (HostRules, Vec<PathBuf>, floor::credentials::Credentials),
@@ -84,55 +85,21 @@ pub(super) fn kernel(
             run_files: Vec::new(),
         });
     }
-    // A copy can be bound only in a mount namespace of the tree's own.
-    let copies = match support.namespaces {
-        Ok(()) if !plan.mixed.is_empty() => {
-            let (copies, problems) =
-                Copies::make(&plan.mixed, &plan.writable, &run_dir.join("state"));
-            report.gaps.extend(problems);
-            plan.copies = copies.binds();
-            copies
-        }
-        _ => Copies::default(),
-    };
-    // A cache is an overlay only in a mount namespace of the tree's own.
-    let mut layers_held = None;
-    if support.namespaces.is_ok() && !plan.caches.is_empty() {
-        // The layers made ahead, whose overlays the agent's mount namespace made ahead
-        // holds, when the plan's caches are those and the agent's process will join it
-        // (it joins the namespaces made ahead with the network part; nothing is to be
-        // staged beneath a cache before its overlay covers it); else made now.
-        let ahead = premade
-            .as_mut()
-            .filter(|_| plan.through.is_empty() && plan.net.is_some())
-            .and_then(|p| p.overlays_for(&plan.caches));
-        let made = match ahead {
-            Some(made) => Ok(made),
-            None => floor::caches::possible().and_then(|()| {
-                let dir = layers.ok_or(floor::Unavailable::NoStateDirectory)?;
-                floor::caches::make(&plan.caches, dir).map_err(|e| {
-                    floor::Unavailable::CacheLayers {
-                        dir: dir.to_owned(),
-                        source: e,
-                    }
-                })
-            }),
-        };
-        match made {
-            Ok((held, overlays, gaps)) => {
-                layers_held = Some(held);
-                report.gaps.extend(gaps);
-                plan.overlays = overlays;
-            }
-            // Said by the report already when the kernel cannot.
-            Err(why) if floor::caches::possible().is_err() => tracing::debug!("floor: {why}"),
-            Err(why) => report.gaps.push(format!("caches: written in place: {why}")),
-        }
-    }
+    // The plan completed: the mixed state files' copies and the caches' overlays (those the
+    // mount namespace made ahead holds, when the agent's process joins it).
+    let finished = plan.complete(
+        floor::finished::Completion {
+            support: &support,
+            state: &run_dir.join("state"),
+            layers,
+            ahead: &mut |caches| premade.as_mut()?.overlays_for(caches),
+        },
+        &mut report,
+    );
     let mut placeholders = Vec::new();
     // Without a network namespace of the tree's own, the proxy listens on this machine's
     // loopback, on a port the kernel picks.
-    let own_proxy = match plan.net.is_some() && support.net_without_namespace() {
+    let own_proxy = match finished.plan().net.is_some() && support.net_without_namespace() {
         true => Some(
             std::net::TcpListener::bind((std::net::Ipv4Addr::LOCALHOST, 0)).map_err(|e| {
                 NoFloor::Failed(format!("the egress proxy's socket on loopback: {e}"))
@@ -144,13 +111,14 @@ pub(super) fn kernel(
         .as_ref()
         .and_then(|l| l.local_addr().ok())
         .map(|a| a.port());
-    let request = plan.net.as_ref().map(|_| floor::NetRequest {
+    let request = finished.plan().net.as_ref().map(|_| floor::NetRequest {
         proxy_port: own_port.unwrap_or_else(proxy_port),
         control: control.as_bytes().strip_prefix(b"@").map(<[u8]>::to_vec),
     });
     let (mut prepared, peer) =
-        floor::Prepared::new(&plan, &support, run_dir, request.as_ref(), premade)
+        floor::Prepared::new(&finished, &support, run_dir, request.as_ref(), premade)
             .map_err(|e| NoFloor::Failed(crate::error_chain(&e)))?;
+    let (plan, copies, layers) = finished.into_parts();
     if reader.is_ok() {
         prepared.log_denials();
     }
@@ -223,7 +191,7 @@ pub(super) fn kernel(
         net,
         denials: reader.ok(),
         copies,
-        layers: layers_held,
+        layers,
         removed_env: Vec::new(),
         placeholders,
         credential_notes: Vec::new(),

@@ -366,7 +366,7 @@ impl Run<'_> {
         if found.is_empty() {
             return;
         }
-        let quarantine = super::super::statefiles::quarantine_dir();
+        let quarantine = super::end::quarantine_dir();
         let mut kept = Vec::new();
         let mut left = Vec::new();
         let mut noted = Vec::new();

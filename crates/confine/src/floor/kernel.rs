@@ -15,7 +15,7 @@ use landlock::{
 use super::namespaces::Namespaces;
 use super::netns::{self, NetPeer, NetRequest};
 use super::sys::fail;
-use super::{FloorError, Plan, Support, Writes};
+use super::{Finished, FloorError, Plan, Support, Writes};
 
 /// `landlock_restrict_self`: log denials after `exec` too (ABI 7; off by default).
 const LANDLOCK_RESTRICT_SELF_LOG_NEW_EXEC_ON: u32 = 1 << 1;
@@ -62,14 +62,14 @@ pub struct Prepared {
 }
 
 impl Prepared {
-    /// Builds the Landlock ruleset for `plan` and the namespace steps `support` allows.
-    /// `scratch` is a private directory of the run's (for the empty file bound over secret
-    /// files).
+    /// Builds the Landlock ruleset for the `finished` plan (the one form a plan reaches the
+    /// kernel in) and the namespace steps `support` allows. `scratch` is a private directory
+    /// of the run's (for the empty file bound over secret files).
     /// With `net`, the tree also gets a network namespace of its own (where namespaces are
     /// possible); the wrapper's end of the channel comes back with it. `premade` brings the
     /// user and network namespaces made at start-up, which the agent then joins.
     pub fn new(
-        plan: &Plan,
+        finished: &Finished,
         support: &Support,
         scratch: &Path,
         net: Option<&NetRequest>,
@@ -78,6 +78,7 @@ impl Prepared {
         if support.landlock_abi < 1 {
             return Err(FloorError::Unsupported);
         }
+        let plan = finished.plan();
         // When the tree may start sandboxes of its own (bubblewrap, Codex's, Claude Code's),
         // with a mount namespace and Landlock's signal scoping (ABI 6), the writes outside the
         // writable roots are refused by read-only mounts and Landlock handles no file access:

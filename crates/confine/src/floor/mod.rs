@@ -6,11 +6,13 @@
 //! - [`Spec`]: the policy's `[floor]` section (what may be written, what is never written,
 //!   what is never read), as written.
 //! - [`plan`]: the spec made concrete for one run: the workspace, the temp directories, the
-//!   agent's own state (declared by its shim), the package caches, and the wrapper's own files.
-//! - `kernel` (Linux): what this kernel offers ([`Support`]), and the confinement applied in the
-//!   agent's process before its `exec` ([`Prepared`]): a user and mount namespace with
-//!   read-only binds over protected paths and empty mounts over secrets, then Landlock (writes
-//!   only beneath the writable roots; no signals to processes outside the tree).
+//!   agent's own state (declared by its shim), the package caches, and the wrapper's own
+//!   files; [`Finished`] once completed for the kernel (the copies, the caches' overlays).
+//! - `kernel` (Linux): what this kernel offers ([`Support`]), and the confinement applied in
+//!   the agent's process before its `exec` ([`Prepared`], from a [`Finished`] plan): a user
+//!   and mount namespace with read-only binds over protected paths and empty mounts over
+//!   secrets, then Landlock (writes only beneath the writable roots; no signals to processes
+//!   outside the tree).
 //! - `namespaces` (Linux): the user and mount namespaces the agent's process enters, with the
 //!   plan's binds and empty mounts.
 //! - [`pidns`] (Linux): a PID namespace and a `/proc` of the tree's own, its init and the
@@ -57,9 +59,9 @@ mod sys;
 
 // The floor's data (`crates/floor`), under the names it had here.
 #[cfg(target_os = "linux")]
-pub use ahp_wrap_floor::{apparmor, caches, mountinfo};
+pub use ahp_wrap_floor::{apparmor, caches, mountinfo, Finished};
 pub use ahp_wrap_floor::{
-    credentials, explain, hosts, names, plan, runfiles, secrets, spec, Context, Feature,
+    credentials, explain, finished, hosts, names, plan, runfiles, secrets, spec, Context, Feature,
     FloorError, Mode, Plan, Report, Spec, Support, Unavailable, Writes, ENV_FLOOR,
 };
 

@@ -108,7 +108,7 @@ impl Namespaces {
         for o in &plan.overlays {
             mounts.push(Mount::Overlay {
                 path: cstring(&o.cache)?,
-                options: CString::new(overlay_options(o)).map_err(|_| nul(&o.cache))?,
+                options: CString::new(o.options()).map_err(|_| nul(&o.cache))?,
             });
         }
         mounts.extend(unstage);
@@ -402,27 +402,14 @@ pub(super) unsafe fn make_mounts_private() -> bool {
     libc::mount(none, c"/".as_ptr(), none, flags, std::ptr::null()) == 0
 }
 
-/// Mounts an overlay over `path` with `options` ([`overlay_options`]).
+/// Mounts an overlay over `path` with `options` (an overlay's
+/// [`options`](super::plan::Overlay::options)).
 ///
 /// # Safety
 /// For a pre-exec step: a system call, no allocation.
 pub(super) unsafe fn mount_overlay(path: &std::ffi::CStr, options: &std::ffi::CStr) -> bool {
     let overlay = c"overlay".as_ptr();
     libc::mount(overlay, path.as_ptr(), overlay, 0, options.as_ptr().cast()) == 0
-}
-
-/// The options of the overlay `o` (its layers, in a user namespace, unsynced).
-pub(super) fn overlay_options(o: &super::plan::Overlay) -> Vec<u8> {
-    let mut options = b"lowerdir=".to_vec();
-    options.extend(o.cache.as_os_str().as_bytes());
-    options.extend(b",upperdir=");
-    options.extend(o.upper.as_os_str().as_bytes());
-    options.extend(b",workdir=");
-    options.extend(o.work.as_os_str().as_bytes());
-    // volatile: no sync of the upper layer's file system (its unmount would wait for one);
-    // a run that did not end cleanly never merges its layer anyway.
-    options.extend(b",userxattr,volatile");
-    options
 }
 
 /// Landlock's `struct landlock_path_beneath_attr` (packed, as the kernel's).

@@ -30,10 +30,8 @@ use std::os::fd::{AsRawFd, OwnedFd};
 use std::os::unix::net::UnixStream;
 use std::time::Duration;
 
-use super::caches::Layers;
-use super::namespaces::{
-    id_map, make_mounts_private, mount_overlay, overlay_options, write_file, NamespaceFds,
-};
+use super::caches::{Laid, Layers};
+use super::namespaces::{id_map, make_mounts_private, mount_overlay, write_file, NamespaceFds};
 use super::plan::Overlay;
 use super::sys::{receive_fds, send_fds};
 use super::Unavailable;
@@ -304,7 +302,7 @@ impl NamespaceReceiver {
             for o in overlays {
                 list.extend(o.cache.as_os_str().as_encoded_bytes());
                 list.push(0);
-                list.extend(overlay_options(o));
+                list.extend(o.options());
                 list.push(0);
             }
         }
@@ -334,10 +332,7 @@ impl NamespaceReceiver {
     /// keeps them, and the agent's process joins that namespace (which it must then do:
     /// the maker's overlays hold the layers, which no second overlay may use). `None`
     /// otherwise: the run makes layers of its own.
-    pub fn overlays_for(
-        &mut self,
-        caches: &[std::path::PathBuf],
-    ) -> Option<(Layers, Vec<Overlay>, Vec<String>)> {
+    pub fn overlays_for(&mut self, caches: &[std::path::PathBuf]) -> Option<Laid> {
         self.receive().as_ref().ok()?.mnt.as_ref()?;
         let asked = self.asked.as_mut().filter(|a| a.caches == caches)?;
         Some((

@@ -16,6 +16,24 @@ fn in_child(f: impl FnOnce() -> i32) -> i32 {
     }
 }
 
+/// `plan` completed as a run completes it, every step possible.
+fn finished(
+    plan: Plan,
+    support: &Support,
+    layers: Option<&Path>,
+    ahead: &mut dyn FnMut(&[std::path::PathBuf]) -> Option<crate::floor::caches::Laid>,
+) -> Finished {
+    let cx = crate::floor::finished::Completion {
+        support,
+        state: Path::new("/nonexistent"),
+        layers,
+        ahead,
+    };
+    let finished = plan.complete(cx, &mut crate::floor::Report::default());
+    assert_eq!(finished.plan().caches.len(), finished.plan().overlays.len());
+    finished
+}
+
 /// The agent's process, given a floor with a network part, ends up in user, mount and
 /// network namespaces of its own, loopback up, its writes confined: whether it joins
 /// namespaces made ahead (as the guardian's child makes them) or makes them itself (when
@@ -57,6 +75,7 @@ fn the_agents_process_gets_its_namespaces_made_ahead_or_by_itself() {
             );
             premade
         });
+        let plan = finished(plan.clone(), &support, None, &mut |_| None);
         let (prepared, peer) =
             Prepared::new(&plan, &support, scratch.path(), Some(&request), premade).unwrap();
         let ns = prepared.namespaces.as_ref().unwrap();
@@ -129,29 +148,19 @@ fn the_caches_overlays_made_ahead_are_the_agents_when_they_are_its_plans() {
             }),
             0
         );
-        let (_layers, overlays) = match ahead {
-            true => {
-                let (layers, overlays, _) =
-                    premade.overlays_for(std::slice::from_ref(&cache)).unwrap();
-                (layers, overlays)
-            }
-            false => {
-                let made =
-                    super::super::caches::make(std::slice::from_ref(&cache), &dir.path().join("b"));
-                let (layers, overlays, _) = made.unwrap();
-                (layers, overlays)
-            }
-        };
         let plan = Plan {
             writable: vec![ws.clone(), cache.clone()],
             caches: vec![cache.clone()],
-            overlays: overlays.clone(),
             net: Some(super::super::plan::NetPlan {
                 loopback: true,
                 publish: crate::floor::spec::Publishing::Loopback,
             }),
             ..Plan::default()
         };
+        let b = dir.path().join("b");
+        let plan = finished(plan, &support, Some(&b), &mut |c| {
+            ahead.then(|| premade.overlays_for(c)).flatten()
+        });
         let (prepared, _peer) =
             Prepared::new(&plan, &support, &ws, Some(&request), Some(premade)).unwrap();
         let ns = prepared.namespaces.as_ref().unwrap();
@@ -187,7 +196,7 @@ fn the_caches_overlays_made_ahead_are_the_agents_when_they_are_its_plans() {
         );
         assert_eq!(std::fs::read(cache.join("old")).unwrap(), b"before");
         assert!(!cache.join("new").exists(), "written in the cache itself");
-        let upper = &overlays[0].upper;
+        let upper = &plan.plan().overlays[0].upper;
         assert_eq!(std::fs::read(upper.join("new")).unwrap(), b"added");
         assert_eq!(std::fs::read(upper.join("old")).unwrap(), b"changed");
     }

@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde_json::Value;
 
-use crate::floor::plan::Copy;
+use crate::plan::Copy;
 use crate::statefile::merge::{self, Change, MergeError, Record};
 use crate::statefile::{key_text, Format, StateFile};
 
@@ -33,7 +33,7 @@ enum Writes {
 
 /// One mixed state file held for the run.
 #[derive(Clone)]
-pub(super) struct Held {
+struct Held {
     file: StateFile,
     /// The real file (`file.path`) and where the agent's version of it is read at the end
     /// (the bound copy, the overlay's entry, or the file itself).
@@ -49,15 +49,17 @@ pub(super) struct Held {
 
 /// The copies of one run.
 #[derive(Default)]
-pub(super) struct Copies(Vec<Held>);
+pub struct Copies(Vec<Held>);
 
 /// What became of one file's changes, for the person and the audit log.
-pub(super) struct Outcome {
+pub struct Outcome {
+    /// The real file.
     pub file: PathBuf,
     /// The keys merged.
     pub merged: Vec<String>,
     /// The keys kept aside, and where.
     pub kept: Vec<String>,
+    /// The record of what was kept aside (or the agent's whole copy), in the quarantine.
     pub quarantine: Option<PathBuf>,
     /// Why something could not be merged (the copy is then kept whole).
     pub failed: Option<String>,
@@ -70,7 +72,7 @@ impl Copies {
     /// into `dir` (and made first, empty, when it does not exist yet); one beneath them is
     /// only read. A file that cannot be read or copied is left out, with the reason (the
     /// agent then cannot write it, as before).
-    pub(super) fn make(
+    pub(crate) fn make(
         mixed: &[StateFile],
         writable: &[PathBuf],
         dir: &Path,
@@ -100,7 +102,7 @@ impl Copies {
     }
 
     /// What the floor binds.
-    pub(super) fn binds(&self) -> Vec<Copy> {
+    pub(crate) fn binds(&self) -> Vec<Copy> {
         self.0
             .iter()
             .filter(|h| h.writes == Writes::Bound)
@@ -110,7 +112,7 @@ impl Copies {
 
     /// Sorts and merges every file's changes (after the agent's tree has ended), keeping
     /// aside what must not be merged in `quarantine`.
-    pub(super) fn finish(&self, workspace: &[String], quarantine: Option<&Path>) -> Vec<Outcome> {
+    pub fn finish(&self, workspace: &[String], quarantine: Option<&Path>) -> Vec<Outcome> {
         self.0
             .iter()
             .filter_map(|h| h.finish(workspace, quarantine))
@@ -335,7 +337,7 @@ impl Held {
 
 /// The names an agent may give this run's project: the workspace, and the top of the git
 /// repository it lies in (the nearest directory above with a `.git`).
-pub(super) fn project_names(workspace: &Path) -> Vec<String> {
+pub fn project_names(workspace: &Path) -> Vec<String> {
     let mut names = vec![workspace.display().to_string()];
     if let Some(top) = workspace.ancestors().find(|d| d.join(".git").exists()) {
         if top != workspace {
@@ -343,11 +345,6 @@ pub(super) fn project_names(workspace: &Path) -> Vec<String> {
         }
     }
     names
-}
-
-/// Where kept-aside changes go: `quarantine/` in the user's state directory for ahp-wrap.
-pub(super) fn quarantine_dir() -> Option<PathBuf> {
-    crate::termlog::state_dir().map(|d| d.join("quarantine"))
 }
 
 #[cfg(test)]
