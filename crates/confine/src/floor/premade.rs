@@ -48,7 +48,7 @@ const WAIT: Duration = Duration::from_secs(2);
 /// spawning the guardian; the guardian guards nothing while its maker waits).
 const WAIT_FOR_OVERLAYS_MS: i32 = 1000;
 
-/// The largest list of overlays the maker takes (each cache's mount point and options; a
+/// The largest list of overlays the maker takes (each cache's mount point, layers and options; a
 /// longer list is not mounted ahead).
 const MAX_OVERLAYS: usize = 16 * 1024;
 
@@ -246,14 +246,19 @@ unsafe fn mount_overlays(list: &[u8]) -> Option<libc::c_int> {
     if libc::unshare(libc::CLONE_NEWNS) != 0 || !make_mounts_private() {
         return None;
     }
+    // Each overlay's mount point, upper and work directories (made here), and options.
     let mut rest = list;
-    while let Ok(target) = std::ffi::CStr::from_bytes_until_nul(rest) {
-        rest = &rest[target.to_bytes().len() + 1..];
-        let Ok(options) = std::ffi::CStr::from_bytes_until_nul(rest) else {
-            break;
-        };
-        rest = &rest[options.to_bytes().len() + 1..];
-        mount_overlay(target, options);
+    let mut next = || {
+        let part = std::ffi::CStr::from_bytes_until_nul(rest).ok()?;
+        rest = &rest[part.to_bytes().len() + 1..];
+        Some(part)
+    };
+    while let (Some(target), Some(upper), Some(work), Some(options)) =
+        (next(), next(), next(), next())
+    {
+        if libc::mkdir(upper.as_ptr(), 0o777) == 0 && libc::mkdir(work.as_ptr(), 0o777) == 0 {
+            mount_overlay(target, options);
+        }
     }
     let mnt = libc::open(
         c"/proc/self/ns/mnt".as_ptr(),
@@ -291,7 +296,7 @@ impl NamespaceReceiver {
         use std::io::Write;
         let made = match (caches.is_empty(), dir) {
             (false, Some(dir)) if super::caches::possible().is_ok() => {
-                super::caches::make(&caches, dir)
+                super::caches::lay_out(&caches, dir)
                     .inspect_err(|e| tracing::debug!("floor: no layers made ahead: {e}"))
                     .ok()
             }
@@ -300,8 +305,10 @@ impl NamespaceReceiver {
         let mut list = Vec::new();
         if let Some((_, overlays, _)) = &made {
             for o in overlays {
-                list.extend(o.cache.as_os_str().as_encoded_bytes());
-                list.push(0);
+                for part in [&o.cache, &o.upper, &o.work] {
+                    list.extend(part.as_os_str().as_encoded_bytes());
+                    list.push(0);
+                }
                 list.extend(o.options());
                 list.push(0);
             }
