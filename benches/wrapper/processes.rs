@@ -88,7 +88,7 @@ pub(super) fn startup_rows(rows: &mut Vec<Row>, n: usize, scratch: &Path) {
         "`true`",
         samples,
         [50.0, 99.0],
-        ("< +5 ms", 5e6),
+        ("≤ +8 ms", 8e6),
     );
 }
 
