@@ -91,7 +91,8 @@ def main():
     for name, floor, mode in [
         ("floor off, direct", ["--floor", "off"], "direct"),
         ("floor on, through the proxy", [], "proxy"),
-        ("floor on, direct to loopback (bridged)", [], "direct"),
+        # (A port of this machine's loopback is reached only where the run names it.)
+        ("floor on, direct to loopback (bridged)", ["--loopback-port", str(port)], "direct"),
     ]:
         out = subprocess.run(base + floor + ["--", sys.executable, client, str(port), str(conns), mode],
                              capture_output=True, text=True, check=True)
