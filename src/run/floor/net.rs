@@ -201,3 +201,82 @@ fn tree_holds(agent: i32) -> Box<dyn Fn(u64) -> bool + Send> {
             .is_some_and(|(pid, _)| crate::child::tree::descends_from(*pid, agent, me).0)
     })
 }
+
+#[cfg(test)]
+#[cfg(target_os = "linux")]
+mod tests {
+    use std::io::{BufRead, BufReader};
+    use std::process::{Command, Stdio};
+
+    /// A process that listens on `port` of the loopback (0: one the kernel picks) with
+    /// `SO_REUSEPORT`, as a person's program may: its pid and port. `apart`: started by a
+    /// shell that exits at once, so that it is not this process's child (the wrapper's
+    /// children are the tree's).
+    #[allow(
+        clippy::zombie_processes,
+        reason = "the listener not apart is waited for by its pid (`end`)"
+    )]
+    fn listener(port: u16, apart: bool) -> (i32, u16) {
+        let script = format!(
+            "import os, socket, time\n\
+             s = socket.socket()\n\
+             s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)\n\
+             s.bind(('127.0.0.1', {port}))\n\
+             s.listen(8)\n\
+             print(os.getpid(), s.getsockname()[1], flush=True)\n\
+             time.sleep(30)\n"
+        );
+        let mut cmd = match apart {
+            true => Command::new("sh"),
+            false => Command::new("python3"),
+        };
+        match apart {
+            true => cmd.args(["-c", "python3 -c \"$0\" &", &script]),
+            false => cmd.args(["-c", &script]),
+        };
+        let mut child = cmd.stdout(Stdio::piped()).spawn().expect("python3");
+        let mut line = String::new();
+        BufReader::new(child.stdout.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        if apart {
+            let _ = child.wait();
+        }
+        let mut words = line.split_whitespace().map(|w| w.parse().unwrap_or(0));
+        let pid = words.next().unwrap_or(0);
+        let port = words.next().unwrap_or(0) as u16;
+        assert!(pid > 0 && port > 0, "the listener said {line:?}");
+        (pid, port)
+    }
+
+    fn end(pid: i32) {
+        let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::SIGKILL);
+        let _ = nix::sys::wait::waitpid(nix::unistd::Pid::from_raw(pid), None);
+    }
+
+    /// A port the tree shares with a program of the person's (`SO_REUSEPORT`, the same
+    /// user) is not the tree's own server: the kernel may hand the bridge's connection to
+    /// either listener. It is the tree's once the person's listener is gone.
+    #[test]
+    fn a_port_shared_with_a_program_outside_the_tree_is_not_the_trees() {
+        let (person, port) = listener(0, true);
+        let (tree, _) = listener(port, false);
+        let listens = super::tree_listens(tree);
+        let shared = listens(port);
+        end(person);
+        // (Not this process's child: its socket closes once the kill is delivered.)
+        let alone = (0..200).any(|_| {
+            std::thread::sleep(std::time::Duration::from_millis(10));
+            listens(port)
+        });
+        end(tree);
+        assert!(
+            !shared,
+            "a port shared with a listener outside the tree counted as the tree's"
+        );
+        assert!(
+            alone,
+            "the tree's own listener, alone on its port, was not seen"
+        );
+    }
+}
