@@ -227,10 +227,7 @@ fn guard(read: OwnedFd, held: Vec<OwnedFd>) -> ! {
     detach(&keep);
     let orders = Orders::read(std::fs::File::from(read));
     match orders.released {
-        true => orders
-            .clean_up
-            .iter()
-            .for_each(|d| drop(rundir::remove_all(d))),
+        true => orders.remove_dirs(),
         false => orders.carry_out(),
     }
     drop(held);
@@ -423,11 +420,16 @@ impl Orders {
                 GRACE,
             );
         }
-        if let Some(dir) = self.group_dir {
-            cgroup::kill_and_remove(&dir);
+        if let Some(dir) = &self.group_dir {
+            cgroup::kill_and_remove(dir);
         }
         // The run directory (control socket, generated settings) of a wrapper that could not
         // remove it itself; the caches' layers, never merged.
+        self.remove_dirs();
+    }
+
+    /// Removes the directories the wrapper named: its run directory, the caches' layers.
+    fn remove_dirs(&self) {
         for dir in &self.clean_up {
             let _ = rundir::remove_all(dir);
         }
