@@ -296,11 +296,10 @@ fn a_run_that_ends_normally_leaves_no_run_directory_with_either_guardian() {
     }
 }
 
-#[test]
-fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper() {
-    // Closing the last descriptor of an inotify instance with watches waits for the kernel
-    // to retire them (15–22 ms at the end of most runs, BENCHMARKS.md): the wrapper sends
-    // it to its guardian instead, with the order that carries it. Seen in the system calls.
+/// The system calls `strace -f -qq -e trace=<calls>` (and `flags`) saw in a run of
+/// `ahp-wrap -q --summary never -- <agent>` in an empty workspace with a fresh home, after
+/// the run succeeded.
+fn traced(calls: &str, flags: &[&str], agent: &[&str]) -> String {
     let ws = tempfile::tempdir().unwrap();
     let home = tempfile::tempdir().unwrap();
     let trace = ws.path().join("..").join(format!(
@@ -308,18 +307,13 @@ fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper()
         ws.path().file_name().unwrap().to_string_lossy()
     ));
     let status = Command::new("strace")
-        .args(["-f", "-y", "-qq", "-e", "trace=sendmsg", "-o"])
+        .args(["-f", "-qq"])
+        .args(flags)
+        .args(["-e", &format!("trace={calls}"), "-o"])
         .arg(&trace)
         .arg(wrap_bin())
-        .args([
-            "-q",
-            "--summary",
-            "never",
-            "--",
-            "sh",
-            "-c",
-            "echo kept > f",
-        ])
+        .args(["-q", "--summary", "never", "--"])
+        .args(agent)
         .current_dir(ws.path())
         .env("HOME", home.path())
         .stdin(Stdio::null())
@@ -330,6 +324,15 @@ fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper()
     let text = std::fs::read_to_string(&trace).unwrap_or_default();
     let _ = std::fs::remove_file(&trace);
     assert!(status.success(), "{status}\n{text}");
+    text
+}
+
+#[test]
+fn the_checkpoints_watches_are_given_to_the_guardian_not_closed_by_the_wrapper() {
+    // Closing the last descriptor of an inotify instance with watches waits for the kernel
+    // to retire them (15–22 ms at the end of most runs, BENCHMARKS.md): the wrapper sends
+    // it to its guardian instead, with the order that carries it. Seen in the system calls.
+    let text = traced("sendmsg", &["-y"], &["sh", "-c", "echo kept > f"]);
     assert!(
         text.lines()
             .any(|l| l.contains("SCM_RIGHTS") && l.contains("anon_inode:inotify")),
@@ -342,27 +345,7 @@ fn the_guardian_removes_the_run_directory_only_once_the_wrapper_has_exited() {
     // Removing the run directory and the caches' layers is 1–2 ms of a disk journal's work:
     // done while the wrapper's last steps ran, it took their processor. Seen in the system
     // calls, in the order they were made.
-    let ws = tempfile::tempdir().unwrap();
-    let home = tempfile::tempdir().unwrap();
-    let trace = ws.path().join("..").join(format!(
-        "trace-{}",
-        ws.path().file_name().unwrap().to_string_lossy()
-    ));
-    let status = Command::new("strace")
-        .args(["-f", "-qq", "-e", "trace=execve,unlinkat,exit_group", "-o"])
-        .arg(&trace)
-        .arg(wrap_bin())
-        .args(["-q", "--summary", "never", "--", "true"])
-        .current_dir(ws.path())
-        .env("HOME", home.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .status()
-        .expect("strace runs (.ci/run installs it)");
-    let text = std::fs::read_to_string(&trace).unwrap_or_default();
-    let _ = std::fs::remove_file(&trace);
-    assert!(status.success(), "{status}\n{text}");
+    let text = traced("execve,unlinkat,exit_group", &[], &["true"]);
     let pid = |l: &str| l.split_whitespace().next().unwrap_or_default().to_owned();
     let lines: Vec<&str> = text.lines().collect();
     let wrapper = pid(lines.first().copied().unwrap_or_default());
